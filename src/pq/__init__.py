@@ -1,0 +1,7 @@
+"""pq: a patch-queue manager for forks of PyTorch custom-operator libraries on PaddlePaddle.
+
+The fork's migration edits live as an ordered series of small patches (`series.yaml` +
+`patches/`); pq keeps that series and the fork's commits in step.
+"""
+
+__version__ = "0.1.0"

@@ -1,0 +1,38 @@
+"""Helpers every command shares: opening the repository, JSON output, terminal progress."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any, Callable
+
+import click
+
+from pq.gitio import Git
+
+
+def open_repo() -> Git:
+    return Git.open(".")
+
+
+def emit_json(data: Any) -> None:
+    click.echo(json.dumps(data, indent=2, sort_keys=False, ensure_ascii=False))
+
+
+def progress_printer(label: str) -> Callable[[int, int, str], None] | None:
+    """A one-line progress display on a terminal; nothing at all in a pipe."""
+    if not sys.stderr.isatty():
+        return None
+
+    def show(i: int, total: int, name: str) -> None:
+        text = f"\r{label} {i + 1}/{total}: {name}"
+        sys.stderr.write(text[:120].ljust(80))
+        if i + 1 == total:
+            sys.stderr.write("\r" + " " * 80 + "\r")
+        sys.stderr.flush()
+
+    return show
+
+
+def short(sha: str | None) -> str:
+    return sha[:12] if sha else "-"

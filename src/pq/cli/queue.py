@@ -1,0 +1,106 @@
+"""`pq init`, `pq export`, `pq apply`, `pq series`: the queue and its round trip."""
+
+from __future__ import annotations
+
+import click
+
+from pq import queueops
+from pq.cli.common import emit_json, open_repo, progress_printer, short
+
+
+def register(main: click.Group) -> None:
+    for command in (init, export, apply, series):
+        main.add_command(command)
+
+
+def _render_export(result: queueops.ExportResult, as_json: bool, verb: str) -> None:
+    s = result.queue.series
+    if as_json:
+        emit_json({
+            "base": s.base,
+            "upstream": s.upstream_ref,
+            "patches": [{"name": e.name, "layer": e.layer, "summary": e.summary}
+                        for e in s.patches],
+            "added": result.added,
+            "removed": result.removed,
+            "changed": result.changed,
+            "commit": result.commit,
+        })
+        return
+    click.echo(f"{verb}: {len(s.patches)} patches on {s.upstream_ref} at {short(s.base)}")
+    for name in result.added:
+        click.echo(f"  new      {name}")
+    for name in result.removed:
+        click.echo(f"  removed  {name}")
+    if not result.changed:
+        click.echo("  series.yaml and patches/ already up to date")
+    else:
+        click.echo(f"  {len(result.changed)} file(s) written")
+    if result.commit:
+        click.echo(f"  committed as {short(result.commit)}")
+    elif result.changed:
+        click.echo("  next: git add series.yaml patches && git commit -m 'pq: update series' "
+                   "(or rerun with --commit)")
+
+
+@click.command()
+@click.option("--upstream", "upstream", required=True, metavar="REF",
+              help="The upstream ref the fork follows, e.g. upstream/main.")
+@click.option("--force", is_flag=True, help="Start over even if series.yaml exists.")
+@click.option("--commit", "do_commit", is_flag=True, help="Commit the queue files.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+def init(upstream: str, force: bool, do_commit: bool, as_json: bool) -> None:
+    """Start a series: base = merge-base(HEAD, REF); one patch per commit since."""
+    with open_repo() as git:
+        result = queueops.init(git, upstream, force=force, commit=do_commit)
+    _render_export(result, as_json, "initialised")
+
+
+@click.command()
+@click.option("--commit", "do_commit", is_flag=True, help="Commit the queue files.")
+@click.option("--force", is_flag=True, help="Overwrite hand-edited patch files.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+def export(do_commit: bool, force: bool, as_json: bool) -> None:
+    """Rewrite series.yaml and patches/ from the branch's commits."""
+    with open_repo() as git:
+        result = queueops.export(git, commit=do_commit, force=force)
+    _render_export(result, as_json, "exported")
+
+
+@click.command()
+@click.option("--onto", default=None, metavar="REV",
+              help="Commit to apply onto (default: the series base).")
+@click.option("-b", "--branch", default=None, metavar="NAME",
+              help="Create NAME for the result instead of moving the current branch.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+def apply(onto: str | None, branch: str | None, as_json: bool) -> None:
+    """Materialise the series as commits on a base, without three-way merges."""
+    with open_repo() as git:
+        result = queueops.apply(git, onto, branch=branch, progress=progress_printer("applying"))
+    if as_json:
+        emit_json({"onto": result.onto, "branch": result.branch, "tip": result.tip,
+                   "commits": [{"patch": n, "commit": c} for n, c in result.commits]})
+        return
+    click.echo(f"applied {len(result.commits)} patches onto {short(result.onto)}; "
+               f"{result.branch} is now {short(result.tip)}")
+    click.echo("  the previous tip is kept as refs/pq/orig-head; `pq undo` goes back")
+
+
+@click.command()
+@click.option("--json", "as_json", is_flag=True, help="Print the series as JSON.")
+def series(as_json: bool) -> None:
+    """List the patches, in order, with layer and size."""
+    with open_repo() as git:
+        s, infos = queueops.list_series(git)
+    if as_json:
+        emit_json({"upstream": s.upstream_ref, "base": s.base, "patches": [
+            {"index": p.index, "name": p.name, "layer": p.layer, "summary": p.summary,
+             "files": p.files, "added": p.added, "removed": p.removed,
+             "workaround": p.workaround} for p in infos]})
+        return
+    click.echo(f"upstream {s.upstream_ref} at {short(s.base)}: {len(infos)} patches")
+    width = max((len(p.name) for p in infos), default=10)
+    for p in infos:
+        wa = f"  [workaround: {p.workaround}]" if p.workaround else ""
+        click.echo(f"{p.index:4d}  {p.name:<{width}}  {p.layer:<11}  {p.files} file(s) "
+                   f"+{p.added} -{p.removed}{wa}")

@@ -1,0 +1,488 @@
+"""Git access: the one module that runs git.
+
+Each git operation pq needs is a small named method on `Git`; every failure raises
+`GitError` with the command, exit code and stderr. Objects are read through one
+persistent `cat-file --batch` and commits are written in-process, so a rebase of a
+hundred patches costs a hundred merges, not a thousand processes.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, NewType, Sequence
+
+from pq.errors import ConfigError, GitError
+
+CommitId = NewType("CommitId", str)
+TreeId = NewType("TreeId", str)
+BlobId = NewType("BlobId", str)
+
+# Variables git exports to hooks and aliases; pq always names its repository explicitly.
+_SCRUBBED = {
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_PREFIX",
+    "GIT_COMMON_DIR",
+    "GIT_NAMESPACE",
+    "GIT_CEILING_DIRECTORIES",
+    "GIT_DISCOVERY_ACROSS_FILESYSTEM",
+}
+
+# Diff options pinned so that user configuration never changes a patch file's bytes.
+DIFF_CONFIG = (
+    "-c", "diff.noprefix=false",
+    "-c", "diff.mnemonicPrefix=false",
+    "-c", "diff.suppressBlankEmpty=false",
+    "-c", "diff.relative=false",
+    "-c", "core.quotePath=true",
+    "-c", "diff.orderFile=",
+)
+DIFF_OPTIONS = (
+    "--no-color",
+    "--no-ext-diff",
+    "--no-textconv",
+    "--binary",
+    "--full-index",
+    "--find-renames",
+    "--diff-algorithm=myers",
+    "--indent-heuristic",
+    "--src-prefix=a/",
+    "--dst-prefix=b/",
+    "--ignore-submodules=none",
+)
+
+
+def clean_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in _SCRUBBED}
+    env["LC_ALL"] = "C"
+    env["GIT_TERMINAL_PROMPT"] = "0"
+    if extra:
+        env.update(extra)
+    return env
+
+
+@dataclass(frozen=True)
+class Person:
+    name: str
+    email: str
+    date: str  # git's raw form: "<epoch> <+hhmm>"
+
+    def ident(self) -> str:
+        return f"{self.name} <{self.email}> {self.date}"
+
+    @classmethod
+    def parse(cls, raw: str) -> Person:
+        m = re.match(r"^(.*?) ?<(.*)> (\d+ [+-]\d{4})$", raw)
+        if not m:
+            raise GitError(f"cannot parse identity {raw!r}")
+        return cls(m.group(1), m.group(2), m.group(3))
+
+
+@dataclass(frozen=True)
+class Commit:
+    id: CommitId
+    tree: TreeId
+    parents: tuple[CommitId, ...]
+    author: Person
+    committer: Person
+    message: str
+
+    @property
+    def subject(self) -> str:
+        return self.message.split("\n", 1)[0]
+
+
+@dataclass(frozen=True)
+class MergeResult:
+    tree: TreeId
+    clean: bool
+    conflicted_paths: tuple[str, ...]
+
+
+class _CatFile:
+    """A persistent `git cat-file --batch` reader."""
+
+    def __init__(self, git: Git) -> None:
+        self._proc = subprocess.Popen(
+            ["git", "-C", str(git.root), "cat-file", "--batch"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=git.env,
+        )
+
+    def read(self, rev: str) -> tuple[str, str, bytes]:
+        assert self._proc.stdin is not None and self._proc.stdout is not None
+        self._proc.stdin.write(rev.encode() + b"\n")
+        self._proc.stdin.flush()
+        header = self._proc.stdout.readline().decode().split()
+        if len(header) != 3:
+            raise GitError(f"object {rev} not found")
+        sha, kind, size = header
+        data = self._read_exact(self._proc.stdout, int(size) + 1)[:-1]
+        return sha, kind, data
+
+    @staticmethod
+    def _read_exact(stream: IO[bytes], n: int) -> bytes:
+        chunks = []
+        while n:
+            chunk = stream.read(n)
+            if not chunk:
+                raise GitError("git cat-file ended early")
+            chunks.append(chunk)
+            n -= len(chunk)
+        return b"".join(chunks)
+
+    def close(self) -> None:
+        if self._proc.stdin:
+            self._proc.stdin.close()
+        self._proc.wait()
+
+
+class Git:
+    """One repository, addressed by its top-level working directory."""
+
+    def __init__(self, root: Path, git_dir: Path, common_dir: Path) -> None:
+        self.root = root
+        self.git_dir = git_dir
+        self.common_dir = common_dir
+        self.env = clean_env()
+        self._cat: _CatFile | None = None
+        self._odb: object | None = None
+        self._version: tuple[int, int] | None = None
+
+    # -- opening and closing -------------------------------------------------
+
+    @classmethod
+    def open(cls, path: str | Path = ".") -> Git:
+        path = Path(path)
+        if not path.is_dir():
+            raise ConfigError(f"{path}: not a directory", hint="run pq inside a git repository")
+        proc = subprocess.run(
+            ["git", "-C", str(path), "rev-parse", "--show-toplevel", "--absolute-git-dir",
+             "--git-common-dir"],
+            capture_output=True,
+            env=clean_env(),
+        )
+        if proc.returncode != 0:
+            raise ConfigError(
+                f"{path.resolve()}: not a git repository",
+                hint="run pq inside a git repository's working tree, or `git init` one",
+            )
+        lines = proc.stdout.decode().splitlines()
+        if len(lines) != 3:
+            raise ConfigError(f"{path.resolve()}: a bare repository has no working tree for pq")
+        root, git_dir, common = lines
+        common_path = Path(common)
+        if not common_path.is_absolute():
+            common_path = (path / common_path).resolve()
+        return cls(Path(root), Path(git_dir), common_path)
+
+    def close(self) -> None:
+        if self._cat is not None:
+            self._cat.close()
+            self._cat = None
+
+    def __enter__(self) -> Git:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- the process gateway ---------------------------------------------------
+
+    def run(
+        self,
+        *args: str,
+        input: bytes | None = None,
+        env: dict[str, str] | None = None,
+        ok_codes: Sequence[int] = (0,),
+        cwd: Path | None = None,
+    ) -> bytes:
+        """Run git in this repository; raise GitError unless the exit code is in ok_codes."""
+        proc = self.run_proc(*args, input=input, env=env, cwd=cwd)
+        if proc.returncode not in ok_codes:
+            stderr = proc.stderr.decode(errors="replace").strip()
+            first = stderr.splitlines()[-1] if stderr else "(no message)"
+            raise GitError(f"`git {' '.join(args)}` failed with exit {proc.returncode}: {first}")
+        return proc.stdout
+
+    def run_proc(
+        self,
+        *args: str,
+        input: bytes | None = None,
+        env: dict[str, str] | None = None,
+        cwd: Path | None = None,
+    ) -> subprocess.CompletedProcess[bytes]:
+        full_env = dict(self.env)
+        if env:
+            full_env.update(env)
+        return subprocess.run(
+            ["git", *args],
+            input=input,
+            capture_output=True,
+            env=full_env,
+            cwd=str(cwd or self.root),
+        )
+
+    def text(self, *args: str, **kw: object) -> str:
+        return self.run(*args, **kw).decode("utf-8", "surrogateescape")  # type: ignore[arg-type]
+
+    # -- facts about the repository -------------------------------------------
+
+    def version(self) -> tuple[int, int]:
+        if self._version is None:
+            out = self.text("version")
+            m = re.search(r"(\d+)\.(\d+)", out)
+            self._version = (int(m.group(1)), int(m.group(2))) if m else (0, 0)
+        return self._version
+
+    def pq_dir(self) -> Path:
+        """pq's private state, shared by all worktrees of the repository."""
+        return self.common_dir / "pq"
+
+    def resolve(self, rev: str, what: str = "revision") -> CommitId:
+        proc = self.run_proc("rev-parse", "--verify", "--quiet", "--end-of-options",
+                             rev + "^{commit}")
+        if proc.returncode != 0:
+            raise ConfigError(f"unknown {what} {rev!r}",
+                              hint="check the name with `git rev-parse`, or `git fetch` it first")
+        return CommitId(proc.stdout.decode().strip())
+
+    def try_resolve(self, rev: str) -> CommitId | None:
+        proc = self.run_proc("rev-parse", "--verify", "--quiet", "--end-of-options",
+                             rev + "^{commit}")
+        return CommitId(proc.stdout.decode().strip()) if proc.returncode == 0 else None
+
+    def current_branch(self) -> str | None:
+        proc = self.run_proc("symbolic-ref", "--quiet", "HEAD")
+        return proc.stdout.decode().strip() if proc.returncode == 0 else None
+
+    def head(self) -> CommitId:
+        return self.resolve("HEAD", "HEAD (is the branch empty?)")
+
+    def merge_base(self, a: str, b: str) -> CommitId | None:
+        proc = self.run_proc("merge-base", a, b)
+        return CommitId(proc.stdout.decode().strip()) if proc.returncode == 0 else None
+
+    def is_ancestor(self, a: str, b: str) -> bool:
+        return self.run_proc("merge-base", "--is-ancestor", a, b).returncode == 0
+
+    def rev_list_with_parents(self, range_: str) -> list[tuple[CommitId, tuple[CommitId, ...]]]:
+        out = self.text("rev-list", "--reverse", "--topo-order", "--parents", range_)
+        result = []
+        for line in out.splitlines():
+            ids = [CommitId(x) for x in line.split()]
+            result.append((ids[0], tuple(ids[1:])))
+        return result
+
+    def count(self, range_: str) -> int:
+        return int(self.text("rev-list", "--count", range_).strip())
+
+    def status_porcelain(self, untracked: bool = False) -> list[str]:
+        args = ["status", "--porcelain=v1", "-z"]
+        args.append("--untracked-files=normal" if untracked else "--untracked-files=no")
+        out = self.text(*args)
+        return [e for e in out.split("\0") if e]
+
+    # -- objects -----------------------------------------------------------------
+
+    def read_object(self, rev: str) -> tuple[str, str, bytes]:
+        if self._cat is None:
+            self._cat = _CatFile(self)
+        return self._cat.read(rev)
+
+    def commit(self, rev: str) -> Commit:
+        sha, kind, data = self.read_object(rev)
+        if kind != "commit":
+            raise GitError(f"{rev} is a {kind}, not a commit")
+        return parse_commit(CommitId(sha), data)
+
+    def blob(self, rev: str) -> bytes:
+        _, kind, data = self.read_object(rev)
+        if kind != "blob":
+            raise GitError(f"{rev} is a {kind}, not a blob")
+        return data
+
+    def tree_of(self, rev: str) -> TreeId:
+        return self.commit(rev).tree
+
+    def write_object(self, kind: str, data: bytes) -> str:
+        """Write one object; in-process through GitPython's loose object store."""
+        if self._odb is None:
+            fmt = self.run_proc("rev-parse", "--show-object-format").stdout.decode().strip()
+            if fmt not in ("", "sha1") or os.environ.get("GIT_OBJECT_DIRECTORY"):
+                self._odb = False
+            else:
+                from gitdb import LooseObjectDB  # GitPython's object database
+
+                self._odb = LooseObjectDB(str(self.common_dir / "objects"))
+        if self._odb is False:
+            return self.text("hash-object", "-w", "-t", kind, "--stdin", input=data).strip()
+        from io import BytesIO
+
+        from gitdb.base import IStream
+
+        istream = IStream(kind.encode(), len(data), BytesIO(data))
+        self._odb.store(istream)  # type: ignore[union-attr]
+        return istream.hexsha.decode() if isinstance(istream.hexsha, bytes) else istream.hexsha
+
+    def write_blob(self, data: bytes) -> BlobId:
+        return BlobId(self.write_object("blob", data))
+
+    def write_commit(
+        self,
+        tree: str,
+        parents: Sequence[str],
+        author: Person,
+        committer: Person,
+        message: str,
+    ) -> CommitId:
+        lines = [f"tree {tree}"]
+        lines += [f"parent {p}" for p in parents]
+        lines.append(f"author {author.ident()}")
+        lines.append(f"committer {committer.ident()}")
+        body = "\n".join(lines) + "\n\n" + message
+        return CommitId(self.write_object("commit", body.encode("utf-8", "surrogateescape")))
+
+    def committer_now(self) -> Person:
+        ident = self.text("var", "GIT_COMMITTER_IDENT").strip()
+        return Person.parse(ident)
+
+    def empty_tree(self) -> TreeId:
+        return TreeId(self.text("hash-object", "-t", "tree", "-w", "--stdin", input=b"").strip())
+
+    # -- trees and diffs ---------------------------------------------------------
+
+    def changed_paths(self, old: str, new: str) -> list[str]:
+        out = self.run("diff-tree", "-r", "-z", "--name-only", "--no-renames", old, new)
+        return [p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p]
+
+    def diff_patch(self, old: str, new: str, pathspec: Sequence[str] = ()) -> bytes:
+        """The full-index binary diff between two trees, with pinned options."""
+        return self.run(*DIFF_CONFIG, "diff-tree", "-p", *DIFF_OPTIONS, old, new, "--",
+                        *pathspec)
+
+    def ls_tree(self, tree: str, paths: Sequence[str] = ()) -> list[tuple[str, str, str, str]]:
+        """(mode, type, object, path) entries, recursively, for paths in tree."""
+        out = self.run("ls-tree", "-r", "-z", "--full-tree", tree, "--", *paths)
+        entries = []
+        for rec in out.split(b"\0"):
+            if not rec:
+                continue
+            meta, path = rec.split(b"\t", 1)
+            mode, kind, obj = meta.decode().split()
+            entries.append((mode, kind, obj, path.decode("utf-8", "surrogateescape")))
+        return entries
+
+    def build_tree(
+        self,
+        base_tree: str,
+        remove: Sequence[str] = (),
+        add: Sequence[tuple[str, str, str]] = (),
+    ) -> TreeId:
+        """base_tree with every path under `remove` dropped and (mode, blob, path) added."""
+        with self.temp_index(base_tree) as env:
+            if remove:
+                self.run("rm", "-r", "-q", "--cached", "--ignore-unmatch", "--", *remove,
+                         env=env)
+            if add:
+                info = "".join(f"{mode} {obj}\t{path}\0" for mode, obj, path in add)
+                self.run("update-index", "-z", "--index-info",
+                         input=info.encode("utf-8", "surrogateescape"), env=env)
+            return TreeId(self.text("write-tree", env=env).strip())
+
+    def apply_to_tree(self, tree: str, patch: bytes) -> tuple[TreeId | None, str]:
+        """Apply a patch to a tree in a private index; (new tree, '') or (None, git's error)."""
+        with self.temp_index(tree) as env:
+            proc = self.run_proc("apply", "--cached", "--binary", "--whitespace=nowarn", "-",
+                                 input=patch, env=env)
+            if proc.returncode != 0:
+                return None, proc.stderr.decode(errors="replace").strip()
+            return TreeId(self.text("write-tree", env=env).strip()), ""
+
+    class _TempIndex:
+        def __init__(self, git: Git, tree: str) -> None:
+            self.git = git
+            self.tree = tree
+            self.dir = tempfile.TemporaryDirectory(prefix="pq-index-")
+
+        def __enter__(self) -> dict[str, str]:
+            env = {"GIT_INDEX_FILE": os.path.join(self.dir.name, "index")}
+            self.git.run("read-tree", self.tree, env=env)
+            return env
+
+        def __exit__(self, *exc: object) -> None:
+            self.dir.cleanup()
+
+    def temp_index(self, tree: str) -> Git._TempIndex:
+        return Git._TempIndex(self, tree)
+
+    def merge_trees(self, pre: CommitId, ours: CommitId, theirs: CommitId) -> MergeResult:
+        """Three-way merge of `theirs` onto `ours` with `pre` as the merge base, in memory.
+
+        git >= 2.40 takes the base directly; older git gets a synthetic common parent so
+        that `pre` is the only merge base (cherry-pick semantics either way).
+        """
+        if self.version() >= (2, 40):
+            args = ["merge-tree", "--write-tree", "-z", "--name-only", f"--merge-base={pre}",
+                    ours, theirs]
+        else:
+            who = Person("pq", "pq@localhost", "0 +0000")
+            pre_tree = self.commit(pre).tree
+            root = self.write_commit(pre_tree, [], who, who, "pq merge base\n")
+            o = self.write_commit(self.commit(ours).tree, [root], who, who, "ours\n")
+            t = self.write_commit(self.commit(theirs).tree, [root], who, who, "theirs\n")
+            args = ["merge-tree", "--write-tree", "-z", "--name-only", o, t]
+        out = self.run(*args, ok_codes=(0, 1))
+        parts = out.split(b"\0")
+        tree = TreeId(parts[0].decode().strip())
+        conflicted: list[str] = []
+        for p in parts[1:]:
+            if not p:
+                break  # the informational messages follow an empty field
+            conflicted.append(p.decode("utf-8", "surrogateescape"))
+        clean = not conflicted
+        return MergeResult(tree, clean, tuple(dict.fromkeys(conflicted)))
+
+    # -- refs --------------------------------------------------------------------
+
+    def update_ref(self, ref: str, new: str, old: str | None = None, message: str = "pq") -> None:
+        args = ["update-ref", "-m", message, ref, new]
+        if old is not None:
+            args.append(old)
+        self.run(*args)
+
+    def delete_ref(self, ref: str) -> None:
+        self.run("update-ref", "-d", ref)
+
+
+def parse_commit(sha: CommitId, data: bytes) -> Commit:
+    header, _, message = data.partition(b"\n\n")
+    tree = ""
+    parents: list[CommitId] = []
+    author = committer = ""
+    encoding = "utf-8"
+    for line in header.split(b"\n"):
+        key, _, value = line.partition(b" ")
+        if key == b"tree":
+            tree = value.decode()
+        elif key == b"parent":
+            parents.append(CommitId(value.decode()))
+        elif key == b"author":
+            author = value.decode("utf-8", "surrogateescape")
+        elif key == b"committer":
+            committer = value.decode("utf-8", "surrogateescape")
+        elif key == b"encoding":
+            encoding = value.decode()
+    try:
+        text = message.decode(encoding, "surrogateescape")
+    except LookupError:
+        text = message.decode("utf-8", "surrogateescape")
+    return Commit(sha, TreeId(tree), tuple(parents), Person.parse(author),
+                  Person.parse(committer), text)

@@ -1,0 +1,301 @@
+"""Patch files: `patches/NNNN-slug.patch`, written from commits and read back exactly.
+
+The format is what `git format-patch` writes, minus everything that churns: no commit
+ids, no diffstat, no version signature, and no `index` lines on text diffs (binary diffs
+keep theirs, which `git apply` needs). `git am` applies these files as they are.
+"""
+
+from __future__ import annotations
+
+import email.header
+import email.utils
+import re
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+
+from pq.errors import ConfigError
+from pq.gitio import Person
+
+MBOX_FROM = b"From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001\n"
+TRAILER = "Pq-Patch"
+MAX_PATCH_BYTES = 64 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class PatchFile:
+    author: Person
+    message: str  # the commit message, without pq's trailer
+    diff: bytes
+    headers: tuple[tuple[str, str], ...] = field(default=())
+
+    @property
+    def subject(self) -> str:
+        return self.message.split("\n", 1)[0]
+
+
+# -- writing -----------------------------------------------------------------
+
+
+def render(patch: PatchFile) -> bytes:
+    subject, _, rest = patch.message.partition("\n")
+    body = rest[1:] if rest.startswith("\n") else rest
+    name, mail = patch.author.name, patch.author.email
+    lines = [
+        "From: " + _address(name, mail),
+        "Date: " + _rfc2822(patch.author.date),
+        "Subject: " + _header_value("[PATCH] " + subject),
+    ]
+    for key, value in patch.headers:
+        lines.append(f"{key}: {_header_value(value)}")
+    if not (_is_ascii(patch.message) and _is_ascii(name)):
+        lines += ["MIME-Version: 1.0", "Content-Type: text/plain; charset=UTF-8",
+                  "Content-Transfer-Encoding: 8bit"]
+    head = "\n".join(lines) + "\n\n" + body
+    if body and not body.endswith("\n"):
+        head += "\n"
+    return MBOX_FROM + head.encode("utf-8", "surrogateescape") + b"---\n" + patch.diff
+
+
+def _is_ascii(text: str) -> bool:
+    try:
+        text.encode("ascii")
+        return True
+    except UnicodeEncodeError:
+        return False
+
+
+def _header_value(value: str) -> str:
+    value = value.replace("\n", " ")
+    if _is_ascii(value):
+        return value
+    return email.header.Header(value, "utf-8", maxlinelen=1_000_000).encode()
+
+
+def _address(name: str, mail: str) -> str:
+    if _is_ascii(name):
+        return email.utils.formataddr((name, mail))
+    return f"{_header_value(name)} <{mail}>"
+
+
+def _rfc2822(raw_date: str) -> str:
+    epoch, tz = raw_date.split()
+    sign = -1 if tz[0] == "-" else 1
+    offset = timedelta(hours=int(tz[1:3]), minutes=int(tz[3:5])) * sign
+    when = datetime.fromtimestamp(int(epoch), timezone(offset))
+    return when.strftime("%a, %d %b %Y %H:%M:%S ") + tz
+
+
+def strip_index_lines(diff: bytes) -> bytes:
+    """Drop `index` lines of text diffs: they name blobs and churn with unrelated edits."""
+    out: list[bytes] = []
+    for section in split_sections(diff):
+        if b"\nGIT binary patch\n" in section or b"\nBinary files " in section:
+            out.append(section)
+            continue
+        head_end = section.find(b"\n@@ ")
+        head = section if head_end < 0 else section[:head_end + 1]
+        tail = b"" if head_end < 0 else section[head_end + 1:]
+        kept = [ln for ln in head.split(b"\n") if not ln.startswith(b"index ")]
+        out.append(b"\n".join(kept) + tail)
+    return b"".join(out)
+
+
+def split_sections(diff: bytes) -> list[bytes]:
+    """The per-file sections of a git diff, each starting at its `diff --git` line."""
+    starts = [m.start() for m in re.finditer(rb"(?m)^diff --git ", diff)]
+    if not starts:
+        return [diff] if diff else []
+    sections = []
+    if starts[0] > 0:
+        sections.append(diff[: starts[0]])
+    for i, s in enumerate(starts):
+        end = starts[i + 1] if i + 1 < len(starts) else len(diff)
+        sections.append(diff[s:end])
+    return sections
+
+
+# -- trailers ----------------------------------------------------------------
+
+_TRAILER_LINE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]*: ")
+
+
+def add_trailer(message: str, name: str) -> str:
+    if not message.endswith("\n"):
+        message += "\n"
+    line = f"{TRAILER}: {name}\n"
+    paragraphs = message.rstrip("\n").split("\n\n")
+    last = paragraphs[-1].split("\n")
+    if len(paragraphs) > 1 and all(_TRAILER_LINE.match(x) for x in last):
+        return message + line
+    return message + "\n" + line
+
+
+def strip_trailer(message: str) -> tuple[str, str | None]:
+    """(message without pq's trailer, the patch name it named or None)."""
+    lines = message.split("\n")
+    name = None
+    for i in range(len(lines) - 1, -1, -1):
+        if lines[i].startswith(TRAILER + ": "):
+            name = lines[i][len(TRAILER) + 2:].strip()
+            del lines[i]
+            break
+        if lines[i] and not _TRAILER_LINE.match(lines[i]):
+            break
+    if name is None:
+        return message, None
+    text = "\n".join(lines)
+    if text.endswith("\n\n"):
+        text = text[:-1]
+    return text, name
+
+
+# -- reading -----------------------------------------------------------------
+
+
+def parse(data: bytes, filename: str) -> PatchFile:
+    """Read a patch file pq (or `git format-patch`) wrote; ConfigError naming the line if not."""
+    if len(data) > MAX_PATCH_BYTES:
+        raise ConfigError(f"patch is {len(data)} bytes, more than pq reads", path=filename)
+    text = data
+    if text.startswith(b"From "):
+        text = text.split(b"\n", 1)[1] if b"\n" in text else b""
+    head_end = text.find(b"\n\n")
+    if head_end < 0:
+        raise ConfigError("no mail header (From:, Date:, Subject:) followed by a blank line",
+                          path=filename, line=1,
+                          hint="regenerate it with `pq export`")
+    header_block = text[:head_end].decode("utf-8", "surrogateescape")
+    rest = text[head_end + 2:]
+    headers = _parse_headers(header_block, filename)
+    keys = {k.lower(): v for k, v in headers}
+    for required in ("from", "date", "subject"):
+        if required not in keys:
+            raise ConfigError(f"missing `{required.title()}:` header", path=filename, line=1,
+                              hint="regenerate it with `pq export`")
+    name, mail = email.utils.parseaddr(_decode(keys["from"]))
+    if not mail:
+        raise ConfigError(f"bad From: header {keys['from']!r}", path=filename, line=1)
+    date = _git_date(keys["date"], filename)
+    subject = _decode(keys["subject"])
+    subject = re.sub(r"^\[PATCH[^\]]*\] ?", "", subject)
+
+    sep = re.search(rb"(?m)^---\n(?=diff --git )", rest)
+    if sep is None:
+        line = text[: head_end].count(b"\n") + 3 + (data.startswith(b"From ") and 1 or 0)
+        raise ConfigError("no diff found (expected a `---` line followed by `diff --git`)",
+                          path=filename, line=line, hint="regenerate it with `pq export`")
+    body = rest[: sep.start()].decode("utf-8", "surrogateescape")
+    diff = rest[sep.end():]
+    _check_diff(diff, filename, data.count(b"\n", 0, len(data) - len(diff)) + 1)
+    message = subject + "\n" + (("\n" + body) if body else "")
+    extra = tuple((k, _decode(v)) for k, v in headers
+                  if k.lower() not in ("from", "date", "subject", "mime-version",
+                                       "content-type", "content-transfer-encoding"))
+    return PatchFile(Person(name, mail, date), message, diff, extra)
+
+
+def _parse_headers(block: str, filename: str) -> list[tuple[str, str]]:
+    headers: list[tuple[str, str]] = []
+    for lineno, line in enumerate(block.split("\n"), start=2):
+        if line[:1] in (" ", "\t") and headers:
+            key, value = headers[-1]
+            headers[-1] = (key, value + line)
+            continue
+        key, sep, value = line.partition(":")
+        if not sep or not re.match(r"^[A-Za-z0-9-]+$", key):
+            raise ConfigError(f"bad header line {line[:60]!r}", path=filename, line=lineno,
+                              hint="a patch starts with From:, Date:, Subject: headers")
+        headers.append((key, value.strip()))
+    return headers
+
+
+def _decode(value: str) -> str:
+    try:
+        parts = email.header.decode_header(value)
+    except Exception:
+        return value
+    out = []
+    for chunk, charset in parts:
+        if isinstance(chunk, bytes):
+            out.append(chunk.decode(charset or "utf-8", "replace"))
+        else:
+            out.append(chunk)
+    return "".join(out)
+
+
+def _git_date(value: str, filename: str) -> str:
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        when = None
+    if when is None or when.tzinfo is None:
+        raise ConfigError(f"bad Date: header {value!r}", path=filename, line=1,
+                          hint="use an RFC 2822 date such as 'Tue, 01 Dec 2026 10:00:00 +0100'")
+    m = re.search(r"([+-]\d{4})\s*$", value)
+    tz = m.group(1) if m else "+0000"
+    return f"{int(when.timestamp())} {tz}"
+
+
+_PATH_LINE = re.compile(
+    rb"^(?:--- (?:a/)?|\+\+\+ (?:b/)?|rename from |rename to |copy from |copy to )(.*)$")
+
+
+def _check_diff(diff: bytes, filename: str, first_line: int) -> None:
+    """Refuse diffs whose paths leave the repository or reach into .git."""
+    lineno = first_line
+    in_header = False
+    for raw in diff.split(b"\n"):
+        if raw.startswith(b"diff --git "):
+            in_header = True
+            for p in _diff_git_paths(raw[len(b"diff --git "):]):
+                _check_path(p, filename, lineno)
+        elif raw.startswith((b"@@ ", b"GIT binary patch")):
+            in_header = False
+        elif in_header:
+            m = _PATH_LINE.match(raw)
+            if m and not raw.startswith((b"--- /dev/null", b"+++ /dev/null")):
+                _check_path(_unquote(m.group(1).rstrip(b"\t")), filename, lineno)
+        lineno += 1
+
+
+def _diff_git_paths(rest: bytes) -> list[str]:
+    if rest.startswith(b'"'):
+        return [_unquote(t) for t in re.findall(rb'"(?:[^"\\]|\\.)*"|\S+', rest)]
+    if rest.startswith(b"a/") and len(rest) % 2 == 1:
+        half = (len(rest) - 1) // 2
+        return [_unquote(rest[:half]), _unquote(rest[half + 1:])]
+    return [_unquote(t) for t in rest.split(b" ")]
+
+
+def _unquote(raw: bytes) -> str:
+    if raw.startswith(b'"') and raw.endswith(b'"') and len(raw) >= 2:
+        body = raw[1:-1]
+        out = bytearray()
+        i = 0
+        while i < len(body):
+            c = body[i]
+            if c == 0x5C and i + 1 < len(body):
+                n = body[i + 1]
+                if 0x30 <= n <= 0x37:
+                    out.append(int(body[i + 1:i + 4], 8))
+                    i += 4
+                    continue
+                out.append({ord("n"): 10, ord("t"): 9, ord("\\"): 92, ord('"'): 34}.get(n, n))
+                i += 2
+                continue
+            out.append(c)
+            i += 1
+        raw = bytes(out)
+    return raw.decode("utf-8", "surrogateescape")
+
+
+def _check_path(path: str, filename: str, lineno: int) -> None:
+    for prefix in ("a/", "b/"):
+        if path.startswith(prefix):
+            path = path[2:]
+            break
+    parts = path.split("/")
+    if path.startswith("/") or ".." in parts or (parts and parts[0].lower() == ".git"):
+        raise ConfigError(f"patch touches {path!r}, outside the repository's tracked files",
+                          path=filename, line=lineno,
+                          hint="a patch may only change files inside the repository")

@@ -1,0 +1,282 @@
+"""The queue commands: `init`, `export`, `apply` and the `series` listing.
+
+Each function takes an open repository and explicit arguments, computes everything in
+memory first, and only then writes files or moves refs, inside a transaction. They return
+plain results for the CLI to render; they never print.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+from pq import stack as stack_mod
+from pq.errors import ConfigError
+from pq.gitio import CommitId, Git, Person
+from pq.queuefiles import Queue, read_tree, read_worktree, write_worktree
+from pq.series import PATCHES_DIR, SERIES_FILE, Series, new_series
+from pq.txn import Transaction
+
+Progress = Callable[[int, int, str], None]
+
+
+@dataclass
+class ExportResult:
+    queue: Queue
+    changed: list[str] = field(default_factory=list)
+    added: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    commit: CommitId | None = None
+
+
+def dirty_upstream_files(git: Git, queue_paths: tuple[str, ...]) -> list[str]:
+    """Tracked files with uncommitted changes, outside the queue's own files."""
+    paths = []
+    entries = git.status_porcelain()
+    i = 0
+    while i < len(entries):
+        entry = entries[i]
+        code, path = entry[:2], entry[3:]
+        if code[0] in "RC":
+            i += 1  # the rename source follows as its own field
+        if code != "??" and not stack_mod.is_queue_path(path, queue_paths):
+            paths.append(path)
+        i += 1
+    return paths
+
+
+def require_clean(git: Git, queue_paths: tuple[str, ...], action: str) -> None:
+    dirty = dirty_upstream_files(git, queue_paths)
+    if dirty:
+        more = f" and {len(dirty) - 1} more" if len(dirty) > 1 else ""
+        raise ConfigError(f"uncommitted changes in {dirty[0]}{more}; {action} would not "
+                          "touch them, and pq never overwrites them",
+                          hint="commit or stash them first (`git stash`), then run it again")
+
+
+def require_branch(git: Git) -> str:
+    branch = git.current_branch()
+    if branch is None:
+        raise ConfigError("HEAD is detached; pq works on a branch",
+                          hint="`git switch <branch>` first")
+    return branch
+
+
+# -- init ------------------------------------------------------------------------
+
+
+def init(git: Git, upstream: str, *, force: bool = False, commit: bool = False) -> ExportResult:
+    upstream_id = git.resolve(upstream, "upstream ref")
+    head = git.head()
+    if (git.root / SERIES_FILE).exists() and not force:
+        raise ConfigError(f"{SERIES_FILE} already exists", path=SERIES_FILE,
+                          hint="use `pq export` to refresh it, or `pq init --force` to start over")
+    base = git.merge_base(head, upstream_id)
+    if base is None:
+        raise ConfigError(f"HEAD and {upstream} share no history",
+                          hint="is the upstream remote fetched? `git fetch upstream`")
+    old = new_series(upstream, base)
+    if force and (git.root / SERIES_FILE).exists():
+        try:
+            prev = read_worktree(git.root).series
+            old = Series(upstream_ref=upstream, base=base, patches=prev.patches, gate=prev.gate,
+                         queue_extra=prev.queue_extra, raw=prev.raw,
+                         upstream_raw=prev.upstream_raw)
+        except ConfigError:
+            pass
+    stack = stack_mod.read_stack(git, base, head, old.queue_paths)  # refuses merges first
+    return _write_export(git, stack, old, base, f"pq init --upstream {upstream}", commit)
+
+
+# -- export ----------------------------------------------------------------------
+
+
+def compute_export(git: Git, tip: str, old: Series) -> Queue:
+    stack = stack_mod.read_stack(git, old.base, tip, old.queue_paths)
+    return stack_mod.export(git, stack, old, old.base)
+
+
+def export(git: Git, *, commit: bool = False, force: bool = False) -> ExportResult:
+    current = read_worktree(git.root)
+    if not force:
+        _refuse_hand_edited_patches(git, current)
+    stack = stack_mod.read_stack(git, current.series.base, git.head(),
+                                 current.series.queue_paths)
+    return _write_export(git, stack, current.series, current.series.base, "pq export", commit,
+                         previous=current)
+
+
+def _refuse_hand_edited_patches(git: Git, current: Queue) -> None:
+    """Uncommitted edits to patch files would be lost by an export: say so instead."""
+    head_queue = None
+    try:
+        head_queue = read_tree(git, "HEAD")
+    except ConfigError:
+        return
+    if head_queue is None:
+        return
+    for name, data in current.files.items():
+        committed = head_queue.files.get(name)
+        if committed is not None and committed != data:
+            raise ConfigError(
+                f"{PATCHES_DIR}/{name} has uncommitted edits; export rewrites patch files "
+                "from the branch's commits and would lose them",
+                path=f"{PATCHES_DIR}/{name}",
+                hint="make the change as a commit on the branch, or `git checkout -- "
+                     f"{PATCHES_DIR}/{name}`, or pass --force to discard it")
+
+
+def _write_export(git: Git, stack: list[stack_mod.StackCommit], old: Series, base: str,
+                  command: str, commit: bool, previous: Queue | None = None) -> ExportResult:
+    queue = stack_mod.export(git, stack, old, base)
+    before = {e.name for e in old.patches}
+    after = {e.name for e in queue.series.patches}
+    result = ExportResult(queue, added=sorted(after - before), removed=sorted(before - after))
+    with Transaction(git, command) as t:
+        result.changed = write_worktree(git.root, queue)
+        if commit:
+            result.commit = commit_queue(git, f"pq: {command.split()[1]} series")
+        t.done()
+    return result
+
+
+def commit_queue(git: Git, message: str) -> CommitId | None:
+    """Commit the queue's files in the working tree as a bookkeeping commit, if changed."""
+    queue = read_worktree(git.root)
+    git.run("add", "-A", "--", *[p for p in queue.series.queue_paths if (git.root / p).exists()])
+    staged = git.run_proc("diff", "--cached", "--quiet", "--",
+                          *queue.series.queue_paths).returncode
+    if staged == 0:
+        return None
+    git.run("commit", "-q", "--no-verify", "-m", message, "--", *[
+        p for p in queue.series.queue_paths if (git.root / p).exists() or _tracked(git, p)])
+    return git.head()
+
+
+def _tracked(git: Git, path: str) -> bool:
+    return bool(git.text("ls-files", "--", path).strip())
+
+
+# -- apply -----------------------------------------------------------------------
+
+
+@dataclass
+class ApplyResult:
+    onto: CommitId
+    commits: list[tuple[str, CommitId]]
+    tip: CommitId
+    branch: str
+
+
+def apply(git: Git, onto: str | None = None, *, branch: str | None = None,
+          progress: Progress | None = None) -> ApplyResult:
+    queue = read_worktree(git.root)
+    series = queue.series
+    onto_id = git.resolve(onto, "commit to apply onto") if onto else git.resolve(
+        series.base, "series base (upstream.base in series.yaml)")
+    require_clean(git, series.queue_paths, "pq apply")
+    current = require_branch(git)
+    head = git.head()
+    if branch is None:
+        # Moving this branch must not drop commits that the series does not hold.
+        if git.is_ancestor(series.base, head):
+            fresh = compute_export(git, head, series)
+            if fresh.files != queue.files or [e.name for e in fresh.series.patches] != [
+                    e.name for e in series.patches]:
+                raise ConfigError(
+                    f"{current.removeprefix('refs/heads/')} has commits that differ from "
+                    f"{SERIES_FILE}; applying would drop them",
+                    hint="run `pq export` first, or `pq apply --branch NEW` to build a new "
+                         "branch instead")
+    elif git.try_resolve(f"refs/heads/{branch}"):
+        raise ConfigError(f"branch {branch!r} already exists",
+                          hint="choose another name, or delete it first")
+    committer = git.committer_now()
+    commits = stack_mod.materialise(git, queue, onto_id, committer, progress)
+    last = commits[-1][1] if commits else onto_id
+    new_series_ = series.with_base(onto_id)
+    # Re-export from the new commits: the bookkeeping commit holds the refreshed queue.
+    fresh_stack = stack_mod.read_stack(git, onto_id, last, series.queue_paths)
+    refreshed = stack_mod.export(git, fresh_stack, new_series_, onto_id)
+    tip = bookkeeping_commit(git, last, head, refreshed, committer,
+                             f"pq: apply series onto {onto_id[:12]}\n")
+    target = f"refs/heads/{branch}" if branch else current
+    with Transaction(git, "pq apply" + (f" --onto {onto}" if onto else "")) as t:
+        git.update_ref("refs/pq/orig-head", head, message="pq apply: previous tip")
+        if branch:
+            git.run("update-ref", "-m", "pq apply", target, tip, "0" * len(tip))
+            git.run("checkout", "-q", branch.removeprefix("refs/heads/"))
+        else:
+            move_branch(git, tip, "pq apply")
+        write_worktree(git.root, refreshed)
+        t.done()
+    return ApplyResult(onto_id, [(e.name, c) for e, c in commits], tip,
+                       target.removeprefix("refs/heads/"))
+
+
+def bookkeeping_commit(git: Git, last: CommitId, source: str, queue: Queue, committer: Person,
+                       message: str) -> CommitId:
+    """A commit on `last` carrying the queue: `queue`'s files plus the other queue folders
+    (such as mre/) exactly as they are in `source`."""
+    qp = queue.series.queue_paths
+    add: list[tuple[str, str, str]] = []
+    for mode, kind, obj, path in git.ls_tree(source, [p for p in qp
+                                                      if p not in (SERIES_FILE, PATCHES_DIR)]):
+        add.append((mode, obj, path))
+    for name, data in sorted(queue.files.items()):
+        add.append(("100644", git.write_blob(data), f"{PATCHES_DIR}/{name}"))
+    add.append(("100644", git.write_blob(queue.series.dumps()), SERIES_FILE))
+    tree = git.build_tree(git.tree_of(last), remove=list(qp), add=add)
+    if tree == git.tree_of(last):
+        return last
+    return git.write_commit(tree, [last], committer, committer, message)
+
+
+def move_branch(git: Git, tip: str, action: str) -> None:
+    """Point the current branch at `tip` and update index and working tree to match."""
+    env = {"GIT_REFLOG_ACTION": action}
+    git.run("reset", "--keep", "-q", tip, env=env)
+
+
+# -- series ------------------------------------------------------------------------
+
+
+@dataclass
+class PatchInfo:
+    index: int
+    name: str
+    layer: str
+    summary: str
+    files: int
+    added: int
+    removed: int
+    workaround: str | None
+
+
+def list_series(git: Git) -> tuple[Series, list[PatchInfo]]:
+    queue = read_worktree(git.root)
+    from pq import patchfile
+
+    infos = []
+    for i, entry in enumerate(queue.series.patches, start=1):
+        pf = patchfile.parse(queue.files[entry.name], f"{PATCHES_DIR}/{entry.name}")
+        files = added = removed = 0
+        for section in patchfile.split_sections(pf.diff):
+            if not section.startswith(b"diff --git"):
+                continue
+            files += 1
+            in_hunk = False
+            for line in section.split(b"\n"):
+                if line.startswith(b"@@ "):
+                    in_hunk = True
+                elif in_hunk and line.startswith(b"+"):
+                    added += 1
+                elif in_hunk and line.startswith(b"-"):
+                    removed += 1
+        kind = None
+        if entry.workaround is not None:
+            k = entry.workaround.get("kind")
+            kind = k if isinstance(k, str) else "workaround"
+        infos.append(PatchInfo(i, entry.name, entry.layer, entry.summary, files, added, removed,
+                               kind))
+    return queue.series, infos

@@ -1,0 +1,236 @@
+"""The series model: `series.yaml`, strictly loaded and deterministically written.
+
+A series is the upstream it applies to (ref and base commit) and the ordered list of
+patch entries with their layer, summary and the blocks later features own (`workaround`,
+`gate`). Fields pq does not know are kept on rewrite. This module never runs git.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, replace
+from typing import Any, Iterable
+
+from pq import yamldoc
+from pq.errors import ConfigError
+
+SERIES_FILE = "series.yaml"
+PATCHES_DIR = "patches"
+DEFAULT_QUEUE_PATHS = (SERIES_FILE, PATCHES_DIR, "mre", ".pq")
+FORMAT_VERSION = 1
+
+LAYERS = ("kernel", "build", "cpp-compat", "python-glue")
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*\.patch$")
+SHA_RE = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
+
+_ENTRY_KEYS = ("name", "layer", "summary", "workaround")
+_TOP_KEYS = ("version", "upstream", "queue_paths", "patches", "gate")
+
+
+@dataclass(frozen=True)
+class PatchEntry:
+    name: str
+    layer: str
+    summary: str
+    workaround: dict[str, Any] | None = None
+    raw: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    def to_data(self) -> dict[str, Any]:
+        known: dict[str, Any] = {"name": self.name, "layer": self.layer, "summary": self.summary}
+        if self.workaround is not None:
+            known["workaround"] = self.workaround
+        return _merge_ordered(self.raw, known, _ENTRY_KEYS)
+
+    @property
+    def number(self) -> int | None:
+        m = re.match(r"^(\d+)-", self.name)
+        return int(m.group(1)) if m else None
+
+
+@dataclass(frozen=True)
+class Series:
+    upstream_ref: str
+    base: str
+    patches: tuple[PatchEntry, ...] = ()
+    gate: Any = None
+    queue_extra: tuple[str, ...] = ()
+    raw: dict[str, Any] = field(default_factory=dict, compare=False)
+    upstream_raw: dict[str, Any] = field(default_factory=dict, compare=False)
+    doc: yamldoc.Located | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def queue_paths(self) -> tuple[str, ...]:
+        return DEFAULT_QUEUE_PATHS + tuple(p for p in self.queue_extra
+                                           if p not in DEFAULT_QUEUE_PATHS)
+
+    def entry(self, name: str) -> PatchEntry | None:
+        for e in self.patches:
+            if e.name == name:
+                return e
+        return None
+
+    def index_of(self, name: str) -> int:
+        for i, e in enumerate(self.patches):
+            if e.name == name:
+                return i
+        raise KeyError(name)
+
+    def locate(self, path: yamldoc.Path) -> tuple[int | None, int | None]:
+        return self.doc.where(path) if self.doc else (None, None)
+
+    def error(self, path: yamldoc.Path, message: str, hint: str | None = None) -> ConfigError:
+        line, col = self.locate(path)
+        return ConfigError(message, path=SERIES_FILE, line=line, column=col, hint=hint)
+
+    def with_patches(self, patches: Iterable[PatchEntry]) -> Series:
+        return replace(self, patches=tuple(patches))
+
+    def with_base(self, base: str) -> Series:
+        return replace(self, base=base)
+
+    def to_data(self) -> dict[str, Any]:
+        upstream = _merge_ordered(self.upstream_raw, {"ref": self.upstream_ref,
+                                                      "base": self.base}, ("ref", "base"))
+        known: dict[str, Any] = {"version": FORMAT_VERSION, "upstream": upstream}
+        if self.queue_extra:
+            known["queue_paths"] = list(self.queue_extra)
+        known["patches"] = [e.to_data() for e in self.patches]
+        if self.gate is not None:
+            known["gate"] = self.gate
+        return _merge_ordered(self.raw, known, _TOP_KEYS)
+
+    def dumps(self) -> bytes:
+        header = "# pq series: the fork's migration edits, in order. See `pq --help`.\n"
+        return (header + yamldoc.dump(self.to_data())).encode("utf-8")
+
+
+def _merge_ordered(raw: dict[str, Any], known: dict[str, Any],
+                   known_keys: tuple[str, ...]) -> dict[str, Any]:
+    """raw's keys in raw's order with known values replacing them; new known keys appended."""
+    out: dict[str, Any] = {}
+    for key, value in raw.items():
+        if key in known:
+            out[key] = known[key]
+        elif key not in known_keys:
+            out[key] = value
+    for key in known_keys:
+        if key in known and key not in out:
+            out[key] = known[key]
+    return out
+
+
+def loads(text: bytes, filename: str = SERIES_FILE) -> Series:
+    """Parse and validate a series file; every problem is a ConfigError at file:line:col."""
+    doc = yamldoc.load(text, filename)
+    data = doc.data
+    if not isinstance(data, dict):
+        raise doc.error((), "a series file must be a mapping with `version`, `upstream` and "
+                        "`patches`", hint="see the series format in pq's README")
+    version = data.get("version")
+    if version is None:
+        raise doc.error((), "missing `version`", hint=f"add `version: {FORMAT_VERSION}`")
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise doc.error(("version",), "`version` must be an integer")
+    if version != FORMAT_VERSION:
+        raise doc.error(("version",), f"unsupported series version {version}",
+                        hint=f"this pq reads version {FORMAT_VERSION}; upgrade pq")
+
+    upstream = data.get("upstream")
+    if not isinstance(upstream, dict):
+        raise doc.error(("upstream",) if "upstream" in data else (),
+                        "`upstream` must be a mapping with `ref` and `base`",
+                        hint="run `pq init --upstream <ref>`")
+    ref = upstream.get("ref")
+    if not isinstance(ref, str) or not ref.strip():
+        raise doc.error(("upstream", "ref"), "`upstream.ref` must be a non-empty string")
+    base = upstream.get("base")
+    if not isinstance(base, str) or not SHA_RE.match(base):
+        raise doc.error(("upstream", "base"), "`upstream.base` must be a full commit id",
+                        hint="40 (or 64) lower-case hex digits; `pq init` writes it")
+
+    queue_extra: list[str] = []
+    if "queue_paths" in data:
+        qp = data["queue_paths"]
+        if not isinstance(qp, list) or not all(isinstance(p, str) and p for p in qp):
+            raise doc.error(("queue_paths",), "`queue_paths` must be a list of paths")
+        for i, p in enumerate(qp):
+            if p.startswith("/") or ".." in p.split("/") or p.startswith(".git"):
+                raise doc.error(("queue_paths", i), f"queue path {p!r} escapes the repository")
+        queue_extra = [p.rstrip("/") for p in qp]
+
+    patches_data = data.get("patches")
+    if patches_data is None:
+        patches_data = []
+    if not isinstance(patches_data, list):
+        raise doc.error(("patches",), "`patches` must be a list")
+    entries = []
+    seen: dict[str, int] = {}
+    for i, item in enumerate(patches_data):
+        entry = _entry(doc, i, item)
+        if entry.name in seen:
+            raise doc.error(("patches", i, "name"),
+                            f"duplicate patch name {entry.name!r} (also entry {seen[entry.name] + 1})",
+                            hint="each patch file appears once")
+        seen[entry.name] = i
+        entries.append(entry)
+    return Series(
+        upstream_ref=ref,
+        base=base,
+        patches=tuple(entries),
+        gate=data.get("gate"),
+        queue_extra=tuple(queue_extra),
+        raw=data,
+        upstream_raw=upstream,
+        doc=doc,
+    )
+
+
+def _entry(doc: yamldoc.Located, i: int, item: Any) -> PatchEntry:
+    path: yamldoc.Path = ("patches", i)
+    if not isinstance(item, dict):
+        raise doc.error(path, f"patch entry {i + 1} must be a mapping with `name`, `layer`, "
+                        "`summary`")
+    name = item.get("name")
+    if not isinstance(name, str) or not name:
+        raise doc.error(path + ("name",) if "name" in item else path,
+                        f"patch entry {i + 1} needs a `name` (a file in patches/)")
+    if not NAME_RE.match(name):
+        raise doc.error(path + ("name",), f"bad patch name {name!r}",
+                        hint="a plain file name in patches/ ending in .patch, no folders")
+    layer = item.get("layer")
+    if layer is None:
+        raise doc.error(path, f"patch {name}: missing `layer`",
+                        hint="one of: " + ", ".join(LAYERS))
+    if layer not in LAYERS:
+        raise doc.error(path + ("layer",), f"patch {name}: unknown layer {layer!r}",
+                        hint="one of: " + ", ".join(LAYERS))
+    summary = item.get("summary", "")
+    if summary is None:
+        summary = ""
+    if not isinstance(summary, str):
+        raise doc.error(path + ("summary",), f"patch {name}: `summary` must be a string")
+    workaround = item.get("workaround")
+    if workaround is not None and not isinstance(workaround, dict):
+        raise doc.error(path + ("workaround",), f"patch {name}: `workaround` must be a mapping")
+    return PatchEntry(name=name, layer=layer, summary=summary, workaround=workaround, raw=item)
+
+
+def check_files(series: Series, files: Iterable[str]) -> None:
+    """Every listed patch has a file in patches/, and every file there is listed."""
+    present = set(files)
+    for i, entry in enumerate(series.patches):
+        if entry.name not in present:
+            raise series.error(("patches", i, "name"),
+                               f"patch {entry.name} is listed but {PATCHES_DIR}/{entry.name} "
+                               "does not exist",
+                               hint="restore the file, or run `pq export` to rewrite the queue")
+    listed = {e.name for e in series.patches}
+    for name in sorted(present - listed):
+        if name.endswith(".patch"):
+            raise ConfigError(f"{PATCHES_DIR}/{name} is not listed in {SERIES_FILE}",
+                              path=f"{PATCHES_DIR}/{name}",
+                              hint="add it to `patches:` or delete the file")
+
+
+def new_series(upstream_ref: str, base: str) -> Series:
+    return Series(upstream_ref=upstream_ref, base=base)

@@ -1,0 +1,155 @@
+"""Safe, located YAML: parse a document into plain data plus the position of every value.
+
+pq's files are small and written by people, so errors must point at a line and column.
+Anchors and aliases, over-deep nesting and oversized files are refused before any value
+is built, which keeps alias bombs and pathological inputs from ever costing time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from pq.errors import ConfigError
+
+MAX_BYTES = 4 * 1024 * 1024
+MAX_DEPTH = 32
+MAX_NODES = 200_000
+
+Path = tuple[str | int, ...]
+
+
+@dataclass
+class Located:
+    """Plain data (dicts, lists, str, int, float, bool, None) and where each value starts."""
+
+    data: Any
+    marks: dict[Path, tuple[int, int]] = field(default_factory=dict)
+    filename: str = ""
+
+    def where(self, path: Path) -> tuple[int | None, int | None]:
+        while path and path not in self.marks:
+            path = path[:-1]
+        mark = self.marks.get(path)
+        return mark if mark else (None, None)
+
+    def error(self, path: Path, message: str, hint: str | None = None) -> ConfigError:
+        line, col = self.where(path)
+        return ConfigError(message, path=self.filename, line=line, column=col, hint=hint)
+
+
+def load(text: bytes, filename: str) -> Located:
+    """Parse one YAML document safely; raise ConfigError with file:line:column on any problem."""
+    if len(text) > MAX_BYTES:
+        raise ConfigError(f"file is {len(text)} bytes, more than pq reads ({MAX_BYTES})",
+                          path=filename, hint="is this really a series file?")
+    try:
+        decoded = text.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = text[: exc.start].count(b"\n") + 1
+        raise ConfigError("not valid UTF-8", path=filename, line=line,
+                          hint="save the file as UTF-8") from None
+    try:
+        node = _compose(decoded)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        problem = (exc.problem or exc.context or "invalid YAML").strip()
+        raise ConfigError(f"invalid YAML: {problem}", path=filename,
+                          line=mark.line + 1 if mark else None,
+                          column=mark.column + 1 if mark else None,
+                          hint="fix the syntax at that position") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"invalid YAML: {str(exc).splitlines()[0]}", path=filename) from None
+    except RecursionError:
+        raise ConfigError("YAML nested too deeply", path=filename) from None
+    doc = Located(None, {}, filename)
+    if node is None:
+        return doc
+    counter = [0]
+    doc.data = _build(node, (), doc, 0, counter)
+    return doc
+
+
+def _compose(text: str) -> yaml.Node | None:
+    """Compose after checking events: no anchors, no aliases, bounded depth and size."""
+    depth = 0
+    events = 0
+    for event in yaml.parse(text, Loader=yaml.SafeLoader):
+        events += 1
+        if events > MAX_NODES:
+            raise ConfigError("YAML document too large (too many nodes)")
+        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
+            mark = event.start_mark
+            raise yaml.MarkedYAMLError(problem="anchors and aliases are not allowed in pq files",
+                                       problem_mark=mark)
+        if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise yaml.MarkedYAMLError(problem=f"nested deeper than {MAX_DEPTH} levels",
+                                           problem_mark=event.start_mark)
+        elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+            depth -= 1
+    return yaml.compose(text, Loader=yaml.SafeLoader)
+
+
+_constructor = yaml.SafeLoader.__new__(yaml.SafeLoader)
+yaml.constructor.SafeConstructor.__init__(_constructor)
+
+
+def _build(node: yaml.Node, path: Path, doc: Located, depth: int, counter: list[int]) -> Any:
+    counter[0] += 1
+    doc.marks[path] = (node.start_mark.line + 1, node.start_mark.column + 1)
+    if isinstance(node, yaml.MappingNode):
+        result: dict[str, Any] = {}
+        for key_node, value_node in node.value:
+            if not isinstance(key_node, yaml.ScalarNode):
+                raise ConfigError("mapping keys must be plain strings", path=doc.filename,
+                                  line=key_node.start_mark.line + 1,
+                                  column=key_node.start_mark.column + 1)
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                raise ConfigError("YAML merge keys (<<) are not allowed in pq files",
+                                  path=doc.filename, line=key_node.start_mark.line + 1,
+                                  column=key_node.start_mark.column + 1)
+            key = str(key_node.value)
+            if key in result:
+                raise ConfigError(f"duplicate key {key!r}", path=doc.filename,
+                                  line=key_node.start_mark.line + 1,
+                                  column=key_node.start_mark.column + 1,
+                                  hint="keep only one")
+            result[key] = _build(value_node, path + (key,), doc, depth + 1, counter)
+        return result
+    if isinstance(node, yaml.SequenceNode):
+        return [_build(v, path + (i,), doc, depth + 1, counter) for i, v in enumerate(node.value)]
+    assert isinstance(node, yaml.ScalarNode)
+    try:
+        value = _constructor.construct_object(node, deep=True)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"bad value: {str(exc).splitlines()[0]}", path=doc.filename,
+                          line=node.start_mark.line + 1,
+                          column=node.start_mark.column + 1) from None
+    # Dates and binary scalars become strings: pq files hold only plain data.
+    if not isinstance(value, (str, int, float, bool, type(None))):
+        value = str(node.value)
+    return value
+
+
+def dump(data: Any) -> str:
+    """Deterministic YAML: block style, keys in the order given, no anchors, wide lines."""
+
+    class _Dumper(yaml.SafeDumper):
+        def ignore_aliases(self, data: Any) -> bool:
+            return True
+
+        def increase_indent(self, flow: bool = False, indentless: bool = False) -> None:
+            super().increase_indent(flow, False)  # indent lists under their key
+
+    def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+        if "\n" in value:
+            return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|")
+        return dumper.represent_scalar("tag:yaml.org,2002:str", value)
+
+    _Dumper.add_representer(str, _str)
+    return yaml.dump(data, Dumper=_Dumper, sort_keys=False, default_flow_style=False,
+                     allow_unicode=True, width=100_000, indent=2)

@@ -1,0 +1,37 @@
+"""Hermetic git for every test: a private HOME, no system config, fixed identities and dates."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+
+@pytest.fixture(autouse=True)
+def hermetic_git(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+                 ) -> Iterator[None]:
+    home = tmp_path_factory.mktemp("home")
+    for key in list(os.environ):
+        if key.startswith("GIT_") or key.startswith("PQ_"):
+            monkeypatch.delenv(key, raising=False)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.setenv("GIT_AUTHOR_NAME", "A U Thor")
+    monkeypatch.setenv("GIT_AUTHOR_EMAIL", "author@example.com")
+    monkeypatch.setenv("GIT_COMMITTER_NAME", "C O Mitter")
+    monkeypatch.setenv("GIT_COMMITTER_EMAIL", "committer@example.com")
+    monkeypatch.setenv("GIT_AUTHOR_DATE", "1700000000 +0100")
+    monkeypatch.setenv("GIT_COMMITTER_DATE", "1700000000 +0100")
+    monkeypatch.setenv("GIT_EDITOR", "false")
+    monkeypatch.setenv("PQ_LOCK_WAIT", "0.5")
+    (home / ".gitconfig").write_text(
+        "[init]\n\tdefaultBranch = main\n[advice]\n\tdetachedHead = false\n"
+        "[core]\n\tautocrlf = false\n")
+    yield

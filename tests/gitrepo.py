@@ -1,0 +1,93 @@
+"""Factories for real repositories in temporary folders: an upstream and a fork of it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+from click.testing import CliRunner, Result
+
+from pq.cli import main
+
+
+def git(cwd: Path, *args: str, input: bytes | None = None, check: bool = True) -> str:
+    proc = subprocess.run(["git", *args], cwd=cwd, input=input, capture_output=True)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"git {' '.join(args)} failed: {proc.stderr.decode()}")
+    return proc.stdout.decode("utf-8", "surrogateescape").strip()
+
+
+def write(root: Path, rel: str, data: str | bytes, mode: int | None = None) -> None:
+    p = root / rel
+    p.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(data, str):
+        data = data.encode()
+    p.write_bytes(data)
+    if mode is not None:
+        os.chmod(p, mode)
+
+
+def commit_all(root: Path, message: str, date: int | None = None) -> str:
+    git(root, "add", "-A")
+    env_date = [] if date is None else []
+    git(root, "commit", "-q", "--no-verify", "-m", message, *env_date)
+    return git(root, "rev-parse", "HEAD")
+
+
+def pq(root: Path, *args: str, ok: bool = True) -> Result:
+    runner = CliRunner()
+    old = os.getcwd()
+    os.chdir(root)
+    try:
+        result = runner.invoke(main, list(args), catch_exceptions=False)
+    finally:
+        os.chdir(old)
+    if ok and result.exit_code != 0:
+        raise AssertionError(f"pq {' '.join(args)} exited {result.exit_code}:\n{result.output}")
+    return result
+
+
+def make_upstream(root: Path, files: dict[str, str] | None = None) -> Path:
+    """An upstream repository with two commits on main."""
+    root.mkdir(parents=True, exist_ok=True)
+    git(root, "init", "-q", "-b", "main")
+    files = files or {
+        "setup.py": "from torch.utils import cpp_extension\n\nsetup(name='x')\n",
+        "csrc/ops.cc": "#include <torch/extension.h>\n\nint f() { return 1; }\n",
+        "pkg/__init__.py": "import torch\n\n\ndef op(x):\n    return x\n",
+        "README.md": "upstream\n",
+    }
+    for rel, text in files.items():
+        write(root, rel, text)
+    commit_all(root, "upstream: initial")
+    write(root, "pkg/util.py", "def helper():\n    return 2\n")
+    commit_all(root, "upstream: add util")
+    return root
+
+
+def make_fork(tmp: Path, upstream: Path | None = None) -> Path:
+    """A clone of the upstream with remote `upstream` and a branch `paddle`."""
+    upstream = upstream or make_upstream(tmp / "upstream")
+    fork = tmp / "fork"
+    git(tmp, "clone", "-q", "-o", "upstream", str(upstream), str(fork))
+    git(fork, "checkout", "-q", "-b", "paddle")
+    return fork
+
+
+def tree_without_queue(root: Path, rev: str) -> dict[str, str]:
+    out = git(root, "ls-tree", "-r", "--full-tree", rev)
+    entries = {}
+    for line in out.splitlines():
+        meta, path = line.split("\t", 1)
+        if path == "series.yaml" or path.startswith(("patches/", "mre/", ".pq/")):
+            continue
+        entries[path] = meta
+    return entries
+
+
+def snapshot_queue(root: Path) -> dict[str, bytes]:
+    files = {"series.yaml": (root / "series.yaml").read_bytes()}
+    for p in sorted((root / "patches").iterdir()):
+        files[f"patches/{p.name}"] = p.read_bytes()
+    return files

