@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import IO, NewType, Sequence
 
 from pq.errors import ConfigError, GitError
+from pq.faults import checkpoint
 
 CommitId = NewType("CommitId", str)
 TreeId = NewType("TreeId", str)
@@ -219,6 +220,8 @@ class Git:
         env: dict[str, str] | None = None,
         cwd: Path | None = None,
     ) -> subprocess.CompletedProcess[bytes]:
+        checkpoint("git " + (args[0] if args[0] != "-c" else next(
+            (a for a in args if not a.startswith("-") and "=" not in a), "?")))
         full_env = dict(self.env)
         if env:
             full_env.update(env)
@@ -314,6 +317,7 @@ class Git:
 
     def write_object(self, kind: str, data: bytes) -> str:
         """Write one object; in-process through GitPython's loose object store."""
+        checkpoint("write " + kind)
         if self._odb is None:
             fmt = self.run_proc("rev-parse", "--show-object-format").stdout.decode().strip()
             if fmt not in ("", "sha1") or os.environ.get("GIT_OBJECT_DIRECTORY"):

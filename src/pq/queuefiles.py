@@ -14,6 +14,7 @@ from pathlib import Path
 
 from pq import series as series_mod
 from pq.errors import ConfigError
+from pq.faults import checkpoint
 from pq.gitio import Git
 from pq.series import PATCHES_DIR, SERIES_FILE, Series
 
@@ -84,12 +85,14 @@ def write_atomic(path: Path, data: bytes) -> None:
                 return
         except OSError:
             pass
+    checkpoint("write " + path.name)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
+        checkpoint("rename " + path.name)
         if path.exists():
             os.chmod(tmp, path.stat().st_mode & 0o777)
         else:
@@ -136,6 +139,7 @@ def write_worktree(root: Path, queue: Queue) -> list[str]:
     if pdir.is_dir():
         for p in sorted(pdir.iterdir()):
             if p.name.endswith(".patch") and p.name not in listed and p.is_file():
+                checkpoint("unlink " + p.name)
                 p.unlink()
                 changed.append(f"{PATCHES_DIR}/{p.name}")
     return changed

@@ -1,0 +1,30 @@
+# Two entry points: `make demo` (its own environment, then the demo) and `make test`.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.pq-installed
+
+.PHONY: demo test lint bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q -e '.[test,compat]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(VENV)/bin/pq demo
+
+test: $(STAMP)
+	$(PY) -m pytest -q
+
+lint: $(STAMP)
+	$(PY) -m ruff check src tests bench
+	$(PY) -m mypy
+
+bench: $(STAMP)
+	$(PY) bench/rebase.py
+	$(PY) bench/audit.py
+	$(PY) bench/hook.py
+
+clean:
+	rm -rf $(VENV) demo build
