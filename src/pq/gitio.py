@@ -490,3 +490,16 @@ def parse_commit(sha: CommitId, data: bytes) -> Commit:
         text = message.decode("utf-8", "surrogateescape")
     return Commit(sha, TreeId(tree), tuple(parents), Person.parse(author),
                   Person.parse(committer), text)
+
+
+def run_in(cwd: Path, *args: str, env: dict[str, str] | None = None,
+           input: bytes | None = None) -> bytes:
+    """Run git in a folder that need not be a repository yet (init, clone)."""
+    checkpoint("git " + args[0])
+    proc = subprocess.run(["git", *args], cwd=str(cwd), input=input, capture_output=True,
+                          env=clean_env(env))
+    if proc.returncode != 0:
+        stderr = proc.stderr.decode(errors="replace").strip()
+        first = stderr.splitlines()[-1] if stderr else "(no message)"
+        raise GitError(f"`git {' '.join(args)}` failed with exit {proc.returncode}: {first}")
+    return proc.stdout
