@@ -1,9 +1,29 @@
-"""`pq demo` commands (registered on the main group)."""
+"""`pq demo [DIR]`: build an upstream and a fork of the example library, then sync them."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
+
+from pq import demo as demo_mod
 
 
 def register(main: click.Group) -> None:
-    pass
+    main.add_command(demo)
+
+
+@click.command()
+@click.argument("directory", required=False, type=click.Path(path_type=Path))
+def demo(directory: Path | None) -> None:
+    """Run the main job on the bundled example library, in DIR (default: a new temp folder).
+
+    Builds a real upstream repository of the example operator library, a fork carrying
+    pq's example migration series, moves upstream forward, then runs `pq rebase
+    upstream/main` and `pq audit workarounds` and says what happened.
+    """
+    result = demo_mod.run(directory, click.echo)
+    click.echo(f"\nThe repositories stay in {result.directory} (cd {result.directory}/fork "
+               "and try `pq series`, `pq log`, `pq undo`).")
+    if not result.ok:
+        raise SystemExit(1)
