@@ -1,0 +1,123 @@
+"""Bad input: one line naming the file (and line, column), exit 2, nothing written."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gitrepo import commit_all, git, make_fork, pq, snapshot_queue, write
+
+
+@pytest.fixture
+def fork(tmp_path: Path) -> Path:
+    fork = make_fork(tmp_path)
+    write(fork, "setup.py", "import paddle\n")
+    commit_all(fork, "enable compat")
+    write(fork, "pkg/__init__.py", "import torch  # scoped\n")
+    commit_all(fork, "scoped compat")
+    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    return fork
+
+
+def one_line_error(result: object, *needles: str) -> None:
+    out = result.output  # type: ignore[attr-defined]
+    assert result.exit_code == 2, out  # type: ignore[attr-defined]
+    lines = [ln for ln in out.splitlines() if ln.strip()]
+    assert len(lines) == 1, out
+    assert lines[0].startswith("pq: error: ")
+    assert "Traceback" not in out
+    for needle in needles:
+        assert needle in lines[0], lines[0]
+
+
+def edit_series(fork: Path, old: str, new: str) -> None:
+    p = fork / "series.yaml"
+    text = p.read_text()
+    assert old in text, text
+    p.write_text(text.replace(old, new, 1))
+
+
+@pytest.mark.parametrize("old,new,needles", [
+    ("layer: build", "layer: kernal", ["series.yaml:8:12", "unknown layer 'kernal'",
+                                       "kernel, build, cpp-compat, python-glue"]),
+    ("version: 1", "version: one", ["series.yaml:2:10", "`version` must be an integer"]),
+    ("  - name: 0002-scoped-compat.patch", "  - name: 0001-enable-compat.patch",
+     ["series.yaml:10:11", "duplicate patch name"]),
+    ("summary: enable compat", "summary: [a, b]", ["series.yaml:9:14", "must be a string"]),
+    ("patches:", "patches: 3\nx:", ["series.yaml:6:10", "`patches` must be a list"]),
+    ("patches:", "patches: [unclosed\n", ["series.yaml:", "invalid YAML"]),
+    ("ref: upstream/main", "ref: &a upstream/main", ["anchors and aliases"]),
+])
+def test_series_errors(fork: Path, old: str, new: str, needles: list[str]) -> None:
+    edit_series(fork, old, new)
+    before = snapshot_queue(fork)
+    for command in (["series"], ["export"], ["apply"]):
+        one_line_error(pq(fork, *command, ok=False), *needles)
+    assert snapshot_queue(fork) == before
+
+
+def test_listed_patch_without_file(fork: Path) -> None:
+    (fork / "patches/0002-scoped-compat.patch").unlink()
+    one_line_error(pq(fork, "series", ok=False), "series.yaml:10:11",
+                   "patches/0002-scoped-compat.patch does not exist")
+
+
+def test_unlisted_patch_file(fork: Path) -> None:
+    write(fork, "patches/0003-stray.patch", "x")
+    one_line_error(pq(fork, "series", ok=False), "patches/0003-stray.patch",
+                   "not listed in series.yaml")
+
+
+@pytest.mark.parametrize("content,needle", [
+    (b"garbage\n", "no mail header"),
+    (b"From: x <x@y>\nDate: nonsense\nSubject: [PATCH] x\n\n---\ndiff --git a/a b/a\n",
+     "bad Date: header"),
+    (b"From: x <x@y>\nDate: Tue, 14 Nov 2023 23:13:20 +0100\nSubject: [PATCH] x\n\nbody\n",
+     "no diff found"),
+    (b"From: x <x@y>\nDate: Tue, 14 Nov 2023 23:13:20 +0100\nSubject: [PATCH] x\n\n---\n"
+     b"diff --git a/../evil b/../evil\n--- a/../evil\n+++ b/../evil\n@@ -0,0 +1 @@\n+x\n",
+     "outside the repository"),
+    (b"From: x <x@y>\nDate: Tue, 14 Nov 2023 23:13:20 +0100\nSubject: [PATCH] x\n\n---\n"
+     b"diff --git a/.git/hooks/pre-push b/.git/hooks/pre-push\nnew file mode 100755\n"
+     b"--- /dev/null\n+++ b/.git/hooks/pre-push\n@@ -0,0 +1 @@\n+x\n",
+     "outside the repository"),
+])
+def test_corrupt_patch_file(fork: Path, content: bytes, needle: str) -> None:
+    (fork / "patches/0002-scoped-compat.patch").write_bytes(content)
+    git(fork, "commit", "-qam", "corrupt it")
+    head = git(fork, "rev-parse", "HEAD")
+    one_line_error(pq(fork, "apply", "--branch", "x", ok=False),
+                   "patches/0002-scoped-compat.patch", needle)
+    assert git(fork, "rev-parse", "HEAD") == head
+    assert not (fork.parent / "evil").exists()
+
+
+def test_not_a_git_repository(tmp_path: Path) -> None:
+    one_line_error(pq(tmp_path, "init", "--upstream", "main", ok=False), "not a git repository")
+
+
+def test_missing_upstream_ref(tmp_path: Path) -> None:
+    fork = make_fork(tmp_path)
+    one_line_error(pq(fork, "init", "--upstream", "upstream/nope", ok=False),
+                   "unknown upstream ref 'upstream/nope'", "git fetch")
+    assert not (fork / "series.yaml").exists()
+
+
+def test_merge_commits_are_not_guessed_at(tmp_path: Path) -> None:
+    fork = make_fork(tmp_path)
+    git(fork, "checkout", "-q", "-b", "side")
+    write(fork, "a.txt", "side\n")
+    commit_all(fork, "side")
+    git(fork, "checkout", "-q", "paddle")
+    write(fork, "b.txt", "main\n")
+    commit_all(fork, "main side")
+    git(fork, "merge", "-q", "--no-ff", "-m", "merge side", "side")
+    one_line_error(pq(fork, "init", "--upstream", "upstream/main", ok=False),
+                   "is a merge", "pq import")
+    assert not (fork / "series.yaml").exists() and not (fork / "patches").exists()
+
+
+def test_init_twice_is_refused(fork: Path) -> None:
+    one_line_error(pq(fork, "init", "--upstream", "upstream/main", ok=False),
+                   "series.yaml already exists", "pq export")
