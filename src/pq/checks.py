@@ -1,0 +1,329 @@
+"""The check list: named checks that a pushed commit's branch, series and records agree.
+
+Each check is a function `(git, ctx) -> list[CheckFailure]` registered under a name; the
+pre-push hook and `pq check` run every registered check in order, so a new check (a
+linter, later) is one more `@check(...)` function here and nothing else changes.
+Checks read the commit's objects only, never the working tree. Imports stay lazy so that
+loading this module costs nothing on the hook's cached path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pq.errors import ConfigError, OperationFailed, PqError
+from pq.gitio import CommitId, Git, Person, TreeId
+
+if TYPE_CHECKING:
+    from pq.queuefiles import Queue
+
+PASSED = "passed"
+FAILED = "failed"
+SKIPPED = "skipped"  # PQ_SKIP named it
+NOT_RUN = "not-run"  # a check it needs failed first
+UNAVAILABLE = "unavailable"  # the module it needs is not installed yet
+
+# A fixed identity for the throwaway commits of the apply check: no `git var` per run.
+_CHECKER = Person("pq check", "pq@localhost", "0 +0000")
+
+
+@dataclass(frozen=True)
+class CheckFailure:
+    """One thing wrong with the pushed commit, and the command that fixes it."""
+
+    check: str
+    message: str
+    fix_command: str
+
+    def to_json(self) -> dict[str, str]:
+        return {"check": self.check, "message": self.message, "fix": self.fix_command}
+
+
+class CheckUnavailable(Exception):
+    """Raised by a check whose machinery is not installed; the check passes with a notice."""
+
+
+@dataclass
+class CheckContext:
+    """What every check sees: the pushed commit and the queue committed in it."""
+
+    commit: CommitId
+    ref: str
+    tree: TreeId
+    queue: Queue | None = None
+    load_error: ConfigError | None = None
+    memo: dict[str, Any] = field(default_factory=dict)
+
+
+CheckFn = Callable[[Git, CheckContext], list[CheckFailure]]
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    summary: str
+    run: CheckFn
+    needs: tuple[str, ...] = ()
+    version: int = 1  # bump when the check's verdict can change for the same commit
+    module: str | None = None  # an optional pq module the check imports lazily
+
+
+_REGISTRY: dict[str, Check] = {}
+
+
+def check(name: str, summary: str, *, needs: tuple[str, ...] = (), version: int = 1,
+          module: str | None = None) -> Callable[[CheckFn], CheckFn]:
+    """Register `fn` as the check `name`; checks run in registration order."""
+    def register(fn: CheckFn) -> CheckFn:
+        if name in _REGISTRY:
+            raise ValueError(f"check {name!r} registered twice")
+        for dep in needs:
+            if dep not in _REGISTRY:
+                raise ValueError(f"check {name!r} needs {dep!r}, which is not registered yet")
+        _REGISTRY[name] = Check(name, summary, fn, needs, version, module)
+        return fn
+    return register
+
+
+def all_checks() -> list[Check]:
+    return list(_REGISTRY.values())
+
+
+def names() -> list[str]:
+    return list(_REGISTRY)
+
+
+def available(c: Check) -> bool:
+    """Whether the optional module a check imports is installed (looked up, not imported)."""
+    if c.module is None:
+        return True
+    parts = c.module.split(".")
+    if parts[0] != "pq":
+        return True
+    where = Path(__file__).parent.joinpath(*parts[1:])
+    return where.with_suffix(".py").is_file() or (where / "__init__.py").is_file()
+
+
+def fingerprint() -> str:
+    """Changes when a check is added, removed, versioned or becomes available (cache key)."""
+    return ",".join(f"{c.name}@{c.version}{'' if available(c) else '-absent'}"
+                    for c in _REGISTRY.values())
+
+
+def load_context(git: Git, commit: CommitId, ref: str) -> CheckContext:
+    from pq.queuefiles import read_tree
+
+    ctx = CheckContext(commit=commit, ref=ref, tree=git.tree_of(commit))
+    try:
+        ctx.queue = read_tree(git, commit)
+    except ConfigError as exc:
+        ctx.load_error = exc
+    return ctx
+
+
+@dataclass
+class RunOutcome:
+    """Per-check status (in registry order), the failures, and notices worth printing."""
+
+    statuses: dict[str, str]
+    failures: list[CheckFailure]
+    notices: list[str]
+
+    @property
+    def ok(self) -> bool:
+        return not self.failures
+
+
+def run_checks(git: Git, ctx: CheckContext, skip: frozenset[str] = frozenset()) -> RunOutcome:
+    statuses: dict[str, str] = {}
+    failures: list[CheckFailure] = []
+    notices: list[str] = []
+    for c in all_checks():
+        if c.name in skip or "all" in skip:
+            statuses[c.name] = SKIPPED
+            continue
+        if any(statuses.get(dep) not in (PASSED, UNAVAILABLE) for dep in c.needs):
+            statuses[c.name] = NOT_RUN
+            continue
+        try:
+            found = c.run(git, ctx)
+        except CheckUnavailable as exc:
+            statuses[c.name] = UNAVAILABLE
+            notices.append(f"{c.name}: {exc}")
+            continue
+        except PqError as exc:  # the check could not read what it needs: that is a failure
+            found = [CheckFailure(c.name, exc.message, exc.hint or "see the message")]
+        statuses[c.name] = FAILED if found else PASSED
+        failures.extend(found)
+    return RunOutcome(statuses, failures, notices)
+
+
+def _queue(ctx: CheckContext) -> Queue:
+    assert ctx.queue is not None, "checks that need the queue declare needs=('series',)"
+    return ctx.queue
+
+
+def _subject(git: Git, commit: str) -> str:
+    return git.commit(commit).subject
+
+
+def _listing(items: list[str], limit: int = 5) -> str:
+    shown = ", ".join(items[:limit])
+    return shown + (f" and {len(items) - limit} more" if len(items) > limit else "")
+
+
+# -- the checks, in the order they run --------------------------------------------------
+
+
+@check("series", "series.yaml and patches/ load")
+def check_series(git: Git, ctx: CheckContext) -> list[CheckFailure]:
+    if ctx.load_error is None:
+        return []
+    return [CheckFailure("series", f"series.yaml does not load: {ctx.load_error.render()}",
+                         "fix series.yaml or patches/ as the message says, then `git commit` "
+                         "(`pq series` shows the same error)")]
+
+
+@check("base", "the recorded base is an ancestor of the tip", needs=("series",))
+def check_base(git: Git, ctx: CheckContext) -> list[CheckFailure]:
+    series = _queue(ctx).series
+    base = series.base
+    if git.try_resolve(base) is None:
+        return [CheckFailure(
+            "base", f"series.yaml records base {base[:12]}, which is not in this repository",
+            f"git fetch the upstream ({series.upstream_ref}), then push again")]
+    if not git.is_ancestor(base, ctx.commit):
+        return [CheckFailure(
+            "base",
+            f"stale base: series.yaml records base {base[:12]}, but it is not an ancestor of "
+            f"the pushed tip {ctx.commit[:12]} (the branch was rebased or reset outside pq; "
+            f"after a plain `git rebase`, `pq init --force --upstream {series.upstream_ref}` "
+            "re-records the base)",
+            f"pq rebase {series.upstream_ref}")]
+    return []
+
+
+@check("apply", "every patch applies to the base and rebuilds the tip's tree",
+       needs=("series", "base"))
+def check_apply(git: Git, ctx: CheckContext) -> list[CheckFailure]:
+    from pq import stack
+
+    queue = _queue(ctx)
+    base = git.resolve(queue.series.base)
+    try:
+        commits = stack.materialise(git, queue, base, _CHECKER)
+    except OperationFailed as exc:
+        return [CheckFailure("apply", f"{exc.message} (the patch file was edited by hand, "
+                             "or the series was not exported after a change)",
+                             "pq export --commit")]
+    except ConfigError as exc:  # a patch file that does not parse
+        return [CheckFailure("apply", exc.render(), "pq export --commit")]
+    built = git.tree_of(commits[-1][1]) if commits else git.tree_of(base)
+    paths = list(queue.series.queue_paths)
+    want = git.build_tree(ctx.tree, remove=paths)
+    got = git.build_tree(built, remove=paths)
+    if want == got:
+        return []
+    differ = git.changed_paths(got, want)
+    return [CheckFailure(
+        "apply",
+        f"applying the {len(queue.series.patches)} patches to base {base[:12]} does not give "
+        f"the pushed tree: {_listing(differ)} differ (a patch file was edited by hand, or "
+        "commits were made without `pq export`)",
+        "pq export --commit")]
+
+
+@check("export", "every commit on the branch is in the series, as committed",
+       needs=("series", "base"))
+def check_export(git: Git, ctx: CheckContext) -> list[CheckFailure]:
+    from pq import stack
+
+    queue = _queue(ctx)
+    series = queue.series
+    try:
+        commits = stack.read_stack(git, series.base, ctx.commit, series.queue_paths)
+    except ConfigError as exc:  # merges on the branch
+        return [CheckFailure("export", exc.render(), "git rebase (linearise), then pq export "
+                             "--commit")]
+    fresh = stack.export(git, commits, series, series.base)
+    fresh_names = [e.name for e in fresh.series.patches]
+    old_names = [e.name for e in series.patches]
+    failures: list[CheckFailure] = []
+    by_name = dict(zip(fresh_names, commits))
+    fix = "pq export --commit"
+    unexported = [n for n in fresh_names if n not in queue.files]
+    for name in unexported:
+        sc = by_name[name]
+        failures.append(CheckFailure(
+            "export", f"commit {sc.commit[:12]} ({_subject(git, sc.commit)!r}) is not in the "
+                      "series: an unexported edit", fix))
+    for name in old_names:
+        if name not in fresh.files:
+            failures.append(CheckFailure(
+                "export", f"patches/{name} is in series.yaml but no commit on the branch "
+                          "carries it (the commit was dropped or squashed without `pq export`)",
+                fix))
+    for name in fresh_names:
+        if name in queue.files and fresh.files[name] != queue.files[name]:
+            sc = by_name[name]
+            failures.append(CheckFailure(
+                "export", f"patches/{name} does not match its commit {sc.commit[:12]} "
+                          f"({_subject(git, sc.commit)!r}): the patch file was edited by "
+                          "hand, or the commit changed without `pq export`", fix))
+    common_fresh = [n for n in fresh_names if n in queue.files]
+    common_old = [n for n in old_names if n in fresh.files]
+    if not failures and common_fresh != common_old:
+        failures.append(CheckFailure(
+            "export", "the branch's commits are in a different order than series.yaml lists "
+                      "the patches", fix))
+    return failures
+
+
+@check("audit", "the workaround audit reports no errors", needs=("series",),
+       module="pq.audit.api")
+def check_audit(git: Git, ctx: CheckContext) -> list[CheckFailure]:
+    try:
+        from pq.audit.api import run_audit
+    except ImportError:
+        raise CheckUnavailable("the workaround audit is not available in this pq; "
+                               "workaround blocks were not checked") from None
+    report = run_audit(git, _queue(ctx), rev=ctx.commit)
+    failures = []
+    for f in report.errors:
+        where = f"{f.location}: " if f.location else ""
+        failures.append(CheckFailure(
+            "audit", f"{where}[{f.rule_id} {f.rule}] {f.patch}: {f.message} (fix: {f.fix})",
+            "pq audit workarounds"))
+    return failures
+
+
+@check("gate", "a passing gate record exists when series.yaml requires one",
+       needs=("series",), module="pq.gate.api")
+def check_gate(git: Git, ctx: CheckContext) -> list[CheckFailure]:
+    series = _queue(ctx).series
+    gate = series.gate
+    if not isinstance(gate, dict) or gate.get("required_for_push") is None:
+        return []
+    required = gate["required_for_push"]
+    if not isinstance(required, list) or not all(isinstance(s, str) and s for s in required):
+        err = series.error(("gate", "required_for_push"),
+                           "`gate.required_for_push` must be a list of stage names")
+        return [CheckFailure("gate", err.render(), "fix series.yaml, then `git commit`")]
+    if not required:
+        return []
+    try:
+        from pq.gate.api import record_ok
+    except ImportError:
+        raise CheckUnavailable("series.yaml requires gate stages "
+                               f"({', '.join(required)}) but the gate is not available in "
+                               "this pq; no record was checked") from None
+    ok, why = record_ok(git, ctx.commit, list(required))
+    if ok:
+        return []
+    return [CheckFailure(
+        "gate", f"no passing gate record for {ctx.commit[:12]} (stages required for push: "
+                f"{', '.join(required)}): {why}",
+        "pq gate")]
