@@ -1,139 +1,278 @@
 """Transactions: the repository lock and the operation log around every mutating command.
 
-A command that changes refs, `series.yaml` or `patches/` runs inside `Transaction`: it
-holds `.git/pq/lock`, records the state before (ref targets, queue file contents stored as
-blobs) and after under `.git/pq/oplog/`, so `pq undo` can always bring the earlier state back.
+A command that changes refs, `series.yaml` or `patches/` runs inside `Transaction`: it holds
+`.git/pq/lock` and records the complete state before and after it under `.git/pq/oplog/`,
+so `pq undo` can always bring the earlier state back (see `pq.undo`).
 """
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import json
 import os
 import socket
+import stat
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 from pq.errors import PqError
-from pq.gitio import Git
+from pq.gitio import Git, Person
 
 LOCK_WAIT_S = float(os.environ.get("PQ_LOCK_WAIT", "3"))
+QUEUE_PATHS = ("series.yaml", "patches")
+LOG_REF = "refs/pq/oplog"  # pins every object a record names, so `git gc` keeps them
+STATE_SKIP = ("oplog", "lock")  # .git/pq entries that are not part of a snapshot
+STATE_MAX_BYTES = 1024 * 1024
+ZERO = "0" * 40
+
+Snapshot = dict[str, Any]
 
 
 class LockBusy(PqError):
     exit_code = 2
 
 
+# -- the lock ----------------------------------------------------------------------
+
+
 @dataclass
 class Lock:
+    """An exclusive `flock` on `.git/pq/lock`, which also names its holder.
+
+    The kernel drops the lock when its process dies, however it dies, so a lock left by a
+    killed pq is never mistaken for a live one: the next command takes it over at once.
+    """
+
     path: Path
     command: str
     held: bool = False
+    stale_holder: dict[str, Any] | None = None  # what a dead previous holder left behind
+    _fd: int | None = None
 
-    def acquire(self, wait_s: float = LOCK_WAIT_S) -> None:
+    def acquire(self, wait_s: float | None = None) -> None:
+        wait_s = float(os.environ.get("PQ_LOCK_WAIT", LOCK_WAIT_S)) if wait_s is None \
+            else wait_s
         self.path.parent.mkdir(parents=True, exist_ok=True)
         deadline = time.monotonic() + wait_s
-        info = json.dumps({"pid": os.getpid(), "command": self.command,
-                           "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-                           "host": socket.gethostname()})
         while True:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
             try:
-                fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-            except FileExistsError:
-                holder = self._holder()
-                if holder is not None and self._stale(holder):
-                    self._clear_stale()
-                    continue
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError as exc:
+                os.close(fd)
+                if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                    raise LockBusy(f"cannot lock {self.path}: {exc.strerror}") from None
                 if time.monotonic() >= deadline:
-                    raise LockBusy(self._busy_message(holder),
-                                   hint="wait for it to finish; if that process is gone, "
-                                        f"remove {self.path}")
+                    raise LockBusy(self._busy_message(self._holder()),
+                                   hint="wait for it to finish, then run your command again")
                 time.sleep(0.05)
                 continue
-            with os.fdopen(fd, "w") as f:
-                f.write(info)
-                f.flush()
-                os.fsync(f.fileno())
+            # A holder that released unlinks the file: make sure ours is still the lock.
+            try:
+                same = os.stat(self.path).st_ino == os.fstat(fd).st_ino
+            except FileNotFoundError:
+                same = False
+            if not same:
+                os.close(fd)
+                continue
+            previous = _parse_holder(os.pread(fd, 4096, 0))
+            self.stale_holder = previous or None
+            info = json.dumps({"pid": os.getpid(), "command": self.command,
+                               "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                               "host": socket.gethostname()}).encode()
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, info, 0)
+            os.fsync(fd)
+            self._fd = fd
             self.held = True
             return
 
     def release(self) -> None:
-        if self.held:
+        if self.held and self._fd is not None:
             try:
-                self.path.unlink()
+                self.path.unlink()  # while still locked, so nobody locks a dead inode
             except FileNotFoundError:
                 pass
+            os.close(self._fd)
+            self._fd = None
             self.held = False
 
-    def _holder(self) -> dict[str, Any] | None:
+    def _holder(self) -> dict[str, Any]:
         try:
-            data = json.loads(self.path.read_text())
-            return data if isinstance(data, dict) else {}
-        except (OSError, ValueError):
+            return _parse_holder(self.path.read_bytes())
+        except OSError:
             return {}
 
-    def _stale(self, holder: dict[str, Any]) -> bool:
-        pid = holder.get("pid")
-        if not isinstance(pid, int) or holder.get("host") != socket.gethostname():
-            # An unreadable lock older than a minute is a leftover of a crash mid-write.
-            try:
-                return not holder and time.time() - self.path.stat().st_mtime > 60
-            except OSError:
-                return False
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return True
-        except PermissionError:
-            return False
-        return False
-
-    def _clear_stale(self) -> None:
-        # Rename first: of two processes clearing the same stale lock, only one succeeds.
-        aside = self.path.with_name(f"lock.stale.{os.getpid()}")
-        try:
-            os.rename(self.path, aside)
-            aside.unlink()
-        except OSError:
-            pass
-
-    def _busy_message(self, holder: dict[str, Any] | None) -> str:
+    def _busy_message(self, holder: dict[str, Any]) -> str:
         if not holder:
             return f"another pq command holds {self.path}"
         return (f"another pq command is running in this repository: `{holder.get('command')}` "
                 f"(pid {holder.get('pid')}, started {holder.get('started')})")
 
 
-def snapshot(git: Git, queue_paths: tuple[str, ...] = ("series.yaml", "patches")) -> dict[str, Any]:
-    """Ref targets and the working tree's queue files (stored as blobs, by digest)."""
+def _parse_holder(data: bytes) -> dict[str, Any]:
+    try:
+        holder = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return {}
+    return holder if isinstance(holder, dict) else {}
+
+
+def lock_holder(git: Git) -> dict[str, Any] | None:
+    """The live holder of the repository lock, or None when nobody holds it."""
+    path = git.pq_dir() / "lock"
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except OSError:
+            return _parse_holder(os.pread(fd, 4096, 0))
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    finally:
+        os.close(fd)
+
+
+# -- snapshots ---------------------------------------------------------------------
+
+
+def snapshot(git: Git, queue_paths: tuple[str, ...] = QUEUE_PATHS) -> Snapshot:
+    """Everything pq can change: HEAD, every branch and refs/pq/* ref, the queue files
+    (bytes stored as blobs) and their index entries, and pq's own state files."""
     head_ref = git.current_branch()
-    refs: dict[str, str | None] = {}
-    if head_ref:
-        refs[head_ref] = git.try_resolve(head_ref)
-    else:
-        refs["HEAD"] = git.try_resolve("HEAD")
-    for line in git.text("for-each-ref", "--format=%(refname) %(objectname)",
+    refs: dict[str, str] = {}
+    for line in git.text("for-each-ref", "--format=%(refname) %(objectname)", "refs/heads/",
                          "refs/pq/").splitlines():
         name, _, sha = line.partition(" ")
-        if not name.startswith("refs/pq/oplog"):
+        if name != LOG_REF and not name.startswith(LOG_REF + "/"):
             refs[name] = sha
-    files: dict[str, str | None] = {}
+    if head_ref:
+        head_commit = refs.get(head_ref)
+    else:
+        head_commit = git.try_resolve("HEAD")
+    files: dict[str, str] = {}
     for qp in queue_paths:
-        p = git.root / qp
-        if p.is_file():
-            files[qp] = git.write_blob(p.read_bytes())
-        elif p.is_dir():
-            for f in sorted(p.rglob("*")):
-                if f.is_file():
-                    rel = f.relative_to(git.root).as_posix()
-                    files[rel] = git.write_blob(f.read_bytes())
-    return {"head": head_ref or "HEAD", "refs": refs, "files": files}
+        files.update(_store_tree(git, git.root / qp, qp))
+    index = sorted(git.text("ls-files", "-s", "-z", "--", *queue_paths).split("\0"))
+    state: dict[str, str] = {}
+    for child in state_children(git.pq_dir()):
+        state.update(_store_tree(git, child, child.name, STATE_MAX_BYTES))
+    return {"head": head_ref or "HEAD", "head_commit": head_commit, "refs": refs,
+            "files": files, "index": [e for e in index if e], "state": state}
+
+
+def state_children(pq_dir: Path) -> list[Path]:
+    """The entries of .git/pq that snapshots carry: all but the log, the lock and caches."""
+    if not pq_dir.is_dir():
+        return []
+    return sorted(p for p in pq_dir.iterdir()
+                  if not p.name.startswith(STATE_SKIP) and "cache" not in p.name)
+
+
+def _store_tree(git: Git, path: Path, rel: str, max_bytes: int | None = None
+                ) -> dict[str, str]:
+    """Regular files and links at or under `path`, as {relative path: "mode blob"}."""
+    out: dict[str, str] = {}
+    try:
+        st = path.lstat()
+    except OSError:
+        return out
+    if stat.S_ISLNK(st.st_mode):
+        target = os.readlink(path).encode("utf-8", "surrogateescape")
+        out[rel] = f"120000 {git.write_blob(target)}"
+    elif stat.S_ISREG(st.st_mode):
+        if path.name.endswith(".tmp") and path.name.startswith("."):
+            return out  # an atomic write's temporary file, never part of the state
+        if max_bytes is not None and st.st_size > max_bytes:
+            return out
+        mode = "100755" if st.st_mode & 0o111 else "100644"
+        out[rel] = f"{mode} {git.write_blob(path.read_bytes())}"
+    elif stat.S_ISDIR(st.st_mode):
+        for child in sorted(path.iterdir()):
+            out.update(_store_tree(git, child, f"{rel}/{child.name}", max_bytes))
+    return out
+
+
+def _objects(snap: Snapshot) -> tuple[set[str], set[str]]:
+    """(commits, blobs) a snapshot names."""
+    commits = set(snap["refs"].values())
+    if snap.get("head_commit"):
+        commits.add(snap["head_commit"])
+    blobs = {v.split()[1] for v in list(snap["files"].values()) + list(snap["state"].values())}
+    for entry in snap["index"]:
+        mode, obj, _ = entry.split("\t", 1)[0].split()
+        if mode != "160000":
+            blobs.add(obj)
+    return commits, blobs
+
+
+def pin(git: Git, label: str, *snaps: Snapshot) -> None:
+    """Make every object the snapshots name reachable from LOG_REF, so gc never drops them."""
+    commits: set[str] = set()
+    blobs: set[str] = set()
+    for snap in snaps:
+        c, b = _objects(snap)
+        commits |= c
+        blobs |= b
+    entries = b"".join(b"100644 %06d\0" % i + bytes.fromhex(sha)
+                       for i, sha in enumerate(sorted(blobs)))
+    tree = git.write_object("tree", entries)
+    parents: list[str] = []
+    previous = git.try_resolve(LOG_REF)
+    if previous:
+        parents.append(previous)
+    kinds = git.text("cat-file", "--batch-check=%(objectname) %(objecttype)",
+                     input="".join(c + "\n" for c in sorted(commits)).encode())
+    parents += [ln.split()[0] for ln in kinds.splitlines() if ln.endswith(" commit")]
+    who = Person("pq", "pq@localhost", f"{int(time.time())} +0000")
+    commit = git.write_commit(tree, parents, who, who, f"pq oplog: {label}\n")
+    git.update_ref(LOG_REF, commit, message="pq oplog")
+
+
+# -- the operation log -------------------------------------------------------------
+
+
+def log_dir(git: Git) -> Path:
+    return git.pq_dir() / "oplog"
+
+
+def read_records(git: Git) -> list[dict[str, Any]]:
+    """Every record, oldest first; an unreadable one appears as status `unreadable`."""
+    records = []
+    directory = log_dir(git)
+    if not directory.is_dir():
+        return []
+    for p in directory.glob("*.json"):
+        if not p.stem.isdigit():
+            continue
+        try:
+            record = json.loads(p.read_bytes())
+            if not isinstance(record, dict) or record.get("id") != int(p.stem):
+                raise ValueError("not a record")
+        except (OSError, ValueError):
+            record = {"id": int(p.stem), "status": "unreadable", "command": "?",
+                      "kind": "command", "time": "", "before": None, "after": None}
+        records.append(record)
+    return sorted(records, key=lambda r: int(r["id"]))
+
+
+_active: dict[str, Transaction] = {}
 
 
 @dataclass
 class Transaction:
-    """`with Transaction(git, "pq export") as t:` ... `t.done()` marks success."""
+    """`with Transaction(git, "pq export") as t:` ... `t.done()` marks success.
+
+    With `mutating=False` it only takes the lock; `begin()` starts the record later (undo
+    plans under the lock before it records anything). A Transaction opened while another is
+    active in this process joins the outer one: one command, one record.
+    """
 
     git: Git
     command: str
@@ -141,28 +280,43 @@ class Transaction:
     lock: Lock = field(init=False)
     record_path: Path | None = None
     record: dict[str, Any] = field(default_factory=dict)
+    nested: bool = False
 
     def __post_init__(self) -> None:
         self.lock = Lock(self.git.pq_dir() / "lock", self.command)
 
-    def __enter__(self) -> Transaction:
+    def __enter__(self) -> Self:
+        key = str(self.git.common_dir)
+        if key in _active:
+            self.nested = True
+            return self
         self.lock.acquire()
+        _active[key] = self
         if self.mutating:
             try:
-                self._begin()
+                self.begin()
             except BaseException:
+                del _active[key]
                 self.lock.release()
                 raise
         return self
 
-    def _begin(self) -> None:
-        logdir = self.git.pq_dir() / "oplog"
+    def begin(self, kind: str = "command", target: int | None = None,
+              before: Snapshot | None = None) -> None:
+        """Record the state before anything changes: nothing may change until this returns."""
+        if self.nested:
+            return
+        logdir = log_dir(self.git)
         logdir.mkdir(parents=True, exist_ok=True)
-        existing = sorted(int(p.stem) for p in logdir.glob("*.json") if p.stem.isdigit())
-        number = (existing[-1] + 1) if existing else 1
-        self.record = {"id": number, "command": self.command,
-                       "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-                       "status": "started", "before": snapshot(self.git), "after": None}
+        for tmp in logdir.glob(".*.tmp"):  # left by a writer that was killed
+            tmp.unlink()
+        existing = [int(p.stem) for p in logdir.glob("*.json") if p.stem.isdigit()]
+        number = max(existing, default=0) + 1
+        snap = before if before is not None else snapshot(self.git)
+        pin(self.git, f"{number} {self.command} (before)", snap)
+        self.record = {"id": number, "command": self.command, "kind": kind, "target": target,
+                       "pid": os.getpid(), "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                       "status": "started", "before": snap, "after": None}
         self.record_path = logdir / f"{number:06d}.json"
         self._write()
 
@@ -174,18 +328,26 @@ class Transaction:
                      (json.dumps(self.record, indent=1, sort_keys=True) + "\n").encode())
 
     def done(self, status: str = "done") -> None:
-        if self.mutating and self.record_path is not None:
+        if self.nested or self.record_path is None or self.record.get("status") != "started":
+            return
+        after = snapshot(self.git)
+        if after == self.record["before"] and (self.record["kind"] == "command"
+                                              or status == "failed"):
+            self.record_path.unlink()  # nothing changed: nothing to log or undo
             self.record["status"] = status
-            self.record["after"] = snapshot(self.git)
-            self._write()
+            self.record_path = None
+            return
+        pin(self.git, f"{self.record['id']} {self.command} (after)", after)
+        self.record["status"] = status
+        self.record["after"] = after
+        self._write()
 
     def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        if self.nested:
+            return
         try:
-            if self.mutating and self.record_path is not None and self.record["status"] == \
-                    "started":
-                if exc_type is None:
-                    self.done()
-                else:
-                    self.done("failed")
+            if self.record_path is not None and self.record.get("status") == "started":
+                self.done("done" if exc_type is None else "failed")
         finally:
+            _active.pop(str(self.git.common_dir), None)
             self.lock.release()

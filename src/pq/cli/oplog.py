@@ -1,9 +1,167 @@
-"""`pq oplog` commands (registered on the main group)."""
+"""`pq log`, `pq undo`, `pq redo`: the operation log and the way back through it."""
 
 from __future__ import annotations
 
+import os
+from typing import Any
+
 import click
+
+from pq import undo as undo_mod
+from pq.cli.common import emit_json, open_repo, short
+from pq.txn import lock_holder, read_records
 
 
 def register(main: click.Group) -> None:
-    pass
+    for command in (log, undo, redo):
+        main.add_command(command)
+
+
+def _alive(pid: object) -> bool:
+    if not isinstance(pid, int) or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _status(record: dict[str, Any], h: undo_mod.History, holder: dict[str, Any] | None) -> str:
+    status = str(record.get("status"))
+    if status == "started":
+        running = holder is not None and holder.get("pid") == record.get("pid")
+        return "running" if running and _alive(record.get("pid")) else "interrupted"
+    if h.undone(int(record["id"])):
+        return "undone"
+    return status
+
+
+def _changes(record: dict[str, Any]) -> dict[str, Any]:
+    """What an operation changed: refs old -> new, HEAD, files added/removed/modified."""
+    before = record.get("before") or {}
+    after = record.get("after")
+    if not isinstance(after, dict) or not before:
+        return {"refs": [], "head": None, "files": []}
+    refs = []
+    for name in sorted(set(before.get("refs", {})) | set(after.get("refs", {}))):
+        old, new = before["refs"].get(name), after["refs"].get(name)
+        if old != new:
+            refs.append({"ref": name, "old": old, "new": new})
+    head = None
+    if before.get("head") != after.get("head"):
+        head = {"old": before.get("head"), "new": after.get("head")}
+    files = []
+    bf, af = before.get("files", {}), after.get("files", {})
+    for path in sorted(set(bf) | set(af)):
+        if path not in bf:
+            files.append({"path": path, "change": "added"})
+        elif path not in af:
+            files.append({"path": path, "change": "removed"})
+        elif bf[path] != af[path]:
+            files.append({"path": path, "change": "modified"})
+    return {"refs": refs, "head": head, "files": files}
+
+
+@click.command()
+@click.option("-n", "--max-count", "limit", type=int, default=None, metavar="N",
+              help="Show only the N most recent operations.")
+@click.option("--json", "as_json", is_flag=True, help="Print the operations as JSON.")
+def log(limit: int | None, as_json: bool) -> None:
+    """List pq's operations, newest first: what each changed, and which are undone."""
+    with open_repo() as git:
+        records = read_records(git)
+        holder = lock_holder(git)
+    h = undo_mod.history(records)
+    rows = []
+    for record in reversed(records):
+        rows.append({"id": int(record["id"]), "time": record.get("time"),
+                     "command": record.get("command"), "kind": record.get("kind", "command"),
+                     "target": record.get("target"), "status": _status(record, h, holder),
+                     **_changes(record)})
+    if limit is not None:
+        rows = rows[:max(limit, 0)]
+    if as_json:
+        emit_json({"operations": rows, "undo": h.view[-1] if h.view else None,
+                   "redo": h.records[h.redo[-1]].get("target") if h.redo else None})
+        return
+    if not rows:
+        click.echo("no operations logged yet")
+        return
+    for row in rows:
+        what = row["command"]
+        if row["kind"] == "undo":
+            what += f"  (undid {row['target']})"
+        elif row["kind"] == "redo":
+            what += f"  (redid {h.records[row['target']].get('target')})" \
+                if row["target"] in h.records else ""
+        elif row["kind"] == "restore":
+            what += f"  (back to before {row['target']})"
+        click.echo(f"{row['id']:>5}  {row['time']}  {row['status']:<11}  {what}")
+        if row["head"]:
+            click.echo(f"         HEAD  {row['head']['old']} -> {row['head']['new']}")
+        for ref in row["refs"]:
+            click.echo(f"         {ref['ref']}  {short(ref['old'])} -> {short(ref['new'])}")
+        if row["files"]:
+            shown = ", ".join(f"{f['path']} ({f['change']})" for f in row["files"][:3])
+            more = f", and {len(row['files']) - 3} more" if len(row["files"]) > 3 else ""
+            click.echo(f"         files  {shown}{more}")
+    if h.view:
+        click.echo(f"`pq undo` restores the state before operation {h.view[-1]}")
+
+
+def _render(result: undo_mod.UndoResult, as_json: bool) -> None:
+    if as_json:
+        emit_json({"operation": result.record_id, "kind": result.kind,
+                   "target": result.target_id, "target_command": result.target_command,
+                   "refs": [{"ref": r, "old": o, "new": n} for r, o, n in result.refs],
+                   "head": {"old": result.head[0], "new": result.head[1]}
+                   if result.head else None,
+                   "files": result.files})
+        return
+    verb = {"undo": "undid", "redo": "redid", "restore": "restored the state before"}
+    click.echo(f"{verb[result.kind]} operation {result.target_id} "
+               f"(`{result.target_command}`)")
+    if result.head:
+        click.echo(f"  HEAD  {result.head[0]} -> {result.head[1]}")
+    for ref, old, new in result.refs:
+        click.echo(f"  {ref}  {short(old)} -> {short(new)}")
+    if result.files:
+        click.echo(f"  {len(result.files)} queue file(s) restored")
+    if result.kind == "redo":
+        click.echo("  `pq undo` takes it back again")
+    else:
+        click.echo(f"  logged as operation {result.record_id}; `pq redo` (or `pq undo --op "
+                   f"{result.record_id}`) reverts this")
+
+
+@click.command()
+@click.option("--op", "op", type=int, default=None, metavar="ID",
+              help="Return to the state just before operation ID (see `pq log`), undoing it "
+                   "and everything after it; ID may be an undo, to revert that undo.")
+@click.option("--force", is_flag=True,
+              help="Restore even if refs or queue files changed outside pq since.")
+@click.option("--json", "as_json", is_flag=True, help="Print what was restored as JSON.")
+def undo(op: int | None, force: bool, as_json: bool) -> None:
+    """Restore the state before the last operation that is still in effect.
+
+    Run it again to go further back. Branches, HEAD, series.yaml and patches/ come back
+    exactly; uncommitted changes to other files are kept, and pq refuses rather than
+    overwrite them. The undo is itself logged: `pq redo` reverts it.
+    """
+    with open_repo() as git:
+        result = undo_mod.run(git, "undo", op, force)
+    _render(result, as_json)
+
+
+@click.command()
+@click.option("--force", is_flag=True,
+              help="Redo even if refs or queue files changed outside pq since the undo.")
+@click.option("--json", "as_json", is_flag=True, help="Print what was restored as JSON.")
+def redo(force: bool, as_json: bool) -> None:
+    """Revert the most recent `pq undo` (repeatable while only undos happened since)."""
+    with open_repo() as git:
+        result = undo_mod.run(git, "redo", None, force)
+    _render(result, as_json)

@@ -1,0 +1,412 @@
+"""Undo and redo: put the repository back into a state that the operation log recorded.
+
+`pq undo` walks back through the operations in effect, `pq redo` reverts the undos, and
+`pq undo --op N` returns to the state just before operation N; each is itself recorded.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pq.errors import ConfigError
+from pq.faults import checkpoint
+from pq.gitio import Git
+from pq.queuefiles import write_atomic
+from pq.txn import QUEUE_PATHS, ZERO, Snapshot, Transaction, read_records, snapshot, state_children
+
+Record = dict[str, Any]
+_SAFE_PATH = re.compile(r"^(?!/)(?!.*(?:^|/)\.\.?(?:/|$))[^\0]+$")
+
+
+# -- the history: which operations are in effect ----------------------------------------
+
+
+@dataclass
+class History:
+    records: dict[int, Record]
+    view: list[int] = field(default_factory=list)  # in effect, oldest first: undo walks back
+    redo: list[int] = field(default_factory=list)  # undo records that redo reverts, newest last
+    before: dict[int, tuple[list[int], list[int]]] = field(default_factory=dict)
+
+    def undone(self, rid: int) -> bool:
+        return acts_as_command(self.records[rid]) and rid not in self.view
+
+
+def acts_as_command(record: Record) -> bool:
+    """Commands, and undos that did not finish: the next undo puts back their `before`."""
+    return record.get("kind", "command") == "command" or record.get("status") != "done"
+
+
+def history(records: list[Record]) -> History:
+    h = History({int(r["id"]): r for r in records})
+    for record in records:
+        rid = int(record["id"])
+        h.before[rid] = (list(h.view), list(h.redo))
+        if record.get("status") == "unreadable":
+            continue
+        kind = record.get("kind", "command")
+        target = record.get("target")
+        if acts_as_command(record):
+            h.view.append(rid)
+            h.redo.clear()
+        elif kind == "undo":
+            h.view = [v for v in h.view if v != target]
+            h.redo.append(rid)
+        elif kind in ("redo", "restore") and target in h.before:
+            view, redo = h.before[target]
+            h.view, h.redo = list(view), list(redo)
+    return h
+
+
+# -- planning: what to put back ------------------------------------------------------------
+
+
+def _components(snap: Snapshot, ref_names: set[str]) -> dict[str, Any]:
+    comps: dict[str, Any] = {
+        "HEAD": (snap["head"], snap["head_commit"] if snap["head"] == "HEAD" else None),
+        "queue": (snap["files"], snap["index"]),
+        "state": snap["state"],
+    }
+    for name in ref_names:
+        comps["ref " + name] = snap["refs"].get(name)
+    return comps
+
+
+@dataclass
+class Plan:
+    """Put the record's `before` back, for the parts that differ from `reference`."""
+
+    kind: str  # undo | redo | restore
+    record: Record
+    target: Snapshot
+    changed: list[str]  # component names to restore
+    drift: list[str] = field(default_factory=list)  # parts changed by someone else since
+
+    @property
+    def refs(self) -> dict[str, str | None]:
+        return {c[4:]: self.target["refs"].get(c[4:]) for c in self.changed
+                if c.startswith("ref ")}
+
+
+def plan(git: Git, kind: str, op: int | None, current: Snapshot, force: bool) -> Plan:
+    """Choose the record to restore and check that nothing else changed since it ran."""
+    h = history(read_records(git))
+    if kind == "undo" and op is None:
+        if not h.view:
+            raise ConfigError("nothing to undo", hint="`pq log` lists the operations")
+        rid = h.view[-1]
+    elif kind == "redo":
+        if not h.redo:
+            raise ConfigError("nothing to redo: redo only follows `pq undo`",
+                              hint="`pq log` lists the operations; `pq undo --op N` "
+                                   "returns to the state before any of them")
+        rid = h.redo[-1]
+    else:
+        assert op is not None
+        if op not in h.records:
+            raise ConfigError(f"no operation {op} in the log", hint="`pq log` lists them")
+        rid = op
+        kind = "restore"
+    record = h.records[rid]
+    if record.get("status") == "unreadable" or not isinstance(record.get("before"), dict):
+        raise ConfigError(f"operation {rid} cannot be undone: its log record "
+                          f"(.git/pq/oplog/{rid:06d}.json) is unreadable")
+    before: Snapshot = record["before"]
+    _check_paths(before, rid)
+    # A finished operation is undone against what it left; anything else against now.
+    after = record.get("after") if kind != "restore" else None
+    reference = after if isinstance(after, dict) else current
+    names = set(before["refs"]) | set(reference["refs"]) | set(current["refs"])
+    b, r, c = (_components(s, names) for s in (before, reference, current))
+    changed = sorted(k for k in b if b[k] != r[k])
+    drift = [k for k in changed if c[k] != r[k]]
+    result = Plan(kind, record, before, changed, drift)
+    if drift and not force:
+        raise ConfigError(
+            f"{_describe_drift(drift[0], current, reference)} since operation {rid} "
+            f"(`{record.get('command')}`); {'redoing' if kind == 'redo' else 'undoing'} it "
+            "would throw that away",
+            hint=f"`pq {kind if kind != 'restore' else 'undo --op ' + str(rid)} --force` "
+                 "does it anyway; the present state is logged first, and `pq redo` brings "
+                 "it back")
+    return result
+
+
+def _describe_drift(component: str, now: Snapshot, then: Snapshot) -> str:
+    if component.startswith("ref "):
+        name = component[4:]
+        return (f"{name} has moved (it is {_short(now['refs'].get(name))}, was "
+                f"{_short(then['refs'].get(name))})")
+    if component == "HEAD":
+        return f"HEAD has changed (it is {now['head']}, was {then['head']})"
+    if component == "queue":
+        return "series.yaml or patches/ changed"
+    return "pq's state in .git/pq changed"
+
+
+def _short(sha: str | None) -> str:
+    return sha[:12] if sha else "(none)"
+
+
+def _check_paths(snap: Snapshot, rid: int) -> None:
+    paths = list(snap["files"]) + [e.split("\t", 1)[-1] for e in snap["index"]]
+    for p in paths:
+        if not _SAFE_PATH.match(p) or not (p == "series.yaml" or p.startswith("patches/")):
+            raise ConfigError(f"operation {rid}'s log record names {p!r}, outside the queue",
+                              hint="the record was edited by hand; pq will not restore it")
+    for p in snap["state"]:
+        if not _SAFE_PATH.match(p) or p.split("/")[0] in ("oplog", "lock"):
+            raise ConfigError(f"operation {rid}'s log record names state file {p!r}")
+
+
+# -- doing it ---------------------------------------------------------------------------------
+
+
+@dataclass
+class UndoResult:
+    kind: str
+    target_id: int
+    target_command: str
+    record_id: int
+    refs: list[tuple[str, str | None, str | None]]  # (ref, from, to)
+    head: tuple[str, str] | None  # (from, to) when HEAD was moved to another branch
+    files: list[str]
+
+
+def run(git: Git, kind: str = "undo", op: int | None = None, force: bool = False) -> UndoResult:
+    command = "pq " + kind + (f" --op {op}" if op is not None else "")
+    with Transaction(git, command, mutating=False) as t:
+        current = snapshot(git)
+        p = plan(git, kind, op, current, force)
+        t.begin(kind=p.kind, target=int(p.record["id"]), before=current)
+        restore(git, p, current)
+        t.done()
+        final = p.target["files"] if "queue" in p.changed else current["files"]
+        files = sorted(f for f in set(final) | set(current["files"])
+                       if final.get(f) != current["files"].get(f))
+        result = UndoResult(
+            p.kind, int(p.record["id"]), str(p.record.get("command")), int(t.record["id"]),
+            [(ref, current["refs"].get(ref), new) for ref, new in sorted(p.refs.items())],
+            (current["head"], p.target["head"]) if "HEAD" in p.changed else None, files)
+    return result
+
+
+def restore(git: Git, p: Plan, current: Snapshot) -> None:
+    """Move refs, HEAD, index and working tree, then the queue files, to `p.target`.
+
+    Each step is one git command or one file write, so a restore that is killed half-way
+    leaves a state that the next `pq undo` (which first undoes this restore) can read.
+    """
+    target = p.target
+    env = {"GIT_REFLOG_ACTION": f"pq {p.kind}: operation {p.record['id']}"}
+    final_refs = dict(current["refs"])
+    for ref, value in p.refs.items():
+        if value is None:
+            final_refs.pop(ref, None)
+        else:
+            final_refs[ref] = value
+    head_now = current["head"]
+    head_then = target["head"] if "HEAD" in p.changed else head_now
+    commit_now = current["head_commit"]
+    if head_then == "HEAD":
+        commit_then = target["head_commit"] if "HEAD" in p.changed else commit_now
+    else:
+        commit_then = final_refs.get(head_then)
+    moving = head_then != head_now or commit_then != commit_now
+    if moving and (commit_now is None or commit_then is None):
+        raise ConfigError("cannot undo: HEAD would have no commit",
+                          hint="check `git status`; `pq log --json` has the recorded refs")
+    queue = (target["files"], target["index"]) if "queue" in p.changed else (
+        current["files"], current["index"])
+
+    # 1. Refs that are not checked out: their moves do not touch the working tree.
+    later: dict[str, str | None] = {}
+    early: dict[str, str | None] = {}
+    for ref, value in p.refs.items():
+        if value is None or ref == head_now or ref == head_then:
+            later[ref] = value
+        else:
+            early[ref] = value
+    _update_refs(git, early, current["refs"], env)
+    # 2. HEAD, index and working tree together, in one git command.
+    if moving:
+        assert commit_now is not None and commit_then is not None
+        _clear_queue(git, commit_now, current)
+        if head_then == head_now and head_then != "HEAD":
+            args = ["reset", "--keep", "-q", commit_then]
+        elif head_then == "HEAD":
+            args = ["checkout", "-q", "--detach", commit_then]
+        else:
+            if final_refs.get(head_then) != current["refs"].get(head_then):
+                _update_refs(git, {head_then: commit_then}, current["refs"], env)
+            args = ["checkout", "-q", head_then.removeprefix("refs/heads/")]
+        proc = git.run_proc(*args, env=env)
+        if proc.returncode != 0:
+            _write_queue(git, current["files"], current["index"])
+            raise ConfigError(_checkout_failure(proc.stderr, p),
+                              hint="commit or stash those changes (`git stash`), then run it "
+                                   "again")
+        later.pop(head_then, None)
+    # 3. The rest: the branch we left and refs to delete.
+    refs_now = snapshot_refs(git)
+    _update_refs(git, later, refs_now, env)
+    # 4. The queue files and their index entries, byte for byte; then pq's state files.
+    if "queue" in p.changed or moving:
+        _write_queue(git, *queue)
+    if "state" in p.changed:
+        _write_state(git, target["state"])
+
+
+def snapshot_refs(git: Git) -> dict[str, str]:
+    out = git.text("for-each-ref", "--format=%(refname) %(objectname)", "refs/heads/",
+                   "refs/pq/")
+    refs = {}
+    for line in out.splitlines():
+        name, _, sha = line.partition(" ")
+        refs[name] = sha
+    return refs
+
+
+def _update_refs(git: Git, refs: dict[str, str | None], now: dict[str, str],
+                 env: dict[str, str]) -> None:
+    """One atomic `update-ref --stdin`, each update checked against the value we saw."""
+    lines = []
+    for ref, value in sorted(refs.items()):
+        old = now.get(ref) or ZERO
+        if value is None:
+            if ref in now:
+                lines.append(f"delete {ref} {old}\n")
+        elif value != now.get(ref):
+            lines.append(f"update {ref} {value} {old}\n")
+    if lines:
+        git.run("update-ref", "-m", env["GIT_REFLOG_ACTION"], "--stdin",
+                input="".join(lines).encode())
+
+
+def _checkout_failure(stderr: bytes, p: Plan) -> str:
+    text = stderr.decode("utf-8", "replace")
+    paths = [ln.strip() for ln in text.splitlines() if ln.startswith("\t")]
+    verb = {"undo": "undoing", "redo": "redoing", "restore": "restoring"}[p.kind]
+    what = f"operation {p.record['id']} (`{p.record.get('command')}`)"
+    if paths:
+        more = f" and {len(paths) - 1} more" if len(paths) > 1 else ""
+        return f"uncommitted changes in {paths[0]}{more} would be overwritten by {verb} {what}"
+    last = [ln for ln in text.splitlines() if ln.strip()]
+    return f"{verb} {what} failed: {last[-1] if last else 'git checkout failed'}"
+
+
+def _clear_queue(git: Git, commit: str, current: Snapshot) -> None:
+    """Make the queue files clean against `commit`, so moving HEAD never trips over them:
+    their index entries become the commit's and the files go (they are in `current`)."""
+    entries = [f"{mode} {obj} 0\t{path}" for mode, _, obj, path in git.ls_tree(commit,
+                                                                                  QUEUE_PATHS)]
+    _set_index(git, current["index"], entries)
+    for rel in current["files"]:
+        checkpoint("unlink " + rel)
+        (git.root / rel).unlink(missing_ok=True)
+
+
+def _set_index(git: Git, now: list[str], entries: list[str]) -> None:
+    if sorted(now) == sorted(entries):
+        return
+    lines = [f"0 {ZERO}\t{path}" for path in sorted({e.split("\t", 1)[1] for e in now})]
+    git.run("update-index", "-z", "--index-info",
+            input="".join(x + "\0" for x in lines + sorted(entries)).encode("utf-8",
+                                                                               "surrogateescape"))
+
+
+def _write_queue(git: Git, files: dict[str, str], index: list[str]) -> None:
+    """series.yaml and patches/ exactly as recorded: files written, extra files removed."""
+    root = git.root
+    for rel, spec in sorted(files.items()):
+        mode, blob = spec.split()
+        _write_file(git, root / rel, mode, blob)
+    for rel in sorted(_present_files(root) - set(files)):
+        checkpoint("unlink " + rel)
+        (root / rel).unlink(missing_ok=True)
+    pdir = root / "patches"
+    if pdir.is_dir() and not pdir.is_symlink():
+        for d in sorted((p for p in pdir.rglob("*") if p.is_dir() and not p.is_symlink()),
+                        key=lambda p: -len(p.parts)):
+            if not any(d.iterdir()):
+                d.rmdir()
+        if not any(pdir.iterdir()):
+            pdir.rmdir()
+    now = [e for e in git.text("ls-files", "-s", "-z", "--", *QUEUE_PATHS).split("\0") if e]
+    if sorted(now) != sorted(index):
+        _set_index(git, now, index)
+    git.run("update-index", "-q", "--refresh", ok_codes=(0, 1))
+
+
+def _present_files(root: Path) -> set[str]:
+    """The queue files in the working tree now, plus leftovers of interrupted writes."""
+    present: set[str] = set()
+    for p in root.glob(".series.yaml.*.tmp"):
+        present.add(p.name)
+    sp = root / "series.yaml"
+    if sp.is_file() or sp.is_symlink():
+        present.add("series.yaml")
+    pdir = root / "patches"
+    if pdir.is_dir() and not pdir.is_symlink():
+        for p in pdir.rglob("*"):
+            if p.is_symlink() or p.is_file():
+                present.add(p.relative_to(root).as_posix())
+    elif pdir.is_symlink() or pdir.is_file():
+        present.add("patches")
+    return present
+
+
+def _write_file(git: Git, path: Path, mode: str, blob: str) -> None:
+    data = git.blob(blob)
+    if mode == "120000":
+        if path.is_symlink() and os.readlink(path).encode("utf-8", "surrogateescape") == data:
+            return
+        checkpoint("symlink " + path.name)
+        path.unlink(missing_ok=True)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        os.symlink(data.decode("utf-8", "surrogateescape"), path)
+        return
+    same = False
+    try:
+        st = path.lstat()
+        same = stat.S_ISREG(st.st_mode) and path.read_bytes() == data and (
+            bool(st.st_mode & 0o111) == (mode == "100755"))
+    except OSError:
+        pass
+    if same:
+        return
+    if path.is_symlink() or path.is_dir():
+        checkpoint("unlink " + path.name)
+        if path.is_dir() and not path.is_symlink():
+            raise ConfigError(f"{path} is a folder; pq would restore a file there",
+                              hint="move it away, then run it again")
+        path.unlink()
+    write_atomic(path, data)
+    os.chmod(path, 0o755 if mode == "100755" else 0o644)
+
+
+def _write_state(git: Git, files: dict[str, str]) -> None:
+    """pq's own state in .git/pq (a rebase in progress, ...) as recorded."""
+    base = git.pq_dir()
+    for rel, spec in sorted(files.items()):
+        mode, blob = spec.split()
+        _write_file(git, base / rel, mode, blob)
+    for child in state_children(base):
+        if child.is_dir() and not child.is_symlink():
+            present = sorted(p for p in child.rglob("*") if p.is_file() or p.is_symlink())
+            dirs = sorted((p for p in child.rglob("*") if p.is_dir() and not p.is_symlink()),
+                          key=lambda p: -len(p.parts)) + [child]
+        else:
+            present, dirs = [child], []
+        for p in present:
+            if p.relative_to(base).as_posix() not in files:
+                checkpoint("unlink " + p.name)
+                p.unlink()
+        for d in dirs:
+            if not any(d.iterdir()):
+                d.rmdir()
