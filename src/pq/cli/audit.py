@@ -1,9 +1,101 @@
-"""`pq audit` commands (registered on the main group)."""
+"""`pq audit` commands (registered on the main group): `pq audit workarounds`.
+
+Parse the options, read the queue (working tree or a commit), call pq.audit.api, render.
+Exit 0: clean; 1: findings (with --strict also removable workarounds); 2: bad configuration.
+"""
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import click
+
+from pq import queuefiles
+from pq.audit import api, report
+from pq.cli.common import emit_json, open_repo, progress_printer
+from pq.errors import ConfigError
+from pq.gitio import Git
+from pq.queuefiles import Queue
 
 
 def register(main: click.Group) -> None:
-    pass
+    main.add_command(audit)
+
+
+@click.group()
+def audit() -> None:
+    """Check the queue against pq's policies."""
+
+
+def _read_queue(git: Git, rev: str | None) -> tuple[Queue, str | None]:
+    if rev is None:
+        return queuefiles.read_worktree(git.root), None
+    commit = git.resolve(rev, "revision")
+    queue = queuefiles.read_tree(git, commit)
+    if queue is None:
+        raise ConfigError(f"{rev} has no series.yaml", hint="name a commit that carries the queue")
+    return queue, commit
+
+
+@audit.command("workarounds")
+@click.option("--rev", metavar="REV", default=None,
+              help="Audit the queue committed in REV (reproducers from REV too), not the "
+                   "working tree.")
+@click.option("--upstream", "upstream", metavar="REF", default=None,
+              help="Check `upstream-contains` against REF instead of series.yaml's upstream.")
+@click.option("--paddle-version", metavar="X.Y.Z", default=None,
+              help="Check `paddle >=` against this version instead of the installed one.")
+@click.option("--run-mre", is_flag=True,
+              help="Run the reproducers to evaluate `mre-passes` (each in a temporary folder).")
+@click.option("--python", "python", metavar="PATH", default=None,
+              help="Interpreter for the reproducers ($PYTHON) and the installed Paddle "
+                   "[default: the one running pq].")
+@click.option("--mre-timeout", type=click.FloatRange(min=1), default=api.DEFAULT_MRE_TIMEOUT,
+              show_default=True, metavar="SECONDS", help="Time limit for each reproducer.")
+@click.option("--strict", is_flag=True,
+              help="Workarounds whose removal condition is met are findings too.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.option("--markdown", "as_markdown", is_flag=True,
+              help="Print the report as Markdown (for a pull request).")
+@click.option("--issue-body", "issue_patch", metavar="PATCH", default=None,
+              help="Print a ready Paddle issue for PATCH's workaround instead of the audit.")
+def workarounds(rev: str | None, upstream: str | None, paddle_version: str | None,
+                run_mre: bool, python: str | None, mre_timeout: float, strict: bool,
+                as_json: bool, as_markdown: bool, issue_patch: str | None) -> None:
+    """Which workarounds are still needed, and which break the workaround policy.
+
+    For each patch with a `workaround` block: its kind, what it covers, each removal
+    condition and its state, issue, reproducer and findings. Exit 0 when clean, 1 with
+    findings, 2 when series.yaml is malformed.
+    """
+    if as_json and as_markdown:
+        raise click.UsageError("choose one of --json and --markdown")
+    if paddle_version is not None and not api.valid_version(paddle_version):
+        raise click.BadParameter(f"{paddle_version!r} is not a version such as 3.3.1",
+                                 param_hint="--paddle-version")
+    if python is not None and not Path(python).exists() and not _on_path(python):
+        raise click.BadParameter(f"{python!r} not found", param_hint="--python")
+    with open_repo() as git:
+        queue, commit = _read_queue(git, rev)
+        if issue_patch is not None:
+            click.echo(api.issue_body(git, queue, issue_patch, run_mre=run_mre, python=python,
+                                      rev=commit, mre_timeout=mre_timeout), nl=False)
+            return
+        result = api.run_audit(git, queue, upstream_rev=upstream,
+                               paddle_version=paddle_version, run_mre=run_mre, strict=strict,
+                               python=python, rev=commit, mre_timeout=mre_timeout,
+                               progress=progress_printer("running reproducers"))
+    if as_json:
+        emit_json(report.data(result))
+    elif as_markdown:
+        click.echo(report.markdown(result), nl=False)
+    else:
+        click.echo(report.table(result))
+    sys.exit(result.exit_code)
+
+
+def _on_path(name: str) -> bool:
+    import shutil
+
+    return shutil.which(name) is not None

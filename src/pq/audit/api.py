@@ -1,0 +1,230 @@
+"""`run_audit`: one call that audits a queue's workarounds, for the CLI and the pre-push hook.
+
+It reads the metadata, parses each patch once, gathers the facts the removal conditions
+need (Paddle version, upstream files, reproducer runs) and applies the rules.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+from pq import patchfile
+from pq.audit import conditions, issuebody, metadata, mre, patchdiff, rules, versions
+from pq.audit.conditions import ConditionState, Facts
+from pq.audit.metadata import Workaround
+from pq.audit.mre import MreRun
+from pq.audit.rules import Finding, PatchInput
+from pq.audit.versions import paddle_version as installed_paddle
+from pq.errors import EXIT_FINDINGS, EXIT_OK, ConfigError, GitError
+from pq.gitio import Git
+from pq.queuefiles import Queue
+from pq.series import PATCHES_DIR, SERIES_FILE, Series
+
+DEFAULT_MRE_TIMEOUT = 300.0
+
+
+@dataclass(frozen=True)
+class WorkaroundRow:
+    patch: str
+    layer: str
+    workaround: Workaround
+    mre_present: bool
+    conditions: tuple[ConditionState, ...]
+    removal: str  # met / not met / manual / unknown / not run
+    mre_run: MreRun | None
+    findings: tuple[str, ...]  # rule ids of this patch's findings
+
+    @property
+    def removable(self) -> bool:
+        return self.removal == conditions.MET
+
+
+@dataclass(frozen=True)
+class AuditReport:
+    upstream_ref: str
+    upstream_commit: str | None
+    paddle_version: str | None
+    paddle_source: str
+    source: str  # "worktree", or the commit the queue was read from
+    patches: int
+    workarounds: tuple[WorkaroundRow, ...]
+    findings: tuple[Finding, ...]
+    strict: bool
+    ran_mre: bool
+
+    @property
+    def errors(self) -> list[Finding]:
+        return [f for f in self.findings if f.severity == rules.ERROR]
+
+    @property
+    def warnings(self) -> list[Finding]:
+        return [f for f in self.findings if f.severity == rules.WARNING]
+
+    @property
+    def removable(self) -> list[WorkaroundRow]:
+        return [w for w in self.workarounds if w.removable]
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_FINDINGS if self.findings else EXIT_OK
+
+
+Progress = Callable[[int, int, str], None]
+
+
+def run_audit(
+    git: Git,
+    queue: Queue,
+    *,
+    upstream_rev: str | None = None,
+    paddle_version: str | None = None,
+    run_mre: bool = False,
+    strict: bool = False,
+    python: str | None = None,
+    rev: str | None = None,
+    mre_timeout: float = DEFAULT_MRE_TIMEOUT,
+    progress: Progress | None = None,
+) -> AuditReport:
+    """Audit `queue`. Reproducers come from the working tree, or from commit `rev` when given
+    (pass the commit the queue was read from, e.g. a pushed commit). Raises ConfigError (exit
+    2) on a malformed workaround block or an unknown `upstream_rev`."""
+    series = queue.series
+    workarounds = metadata.read_all(series)
+    source: mre.Source
+    if rev is None:
+        source = mre.WorktreeSource(git.root)
+    else:
+        source = mre.TreeSource(git, rev, [w.mre for w in workarounds.values() if w.mre])
+    inputs = [_input(series, i, queue, workarounds.get(e.name), source)
+              for i, e in enumerate(series.patches)]
+    facts = _facts(git, series, workarounds, upstream_rev=upstream_rev,
+                   paddle_version=paddle_version, run_mre=run_mre, python=python)
+    runs: dict[str, MreRun] = {}
+    if run_mre:
+        todo = [w for w in workarounds.values() if w.needs_mre_run()]
+        for k, w in enumerate(todo):
+            if progress:
+                progress(k, len(todo), w.mre or "")
+            assert w.mre is not None
+            runs[w.patch] = mre.run(source, w.mre, python=python or sys.executable,
+                                    timeout=mre_timeout)
+    states: dict[str, tuple[ConditionState, ...]] = {}
+    removal: dict[str, tuple[str, str]] = {}
+    for name, w in workarounds.items():
+        run = runs.get(name)
+        st = tuple(conditions.evaluate(c, facts, run.outcome() if run else None)
+                   for c in w.remove_when or ())
+        states[name] = st
+        overall = conditions.combine(list(st))
+        removal[name] = (overall, "; ".join(f"{s.condition.text}: {s.detail or s.state}"
+                                            for s in st))
+    findings = rules.check_all(inputs, removal, strict)
+    by_patch: dict[str, list[str]] = {}
+    for f in findings:
+        by_patch.setdefault(f.patch, []).append(f.rule_id)
+    rows = []
+    for p in inputs:
+        if p.workaround is None:
+            continue
+        w = p.workaround
+        rows.append(WorkaroundRow(
+            patch=w.patch, layer=p.entry.layer, workaround=w,
+            mre_present=bool(w.mre) and p.mre_problem is None,
+            conditions=states[w.patch], removal=removal[w.patch][0],
+            mre_run=runs.get(w.patch), findings=tuple(dict.fromkeys(by_patch.get(w.patch, [])))))
+    return AuditReport(
+        upstream_ref=facts.upstream_ref, upstream_commit=facts.upstream_commit,
+        paddle_version=facts.paddle_version, paddle_source=facts.paddle_source,
+        source=rev or "worktree", patches=len(series.patches), workarounds=tuple(rows),
+        findings=tuple(findings), strict=strict, ran_mre=run_mre)
+
+
+def _input(series: Series, index: int, queue: Queue, wa: Workaround | None,
+           source: mre.Source) -> PatchInput:
+    entry = series.patches[index]
+    pf = patchfile.parse(queue.files[entry.name], f"{PATCHES_DIR}/{entry.name}")
+
+    def locate(path: tuple[str | int, ...]) -> str:
+        line, col = series.locate(path)
+        if line is None:
+            return SERIES_FILE
+        return f"{SERIES_FILE}:{line}" + (f":{col}" if col is not None else "")
+
+    problem = source.problem(wa.mre) if wa is not None and wa.mre else None
+    return PatchInput(entry=entry, index=index, workaround=wa,
+                      files=tuple(patchdiff.parse(pf.diff)), headers=pf.headers,
+                      mre_problem=problem, locate=locate)
+
+
+def _facts(git: Git, series: Series, workarounds: dict[str, Workaround], *,
+           upstream_rev: str | None, paddle_version: str | None, run_mre: bool,
+           python: str | None) -> Facts:
+    conds = [c for w in workarounds.values() for c in w.remove_when or ()]
+    version, where = paddle_version, "--paddle-version"
+    if version is None and any(c.kind == conditions.PADDLE for c in conds):
+        version, where = installed_paddle(python)
+    ref = upstream_rev or series.upstream_ref
+    commit = git.resolve(ref, "upstream ref") if upstream_rev else git.try_resolve(ref)
+    files: dict[str, bytes | None] = {}
+    wanted = sorted({c.file for c in conds if c.kind == conditions.UPSTREAM_CONTAINS})
+    if commit is not None:
+        for path in wanted:
+            files[path] = _read_file(git, commit, path)
+    return Facts(paddle_version=version, paddle_source=where if version else "",
+                 upstream_ref=ref, upstream_commit=commit, upstream_files=files,
+                 run_mre=run_mre)
+
+
+def _read_file(git: Git, commit: str, path: str) -> bytes | None:
+    try:
+        return git.blob(f"{commit}:{path}")
+    except GitError:
+        return None
+
+
+def issue_body(git: Git, queue: Queue, patch: str, *, run_mre: bool = False,
+               python: str | None = None, rev: str | None = None,
+               mre_timeout: float = DEFAULT_MRE_TIMEOUT) -> str:
+    """The Paddle issue text for the workaround in `patch` (see pq.audit.issuebody)."""
+    series = queue.series
+    entry = series.entry(patch)
+    if entry is None:
+        names = ", ".join(e.name for e in series.patches if e.workaround is not None)
+        raise ConfigError(f"no patch {patch!r} in {SERIES_FILE}",
+                          hint=f"workarounds: {names}" if names else "the series has none")
+    index = series.index_of(patch)
+    wa = metadata.read(series, index, entry)
+    if wa is None:
+        raise series.error(("patches", index), f"patch {patch} declares no workaround",
+                           hint="add a `workaround` block first")
+    if wa.kind == metadata.BUILD_ENTRY:
+        raise series.error(("patches", index, "workaround", "kind"),
+                           f"patch {patch} is a build-entry: not a gap, no Paddle issue",
+                           hint="issues are for compat-gap (and upstream-private) workarounds")
+    source: mre.Source = (mre.WorktreeSource(git.root) if rev is None
+                          else mre.TreeSource(git, rev, [wa.mre] if wa.mre else []))
+    files: dict[str, bytes] = {}
+    if wa.mre and source.problem(wa.mre) is None:
+        files = source.files(wa.mre)
+    paddle_run = torch_run = None
+    py = python or sys.executable
+    if run_mre and wa.mre and files:
+        paddle_run = mre.run(source, wa.mre, python=py, timeout=mre_timeout)
+        if issuebody.supports_torch_backend(files):
+            torch_run = mre.run(source, wa.mre, python=py, timeout=mre_timeout,
+                                extra_env={issuebody.BACKEND_VAR: "torch"})
+    v = versions.probe(python)
+    cuda, driver = versions.gpu()
+    v = replace(v, cuda=cuda, driver=driver)
+    pf = patchfile.parse(queue.files[patch], f"{PATCHES_DIR}/{patch}")
+    return issuebody.render(issuebody.IssueInput(
+        workaround=wa, summary=entry.summary, layer=entry.layer,
+        diff=pf.diff.decode("utf-8", "replace"), mre_files=files, versions=v,
+        paddle_run=paddle_run, torch_run=torch_run))
+
+
+def valid_version(text: str) -> bool:
+    parsed = conditions.parse_version(text)
+    return parsed is not None and text.strip()[:1].isdigit()

@@ -1,0 +1,221 @@
+"""The `workaround` block of a patch entry: its schema, read strictly from series.yaml.
+
+A malformed block (wrong type, unknown key, unreadable condition) is a ConfigError at the
+block's file:line:column; a missing field is not an error here but a finding of the audit.
+"""
+
+from __future__ import annotations
+
+import difflib
+import fnmatch
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from pq.audit import conditions
+from pq.audit.conditions import Condition
+from pq.errors import ConfigError
+from pq.series import PatchEntry, Series
+
+COMPAT_GAP = "compat-gap"
+UPSTREAM_PRIVATE = "upstream-private"
+BUILD_ENTRY = "build-entry"
+KINDS = (COMPAT_GAP, UPSTREAM_PRIVATE, BUILD_ENTRY)
+
+REQUIRED = ("kind", "covers", "reason", "remove_when", "issue", "marker")
+KEYS = ("kind", "covers", "reason", "remove_when", "issue", "mre", "marker")
+NOT_NEEDED = "not-needed"
+NO_MARKER = "none"
+
+Fail = Callable[..., ConfigError]  # (key, message, hint=None, sub=()) -> located error
+
+
+@dataclass(frozen=True)
+class Cover:
+    path: str
+    symbol: str | None = None
+
+    def __str__(self) -> str:
+        return f"{self.path}::{self.symbol}" if self.symbol else self.path
+
+    def matches(self, path: str) -> bool:
+        if self.path.endswith("/"):
+            return path.startswith(self.path)
+        if any(c in self.path for c in "*?["):
+            return fnmatch.fnmatchcase(path, self.path)
+        return path == self.path
+
+
+@dataclass(frozen=True)
+class Issue:
+    url: str | None = None
+    not_needed: str | None = None  # why no Paddle issue is needed
+
+    def __str__(self) -> str:
+        return self.url if self.url else f"{NOT_NEEDED}: {self.not_needed}"
+
+
+@dataclass(frozen=True)
+class Workaround:
+    """A validated `workaround` block; a field that is absent (or empty) is None."""
+
+    patch: str
+    index: int  # the entry's position in series.yaml's `patches`
+    kind: str | None
+    covers: tuple[Cover, ...] | None
+    reason: str | None
+    remove_when: tuple[Condition, ...] | None
+    issue: Issue | None
+    mre: str | None
+    marker: str | None
+    missing: tuple[str, ...]
+    no_marker: str | None = None  # `marker: "none: <why>"`: why the code carries none
+
+    def needs_mre_run(self) -> bool:
+        return bool(self.mre) and any(c.kind == conditions.MRE_PASSES
+                                      for c in self.remove_when or ())
+
+
+def read_all(series: Series) -> dict[str, Workaround]:
+    """Every patch's workaround block, by patch name; the first malformed one raises."""
+    out = {}
+    for i, entry in enumerate(series.patches):
+        wa = read(series, i, entry)
+        if wa is not None:
+            out[entry.name] = wa
+    return out
+
+
+def read(series: Series, index: int, entry: PatchEntry) -> Workaround | None:
+    block = entry.workaround
+    if block is None:
+        return None
+    at: tuple[str | int, ...] = ("patches", index, "workaround")
+
+    def fail(key: str | None, message: str, hint: str | None = None,
+             sub: tuple[str | int, ...] = ()) -> ConfigError:
+        path = at + ((key,) if key else ()) + sub
+        return series.error(path, f"patch {entry.name}: workaround {message}", hint)
+
+    for key in block:
+        if key not in KEYS and not str(key).startswith("x-"):
+            close = difflib.get_close_matches(str(key), KEYS, n=1)
+            hint = f"did you mean `{close[0]}`?" if close else "known keys: " + ", ".join(KEYS)
+            raise fail(key, f"has an unknown key `{key}`", hint)
+
+    kind = _text(block, "kind", fail)
+    if kind is not None and kind not in KINDS:
+        raise fail("kind", f"kind {kind!r} is not one of {', '.join(KINDS)}",
+                   "compat-gap: Paddle's compat layer lacks a public API; upstream-private: "
+                   "upstream relies on PyTorch internals; build-entry: a chosen build entry")
+    reason = _text(block, "reason", fail)
+    marker = _text(block, "marker", fail)
+    no_marker = None
+    if marker is not None and marker.lower().startswith(NO_MARKER):
+        no_marker = marker[len(NO_MARKER):].lstrip(" :").strip()
+        if not no_marker:
+            raise fail("marker", "`marker: none` must say why the code carries no marker",
+                       "write `marker: \"none: <why>\"`, or the TODO text the code carries")
+        marker = None
+    covers = _covers(block, fail)
+    remove_when = _conditions(block, fail)
+    issue = _issue(block, fail)
+    mre = _mre(block, fail, series)
+    values: dict[str, Any] = {"kind": kind, "covers": covers, "reason": reason,
+                              "remove_when": remove_when, "issue": issue, "marker": marker}
+    missing = tuple(k for k in REQUIRED if values[k] is None
+                    and not (k == "marker" and no_marker))
+    return Workaround(patch=entry.name, index=index, kind=kind, covers=covers, reason=reason,
+                      remove_when=remove_when, issue=issue, mre=mre, marker=marker,
+                      missing=missing, no_marker=no_marker)
+
+
+def _text(block: dict[str, Any], key: str, fail: Fail) -> str | None:
+    value = block.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise fail(key, f"`{key}` must be text", "quote it if YAML read it as something else")
+    return value.strip() or None
+
+
+def _covers(block: dict[str, Any], fail: Fail) -> tuple[Cover, ...] | None:
+    value = block.get("covers")
+    if value is None:
+        return None
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list):
+        raise fail("covers", "`covers` must be a list of files (optionally `file::symbol`)")
+    out = []
+    for j, item in enumerate(value):
+        if not isinstance(item, str) or not item.strip():
+            raise fail("covers", "`covers` entries must be paths such as `pkg/x.py` or "
+                       "`pkg/x.py::func`", sub=(j,))
+        path, _, symbol = item.strip().partition("::")
+        path = path.strip()
+        if not path or path.startswith("/") or ".." in path.split("/"):
+            raise fail("covers", f"covers {item!r}: not a path inside the repository",
+                       "paths are relative to the repository root", sub=(j,))
+        out.append(Cover(path, symbol.strip() or None))
+    return tuple(out) or None
+
+
+def _conditions(block: dict[str, Any], fail: Fail) -> tuple[Condition, ...] | None:
+    value = block.get("remove_when")
+    if value is None:
+        return None
+    items = value if isinstance(value, list) else [value]
+    out = []
+    for j, item in enumerate(items):
+        try:
+            out.append(conditions.parse(item))
+        except conditions.ConditionSyntaxError as exc:
+            raise fail("remove_when", f"remove_when: {exc}",
+                       "one of " + conditions.SYNTAX + " (quote text that contains `: `)",
+                       sub=(j,) if isinstance(value, list) else ()) from None
+    return tuple(out) or None
+
+
+def _issue(block: dict[str, Any], fail: Fail) -> Issue | None:
+    value = block.get("issue")
+    hint = "a Paddle issue URL, or `not-needed: <why no issue is needed>`"
+    if value is None:
+        return None
+    if isinstance(value, dict):
+        if set(value) != {NOT_NEEDED} or not isinstance(value[NOT_NEEDED], str):
+            raise fail("issue", "`issue` must be a URL or `not-needed: <why>`", hint)
+        value = f"{NOT_NEEDED}: {value[NOT_NEEDED]}"
+    if not isinstance(value, str):
+        raise fail("issue", "`issue` must be a URL or `not-needed: <why>`", hint)
+    value = value.strip()
+    if value.startswith(("https://", "http://")) and len(value.split()) == 1:
+        return Issue(url=value)
+    if value.startswith(NOT_NEEDED):
+        why = value[len(NOT_NEEDED):].lstrip(" :").strip()
+        if not why:
+            raise fail("issue", "`not-needed` must say why no Paddle issue is needed",
+                       "write `issue: \"not-needed: <why>\"`")
+        return Issue(not_needed=why)
+    if not value:
+        return None
+    raise fail("issue", f"issue {value!r} is neither a URL nor `not-needed: <why>`", hint)
+
+
+def _mre(block: dict[str, Any], fail: Fail, series: Series) -> str | None:
+    value = block.get("mre")
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise fail("mre", "`mre` must be a path such as `mre/<name>/`")
+    path = value.strip().rstrip("/")
+    parts = path.split("/")
+    if path.startswith("/") or ".." in parts or "." in parts or "\\" in path:
+        raise fail("mre", f"mre {value!r} is not a path inside the repository",
+                   "write it relative to the repository root, e.g. `mre/<name>/`")
+    roots = [q for q in series.queue_paths if q not in ("series.yaml", "patches")]
+    if not any(path == q or path.startswith(q + "/") for q in roots):
+        raise fail("mre", f"mre {value!r} is outside the queue",
+                   "keep reproducers under " + " or ".join(f"`{q}/`" for q in roots)
+                   + " so that they travel with the series")
+    return path

@@ -1,0 +1,177 @@
+"""Renderings of an audit: the terminal table, Markdown for a pull request, and JSON data.
+
+The JSON shape is documented in docs/audit.md and stable (`version` changes if it must);
+the renderers return text and data, and the CLI prints them.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from pq.audit.api import AuditReport, WorkaroundRow
+from pq.audit.rules import Finding
+
+JSON_VERSION = 1
+
+
+def _issue_short(row: WorkaroundRow) -> str:
+    issue = row.workaround.issue
+    if issue is None:
+        return "-"
+    if issue.url:
+        m = re.search(r"/issues/(\d+)", issue.url)
+        return f"#{m.group(1)}" if m else issue.url
+    return "not-needed"
+
+
+def _mre_short(row: WorkaroundRow) -> str:
+    if not row.workaround.mre:
+        return "-"
+    if not row.mre_present:
+        return "missing"
+    run = row.mre_run
+    if run is None:
+        return "yes"
+    if run.error:
+        return "error"
+    return "timeout" if run.timed_out else f"exit {run.exit_code}"
+
+
+def _summary(report: AuditReport) -> str:
+    n_err, n_warn = len(report.errors), len(report.warnings)
+    removable = len(report.removable)
+    text = (f"{len(report.findings)} finding{'s' if len(report.findings) != 1 else ''} "
+            f"({n_err} error{'s' if n_err != 1 else ''}, "
+            f"{n_warn} warning{'s' if n_warn != 1 else ''})")
+    text += f"; {removable} workaround{'s' if removable != 1 else ''} removable"
+    if report.strict:
+        text += " (--strict)"
+    return text
+
+
+def _heading(report: AuditReport) -> str:
+    at = f" at {report.upstream_commit[:12]}" if report.upstream_commit else " (not found)"
+    paddle = f"paddle {report.paddle_version}" if report.paddle_version else "paddle unknown"
+    src = "" if report.source == "worktree" else f" in {report.source[:12]}"
+    n = len(report.workarounds)
+    return (f"{n} workaround{'s' if n != 1 else ''} in {report.patches} "
+            f"patch{'es' if report.patches != 1 else ''}{src} "
+            f"(upstream {report.upstream_ref}{at}, {paddle})")
+
+
+# -- the table -------------------------------------------------------------------------
+
+
+def table(report: AuditReport) -> str:
+    lines = [_heading(report), ""]
+    if report.workarounds:
+        head = ("PATCH", "LAYER", "KIND", "REMOVAL", "ISSUE", "MRE", "FINDINGS")
+        rows = [(w.patch, w.layer, w.workaround.kind or "-", w.removal, _issue_short(w),
+                 _mre_short(w), ",".join(w.findings) or "-") for w in report.workarounds]
+        widths = [max(len(r[i]) for r in rows + [head]) for i in range(len(head))]
+
+        def fmt(r: tuple[str, ...]) -> str:
+            return "  ".join(c.ljust(widths[i]) for i, c in enumerate(r)).rstrip()
+
+        lines.append(fmt(head))
+        for w, r in zip(report.workarounds, rows):
+            lines.append(fmt(r))
+            cw = max((len(s.condition.text) for s in w.conditions), default=0)
+            for s in w.conditions:
+                detail = f"  {s.detail}" if s.detail else ""
+                lines.append(f"    {s.condition.text.ljust(cw)}  {s.state.ljust(7)}{detail}"
+                             .rstrip())
+        lines.append("")
+    if report.findings:
+        lines.append("findings:")
+        for f in report.findings:
+            where = f"  {f.location}" if f.location else ""
+            lines.append(f"  {f.severity:<7}  {f.rule_id} {f.rule}  {f.patch}{where}")
+            lines.append(f"           {f.message}")
+            lines.append(f"           fix: {f.fix}")
+        lines.append("")
+    lines.append(_summary(report))
+    return "\n".join(lines)
+
+
+# -- Markdown ------------------------------------------------------------------------------
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def markdown(report: AuditReport) -> str:
+    out = ["### pq audit: workarounds", "", _cell(_heading(report)), ""]
+    if report.workarounds:
+        out += ["| Patch | Layer | Kind | Removal | Conditions | Issue | MRE | Findings |",
+                "|---|---|---|---|---|---|---|---|"]
+        for w in report.workarounds:
+            conds = "<br>".join(f"`{_cell(s.condition.text)}`: {s.state}"
+                                for s in w.conditions) or "-"
+            issue = w.workaround.issue
+            issue_md = (f"[{_issue_short(w)}]({issue.url})" if issue and issue.url
+                        else _issue_short(w))
+            mre = f"`{w.workaround.mre}` ({_mre_short(w)})" if w.workaround.mre else "-"
+            out.append(f"| `{w.patch}` | {w.layer} | {w.workaround.kind or '-'} | "
+                       f"**{w.removal}** | {conds} | {issue_md} | {mre} | "
+                       f"{', '.join(w.findings) or '-'} |")
+        out.append("")
+    if report.findings:
+        out += ["#### Findings", "", "| | Rule | Patch | Finding | Fix |", "|---|---|---|---|---|"]
+        for f in report.findings:
+            mark = "error" if f.severity == "error" else "warning"
+            out.append(f"| {mark} | {f.rule_id} {f.rule} | `{f.patch}` | {_cell(f.message)} | "
+                       f"{_cell(f.fix)} |")
+        out.append("")
+    else:
+        out += ["No findings.", ""]
+    out.append(_summary(report) + ".")
+    return "\n".join(out) + "\n"
+
+
+# -- JSON ------------------------------------------------------------------------------
+
+
+def _row_data(w: WorkaroundRow) -> dict[str, Any]:
+    wa = w.workaround
+    return {
+        "patch": w.patch,
+        "layer": w.layer,
+        "kind": wa.kind,
+        "covers": [str(c) for c in wa.covers] if wa.covers else None,
+        "reason": wa.reason,
+        "issue": str(wa.issue) if wa.issue else None,
+        "mre": wa.mre,
+        "mre_present": w.mre_present,
+        "marker": wa.marker,
+        "conditions": [{"condition": s.condition.text, "kind": s.condition.kind,
+                        "state": s.state, "detail": s.detail} for s in w.conditions],
+        "removal": w.removal,
+        "mre_run": w.mre_run.to_data() if w.mre_run else None,
+        "findings": list(w.findings),
+    }
+
+
+def data(report: AuditReport) -> dict[str, Any]:
+    return {
+        "version": JSON_VERSION,
+        "source": report.source,
+        "upstream": {"ref": report.upstream_ref, "commit": report.upstream_commit},
+        "paddle": {"version": report.paddle_version, "source": report.paddle_source or None},
+        "strict": report.strict,
+        "ran_mre": report.ran_mre,
+        "summary": {"patches": report.patches, "workarounds": len(report.workarounds),
+                    "removable": len(report.removable), "errors": len(report.errors),
+                    "warnings": len(report.warnings)},
+        "workarounds": [_row_data(w) for w in report.workarounds],
+        "findings": [f.to_data() for f in report.findings],
+        "exit_code": report.exit_code,
+    }
+
+
+def finding_line(f: Finding) -> str:
+    """One finding on one line, for hooks and logs."""
+    where = f" ({f.location})" if f.location else ""
+    return f"{f.severity}: {f.rule_id} {f.rule}: {f.message}{where}; fix: {f.fix}"

@@ -1,0 +1,285 @@
+"""The audit's rules: each a stable id, a name, a severity and the one-line fix.
+
+Rules are pure: they read a patch's entry, its parsed diff, its workaround metadata and
+its patch-file headers, and return findings. No git, no processes, no printing.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from pq import dep3
+from pq.audit import conditions, signals
+from pq.audit.metadata import BUILD_ENTRY, COMPAT_GAP, Workaround
+from pq.audit.patchdiff import FileDiff
+from pq.series import PatchEntry
+
+ERROR = "error"
+WARNING = "warning"
+SPREAD_FILES = 3
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    name: str
+    severity: str
+    checks: str
+    fix: str
+
+
+RULES = (
+    Rule("WA001", "missing-field", ERROR, "a workaround block lacks a required field",
+         "add the field to the patch's `workaround` block in series.yaml"),
+    Rule("WA002", "compat-gap-without-issue", ERROR,
+         "a compat-gap has no Paddle issue (missing, or `not-needed`)",
+         "file the Paddle issue (`pq audit workarounds --issue-body PATCH`) and set `issue:`"),
+    Rule("WA003", "compat-gap-without-mre", ERROR, "a compat-gap has no reproducer",
+         "write mre/<name>/run.sh (+ README.md) and set `mre: mre/<name>`"),
+    Rule("WA004", "mre-missing", ERROR,
+         "the declared reproducer is not in the queue, or `mre-passes` has none to run",
+         "add the reproducer folder with its run.sh, or fix the `mre` path"),
+    Rule("WA005", "build-entry-with-issue", ERROR, "a build-entry claims a Paddle issue",
+         "set `issue: \"not-needed: <why>\"`, or change `kind` if this is a compat gap"),
+    Rule("WA006", "marker-missing", ERROR, "the marker is not in the patch's added lines",
+         "add the marker comment next to the workaround, or correct `marker`"),
+    Rule("WA007", "outside-covers", ERROR, "the patch changes files its `covers` does not list",
+         "add the files to `covers`, or move the unrelated change to its own patch"),
+    Rule("WA008", "broad-except", ERROR,
+         "the patch adds `except: pass` / `except Exception: pass` (or `catch (...) {}`)",
+         "catch the one exception the incompatibility raises, and handle it"),
+    Rule("WA009", "unbounded-monkey-patch", ERROR,
+         "a monkey patch of torch/paddle without `covers` and `remove_when`",
+         "declare `covers` and `remove_when` for it, or replace it with a local shim"),
+    Rule("WA010", "global-compat", ERROR,
+         "`paddle.enable_compat()` without `scope=` outside a build entry point",
+         "use `paddle.enable_compat(scope={\"<package>\"})`; keep global compat in setup.py"),
+    Rule("WA011", "pattern-spread", WARNING, "the same added line appears in 3 or more files",
+         "stop patching: write the reproducer and fix the gap once (escalation signal)"),
+    Rule("WA012", "kernel-edit", WARNING, "a workaround edits kernel files",
+         "leave kernels untouched; bridge the gap at the wrapper (escalation signal)"),
+    Rule("WA013", "paddle-private-api", WARNING, "the patch uses Paddle-internal private APIs",
+         "use the public compat API; if none exists, that is a compat gap to report"),
+    Rule("WA014", "undeclared-workaround", ERROR,
+         "a patch without a workaround block adds TODO/FIXME/workaround comments, "
+         "`hasattr(torch, ...)` / `try: import` guards or monkey patches",
+         "add a `workaround` block to the patch's entry in series.yaml"),
+    Rule("WA015", "dep3-mismatch", ERROR,
+         "the patch file's DEP-3 headers disagree with series.yaml",
+         "run `pq export` (series.yaml is the source of truth)"),
+    Rule("WA016", "manual-removal-only", WARNING,
+         "`remove_when` has only `manual:` conditions, nothing pq can check",
+         "add `paddle >= X.Y`, `mre-passes` or `upstream-contains: <file>: <text>`"),
+    Rule("WA017", "removable", ERROR, "(--strict) the removal condition is met",
+         "drop the patch (or revert the workaround) and rerun the tests"),
+)
+BY_ID = {r.id: r for r in RULES}
+
+
+@dataclass(frozen=True)
+class Finding:
+    rule_id: str
+    rule: str
+    patch: str
+    severity: str
+    message: str
+    fix: str
+    location: str | None = None
+
+    def to_data(self) -> dict[str, str | None]:
+        return {"rule_id": self.rule_id, "rule": self.rule, "patch": self.patch,
+                "severity": self.severity, "message": self.message, "fix": self.fix,
+                "location": self.location}
+
+
+Locate = Callable[[tuple[str | int, ...]], str]
+
+
+@dataclass(frozen=True)
+class PatchInput:
+    entry: PatchEntry
+    index: int
+    workaround: Workaround | None
+    files: tuple[FileDiff, ...]
+    headers: tuple[tuple[str, str], ...]  # as read from the patch file
+    mre_problem: str | None  # why the declared reproducer is unusable; None when fine
+    locate: Locate  # "series.yaml:LINE:COL" of a YAML path
+
+
+def finding(rule_id: str, patch: str, message: str, location: str | None = None,
+            fix: str | None = None) -> Finding:
+    rule = BY_ID[rule_id]
+    return Finding(rule.id, rule.name, patch, rule.severity, message, fix or rule.fix, location)
+
+
+def _listing(sigs: Sequence[signals.Signal], limit: int = 3) -> str:
+    shown = ", ".join(f"{s.where} `{s.show(50)}`" for s in sigs[:limit])
+    return shown + (f" and {len(sigs) - limit} more" if len(sigs) > limit else "")
+
+
+def check_patch(p: PatchInput) -> list[Finding]:
+    """Every per-patch rule for one patch."""
+    out: list[Finding] = []
+    name, wa = p.entry.name, p.workaround
+    monkeys = [s for f in p.files for s in signals.monkey_patches(f)]
+    out += _code_rules(p)
+    out += _dep3(p)
+    if wa is None:
+        sigs = monkeys + [s for f in p.files for s in signals.todo_comments(f)
+                          + signals.guards(f)]
+        if sigs:
+            sigs.sort(key=lambda s: (s.path, s.line))
+            out.append(finding("WA014", name, f"{name} has no workaround block but adds "
+                               f"workaround code: {_listing(sigs)}", sigs[0].where))
+        return out
+    block = ("patches", p.index, "workaround")
+    at = p.locate(block)
+    unbounded = bool(monkeys) and (wa.covers is None or wa.remove_when is None)
+    for key in wa.missing:
+        if key == "issue" and wa.kind == COMPAT_GAP:
+            continue  # WA002 says it better
+        if key in ("covers", "remove_when") and unbounded:
+            continue  # WA009 says it better
+        out.append(finding("WA001", name, f"workaround of {name} has no `{key}`", at,
+                           fix=f"add `{key}:` to the workaround block ({_FIELD_HELP[key]})"))
+    if wa.kind == COMPAT_GAP and (wa.issue is None or wa.issue.url is None):
+        why = "no `issue`" if wa.issue is None else "`issue: not-needed`"
+        out.append(finding("WA002", name, f"{name} is a compat-gap with {why}: a compat gap "
+                           "needs a Paddle issue", p.locate(block + ("issue",))))
+    if wa.kind == COMPAT_GAP and wa.mre is None:
+        out.append(finding("WA003", name, f"{name} is a compat-gap without a reproducer "
+                           "(`mre`)", at))
+    elif wa.mre is not None and p.mre_problem:
+        out.append(finding("WA004", name, f"{name}: {p.mre_problem}",
+                           p.locate(block + ("mre",))))
+    elif wa.mre is None and any(c.kind == conditions.MRE_PASSES for c in wa.remove_when or ()):
+        out.append(finding("WA004", name, f"{name}: `mre-passes` is a removal condition but "
+                           "no reproducer (`mre`) is declared", p.locate(block + ("remove_when",))))
+    if wa.kind == BUILD_ENTRY and wa.issue is not None and wa.issue.url:
+        out.append(finding("WA005", name, f"{name} is a build-entry (a deliberate choice, not "
+                           f"a gap) but claims Paddle issue {wa.issue.url}",
+                           p.locate(block + ("issue",))))
+    if wa.marker and not any(wa.marker in ln.text for f in p.files for ln in f.added()):
+        out.append(finding("WA006", name, f"marker {wa.marker!r} is not in the lines "
+                           f"{name} adds", p.locate(block + ("marker",))))
+    if wa.covers is not None:
+        outside = [f.path for f in p.files if not any(c.matches(f.path) for c in wa.covers)]
+        if outside:
+            out.append(finding("WA007", name, f"{name} changes {', '.join(outside)}, not in "
+                               f"covers ({', '.join(str(c) for c in wa.covers)})",
+                               p.locate(block + ("covers",))))
+    if unbounded:
+        lacking = " and ".join(f"`{k}`" for k in ("covers", "remove_when")
+                               if getattr(wa, k) is None)
+        out.append(finding("WA009", name, f"{name} monkey-patches ({_listing(monkeys)}) "
+                           f"without {lacking}", monkeys[0].where))
+    kernels = [f.path for f in p.files if signals.is_kernel_file(f)]
+    if kernels or p.entry.layer == "kernel":
+        files = ", ".join(kernels) or "its files"
+        out.append(finding("WA012", name, f"workaround {name} edits kernel code ({files}): "
+                           "kernels should stay as upstream wrote them",
+                           kernels[0] if kernels else at))
+    if wa.remove_when and all(c.kind == conditions.MANUAL_KIND for c in wa.remove_when):
+        out.append(finding("WA016", name, f"{name} can only be removed by a person's "
+                           "judgement: no checkable condition", p.locate(block + ("remove_when",))))
+    return out
+
+
+_FIELD_HELP = {
+    "kind": "compat-gap, upstream-private or build-entry",
+    "covers": "the files, or file::symbol, the workaround touches",
+    "reason": "why it is needed now",
+    "remove_when": "a checkable condition such as `paddle >= 3.4` or `mre-passes`",
+    "issue": "a Paddle issue URL, or `not-needed: <why>`",
+    "marker": "the TODO text the patched code carries",
+}
+
+
+def _code_rules(p: PatchInput) -> list[Finding]:
+    """Rules about the added code that hold for every patch, workaround or not."""
+    out = []
+    name = p.entry.name
+    excepts = [s for f in p.files for s in signals.broad_excepts(f)]
+    if excepts:
+        out.append(finding("WA008", name, f"{name} adds a handler that swallows every "
+                           f"exception: {_listing(excepts)}", excepts[0].where))
+    calls = [s for f in p.files if not signals.is_build_entry(f.path)
+             for s in signals.global_compat_calls(f)]
+    if calls:
+        out.append(finding("WA010", name, f"{name} enables compat globally outside a build "
+                           f"entry point: {_listing(calls)}", calls[0].where))
+    private = [s for f in p.files for s in signals.paddle_private(f)]
+    if private:
+        out.append(finding("WA013", name, f"{name} relies on Paddle internals: "
+                           f"{_listing(private)}", private[0].where))
+    return out
+
+
+def _norm(value: str) -> str:
+    return " ".join(value.split())
+
+
+def _dep3(p: PatchInput) -> list[Finding]:
+    keys = {k.lower(): k for k in dep3.KEYS}
+    want = {k.lower(): _norm(v) for k, v in dep3.headers(p.entry)}
+    have = {k.lower(): _norm(v) for k, v in p.headers if k.lower() in keys}
+    diffs = []
+    for key in sorted(set(want) | set(have), key=lambda k: list(keys).index(k)):
+        if want.get(key) != have.get(key):
+            w = f"{want[key]!r}" if key in want else "nothing"
+            h = f"{have[key]!r}" if key in have else "nothing"
+            diffs.append(f"{keys[key]}: series.yaml says {w}, the patch file {h}")
+    if not diffs:
+        return []
+    name = p.entry.name
+    return [finding("WA015", name, f"patches/{name} disagrees with series.yaml: "
+                    + "; ".join(diffs), f"patches/{name}")]
+
+
+def check_spread(inputs: Sequence[PatchInput]) -> list[Finding]:
+    """The same added line in SPREAD_FILES or more files across the series' workarounds."""
+    files_of: dict[str, dict[str, None]] = defaultdict(dict)
+    patches_of: dict[str, dict[str, None]] = defaultdict(dict)
+    for p in inputs:
+        if p.workaround is None:
+            continue
+        for f in p.files:
+            for ln in f.added():
+                key = signals.spread_key(ln.text)
+                if key is not None:
+                    files_of[key][f.path] = None
+                    patches_of[key][p.entry.name] = None
+    groups: dict[tuple[str, ...], list[str]] = defaultdict(list)
+    for key, files in files_of.items():
+        if len(files) >= SPREAD_FILES:
+            groups[tuple(sorted(files))].append(key)
+    order = {p.entry.name: i for i, p in enumerate(inputs)}
+    out = []
+    for files_t, keys in groups.items():
+        patches = sorted({n for k in keys for n in patches_of[k]}, key=order.__getitem__)
+        more = f" (and {len(keys) - 1} more lines)" if len(keys) > 1 else ""
+        out.append(finding("WA011", patches[0], f"`{keys[0][:60]}`{more} is added to "
+                           f"{len(files_t)} files ({', '.join(files_t)}) by "
+                           f"{', '.join(patches)}", files_t[0]))
+    return out
+
+
+def check_removable(p: PatchInput, removal: str, detail: str) -> list[Finding]:
+    if p.workaround is None or removal != conditions.MET:
+        return []
+    return [finding("WA017", p.entry.name, f"{p.entry.name} can go: {detail}",
+                    p.locate(("patches", p.index, "workaround", "remove_when")))]
+
+
+def check_all(inputs: Sequence[PatchInput], removal: dict[str, tuple[str, str]],
+              strict: bool) -> list[Finding]:
+    """All findings, in series order, each patch's by rule id."""
+    order = {p.entry.name: i for i, p in enumerate(inputs)}
+    out = [f for p in inputs for f in check_patch(p)] + check_spread(inputs)
+    if strict:
+        for p in inputs:
+            state, detail = removal.get(p.entry.name, (conditions.UNKNOWN, ""))
+            out += check_removable(p, state, detail)
+    return sorted(out, key=lambda f: (order.get(f.patch, len(order)), f.rule_id))

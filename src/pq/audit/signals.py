@@ -1,0 +1,226 @@
+"""Code patterns in a patch's added lines that the workaround policy cares about.
+
+Each detector takes one file's diff and returns `Signal`s (file, line, the code); the
+rules decide what a signal means for a patch. Pure text matching: nothing is imported.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+
+from pq import layers
+from pq.audit.patchdiff import FileDiff, Line
+
+PY_SUFFIXES = (".py", ".pyi")
+C_SUFFIXES = layers.CPP_SUFFIXES + layers.KERNEL_SUFFIXES
+HASH_COMMENT_SUFFIXES = PY_SUFFIXES + (".sh", ".cmake", ".txt", ".toml", ".cfg", ".ini",
+                                       ".yaml", ".yml", ".bzl", ".mk")
+
+
+@dataclass(frozen=True)
+class Signal:
+    path: str
+    line: int
+    code: str
+
+    @property
+    def where(self) -> str:
+        return f"{self.path}:{self.line}"
+
+    def show(self, width: int = 70) -> str:
+        code = " ".join(self.code.split())
+        return code if len(code) <= width else code[: width - 3] + "..."
+
+
+def is_python(path: str) -> bool:
+    return path.endswith(PY_SUFFIXES)
+
+
+def _signals(f: FileDiff, pattern: re.Pattern[str]) -> list[Signal]:
+    return [Signal(f.path, ln.number, ln.text) for ln in f.added() if pattern.search(ln.text)]
+
+
+# -- monkey patches: assignments to attributes of torch/paddle modules --------------
+
+_MONKEY = re.compile(
+    r"^\s*(?:(?:torch|paddle)(?:\.\w+)+\s*(?:[-+*/|&]?=)(?!=)"
+    r"|setattr\(\s*(?:torch|paddle)\b"
+    r"|sys\.modules\[\s*['\"](?:torch|paddle)\b[^\]]*\]\s*=(?!=))")
+
+
+def monkey_patches(f: FileDiff) -> list[Signal]:
+    return _signals(f, _MONKEY) if is_python(f.path) else []
+
+
+# -- broad exception handlers that swallow everything -------------------------------
+
+_EXCEPT = re.compile(r"^(\s*)except\s*(?:\(?\s*(?:Exception|BaseException)\s*\)?"
+                     r"(?:\s+as\s+\w+)?\s*)?:\s*(.*)$")
+_SWALLOW = {"pass", "...", "continue"}
+_CATCH_ALL = re.compile(r"\bcatch\s*\(\s*\.\.\.\s*\)\s*\{\s*\}")
+
+
+def _statement(text: str) -> str:
+    return text.split("#", 1)[0].strip()
+
+
+def broad_excepts(f: FileDiff) -> list[Signal]:
+    if f.path.endswith(C_SUFFIXES):
+        return _signals(f, _CATCH_ALL)
+    if not is_python(f.path):
+        return []
+    out = []
+    for hunk in f.hunks:
+        for i, ln in enumerate(hunk):
+            m = _EXCEPT.match(ln.text) if ln.added else None
+            if not m:
+                continue
+            inline = _statement(m.group(2))
+            if inline:
+                body = [inline]
+            else:
+                body = _block(hunk[i + 1:], len(m.group(1).expandtabs()))
+            if body and all(stmt in _SWALLOW for stmt in body):
+                out.append(Signal(f.path, ln.number, ln.text))
+    return out
+
+
+def _block(rest: tuple[Line, ...], indent: int) -> list[str]:
+    """The statements of the block that follows a line indented by `indent`."""
+    body = []
+    for ln in rest:
+        stmt = _statement(ln.text)
+        if not stmt:
+            continue
+        if len(ln.text) - len(ln.text.lstrip()) <= indent:
+            break
+        body.append(stmt)
+    return body
+
+
+# -- global compat: enable_compat() without a scope ----------------------------------
+
+_COMPAT_CALL = re.compile(r"(?<![\w.])(?:paddle\.)?(?:compat\.)?"
+                          r"(?:enable_compat|enable_torch_proxy)\s*\(")
+
+
+def global_compat_calls(f: FileDiff) -> list[Signal]:
+    """`paddle.enable_compat()` (or the older `enable_torch_proxy`) with no scope."""
+    if not is_python(f.path):
+        return []
+    out = []
+    for hunk in f.hunks:
+        for i, ln in enumerate(hunk):
+            if not ln.added:
+                continue
+            m = _COMPAT_CALL.search(ln.text)
+            if not m or "#" in ln.text[: m.start()] or ln.text.lstrip().startswith("def "):
+                continue
+            call = _balanced(ln.text[m.start():], [x.text for x in hunk[i + 1:i + 20]])
+            if not _has_scope(call):
+                out.append(Signal(f.path, ln.number, ln.text))
+    return out
+
+
+def _balanced(first: str, following: list[str]) -> str:
+    text, depth = "", 0
+    for chunk in [first] + following:
+        for j, c in enumerate(chunk):
+            depth += {"(": 1, ")": -1}.get(c, 0)
+            if depth == 0 and c == ")":
+                return text + chunk[: j + 1]
+        text += chunk + "\n"
+    return text
+
+
+def _has_scope(call: str) -> bool:
+    try:
+        node = ast.parse(call.strip(), mode="eval").body
+    except SyntaxError:
+        return bool(re.search(r"\bscope\s*=\s*(?!None\b)", call))
+    if not isinstance(node, ast.Call):
+        return True
+    for kw in node.keywords:
+        if kw.arg is None:
+            return True  # **kwargs: cannot tell, give it the benefit of the doubt
+        if kw.arg == "scope":
+            return not (isinstance(kw.value, ast.Constant) and kw.value.value is None)
+    if node.args:
+        first = node.args[0]
+        return not (isinstance(first, ast.Constant) and first.value is None)
+    return False
+
+
+def is_build_entry(path: str) -> bool:
+    return layers.classify_path(path) == "build"
+
+
+# -- what an undeclared workaround looks like -----------------------------------------
+
+_TODO_CASE = re.compile(r"\b(?:TODO|FIXME|XXX|HACK)\b|\b[Ww]ork[- ]?[Aa]round")
+_GUARD = re.compile(r"\b(?:hasattr|getattr)\(\s*(?:torch|paddle)\b")
+_IMPORT = re.compile(r"^\s*(?:import\s+\w|from\s+[\w.]+\s+import\s)")
+
+
+def _comment(path: str, text: str) -> str:
+    if path.endswith(C_SUFFIXES):
+        for opener in ("//", "/*"):
+            if opener in text:
+                return text.split(opener, 1)[1]
+        return text.strip()[1:] if text.strip().startswith("*") else ""
+    name = path.rsplit("/", 1)[-1]
+    if path.endswith(HASH_COMMENT_SUFFIXES) or name in ("CMakeLists.txt", "Makefile"):
+        return text.split("#", 1)[1] if "#" in text else ""
+    return ""
+
+
+def todo_comments(f: FileDiff) -> list[Signal]:
+    return [Signal(f.path, ln.number, ln.text) for ln in f.added()
+            if _TODO_CASE.search(_comment(f.path, ln.text))]
+
+
+def guards(f: FileDiff) -> list[Signal]:
+    """`hasattr(torch, ...)`-style feature tests and `try: import` guards."""
+    if not is_python(f.path):
+        return []
+    out = []
+    for hunk in f.hunks:
+        for i, ln in enumerate(hunk):
+            if not ln.added:
+                continue
+            if _GUARD.search(ln.text.split("#", 1)[0]):
+                out.append(Signal(f.path, ln.number, ln.text))
+            elif _statement(ln.text) == "try:":
+                nxt = next((x for x in hunk[i + 1:] if _statement(x.text)), None)
+                if nxt is not None and _IMPORT.match(nxt.text):
+                    out.append(Signal(f.path, ln.number, "try: " + nxt.text.strip()))
+    return out
+
+
+# -- escalation ------------------------------------------------------------------------
+
+_PADDLE_PRIVATE = re.compile(r"\bpaddle\.(?:_[A-Za-z]\w*|fluid\b|base\.(?:core|framework|"
+                             r"libpaddle)\b|framework\.core\b)")
+
+
+def paddle_private(f: FileDiff) -> list[Signal]:
+    if not is_python(f.path):
+        return []
+    return [s for s in _signals(f, _PADDLE_PRIVATE) if "#" not in s.code.split("paddle.")[0]]
+
+
+def is_kernel_file(f: FileDiff) -> bool:
+    content = "\n".join(ln.text for hunk in f.hunks for ln in hunk).encode("utf-8", "replace")
+    return layers.classify_path(f.path, content) == "kernel"
+
+
+def spread_key(text: str) -> str | None:
+    """The normalised form of an added line worth tracking across files, or None."""
+    norm = " ".join(text.split())
+    if len(norm.replace(" ", "")) < 12 or _IMPORT.match(norm):
+        return None
+    if not any(c.isalnum() for c in norm):
+        return None
+    return norm
