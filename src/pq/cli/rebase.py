@@ -1,9 +1,158 @@
-"""`pq rebase` commands (registered on the main group)."""
+"""`pq rebase`: replay the series onto a new upstream commit; `--continue`, `--skip`, `--abort`."""
 
 from __future__ import annotations
 
+import sys
+from typing import Any
+
 import click
+
+from pq import rebase as rebase_mod
+from pq.cli.common import emit_json, open_repo, progress_printer, short
+from pq.errors import ConfigError, OperationFailed
+from pq.gitio import Git
+from pq.rebase import PatchReport, RebaseReport
+
+RANGE_DIFF_LINES = 12
 
 
 def register(main: click.Group) -> None:
-    pass
+    main.add_command(rebase)
+
+
+@click.command()
+@click.argument("upstream", required=False, metavar="[UPSTREAM-REF]")
+@click.option("--continue", "continue_", is_flag=True,
+              help="Take the staged resolution of the conflicted patch and go on.")
+@click.option("--skip", is_flag=True, help="Drop the conflicted patch and go on.")
+@click.option("--abort", is_flag=True,
+              help="Restore the branch, index, working tree and queue as before the rebase.")
+@click.option("--gate", is_flag=True, help="Run the gate after a successful rebase.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+def rebase(upstream: str | None, continue_: bool, skip: bool, abort: bool, gate: bool,
+           as_json: bool) -> None:
+    """Replay every patch onto UPSTREAM-REF (default: upstream.ref in series.yaml).
+
+    Each patch is replayed with a three-way merge and ends clean, merged, dropped (already
+    upstream) or in a conflict. On a conflict pq stops with the conflict in the working
+    tree: edit, `git add`, then `pq rebase --continue`; or `pq rebase --skip` to drop the
+    patch, or `pq rebase --abort` to go back. On success patches/ and series.yaml are
+    re-exported onto the new base and the old tip is kept as refs/pq/orig-head.
+    """
+    actions = [name for name, on in (("--continue", continue_), ("--skip", skip),
+                                     ("--abort", abort)) if on]
+    if len(actions) > 1 or (actions and upstream):
+        given = actions + ([upstream] if upstream else [])
+        raise ConfigError(f"pq rebase takes one of UPSTREAM-REF, --continue, --skip, --abort; "
+                          f"got {' and '.join(given)}", hint="run them one at a time")
+    progress = None if as_json else progress_printer("rebasing")
+    with open_repo() as git:
+        if abort:
+            report = rebase_mod.abort(git)
+        elif continue_ or skip:
+            report = rebase_mod.resume(git, "continue" if continue_ else "skip", progress)
+        else:
+            report = rebase_mod.start(git, upstream, gate=gate, progress=progress)
+        gate_result = None
+        if report.status == "done" and (gate or report.gate):
+            gate_result = _run_gate(git, as_json)
+    if as_json:
+        data = to_json(report)
+        data["gate"] = gate_result
+        emit_json(data)
+    else:
+        render(report)
+        if gate_result is not None:
+            click.echo(gate_result["summary"])
+    if report.status == "conflict":
+        raise _conflict_error(report)
+    if gate_result is not None and gate_result["exit_code"] != 0:
+        sys.exit(int(gate_result["exit_code"]))
+
+
+def _run_gate(git: Git, as_json: bool) -> dict[str, Any]:
+    from pq.gate.api import run_gate  # the gate is optional: loaded only when asked for
+
+    result = run_gate(git, progress=None if as_json else progress_printer("gate"))
+    return {"exit_code": result.exit_code, "summary": result.summary()}
+
+
+def _conflict_error(report: RebaseReport) -> OperationFailed:
+    assert report.conflict is not None
+    p = report.conflict
+    paths = report.conflict_paths
+    files = " ".join(paths)
+    return OperationFailed(
+        f"patches/{p.name} (layer {p.layer}) conflicts in {', '.join(paths)}",
+        hint=f"edit, `git add {files}`, `pq rebase --continue`; or `pq rebase --skip` to "
+             "drop this patch; or `pq rebase --abort` to go back")
+
+
+def render(report: RebaseReport) -> None:
+    if report.status == "aborted":
+        click.echo(f"rebase aborted: {report.branch} is back at {short(report.orig_head)}, "
+                   "with its index, working tree, series.yaml and patches/")
+        return
+    if report.status == "up-to-date":
+        click.echo(f"already up to date: {report.branch} is on {report.upstream_ref} at "
+                   f"{short(report.onto)} ({len(report.patches)} patches); nothing changed")
+        return
+    click.echo(f"upstream {report.upstream_ref}: {short(report.old_base)}..{short(report.onto)}"
+               f" ({report.upstream_count} commit{'s' if report.upstream_count != 1 else ''})")
+    width = max((len(p.name) for p in report.patches), default=10)
+    for p in report.patches:
+        click.echo(f"  {p.outcome:<8}  {p.name:<{width}}{_note(p)}")
+    changed = [p for p in report.patches if p.changed]
+    if changed:
+        click.echo("range-diff (patch files whose content changed):")
+        for p in changed:
+            click.echo(f"  {p.name}")
+            shown = p.range_diff[:RANGE_DIFF_LINES]
+            for line in shown:
+                click.echo(f"    {line}")
+            if len(p.range_diff) > len(shown):
+                click.echo(f"    ... {len(p.range_diff) - len(shown)} more lines")
+    if report.status == "done":
+        kept = sum(1 for p in report.patches if p.commit)
+        click.echo(f"rebased {report.branch} onto {short(report.onto)}: {kept} of "
+                   f"{len(report.patches)} patches kept, {len(changed)} patch file(s) changed; "
+                   f"the previous tip is kept as refs/pq/orig-head")
+
+
+def _note(p: PatchReport) -> str:
+    if p.outcome == "dropped":
+        if p.upstream_commit:
+            return f"  (already upstream: {short(p.upstream_commit)} {p.upstream_subject})"
+        return "  (already upstream)"
+    if p.rerere:
+        return "  (resolved from a recorded resolution)"
+    if p.outcome == "conflict" and p.commit:
+        return "  (resolved by hand)"
+    return ""
+
+
+def to_json(report: RebaseReport) -> dict[str, Any]:
+    conflict = None
+    if report.conflict is not None:
+        conflict = {"patch": report.conflict.name, "file": f"patches/{report.conflict.name}",
+                    "layer": report.conflict.layer, "paths": report.conflict_paths,
+                    "next": ["pq rebase --continue", "pq rebase --skip", "pq rebase --abort"]}
+    return {
+        "status": report.status,
+        "branch": report.branch,
+        "upstream": {"ref": report.upstream_ref, "old_base": report.old_base,
+                     "new_base": report.onto, "commits": report.upstream_count},
+        "orig_head": report.orig_head,
+        "head": report.head,
+        "patches": [{
+            "name": p.name,
+            "layer": p.layer,
+            "outcome": p.outcome,
+            "rerere": p.rerere,
+            "upstream_commit": p.upstream_commit,
+            "commit": p.commit,
+            "changed": p.changed,
+            "range_diff": p.range_diff,
+        } for p in report.patches],
+        "conflict": conflict,
+    }

@@ -1,0 +1,279 @@
+"""A rebase in progress on disk: `.git/pq/rebase/state.json`, and the moves of HEAD.
+
+The state is written atomically before pq touches HEAD, the index or the working tree, so
+that `--continue`, `--skip` and `--abort` (also after pq was killed) know where they stand;
+the few moves that do touch them (conflict, landing, abort) live here, in that order.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pq.errors import ConfigError, GitError, OperationFailed
+from pq.gitio import Git
+from pq.queuefiles import write_atomic
+from pq.series import PATCHES_DIR, SERIES_FILE
+
+STATE_VERSION = 1
+ORIG_HEAD_REF = "refs/pq/orig-head"
+
+# Phases: `replaying` (in memory; HEAD and files untouched unless `touched`), `stopping`
+# (putting a conflict into the working tree), `conflict` (waiting for the user),
+# `landing` (moving the branch to the finished stack).
+PHASES = ("replaying", "stopping", "conflict", "landing")
+
+
+@dataclass
+class Step:
+    """One patch commit to replay, and what became of it."""
+
+    name: str
+    layer: str
+    commit: str  # the patch commit C on the old base
+    parent: str  # its parent P
+    pick: str  # C itself, or a copy whose queue files are P's (mixed commits)
+    upstream_match: str | None = None  # an upstream commit with the same patch-id
+    outcome: str | None = None  # clean, merged, dropped, conflict, skipped
+    new_commit: str | None = None
+    rerere: bool = False
+    upstream_commit: str | None = None
+
+
+@dataclass
+class RebaseState:
+    command: str
+    branch: str  # refs/heads/<name>
+    orig_head: str
+    old_base: str
+    onto: str
+    onto_ref: str
+    upstream_count: int
+    prev_orig_head: str | None  # refs/pq/orig-head before the rebase, restored on abort
+    queue_before: dict[str, str]  # series.yaml and patches/* in the working tree, as blobs
+    steps: list[Step]
+    tip: str  # the replayed stack so far
+    index: int = 0  # the next step to replay, or the conflicted one
+    phase: str = "replaying"
+    touched: bool = False  # HEAD, index or working tree may have been changed
+    detached: bool = False  # HEAD was detached to show a conflict
+    conflict_paths: list[str] = field(default_factory=list)
+    new_tip: str | None = None
+    gate: bool = False
+
+    def to_json(self) -> bytes:
+        data = {"version": STATE_VERSION, **asdict(self)}
+        return (json.dumps(data, indent=1, sort_keys=True) + "\n").encode()
+
+    @classmethod
+    def from_json(cls, raw: bytes, where: str) -> RebaseState:
+        try:
+            data: dict[str, Any] = json.loads(raw)
+            if data.pop("version", None) != STATE_VERSION:
+                raise ValueError("unknown version")
+            data["steps"] = [Step(**s) for s in data["steps"]]
+            state = cls(**data)
+        except (ValueError, TypeError, KeyError) as exc:
+            raise ConfigError(f"unreadable rebase state ({exc})", path=where,
+                              hint="a different pq version wrote it; finish the rebase with "
+                                   "that version, or delete the file and restore the branch "
+                                   "by hand") from None
+        if state.phase not in PHASES:
+            raise ConfigError(f"unknown rebase phase {state.phase!r}", path=where)
+        return state
+
+    @property
+    def short_branch(self) -> str:
+        return self.branch.removeprefix("refs/heads/")
+
+
+def state_path(git: Git) -> Path:
+    return git.pq_dir() / "rebase" / "state.json"
+
+
+def load(git: Git) -> RebaseState | None:
+    path = state_path(git)
+    if not path.is_file():
+        return None
+    return RebaseState.from_json(path.read_bytes(), str(path))
+
+
+def save(git: Git, state: RebaseState) -> None:
+    write_atomic(state_path(git), state.to_json())
+
+
+def remove(git: Git) -> None:
+    path = state_path(git)
+    try:
+        path.unlink()
+        path.parent.rmdir()
+    except OSError:
+        pass
+
+
+def require_none(git: Git) -> None:
+    state = state_path(git)
+    if state.is_file():
+        raise ConfigError("a pq rebase is already in progress",
+                          hint="`pq rebase --continue`, `pq rebase --skip` or "
+                               "`pq rebase --abort`")
+    for name in ("rebase-merge", "rebase-apply", "MERGE_HEAD", "CHERRY_PICK_HEAD"):
+        if (git.git_dir / name).exists():
+            raise ConfigError(f"git has an operation in progress ({name})",
+                              hint="finish or abort it first (`git status` says how)")
+
+
+# -- the queue files in the working tree ------------------------------------------------
+
+
+def worktree_queue_files(git: Git) -> dict[str, bytes]:
+    """series.yaml and every file directly in patches/, as they are on disk."""
+    files: dict[str, bytes] = {}
+    sp = git.root / SERIES_FILE
+    if sp.is_file():
+        files[SERIES_FILE] = sp.read_bytes()
+    pdir = git.root / PATCHES_DIR
+    if pdir.is_dir():
+        for p in sorted(pdir.iterdir()):
+            if p.is_file() and not p.is_symlink():
+                files[f"{PATCHES_DIR}/{p.name}"] = p.read_bytes()
+    return files
+
+
+def save_queue_files(git: Git) -> dict[str, str]:
+    return {path: git.write_blob(data) for path, data in worktree_queue_files(git).items()}
+
+
+def _set_queue_files(git: Git, wanted: dict[str, bytes]) -> None:
+    """Make series.yaml and patches/* hold exactly `wanted` (others are removed)."""
+    for path, data in worktree_queue_files(git).items():
+        if path not in wanted:
+            (git.root / path).unlink()
+    for path, data in sorted(wanted.items()):
+        write_atomic(git.root / path, data)
+
+
+def _committed_queue_files(git: Git, rev: str) -> dict[str, bytes]:
+    return {path: git.blob(obj) for _, kind, obj, path in
+            git.ls_tree(rev, [SERIES_FILE, PATCHES_DIR]) if kind == "blob"}
+
+
+# -- moves ------------------------------------------------------------------------------
+
+
+def show_conflict(git: Git, state: RebaseState, pick: str) -> tuple[list[str], bool]:
+    """Put `pick` cherry-picked onto state.tip into the index and working tree.
+
+    Returns (unmerged paths, whether git rerere resolved conflicts from a recorded
+    resolution). HEAD is left detached at state.tip.
+    """
+    state.phase = "stopping"
+    state.touched = True
+    first = not state.detached
+    state.detached = True
+    save(git, state)
+    if first:
+        # The queue files go back to the committed ones (their bytes are in the state), so
+        # that leaving the branch neither refuses nor leaves them behind in the way.
+        _set_queue_files(git, _committed_queue_files(git, "HEAD"))
+    try:
+        git.run("checkout", "-q", "--detach", state.tip, env={"GIT_REFLOG_ACTION": "pq rebase"})
+    except GitError as exc:
+        raise OperationFailed(f"cannot show the conflict in the working tree: {exc.message}",
+                              hint="move the files in the way aside, then `pq rebase --abort` "
+                                   "and run the rebase again") from None
+    proc = git.run_proc("-c", "rerere.enabled=true", "-c", "rerere.autoupdate=true",
+                        "cherry-pick", "--no-commit", pick,
+                        env={"GIT_REFLOG_ACTION": "pq rebase"})
+    unmerged = unmerged_paths(git)
+    stderr = proc.stderr.decode("utf-8", "replace")
+    if proc.returncode not in (0, 1) or (proc.returncode == 1 and not unmerged
+                                         and "previous resolution" not in stderr):
+        last = stderr.strip().splitlines()[-1:] or ["(no message)"]
+        raise OperationFailed(f"git cherry-pick of {pick[:12]} failed: {last[0]}",
+                              hint="`pq rebase --abort` restores the branch")
+    rerere = "previous resolution" in stderr and not unmerged
+    return unmerged, rerere
+
+
+def unmerged_paths(git: Git) -> list[str]:
+    out = git.run("diff", "--name-only", "-z", "--diff-filter=U")
+    return sorted({p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p})
+
+
+def unstaged_paths(git: Git) -> tuple[list[str], list[str]]:
+    """(unmerged paths, paths with changes not added to the index)."""
+    out = git.run("diff", "--name-status", "-z")
+    fields = [f.decode("utf-8", "surrogateescape") for f in out.split(b"\0") if f]
+    unmerged: list[str] = []
+    changed: list[str] = []
+    for status, path in zip(fields[0::2], fields[1::2]):
+        (unmerged if status == "U" else changed).append(path)
+    return sorted(set(unmerged)), sorted(set(changed))
+
+
+def write_index_tree(git: Git) -> str:
+    """Record the resolution for git rerere, then the index as a tree."""
+    git.run("-c", "rerere.enabled=true", "rerere")
+    return git.text("write-tree").strip()
+
+
+def advance_head(git: Git, commit: str) -> None:
+    """HEAD (detached) to `commit`, whose tree the index and working tree already hold."""
+    git.run("update-ref", "--no-deref", "-m", "pq rebase", "HEAD", commit)
+    clear_git_merge_files(git)
+
+
+def reset_to(git: Git, commit: str) -> None:
+    """Drop the conflicted state pq created: index and working tree back to `commit`."""
+    git.run("reset", "--hard", "-q", commit, env={"GIT_REFLOG_ACTION": "pq rebase"})
+    clear_git_merge_files(git)
+
+
+def clear_git_merge_files(git: Git) -> None:
+    for name in ("MERGE_MSG", "MERGE_RR"):
+        try:
+            (git.git_dir / name).unlink()
+        except FileNotFoundError:
+            pass
+
+
+def land(git: Git, state: RebaseState) -> None:
+    """Move the branch to state.new_tip, with index and working tree; the old tip is kept."""
+    assert state.new_tip is not None
+    state.phase = "landing"
+    state.touched = True
+    save(git, state)
+    git.update_ref(ORIG_HEAD_REF, state.orig_head, message="pq rebase: previous tip")
+    env = {"GIT_REFLOG_ACTION": f"pq rebase onto {state.onto[:12]}"}
+    if state.detached:
+        git.run("checkout", "-q", "--detach", state.new_tip, env=env)
+        git.run("update-ref", "-m", env["GIT_REFLOG_ACTION"], state.branch, state.new_tip,
+                state.orig_head)
+        git.run("symbolic-ref", "-m", env["GIT_REFLOG_ACTION"], "HEAD", state.branch)
+        clear_git_merge_files(git)
+    else:
+        # Uncommitted queue files (kept in the state) would stop `reset --keep`.
+        _set_queue_files(git, _committed_queue_files(git, "HEAD"))
+        git.run("reset", "--keep", "-q", state.new_tip, env=env)
+
+
+def restore(git: Git, state: RebaseState) -> None:
+    """Everything as it was before the rebase: branch, HEAD, index, working tree, queue."""
+    if git.try_resolve(state.branch) != state.orig_head:
+        git.run("update-ref", "-m", "pq rebase --abort", state.branch, state.orig_head)
+    if git.current_branch() != state.branch:
+        git.run("symbolic-ref", "-m", "pq rebase --abort", "HEAD", state.branch)
+    if state.touched:
+        git.run("reset", "--hard", "-q", state.orig_head,
+                env={"GIT_REFLOG_ACTION": "pq rebase --abort"})
+        clear_git_merge_files(git)
+    _set_queue_files(git, {path: git.blob(obj) for path, obj in state.queue_before.items()})
+    current = git.try_resolve(ORIG_HEAD_REF)
+    if current != state.prev_orig_head:
+        if state.prev_orig_head is None:
+            git.delete_ref(ORIG_HEAD_REF)
+        else:
+            git.update_ref(ORIG_HEAD_REF, state.prev_orig_head, message="pq rebase --abort")

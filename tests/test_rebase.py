@@ -1,0 +1,290 @@
+"""`pq rebase` on real repositories: every outcome, the conflict loop, abort, rerere,
+renames, the no-op, byte stability of patch files, the JSON report and bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from gitrepo import commit_all, git, make_fork, make_upstream, pq, snapshot_queue, write
+
+SETUP = "".join(f"# setup line {i}\n" for i in range(1, 31))
+GLUE = "".join(f"glue_{i} = {i}\n" for i in range(1, 31))
+UPSTREAM_FILES = {
+    "setup.py": SETUP,
+    "pkg/__init__.py": GLUE,
+    "csrc/ops.cc": "#include <torch/extension.h>\n\nint f() { return 1; }\n",
+    "README.md": "upstream\n",
+}
+BUILD_PATCH = "setup.py"
+GLUE_PATCH = "0002-python-glue-scoped-compat.patch"
+
+
+def set_line(text: str, n: int, new: str) -> str:
+    lines = text.splitlines(keepends=True)
+    lines[n - 1] = new + "\n"
+    return "".join(lines)
+
+
+def make_series(tmp: Path, commit: bool = True) -> tuple[Path, Path]:
+    """An upstream and a fork carrying two patches: setup.py line 3, pkg/__init__.py line 5."""
+    up = make_upstream(tmp / "upstream", dict(UPSTREAM_FILES))
+    fork = make_fork(tmp, up)
+    write(fork, "setup.py", set_line(SETUP, 3, "import paddle; paddle.enable_compat()"))
+    commit_all(fork, "build: enable compat")
+    write(fork, "pkg/__init__.py", set_line(GLUE, 5, "glue_5 = 'scoped'"))
+    commit_all(fork, "python-glue: scoped compat")
+    args = ["init", "--upstream", "upstream/main"] + (["--commit"] if commit else [])
+    pq(fork, *args)
+    return up, fork
+
+
+def upstream_commit(up: Path, fork: Path, message: str, files: dict[str, str]) -> str:
+    for rel, text in files.items():
+        write(up, rel, text)
+    sha = commit_all(up, message)
+    git(fork, "fetch", "-q", "upstream")
+    return sha
+
+
+def whole_state(root: Path) -> dict[str, object]:
+    """Branch, HEAD, index and every file of the working tree, byte for byte."""
+    files = {}
+    for p in sorted(root.rglob("*")):
+        if ".git" in p.relative_to(root).parts or not p.is_file():
+            continue
+        files[p.relative_to(root).as_posix()] = p.read_bytes()
+    return {"branch": git(root, "rev-parse", "refs/heads/paddle"),
+            "HEAD": git(root, "symbolic-ref", "-q", "HEAD", check=False),
+            "index": git(root, "ls-files", "-s"),
+            "status": git(root, "status", "--porcelain", "--untracked-files=all"),
+            "orig": git(root, "for-each-ref", "refs/pq/orig-head"),
+            "files": files}
+
+
+def line_of(output: str, name: str) -> str:
+    return next(line for line in output.splitlines() if name in line)
+
+
+def patch_names(fork: Path) -> list[str]:
+    return sorted(p.name for p in (fork / "patches").iterdir())
+
+
+def test_clean_rebase_moves_branch_and_base(tmp_path: Path) -> None:
+    up, fork = make_series(tmp_path)
+    before = snapshot_queue(fork)
+    tip = git(fork, "rev-parse", "HEAD")
+    new = upstream_commit(up, fork, "upstream: docs", {"README.md": "upstream, improved\n"})
+    result = pq(fork, "rebase", "upstream/main")
+    assert "(1 commit)" in result.output
+    assert result.output.count("clean") == 2
+    assert git(fork, "symbolic-ref", "HEAD") == "refs/heads/paddle"
+    assert git(fork, "rev-parse", "refs/pq/orig-head") == tip
+    assert git(fork, "status", "--porcelain") == ""
+    assert f"base: {new}" in (fork / "series.yaml").read_text()
+    after = snapshot_queue(fork)
+    assert {k: v for k, v in after.items() if k != "series.yaml"} == {
+        k: v for k, v in before.items() if k != "series.yaml"}
+    assert (fork / "README.md").read_text() == "upstream, improved\n"
+    assert "enable_compat" in (fork / "setup.py").read_text()
+    # The branch is: new base, one commit per patch, one bookkeeping commit.
+    assert git(fork, "rev-list", "--count", f"{new}..HEAD") == "3"
+    assert git(fork, "log", "-1", "--format=%s", "HEAD") == f"pq: rebase series onto {new[:12]}"
+    pq(fork, "export")
+    assert snapshot_queue(fork) == after
+
+
+def test_merged_when_upstream_edits_near_the_patch(tmp_path: Path) -> None:
+    up, fork = make_series(tmp_path)
+    upstream_commit(up, fork, "upstream: tweak setup",
+                    {"setup.py": set_line(SETUP, 5, "# setup line 5, edited upstream")})
+    result = pq(fork, "rebase", "upstream/main", "--json")
+    data = json.loads(result.output)
+    outcomes = {p["name"]: p["outcome"] for p in data["patches"]}
+    assert list(outcomes.values()) == ["merged", "clean"]
+    text = (fork / "setup.py").read_text()
+    assert "enable_compat" in text and "edited upstream" in text
+    build = data["patches"][0]
+    assert build["changed"] and any("edited upstream" in line for line in build["range_diff"])
+    assert not data["patches"][1]["changed"]
+
+
+def test_dropped_patch_names_the_upstream_commit(tmp_path: Path) -> None:
+    up, fork = make_series(tmp_path)
+    adopted = upstream_commit(up, fork, "Use scoped compat in the package",
+                              {"pkg/__init__.py": set_line(GLUE, 5, "glue_5 = 'scoped'")})
+    upstream_commit(up, fork, "upstream: later work", {"README.md": "later\n"})
+    result = pq(fork, "rebase", "upstream/main")
+    assert f"already upstream: {adopted[:12]} Use scoped compat in the package" in result.output
+    data = json.loads(pq(fork, "series", "--json").output)
+    assert [p["name"] for p in data["patches"]] == ["0001-build-enable-compat.patch"]
+    assert patch_names(fork) == ["0001-build-enable-compat.patch"]
+    assert git(fork, "status", "--porcelain") == ""
+
+
+def conflict_upstream(up: Path, fork: Path) -> str:
+    return upstream_commit(up, fork, "upstream: rewrite line 3",
+                           {"setup.py": set_line(SETUP, 3, "import other_framework")})
+
+
+def test_conflict_then_continue(tmp_path: Path) -> None:
+    up, fork = make_series(tmp_path)
+    conflict_upstream(up, fork)
+    result = pq(fork, "rebase", "upstream/main", ok=False)
+    assert result.exit_code == 1
+    err = result.output.strip().splitlines()[-1]
+    assert err.startswith("pq: error: patches/0001-build-enable-compat.patch (layer build) "
+                          "conflicts in setup.py")
+    assert "git add setup.py" in err and "pq rebase --continue" in err
+    assert "pq rebase --skip" in err and "pq rebase --abort" in err
+    text = (fork / "setup.py").read_text()
+    assert "<<<<<<<" in text and "import other_framework" in text
+    # Not resolved yet: refused, nothing changes.
+    again = pq(fork, "rebase", "--continue", ok=False)
+    assert again.exit_code == 2 and "setup.py still unmerged" in again.output
+    write(fork, "setup.py", set_line(SETUP, 3, "import other_framework; paddle.enable_compat()"))
+    git(fork, "add", "setup.py")
+    result = pq(fork, "rebase", "--continue")
+    assert line_of(result.output, "0001-build-enable-compat.patch").split() == [
+        "conflict", "0001-build-enable-compat.patch", "(resolved", "by", "hand)"]
+    assert git(fork, "symbolic-ref", "HEAD") == "refs/heads/paddle"
+    assert git(fork, "status", "--porcelain") == ""
+    patch = (fork / "patches/0001-build-enable-compat.patch").read_text()
+    assert "+import other_framework; paddle.enable_compat()" in patch
+    assert not (fork / ".git/pq/rebase/state.json").exists()
+
+
+def test_conflict_then_skip_is_recorded(tmp_path: Path) -> None:
+    up, fork = make_series(tmp_path)
+    conflict_upstream(up, fork)
+    pq(fork, "rebase", "upstream/main", ok=False)
+    result = pq(fork, "rebase", "--skip", "--json", ok=True)
+    data = json.loads(result.output)
+    assert data["status"] == "done"
+    assert [(p["name"], p["outcome"]) for p in data["patches"]] == [
+        ("0001-build-enable-compat.patch", "skipped"), (GLUE_PATCH, "clean")]
+    assert patch_names(fork) == [GLUE_PATCH]
+    assert "import other_framework" in (fork / "setup.py").read_text()
+    assert git(fork, "status", "--porcelain") == ""
+
+
+def test_conflict_then_abort_restores_everything(tmp_path: Path) -> None:
+    up, fork = make_series(tmp_path, commit=False)  # queue files not even committed
+    git(fork, "update-ref", "refs/pq/orig-head", "HEAD~1")
+    before = whole_state(fork)
+    conflict_upstream(up, fork)
+    assert pq(fork, "rebase", "upstream/main", ok=False).exit_code == 1
+    assert whole_state(fork) != before
+    write(fork, "setup.py", "half-way resolution\n")
+    result = pq(fork, "rebase", "--abort")
+    assert "rebase aborted" in result.output
+    assert whole_state(fork) == before
+    assert not (fork / ".git/pq/rebase").exists()
+
+
+def test_recorded_resolution_replays_on_a_later_rebase(tmp_path: Path) -> None:
+    up, fork = make_series(tmp_path)
+    conflict_upstream(up, fork)
+    orig = git(fork, "rev-parse", "HEAD")
+    pq(fork, "rebase", "upstream/main", ok=False)
+    resolved = set_line(SETUP, 3, "import other_framework; paddle.enable_compat()")
+    write(fork, "setup.py", resolved)
+    git(fork, "add", "setup.py")
+    pq(fork, "rebase", "--continue")
+    first = snapshot_queue(fork)
+    # Back to the old stack, and meet the same conflict again.
+    git(fork, "reset", "-q", "--hard", orig)
+    result = pq(fork, "rebase", "upstream/main")
+    assert line_of(result.output, "0001-build-enable-compat.patch").split() == [
+        "merged", "0001-build-enable-compat.patch", "(resolved", "from", "a", "recorded",
+        "resolution)"]
+    assert (fork / "setup.py").read_text() == resolved
+    assert git(fork, "symbolic-ref", "HEAD") == "refs/heads/paddle"
+    assert git(fork, "status", "--porcelain") == ""
+    assert snapshot_queue(fork)["patches/0001-build-enable-compat.patch"] == \
+        first["patches/0001-build-enable-compat.patch"]
+
+
+def test_patch_follows_an_upstream_rename(tmp_path: Path) -> None:
+    up, fork = make_series(tmp_path)
+    git(up, "mv", "pkg/__init__.py", "pkg/core.py")
+    commit_all(up, "upstream: move the package body to core.py")
+    git(fork, "fetch", "-q", "upstream")
+    result = pq(fork, "rebase", "upstream/main", "--json")
+    data = json.loads(result.output)
+    assert data["patches"][1]["outcome"] == "merged"
+    assert "glue_5 = 'scoped'" in (fork / "pkg/core.py").read_text()
+    assert not (fork / "pkg/__init__.py").exists()
+    patch = (fork / "patches" / GLUE_PATCH).read_text()
+    assert "+++ b/pkg/core.py" in patch and "pkg/__init__.py" not in patch
+
+
+def test_rebase_onto_the_same_base_is_a_no_op(tmp_path: Path) -> None:
+    up, fork = make_series(tmp_path)
+    before = whole_state(fork)
+    oplog = sorted((fork / ".git/pq/oplog").iterdir())
+    result = pq(fork, "rebase", "upstream/main")
+    assert "already up to date" in result.output
+    assert whole_state(fork) == before
+    assert sorted((fork / ".git/pq/oplog").iterdir()) == oplog
+
+
+def test_upstream_edit_far_from_the_hunk_keeps_the_patch_file(tmp_path: Path) -> None:
+    up, fork = make_series(tmp_path)
+    before = snapshot_queue(fork)
+    upstream_commit(up, fork, "upstream: edit the end of setup.py",
+                    {"setup.py": set_line(SETUP, 27, "# setup line 27, far below")})
+    data = json.loads(pq(fork, "rebase", "upstream/main", "--json").output)
+    assert [p["changed"] for p in data["patches"]] == [False, False]
+    after = snapshot_queue(fork)
+    assert after["patches/0001-build-enable-compat.patch"] == \
+        before["patches/0001-build-enable-compat.patch"]
+    assert "far below" in (fork / "setup.py").read_text()
+
+
+def test_json_shape(tmp_path: Path) -> None:
+    up, fork = make_series(tmp_path)
+    old = git(fork, "merge-base", "HEAD", "upstream/main")
+    new = upstream_commit(up, fork, "upstream: docs", {"README.md": "more\n"})
+    tip = git(fork, "rev-parse", "HEAD")
+    data = json.loads(pq(fork, "rebase", "upstream/main", "--json").output)
+    assert set(data) == {"status", "branch", "upstream", "orig_head", "head", "patches",
+                         "conflict", "gate"}
+    assert data["status"] == "done" and data["branch"] == "paddle"
+    assert data["upstream"] == {"ref": "upstream/main", "old_base": old, "new_base": new,
+                                "commits": 1}
+    assert data["orig_head"] == tip and data["head"] == git(fork, "rev-parse", "HEAD")
+    assert data["conflict"] is None and data["gate"] is None
+    for p in data["patches"]:
+        assert set(p) == {"name", "layer", "outcome", "rerere", "upstream_commit", "commit",
+                          "changed", "range_diff"}
+    assert data["patches"][0]["layer"] == "build"
+
+
+def test_bad_inputs_exit_2_with_one_line(tmp_path: Path) -> None:
+    up, fork = make_series(tmp_path)
+
+    def refused(*args: str) -> str:
+        result = pq(fork, *args, ok=False)
+        assert result.exit_code == 2, result.output
+        lines = result.output.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("pq: error: ")
+        return lines[0]
+
+    tip = git(fork, "rev-parse", "HEAD")
+    assert "unknown upstream ref 'upstream/nope'" in refused("rebase", "upstream/nope")
+    assert "no pq rebase in progress" in refused("rebase", "--continue")
+    assert "no pq rebase in progress" in refused("rebase", "--abort")
+    assert "one of" in refused("rebase", "upstream/main", "--skip")
+    write(fork, "csrc/ops.cc", "dirty\n")
+    assert "uncommitted changes in csrc/ops.cc" in refused("rebase", "upstream/main")
+    git(fork, "checkout", "-q", "--", "csrc/ops.cc")
+    write(fork, "csrc/ops.cc", "unexported\n")
+    commit_all(fork, "not exported")
+    assert "pq export" in refused("rebase", "upstream/main")
+    git(fork, "reset", "-q", "--hard", tip)
+    conflict_upstream(up, fork)
+    pq(fork, "rebase", "upstream/main", ok=False)
+    assert "already in progress" in refused("rebase", "upstream/main")
+    pq(fork, "rebase", "--abort")
+    assert git(fork, "rev-parse", "HEAD") == tip
