@@ -1,9 +1,67 @@
-"""`pq gate` commands (registered on the main group)."""
+"""`pq gate`: run the series' build/test stages on the branch tip, or show the recorded result."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
+
+from pq.cli.common import emit_json, open_repo, progress_printer
+from pq.gate import api, junit
+from pq.queuefiles import write_atomic
 
 
 def register(main: click.Group) -> None:
-    pass
+    main.add_command(gate)
+
+
+@click.command()
+@click.option("--stage", "stages", multiple=True, metavar="NAME",
+              help="Run only this stage (repeatable); the others are left out.")
+@click.option("--force", is_flag=True,
+              help="Run even if a passing record exists for this tree and environment.")
+@click.option("--python", "python", default=None, metavar="PATH",
+              help="The interpreter for the stages (default: gate.python, else python3).")
+@click.option("--status", "show_status", is_flag=True,
+              help="Show the recorded result for the tip instead of running.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@click.option("--junit", "junit_path", default=None, metavar="PATH",
+              type=click.Path(dir_okay=False, path_type=Path),
+              help="Also write a JUnit XML report to PATH.")
+@click.pass_context
+def gate(ctx: click.Context, stages: tuple[str, ...], force: bool, python: str | None,
+         show_status: bool, as_json: bool, junit_path: Path | None) -> None:
+    """Build and test the branch tip in a throwaway worktree, stage by stage.
+
+    The stages come from the `gate` section of the series.yaml committed at HEAD. The
+    result is recorded as a git note in refs/notes/pq-gate; a passing record for the same
+    tree and environment is reused unless --force. Exit 0 passed (also with GPU stages
+    still owed), 1 a stage failed or timed out, 2 a configuration problem.
+    """
+    if show_status:
+        if stages or force or python or junit_path:
+            raise click.UsageError("--status takes no --stage, --force, --python or --junit")
+        with open_repo() as git:
+            status = api.read_status(git)
+        if as_json:
+            emit_json(status.to_json())
+        else:
+            click.echo(status.summary())
+        ctx.exit(status.exit_code)
+    with open_repo() as git:
+        report = api.run_gate(git, stages=list(stages) or None, force=force,
+                              progress=progress_printer("gate"), python=python)
+    if report.error is not None:
+        if not as_json:
+            raise report.error
+        click.echo(f"pq: error: {report.error.render()}", err=True)
+    if junit_path is not None and report.error is None:
+        write_atomic(junit_path.absolute(), junit.render(
+            report.stages, tip=report.tip or "", tree=report.tree or "", status=report.status,
+            time=report.time or "", fingerprint=report.fingerprint or {},
+            cached=report.cached))
+    if as_json:
+        emit_json(report.to_json())
+    else:
+        click.echo(report.summary())
+    ctx.exit(report.exit_code)

@@ -1,0 +1,5 @@
+"""The build/test gate: the series' stages run in a throwaway worktree of the branch tip.
+
+`config` reads the `gate` block of series.yaml, `runner` runs the stages, `symbols` checks
+built extension modules, `record` keeps the result as a git note, `api` ties them together.
+"""

@@ -1,0 +1,316 @@
+"""The gate as other commands use it: `run_gate`, `read_status`, `record_ok`, `load_config`.
+
+`run_gate` reads the gate configuration from the series committed at the tip, reuses a
+passing record of the same tree and environment, or runs the stages in a throwaway worktree
+and records the result as a git note. It never changes a ref besides refs/notes/pq-gate.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pq import __version__, queuefiles
+from pq.errors import ConfigError, PqError
+from pq.gate import probe, record, runner, symbols
+from pq.gate import result as R
+from pq.gate.config import GateConfig, Stage, parse
+from pq.gitio import Git
+from pq.series import SERIES_FILE
+
+
+@dataclass
+class GateReport:
+    """The outcome of one `pq gate`: status, per-stage results, and whether it was reused."""
+
+    tip: str | None
+    tree: str | None
+    status: str
+    stages: list[R.StageResult] = field(default_factory=list)
+    fingerprint: dict[str, Any] | None = None
+    cached: bool = False
+    cached_from: str | None = None
+    time: str | None = None
+    partial: bool = False
+    log_dir: str | None = None
+    error: PqError | None = None
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def exit_code(self) -> int:
+        if self.status == R.GATE_ERROR:
+            return self.error.exit_code if self.error is not None else 2
+        return 1 if self.status == R.GATE_FAILED else 0
+
+    @property
+    def headline(self) -> str:
+        if self.error is not None:
+            return self.error.render()
+        return R.describe(self.status, self.stages)
+
+    def summary(self) -> str:
+        """What a person reads: one line per stage, the failing log's tail, the next step."""
+        if self.error is not None:
+            return f"gate: error: {self.error.render()}"
+        tip = (self.tip or "")[:12]
+        lines = [f"gate at {tip} (tree {(self.tree or '')[:12]}): {_env_line(self.fingerprint)}"]
+        if self.cached:
+            lines.append(f"  cached: a passing record from {self.time} for this tree and "
+                         "environment (`pq gate --force` runs it again)")
+        lines.extend(_stage_lines(self.stages))
+        failed = next((s for s in self.stages if s.failed), None)
+        if failed is not None and failed.tail:
+            lines.append(f"--- {failed.name}: last lines of {failed.log} ---")
+            lines.extend(failed.tail.splitlines())
+            lines.append("---")
+        lines.append(("result: " if not self.cached else "result (cached): ") + self.headline)
+        lines.extend(f"warning: {w}" for w in self.warnings)
+        if failed is not None:
+            lines.append(f"next: fix stage {failed.name} and run `pq gate` again (just this "
+                         f"stage: `pq gate --stage {failed.name}`)")
+        elif self.status == R.GATE_OWED:
+            lines.append(f"next: run `pq gate` where a GPU is visible, then `git push origin "
+                         f"{record.NOTES_REF}`")
+        return "\n".join(lines)
+
+    def to_json(self) -> dict[str, Any]:
+        stages = []
+        for s in self.stages:
+            item = s.to_record()
+            item["display"] = s.display()
+            item["log"] = s.log
+            if s.failed:
+                item["tail"] = s.tail
+            stages.append(item)
+        return {
+            "tip": self.tip,
+            "tree": self.tree,
+            "status": self.status,
+            "summary": self.headline,
+            "exit_code": self.exit_code,
+            "cached": self.cached,
+            "cached_from": self.cached_from,
+            "partial": self.partial,
+            "time": self.time,
+            "owed": R.owed_names(self.stages),
+            "stages": stages,
+            "fingerprint": self.fingerprint,
+            "log_dir": self.log_dir,
+            "error": self.error.render() if self.error is not None else None,
+            "warnings": self.warnings,
+        }
+
+
+@dataclass(frozen=True)
+class _Plan:
+    tip: str
+    tree: str
+    config: GateConfig
+    stages: tuple[Stage, ...]
+    interpreter: probe.Interpreter
+    gpu: bool
+    fingerprint: dict[str, Any]
+
+
+def run_gate(git: Git, *, stages: list[str] | tuple[str, ...] | None = None,
+             force: bool = False, progress: runner.Progress | None = None,
+             python: str | None = None) -> GateReport:
+    """Run (or reuse) the gate for HEAD. Configuration problems come back as status `error`
+    with exit code 2; the report carries the ConfigError."""
+    try:
+        plan = _plan(git, stages, python)
+    except ConfigError as exc:
+        return GateReport(None, None, R.GATE_ERROR, error=exc)
+    names = tuple(s.name for s in plan.stages)
+    partial = names != plan.config.names
+    if not force:
+        hit = record.find_cached(git, plan.tip, plan.tree, plan.fingerprint, names)
+        if hit is not None:
+            return _cached_report(plan, names, partial, *hit)
+    logs = runner.log_dir(git, plan.tip)
+    sources = [p for _, kind, _, p in git.ls_tree(plan.tip) if kind == "blob"
+               and p.lower().endswith(symbols.SOURCE_SUFFIXES)]
+    with runner.throwaway_worktree(git, plan.tip) as worktree:
+        ctx = runner.RunContext(worktree, plan.tip, plan.interpreter.path, logs, plan.gpu)
+        results = runner.run_stages(ctx, plan.stages, progress=progress,
+                                    check_symbols=_symbol_checker(plan.interpreter, sources))
+    status = R.overall(results)
+    report = GateReport(plan.tip, plan.tree, status, results, plan.fingerprint,
+                        time=_now(), partial=partial, log_dir=str(logs))
+    try:
+        record.save(git, plan.tip, _record(report))
+    except PqError as exc:
+        report.warnings.append(f"result not recorded in {record.NOTES_REF}: {exc.render()}")
+    runner.prune_logs(git)
+    return report
+
+
+def _plan(git: Git, stages: list[str] | tuple[str, ...] | None, python: str | None) -> _Plan:
+    tip = git.head()
+    tree = git.commit(tip).tree
+    queue = queuefiles.read_tree(git, tip)
+    if queue is None:
+        raise ConfigError(f"HEAD ({tip[:12]}) has no committed series.yaml, so there is no "
+                          "gate configuration", hint="run `pq init` and commit series.yaml")
+    config = parse(queue.series, tip[:12], _series_text(git, tip))
+    selected = config.select(list(stages) if stages else None)
+    spec = python or config.python or "python3"
+    path = probe.find_interpreter(spec, git.root)
+    if path is None:
+        message = f"python interpreter {spec!r} not found"
+        hint = "install it, or point gate.python in series.yaml (or --python) at one"
+        if python is None and config.python is not None:
+            raise queue.series.error(("gate", "python"), message, hint)
+        raise ConfigError(message + (" (from --python)" if python else " (python3 on PATH)"),
+                          hint=hint)
+    interp = probe.inspect(path)
+    gpu = probe.gpu_visible()
+    fingerprint = probe.fingerprint(interp, runner.base_env(path)["PATH"], gpu)
+    return _Plan(tip, tree, config, selected, interp, gpu, fingerprint)
+
+
+def _series_text(git: Git, rev: str) -> bytes | None:
+    entries = git.ls_tree(rev, [SERIES_FILE])
+    return git.blob(entries[0][2]) if entries else None
+
+
+def _symbol_checker(interp: probe.Interpreter, sources: list[str]) -> runner.SymbolCheck:
+    def check(worktree: Path, env: dict[str, str],
+              before: dict[str, tuple[int, int, int]]) -> list[str]:
+        built = symbols.new_objects(worktree, before)
+        if not built:
+            return []
+        own = [p for p in (interp.facts.get("executable"), interp.facts.get("libpython"))
+               if isinstance(p, str)]
+        found = symbols.check(worktree, built, env, provided=symbols.exported_symbols(own),
+                              library_dirs=probe.library_dirs(interp), sources=sources)
+        return [u.message() for u in found]
+
+    return check
+
+
+def _cached_report(plan: _Plan, names: tuple[str, ...], partial: bool, annotated: str,
+                   rec: record.Record) -> GateReport:
+    by_name = {str(s.get("name")): s for s in rec.get("stages", []) if isinstance(s, dict)}
+    stages = [R.StageResult.from_record(by_name[n]) for n in names]
+    return GateReport(plan.tip, plan.tree, R.overall(stages), stages, plan.fingerprint,
+                      cached=True, cached_from=annotated, time=str(rec.get("time")),
+                      partial=partial)
+
+
+def _record(report: GateReport) -> record.Record:
+    return {
+        "format": record.FORMAT,
+        "tip": report.tip,
+        "tree": report.tree,
+        "status": report.status,
+        "summary": report.headline,
+        "owed": R.owed_names(report.stages),
+        "partial": report.partial,
+        "stages": [s.to_record() for s in report.stages],
+        "fingerprint": report.fingerprint,
+        "pq": __version__,
+        "time": report.time,
+    }
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def _stage_lines(stages: list[R.StageResult]) -> list[str]:
+    width = max([len(s.name) for s in stages] + [5])
+    lines = []
+    for s in stages:
+        took = f"{s.duration_s:8.1f} s" if s.duration_s is not None else ""
+        lines.append(f"  {s.name.ljust(width)}  {s.display()[:70].ljust(30)} {took}".rstrip())
+    return lines
+
+
+def _env_line(fp: dict[str, Any] | None) -> str:
+    if not fp:
+        return "environment unknown"
+    parts = [f"python {fp.get('python')}"]
+    parts += [f"{k} {fp[k]}" for k in ("torch", "paddle") if fp.get(k)]
+    if fp.get("cuda"):
+        parts.append(f"CUDA {fp['cuda']}")
+    if fp.get("gpu"):
+        parts.append(", ".join(fp["gpu"]) + (f" (driver {fp['driver']})" if fp.get("driver")
+                                             else ""))
+    else:
+        parts.append("GPU visible" if fp.get("gpu_visible") else "no GPU")
+    return ", ".join(parts)
+
+
+# -- the record, for `pq gate --status`, the pre-push hook and other commands ---------------
+
+
+@dataclass(frozen=True)
+class GateStatus:
+    tip: str
+    tree: str
+    found_on: str | None  # the commit whose note holds the record (the tip, or an equal tree)
+    record: dict[str, Any] | None
+    history: list[dict[str, Any]]
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.record is not None and self.record.get("status") in R.PASSING else 1
+
+    def to_json(self) -> dict[str, Any]:
+        return {"tip": self.tip, "tree": self.tree, "found_on": self.found_on,
+                "record": self.record, "history": self.history}
+
+    def summary(self) -> str:
+        if self.record is None:
+            return (f"no gate record for {self.tip[:12]} (tree {self.tree[:12]}): run `pq "
+                    f"gate`, or fetch the team's records with `git fetch origin "
+                    f"{record.NOTES_REF}:{record.NOTES_REF}`")
+        rec = self.record
+        head = f"gate record for {self.tip[:12]} (tree {self.tree[:12]})"
+        if self.found_on and self.found_on != self.tip:
+            head += f", found on {self.found_on[:12]} (same tree)"
+        lines = [head + ":",
+                 f"  recorded {rec.get('time')} by pq {rec.get('pq')}"
+                 + (", a partial run (--stage)" if rec.get("partial") else ""),
+                 f"  environment: {_env_line(rec.get('fingerprint'))}"]
+        stages = [R.StageResult.from_record(s) for s in rec.get("stages", [])
+                  if isinstance(s, dict)]
+        lines.extend(_stage_lines(stages))
+        lines.append("result: " + str(rec.get("summary") or rec.get("status")))
+        for old in self.history:
+            lines.append(f"earlier: {old.get('time')}: {old.get('summary') or old.get('status')}"
+                         f" ({_env_line(old.get('fingerprint'))})")
+        return "\n".join(lines)
+
+
+def read_status(git: Git) -> GateStatus:
+    tip = git.head()
+    tree = git.commit(tip).tree
+    found = record.records_for_tree(git, tip, tree)
+    if not found:
+        return GateStatus(tip, tree, None, None, [])
+    annotated, latest = found[0]
+    history = [r for c, r in found[1:] if c == annotated]
+    return GateStatus(tip, tree, annotated, latest, history)
+
+
+def record_ok(git: Git, commit: str, required_stages: list[str] | tuple[str, ...]
+              ) -> tuple[bool, str]:
+    """Whether gate records of `commit`'s tree show every required stage passed; the text
+    says what is missing (and the command that provides it). With no required stages, a
+    passing record of the whole gate is needed."""
+    resolved = git.resolve(commit)
+    tree = git.commit(resolved).tree
+    return record.covers(git, resolved, tree, tuple(required_stages))
+
+
+def load_config(git: Git, rev: str) -> GateConfig | None:
+    """The gate configuration committed at `rev`, or None when it has no series or no gate
+    section (ConfigError when the section is malformed)."""
+    queue = queuefiles.read_tree(git, rev)
+    if queue is None or queue.series.gate is None:
+        return None
+    return parse(queue.series, rev, _series_text(git, rev))

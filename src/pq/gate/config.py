@@ -1,0 +1,248 @@
+"""The `gate` block of series.yaml: the ordered stages, validated strictly.
+
+Every problem becomes a ConfigError at series.yaml:line:column. Pure: this module never
+runs git, a process or prints; it turns the committed series into a `GateConfig`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from pq.errors import ConfigError
+from pq.series import SERIES_FILE, Series
+
+DEFAULT_ORDER = ("build", "import", "smoke", "tests", "compare")
+DEFAULT_TIMEOUT_S = 600.0
+BUILTIN_KINDS = ("compare",)
+REQUIREMENTS = ("gpu",)
+SYMBOL_CHECK_STAGE = "build"
+
+_TOP_KEYS = ("python", "required_for_push", "stages")
+_STAGE_KEYS = ("name", "run", "kind", "requires", "timeout", "env", "check_symbols")
+_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+_ENV_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+EXAMPLE = (
+    "gate: {python: .venv/bin/python, stages: ["
+    "{name: build, run: '\"$PYTHON\" setup.py build_ext --inplace'}, "
+    "{name: import, run: '\"$PYTHON\" -c \"import mypkg\"'}, "
+    "{name: smoke, run: '\"$PYTHON\" -m pytest -q tests -k smoke'}, "
+    "{name: tests, run: '\"$PYTHON\" -m pytest -q tests'}]}"
+)
+
+
+@dataclass(frozen=True)
+class Stage:
+    name: str
+    run: str | None = None
+    kind: str | None = None
+    requires: tuple[str, ...] = ()
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    env: dict[str, str] = field(default_factory=dict)
+    check_symbols: bool = False
+
+    @property
+    def needs_gpu(self) -> bool:
+        return "gpu" in self.requires
+
+
+@dataclass(frozen=True)
+class GateConfig:
+    stages: tuple[Stage, ...]
+    python: str | None = None
+    required_for_push: tuple[str, ...] = ()
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(s.name for s in self.stages)
+
+    def select(self, names: tuple[str, ...] | list[str] | None) -> tuple[Stage, ...]:
+        """The chosen stages in configuration order; every name must exist."""
+        if not names:
+            return self.stages
+        unknown = [n for n in names if n not in self.names]
+        if unknown:
+            raise ConfigError(f"no gate stage named {unknown[0]!r}",
+                              hint="stages in series.yaml: " + ", ".join(self.names))
+        wanted = set(names)
+        return tuple(s for s in self.stages if s.name in wanted)
+
+
+def missing_gate_error(rev: str) -> ConfigError:
+    return ConfigError(
+        f"{SERIES_FILE} at {rev} has no `gate` section, so pq does not know how to run the "
+        "stages " + ", ".join(DEFAULT_ORDER),
+        hint=f"add a gate section and commit it, e.g. `{EXAMPLE}`; see docs/gate.md",
+    )
+
+
+def parse(series: Series, rev: str = "HEAD", text: bytes | None = None) -> GateConfig:
+    """The gate configuration of a series; ConfigError (exit 2) on any problem.
+
+    `text`, the series file's bytes, lets an unknown key be reported at the key itself
+    (positions are otherwise those of values, and a block value starts a line later).
+    """
+    lines = text.decode("utf-8", "replace").splitlines() if text else []
+    data = series.gate
+    if data is None:
+        raise missing_gate_error(rev)
+    where: tuple[str | int, ...] = ("gate",)
+    if not isinstance(data, dict):
+        raise series.error(where, "`gate` must be a mapping with `stages`",
+                           hint=f"e.g. `{EXAMPLE}`")
+    for key in data:
+        if key not in _TOP_KEYS:
+            raise _key_error(series, lines, where + (key,), f"unknown key `gate.{key}`",
+                             hint="gate takes: " + ", ".join(_TOP_KEYS))
+    python = data.get("python")
+    if python is not None and (not isinstance(python, str) or not python.strip()):
+        raise series.error(where + ("python",), "`gate.python` must be a non-empty string",
+                           hint="a path such as .venv/bin/python, or a name on PATH")
+    stages_data = data.get("stages")
+    if stages_data is None:
+        raise series.error(where, "`gate` needs `stages`", hint=f"e.g. `{EXAMPLE}`")
+    if not isinstance(stages_data, list) or not stages_data:
+        raise series.error(where + ("stages",), "`gate.stages` must be a non-empty list",
+                           hint="one mapping per stage, each with `name` and `run`")
+    stages: list[Stage] = []
+    seen: dict[str, int] = {}
+    for i, item in enumerate(stages_data):
+        stage = _stage(series, lines, i, item)
+        if stage.name in seen:
+            raise series.error(where + ("stages", i, "name"),
+                               f"duplicate gate stage {stage.name!r} (also stage "
+                               f"{seen[stage.name] + 1})", hint="give each stage its own name")
+        seen[stage.name] = i
+        stages.append(stage)
+    required = _required(series, data.get("required_for_push"), seen)
+    return GateConfig(stages=tuple(stages), python=python, required_for_push=required)
+
+
+def _key_error(series: Series, lines: list[str], path: tuple[str | int, ...], message: str,
+               hint: str) -> ConfigError:
+    """An error at the key of `path`: found in the text at or above its value's line."""
+    line, col = series.locate(path)
+    key = str(path[-1])
+    if line is not None and col is not None and lines:
+        pattern = re.compile(rf"(?:^|[\s{{,-])([\"']?{re.escape(key)}[\"']?)\s*:")
+        for n in range(min(line, len(lines)), max(0, line - 50), -1):
+            text = lines[n - 1][:col - 1] if n == line else lines[n - 1]
+            found = list(pattern.finditer(text))
+            if found:
+                return ConfigError(message, path=SERIES_FILE, line=n,
+                                   column=found[-1].start(1) + 1, hint=hint)
+    return series.error(path, message, hint)
+
+
+def _required(series: Series, value: Any, names: dict[str, int]) -> tuple[str, ...]:
+    path: tuple[str | int, ...] = ("gate", "required_for_push")
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise series.error(path, "`gate.required_for_push` must be a list of stage names")
+    out = []
+    for i, item in enumerate(value):
+        if not isinstance(item, str):
+            raise series.error(path + (i,), "`gate.required_for_push` must list stage names")
+        if item not in names:
+            raise series.error(path + (i,), f"`required_for_push` names no stage {item!r}",
+                               hint="stages: " + ", ".join(names))
+        out.append(item)
+    return tuple(out)
+
+
+def _stage(series: Series, lines: list[str], i: int, item: Any) -> Stage:
+    path: tuple[str | int, ...] = ("gate", "stages", i)
+    if not isinstance(item, dict):
+        raise series.error(path, f"gate stage {i + 1} must be a mapping with `name` and `run`")
+    for key in item:
+        if key not in _STAGE_KEYS:
+            raise _key_error(series, lines, path + (key,),
+                             f"unknown key `{key}` in gate stage {i + 1}",
+                             hint="a stage takes: " + ", ".join(_STAGE_KEYS))
+    name = item.get("name")
+    if not isinstance(name, str) or not name:
+        raise series.error(path + ("name",) if "name" in item else path,
+                           f"gate stage {i + 1} needs a `name`",
+                           hint="e.g. " + ", ".join(DEFAULT_ORDER))
+    if not _NAME_RE.match(name):
+        raise series.error(path + ("name",), f"bad gate stage name {name!r}",
+                           hint="letters, digits, '.', '_' and '-', at most 64")
+    run, kind = item.get("run"), item.get("kind")
+    if (run is None) == (kind is None):
+        raise series.error(path + ("kind",) if kind is not None else path, f"gate stage {name!r} needs exactly one of `run` (a shell "
+                           "command) and `kind` (a built-in stage)",
+                           hint="built-in kinds: " + ", ".join(BUILTIN_KINDS))
+    if run is not None and (not isinstance(run, str) or not run.strip()):
+        raise series.error(path + ("run",), f"gate stage {name!r}: `run` must be a non-empty "
+                           "shell command string")
+    if kind is not None and kind not in BUILTIN_KINDS:
+        raise series.error(path + ("kind",), f"gate stage {name!r}: unknown kind {kind!r}",
+                           hint="built-in kinds: " + ", ".join(BUILTIN_KINDS))
+    return Stage(
+        name=name,
+        run=run,
+        kind=kind,
+        requires=_requires(series, path, name, item.get("requires")),
+        timeout_s=_timeout(series, path, name, item.get("timeout")),
+        env=_env(series, path, name, item.get("env")),
+        check_symbols=_check_symbols(series, path, name, item),
+    )
+
+
+def _requires(series: Series, path: tuple[str | int, ...], name: str,
+              value: Any) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise series.error(path + ("requires",), f"gate stage {name!r}: `requires` must be a "
+                           "list, e.g. [gpu]")
+    for j, req in enumerate(value):
+        if req not in REQUIREMENTS:
+            raise series.error(path + ("requires", j),
+                               f"gate stage {name!r}: unknown requirement {req!r}",
+                               hint="known: " + ", ".join(REQUIREMENTS))
+    return tuple(dict.fromkeys(value))
+
+
+def _timeout(series: Series, path: tuple[str | int, ...], name: str, value: Any) -> float:
+    if value is None:
+        return DEFAULT_TIMEOUT_S
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        raise series.error(path + ("timeout",), f"gate stage {name!r}: `timeout` must be a "
+                           "positive number of seconds")
+    if value > 7 * 24 * 3600:
+        raise series.error(path + ("timeout",), f"gate stage {name!r}: `timeout` {value} s is "
+                           "more than a week")
+    return float(value)
+
+
+def _env(series: Series, path: tuple[str | int, ...], name: str, value: Any) -> dict[str, str]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise series.error(path + ("env",), f"gate stage {name!r}: `env` must be a mapping "
+                           "of variable names to strings")
+    env: dict[str, str] = {}
+    for key, val in value.items():
+        if not _ENV_RE.match(key):
+            raise series.error(path + ("env", key), f"gate stage {name!r}: bad environment "
+                               f"variable name {key!r}")
+        if isinstance(val, bool) or not isinstance(val, (str, int, float)):
+            raise series.error(path + ("env", key), f"gate stage {name!r}: env {key} must be a "
+                               "string", hint="quote the value, e.g. \"1\"")
+        env[key] = str(val)
+    return env
+
+
+def _check_symbols(series: Series, path: tuple[str | int, ...], name: str,
+                   item: dict[str, Any]) -> bool:
+    value = item.get("check_symbols")
+    if value is None:
+        return name == SYMBOL_CHECK_STAGE
+    if not isinstance(value, bool):
+        raise series.error(path + ("check_symbols",), f"gate stage {name!r}: `check_symbols` "
+                           "must be true or false")
+    return value

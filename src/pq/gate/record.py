@@ -1,0 +1,159 @@
+"""Gate records: a JSON git note on the tip commit in `refs/notes/pq-gate`.
+
+The note holds the latest run at its top level and earlier runs from other environments
+(a GPU machine's pass is not erased by a later CPU run) under `history`. Notes travel with
+`git push/fetch origin refs/notes/pq-gate`; lookups also find records of an equal tree.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from pq.gate import result as R
+from pq.gitio import Git
+from pq.txn import Transaction
+
+NOTES_REF = "refs/notes/pq-gate"
+FORMAT = 1
+HISTORY_MAX = 10
+_OK_STAGE = (R.PASSED, R.SKIPPED_NO_GPU, R.NOT_AVAILABLE)
+
+Record = dict[str, Any]
+
+
+def _has_notes(git: Git) -> bool:
+    return git.run_proc("rev-parse", "--verify", "--quiet", NOTES_REF).returncode == 0
+
+
+def read_note(git: Git, commit: str) -> Record | None:
+    """The gate note on `commit`, or None (also for a note that is not pq's JSON)."""
+    if not _has_notes(git):
+        return None
+    proc = git.run_proc("notes", f"--ref={NOTES_REF}", "list", commit)
+    if proc.returncode != 0:
+        return None
+    return _parse(git, proc.stdout.decode().strip())
+
+
+def _parse(git: Git, blob: str) -> Record | None:
+    try:
+        data = json.loads(git.blob(blob).decode("utf-8"))
+    except (ValueError, UnicodeDecodeError):
+        return None
+    if not isinstance(data, dict) or not isinstance(data.get("stages"), list):
+        return None
+    return data
+
+
+def records_of(note: Record) -> list[Record]:
+    """The latest record, then the earlier ones, each without `history`."""
+    top = {k: v for k, v in note.items() if k != "history"}
+    older = [r for r in note.get("history") or [] if isinstance(r, dict)
+             and isinstance(r.get("stages"), list)]
+    return [top, *older]
+
+
+def records_for_tree(git: Git, commit: str, tree: str) -> list[tuple[str, Record]]:
+    """(annotated commit, record) for every record of `tree`: `commit`'s own note first,
+    then notes on other commits with the same tree (an amended message, a re-created tip)."""
+    found: list[tuple[str, Record]] = []
+    own = read_note(git, commit)
+    if own is not None:
+        found += [(commit, r) for r in records_of(own) if r.get("tree") == tree]
+    if not _has_notes(git):
+        return found
+    for line in git.text("notes", f"--ref={NOTES_REF}", "list").splitlines():
+        blob, _, annotated = line.partition(" ")
+        if annotated == commit or not blob:
+            continue
+        note = _parse(git, blob)
+        if note is not None:
+            found += [(annotated, r) for r in records_of(note) if r.get("tree") == tree]
+    return found
+
+
+def stage_statuses(record: Record) -> dict[str, str]:
+    return {str(s.get("name")): str(s.get("status")) for s in record.get("stages", [])
+            if isinstance(s, dict)}
+
+
+def find_cached(git: Git, commit: str, tree: str, fingerprint: dict[str, Any],
+                names: tuple[str, ...]) -> tuple[str, Record] | None:
+    """A passing record of the same tree and environment that ran all of `names`."""
+    for annotated, record in records_for_tree(git, commit, tree):
+        if record.get("status") not in R.PASSING or record.get("fingerprint") != fingerprint:
+            continue
+        statuses = stage_statuses(record)
+        if all(statuses.get(n) in _OK_STAGE for n in names):
+            return annotated, record
+    return None
+
+
+def covers(git: Git, commit: str, tree: str, required: tuple[str, ...]) -> tuple[bool, str]:
+    """Whether records of `tree` show every required stage passed (GPU skips do not count)."""
+    records = records_for_tree(git, commit, tree)
+    where = f"{commit[:12]} (tree {tree[:12]})"
+    fetch = f"git fetch origin {NOTES_REF}:{NOTES_REF}"
+    if not records:
+        return False, (f"no gate record for {where}: run `pq gate`, or fetch the team's "
+                       f"records with `{fetch}`")
+    if not required:
+        for _, record in records:
+            if record.get("status") in R.PASSING and not record.get("partial"):
+                return True, f"gate {record.get('status')} for {where} at {record.get('time')}"
+        latest = records[0][1]
+        return False, (f"no passing full gate record for {where} (latest: "
+                       f"{latest.get('summary') or latest.get('status')}): run `pq gate`")
+    missing: list[str] = []
+    for name in required:
+        seen = [stage_statuses(r).get(name) for _, r in records]
+        if R.PASSED not in seen:
+            last = next((s for s in seen if s), None)
+            missing.append(f"{name} ({R.StageResult(name, last).display()})" if last
+                           else f"{name} (never run)")
+    if missing:
+        gpu_hint = " on a machine with a GPU" if any("no GPU" in m for m in missing) else ""
+        return False, (f"gate stages not passed for {where}: " + ", ".join(missing)
+                       + f"; run `pq gate`{gpu_hint} and `git push origin {NOTES_REF}`")
+    return True, f"gate stages passed for {where}: " + ", ".join(required)
+
+
+def save(git: Git, commit: str, record: Record) -> None:
+    """Write `record` as the note on `commit`, keeping other environments' runs as history."""
+    old = read_note(git, commit)
+    history: list[Record] = []
+    if old is not None:
+        history = [r for r in records_of(old) if not _superseded(r, record)][:HISTORY_MAX]
+    note = dict(record)
+    note["history"] = history
+    data = (json.dumps(note, indent=1, ensure_ascii=False) + "\n").encode("utf-8")
+    if _lock_held_here(git):
+        _write(git, commit, data)  # inside the caller's transaction (pq rebase --gate)
+        return
+    with Transaction(git, "pq gate") as txn:
+        _write(git, commit, data)
+        txn.done()
+
+
+def _write(git: Git, commit: str, data: bytes) -> None:
+    blob = git.write_blob(data)
+    # -C takes the blob as it is: no whitespace clean-up of the JSON.
+    git.run("notes", f"--ref={NOTES_REF}", "add", "-f", "-C", blob, commit)
+
+
+def _superseded(old: Record, new: Record) -> bool:
+    """The new run replaces an old one of the same tree and environment that ran no more."""
+    if old.get("tree") != new.get("tree") or old.get("fingerprint") != new.get("fingerprint"):
+        return False
+    return set(stage_statuses(old)) <= set(stage_statuses(new))
+
+
+def _lock_held_here(git: Git) -> bool:
+    try:
+        with open(git.pq_dir() / "lock") as f:
+            holder = json.load(f)
+    except (OSError, ValueError):
+        return False
+    return isinstance(holder, dict) and holder.get("pid") == os.getpid()

@@ -1,0 +1,291 @@
+"""Running the stages: a throwaway worktree of the tip, one `bash -c` per stage, logs kept.
+
+Each stage runs in its own process group with its timeout (the whole group is killed),
+its output streamed straight to a log file (large build logs never sit in memory), and the
+run stops at the first failure. The worktree is always removed, also after a crash.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from pq.gate import result as R
+from pq.gate.config import Stage
+from pq.gate.symbols import shared_objects
+from pq.gitio import Git
+
+Progress = Callable[[int, int, str], None]
+SymbolCheck = Callable[[Path, dict[str, str], dict[str, tuple[int, int, int]]], list[str]]
+
+KILL_GRACE_S = 5.0
+TAIL_LINES = 30
+KEEP_LOG_TIPS = 20
+_WORKTREE_PREFIX = "pq-gate-"
+# Variables that would point the stage's git at the user's repository instead of the worktree.
+_REPO_VARS = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_PREFIX", "GIT_COMMON_DIR",
+              "GIT_NAMESPACE", "GIT_OBJECT_DIRECTORY", "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+              "GIT_CEILING_DIRECTORIES", "GIT_DISCOVERY_ACROSS_FILESYSTEM", "PQ_FAULT_AT")
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """What every stage shares: where it runs, which interpreter, where logs go."""
+
+    worktree: Path
+    tip: str
+    python: str
+    log_dir: Path
+    gpu: bool
+
+
+# -- the worktree --------------------------------------------------------------------------
+
+
+@contextmanager
+def throwaway_worktree(git: Git, tip: str) -> Iterator[Path]:
+    """A detached worktree of `tip` in a temporary folder; removed however the block ends."""
+    remove_stale_worktrees(git)
+    holder = Path(tempfile.mkdtemp(prefix=f"{_WORKTREE_PREFIX}{os.getpid()}-"))
+    path = holder / (git.root.name or "src")
+    try:
+        # No hooks: a post-checkout hook of the user's has no business in a gate run.
+        git.run("-c", "core.hooksPath=/dev/null", "worktree", "add", "--detach", "--force",
+                str(path), tip)
+        yield path
+    finally:
+        _remove_worktree(git, path)
+        shutil.rmtree(holder, ignore_errors=True)
+
+
+def _remove_worktree(git: Git, path: Path) -> None:
+    git.run_proc("worktree", "remove", "--force", "--force", str(path))
+    shutil.rmtree(path, ignore_errors=True)
+    git.run_proc("worktree", "prune")
+
+
+def remove_stale_worktrees(git: Git) -> None:
+    """Worktrees left by a gate run that was killed (its process is gone)."""
+    out = git.run_proc("worktree", "list", "--porcelain").stdout.decode("utf-8", "replace")
+    for line in out.splitlines():
+        if not line.startswith("worktree "):
+            continue
+        path = Path(line[len("worktree "):])
+        m = re.match(rf"^{_WORKTREE_PREFIX}(\d+)-", path.parent.name)
+        if m and not _alive(int(m.group(1))):
+            _remove_worktree(git, path)
+            shutil.rmtree(path.parent, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+# -- the stages ------------------------------------------------------------------------------
+
+
+def base_env(python: str) -> dict[str, str]:
+    """The caller's environment, minus variables pointing at the user's repository, with
+    the interpreter as PQ_PYTHON/PYTHON and its folder first on PATH."""
+    env = {k: v for k, v in os.environ.items() if k not in _REPO_VARS}
+    env["PQ_PYTHON"] = python
+    env["PYTHON"] = python
+    env["PATH"] = os.path.dirname(python) + os.pathsep + env.get("PATH", os.defpath)
+    return env
+
+
+def stage_env(ctx: RunContext, stage: Stage) -> dict[str, str]:
+    env = base_env(ctx.python)
+    env["PQ_GATE_STAGE"] = stage.name
+    env["PQ_GATE_TIP"] = ctx.tip
+    env["PQ_GATE_WORKTREE"] = str(ctx.worktree)
+    env.update(stage.env)
+    return env
+
+
+def run_stages(ctx: RunContext, stages: tuple[Stage, ...], *, progress: Progress | None = None,
+               check_symbols: SymbolCheck | None = None) -> list[R.StageResult]:
+    """Every stage in order; after the first failure the rest are `not-run`."""
+    ctx.log_dir.mkdir(parents=True, exist_ok=True)
+    results: list[R.StageResult] = []
+    failed = False
+    for i, stage in enumerate(stages):
+        if failed:
+            results.append(R.StageResult(stage.name, R.NOT_RUN, stage.requires))
+            continue
+        res = run_stage(ctx, stage, i, len(stages), progress, check_symbols)
+        results.append(res)
+        failed = res.failed
+    if progress is not None and stages:
+        progress(len(stages) - 1, len(stages), "done")
+    return results
+
+
+def run_stage(ctx: RunContext, stage: Stage, index: int, total: int,
+              progress: Progress | None, check_symbols: SymbolCheck | None) -> R.StageResult:
+    if stage.needs_gpu and not ctx.gpu:
+        return R.StageResult(stage.name, R.SKIPPED_NO_GPU, stage.requires,
+                             detail="no CUDA GPU visible (nvidia-smi -L lists none)")
+    if stage.run is None:
+        return R.StageResult(stage.name, R.NOT_AVAILABLE, stage.requires,
+                             detail=f"built-in stage kind `{stage.kind}` is not available in "
+                             "this pq yet")
+    env = stage_env(ctx, stage)
+    before = shared_objects(ctx.worktree) if stage.check_symbols else {}
+    log_path = ctx.log_dir / f"{stage.name}.log"
+
+    def tick(elapsed: float) -> None:
+        if progress is not None:
+            progress(index, total, f"{stage.name} ({elapsed:.0f} s)")
+
+    tick(0.0)
+    code, duration, timed_out = run_command(stage.run, ctx.worktree, env, stage.timeout_s,
+                                            log_path, tick)
+    res = R.StageResult(stage.name, R.PASSED, stage.requires, duration_s=round(duration, 3),
+                        exit_code=code, log=str(log_path))
+    if timed_out:
+        res.status = R.TIMED_OUT
+        res.detail = f"timed out after {_seconds(stage.timeout_s)} s"
+    elif code != 0:
+        res.status = R.FAILED
+        res.detail = _exit_detail(code)
+    elif stage.check_symbols and check_symbols is not None:
+        tick(duration)
+        findings = check_symbols(ctx.worktree, env, before)
+        if findings:
+            res.status = R.FAILED
+            res.detail = findings[0] + (f" (and {len(findings) - 1} more)"
+                                        if len(findings) > 1 else "")
+            with open(log_path, "ab") as log:
+                log.write(("\n# pq gate: undefined symbols in built extension modules\n"
+                           + "".join(f + "\n" for f in findings)).encode())
+    res.log_sha256 = file_sha256(log_path)
+    if res.failed:
+        res.tail = tail(log_path)
+    return res
+
+
+def run_command(command: str, cwd: Path, env: dict[str, str], timeout_s: float,
+                log_path: Path, tick: Callable[[float], None]) -> tuple[int | None, float, bool]:
+    """(exit code, seconds, timed out) of `bash -c command`, its output in log_path."""
+    start = time.monotonic()
+    deadline = start + timeout_s
+    timed_out = False
+    with open(log_path, "wb") as log:
+        log.write(f"# pq gate: $ {command}\n".encode("utf-8", "surrogateescape"))
+        log.flush()
+        proc = subprocess.Popen(["bash", "-c", command], cwd=str(cwd), env=env,
+                                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+        try:
+            while True:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    timed_out = True
+                    _kill_group(proc)
+                    break
+                try:
+                    proc.wait(timeout=min(1.0, remaining))
+                    break
+                except subprocess.TimeoutExpired:
+                    tick(time.monotonic() - start)
+        except BaseException:
+            _kill_group(proc)
+            raise
+        finally:
+            _signal_group(proc.pid, signal.SIGKILL)  # whatever the stage left behind
+        duration = time.monotonic() - start
+        code = proc.returncode
+        log.write(f"\n# pq gate: {'timed out' if timed_out else _exit_detail(code)} after "
+                  f"{duration:.1f} s\n".encode())
+    return (None if timed_out else code), duration, timed_out
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    _signal_group(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=KILL_GRACE_S)
+    except subprocess.TimeoutExpired:
+        pass
+    _signal_group(proc.pid, signal.SIGKILL)
+    proc.wait()
+
+
+def _signal_group(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _exit_detail(code: int | None) -> str:
+    if code is not None and code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit {code}"
+
+
+def _seconds(value: float) -> str:
+    return str(int(value)) if value == int(value) else str(value)
+
+
+# -- logs ------------------------------------------------------------------------------------
+
+
+def log_dir(git: Git, tip: str) -> Path:
+    return git.pq_dir() / "gate" / "logs" / tip
+
+
+def prune_logs(git: Git, keep: int = KEEP_LOG_TIPS) -> None:
+    """Keep the logs of the most recent `keep` tips."""
+    root = git.pq_dir() / "gate" / "logs"
+    if not root.is_dir():
+        return
+    dirs = sorted((p for p in root.iterdir() if p.is_dir()), key=lambda p: p.stat().st_mtime,
+                  reverse=True)
+    for old in dirs[keep:]:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def file_sha256(path: Path) -> str | None:
+    if not path.is_file():
+        return None
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def tail(path: Path, lines: int = TAIL_LINES, max_bytes: int = 64 * 1024) -> str:
+    """The last lines of a log, read from its end (a build log may be very large)."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            size = f.tell()
+            f.seek(max(0, size - max_bytes))
+            data = f.read()
+    except OSError:
+        return ""
+    text = data.decode("utf-8", "replace").replace("\r\n", "\n")
+    kept = text.rstrip("\n").split("\n")[-lines:]
+    return "\n".join(line if len(line) <= 400 else line[:400] + " ..." for line in kept)
+

@@ -1,0 +1,351 @@
+"""`pq gate` on real repositories: stages, logs, notes, cache, GPU stages, exit codes."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+from gatefork import PY, gate_fork, note, set_gate, stage, stage_lines
+from gitrepo import commit_all, git, pq, write
+
+from pq.gate import api
+from pq.gitio import Git
+
+
+def running(pid: int) -> bool:
+    """Alive and not a zombie (a container's init may never reap orphans)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    return "\nState:\tZ" not in status
+
+
+THREE = stage_lines(
+    stage("build", "echo building; echo built > built.txt"),
+    stage("import", "test -f built.txt && echo imported"),
+    stage("tests", "echo tests ok"),
+)
+
+
+def test_passing_gate_records_a_note_and_keeps_logs(tmp_path: Path) -> None:
+    fork = gate_fork(tmp_path, THREE)
+    tip = git(fork, "rev-parse", "HEAD")
+    result = pq(fork, "gate")
+    assert result.exit_code == 0
+    assert "result: passed" in result.output
+    for name in ("build", "import", "tests"):
+        assert f"  {name}" in result.output
+    rec = note(fork)
+    assert rec["tip"] == tip and rec["tree"] == git(fork, "rev-parse", "HEAD^{tree}")
+    assert rec["status"] == "passed" and rec["partial"] is False
+    assert [s["name"] for s in rec["stages"]] == ["build", "import", "tests"]
+    assert {s["status"] for s in rec["stages"]} == {"passed"}
+    assert set(rec["fingerprint"]) >= {"python", "torch", "paddle", "cuda", "gpu", "driver",
+                                       "os", "machine"}
+    assert rec["pq"] and rec["time"].endswith("Z")
+    log = fork / ".git/pq/gate/logs" / tip / "import.log"
+    assert "imported" in log.read_text()
+    import hashlib
+    assert rec["stages"][1]["log_sha256"] == hashlib.sha256(log.read_bytes()).hexdigest()
+    # The gate changed no ref but its notes ref, and left no worktree behind.
+    assert git(fork, "worktree", "list").count("\n") == 0
+    assert not (fork / "built.txt").exists()
+    status = pq(fork, "gate", "--status")
+    assert "result: passed" in status.output and tip[:12] in status.output
+    data = json.loads(pq(fork, "gate", "--status", "--json").output)
+    assert data["record"]["status"] == "passed" and data["found_on"] == tip
+
+
+def test_stage_environment_interpreter_and_worktree(tmp_path: Path) -> None:
+    check = ('echo "py=$PQ_PYTHON python=$PYTHON first=${PATH%%:*} foo=$FOO '
+             'stage=$PQ_GATE_STAGE pwd=$(pwd) head=$(git rev-parse HEAD)"')
+    fork = gate_fork(tmp_path, stage_lines(stage("build", check, env='{FOO: "bar baz"}')))
+    tip = git(fork, "rev-parse", "HEAD")
+    pq(fork, "gate")
+    text = (fork / ".git/pq/gate/logs" / tip / "build.log").read_text()
+    assert f"py={PY} python={PY} first={os.path.dirname(PY)} foo=bar baz stage=build" in text
+    assert f"head={tip}" in text
+    pwd = text.split("pwd=")[-1].split()[0]
+    assert "pq-gate-" in pwd and not pwd.startswith(str(fork))
+    assert not os.path.exists(pwd)
+
+
+def test_failing_build_shows_the_tail_and_stops(tmp_path: Path) -> None:
+    failing = stage("build", "for i in $(seq 1 100); do echo line $i; done; "
+                    "echo 'error: csrc/ops.cc:3: no member named foo' >&2; exit 3")
+    fork = gate_fork(tmp_path, stage_lines(failing, stage("tests", "echo never")))
+    result = pq(fork, "gate", ok=False)
+    assert result.exit_code == 1
+    assert "failed (exit 3)" in result.output
+    assert "error: csrc/ops.cc:3: no member named foo" in result.output
+    assert "line 100" in result.output and "line 2\n" not in result.output
+    assert "not run" in result.output
+    assert "pq gate --stage build" in result.output
+    rec = note(fork)
+    assert rec["status"] == "failed"
+    assert [s["status"] for s in rec["stages"]] == ["failed", "not-run"]
+    assert rec["stages"][0]["exit_code"] == 3
+    assert pq(fork, "gate", "--status", ok=False).exit_code == 1
+
+
+def test_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
+    pidfile = tmp_path / "child.pid"
+    slow = stage("build", f"sleep 60 & echo $! > {pidfile}; echo started; wait", timeout="1")
+    fork = gate_fork(tmp_path, stage_lines(slow))
+    start = time.monotonic()
+    result = pq(fork, "gate", ok=False)
+    assert time.monotonic() - start < 15
+    assert result.exit_code == 1
+    assert "timed out after 1 s" in result.output
+    child = int(pidfile.read_text())
+    time.sleep(0.1)
+    assert not running(child)
+    assert note(fork)["stages"][0]["status"] == "timed-out"
+
+
+def test_missing_interpreter_is_a_configuration_error(tmp_path: Path) -> None:
+    fork = gate_fork(tmp_path, stage_lines(stage("build", "true"), python="/no/such/python3"))
+    result = pq(fork, "gate", ok=False)
+    assert result.exit_code == 2
+    line = (fork / "series.yaml").read_text().splitlines().index(
+        "  python: /no/such/python3") + 1
+    assert f"series.yaml:{line}:11: python interpreter '/no/such/python3' not found" in \
+        result.output
+    result = pq(fork, "gate", "--python", "no-such-python-here", ok=False)
+    assert result.exit_code == 2 and "'no-such-python-here' not found" in result.output
+    # --python overrides a broken gate.python.
+    assert pq(fork, "gate", "--python", PY).exit_code == 0
+
+
+def test_no_gate_section_says_how_to_add_one(tmp_path: Path) -> None:
+    fork = gate_fork(tmp_path, "")
+    result = pq(fork, "gate", ok=False)
+    assert result.exit_code == 2
+    assert "no `gate` section" in result.output
+    assert "build, import, smoke, tests, compare" in result.output
+    assert "add a gate section" in result.output and "stages:" in result.output
+
+
+BAD = [
+    ("unknown stage key", stage("build", "true", colour="red"), "colour: red",
+     "unknown key `colour` in gate stage 1"),
+    ("run and kind", stage("build", "true", kind="compare"), "kind: compare",
+     "needs exactly one of `run`"),
+    ("neither run nor kind", "    - name: build\n      timeout: 5\n", "- name: build",
+     "needs exactly one of `run`"),
+    ("duplicate", stage("build", "true") + stage("build", "false"), None,
+     "duplicate gate stage 'build'"),
+    ("timeout type", stage("build", "true", timeout='"ten"'), 'timeout: "ten"',
+     "`timeout` must be a positive number"),
+    ("requires", stage("build", "true", requires="[tpu]"), "requires: [tpu]",
+     "unknown requirement 'tpu'"),
+    ("env value", stage("build", "true", env="{A: [1]}"), "env: {A: [1]}",
+     "env A must be a string"),
+    ("unknown kind", "    - name: cmp\n      kind: fuzz\n", "kind: fuzz", "unknown kind 'fuzz'"),
+    ("bad name", stage("bad/name", "true"), "name: bad/name", "bad gate stage name"),
+]
+
+
+@pytest.mark.parametrize("case,stages,marker,message", BAD, ids=[b[0] for b in BAD])
+def test_bad_gate_section_points_at_the_line(tmp_path: Path, case: str, stages: str,
+                                             marker: str | None, message: str) -> None:
+    fork = gate_fork(tmp_path, stage_lines(stages))
+    result = pq(fork, "gate", ok=False)
+    assert result.exit_code == 2, result.output
+    lines = (fork / "series.yaml").read_text().splitlines()
+    if marker is None:  # the duplicate: the second `name: build`
+        line = [i for i, t in enumerate(lines, 1) if "name: build" in t][1]
+    else:
+        line = next(i for i, t in enumerate(lines, 1) if marker in t)
+    assert f"series.yaml:{line}:" in result.output, result.output
+    assert message in result.output
+    assert "Traceback" not in result.output
+
+
+def test_bad_top_level_gate_keys(tmp_path: Path) -> None:
+    fork = gate_fork(tmp_path, "gate:\n  stages: []\n")
+    result = pq(fork, "gate", ok=False)
+    assert result.exit_code == 2 and "`gate.stages` must be a non-empty list" in result.output
+    set_gate(fork, "gate:\n  stage:\n    - name: build\n      run: 'true'\n")
+    result = pq(fork, "gate", ok=False)
+    line = (fork / "series.yaml").read_text().splitlines().index("  stage:") + 1
+    assert result.exit_code == 2 and f"series.yaml:{line}:" in result.output
+    assert "unknown key `gate.stage`" in result.output
+    set_gate(fork, stage_lines(stage("build", "true")) + "  required_for_push: [tests]\n")
+    result = pq(fork, "gate", ok=False)
+    assert result.exit_code == 2 and "names no stage 'tests'" in result.output
+
+
+def test_configuration_comes_from_the_committed_tip_and_the_worktree_is_untouched(
+        tmp_path: Path) -> None:
+    fork = gate_fork(tmp_path, stage_lines(stage("build", "touch made-by-gate; echo ok")))
+    # Uncommitted edits: a failing gate in series.yaml, a dirty file, an untracked file.
+    set_gate(fork, stage_lines(stage("build", "exit 9")), commit=False)
+    write(fork, "setup.py", "dirty\n")
+    write(fork, "untracked.txt", "mine\n")
+    before = git(fork, "status", "--porcelain")
+    files = {p: (fork / p).read_bytes() for p in ("series.yaml", "setup.py", "untracked.txt")}
+    result = pq(fork, "gate")
+    assert result.exit_code == 0
+    assert git(fork, "status", "--porcelain") == before
+    assert {p: (fork / p).read_bytes() for p in files} == files
+    assert not (fork / "made-by-gate").exists()
+
+
+def test_gpu_stage_is_skipped_not_passed_without_a_gpu(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    fork = gate_fork(tmp_path, stage_lines(
+        stage("build", "true"), stage("gpu-tests", "echo on the gpu", requires="[gpu]")))
+    monkeypatch.setenv("PQ_GPU", "0")
+    result = pq(fork, "gate")
+    assert result.exit_code == 0
+    assert "skipped (no GPU)" in result.output
+    assert "passed (GPU stages owed: gpu-tests)" in result.output
+    rec = note(fork)
+    assert rec["status"] == "owed" and rec["owed"] == ["gpu-tests"]
+    assert rec["stages"][1]["status"] == "skipped-no-gpu"
+    assert rec["fingerprint"]["gpu_visible"] is False
+    with Git.open(fork) as g:
+        ok, why = api.record_ok(g, "HEAD", ["build", "gpu-tests"])
+        assert not ok and "gpu-tests (skipped (no GPU))" in why and "GPU" in why
+        assert api.record_ok(g, "HEAD", ["build"])[0]
+    # Where a GPU is visible the stage runs (a new environment: no cache hit).
+    monkeypatch.setenv("PQ_GPU", "1")
+    result = pq(fork, "gate")
+    assert "cached" not in result.output and "result: passed\n" in result.output
+    rec = note(fork)
+    assert rec["status"] == "passed" and rec["fingerprint"]["gpu_visible"] is True
+    # The CPU run is kept as history, and a later CPU run does not erase the GPU pass.
+    assert [h["status"] for h in rec["history"]] == ["owed"]
+    monkeypatch.setenv("PQ_GPU", "0")
+    pq(fork, "gate", "--force")
+    with Git.open(fork) as g:
+        assert api.record_ok(g, "HEAD", ["build", "gpu-tests"])[0]
+
+
+def test_builtin_kind_is_reported_not_available(tmp_path: Path) -> None:
+    fork = gate_fork(tmp_path, stage_lines(stage("build", "true"))
+                     + "    - name: compare\n      kind: compare\n")
+    result = pq(fork, "gate")
+    assert result.exit_code == 0 and "not available" in result.output
+    assert note(fork)["status"] == "owed"
+
+
+def test_cache_reuse_and_force(tmp_path: Path) -> None:
+    counter = tmp_path / "runs.txt"
+    fork = gate_fork(tmp_path, stage_lines(stage("build", f"echo run >> {counter}")))
+    pq(fork, "gate")
+    second = pq(fork, "gate")
+    assert "cached" in second.output and counter.read_text().count("run") == 1
+    data = json.loads(pq(fork, "gate", "--json").output)
+    assert data["cached"] is True and data["status"] == "passed"
+    pq(fork, "gate", "--force")
+    assert counter.read_text().count("run") == 2
+    # A new tree runs again; the same tree on another commit is reused.
+    write(fork, "pkg/new.py", "x = 1\n")
+    commit_all(fork, "python-glue: new module")
+    pq(fork, "gate")
+    assert counter.read_text().count("run") == 3
+    git(fork, "commit", "-q", "--amend", "-m", "python-glue: new module, reworded")
+    result = pq(fork, "gate")
+    assert "cached" in result.output and counter.read_text().count("run") == 3
+    assert "same tree" in pq(fork, "gate", "--status").output
+
+
+def test_stage_subset(tmp_path: Path) -> None:
+    fork = gate_fork(tmp_path, THREE)
+    result = pq(fork, "gate", "--stage", "tests", "--stage", "build")
+    assert "  build" in result.output and "  tests" in result.output
+    assert "  import" not in result.output
+    rec = note(fork)
+    assert rec["partial"] is True and [s["name"] for s in rec["stages"]] == ["build", "tests"]
+    # A full run is not satisfied by the partial record.
+    assert "cached" not in pq(fork, "gate").output
+    assert "cached" in pq(fork, "gate", "--stage", "import").output
+    bad = pq(fork, "gate", "--stage", "nope", ok=False)
+    assert bad.exit_code == 2 and "no gate stage named 'nope'" in bad.output
+
+
+def test_junit_report(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PQ_GPU", "0")
+    fork = gate_fork(tmp_path, stage_lines(
+        stage("build", "true"), stage("gpu", "true", requires="[gpu]"),
+        stage("tests", "printf 'bad \\001 byte <&>\\n'; exit 1"), stage("after", "true")))
+    out = tmp_path / "reports" / "gate.xml"
+    result = pq(fork, "gate", "--junit", str(out), ok=False)
+    assert result.exit_code == 1
+    root = ET.parse(out).getroot()
+    assert root.tag == "testsuites"
+    suite = root.find("testsuite")
+    assert suite is not None
+    assert (suite.get("tests"), suite.get("failures"), suite.get("skipped")) == ("4", "1", "2")
+    cases = {c.get("name"): c for c in suite.findall("testcase")}
+    assert list(cases) == ["build", "gpu", "tests", "after"]
+    failure = cases["tests"].find("failure")
+    assert failure is not None and "bad ? byte <&>" in (failure.text or "")
+    assert cases["gpu"].find("skipped") is not None
+    assert cases["build"].find("failure") is None and cases["build"].find("skipped") is None
+
+
+def test_json_shape(tmp_path: Path) -> None:
+    fork = gate_fork(tmp_path, stage_lines(stage("build", "echo hi; exit 1")))
+    result = pq(fork, "gate", "--json", ok=False)
+    assert result.exit_code == 1
+    data = json.loads(result.output)
+    assert data["status"] == "failed" and data["exit_code"] == 1
+    assert set(data) >= {"tip", "tree", "summary", "cached", "stages", "fingerprint", "owed"}
+    (st,) = data["stages"]
+    assert st["status"] == "failed" and "hi" in st["tail"] and os.path.isfile(st["log"])
+    fork2 = gate_fork(tmp_path / "two", "")
+    bad = pq(fork2, "gate", "--json", ok=False)
+    assert bad.exit_code == 2 and json.loads(bad.stdout)["status"] == "error"
+
+
+def test_run_gate_api(tmp_path: Path) -> None:
+    fork = gate_fork(tmp_path, THREE)
+    seen: list[str] = []
+    with Git.open(fork) as g:
+        report = api.run_gate(g, progress=lambda i, n, label: seen.append(label))
+        assert report.status == "passed" and report.exit_code == 0
+        assert "result: passed" in report.summary()
+        assert report.to_json()["stages"][0]["name"] == "build"
+        assert any(label.startswith("build") for label in seen)
+        again = api.run_gate(g, stages=["tests"])
+        assert again.cached and [s.name for s in again.stages] == ["tests"]
+        cfg = api.load_config(g, "HEAD")
+        assert cfg is not None and cfg.names == ("build", "import", "tests")
+
+
+def test_stale_worktree_of_a_killed_run_is_removed(tmp_path: Path) -> None:
+    fork = gate_fork(tmp_path, stage_lines(stage("build", "true")))
+    stale = tmp_path / "pq-gate-4194999-x" / "fork"
+    git(fork, "worktree", "add", "--detach", str(stale), "HEAD")
+    pq(fork, "gate")
+    assert str(stale) not in git(fork, "worktree", "list")
+    assert not stale.exists()
+
+
+def test_notes_round_trip_through_a_bare_remote(tmp_path: Path) -> None:
+    fork = gate_fork(tmp_path, THREE)
+    pq(fork, "gate")
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", str(remote))
+    git(fork, "remote", "add", "origin", str(remote))
+    git(fork, "push", "-q", "origin", "paddle")
+    git(fork, "push", "-q", "origin", "refs/notes/pq-gate")
+    other = tmp_path / "other"
+    git(tmp_path, "clone", "-q", "-b", "paddle", str(remote), str(other))
+    assert pq(other, "gate", "--status", ok=False).exit_code == 1
+    git(other, "fetch", "-q", "origin", "refs/notes/pq-gate:refs/notes/pq-gate")
+    status = pq(other, "gate", "--status")
+    assert status.exit_code == 0 and "result: passed" in status.output
+    with Git.open(other) as g:
+        assert api.record_ok(g, "HEAD", ["build", "tests"]) [0]
+        assert api.record_ok(g, "HEAD", [])[0]
+        ok, why = api.record_ok(g, "HEAD~1", ["build"])
+        assert not ok and "no gate record" in why and "pq gate" in why
