@@ -187,22 +187,32 @@ def check_series(git: Git, ctx: CheckContext) -> list[CheckFailure]:
                          "(`pq series` shows the same error)")]
 
 
-@check("base", "the recorded base is an ancestor of the tip", needs=("series",))
+@check("base", "the recorded base is the branch's fork point from upstream",
+       needs=("series",))
 def check_base(git: Git, ctx: CheckContext) -> list[CheckFailure]:
     series = _queue(ctx).series
-    base = series.base
+    base, ref = series.base, series.upstream_ref
+    fix = f"pq init --force --upstream {ref} --commit"
+    later = "(`pq rebase` moves a series onto a new upstream without this)"
     if git.try_resolve(base) is None:
         return [CheckFailure(
             "base", f"series.yaml records base {base[:12]}, which is not in this repository",
-            f"git fetch the upstream ({series.upstream_ref}), then push again")]
+            f"git fetch the upstream of {ref}, then push again")]
     if not git.is_ancestor(base, ctx.commit):
         return [CheckFailure(
             "base",
-            f"stale base: series.yaml records base {base[:12]}, but it is not an ancestor of "
-            f"the pushed tip {ctx.commit[:12]} (the branch was rebased or reset outside pq; "
-            f"after a plain `git rebase`, `pq init --force --upstream {series.upstream_ref}` "
-            "re-records the base)",
-            f"pq rebase {series.upstream_ref}")]
+            f"stale base: series.yaml records base {base[:12]}, which is not an ancestor of "
+            f"the pushed tip {ctx.commit[:12]}: the branch was rebased or reset outside pq; "
+            f"re-record the base from the branch {later}", fix)]
+    upstream = git.try_resolve(ref)
+    fork_point = git.merge_base(ctx.commit, upstream) if upstream else None
+    if fork_point and fork_point != base and git.is_ancestor(base, fork_point):
+        n = git.count(f"{base}..{fork_point}")
+        return [CheckFailure(
+            "base",
+            f"stale base: series.yaml records base {base[:12]}, but the branch contains {n} "
+            f"newer {ref} commit(s), up to {fork_point[:12]}: it was rebased onto (or merged "
+            f"with) {ref} outside pq; re-record the base from the branch {later}", fix)]
     return []
 
 
@@ -254,18 +264,25 @@ def check_export(git: Git, ctx: CheckContext) -> list[CheckFailure]:
     failures: list[CheckFailure] = []
     by_name = dict(zip(fresh_names, commits))
     fix = "pq export --commit"
-    unexported = [n for n in fresh_names if n not in queue.files]
-    for name in unexported:
-        sc = by_name[name]
-        failures.append(CheckFailure(
-            "export", f"commit {sc.commit[:12]} ({_subject(git, sc.commit)!r}) is not in the "
-                      "series: an unexported edit", fix))
-    for name in old_names:
-        if name not in fresh.files:
+    unexported = [i for i, n in enumerate(fresh_names) if n not in queue.files]
+    orphaned = [i for i, n in enumerate(old_names) if n not in fresh.files]
+    for i in unexported:
+        sc = by_name[fresh_names[i]]
+        what = f"commit {sc.commit[:12]} ({_subject(git, sc.commit)!r})"
+        if i in orphaned:  # the same place in both lists: one commit changed, not two
             failures.append(CheckFailure(
-                "export", f"patches/{name} is in series.yaml but no commit on the branch "
-                          "carries it (the commit was dropped or squashed without `pq export`)",
-                fix))
+                "export", f"{what} does not match patches/{old_names[i]}, listed at its place "
+                          "in series.yaml: the commit was reworded or amended without "
+                          "`pq export`", fix))
+        else:
+            failures.append(CheckFailure(
+                "export", f"{what} is not in the series: an unexported edit", fix))
+    for i in orphaned:
+        if i not in unexported:
+            failures.append(CheckFailure(
+                "export", f"patches/{old_names[i]} is in series.yaml but no commit on the "
+                          "branch carries it (the commit was dropped or squashed without "
+                          "`pq export`)", fix))
     for name in fresh_names:
         if name in queue.files and fresh.files[name] != queue.files[name]:
             sc = by_name[name]
@@ -305,25 +322,20 @@ def check_audit(git: Git, ctx: CheckContext) -> list[CheckFailure]:
 def check_gate(git: Git, ctx: CheckContext) -> list[CheckFailure]:
     series = _queue(ctx).series
     gate = series.gate
-    if not isinstance(gate, dict) or gate.get("required_for_push") is None:
-        return []
-    required = gate["required_for_push"]
-    if not isinstance(required, list) or not all(isinstance(s, str) and s for s in required):
-        err = series.error(("gate", "required_for_push"),
-                           "`gate.required_for_push` must be a list of stage names")
-        return [CheckFailure("gate", err.render(), "fix series.yaml, then `git commit`")]
-    if not required:
+    if not isinstance(gate, dict) or not gate.get("required_for_push"):
         return []
     try:
         from pq.gate.api import record_ok
+        from pq.gate.config import parse
     except ImportError:
-        raise CheckUnavailable("series.yaml requires gate stages "
-                               f"({', '.join(required)}) but the gate is not available in "
-                               "this pq; no record was checked") from None
-    ok, why = record_ok(git, ctx.commit, list(required))
+        raise CheckUnavailable("series.yaml requires gate stages before a push, but the gate "
+                               "is not available in this pq; no record was checked") from None
+    required = list(parse(series, ctx.commit).required_for_push)  # ConfigError: a failure
+    if not required:
+        return []
+    ok, why = record_ok(git, ctx.commit, required)
     if ok:
         return []
     return [CheckFailure(
-        "gate", f"no passing gate record for {ctx.commit[:12]} (stages required for push: "
-                f"{', '.join(required)}): {why}",
-        "pq gate")]
+        "gate", f"the stages required for a push ({', '.join(required)}) have not passed "
+                f"for {ctx.commit[:12]}: {why}", "pq gate")]

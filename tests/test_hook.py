@@ -1,0 +1,467 @@
+"""The pre-push hook, driven by real `git push` to a local bare remote: a consistent branch
+goes out, an inconsistent one is refused with the fix and nothing reaches the remote."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from gitrepo import commit_all, git, make_fork, pq, write
+
+from pq import hook
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+# -- scenario helpers --------------------------------------------------------------------
+
+
+def make_pushable(tmp_path: Path) -> tuple[Path, Path]:
+    """A fork with a two-patch series committed, a bare `origin` and pq's hook installed."""
+    fork = make_fork(tmp_path)
+    write(fork, "setup.py", "import paddle\npaddle.enable_compat()\n"
+          "from torch.utils import cpp_extension\n\nsetup(name='x')\n")
+    commit_all(fork, "build: enable compat in setup.py")
+    write(fork, "pkg/__init__.py", "import torch\n\n\ndef op(x):\n    return x  # glue\n")
+    commit_all(fork, "glue: scoped compat")
+    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", str(remote))
+    git(fork, "remote", "add", "origin", str(remote))
+    pq(fork, "hook", "install")
+    return fork, remote
+
+
+def push(repo: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["git", "push", "-q", *args], check=False, cwd=repo, capture_output=True,
+                          text=True, env={**os.environ, **env})
+
+
+def remote_refs(remote: Path) -> dict[str, str]:
+    out = git(remote, "for-each-ref", "--format=%(refname) %(objectname)")
+    return dict(line.split() for line in out.splitlines())
+
+
+def assert_refused(result: subprocess.CompletedProcess[str], remote: Path,
+                   before: dict[str, str], *expected: str) -> None:
+    assert result.returncode != 0, result.stderr
+    for text in expected:
+        assert text in result.stderr, result.stderr
+    assert "push refused" in result.stderr
+    assert remote_refs(remote) == before  # nothing was pushed
+
+
+def short(repo: Path, rev: str = "HEAD") -> str:
+    return git(repo, "rev-parse", rev)[:12]
+
+
+# -- what gets through and what does not -------------------------------------------------
+
+
+def test_consistent_branch_pushes_and_a_repeat_is_cached(tmp_path: Path) -> None:
+    fork, remote = make_pushable(tmp_path)
+    result = push(fork, "origin", "paddle")
+    assert result.returncode == 0, result.stderr
+    assert remote_refs(remote) == {"refs/heads/paddle": git(fork, "rev-parse", "HEAD")}
+    assert "series consistent (6 checks passed" in result.stderr
+    assert (fork / ".git/pq/hook-cache.json").is_file()
+    again = push(fork, "origin", "paddle:copy")
+    assert again.returncode == 0 and "cached" in again.stderr
+
+
+def test_unexported_commit_is_refused_until_exported(tmp_path: Path) -> None:
+    fork, remote = make_pushable(tmp_path)
+    assert push(fork, "origin", "paddle").returncode == 0
+    before = remote_refs(remote)
+    write(fork, "pkg/util.py", "def helper():\n    return 3\n")
+    commit_all(fork, "glue: helper returns 3")
+    result = push(fork, "origin", "paddle")
+    assert_refused(result, remote, before,
+                   f"[export] commit {short(fork)} ('glue: helper returns 3') is not in the "
+                   "series: an unexported edit", "fix: pq export --commit")
+    pq(fork, "export", "--commit")  # the fix the message names
+    assert push(fork, "origin", "paddle").returncode == 0
+    assert remote_refs(remote)["refs/heads/paddle"] == git(fork, "rev-parse", "HEAD")
+
+
+def test_reworded_commit_is_refused_although_the_tree_is_the_same(tmp_path: Path) -> None:
+    fork, remote = make_pushable(tmp_path)
+    assert push(fork, "origin", "paddle").returncode == 0  # cached as passing
+    before = remote_refs(remote)
+    glue = git(fork, "commit-tree", "HEAD~1^{tree}", "-p", "HEAD~2", "-m", "glue: reworded")
+    tip = git(fork, "commit-tree", "HEAD^{tree}", "-p", glue, "-m", "pq: init series")
+    git(fork, "reset", "-q", "--hard", tip)  # same tree, same series.yaml, new history
+    result = push(fork, "origin", "+paddle")
+    assert_refused(result, remote, before, f"[export] commit {glue[:12]} ('glue: reworded') "
+                   "does not match patches/0002-glue-scoped-compat.patch", "reworded")
+
+
+def test_hand_edited_patch_file_is_refused(tmp_path: Path) -> None:
+    fork, remote = make_pushable(tmp_path)
+    patch = fork / "patches/0002-glue-scoped-compat.patch"
+    patch.write_bytes(patch.read_bytes().replace(b"return x  # glue", b"return x  # hand"))
+    commit_all(fork, "tweak the patch by hand")
+    result = push(fork, "origin", "paddle")
+    assert_refused(result, remote, {},
+                   "[export] patches/0002-glue-scoped-compat.patch does not match its commit",
+                   "edited by hand",
+                   "[apply] applying the 2 patches to base",
+                   "pkg/__init__.py differ")
+
+
+def test_patch_that_no_longer_applies_is_refused(tmp_path: Path) -> None:
+    fork, remote = make_pushable(tmp_path)
+    patch = fork / "patches/0002-glue-scoped-compat.patch"
+    patch.write_bytes(patch.read_bytes().replace(b"-    return x\n", b"-    return y\n"))
+    commit_all(fork, "break the patch")
+    result = push(fork, "origin", "paddle")
+    assert_refused(result, remote, {},
+                   "[apply] patches/0002-glue-scoped-compat.patch (patch 2) does not apply")
+
+
+def test_plain_git_rebase_leaves_a_stale_base(tmp_path: Path) -> None:
+    fork, remote = make_pushable(tmp_path)
+    up = tmp_path / "upstream"
+    write(up, "README.md", "upstream moved\n")
+    commit_all(up, "upstream: readme")
+    git(fork, "fetch", "-q", "upstream")
+    git(fork, "rebase", "-q", "upstream/main")
+    result = push(fork, "origin", "paddle")
+    assert_refused(result, remote, {}, "[base] stale base: series.yaml records base",
+                   "newer upstream/main commit(s)",
+                   "fix: pq init --force --upstream upstream/main --commit")
+    assert "[export]" not in result.stderr  # one clear message, not a cascade
+    pq(fork, "init", "--force", "--upstream", "upstream/main", "--commit")
+    ok = push(fork, "origin", "paddle")
+    assert ok.returncode == 0, ok.stderr
+
+
+def test_base_that_is_not_an_ancestor_is_refused(tmp_path: Path) -> None:
+    fork, remote = make_pushable(tmp_path)
+    up = tmp_path / "upstream"
+    write(up, "README.md", "upstream moved\n")
+    elsewhere = commit_all(up, "upstream: readme")
+    git(fork, "fetch", "-q", "upstream")
+    text = (fork / "series.yaml").read_text()
+    old = git(fork, "merge-base", "HEAD", "upstream/main")
+    (fork / "series.yaml").write_text(text.replace(old, elsewhere))
+    commit_all(fork, "point the base elsewhere")
+    result = push(fork, "origin", "paddle")
+    assert_refused(result, remote, {}, f"records base {elsewhere[:12]}, which is not an "
+                   "ancestor of the pushed tip")
+
+
+def test_series_that_does_not_load_is_refused(tmp_path: Path) -> None:
+    fork, remote = make_pushable(tmp_path)
+    text = (fork / "series.yaml").read_text()
+    (fork / "series.yaml").write_text(text.replace("layer: build", "layer: nonsense"))
+    commit_all(fork, "bad layer")
+    result = push(fork, "origin", "paddle")
+    assert_refused(result, remote, {}, "[series] series.yaml does not load",
+                   "unknown layer 'nonsense'")
+
+
+def test_audit_error_is_refused(tmp_path: Path) -> None:
+    fork, remote = make_pushable(tmp_path)
+    text = (fork / "series.yaml").read_text()
+    (fork / "series.yaml").write_text(text.replace(
+        "layer: build", "layer: build\n    workaround:\n      kind: compat-gap", 1))
+    pq(fork, "export", "--commit")  # the patch's DEP-3 headers follow the new block
+    result = push(fork, "origin", "paddle")
+    assert_refused(result, remote, {}, "[audit]", "WA001", "fix: pq audit workarounds")
+    skipped = push(fork, "origin", "paddle", PQ_SKIP="audit")
+    assert skipped.returncode == 0, skipped.stderr
+    assert "WARNING: PQ_SKIP=audit: skipping the check(s) audit" in skipped.stderr
+    assert "NOT fully verified" in skipped.stderr
+
+
+@pytest.mark.skipif(importlib.util.find_spec("pq.gate.api") is None,
+                    reason="pq.gate.api (record_ok) is not in this checkout yet")
+def test_missing_gate_record_is_refused(tmp_path: Path) -> None:
+    fork, remote = make_pushable(tmp_path)
+    with open(fork / "series.yaml", "a") as f:
+        f.write("gate:\n  stages:\n    - name: unit\n      run: 'true'\n"
+                "  required_for_push: [unit]\n")
+    commit_all(fork, "require the unit stage before a push")
+    result = push(fork, "origin", "paddle")
+    assert_refused(result, remote, {}, "[gate] the stages required for a push (unit) have "
+                   "not passed", "fix: pq gate")
+    skipped = push(fork, "origin", "paddle", PQ_SKIP="gate")
+    assert skipped.returncode == 0 and "PQ_SKIP=gate" in skipped.stderr
+
+
+def test_skip_all_is_loud_and_unknown_names_are_named(tmp_path: Path) -> None:
+    fork, remote = make_pushable(tmp_path)
+    write(fork, "pkg/util.py", "changed\n")
+    commit_all(fork, "unexported")
+    result = push(fork, "origin", "paddle", PQ_SKIP="all,gates")
+    assert result.returncode == 0, result.stderr
+    assert "WARNING: PQ_SKIP=all,gates: skipping every pq check" in result.stderr
+    assert "PQ_SKIP names no check called gates" in result.stderr
+    assert "refs/heads/paddle" in remote_refs(remote)
+
+
+def test_no_verify_skips_the_hook(tmp_path: Path) -> None:
+    fork, remote = make_pushable(tmp_path)
+    write(fork, "pkg/util.py", "changed\n")
+    commit_all(fork, "unexported")
+    result = push(fork, "--no-verify", "origin", "paddle")
+    assert result.returncode == 0 and "pq:" not in result.stderr
+    assert remote_refs(remote) == {"refs/heads/paddle": git(fork, "rev-parse", "HEAD")}
+
+
+def test_non_pq_branch_and_tag_push_untouched(tmp_path: Path) -> None:
+    fork, remote = make_pushable(tmp_path)
+    git(fork, "tag", "-a", "-m", "upstream release", "v1", "upstream/main")
+    result = push(fork, "origin", "upstream/main:refs/heads/main", "v1")
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ""
+    assert set(remote_refs(remote)) == {"refs/heads/main", "refs/tags/v1"}
+
+
+def test_deletion_passes_even_when_the_local_branch_is_broken(tmp_path: Path) -> None:
+    fork, remote = make_pushable(tmp_path)
+    assert push(fork, "origin", "paddle").returncode == 0
+    write(fork, "pkg/util.py", "changed\n")
+    commit_all(fork, "unexported")
+    result = push(fork, "origin", ":paddle")
+    assert result.returncode == 0, result.stderr
+    assert remote_refs(remote) == {}
+
+
+def test_one_bad_ref_refuses_the_whole_push(tmp_path: Path) -> None:
+    fork, remote = make_pushable(tmp_path)
+    git(fork, "branch", "good")
+    write(fork, "pkg/util.py", "changed\n")
+    commit_all(fork, "unexported")
+    result = push(fork, "origin", "good", "paddle", "upstream/main:refs/heads/main")
+    assert_refused(result, remote, {}, "paddle", "unexported edit")
+    assert "good " in result.stderr and "series consistent" in result.stderr
+
+
+def test_hook_checks_the_pushing_worktree_repository(tmp_path: Path) -> None:
+    fork, remote = make_pushable(tmp_path)
+    git(fork, "worktree", "add", "-q", "-b", "other", str(tmp_path / "wt"), "paddle")
+    wt = tmp_path / "wt"
+    write(wt, "pkg/util.py", "changed in a worktree\n")
+    commit_all(wt, "unexported, in a worktree")
+    (wt / "pkg").joinpath("deep").mkdir()
+    result = subprocess.run(["git", "push", "-q", "origin", "other"], check=False,
+                            cwd=wt / "pkg/deep",
+                            capture_output=True, text=True)
+    assert_refused(result, remote, {}, "unexported, in a worktree")
+
+
+# -- installing ------------------------------------------------------------------------
+
+
+def test_install_refuses_a_foreign_hook_unless_forced(tmp_path: Path) -> None:
+    fork, _ = make_pushable(tmp_path)
+    pq(fork, "hook", "uninstall")
+    hook_path = fork / ".git/hooks/pre-push"
+    write(hook_path.parent, "pre-push", "#!/bin/sh\nexit 0\n", mode=0o755)
+    result = pq(fork, "hook", "install", ok=False)
+    assert result.exit_code == 2
+    assert "exists and was not written by pq" in result.output and "--chain" in result.output
+    assert hook_path.read_text() == "#!/bin/sh\nexit 0\n"
+    pq(fork, "hook", "install", "--force")
+    assert hook.is_ours(hook_path) and hook_path.stat().st_mode & stat.S_IXUSR
+    again = pq(fork, "hook", "install")  # its own hook: updated in place
+    assert "updated" in again.output
+    assert not (fork / ".git/hooks/pre-push.pre-pq").exists()
+
+
+def test_chain_runs_the_old_hook_first_and_uninstall_restores_it(tmp_path: Path) -> None:
+    fork, remote = make_pushable(tmp_path)
+    pq(fork, "hook", "uninstall")
+    seen = tmp_path / "seen"
+    old = f"#!/bin/sh\necho \"$1 $2\" > {seen}\ncat >> {seen}\nexit ${{OLD_EXIT:-0}}\n"
+    write(fork / ".git/hooks", "pre-push", old, mode=0o755)
+    out = pq(fork, "hook", "install", "--chain").output
+    assert "pre-push.pre-pq runs first" in out
+    assert (fork / ".git/hooks/pre-push.pre-pq").read_text() == old
+    refused = push(fork, "origin", "paddle", OLD_EXIT="3")
+    assert refused.returncode != 0 and "the chained hook" in refused.stderr
+    assert remote_refs(remote) == {}
+    result = push(fork, "origin", "paddle")
+    assert result.returncode == 0, result.stderr
+    tip = git(fork, "rev-parse", "HEAD")
+    assert seen.read_text().splitlines() == [
+        f"origin {tmp_path / 'remote.git'}", f"refs/heads/paddle {tip} refs/heads/paddle "
+        + "0" * 40]
+    assert "series consistent" in result.stderr
+    out = pq(fork, "hook", "uninstall").output
+    assert "restored" in out
+    assert (fork / ".git/hooks/pre-push").read_text() == old
+    assert not (fork / ".git/hooks/pre-push.pre-pq").exists()
+
+
+def test_install_honours_core_hooks_path(tmp_path: Path) -> None:
+    fork, remote = make_pushable(tmp_path)
+    pq(fork, "hook", "uninstall")
+    git(fork, "config", "core.hooksPath", ".githooks")
+    out = pq(fork, "hook", "install").output
+    assert str(fork / ".githooks/pre-push") in out
+    assert hook.is_ours(fork / ".githooks/pre-push")
+    write(fork, "pkg/util.py", "changed\n")
+    commit_all(fork, "unexported")
+    assert_refused(push(fork, "origin", "paddle"), remote, {}, "unexported edit")
+
+
+def test_uninstall_leaves_a_foreign_hook_alone(tmp_path: Path) -> None:
+    fork, _ = make_pushable(tmp_path)
+    pq(fork, "hook", "uninstall")
+    write(fork / ".git/hooks", "pre-push", "#!/bin/sh\nexit 0\n", mode=0o755)
+    assert "not written by pq" in pq(fork, "hook", "uninstall").output
+    assert (fork / ".git/hooks/pre-push").exists()
+
+
+def test_shipped_hook_script_is_the_installed_one_without_an_interpreter() -> None:
+    shipped = ROOT / "hooks/pre-push"
+    assert shipped.read_text() == hook.script(None)
+    assert shipped.stat().st_mode & stat.S_IXUSR
+
+
+def test_shipped_hook_finds_pq_on_path(tmp_path: Path) -> None:
+    fork, remote = make_pushable(tmp_path)
+    git(fork, "config", "core.hooksPath", str(ROOT / "hooks"))
+    env = {"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    write(fork, "pkg/util.py", "changed\n")
+    commit_all(fork, "unexported")
+    assert_refused(push(fork, "origin", "paddle", **env), remote, {}, "unexported edit")
+
+
+# -- pq check and the pre-commit framework ----------------------------------------------
+
+
+def test_check_command_reports_json(tmp_path: Path) -> None:
+    fork, _ = make_pushable(tmp_path)
+    data = json.loads(pq(fork, "check", "--json").output)
+    assert data["ok"] is True and [c["name"] for c in data["checks"]] == [
+        "series", "base", "apply", "export", "audit", "gate"]
+    write(fork, "pkg/util.py", "changed\n")
+    commit_all(fork, "unexported")
+    result = pq(fork, "check", "--json", ok=False)
+    assert result.exit_code == 1
+    data = json.loads(result.output)
+    assert data["ok"] is False and data["cached"] is False
+    assert {"check": "export", "fix": "pq export --commit"}.items() <= data["failures"][1].items()
+    statuses = {c["name"]: c["status"] for c in data["checks"]}
+    assert statuses["export"] == "failed" and statuses["series"] == "passed"
+    assert pq(fork, "check", "upstream/main", ok=False).exit_code == 2
+
+
+def pre_commit_env(fork: Path, tip: str, remote: Path) -> dict[str, str]:
+    """What pre-commit exports to a pre-push hook (pre_commit/commands/run.py)."""
+    return {"PRE_COMMIT": "1", "PRE_COMMIT_FROM_REF": "0" * 40, "PRE_COMMIT_TO_REF": tip,
+            "PRE_COMMIT_ORIGIN": "0" * 40, "PRE_COMMIT_SOURCE": tip,
+            "PRE_COMMIT_LOCAL_BRANCH": "refs/heads/paddle",
+            "PRE_COMMIT_REMOTE_BRANCH": "refs/heads/paddle", "PRE_COMMIT_REMOTE_NAME": "origin",
+            "PRE_COMMIT_REMOTE_URL": str(remote)}
+
+
+def test_pre_commit_entry_reads_the_framework_variables(tmp_path: Path) -> None:
+    """The entry of .pre-commit-hooks.yaml, run as pre-commit runs it: in the repository's
+    root, no arguments, no standard input, the PRE_COMMIT_* variables set."""
+    import yaml
+
+    fork, remote = make_pushable(tmp_path)
+    (entry,) = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())
+    assert entry["stages"] == ["pre-push"] and entry["pass_filenames"] is False
+    argv = entry["entry"].split()
+    assert argv[0] == "python"
+    cmd = [sys.executable, *argv[1:]]
+    good = git(fork, "rev-parse", "HEAD")
+    write(fork, "pkg/util.py", "changed\n")
+    bad = commit_all(fork, "unexported")
+    for tip, code in ((good, 0), (bad, 1)):
+        proc = subprocess.run(cmd, check=False, cwd=fork, stdin=subprocess.DEVNULL,
+                              capture_output=True, text=True, env={**os.environ, **pre_commit_env(fork, tip, remote)})
+        assert proc.returncode == code, proc.stderr
+    assert "unexported edit" in proc.stderr
+
+
+def _pre_commit(tmp_path: Path) -> Path:
+    venv = tmp_path / "pre-commit-venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    site = next((venv / "lib").glob("python3*/site-packages"))
+    proc = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--target", str(site),
+                           "--disable-pip-version-check", "pre-commit"],
+                          check=False, capture_output=True, text=True, timeout=240)
+    if proc.returncode != 0:
+        pytest.skip("pre-commit could not be installed (offline?); "
+                    "test_pre_commit_entry_reads_the_framework_variables covers the entry")
+    return venv / "bin/python"
+
+
+def _commit_push_env(tmp_path: Path) -> dict[str, str]:
+    # pre-commit's python hooks put their environment first on PATH; here that is pq's.
+    return {"PRE_COMMIT_HOME": str(tmp_path / "pre-commit-cache"),
+            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+
+
+def _expect_framework_refusal(fork: Path, remote: Path, env: dict[str, str]) -> None:
+    ok = push(fork, "origin", "paddle", **env)
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    pushed = git(fork, "rev-parse", "HEAD")
+    write(fork, "pkg/util.py", "changed\n")
+    commit_all(fork, "unexported")
+    bad = subprocess.run(["git", "push", "origin", "paddle"], check=False, cwd=fork,
+                         capture_output=True, text=True, env={**os.environ, **env})
+    assert bad.returncode != 0
+    assert "unexported edit" in bad.stdout + bad.stderr
+    assert remote_refs(remote) == {"refs/heads/paddle": pushed}
+
+
+def test_pre_commit_framework_runs_the_same_check(tmp_path: Path) -> None:
+    """pre-commit itself runs the hook pq ships, from a local hook definition holding the
+    fields of .pre-commit-hooks.yaml with `language: system` (what `language: python`
+    adds is pip building pq into a fresh environment; PQ_TEST_PRE_COMMIT_REPO=1 runs that
+    too, in the test below)."""
+    import yaml
+
+    fork, remote = make_pushable(tmp_path)
+    python = _pre_commit(tmp_path)
+    (entry,) = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())
+    local = {**entry, "language": "system"}
+    config = {"repos": [{"repo": "local", "hooks": [local]}]}
+    pq(fork, "hook", "uninstall")
+    write(fork, ".pre-commit-config.yaml", yaml.safe_dump(config))
+    commit_all(fork, "use pre-commit")  # not a queue file: export puts it in a patch
+    pq(fork, "export", "--commit")
+    env = _commit_push_env(tmp_path)
+    subprocess.run([str(python), "-m", "pre_commit", "install", "--hook-type", "pre-push"],
+                   cwd=fork, check=True, capture_output=True, env={**os.environ, **env})
+    _expect_framework_refusal(fork, remote, env)
+
+
+@pytest.mark.skipif(not os.environ.get("PQ_TEST_PRE_COMMIT_REPO"),
+                    reason="builds pq and its dependencies into a pre-commit environment "
+                           "(about 1.5 minutes); set PQ_TEST_PRE_COMMIT_REPO=1 to run it")
+def test_pre_commit_framework_installs_pq_as_a_hook_repository(tmp_path: Path) -> None:
+    fork, remote = make_pushable(tmp_path)
+    python = _pre_commit(tmp_path)
+    source = tmp_path / "pq-source"  # pq as it is in this checkout, as a hook repository
+    source.mkdir()
+    for name in ("pyproject.toml", "README.md", ".pre-commit-hooks.yaml"):
+        (source / name).write_bytes((ROOT / name).read_bytes())
+    subprocess.run(["cp", "-r", str(ROOT / "src"), str(source / "src")], check=True)
+    subprocess.run(["find", str(source), "-name", "*.egg-info", "-prune", "-exec", "rm", "-rf",
+                    "{}", "+"], check=True)
+    git(source, "init", "-q")
+    rev = commit_all(source, "pq")
+    pq(fork, "hook", "uninstall")
+    write(fork, ".pre-commit-config.yaml", f"repos:\n- repo: {source}\n  rev: {rev}\n"
+          "  hooks:\n  - id: pq-series\n")
+    commit_all(fork, "use pre-commit")
+    pq(fork, "export", "--commit")
+    env = {"PRE_COMMIT_HOME": str(tmp_path / "pre-commit-cache")}
+    subprocess.run([str(python), "-m", "pre_commit", "install", "--hook-type", "pre-push"],
+                   cwd=fork, check=True, capture_output=True, env={**os.environ, **env})
+    _expect_framework_refusal(fork, remote, env)
