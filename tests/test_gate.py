@@ -9,7 +9,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from gatefork import PY, gate_fork, note, set_gate, stage, stage_lines
+from fixtures.gate.gatefork import PY, gate_fork, note, set_gate, stage, stage_lines
 from gitrepo import commit_all, git, pq, write
 
 from pq.gate import api
