@@ -7,6 +7,7 @@ block's file:line:column; a missing field is not an error here but a finding of 
 from __future__ import annotations
 
 import difflib
+import re
 import fnmatch
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -111,7 +112,7 @@ def read(series: Series, index: int, entry: PatchEntry) -> Workaround | None:
     reason = _text(block, "reason", fail)
     marker = _text(block, "marker", fail)
     no_marker = None
-    if marker is not None and marker.lower().startswith(NO_MARKER):
+    if marker is not None and re.match(r"(?i)^none\s*(?::|$)", marker):
         no_marker = marker[len(NO_MARKER):].lstrip(" :").strip()
         if not no_marker:
             raise fail("marker", "`marker: none` must say why the code carries no marker",

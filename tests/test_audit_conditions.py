@@ -1,0 +1,187 @@
+"""Removal conditions, both ways: `paddle >=` (given and installed), `upstream-contains`
+(series upstream and --upstream), `mre-passes` with reproducers run for real, `manual`."""
+
+from __future__ import annotations
+
+import sys
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_audit_support import (COMPILE, Spec, audit, audit_json, build_fork, clean_specs,
+                                commit_all, git, head, patch_names, write)
+
+from pq.audit import conditions
+
+P_LIBRARY, P_TESTING, P_COMPILE = 1, 2, 5
+
+
+def library_only(remove_when: list[Any]) -> list[Spec]:
+    specs = clean_specs()[:2]
+    assert specs[1].workaround
+    specs[1].workaround["remove_when"] = remove_when
+    return specs
+
+
+def states(data: dict[str, Any], row: int = 0) -> list[tuple[str, str]]:
+    return [(c["condition"], c["state"]) for c in data["workarounds"][row]["conditions"]]
+
+
+# -- paddle >= --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("given,state", [("3.4.0", "met"), ("3.4", "met"), ("3.10.2", "met"),
+                                         ("3.3.1", "not met"), ("3.4.0rc1", "not met"),
+                                         ("0.0.0", "unknown")])
+def test_paddle_version_given(tmp_path: Path, given: str, state: str) -> None:
+    fork = build_fork(tmp_path, library_only(["paddle >= 3.4"]))
+    data = audit_json(fork, "--paddle-version", given)
+    assert states(data) == [("paddle >= 3.4", state)]
+    assert data["workarounds"][0]["removal"] == state
+    assert data["paddle"] == {"version": given, "source": "--paddle-version"}
+
+
+def test_paddle_version_installed_both_ways(tmp_path: Path) -> None:
+    installed = metadata.version("paddlepaddle")
+    assert installed == "3.3.1"
+    fork = build_fork(tmp_path, library_only(["paddle >= 3.3", "paddle >= 3.4"]))
+    data = audit_json(fork)
+    assert states(data) == [("paddle >= 3.3", "met"), ("paddle >= 3.4", "not met")]
+    assert data["workarounds"][0]["removal"] == "not met"
+    assert data["paddle"] == {"version": "3.3.1", "source": "installed paddlepaddle"}
+
+
+def test_paddle_not_installed_is_unknown(tmp_path: Path) -> None:
+    bare = Path(sys.base_prefix) / "bin" / "python3"  # the interpreter under the venv
+    fork = build_fork(tmp_path, library_only(["paddle >= 3.3"]))
+    data = audit_json(fork, "--python", str(bare))
+    assert states(data) == [("paddle >= 3.3", "unknown")]
+    assert "--paddle-version" in data["workarounds"][0]["conditions"][0]["detail"]
+    assert data["exit_code"] == 0
+
+
+def test_version_comparison() -> None:
+    assert conditions.version_at_least("3.3.1", (3, 3))
+    assert not conditions.version_at_least("3.3.1", (3, 3, 2))
+    assert conditions.version_at_least("3.3.1.post2", (3, 3, 1))
+    assert not conditions.version_at_least("3.4.0.dev20260101", (3, 4))
+    assert conditions.version_at_least("4.0", (3, 4, 9))
+
+
+# -- upstream-contains ----------------------------------------------------------------
+
+
+def test_upstream_contains_both_ways(tmp_path: Path) -> None:
+    fork = build_fork(tmp_path, clean_specs())
+    cond = 'upstream-contains: tinyop/compile.py: hasattr(torch, "compile")'
+    before = audit_json(fork)
+    row = [w for w in before["workarounds"] if w["patch"] == patch_names(fork)[P_COMPILE]][0]
+    assert [(c["condition"], c["state"]) for c in row["conditions"]] == [(cond, "not met")]
+    # Upstream learns to check for torch.compile itself; the fork fetches it.
+    upstream = tmp_path / "upstream"
+    write(upstream, "tinyop/compile.py", COMPILE.replace(
+        "    return torch.compile(fn)\n",
+        '    if not hasattr(torch, "compile"):\n        return fn\n    return torch.compile(fn)\n'))
+    commit_all(upstream, "upstream: tolerate a torch without compile")
+    git(fork, "fetch", "-q", "upstream")
+    after = audit_json(fork, "--strict")
+    row = [w for w in after["workarounds"] if w["patch"] == patch_names(fork)[P_COMPILE]][0]
+    assert row["removal"] == "met"
+    assert [(f["rule_id"], f["patch"]) for f in after["findings"]] == [
+        ("WA017", patch_names(fork)[P_COMPILE])]
+
+
+def test_upstream_option_overrides_the_series_ref(tmp_path: Path) -> None:
+    fork = build_fork(tmp_path, clean_specs())
+    upstream = tmp_path / "upstream"
+    git(upstream, "checkout", "-q", "-b", "next")
+    write(upstream, "setup.py", "import paddle\n" + (upstream / "setup.py").read_text())
+    commit_all(upstream, "upstream: build with paddle")
+    git(upstream, "checkout", "-q", "main")
+    git(fork, "fetch", "-q", "upstream")
+    name = patch_names(fork)[6]
+
+    def build_entry_state(*args: str) -> str:
+        data = audit_json(fork, *args)
+        return str([w for w in data["workarounds"] if w["patch"] == name][0]["removal"])
+
+    assert build_entry_state() == "not met"
+    assert build_entry_state("--upstream", "upstream/next") == "met"
+    code, out = audit(fork, "--upstream", "upstream/nowhere")
+    assert code == 2 and "unknown upstream ref 'upstream/nowhere'" in out
+
+
+def test_upstream_ref_missing_is_unknown(tmp_path: Path) -> None:
+    fork = build_fork(tmp_path, clean_specs())
+    git(fork, "update-ref", "-d", "refs/remotes/upstream/main")
+    data = audit_json(fork)
+    row = [w for w in data["workarounds"] if w["patch"] == patch_names(fork)[P_COMPILE]][0]
+    assert row["removal"] == "unknown"
+    assert data["upstream"]["commit"] is None
+
+
+# -- manual ---------------------------------------------------------------------------
+
+
+def test_manual_is_reported_never_evaluated(tmp_path: Path) -> None:
+    fork = build_fork(tmp_path, library_only(["paddle >= 3.3", "manual: check on a GPU"]))
+    data = audit_json(fork, "--strict")
+    assert states(data) == [("paddle >= 3.3", "met"), ("manual: check on a GPU", "manual")]
+    assert data["workarounds"][0]["removal"] == "manual"
+    assert data["findings"] == []
+
+
+# -- mre-passes, with fake reproducers (fast; the real ones are in test_audit_mre.py) -----
+
+
+def one_gap(tmp_path: Path, run_sh: str) -> Path:
+    specs = library_only(["mre-passes"])
+    specs[1].mre = "none"
+    fork = build_fork(tmp_path, specs)
+    write(fork, "mre/torch-library-include/run.sh", run_sh)
+    return fork
+
+
+def test_mre_passes_not_run_without_the_flag(tmp_path: Path) -> None:
+    fork = one_gap(tmp_path, "exit 0\n")
+    data = audit_json(fork)
+    assert states(data) == [("mre-passes", "not run")]
+    assert data["workarounds"][0]["mre_run"] is None
+
+
+@pytest.mark.parametrize("script,state", [("exit 0\n", "met"), ("exit 3\n", "not met"),
+                                          ('test "$PYTHON" = "$1" || exit 9\n', "met")])
+def test_mre_passes_exit_code_decides(tmp_path: Path, script: str, state: str) -> None:
+    fork = one_gap(tmp_path, script.replace('"$1"', f'"{sys.executable}"'))
+    data = audit_json(fork, "--run-mre")
+    assert states(data) == [("mre-passes", state)]
+    run = data["workarounds"][0]["mre_run"]
+    assert run["command"] == "bash run.sh" and run["timed_out"] is False
+
+
+def test_mre_runs_in_a_copy(tmp_path: Path) -> None:
+    fork = one_gap(tmp_path, "touch made-by-run && pwd && exit 1\n")
+    data = audit_json(fork, "--run-mre")
+    assert not (fork / "mre/torch-library-include/made-by-run").exists()
+    assert str(fork) not in data["workarounds"][0]["mre_run"]["output"]
+
+
+def test_mre_timeout_is_unknown(tmp_path: Path) -> None:
+    fork = one_gap(tmp_path, "echo started\nsleep 30\n")
+    data = audit_json(fork, "--run-mre", "--mre-timeout", "1")
+    run = data["workarounds"][0]["mre_run"]
+    assert run["timed_out"] is True and run["exit_code"] is None
+    assert run["seconds"] < 10 and "started" in run["output"]
+    assert states(data) == [("mre-passes", "unknown")]
+
+
+def test_mre_from_the_commit_with_rev(tmp_path: Path) -> None:
+    fork = one_gap(tmp_path, "exit 1\n")
+    git(fork, "add", "series.yaml", "patches", "mre")
+    git(fork, "commit", "-q", "-m", "pq: queue and reproducers")
+    write(fork, "mre/torch-library-include/run.sh", "exit 0\n")  # uncommitted edit
+    assert states(audit_json(fork, "--run-mre")) == [("mre-passes", "met")]
+    committed = audit_json(fork, "--run-mre", "--rev", "HEAD")
+    assert states(committed) == [("mre-passes", "not met")]
+    assert committed["source"] == head(fork)

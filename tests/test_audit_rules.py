@@ -1,0 +1,307 @@
+"""One test per audit rule: plant exactly that violation in a real series, see exactly that
+finding; the clean series gives none."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+import pytest
+from test_audit_support import (COMPILE, ISSUE, KERNEL, M_COMPILE, M_LIBRARY, M_TESTING, TEST,
+                                Spec, audit_json, build_fork, clean_specs, edit_series,
+                                patch_names, rule_ids)
+
+from pq.audit import rules
+
+Change = Callable[[list[Spec]], None]
+P_LIBRARY, P_TESTING, P_SCOPED, P_COMPILE, P_BUILD = 1, 2, 4, 5, 6
+
+
+def plant(tmp_path: Path, change: Change) -> tuple[Path, list[str]]:
+    specs = clean_specs()
+    change(specs)
+    fork = build_fork(tmp_path, specs)
+    return fork, patch_names(fork)
+
+
+def only(tmp_path: Path, change: Change, rule_id: str, patch: int,
+         *args: str) -> dict[str, object]:
+    """Plant, audit, and check that the one finding is `rule_id` on patch number `patch`."""
+    fork, names = plant(tmp_path, change)
+    data = audit_json(fork, *args)
+    assert rule_ids(data) == [(rule_id, names[patch])], data["findings"]
+    assert data["exit_code"] == 1
+    finding: dict[str, object] = data["findings"][0]
+    rule = rules.BY_ID[rule_id]
+    assert (finding["rule"], finding["severity"]) == (rule.name, rule.severity)
+    assert finding["fix"] and finding["message"]
+    return finding
+
+
+def test_clean_series_has_no_findings(tmp_path: Path) -> None:
+    fork = build_fork(tmp_path, clean_specs())
+    data = audit_json(fork)
+    assert data["findings"] == []
+    assert data["exit_code"] == 0
+    assert [w["patch"] for w in data["workarounds"]] == [
+        n for i, n in enumerate(patch_names(fork)) if i in (1, 2, 3, 5, 6)]
+
+
+def test_rule_ids_are_unique_and_stable() -> None:
+    ids = [r.id for r in rules.RULES]
+    assert ids == [f"WA{i:03d}" for i in range(1, len(ids) + 1)]
+    assert len({r.name for r in rules.RULES}) == len(ids)
+    assert all(r.severity in (rules.ERROR, rules.WARNING) and r.fix for r in rules.RULES)
+
+
+@pytest.mark.parametrize("field", ["kind", "covers", "reason", "remove_when", "marker"])
+def test_wa001_missing_field(tmp_path: Path, field: str) -> None:
+    def change(specs: list[Spec]) -> None:
+        assert specs[P_LIBRARY].workaround
+        del specs[P_LIBRARY].workaround[field]
+
+    f = only(tmp_path, change, "WA001", P_LIBRARY)
+    assert f"`{field}`" in str(f["message"])
+    assert str(f["location"]).startswith("series.yaml:")
+
+
+def test_wa001_missing_issue_outside_compat_gap(tmp_path: Path) -> None:
+    def change(specs: list[Spec]) -> None:
+        assert specs[P_COMPILE].workaround
+        del specs[P_COMPILE].workaround["issue"]
+
+    only(tmp_path, change, "WA001", P_COMPILE)
+
+
+@pytest.mark.parametrize("issue", [None, "not-needed: nobody will look at it"])
+def test_wa002_compat_gap_without_issue(tmp_path: Path, issue: str | None) -> None:
+    def change(specs: list[Spec]) -> None:
+        wa = specs[P_LIBRARY].workaround
+        assert wa
+        if issue is None:
+            del wa["issue"]
+        else:
+            wa["issue"] = issue
+
+    only(tmp_path, change, "WA002", P_LIBRARY)
+
+
+def test_wa003_compat_gap_without_mre(tmp_path: Path) -> None:
+    def change(specs: list[Spec]) -> None:
+        wa = specs[P_TESTING].workaround
+        assert wa
+        del wa["mre"]
+        wa["remove_when"] = ["paddle >= 3.4"]
+
+    only(tmp_path, change, "WA003", P_TESTING)
+
+
+@pytest.mark.parametrize("how", ["none", "no-run-sh"])
+def test_wa004_mre_missing(tmp_path: Path, how: str) -> None:
+    def change(specs: list[Spec]) -> None:
+        specs[P_LIBRARY].mre = how
+
+    f = only(tmp_path, change, "WA004", P_LIBRARY)
+    assert "mre/torch-library-include" in str(f["message"])
+
+
+def test_wa004_mre_passes_without_mre(tmp_path: Path) -> None:
+    def change(specs: list[Spec]) -> None:
+        assert specs[P_COMPILE].workaround
+        specs[P_COMPILE].workaround["remove_when"] = ["mre-passes"]
+
+    only(tmp_path, change, "WA004", P_COMPILE)
+
+
+def test_wa005_build_entry_with_issue(tmp_path: Path) -> None:
+    def change(specs: list[Spec]) -> None:
+        assert specs[P_BUILD].workaround
+        specs[P_BUILD].workaround["issue"] = ISSUE.format(1)
+
+    only(tmp_path, change, "WA005", P_BUILD)
+
+
+def test_wa006_marker_missing(tmp_path: Path) -> None:
+    def change(specs: list[Spec]) -> None:
+        assert specs[P_LIBRARY].workaround
+        specs[P_LIBRARY].workaround["marker"] = "TODO(paddle#1): not what the code says"
+
+    only(tmp_path, change, "WA006", P_LIBRARY)
+
+
+def test_wa006_marker_waived_with_a_reason(tmp_path: Path) -> None:
+    def change(specs: list[Spec]) -> None:
+        assert specs[P_LIBRARY].workaround
+        specs[P_LIBRARY].workaround["marker"] = "none: valid PyTorch code, offered upstream"
+
+    fork, _ = plant(tmp_path, change)
+    assert audit_json(fork)["findings"] == []
+
+
+def test_wa007_outside_covers(tmp_path: Path) -> None:
+    def change(specs: list[Spec]) -> None:
+        specs[P_TESTING].files["README.md"] = "tinyop, ported to Paddle\n"
+
+    f = only(tmp_path, change, "WA007", P_TESTING)
+    assert "README.md" in str(f["message"])
+
+
+@pytest.mark.parametrize("handler", ["except:\n        pass\n",
+                                     "except Exception as exc:  # why not\n        pass\n",
+                                     "except BaseException: pass\n",
+                                     "except (Exception):\n        ...\n"])
+def test_wa008_broad_except(tmp_path: Path, handler: str) -> None:
+    def change(specs: list[Spec]) -> None:
+        specs[P_COMPILE].files["tinyop/compile.py"] = COMPILE.replace(
+            "    return torch.compile(fn)\n",
+            f"    # {M_COMPILE}\n    try:\n        return torch.compile(fn)\n    {handler}"
+            "    return fn\n")
+
+    only(tmp_path, change, "WA008", P_COMPILE)
+
+
+def test_wa008_narrow_except_is_fine(tmp_path: Path) -> None:
+    def change(specs: list[Spec]) -> None:
+        specs[P_COMPILE].files["tinyop/compile.py"] = COMPILE.replace(
+            "    return torch.compile(fn)\n",
+            f"    # {M_COMPILE}\n    try:\n        return torch.compile(fn)\n"
+            "    except AttributeError:\n        return fn\n")
+
+    fork, _ = plant(tmp_path, change)
+    assert audit_json(fork)["findings"] == []
+
+
+def test_wa009_unbounded_monkey_patch(tmp_path: Path) -> None:
+    def change(specs: list[Spec]) -> None:
+        specs[P_COMPILE].files["tinyop/compile.py"] = (
+            f"import torch\n\n# {M_COMPILE}\ntorch.compile = lambda fn: fn\n\n\n"
+            "def maybe_compile(fn):\n    return torch.compile(fn)\n")
+        wa = specs[P_COMPILE].workaround
+        assert wa
+        del wa["covers"], wa["remove_when"]
+
+    f = only(tmp_path, change, "WA009", P_COMPILE)
+    assert "torch.compile = lambda" in str(f["message"])
+
+
+@pytest.mark.parametrize("call", ["paddle.enable_compat()", "paddle.enable_compat(scope=None)",
+                                  "paddle.enable_compat(\n    blocked_modules={'x'},\n)",
+                                  "paddle.compat.enable_torch_proxy()"])
+def test_wa010_global_compat_outside_build(tmp_path: Path, call: str) -> None:
+    def change(specs: list[Spec]) -> None:
+        specs[P_SCOPED].files["tinyop/__init__.py"] = f"import paddle\n\n{call}\n\n" + \
+            "import torch\n"
+
+    only(tmp_path, change, "WA010", P_SCOPED)
+
+
+def test_wa010_scoped_or_build_entry_is_fine(tmp_path: Path) -> None:
+    def change(specs: list[Spec]) -> None:
+        specs[P_SCOPED].files["tinyop/__init__.py"] = (
+            "import paddle\n\npaddle.enable_compat(\n    scope={'tinyop'},\n)\n")
+        specs[P_SCOPED].files["scripts/build_wheel.py"] = "import paddle\npaddle.enable_compat()\n"
+
+    fork, _ = plant(tmp_path, change)
+    assert audit_json(fork)["findings"] == []
+
+
+def test_wa011_pattern_spread(tmp_path: Path) -> None:
+    def change(specs: list[Spec]) -> None:
+        spec = specs[P_TESTING]
+        body = spec.files["tests/test_tinyop.py"]
+        assert body
+        for name in ("test_a.py", "test_b.py"):
+            spec.files[f"tests/{name}"] = body
+        assert spec.workaround
+        spec.workaround["covers"] = ["tests/"]
+
+    f = only(tmp_path, change, "WA011", P_TESTING)
+    assert "3 files" in str(f["message"])
+
+
+def test_wa012_kernel_edit(tmp_path: Path) -> None:
+    def change(specs: list[Spec]) -> None:
+        spec = specs[P_LIBRARY]
+        spec.files["csrc/kernel/scale_add.cc"] = KERNEL.replace(
+            "  for", "  // Paddle's float accumulates differently\n  for")
+        assert spec.workaround
+        spec.workaround["covers"] = ["csrc/ops.cc", "csrc/kernel/scale_add.cc"]
+
+    f = only(tmp_path, change, "WA012", P_LIBRARY)
+    assert f["severity"] == "warning"
+
+
+def test_wa013_paddle_private_api(tmp_path: Path) -> None:
+    def change(specs: list[Spec]) -> None:
+        specs[P_SCOPED].files["tinyop/__init__.py"] = (
+            'import paddle\n\npaddle.enable_compat(scope={"tinyop"})\n'
+            "_place = paddle.base.core.CPUPlace()\n")
+
+    only(tmp_path, change, "WA013", P_SCOPED)
+
+
+@pytest.mark.parametrize("code", [
+    "# TODO: drop once compat catches up\nX = 1\n",
+    "# Work around the proxy's missing attribute\nX = 1\n",
+    "import torch\nHAS_LIBRARY = hasattr(torch, 'library')\n",
+    "try:\n    import torch._dynamo as dynamo\nexcept ImportError:\n    dynamo = None\n",
+    "import numpy\nimport torch\ntorch.testing = numpy.testing\n",
+    "import torch\nsetattr(torch, 'testing', None)\n",
+])
+def test_wa014_undeclared_workaround(tmp_path: Path, code: str) -> None:
+    def change(specs: list[Spec]) -> None:
+        specs[P_SCOPED].files["tinyop/shim.py"] = code
+
+    f = only(tmp_path, change, "WA014", P_SCOPED)
+    assert str(f["location"]).startswith("tinyop/shim.py:")
+
+
+def test_wa015_dep3_headers_disagree_with_series(tmp_path: Path) -> None:
+    fork = build_fork(tmp_path, clean_specs())
+    names = patch_names(fork)
+    block = dict(clean_specs()[P_LIBRARY].workaround or {})
+    block["issue"] = ISSUE.format(99999)
+    edit_series(fork, {names[P_LIBRARY]: block})  # series.yaml edited, no `pq export`
+    data = audit_json(fork)
+    assert rule_ids(data) == [("WA015", names[P_LIBRARY])]
+    assert "Bug" in data["findings"][0]["message"]
+
+
+def test_wa015_hand_edited_patch_header(tmp_path: Path) -> None:
+    fork = build_fork(tmp_path, clean_specs())
+    name = patch_names(fork)[P_TESTING]
+    path = fork / "patches" / name
+    path.write_bytes(path.read_bytes().replace(b"X-Pq-Workaround: compat-gap\n", b""))
+    data = audit_json(fork)
+    assert rule_ids(data) == [("WA015", name)]
+    assert "X-Pq-Workaround" in data["findings"][0]["message"]
+
+
+def test_wa016_manual_removal_only(tmp_path: Path) -> None:
+    def change(specs: list[Spec]) -> None:
+        assert specs[P_COMPILE].workaround
+        specs[P_COMPILE].workaround["remove_when"] = [{"manual": "ask upstream about it"}]
+
+    only(tmp_path, change, "WA016", P_COMPILE)
+
+
+def test_wa017_removable_only_with_strict(tmp_path: Path) -> None:
+    def change(specs: list[Spec]) -> None:
+        assert specs[P_LIBRARY].workaround
+        specs[P_LIBRARY].workaround["remove_when"] = ["paddle >= 3.4"]
+
+    fork, names = plant(tmp_path, change)
+    relaxed = audit_json(fork, "--paddle-version", "3.4.0")
+    assert relaxed["findings"] == [] and relaxed["exit_code"] == 0
+    assert relaxed["summary"]["removable"] == 1
+    assert relaxed["workarounds"][0]["removal"] == "met"
+    strict = audit_json(fork, "--paddle-version", "3.4.0", "--strict")
+    assert rule_ids(strict) == [("WA017", names[P_LIBRARY])]
+    assert strict["exit_code"] == 1
+
+
+def test_markers_of_the_clean_series_are_in_the_code() -> None:
+    specs = clean_specs()
+    assert M_LIBRARY in str(specs[P_LIBRARY].files["csrc/ops.cc"])
+    assert M_TESTING in str(specs[P_TESTING].files["tests/test_tinyop.py"])
+    assert TEST != specs[P_TESTING].files["tests/test_tinyop.py"]
