@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import hashlib
 import json
 import os
 import socket
@@ -18,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Self
 
-from pq.errors import PqError
+from pq.errors import GitError, PqError
 from pq.gitio import Git, Person
 
 LOCK_WAIT_S = float(os.environ.get("PQ_LOCK_WAIT", "3"))
@@ -145,17 +146,30 @@ def lock_holder(git: Git) -> dict[str, Any] | None:
 def snapshot(git: Git, queue_paths: tuple[str, ...] = QUEUE_PATHS) -> Snapshot:
     """Everything pq can change: HEAD, every branch and refs/pq/* ref, the queue files
     (bytes stored as blobs) and their index entries, and pq's own state files."""
-    head_ref = git.current_branch()
+    head_ref = None
     refs: dict[str, str] = {}
-    for line in git.text("for-each-ref", "--format=%(refname) %(objectname)", "refs/heads/",
-                         "refs/pq/").splitlines():
-        name, _, sha = line.partition(" ")
-        if name != LOG_REF and not name.startswith(LOG_REF + "/"):
+    scan = _scans.setdefault(str(git.common_dir), _RefScan())
+    scan.commits.clear()
+    scan.log_tip = None
+    out = git.text("for-each-ref", "--format=%(HEAD)\t%(objecttype)\t%(objectname)\t%(refname)",
+                   "refs/heads/", "refs/pq/")
+    for line in out.splitlines():
+        current, kind, sha, name = line.split("\t", 3)
+        if name == LOG_REF:
+            scan.log_tip = sha
+        elif not name.startswith(LOG_REF + "/"):
             refs[name] = sha
-    if head_ref:
-        head_commit = refs.get(head_ref)
-    else:
-        head_commit = git.try_resolve("HEAD")
+            if kind == "commit":
+                scan.commits.add(sha)
+            if current == "*":
+                head_ref = name
+    head_commit = refs.get(head_ref) if head_ref else None
+    if head_ref is None:
+        head_ref = git.current_branch()  # an unborn branch, or (usually) a detached HEAD
+        if head_ref is None:
+            head_commit = git.try_resolve("HEAD")
+            if head_commit:
+                scan.commits.add(head_commit)
     files: dict[str, str] = {}
     for qp in queue_paths:
         files.update(_store_tree(git, git.root / qp, qp))
@@ -165,6 +179,28 @@ def snapshot(git: Git, queue_paths: tuple[str, ...] = QUEUE_PATHS) -> Snapshot:
         state.update(_store_tree(git, child, child.name, STATE_MAX_BYTES))
     return {"head": head_ref or "HEAD", "head_commit": head_commit, "refs": refs,
             "files": files, "index": [e for e in index if e], "state": state}
+
+
+@dataclass
+class _RefScan:
+    """What the last snapshot's ref scan saw besides the snapshot: the log's tip, and
+    which of the ref targets are commits (a pin makes those its parents)."""
+
+    log_tip: str | None = None
+    commits: set[str] = field(default_factory=set)
+
+
+_scans: dict[str, _RefScan] = {}
+
+
+def _blob(git: Git, data: bytes) -> str:
+    """The blob id of `data`, written only if the repository does not have it yet."""
+    sha = hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+    try:
+        kind = git.read_object(sha)[1]
+    except GitError:
+        kind = None
+    return sha if kind == "blob" else git.write_blob(data)
 
 
 def state_children(pq_dir: Path) -> list[Path]:
@@ -185,54 +221,45 @@ def _store_tree(git: Git, path: Path, rel: str, max_bytes: int | None = None
         return out
     if stat.S_ISLNK(st.st_mode):
         target = os.readlink(path).encode("utf-8", "surrogateescape")
-        out[rel] = f"120000 {git.write_blob(target)}"
+        out[rel] = f"120000 {_blob(git, target)}"
     elif stat.S_ISREG(st.st_mode):
         if path.name.endswith(".tmp") and path.name.startswith("."):
             return out  # an atomic write's temporary file, never part of the state
         if max_bytes is not None and st.st_size > max_bytes:
             return out
         mode = "100755" if st.st_mode & 0o111 else "100644"
-        out[rel] = f"{mode} {git.write_blob(path.read_bytes())}"
+        out[rel] = f"{mode} {_blob(git, path.read_bytes())}"
     elif stat.S_ISDIR(st.st_mode):
         for child in sorted(path.iterdir()):
             out.update(_store_tree(git, child, f"{rel}/{child.name}", max_bytes))
     return out
 
 
-def _objects(snap: Snapshot) -> tuple[set[str], set[str]]:
-    """(commits, blobs) a snapshot names."""
-    commits = set(snap["refs"].values())
-    if snap.get("head_commit"):
-        commits.add(snap["head_commit"])
+def _blobs(snap: Snapshot) -> set[str]:
     blobs = {v.split()[1] for v in list(snap["files"].values()) + list(snap["state"].values())}
     for entry in snap["index"]:
         mode, obj, _ = entry.split("\t", 1)[0].split()
         if mode != "160000":
             blobs.add(obj)
-    return commits, blobs
+    return blobs
 
 
-def pin(git: Git, label: str, *snaps: Snapshot) -> None:
-    """Make every object the snapshots name reachable from LOG_REF, so gc never drops them."""
-    commits: set[str] = set()
-    blobs: set[str] = set()
-    for snap in snaps:
-        c, b = _objects(snap)
-        commits |= c
-        blobs |= b
+def pin(git: Git, label: str, snap: Snapshot) -> None:
+    """Make every object `snap` names reachable from LOG_REF, so that gc never drops them.
+
+    Call it right after `snapshot()`, whose ref scan it uses; each pin is a commit whose
+    parents are the previous pin and the snapshot's commits, and whose tree has its blobs.
+    """
+    scan = _scans.get(str(git.common_dir), _RefScan())
     entries = b"".join(b"100644 %06d\0" % i + bytes.fromhex(sha)
-                       for i, sha in enumerate(sorted(blobs)))
+                       for i, sha in enumerate(sorted(_blobs(snap))))
     tree = git.write_object("tree", entries)
-    parents: list[str] = []
-    previous = git.try_resolve(LOG_REF)
-    if previous:
-        parents.append(previous)
-    kinds = git.text("cat-file", "--batch-check=%(objectname) %(objecttype)",
-                     input="".join(c + "\n" for c in sorted(commits)).encode())
-    parents += [ln.split()[0] for ln in kinds.splitlines() if ln.endswith(" commit")]
+    parents = [scan.log_tip] if scan.log_tip else []
+    parents += sorted(scan.commits - set(parents))
     who = Person("pq", "pq@localhost", f"{int(time.time())} +0000")
     commit = git.write_commit(tree, parents, who, who, f"pq oplog: {label}\n")
-    git.update_ref(LOG_REF, commit, message="pq oplog")
+    git.update_ref(LOG_REF, commit, scan.log_tip or ZERO, message="pq oplog")
+    scan.log_tip = commit
 
 
 # -- the operation log -------------------------------------------------------------

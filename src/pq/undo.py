@@ -260,6 +260,23 @@ def restore(git: Git, p: Plan, current: Snapshot) -> None:
         _write_queue(git, *queue)
     if "state" in p.changed:
         _write_state(git, target["state"])
+    _sweep_temporary_files(git)
+
+
+_TEMP_NAME = re.compile(r"^\..+\.[A-Za-z0-9_]{8}\.tmp$")  # queuefiles.write_atomic's
+
+
+def _sweep_temporary_files(git: Git) -> None:
+    """Remove what atomic writes killed before their rename left behind."""
+    places = [git.root / "patches", *state_children(git.pq_dir())]
+    candidates = list(git.root.glob(".series.yaml.*.tmp"))
+    for place in places:
+        if place.is_dir() and not place.is_symlink():
+            candidates += place.rglob(".*.tmp")
+    for p in candidates:
+        if _TEMP_NAME.match(p.name) and p.is_file() and not p.is_symlink():
+            checkpoint("unlink " + p.name)
+            p.unlink()
 
 
 def snapshot_refs(git: Git) -> dict[str, str]:
