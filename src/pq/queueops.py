@@ -7,6 +7,7 @@ plain results for the CLI to render; they never print.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -198,11 +199,12 @@ def apply(git: Git, onto: str | None = None, *, branch: str | None = None,
     # Re-export from the new commits: the bookkeeping commit holds the refreshed queue.
     fresh_stack = stack_mod.read_stack(git, onto_id, last, series.queue_paths)
     refreshed = stack_mod.export(git, fresh_stack, new_series_, onto_id)
-    tip = bookkeeping_commit(git, last, head, refreshed, committer,
+    tip = bookkeeping_commit(git, last, None, refreshed, committer,
                              f"pq: apply series onto {onto_id[:12]}\n")
     target = f"refs/heads/{branch}" if branch else current
     with Transaction(git, "pq apply" + (f" --onto {onto}" if onto else "")) as t:
         git.update_ref("refs/pq/orig-head", head, message="pq apply: previous tip")
+        clear_queue_files_for(git, tip, series.queue_paths)
         if branch:
             git.run("update-ref", "-m", "pq apply", target, tip, "0" * len(tip))
             git.run("checkout", "-q", branch.removeprefix("refs/heads/"))
@@ -214,15 +216,18 @@ def apply(git: Git, onto: str | None = None, *, branch: str | None = None,
                        target.removeprefix("refs/heads/"))
 
 
-def bookkeeping_commit(git: Git, last: CommitId, source: str, queue: Queue, committer: Person,
-                       message: str) -> CommitId:
+def bookkeeping_commit(git: Git, last: CommitId, source: str | None, queue: Queue,
+                       committer: Person, message: str) -> CommitId:
     """A commit on `last` carrying the queue: `queue`'s files plus the other queue folders
-    (such as mre/) exactly as they are in `source`."""
+    (such as mre/) as they are in the commit `source`, or in the working tree if None."""
     qp = queue.series.queue_paths
+    others = [p for p in qp if p not in (SERIES_FILE, PATCHES_DIR)]
     add: list[tuple[str, str, str]] = []
-    for mode, kind, obj, path in git.ls_tree(source, [p for p in qp
-                                                      if p not in (SERIES_FILE, PATCHES_DIR)]):
-        add.append((mode, obj, path))
+    if source is not None:
+        for mode, _kind, obj, path in git.ls_tree(source, others):
+            add.append((mode, obj, path))
+    else:
+        add += worktree_entries(git, others)
     for name, data in sorted(queue.files.items()):
         add.append(("100644", git.write_blob(data), f"{PATCHES_DIR}/{name}"))
     add.append(("100644", git.write_blob(queue.series.dumps()), SERIES_FILE))
@@ -230,6 +235,44 @@ def bookkeeping_commit(git: Git, last: CommitId, source: str, queue: Queue, comm
     if tree == git.tree_of(last):
         return last
     return git.write_commit(tree, [last], committer, committer, message)
+
+
+def worktree_entries(git: Git, paths: list[str]) -> list[tuple[str, str, str]]:
+    """(mode, blob, path) for the files under `paths` in the working tree, tracked or not
+    (ignored files excepted)."""
+    if not paths:
+        return []
+    out = git.run("ls-files", "-z", "--cached", "--others", "--exclude-standard", "--",
+                  *paths)
+    entries = []
+    for rel in sorted(set(x.decode("utf-8", "surrogateescape") for x in out.split(b"\0") if x)):
+        p = git.root / rel
+        if p.is_symlink():
+            entries.append(("120000", git.write_blob(os.readlink(p).encode()), rel))
+        elif p.is_file():
+            mode = "100755" if os.access(p, os.X_OK) else "100644"
+            entries.append((mode, git.write_blob(p.read_bytes()), rel))
+    return entries
+
+
+def clear_queue_files_for(git: Git, target: str, queue_paths: tuple[str, ...]) -> None:
+    """Make way for checking out `target`: queue files that are modified or untracked in the
+    working tree and that `target` carries are reset or removed. Call it inside a
+    Transaction: its snapshot holds their contents, and `target` holds what they became."""
+    out = git.run("ls-files", "-z", "--modified", "--others", "--exclude-standard", "--",
+                  *queue_paths)
+    paths = sorted(set(x.decode("utf-8", "surrogateescape") for x in out.split(b"\0") if x))
+    if not paths:
+        return
+    in_target = {p for _m, _k, _o, p in git.ls_tree(target, paths)}
+    tracked = set(git.text("ls-files", "-z", "--", *paths).split("\0")) - {""}
+    for rel in paths:
+        if rel not in in_target:
+            continue
+        if rel in tracked:
+            git.run("checkout", "-q", "HEAD", "--", rel)
+        else:
+            (git.root / rel).unlink()
 
 
 def move_branch(git: Git, tip: str, action: str) -> None:
