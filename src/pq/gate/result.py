@@ -56,9 +56,8 @@ class StageResult:
         if self.status == TIMED_OUT:
             return self.detail or "timed out"
         if self.status == FAILED:
-            if self.detail:
-                return f"failed ({self.detail.splitlines()[0]})"
-            return "failed"
+            first = self.detail.splitlines()[0] if self.detail else ""
+            return f"failed ({first})" if first and len(first) <= 40 else "failed"
         return self.status
 
     def to_record(self) -> dict[str, Any]:
@@ -103,7 +102,9 @@ def describe(status: str, stages: list[StageResult]) -> str:
     """One line: `passed`, `passed (GPU stages owed: gpu-tests)`, `failed at stage build`."""
     if status == GATE_FAILED:
         first = next((s for s in stages if s.failed), None)
-        return f"failed at stage {first.name}: {first.display()}" if first else "failed"
+        if first is None:
+            return "failed"
+        return f"failed at stage {first.name}: {first.detail or first.display()}"
     if status == GATE_OWED:
         gpu = [s.name for s in stages if s.status == SKIPPED_NO_GPU]
         other = [s.name for s in stages if s.status == NOT_AVAILABLE]
