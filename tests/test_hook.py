@@ -342,14 +342,14 @@ def test_shipped_hook_finds_pq_on_path(tmp_path: Path) -> None:
 
 def test_check_command_reports_json(tmp_path: Path) -> None:
     fork, _ = make_pushable(tmp_path)
-    data = json.loads(pq(fork, "check", "--json").output)
+    data = json.loads(pq(fork, "check", "--json").stdout)
     assert data["ok"] is True and [c["name"] for c in data["checks"]] == [
         "series", "base", "apply", "export", "audit", "gate"]
     write(fork, "pkg/util.py", "changed\n")
     commit_all(fork, "unexported")
     result = pq(fork, "check", "--json", ok=False)
     assert result.exit_code == 1
-    data = json.loads(result.output)
+    data = json.loads(result.stdout)
     assert data["ok"] is False and data["cached"] is False
     assert {"check": "export", "fix": "pq export --commit"}.items() <= data["failures"][1].items()
     statuses = {c["name"]: c["status"] for c in data["checks"]}
@@ -465,3 +465,49 @@ def test_pre_commit_framework_installs_pq_as_a_hook_repository(tmp_path: Path) -
     subprocess.run([str(python), "-m", "pre_commit", "install", "--hook-type", "pre-push"],
                    cwd=fork, check=True, capture_output=True, env={**os.environ, **env})
     _expect_framework_refusal(fork, remote, env)
+
+
+# -- the check list and the entry points ---------------------------------------------------
+
+
+def test_a_new_check_plugs_in_without_touching_the_hook(tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    from pq import checks
+
+    fork, _ = make_pushable(tmp_path)
+    assert json.loads(pq(fork, "check", "--json").stdout)["ok"] is True  # now cached
+
+    @checks.check("lint", "no line says QUUX", needs=("series",))
+    def lint(g: object, ctx: checks.CheckContext) -> list[checks.CheckFailure]:
+        assert ctx.queue is not None
+        return [checks.CheckFailure("lint", f"patches/{n} says QUUX", "edit the commit")
+                for n, data in ctx.queue.files.items() if b"QUUX" in data]
+
+    try:
+        write(fork, "pkg/util.py", "# QUUX\n")
+        commit_all(fork, "glue: a quux")
+        pq(fork, "export", "--commit")
+        result = pq(fork, "check", "--json", ok=False)
+        data = json.loads(result.stdout)
+        assert result.exit_code == 1 and data["checks"][-1] == {
+            "name": "lint", "status": "failed", "summary": "no line says QUUX"}
+        assert data["failures"] == [{"check": "lint", "fix": "edit the commit",
+                                     "message": "patches/0003-glue-a-quux.patch says QUUX"}]
+        monkeypatch.setenv("PQ_SKIP", "lint")
+        skipped = pq(fork, "check", "--json")
+        assert json.loads(skipped.stdout)["checks"][-1]["status"] == "skipped"
+        assert "PQ_SKIP=lint" in skipped.stderr
+    finally:
+        checks._REGISTRY.pop("lint")
+
+
+def test_python_dash_m_pq_runs_every_command(tmp_path: Path) -> None:
+    fork, _ = make_pushable(tmp_path)
+    for args, code, text in ((["--version"], 0, "pq, version"),
+                             (["hook", "run", "--help"], 0, "REMOTE"),
+                             (["check"], 0, "series consistent"),
+                             (["hook", "run", "only-one", "x", "y"], 2, "")):
+        proc = subprocess.run([sys.executable, "-m", "pq", *args], cwd=fork, check=False,
+                              capture_output=True, text=True, stdin=subprocess.DEVNULL)
+        assert proc.returncode == code, proc.stderr
+        assert text in proc.stdout
