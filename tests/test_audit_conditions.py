@@ -9,8 +9,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_audit_support import (COMPILE, Spec, audit, audit_json, build_fork, clean_specs,
-                                commit_all, git, head, patch_names, write)
+from test_audit_support import (
+    COMPILE,
+    Spec,
+    audit,
+    audit_json,
+    build_fork,
+    clean_specs,
+    commit_all,
+    git,
+    head,
+    patch_names,
+    write,
+)
 
 from pq.audit import conditions
 
@@ -48,7 +59,7 @@ def test_paddle_version_installed_both_ways(tmp_path: Path) -> None:
     fork = build_fork(tmp_path, library_only(["paddle >= 3.3", "paddle >= 3.4"]))
     data = audit_json(fork)
     assert states(data) == [("paddle >= 3.3", "met"), ("paddle >= 3.4", "not met")]
-    assert data["workarounds"][0]["removal"] == "not met"
+    assert data["workarounds"][0]["removal"] == "met"  # each condition suffices on its own
     assert data["paddle"] == {"version": "3.3.1", "source": "installed paddlepaddle"}
 
 
@@ -69,6 +80,18 @@ def test_version_comparison() -> None:
     assert conditions.version_at_least("4.0", (3, 4, 9))
 
 
+def test_any_met_condition_makes_a_workaround_removable() -> None:
+    def st(*names: str) -> str:
+        cond = conditions.parse("mre-passes")
+        return conditions.combine([conditions.ConditionState(cond, n) for n in names])
+
+    assert st("not met", "met") == "met"
+    assert st("not met", "not run") == "not run"
+    assert st("not met", "unknown", "manual") == "unknown"
+    assert st("manual", "not met") == "manual"
+    assert st("not met", "not met") == "not met"
+
+
 # -- upstream-contains ----------------------------------------------------------------
 
 
@@ -76,7 +99,7 @@ def test_upstream_contains_both_ways(tmp_path: Path) -> None:
     fork = build_fork(tmp_path, clean_specs())
     cond = 'upstream-contains: tinyop/compile.py: hasattr(torch, "compile")'
     before = audit_json(fork)
-    row = [w for w in before["workarounds"] if w["patch"] == patch_names(fork)[P_COMPILE]][0]
+    row = next(w for w in before["workarounds"] if w["patch"] == patch_names(fork)[P_COMPILE])
     assert [(c["condition"], c["state"]) for c in row["conditions"]] == [(cond, "not met")]
     # Upstream learns to check for torch.compile itself; the fork fetches it.
     upstream = tmp_path / "upstream"
@@ -86,7 +109,7 @@ def test_upstream_contains_both_ways(tmp_path: Path) -> None:
     commit_all(upstream, "upstream: tolerate a torch without compile")
     git(fork, "fetch", "-q", "upstream")
     after = audit_json(fork, "--strict")
-    row = [w for w in after["workarounds"] if w["patch"] == patch_names(fork)[P_COMPILE]][0]
+    row = next(w for w in after["workarounds"] if w["patch"] == patch_names(fork)[P_COMPILE])
     assert row["removal"] == "met"
     assert [(f["rule_id"], f["patch"]) for f in after["findings"]] == [
         ("WA017", patch_names(fork)[P_COMPILE])]
@@ -104,7 +127,7 @@ def test_upstream_option_overrides_the_series_ref(tmp_path: Path) -> None:
 
     def build_entry_state(*args: str) -> str:
         data = audit_json(fork, *args)
-        return str([w for w in data["workarounds"] if w["patch"] == name][0]["removal"])
+        return str(next(w for w in data["workarounds"] if w["patch"] == name)["removal"])
 
     assert build_entry_state() == "not met"
     assert build_entry_state("--upstream", "upstream/next") == "met"
@@ -116,7 +139,7 @@ def test_upstream_ref_missing_is_unknown(tmp_path: Path) -> None:
     fork = build_fork(tmp_path, clean_specs())
     git(fork, "update-ref", "-d", "refs/remotes/upstream/main")
     data = audit_json(fork)
-    row = [w for w in data["workarounds"] if w["patch"] == patch_names(fork)[P_COMPILE]][0]
+    row = next(w for w in data["workarounds"] if w["patch"] == patch_names(fork)[P_COMPILE])
     assert row["removal"] == "unknown"
     assert data["upstream"]["commit"] is None
 
@@ -125,9 +148,9 @@ def test_upstream_ref_missing_is_unknown(tmp_path: Path) -> None:
 
 
 def test_manual_is_reported_never_evaluated(tmp_path: Path) -> None:
-    fork = build_fork(tmp_path, library_only(["paddle >= 3.3", "manual: check on a GPU"]))
+    fork = build_fork(tmp_path, library_only(["paddle >= 3.4", "manual: check on a GPU"]))
     data = audit_json(fork, "--strict")
-    assert states(data) == [("paddle >= 3.3", "met"), ("manual: check on a GPU", "manual")]
+    assert states(data) == [("paddle >= 3.4", "not met"), ("manual: check on a GPU", "manual")]
     assert data["workarounds"][0]["removal"] == "manual"
     assert data["findings"] == []
 

@@ -17,6 +17,7 @@ from pq.audit.metadata import Workaround
 from pq.audit.mre import MreRun
 from pq.audit.rules import Finding, PatchInput
 from pq.audit.versions import paddle_version as installed_paddle
+from pq.audit.versions import same_interpreter
 from pq.errors import EXIT_FINDINGS, EXIT_OK, ConfigError, GitError
 from pq.gitio import Git
 from pq.queuefiles import Queue
@@ -163,8 +164,10 @@ def _facts(git: Git, series: Series, workarounds: dict[str, Workaround], *,
            python: str | None) -> Facts:
     conds = [c for w in workarounds.values() for c in w.remove_when or ()]
     version, where = paddle_version, "--paddle-version"
-    if version is None and any(c.kind == conditions.PADDLE for c in conds):
-        version, where = installed_paddle(python)
+    if version is None:
+        needed = any(c.kind == conditions.PADDLE for c in conds)
+        if needed or python is None or same_interpreter(python):
+            version, where = installed_paddle(python, thorough=needed)
     ref = upstream_rev or series.upstream_ref
     commit = git.resolve(ref, "upstream ref") if upstream_rev else git.try_resolve(ref)
     files: dict[str, bytes | None] = {}

@@ -22,13 +22,17 @@ MRE_PASSES = "mre-passes"
 UPSTREAM_CONTAINS = "upstream-contains"
 MANUAL_KIND = "manual"
 SYNTAX = ("`paddle >= X.Y[.Z]`, `mre-passes`, `upstream-contains: <file>: <text>` "
-          "or `manual: <text>`")
+          "or `manual: <text>`; quote text that contains `: `")
 
 _PADDLE_RE = re.compile(r"^paddle(?:paddle)?\s*>=\s*(\d+(?:\.\d+){1,2})$")
 
 
 class ConditionSyntaxError(ValueError):
     """A condition pq cannot read; the caller turns it into a located ConfigError."""
+
+    def __init__(self, message: str, hint: str = "write " + SYNTAX) -> None:
+        super().__init__(message)
+        self.hint = hint
 
 
 @dataclass(frozen=True)
@@ -86,7 +90,7 @@ def parse(raw: Any) -> Condition:
     if text.lower().startswith("paddle"):
         m = _PADDLE_RE.match(" ".join(text.split()))
         if not m:
-            raise ConditionSyntaxError(f"cannot read {text!r}: write `paddle >= X.Y[.Z]`")
+            raise ConditionSyntaxError(f"cannot read {text!r}", "write `paddle >= X.Y[.Z]`")
         version = tuple(int(x) for x in m.group(1).split("."))
         return Condition(PADDLE, f"paddle >= {m.group(1)}", version=version)
     if text == MRE_PASSES:
@@ -97,14 +101,17 @@ def parse(raw: Any) -> Condition:
         file, _, needle = rest.partition(":")
         file, needle = file.strip(), needle.strip()
         if not file or not needle:
-            raise ConditionSyntaxError("write `upstream-contains: <file>: <text>`")
+            raise ConditionSyntaxError(f"cannot read {text!r}",
+                                       "write `upstream-contains: <file>: <text>`, quoted")
         if file.startswith("/") or ".." in file.split("/") or "\n" in file:
-            raise ConditionSyntaxError(f"{file!r} is not a path inside the upstream tree")
+            raise ConditionSyntaxError(f"{file!r} is not a path inside the upstream tree",
+                                       "a path relative to the upstream repository's root")
         return Condition(UPSTREAM_CONTAINS, f"upstream-contains: {file}: {needle}",
                          file=file, needle=needle)
     if sep and key.strip() == MANUAL_KIND:
         if not rest:
-            raise ConditionSyntaxError("`manual:` needs the check a person makes")
+            raise ConditionSyntaxError("`manual:` needs the check a person makes",
+                                       "write `manual: <what to check>`")
         return Condition(MANUAL_KIND, f"manual: {rest}", note=rest)
     raise ConditionSyntaxError(f"unknown condition {text!r}")
 
@@ -191,11 +198,12 @@ def _upstream(cond: Condition, facts: Facts) -> ConditionState:
 
 
 def combine(states: list[ConditionState]) -> str:
-    """A workaround's removal state: every condition must hold (manual ones need a person)."""
+    """A workaround's removal state. Each condition is sufficient on its own: one that is
+    met makes the workaround removable; otherwise the state says what is left to find out."""
     if not states:
         return UNKNOWN
     found = {s.state for s in states}
-    for state in (NOT_MET, UNKNOWN, NOT_RUN, MANUAL):
+    for state in (MET, NOT_RUN, UNKNOWN, MANUAL):
         if state in found:
             return state
-    return MET
+    return NOT_MET

@@ -140,8 +140,9 @@ def render(inp: IssueInput) -> str:
     if inp.torch_run is not None:
         out += [_run_block(inp.torch_run), ""]
     elif supports_torch_backend(files):
-        out += [f"Run it with `{BACKEND_VAR}=torch`: it builds and runs against PyTorch "
-                f"{v.torch or ''} and exits 0.".replace("  ", " "), ""]
+        torch = f" {v.torch}" if v.torch else ""
+        out += [(f"`{BACKEND_VAR}=torch` runs the same code against PyTorch{torch}; it exits "
+                 "0 there (see the commands above)."), ""]
     else:
         out += ["Under PyTorch the same code works (the reproducer exits 0).", ""]
 

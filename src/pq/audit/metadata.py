@@ -7,8 +7,8 @@ block's file:line:column; a missing field is not an error here but a finding of 
 from __future__ import annotations
 
 import difflib
-import re
 import fnmatch
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -172,8 +172,7 @@ def _conditions(block: dict[str, Any], fail: Fail) -> tuple[Condition, ...] | No
         try:
             out.append(conditions.parse(item))
         except conditions.ConditionSyntaxError as exc:
-            raise fail("remove_when", f"remove_when: {exc}",
-                       "one of " + conditions.SYNTAX + " (quote text that contains `: `)",
+            raise fail("remove_when", f"remove_when: {exc}", exc.hint,
                        sub=(j,) if isinstance(value, list) else ()) from None
     return tuple(out) or None
 

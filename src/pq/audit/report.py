@@ -20,8 +20,11 @@ def _issue_short(row: WorkaroundRow) -> str:
     if issue is None:
         return "-"
     if issue.url:
-        m = re.search(r"/issues/(\d+)", issue.url)
-        return f"#{m.group(1)}" if m else issue.url
+        m = re.search(r"/(?:issues|pull)/(\d+)", issue.url)
+        if m:
+            return f"#{m.group(1)}"
+        short = re.sub(r"^https?://(www\.)?", "", issue.url)
+        return short if len(short) <= 36 else short[:35] + "…"
     return "not-needed"
 
 
@@ -75,9 +78,10 @@ def table(report: AuditReport) -> str:
             return "  ".join(c.ljust(widths[i]) for i, c in enumerate(r)).rstrip()
 
         lines.append(fmt(head))
+        cw = min(40, max((len(s.condition.text) for w in report.workarounds
+                          for s in w.conditions), default=0))
         for w, r in zip(report.workarounds, rows):
             lines.append(fmt(r))
-            cw = max((len(s.condition.text) for s in w.conditions), default=0)
             for s in w.conditions:
                 detail = f"  {s.detail}" if s.detail else ""
                 lines.append(f"    {s.condition.text.ljust(cw)}  {s.state.ljust(7)}{detail}"

@@ -7,7 +7,6 @@ nvidia-smi only when they are on PATH.
 
 from __future__ import annotations
 
-import inspect
 import json
 import os
 import platform
@@ -74,6 +73,8 @@ def probe(python: str | None) -> Versions:
     if python is None or same_interpreter(python):
         data = _collect()
     else:
+        import inspect
+
         script = ("from __future__ import annotations\n" + inspect.getsource(_collect)
                   + "\nimport json\nprint(json.dumps(_collect()))\n")
         try:
@@ -88,9 +89,16 @@ def probe(python: str | None) -> Versions:
                     platform=platform.platform())
 
 
-def paddle_version(python: str | None) -> tuple[str | None, str]:
-    """(installed Paddle version, which distribution it is) for the given interpreter."""
+def paddle_version(python: str | None, thorough: bool = True) -> tuple[str | None, str]:
+    """(installed Paddle version, where it was found) for the given interpreter.
+
+    The running interpreter's site folders are scanned for the distribution's metadata
+    folder first (milliseconds); `thorough` falls back to importlib.metadata."""
     if same_interpreter(python):
+        for name, version in _scan_dist_info():
+            return version, f"installed {name}"
+        if not thorough:
+            return None, ""
         from importlib import metadata
 
         for name in PADDLE_DISTS:
@@ -101,6 +109,27 @@ def paddle_version(python: str | None) -> tuple[str | None, str]:
         return None, ""
     v = probe(python)
     return v.paddle, f"{v.paddle_dist} in {python}" if v.paddle else ""
+
+
+def _scan_dist_info() -> list[tuple[str, str]]:
+    """(distribution, version) of Paddle wheels installed on sys.path, first path first."""
+    wanted = {n.replace("-", "_"): n for n in PADDLE_DISTS}
+    found = []
+    for folder in sys.path:
+        try:
+            names = os.listdir(folder or ".")
+        except OSError:
+            continue
+        for entry in names:
+            if not entry.endswith(".dist-info"):
+                continue
+            name, _, version = entry[: -len(".dist-info")].partition("-")
+            dist = wanted.get(name.lower().replace("-", "_").replace(".", "_"))
+            if dist and version:
+                found.append((dist, version))
+        if found:
+            return sorted(found, key=lambda f: PADDLE_DISTS.index(f[0]))
+    return found
 
 
 def gpu() -> tuple[str | None, str | None]:

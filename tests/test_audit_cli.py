@@ -1,0 +1,217 @@
+"""`pq audit workarounds` as users and the pre-push hook drive it: exit codes, the table,
+--json, --markdown, --issue-body, --rev, malformed blocks, and `run_audit`."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_audit_support import (
+    ISSUE,
+    M_TESTING,
+    audit,
+    audit_json,
+    build_fork,
+    clean_specs,
+    edit_series,
+    git,
+    patch_names,
+)
+
+from pq import queuefiles
+from pq.audit import api
+from pq.gitio import Git
+
+P_LIBRARY, P_TESTING, P_CPPEXT, P_BUILD = 1, 2, 3, 6
+
+
+def test_exit_codes_clean_findings_strict(tmp_path: Path) -> None:
+    fork = build_fork(tmp_path, clean_specs())
+    code, out = audit(fork)
+    assert code == 0
+    assert "0 findings (0 errors, 0 warnings); 0 workarounds removable" in out
+    block = dict(clean_specs()[P_LIBRARY].workaround or {})
+    block["remove_when"] = ["paddle >= 3.3"]
+    edit_series(fork, {patch_names(fork)[P_LIBRARY]: block})
+    git(fork, "add", "series.yaml")
+    git(fork, "commit", "-q", "-m", "pq: series")
+    from gitrepo import pq
+    pq(fork, "export")
+    code, out = audit(fork)
+    assert code == 0 and "1 workaround removable" in out
+    code, out = audit(fork, "--strict")
+    assert code == 1 and "WA017 removable" in out
+    del block["reason"]
+    edit_series(fork, {patch_names(fork)[P_LIBRARY]: block})
+    code, out = audit(fork)
+    assert code == 1 and "WA001 missing-field" in out and "fix: add `reason:`" in out
+
+
+def test_table_shows_every_workaround_and_condition(tmp_path: Path) -> None:
+    fork = build_fork(tmp_path, clean_specs())
+    _code, out = audit(fork)
+    names = patch_names(fork)
+    lines = out.splitlines()
+    assert lines[0].startswith("5 workarounds in 7 patches (upstream upstream/main at ")
+    assert lines[0].endswith(", paddle 3.3.1)")
+    assert lines[2].split() == ["PATCH", "LAYER", "KIND", "REMOVAL", "ISSUE", "MRE", "FINDINGS"]
+    row = next(ln for ln in lines if ln.startswith(names[P_LIBRARY]))
+    assert row.split()[1:] == ["cpp-compat", "compat-gap", "not", "run", "#77012", "yes", "-"]
+    assert re.search(r"^    paddle >= 3\.4\s+not met\s+installed paddlepaddle 3\.3\.1$", out, re.MULTILINE)
+    assert re.search(r"^    mre-passes\s+not run\s+rerun with --run-mre$", out, re.MULTILINE)
+
+
+@pytest.mark.parametrize("block,where,text", [
+    ({"kind": "gap"}, "kind", "kind 'gap' is not one of"),
+    ({"remove_when": ["paddle > 3"]}, "remove_when", "remove_when: cannot read 'paddle > 3'"),
+    ({"remove_when": ["when it works"]}, "remove_when", "unknown condition"),
+    ({"covers": 5}, "covers", "`covers` must be a list"),
+    ({"issue": "TBD"}, "issue", "neither a URL nor `not-needed: <why>`"),
+    ({"issue": "not-needed"}, "issue", "must say why"),
+    ({"mre": "../elsewhere"}, "mre", "not a path inside the repository"),
+    ({"mre": "tests/repro"}, "mre", "is outside the queue"),
+    ({"remove-when": ["paddle >= 3.4"]}, "remove-when", "did you mean `remove_when`?"),
+    ({"marker": "none"}, "marker", "must say why"),
+])
+def test_malformed_block_is_exit_2_with_file_line_column(
+        tmp_path: Path, block: dict[str, Any], where: str, text: str) -> None:
+    fork = build_fork(tmp_path, clean_specs()[:3])
+    name = patch_names(fork)[P_TESTING]
+    wa = dict(clean_specs()[P_TESTING].workaround or {})
+    wa.update(block)
+    edit_series(fork, {name: wa})
+    before = (fork / "series.yaml").read_bytes()
+    code, out = audit(fork)
+    assert code == 2, out
+    # The error names the line and column of the offending key's value in series.yaml.
+    lines = before.decode().splitlines()
+    start = next(i for i, ln in enumerate(lines) if name in ln)
+    key_line = next(i for i in range(start, len(lines)) if lines[i].strip().startswith(where))
+    m = re.match(r"^pq: error: series\.yaml:(\d+):(\d+): patch .*: workaround (.*)$",
+                 out.strip())
+    assert m, out
+    assert key_line + 1 <= int(m.group(1)) <= key_line + 2
+    assert text in m.group(3)
+    assert "Traceback" not in out
+    assert (fork / "series.yaml").read_bytes() == before
+
+
+def test_json_shape(tmp_path: Path) -> None:
+    specs = clean_specs()
+    specs[P_TESTING].files["README.md"] = "changed\n"
+    fork = build_fork(tmp_path, specs)
+    names = patch_names(fork)
+    data = audit_json(fork)
+    assert list(data) == ["version", "source", "upstream", "paddle", "strict", "ran_mre",
+                          "summary", "workarounds", "findings", "exit_code"]
+    assert data["version"] == 1 and data["source"] == "worktree"
+    assert data["upstream"]["ref"] == "upstream/main"
+    assert re.fullmatch(r"[0-9a-f]{40}", data["upstream"]["commit"])
+    assert data["summary"] == {"patches": 7, "workarounds": 5, "removable": 0, "errors": 1,
+                               "warnings": 0}
+    row = data["workarounds"][1]
+    assert row == {
+        "patch": names[P_TESTING], "layer": "python-glue", "kind": "compat-gap",
+        "covers": ["tests/test_tinyop.py::test_smoke"],
+        "reason": "the torch proxy has no torch.testing", "issue": ISSUE.format(77013),
+        "mre": "mre/torch-testing", "mre_present": True, "marker": M_TESTING,
+        "conditions": [{"condition": "mre-passes", "kind": "mre-passes", "state": "not run",
+                        "detail": "rerun with --run-mre"}],
+        "removal": "not run", "mre_run": None, "findings": ["WA007"]}
+    assert data["findings"] == [{
+        "rule_id": "WA007", "rule": "outside-covers", "patch": names[P_TESTING],
+        "severity": "error", "location": data["findings"][0]["location"],
+        "message": data["findings"][0]["message"], "fix": data["findings"][0]["fix"]}]
+    assert re.fullmatch(r"series\.yaml:\d+:\d+", data["findings"][0]["location"])
+
+
+def test_markdown(tmp_path: Path) -> None:
+    specs = clean_specs()
+    specs[P_TESTING].files["README.md"] = "changed\n"
+    fork = build_fork(tmp_path, specs)
+    code, out = audit(fork, "--markdown")
+    assert code == 1
+    assert out.startswith("### pq audit: workarounds\n")
+    assert "| Patch | Layer | Kind | Removal | Conditions | Issue | MRE | Findings |" in out
+    assert f"[#77013]({ISSUE.format(77013)})" in out
+    assert "#### Findings" in out and "| error | WA007 outside-covers |" in out
+    code, out = audit(fork, "--markdown", "--json")
+    assert code == 2 and "choose one of --json and --markdown" in out
+
+
+def test_issue_body(tmp_path: Path) -> None:
+    specs = clean_specs()
+    specs[P_TESTING].mre = "real"
+    fork = build_fork(tmp_path, specs)
+    name = patch_names(fork)[P_TESTING]
+    code, out = audit(fork, "--issue-body", name)
+    assert code == 0
+    assert out.splitlines()[0] == ("Title: [Cross-Ecosystem Custom Op] torch.testing is missing "
+                                   "or inconsistent in Paddle compat layer")
+    assert "- Paddle: 3.3.1 (paddlepaddle, commit " in out
+    assert re.search(r"^- Python: 3\.\d+\.\d+$", out, re.MULTILINE)
+    assert "- PyTorch (for comparison): 2.13.0" in out
+    for section in ("### Environment", "### Reproducer", "### Expected behaviour",
+                    "### Actual behaviour", "### The same code under PyTorch",
+                    "### Workaround in the port"):
+        assert section in out
+    assert (fork / "mre/torch-testing/README.md").read_text().strip() in out
+    assert "`repro.py`:" in out and "torch.testing.assert_close" in out
+    assert "MRE_BACKEND=torch PYTHON=python bash run.sh" in out
+    assert f"+    # {M_TESTING}" in out
+    for bad, why in ((patch_names(fork)[P_BUILD], "is a build-entry"),
+                     (patch_names(fork)[0], "declares no workaround"),
+                     ("9999-nope.patch", "no patch '9999-nope.patch'")):
+        code, err = audit(fork, "--issue-body", bad)
+        assert code == 2 and why in err
+
+
+def test_rev_reads_the_committed_queue(tmp_path: Path) -> None:
+    fork = build_fork(tmp_path, clean_specs())
+    git(fork, "add", "series.yaml", "patches", "mre")
+    git(fork, "commit", "-q", "-m", "pq: queue")
+    wa = dict(clean_specs()[P_LIBRARY].workaround or {})
+    del wa["reason"]
+    edit_series(fork, {patch_names(fork)[P_LIBRARY]: wa})
+    assert audit(fork)[0] == 1
+    assert audit_json(fork, "--rev", "HEAD")["findings"] == []
+    code, out = audit(fork, "--rev", "HEAD~3")
+    assert code == 2 and "has no series.yaml" in out
+
+
+def test_run_audit_for_the_hook(tmp_path: Path) -> None:
+    specs = clean_specs()
+    specs[P_LIBRARY].files["csrc/ops.cc"] = str(specs[P_LIBRARY].files["csrc/ops.cc"]).replace(
+        "// TODO", "// NOTE")
+    specs[P_BUILD].files["scripts/build_paddle.py"] += "torch_dir = None  # TODO: later\n"
+    fork = build_fork(tmp_path, specs)
+    git(fork, "add", "series.yaml", "patches", "mre")
+    git(fork, "commit", "-q", "-m", "pq: queue")
+    with Git.open(fork) as g:
+        tip = g.head()
+        queue = queuefiles.read_tree(g, tip)
+        assert queue is not None
+        report = api.run_audit(g, queue, rev=tip, paddle_version="3.3.1")
+    assert [(f.rule_id, f.rule, f.severity) for f in report.findings] == [
+        ("WA006", "marker-missing", "error")]
+    assert report.errors == list(report.findings) and report.exit_code == 1
+    assert report.findings[0].patch == patch_names(fork)[P_LIBRARY]
+    assert report.findings[0].fix
+    assert len(report.workarounds) == 5 and report.source == tip
+
+
+def test_export_writes_dep3_headers_from_the_series(tmp_path: Path) -> None:
+    fork = build_fork(tmp_path, clean_specs())
+    names = patch_names(fork)
+    gap = (fork / "patches" / names[P_LIBRARY]).read_text()
+    assert f"Bug: {ISSUE.format(77012)}\nForwarded: {ISSUE.format(77012)}\n" in gap
+    assert "X-Pq-Workaround: compat-gap\nX-Pq-Covers: csrc/ops.cc\n" in gap
+    assert "X-Pq-Remove-When: paddle >= 3.4; mre-passes\n" in gap
+    assert "X-Pq-Reproducer: mre/torch-library-include\n" in gap
+    build = (fork / "patches" / names[P_BUILD]).read_text()
+    assert "Forwarded: not-needed\nX-Pq-Workaround: build-entry\n" in build
+    assert "Bug:" not in build
+    plain = (fork / "patches" / names[0]).read_text()
+    assert "X-Pq-Layer: build\n\n---" in plain
