@@ -308,6 +308,7 @@ def _update_refs(git: Git, refs: dict[str, str | None], now: dict[str, str],
 def _checkout_failure(stderr: bytes, p: Plan) -> str:
     text = stderr.decode("utf-8", "replace")
     paths = [ln.strip() for ln in text.splitlines() if ln.startswith("\t")]
+    paths += re.findall(r"^error: Entry '(.+)' not uptodate", text, re.M)
     verb = {"undo": "undoing", "redo": "redoing", "restore": "restoring"}[p.kind]
     what = f"operation {p.record['id']} (`{p.record.get('command')}`)"
     if paths:

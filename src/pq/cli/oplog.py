@@ -31,6 +31,8 @@ def _alive(pid: object) -> bool:
 
 def _status(record: dict[str, Any], h: undo_mod.History, holder: dict[str, Any] | None) -> str:
     status = str(record.get("status"))
+    if status == "unreadable":
+        return status
     if status == "started":
         running = holder is not None and holder.get("pid") == record.get("pid")
         return "running" if running and _alive(record.get("pid")) else "interrupted"

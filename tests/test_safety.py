@@ -1,0 +1,348 @@
+"""The operation log, undo/redo and the repository lock, on real repositories."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from gitrepo import commit_all, git, make_fork, pq, write
+from test_faults import PQ, repo_state, run_pq
+
+from pq.gitio import Git
+from pq.txn import Transaction, read_records
+
+
+@pytest.fixture
+def fork(tmp_path: Path) -> Path:
+    """A fork with a committed two-patch series and an upstream that moved on."""
+    fork = make_fork(tmp_path)
+    write(fork, "setup.py", "import paddle\npaddle.enable_compat()\n")
+    commit_all(fork, "build: enable compat")
+    write(fork, "pkg/__init__.py", "import torch  # scoped compat\n")
+    commit_all(fork, "python-glue: scoped compat")
+    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    write(tmp_path / "upstream", "csrc/extra.cc", "int g() { return 2; }\n")
+    commit_all(tmp_path / "upstream", "upstream: extra")
+    git(fork, "fetch", "-q", "upstream")
+    return fork
+
+
+def log_json(fork: Path) -> dict:  # type: ignore[type-arg]
+    return json.loads(pq(fork, "log", "--json").output)
+
+
+def one_line_error(result: object, code: int, *needles: str) -> str:
+    out = result.output  # type: ignore[attr-defined]
+    assert result.exit_code == code, out  # type: ignore[attr-defined]
+    lines = [ln for ln in out.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("pq: error: "), out
+    for needle in needles:
+        assert needle in lines[0], lines[0]
+    return lines[0]
+
+
+def new_commit(fork: Path, text: str = "def helper():\n    return 3\n") -> str:
+    write(fork, "pkg/util.py", text)
+    return commit_all(fork, "python-glue: helper returns 3")
+
+
+# -- the log ------------------------------------------------------------------------------
+
+
+def test_log_lists_operations_with_what_they_changed(fork: Path) -> None:
+    before = new_commit(fork)
+    pq(fork, "export", "--commit")
+    after = git(fork, "rev-parse", "HEAD")
+    data = log_json(fork)
+    ops = data["operations"]
+    assert [op["command"] for op in ops] == ["pq export", "pq init --upstream upstream/main"]
+    top = ops[0]
+    assert top["id"] == 2 and top["status"] == "done" and top["kind"] == "command"
+    assert top["refs"] == [{"ref": "refs/heads/paddle", "old": before, "new": after}]
+    assert {"path": "patches/0003-python-glue-helper-returns-3.patch",
+            "change": "added"} in top["files"]
+    assert {"path": "series.yaml", "change": "modified"} in top["files"]
+    assert data["undo"] == 2 and data["redo"] is None
+    text = pq(fork, "log").output
+    assert "pq export" in text and "refs/heads/paddle" in text
+    assert "`pq undo` restores the state before operation 2" in text
+    assert pq(fork, "log", "-n", "1", "--json").output.count('"id"') == 1
+
+
+def test_operations_that_change_nothing_are_not_logged(fork: Path) -> None:
+    pq(fork, "export")
+    pq(fork, "export", "--commit")
+    assert [op["id"] for op in log_json(fork)["operations"]] == [1]
+
+
+# -- undo after each mutating command ------------------------------------------------------
+
+
+@pytest.mark.parametrize("command", [
+    ["export"],
+    ["export", "--commit"],
+    ["apply", "--onto", "upstream/main"],
+    ["apply", "--onto", "upstream/main", "--branch", "rebuilt"],
+    ["init", "--upstream", "upstream/main", "--force", "--commit"],
+])
+def test_undo_restores_the_exact_state(fork: Path, command: list[str]) -> None:
+    if command[0] in ("export", "init"):
+        new_commit(fork)
+    write(fork, "notes.txt", "untracked notes survive\n")
+    expected = repo_state(fork)
+    pq(fork, *command)
+    assert repo_state(fork) != expected
+    result = pq(fork, "undo")
+    assert "undid operation 2" in result.output
+    assert repo_state(fork) == expected
+    assert git(fork, "status", "--porcelain") == "?? notes.txt"
+
+
+def test_undo_walks_back_and_redo_walks_forward(fork: Path) -> None:
+    states = [repo_state(fork)]
+    new_commit(fork)
+    states.append(repo_state(fork))
+    pq(fork, "export", "--commit")
+    states.append(repo_state(fork))
+    pq(fork, "apply", "--onto", "upstream/main")
+    states.append(repo_state(fork))
+    pq(fork, "undo")
+    assert repo_state(fork) == states[2]
+    pq(fork, "undo")
+    assert repo_state(fork) == states[1]
+    # The next is pq init, but the branch has moved since (the user's own commit).
+    one_line_error(pq(fork, "undo", ok=False), 2, "refs/heads/paddle has moved",
+                   "since operation 1")
+    pq(fork, "undo", "--force")
+    assert not (fork / "series.yaml").exists()
+    one_line_error(pq(fork, "undo", ok=False), 2, "nothing to undo")
+    pq(fork, "redo")
+    assert repo_state(fork) == states[1]
+    pq(fork, "redo")
+    assert repo_state(fork) == states[2]
+    pq(fork, "redo")
+    assert repo_state(fork) == states[3]
+    one_line_error(pq(fork, "redo", ok=False), 2, "nothing to redo")
+    statuses = {op["id"]: op["status"] for op in log_json(fork)["operations"]}
+    assert statuses[1] == statuses[2] == statuses[3] == "done"
+
+
+def test_a_new_operation_clears_redo(fork: Path) -> None:
+    new_commit(fork)
+    pq(fork, "export", "--commit")
+    pq(fork, "undo")
+    new_commit(fork, "def helper():\n    return 4\n")
+    pq(fork, "export")
+    one_line_error(pq(fork, "redo", ok=False), 2, "nothing to redo")
+
+
+def test_undo_is_itself_undoable(fork: Path) -> None:
+    new_commit(fork)
+    pq(fork, "export", "--commit")
+    exported = repo_state(fork)
+    result = json.loads(pq(fork, "undo", "--json").output)
+    assert result["kind"] == "undo" and result["target"] == 2
+    undone = repo_state(fork)
+    assert undone != exported
+    pq(fork, "undo", "--op", str(result["operation"]))  # undo the undo
+    assert repo_state(fork) == exported
+    ops = log_json(fork)["operations"]
+    assert ops[0]["kind"] == "restore" and ops[0]["target"] == result["operation"]
+    assert next(op for op in ops if op["id"] == 2)["status"] == "done"
+    pq(fork, "undo")  # and plain undo now undoes the export again
+    assert repo_state(fork) == undone
+
+
+def test_undo_op_goes_back_several_operations_at_once(fork: Path) -> None:
+    new_commit(fork)
+    start = repo_state(fork)
+    pq(fork, "export", "--commit")
+    pq(fork, "apply", "--onto", "upstream/main", "--branch", "rebuilt")
+    pq(fork, "undo", "--op", "2")
+    assert repo_state(fork) == start
+    statuses = {op["id"]: op["status"] for op in log_json(fork)["operations"]}
+    assert statuses == {1: "done", 2: "undone", 3: "undone", 4: "done"}
+    one_line_error(pq(fork, "undo", "--op", "99", ok=False), 2, "no operation 99")
+
+
+# -- undo never loses work ---------------------------------------------------------------------
+
+
+def test_undo_keeps_uncommitted_changes_to_other_files(fork: Path) -> None:
+    pq(fork, "apply", "--onto", "upstream/main")
+    write(fork, "README.md", "my local edit\n")  # a file neither tip changes
+    write(fork, "scratch/new.txt", "untracked\n")
+    pq(fork, "undo")
+    assert (fork / "README.md").read_text() == "my local edit\n"
+    assert (fork / "scratch/new.txt").read_text() == "untracked\n"
+    assert git(fork, "status", "--porcelain") == "M README.md\n?? scratch/"  # (stripped)
+
+
+def test_undo_refuses_to_overwrite_uncommitted_changes(fork: Path) -> None:
+    pq(fork, "apply", "--onto", "upstream/main")
+    write(fork, "csrc/extra.cc", "my edit of a file the undo removes\n")
+    state = repo_state(fork)
+    records = len(read_records(Git.open(fork)))
+    one_line_error(pq(fork, "undo", ok=False), 2,
+                   "uncommitted changes in csrc/extra.cc would be overwritten",
+                   "operation 2", "git stash")
+    assert repo_state(fork) == state
+    assert len(read_records(Git.open(fork))) == records  # the refused undo left no trace
+    assert not (fork / ".git/pq/lock").exists()
+
+
+def test_undo_refuses_when_the_branch_moved_since(fork: Path) -> None:
+    new_commit(fork)
+    pq(fork, "export", "--commit")
+    write(fork, "pkg/more.py", "x = 1\n")
+    mine = commit_all(fork, "my own commit after the export")
+    one_line_error(pq(fork, "undo", ok=False), 2, "refs/heads/paddle has moved",
+                   "since operation 2", "--force")
+    assert git(fork, "rev-parse", "HEAD") == mine
+    pq(fork, "undo", "--force")
+    assert git(fork, "rev-parse", "HEAD") != mine
+    pq(fork, "redo")  # the forced undo logged the state it threw away
+    assert git(fork, "rev-parse", "HEAD") == mine
+
+
+def test_undo_refuses_when_queue_files_were_edited_since(fork: Path) -> None:
+    new_commit(fork)
+    pq(fork, "export")
+    series = fork / "series.yaml"
+    series.write_text(series.read_text() + "# my note\n")
+    one_line_error(pq(fork, "undo", ok=False), 2, "series.yaml or patches/ changed")
+    pq(fork, "undo", "--force")
+    pq(fork, "redo")
+    assert series.read_text().endswith("# my note\n")
+
+
+def test_undo_data_survives_gc(fork: Path) -> None:
+    new_commit(fork)
+    pq(fork, "export")  # uncommitted queue files: their bytes live only in the log
+    exported = repo_state(fork)
+    pq(fork, "undo")
+    git(fork, "reflog", "expire", "--expire=now", "--all")
+    git(fork, "gc", "-q", "--prune=now")
+    pq(fork, "redo")
+    assert repo_state(fork) == exported
+
+
+def first_checkpoint_after_logging(fork: Path, args: list[str]) -> int:
+    """The checkpoint right after the command's log record is in place."""
+    trial = fork.parent / "trial"
+    shutil.copytree(fork, trial, symlinks=True)
+    log = fork.parent / "checkpoints.log"
+    assert run_pq(trial, args, PQ_FAULT_LOG=str(log)).returncode == 0
+    labels = [ln.split(" ", 1)[1] for ln in log.read_text().splitlines()]
+    shutil.rmtree(trial)
+    log.unlink()
+    return labels.index("rename 000002.json") + 2
+
+
+def test_an_interrupted_operation_shows_and_undoes(fork: Path) -> None:
+    new_commit(fork)
+    expected = repo_state(fork)
+    k = first_checkpoint_after_logging(fork, ["export", "--commit"]) + 2
+    proc = run_pq(fork, ["export", "--commit"], PQ_FAULT_AT=str(k))
+    assert proc.returncode == -9
+    ops = log_json(fork)["operations"]
+    assert ops[0]["status"] == "interrupted" and ops[0]["refs"] == []
+    assert "interrupted" in pq(fork, "log").output
+    pq(fork, "undo")
+    assert repo_state(fork) == expected
+
+
+def test_hand_edited_log_records_cannot_escape(fork: Path) -> None:
+    new_commit(fork)
+    pq(fork, "export")
+    path = fork / ".git/pq/oplog/000002.json"
+    record = json.loads(path.read_text())
+    record["before"]["files"]["../outside.txt"] = record["before"]["files"]["series.yaml"]
+    path.write_text(json.dumps(record))
+    one_line_error(pq(fork, "undo", ok=False), 2, "'../outside.txt', outside the queue")
+    assert not (fork.parent / "outside.txt").exists()
+
+
+def test_unreadable_record_is_listed_not_fatal(fork: Path) -> None:
+    (fork / ".git/pq/oplog/000007.json").write_bytes(b"\xff{not json")
+    ops = log_json(fork)["operations"]
+    assert ops[0]["id"] == 7 and ops[0]["status"] == "unreadable"
+    pq(fork, "undo")  # undoes operation 1, skipping what it cannot read
+    assert not (fork / "series.yaml").exists()
+
+
+def test_nested_transactions_make_one_record(fork: Path) -> None:
+    with Git.open(fork) as g:
+        with Transaction(g, "pq outer") as outer:
+            with Transaction(g, "pq inner") as inner:
+                assert inner.nested
+                g.update_ref("refs/pq/test", g.head())
+                inner.done()
+            outer.done()
+        records = read_records(g)
+    assert [r["command"] for r in records] == ["pq init --upstream upstream/main", "pq outer"]
+    assert records[-1]["after"]["refs"]["refs/pq/test"] == records[-1]["before"]["head_commit"]
+
+
+# -- the lock --------------------------------------------------------------------------------------
+
+
+HOLD = """
+import sys
+from pathlib import Path
+from pq.txn import Lock
+lock = Lock(Path(sys.argv[1]), "pq rebase upstream/main")
+lock.acquire()
+print("held", flush=True)
+sys.stdin.read()
+"""
+
+
+def test_second_command_waits_then_names_the_holder(fork: Path) -> None:
+    holder = subprocess.Popen([sys.executable, "-c", HOLD, str(fork / ".git/pq/lock")],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == b"held\n"
+        new_commit(fork)
+        t0 = time.monotonic()
+        result = pq(fork, "export", ok=False)
+        waited = time.monotonic() - t0
+        line = one_line_error(result, 2, "another pq command is running in this repository",
+                              "`pq rebase upstream/main`", f"pid {holder.pid}", "started 20")
+        assert "wait for it to finish" in line
+        assert waited >= float(os.environ["PQ_LOCK_WAIT"])
+        assert len(log_json(fork)["operations"]) == 1  # pq log reads without the lock
+    finally:
+        holder.kill()
+        holder.wait()
+    pq(fork, "export")  # the kernel released the dead holder's lock: no manual cleanup
+
+
+def test_stale_lock_of_a_dead_process_is_cleared(fork: Path) -> None:
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    lock = fork / ".git/pq/lock"
+    lock.write_text(json.dumps({"pid": dead.pid, "command": "pq apply",
+                                "started": "2026-01-01T00:00:00+0000", "host": "x"}))
+    new_commit(fork)
+    pq(fork, "export")
+    assert not lock.exists()
+    assert log_json(fork)["operations"][0]["command"] == "pq export"
+
+
+def test_killed_command_leaves_no_lock_in_the_way(fork: Path) -> None:
+    new_commit(fork)
+    k = first_checkpoint_after_logging(fork, ["export"])
+    proc = run_pq(fork, ["export"], PQ_FAULT_AT=str(k))
+    assert proc.returncode == -9
+    assert (fork / ".git/pq/lock").exists()  # the file stays; nobody holds it
+    proc = subprocess.run([PQ, "undo"], cwd=fork, capture_output=True, timeout=60,
+                          env=dict(os.environ, PQ_LOCK_WAIT="0"))
+    assert proc.returncode == 0, proc.stderr.decode()
