@@ -26,6 +26,9 @@ SKIPPED = "skipped"  # PQ_SKIP named it
 NOT_RUN = "not-run"  # a check it needs failed first
 UNAVAILABLE = "unavailable"  # the module it needs is not installed yet
 
+# Patches that match their commits but do not rebuild the tree: rebuild and compare.
+_REBUILD = "pq apply --branch rebuilt, then `git diff rebuilt` shows what the patches lose"
+
 # A fixed identity for the throwaway commits of the apply check: no `git var` per run.
 _CHECKER = Person("pq check", "pq@localhost", "0 +0000")
 
@@ -216,61 +219,6 @@ def check_base(git: Git, ctx: CheckContext) -> list[CheckFailure]:
     return []
 
 
-@check("apply", "every patch applies to the base and rebuilds the tip's tree",
-       needs=("series", "base"))
-def check_apply(git: Git, ctx: CheckContext) -> list[CheckFailure]:
-    queue = _queue(ctx)
-    base = git.resolve(queue.series.base)
-    paths = list(queue.series.queue_paths)
-    want = git.build_tree(ctx.tree, remove=paths)
-    quick = _apply_in_one_go(git, queue, base)
-    if quick is not None and git.build_tree(quick, remove=paths) == want:
-        return []
-    return _apply_one_by_one(git, ctx, queue, base, want, paths)
-
-
-def _apply_in_one_go(git: Git, queue: Queue, base: CommitId) -> TreeId | None:
-    """The whole series as one `git apply` (two processes instead of two per patch); None
-    when git cannot take it in one go (a path deleted then re-created, say)."""
-    from pq import patchfile
-
-    try:
-        diffs = [patchfile.parse(queue.files[e.name], f"patches/{e.name}").diff
-                 for e in queue.series.patches]
-    except ConfigError:
-        return None
-    if not diffs:
-        return git.tree_of(base)
-    tree, _ = git.apply_to_tree(git.tree_of(base), b"".join(diffs))
-    return tree
-
-
-def _apply_one_by_one(git: Git, ctx: CheckContext, queue: Queue, base: CommitId,
-                      want: TreeId, paths: list[str]) -> list[CheckFailure]:
-    """`stack.materialise`, patch by patch: slower, and it names the patch that fails."""
-    from pq import stack
-
-    try:
-        commits = stack.materialise(git, queue, base, _CHECKER)
-    except OperationFailed as exc:
-        return [CheckFailure("apply", f"{exc.message} (the patch file was edited by hand, "
-                             "or the series was not exported after a change)",
-                             "pq export --commit")]
-    except ConfigError as exc:  # a patch file that does not parse
-        return [CheckFailure("apply", exc.render(), "pq export --commit")]
-    built = git.tree_of(commits[-1][1]) if commits else git.tree_of(base)
-    got = git.build_tree(built, remove=paths)
-    if want == got:
-        return []
-    differ = git.changed_paths(got, want)
-    return [CheckFailure(
-        "apply",
-        f"applying the {len(queue.series.patches)} patches to base {base[:12]} does not give "
-        f"the pushed tree: {_listing(differ)} differ (a patch file was edited by hand, or "
-        "commits were made without `pq export`)",
-        "pq export --commit")]
-
-
 @check("export", "every commit on the branch is in the series, as committed",
        needs=("series", "base"))
 def check_export(git: Git, ctx: CheckContext) -> list[CheckFailure]:
@@ -322,6 +270,59 @@ def check_export(git: Git, ctx: CheckContext) -> list[CheckFailure]:
             "export", "the branch's commits are in a different order than series.yaml lists "
                       "the patches", fix))
     return failures
+
+
+@check("apply", "every patch applies to the base and rebuilds the tip's tree",
+       needs=("series", "base", "export"))
+def check_apply(git: Git, ctx: CheckContext) -> list[CheckFailure]:
+    queue = _queue(ctx)
+    base = git.resolve(queue.series.base)
+    paths = list(queue.series.queue_paths)
+    want = git.build_tree(ctx.tree, remove=paths)
+    quick = _apply_in_one_go(git, queue, base)
+    if quick is not None and git.build_tree(quick, remove=paths) == want:
+        return []
+    return _apply_one_by_one(git, ctx, queue, base, want, paths)
+
+
+def _apply_in_one_go(git: Git, queue: Queue, base: CommitId) -> TreeId | None:
+    """The whole series as one `git apply` (two processes instead of two per patch); None
+    when git cannot take it in one go (a path deleted then re-created, say)."""
+    from pq import patchfile
+
+    try:
+        diffs = [patchfile.parse(queue.files[e.name], f"patches/{e.name}").diff
+                 for e in queue.series.patches]
+    except ConfigError:
+        return None
+    if not diffs:
+        return git.tree_of(base)
+    tree, _ = git.apply_to_tree(git.tree_of(base), b"".join(diffs))
+    return tree
+
+
+def _apply_one_by_one(git: Git, ctx: CheckContext, queue: Queue, base: CommitId,
+                      want: TreeId, paths: list[str]) -> list[CheckFailure]:
+    """`stack.materialise`, patch by patch: slower, and it names the patch that fails."""
+    from pq import stack
+
+    try:
+        commits = stack.materialise(git, queue, base, _CHECKER)
+    except OperationFailed as exc:
+        return [CheckFailure("apply", f"{exc.message}, although it matches its commit: the "
+                             "patch file cannot rebuild the branch", _REBUILD)]
+    except ConfigError as exc:  # a patch file that does not parse
+        return [CheckFailure("apply", exc.render(), _REBUILD)]
+    built = git.tree_of(commits[-1][1]) if commits else git.tree_of(base)
+    got = git.build_tree(built, remove=paths)
+    if want == got:
+        return []
+    differ = git.changed_paths(got, want)
+    return [CheckFailure(
+        "apply",
+        f"applying the {len(queue.series.patches)} patches to base {base[:12]} does not give "
+        f"the pushed tree: {_listing(differ)} differ, although every patch matches its "
+        "commit (something the patch files cannot carry)", _REBUILD)]
 
 
 @check("audit", "the workaround audit reports no errors", needs=("series",),
