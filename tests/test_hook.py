@@ -71,8 +71,9 @@ def test_consistent_branch_pushes_and_a_repeat_is_cached(tmp_path: Path) -> None
     assert remote_refs(remote) == {"refs/heads/paddle": git(fork, "rev-parse", "HEAD")}
     assert "series consistent (6 checks passed" in result.stderr
     assert (fork / ".git/pq/hook-cache.json").is_file()
-    again = push(fork, "origin", "paddle:copy")
+    again = push(fork, "origin", "paddle:copy", "paddle:copy2")
     assert again.returncode == 0 and "cached" in again.stderr
+    assert "paddle -> copy " in again.stderr and "paddle -> copy2 " in again.stderr
 
 
 def test_unexported_commit_is_refused_until_exported(tmp_path: Path) -> None:

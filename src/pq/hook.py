@@ -131,8 +131,7 @@ def _probe(git: Git, revs: Sequence[str]) -> list[_Probe]:
     """Commit, tree and series.yaml blob of each rev, in one `cat-file --batch-check`."""
     lines = "".join(f"{r}^{{commit}}\n{r}^{{tree}}\n{r}:series.yaml\n" for r in revs)
     out = git.text("cat-file", "--batch-check", input=lines.encode()).splitlines()
-    ids = [line.split()[0] if not line.endswith(" missing") and " " in line else None
-           for line in out]
+    ids = [parts[0] if len(parts := line.split()) == 3 else None for line in out]
     return [_Probe(CommitId(c) if c else None, t, s)
             for c, t, s in zip(ids[0::3], ids[1::3], ids[2::3])]
 
@@ -147,13 +146,9 @@ def cache_key(probe: _Probe, skip: frozenset[str]) -> str:
     return hashlib.sha256(json.dumps(data).encode()).hexdigest()
 
 
-def _cache_path(git: Git) -> Path:
-    return git.pq_dir() / CACHE_FILE
-
-
 def _load_cache(git: Git) -> list[dict[str, Any]]:
     try:
-        data = json.loads(_cache_path(git).read_bytes())
+        data = json.loads((git.pq_dir() / CACHE_FILE).read_bytes())
     except (OSError, ValueError):
         return []
     entries = data.get("passed") if isinstance(data, dict) else None
@@ -165,7 +160,7 @@ def _store_cache(git: Git, entries: list[dict[str, Any]]) -> None:
 
     data = {"version": 1, "passed": entries[-CACHE_ENTRIES:]}
     try:
-        write_atomic(_cache_path(git), (json.dumps(data, indent=1) + "\n").encode())
+        write_atomic(git.pq_dir() / CACHE_FILE, (json.dumps(data, indent=1) + "\n").encode())
     except OSError:
         pass  # a cache that cannot be written only costs time
 
@@ -190,8 +185,11 @@ def check_refs(git: Git, updates: Sequence[RefUpdate], skip: frozenset[str],
             report.state = "unmanaged"
             continue
         key = cache_key(probe, skip)
-        if key in done:
-            _copy(done[key], report)
+        if key in done:  # the same commit pushed to two refs: checked once
+            first = done[key]
+            report.state, report.statuses, report.failures = first.state, first.statuses, \
+                first.failures
+            report.notices, report.seconds = first.notices, first.seconds
             continue
         hit = known.get(key)
         if hit is not None:
@@ -223,11 +221,6 @@ def _as_predicted(statuses: Mapping[str, str]) -> bool:
 
     return all(statuses.get(c.name) != checks.UNAVAILABLE or not checks.available(c)
                for c in checks.all_checks())
-
-
-def _copy(src: RefReport, dst: RefReport) -> None:
-    dst.state, dst.statuses, dst.failures = src.state, src.statuses, src.failures
-    dst.notices, dst.seconds = src.notices, src.seconds
 
 
 def check_rev(git: Git, rev: str, skip: frozenset[str], use_cache: bool = True) -> RefReport:
