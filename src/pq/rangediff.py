@@ -1,14 +1,45 @@
-"""Range-diff style summaries: how a patch file changed across a rebase, in a few lines.
+"""The rebase report: each patch's outcome and, range-diff style, how its file changed.
 
-The unified diff between the old and the new bytes of one patch file, cut down to its hunk
-headers and changed lines, so that a report shows what moved or changed and nothing else.
+A patch file's change across a rebase is the unified diff between its old and new bytes,
+cut down to hunk headers and changed lines. Pure data and text; never runs git.
 """
 
 from __future__ import annotations
 
 import difflib
+from dataclasses import dataclass, field
 
 MAX_LINES = 200
+OUTCOMES = ("clean", "merged", "dropped", "conflict", "skipped")
+
+
+@dataclass
+class PatchReport:
+    name: str
+    layer: str
+    outcome: str  # one of OUTCOMES, or `pending` for patches after a conflict stop
+    rerere: bool = False  # resolved from a resolution git rerere recorded earlier
+    upstream_commit: str | None = None  # for `dropped`: the upstream commit carrying it
+    upstream_subject: str | None = None
+    commit: str | None = None  # the rebased commit
+    changed: bool = False  # the patch file's bytes changed
+    range_diff: list[str] = field(default_factory=list)
+
+
+@dataclass
+class RebaseReport:
+    status: str  # done, up-to-date, conflict, aborted
+    branch: str
+    upstream_ref: str
+    old_base: str
+    onto: str
+    upstream_count: int
+    orig_head: str
+    head: str | None = None
+    patches: list[PatchReport] = field(default_factory=list)
+    conflict: PatchReport | None = None
+    conflict_paths: list[str] = field(default_factory=list)
+    gate: bool = False  # the rebase was started with --gate
 
 
 def summary(old: bytes, new: bytes, max_lines: int = MAX_LINES) -> list[str]:
@@ -22,7 +53,7 @@ def summary(old: bytes, new: bytes, max_lines: int = MAX_LINES) -> list[str]:
 
 
 def trim(lines: list[str], max_lines: int) -> list[str]:
-    """The first `max_lines` of a summary, and how many were left out."""
+    """The first `max_lines` of a summary, and a line saying how many were left out."""
     if len(lines) <= max_lines:
         return lines
     rest = len(lines) - max_lines

@@ -1,61 +1,32 @@
 """`pq rebase`: replay the series' commits onto a new upstream commit, in memory.
 
-Each patch commit is replayed with cherry-pick semantics into a new commit object: a patch
-whose files upstream left alone is applied to the trees directly, others go through git's
-three-way merge (`merge-tree`). HEAD and the working tree move only for a conflict and at
-the end (rebase_state owns those moves), after the series is re-exported.
+Each patch commit becomes a new commit object with cherry-pick semantics: a patch whose
+files upstream left alone is applied to the trees directly, any other goes through git's
+three-way merge (`merge-tree`). HEAD and the working tree move only to show a conflict and
+at the end, after the series is re-exported (rebase_state owns those moves).
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from typing import Callable
 
-from pq import queueops, rangediff
+from pq import patchfile, queueops, rangediff
 from pq import rebase_state as rs
 from pq import series as series_mod
 from pq import stack as stack_mod
 from pq.errors import ConfigError
-from pq.gitio import DIFF_CONFIG, DIFF_OPTIONS, CommitId, Git, Person
+from pq.gitio import DIFF_CONFIG, DIFF_OPTIONS, Commit, CommitId, Git, Person, parse_commit
 from pq.queuefiles import Queue, read_worktree, write_worktree
+from pq.rangediff import PatchReport, RebaseReport
 from pq.rebase_state import RebaseState, Step
 from pq.series import PATCHES_DIR, SERIES_FILE
 from pq.txn import Transaction
 
 Progress = Callable[[int, int, str], None]
-Entry = tuple[str, str]  # (mode, object id) of one path in a tree
+Entry = tuple[str, str]  # (mode, object id) of a path in a tree
 Change = tuple[str, "Entry | None", "Entry | None"]  # path, before, after (None: absent)
-_COMMIT_LINE = re.compile(rb"^commit ([0-9a-f]{40,64})$", re.M)
-
-
-@dataclass
-class PatchReport:
-    name: str
-    layer: str
-    outcome: str  # clean, merged, dropped, conflict, skipped; `pending` after a stop
-    rerere: bool = False
-    upstream_commit: str | None = None
-    upstream_subject: str | None = None
-    commit: str | None = None
-    changed: bool = False
-    range_diff: list[str] = field(default_factory=list)
-
-
-@dataclass
-class RebaseReport:
-    status: str  # done, up-to-date, conflict, aborted
-    branch: str
-    upstream_ref: str
-    old_base: str
-    onto: str
-    upstream_count: int
-    orig_head: str
-    head: str | None = None
-    patches: list[PatchReport] = field(default_factory=list)
-    conflict: PatchReport | None = None
-    conflict_paths: list[str] = field(default_factory=list)
-    gate: bool = False
+_COMMIT_LINE = re.compile(rb"^commit [0-9a-f]{40,64}$", re.M)
 
 
 # -- starting -------------------------------------------------------------------------
@@ -71,8 +42,9 @@ def start(git: Git, upstream: str | None = None, *, gate: bool = False,
     onto = git.resolve(ref, "upstream ref")
     qp = series.queue_paths
     queueops.require_clean(git, qp, "pq rebase")
-    _require_clean_queue_dirs(git, qp)
     head = git.head()
+    trees = Trees(git)
+    _require_clean_queue_dirs(git, trees, head, qp)
     old_base = git.resolve(series.base, "series base (upstream.base in series.yaml)")
     stack = stack_mod.read_stack(git, old_base, head, qp)
     fresh = stack_mod.export(git, stack, series, old_base)
@@ -84,72 +56,102 @@ def start(git: Git, upstream: str | None = None, *, gate: bool = False,
         return RebaseReport("up-to-date", branch.removeprefix("refs/heads/"), ref, old_base,
                             onto, 0, head, head, [PatchReport(e.name, e.layer, "clean")
                                                   for e in series.patches])
+    committer = git.committer_now()
     layers = {e.name: e.layer for e in series.patches}
     with Transaction(git, f"pq rebase {ref}"):
-        trees = Trees(git)
         changes = trees.load_changes([sc.commit for sc in stack])
-        steps = []
-        for entry, sc in zip(fresh.series.patches, stack):
-            pick = _queue_free_pick(git, trees, sc.commit, sc.parent, changes[sc.commit], qp)
-            steps.append(Step(entry.name, layers[entry.name], sc.commit, sc.parent, pick))
+        trees.read_commits([sc.commit for sc in stack])
+        steps = [Step(entry.name, layers[entry.name], sc.commit, sc.parent,
+                      _queue_free_pick(git, trees, sc.commit, sc.parent, changes[sc.commit], qp))
+                 for entry, sc in zip(fresh.series.patches, stack)]
         state = RebaseState(
             command=f"pq rebase {ref}", branch=branch, orig_head=head, old_base=old_base,
             onto=onto, onto_ref=ref, upstream_count=0,
             prev_orig_head=git.try_resolve(rs.ORIG_HEAD_REF),
-            queue_before=rs.save_queue_files(git), steps=steps, tip=onto, gate=gate)
+            queue_before=rs.save_queue_files(git, trees.queue_blobs(head)), steps=steps,
+            tip=onto, gate=gate)
         rs.save(git, state)
-        state.upstream_count, matches = _upstream_patch_ids(git, old_base, onto, stack)
-        for step, sc in zip(steps, stack):
-            step.upstream_match = matches.get(sc.commit)
-        return _run(git, state, trees, changes, progress, queue)
+        with rs.cleanup_unless_touched(git, state):
+            state.upstream_count = int(git.text("rev-list", "--count", f"{old_base}..{onto}"))
+            diffs: dict[str, bytes] = {sc.commit: sc.diff for sc in stack}
+            matches = UpstreamMatches(git, state, changes, diffs)
+            return _run(git, state, trees, changes, matches, progress, queue, committer)
 
 
-def _require_clean_queue_dirs(git: Git, qp: tuple[str, ...]) -> None:
+def _require_clean_queue_dirs(git: Git, trees: Trees, head: str, qp: tuple[str, ...]) -> None:
     """Tracked files in mre/ and the other queue folders leave the working tree during a
     conflict; uncommitted edits there would stop that, so refuse them up front."""
-    others = [p for p in qp if p not in (SERIES_FILE, PATCHES_DIR)]
+    head_tree = trees.tree_of(head)
+    others = [p for p in qp if p not in (SERIES_FILE, PATCHES_DIR)
+              and trees.lookup(head_tree, p) is not None]
+    if not others:
+        return
     out = git.run("diff", "--name-only", "-z", "HEAD", "--", *others)
     dirty = [p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p]
     if dirty:
         raise ConfigError(f"uncommitted changes in {dirty[0]}; pq rebase would not carry "
-                          "them", hint="commit them first (`pq export --commit` or `git "
-                                       "commit`), then run it again")
+                          "them", hint="commit them first, then run it again")
 
 
-def _queue_free_pick(git: Git, trees: Trees, commit: str, parent: str,
-                     changes: list[Change], qp: tuple[str, ...]) -> str:
+def _queue_free_pick(git: Git, trees: Trees, commit: str, parent: str, changes: list[Change],
+                     qp: tuple[str, ...]) -> str:
     """`commit`, or for a commit that also edits queue files a copy that does not."""
     undo = {path: old for path, old, _ in changes if stack_mod.is_queue_path(path, qp)}
     if not undo:
         return commit
-    info = git.commit(commit)
+    info = trees.commit(commit)
     tree = trees.edit(info.tree, undo)
     return git.write_commit(tree, [parent], info.author, info.committer, info.message)
 
 
-def _upstream_patch_ids(git: Git, old_base: str, onto: str,
-                        stack: list[stack_mod.StackCommit]) -> tuple[int, dict[str, str]]:
-    """(commits in old_base..onto, {patch commit: upstream commit with the same patch-id})."""
-    # `git log` reads diff.orderFile (empty is an error); --stable ids ignore file order.
-    config = [c for c in DIFF_CONFIG if not c.startswith("diff.orderFile")]
-    config = config[:-1] if config[-1] == "-c" else config
-    log = git.run(*config, "log", "-p", "--format=commit %H", "--diff-merges=off",
-                  "--no-show-signature", *DIFF_OPTIONS, f"{old_base}..{onto}")
-    count = len(_COMMIT_LINE.findall(log))
-    if not count or not stack:
-        return count, {}
-    ours = b"".join(b"commit " + sc.commit.encode() + b"\n" + sc.diff for sc in stack)
-    out = git.text("patch-id", "--stable", input=log + ours)
-    upstream: dict[str, str] = {}
-    mine = {sc.commit for sc in stack}
-    patch_ids: dict[str, str] = {}
-    for line in out.splitlines():
-        pid, _, commit = line.partition(" ")
-        if commit in mine:
-            patch_ids[commit] = pid
+class UpstreamMatches:
+    """Upstream commits carrying a patch's change (same `git patch-id --stable`).
+
+    Asked only when a patch's merge comes out empty (to name the commit) or conflicts (a
+    patch upstream adopted is dropped, not a conflict); computed once for all patches,
+    from `git log -p old_base..onto` limited to the patches' files: three processes.
+    """
+
+    def __init__(self, git: Git, state: RebaseState, changes: dict[str, list[Change]],
+                 diffs: dict[str, bytes] | None = None) -> None:
+        self.git = git
+        self.state = state
+        self.changes = changes
+        self.diffs = diffs
+        self._matches: dict[str, str] | None = None
+
+    def find(self, commit: str) -> str | None:
+        if self._matches is None:
+            self._matches = self._compute() if self.state.upstream_count else {}
+        return self._matches.get(commit)
+
+    def _compute(self) -> dict[str, str]:
+        commits = [s.commit for s in self.state.steps[self.state.index:]]
+        paths = sorted({path for c in commits for path, _, _ in self.changes.get(c, [])})
+        # `git log` reads diff.orderFile (empty is an error); --stable ids ignore file order.
+        config = [c for c in DIFF_CONFIG if not c.startswith("diff.orderFile")][:-1]
+        log = self.git.run(*config, "log", "-p", "--full-diff", "--format=commit %H",
+                           "--diff-merges=off", "--no-show-signature", *DIFF_OPTIONS,
+                           f"{self.state.old_base}..{self.state.onto}", "--", *paths)
+        if not _COMMIT_LINE.search(log):
+            return {}
+        if self.diffs is not None:
+            ours = b"".join(b"commit " + c.encode() + b"\n" + self.diffs[c] for c in commits)
         else:
-            upstream[pid] = commit  # log runs newest first: the oldest match wins
-    return count, {c: upstream[pid] for c, pid in patch_ids.items() if pid in upstream}
+            ours = self.git.run(*DIFF_CONFIG, "diff-tree", "--stdin", "-p",
+                                "--format=commit %H", *DIFF_OPTIONS,
+                                input="".join(c + "\n" for c in commits).encode())
+        out = self.git.text("patch-id", "--stable", input=log + ours)
+        mine = set(commits)
+        upstream: dict[str, str] = {}
+        patch_ids: dict[str, str] = {}
+        for line in out.splitlines():
+            pid, _, commit = line.partition(" ")
+            if commit in mine:
+                patch_ids[commit] = pid
+            else:
+                upstream[pid] = commit  # log runs newest first: the oldest match wins
+        return {c: upstream[pid] for c, pid in patch_ids.items() if pid in upstream}
 
 
 # -- continuing -----------------------------------------------------------------------
@@ -174,9 +176,12 @@ def resume(git: Git, action: str, progress: Progress | None = None) -> RebaseRep
                               hint="`git add` what belongs to the patch (or `git checkout -- "
                                    "<file>`), then `pq rebase --continue`")
     old = _queue_before(git, state)
+    committer = git.committer_now()
     with Transaction(git, f"pq rebase --{action}"):
         trees = Trees(git)
-        changes = trees.load_changes([s.commit for s in state.steps[state.index + 1:]])
+        rest = [s.commit for s in state.steps[state.index:]]
+        changes = trees.load_changes(rest[1:])
+        trees.read_commits(rest)
         if action == "continue":
             tree = rs.write_index_tree(git)
             clean_tree = trees.without(tree, old.series.queue_paths)
@@ -185,22 +190,16 @@ def resume(git: Git, action: str, progress: Progress | None = None) -> RebaseRep
             else:
                 step.outcome = "conflict"
                 step.new_commit = _commit(git, trees, clean_tree, state.tip, step.commit,
-                                          git.committer_now())
+                                          committer)
                 state.tip = step.new_commit
-            state.index += 1
-            state.phase = "replaying"
-            rs.save(git, state)
-            if clean_tree != tree:
-                rs.reset_to(git, state.tip)
-            else:
-                rs.advance_head(git, state.tip)
         else:
             step.outcome = "skipped"
-            state.index += 1
-            state.phase = "replaying"
-            rs.save(git, state)
-            rs.reset_to(git, state.tip)
-        return _run(git, state, trees, changes, progress, old)
+        state.index += 1
+        state.phase = "replaying"
+        rs.save(git, state)
+        rs.reset_to(git, state.tip)
+        upstream = UpstreamMatches(git, state, changes)
+        return _run(git, state, trees, changes, upstream, progress, old, committer)
 
 
 def abort(git: Git) -> RebaseReport:
@@ -231,19 +230,19 @@ def _queue_before(git: Git, state: RebaseState) -> Queue:
 
 
 def _run(git: Git, state: RebaseState, trees: Trees, changes: dict[str, list[Change]],
-         progress: Progress | None, old: Queue) -> RebaseReport:
-    committer = git.committer_now()
+         upstream: UpstreamMatches, progress: Progress | None, old: Queue,
+         committer: Person) -> RebaseReport:
     qp = old.series.queue_paths
     total = len(state.steps)
     while state.index < total:
         step = state.steps[state.index]
         if progress:
             progress(state.index, total, step.name)
-        if step.upstream_match:
-            step.outcome, step.upstream_commit = "dropped", step.upstream_match
-            state.index += 1
-            continue
         outcome, tree = _replay(git, trees, step, state.tip, changes[step.commit], qp)
+        if outcome in ("dropped", "conflict"):
+            step.upstream_commit = upstream.find(step.commit)
+            if step.upstream_commit:  # upstream has the patch: dropped, even if it conflicts
+                outcome, tree = "dropped", None
         shown = False
         if outcome == "conflict":
             unmerged, rerere = rs.show_conflict(git, state, step.pick)
@@ -267,7 +266,7 @@ def _run(git: Git, state: RebaseState, trees: Trees, changes: dict[str, list[Cha
             state.phase = "replaying"
             rs.save(git, state)
             rs.reset_to(git, state.tip)
-    return _finish(git, state, old, committer)
+    return _finish(git, state, trees, old, committer, upstream.diffs)
 
 
 def _replay(git: Git, trees: Trees, step: Step, tip: str, changes: list[Change],
@@ -291,23 +290,54 @@ def _replay(git: Git, trees: Trees, step: Step, tip: str, changes: list[Change],
 
 def _commit(git: Git, trees: Trees, tree: str, parent: str, original: str,
             committer: Person) -> str:
-    info = git.commit(original)
+    info = trees.commit(original)
     commit = git.write_commit(tree, [parent], info.author, committer, info.message)
     trees.commit_trees[commit] = tree
     return commit
 
 
-def _finish(git: Git, state: RebaseState, old: Queue, committer: Person) -> RebaseReport:
+def _finish(git: Git, state: RebaseState, trees: Trees, old: Queue, committer: Person,
+            diffs: dict[str, bytes] | None) -> RebaseReport:
     qp = old.series.queue_paths
-    new_stack = stack_mod.read_stack(git, state.onto, state.tip, qp)
+    new_stack = _new_stack(git, trees, state, qp, diffs or {})
     queue = stack_mod.export(git, new_stack, old.series, state.onto)
-    state.new_tip = queueops.bookkeeping_commit(
-        git, state.tip, state.orig_head, queue, committer,
+    state.new_tip = trees.bookkeeping_commit(
+        state.tip, state.orig_head, queue, committer,
         f"pq: rebase series onto {state.onto[:12]}\n")
     rs.land(git, state)
     write_worktree(git.root, queue)
     rs.remove(git)
     return _report(git, state, "done", old, queue)
+
+
+def _new_stack(git: Git, trees: Trees, state: RebaseState, qp: tuple[str, ...],
+               diffs: dict[str, bytes]) -> list[stack_mod.StackCommit]:
+    """What `stack.read_stack(onto, tip)` returns, from what the replay already knows: a
+    clean patch's diff is its old one; the others are diffed again (one process)."""
+    kept = [s for s in state.steps if s.new_commit]
+    again = [s for s in kept if not (s.outcome == "clean" and s.commit in diffs)]
+    fresh: dict[str, bytes] = {}
+    if again:
+        out = git.run(*DIFF_CONFIG, "diff-tree", "--stdin", "--always", "-p", *DIFF_OPTIONS,
+                      "--", *stack_mod.exclude_pathspec(qp),
+                      input="".join(f"{s.new_commit}\n" for s in again).encode())
+        starts = [out.index(f"{s.new_commit}\n".encode()) for s in again]
+        for i, s in enumerate(again):
+            assert s.new_commit is not None
+            end = starts[i + 1] if i + 1 < len(again) else len(out)
+            fresh[s.commit] = patchfile.strip_index_lines(
+                out[starts[i] + len(s.new_commit) + 1:end])
+    result = []
+    parent = state.onto
+    for s in kept:
+        assert s.new_commit is not None
+        diff = fresh[s.commit] if s.commit in fresh else diffs[s.commit]
+        message, name = patchfile.strip_trailer(trees.commit(s.commit).message)
+        if diff.strip():
+            result.append(stack_mod.StackCommit(CommitId(s.new_commit), CommitId(parent), diff,
+                                                name, message, trees.commit(s.commit).author))
+        parent = s.new_commit
+    return result
 
 
 def _report(git: Git, state: RebaseState, status: str, old: Queue,
@@ -346,12 +376,33 @@ class TreeCollision(Exception):
 
 
 class Trees:
-    """Tree objects read through gitio's cat-file pipe and written in-process, cached."""
+    """Commits and trees read through gitio (cached), trees edited and written in-process."""
 
     def __init__(self, git: Git) -> None:
         self.git = git
         self.commit_trees: dict[str, str] = {}
+        self._commits: dict[str, Commit] = {}
         self._entries: dict[str, dict[bytes, tuple[bytes, str]]] = {}
+
+    def read_commits(self, ids: list[str]) -> None:
+        """Read many commits with one process instead of one round trip each."""
+        if not ids:
+            return
+        out = self.git.run("cat-file", "--batch", input="".join(c + "\n" for c in ids).encode())
+        pos = 0
+        while pos < len(out):
+            end = out.index(b"\n", pos)
+            sha, kind, size = out[pos:end].decode().split()
+            data = out[end + 1:end + 1 + int(size)]
+            pos = end + 2 + int(size)
+            if kind == "commit":
+                self._commits[sha] = parse_commit(CommitId(sha), data)
+
+    def commit(self, rev: str) -> Commit:
+        info = self._commits.get(rev)
+        if info is None:
+            info = self._commits[rev] = self.git.commit(rev)
+        return info
 
     def load_changes(self, commits: list[str]) -> dict[str, list[Change]]:
         """What each commit changes against its first parent, path by path (one process)."""
@@ -380,7 +431,7 @@ class Trees:
     def tree_of(self, commit: str) -> str:
         tree = self.commit_trees.get(commit)
         if tree is None:
-            tree = self.commit_trees[commit] = self.git.commit(commit).tree
+            tree = self.commit_trees[commit] = self.commit(commit).tree
         return tree
 
     def entries(self, tree: str) -> dict[bytes, tuple[bytes, str]]:
@@ -445,11 +496,12 @@ class Trees:
         for name, value in direct.items():
             if value is not None:
                 current = entries.get(name)
-                if current is not None and _is_tree(current[0]):
+                if current is not None and _is_tree(current[0]) and value[0] != "40000":
                     raise TreeCollision(name.decode("utf-8", "replace"))
                 entries[name] = (value[0].encode(), value[1])
-        if not entries:
-            return None
+        return self.write_tree(entries) if entries else None
+
+    def write_tree(self, entries: dict[bytes, tuple[bytes, str]]) -> str:
         ordered = sorted(entries.items(),
                          key=lambda kv: kv[0] + b"/" if _is_tree(kv[1][0]) else kv[0])
         data = b"".join(mode + b" " + name + b"\0" + bytes.fromhex(obj)
@@ -457,6 +509,51 @@ class Trees:
         new = self.git.write_object("tree", data)
         self._entries[new] = entries
         return new
+
+    # -- the queue files -------------------------------------------------------------
+
+    def queue_blobs(self, commit: str) -> dict[str, str]:
+        """{path: blob} of series.yaml and patches/* as committed in `commit`."""
+        tree = self.tree_of(commit)
+        blobs: dict[str, str] = {}
+        series = self.lookup(tree, SERIES_FILE)
+        if series is not None and not _is_tree(series[0].encode()):
+            blobs[SERIES_FILE] = series[1]
+        patches = self.lookup(tree, PATCHES_DIR)
+        if patches is not None and _is_tree(patches[0].encode()):
+            for name, (mode, obj) in self.entries(patches[1]).items():
+                if not _is_tree(mode):
+                    blobs[f"{PATCHES_DIR}/{name.decode('utf-8', 'surrogateescape')}"] = obj
+        return blobs
+
+    def bookkeeping_commit(self, last: str, source: str, queue: Queue, committer: Person,
+                           message: str) -> str:
+        """What `queueops.bookkeeping_commit` makes, built in memory: `last` plus the queue's
+        files, with the other queue folders (mre/) as they are in `source`."""
+        qp = queue.series.queue_paths
+        last_tree = self.tree_of(last)
+        source_tree = self.tree_of(source)
+        known = set(self.queue_blobs(source).values())
+        changes: dict[str, Entry | None] = {p: None for p in qp
+                                            if self.lookup(last_tree, p) is not None}
+        for p in qp:
+            if p not in (SERIES_FILE, PATCHES_DIR):
+                entry = self.lookup(source_tree, p)
+                if entry is not None:
+                    changes[p] = entry
+        patches = {name.encode("utf-8", "surrogateescape"): (b"100644", self._blob(data, known))
+                   for name, data in queue.files.items()}
+        if patches:
+            changes[PATCHES_DIR] = ("40000", self.write_tree(patches))
+        changes[SERIES_FILE] = ("100644", self._blob(queue.series.dumps(), known))
+        tree = self.edit(last_tree, changes)
+        if tree == last_tree:
+            return last
+        return self.git.write_commit(tree, [last], committer, committer, message)
+
+    def _blob(self, data: bytes, known: set[str]) -> str:
+        oid = rs.blob_id(data, len(next(iter(known), "x" * 40)))
+        return oid if oid in known else self.git.write_blob(data)
 
 
 def _is_tree(mode: bytes) -> bool:

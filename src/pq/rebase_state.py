@@ -7,10 +7,12 @@ the few moves that do touch them (conflict, landing, abort) live here, in that o
 
 from __future__ import annotations
 
+import hashlib
 import json
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from pq.errors import ConfigError, GitError, OperationFailed
 from pq.gitio import Git
@@ -35,7 +37,6 @@ class Step:
     commit: str  # the patch commit C on the old base
     parent: str  # its parent P
     pick: str  # C itself, or a copy whose queue files are P's (mixed commits)
-    upstream_match: str | None = None  # an upstream commit with the same patch-id
     outcome: str | None = None  # clean, merged, dropped, conflict, skipped
     new_commit: str | None = None
     rerere: bool = False
@@ -128,6 +129,12 @@ def require_none(git: Git) -> None:
 # -- the queue files in the working tree ------------------------------------------------
 
 
+def blob_id(data: bytes, hex_len: int = 40) -> str:
+    """The id git gives a blob holding `data`, computed without git."""
+    algo = hashlib.sha1 if hex_len == 40 else hashlib.sha256
+    return algo(b"blob %d\0" % len(data) + data).hexdigest()
+
+
 def worktree_queue_files(git: Git) -> dict[str, bytes]:
     """series.yaml and every file directly in patches/, as they are on disk."""
     files: dict[str, bytes] = {}
@@ -142,22 +149,41 @@ def worktree_queue_files(git: Git) -> dict[str, bytes]:
     return files
 
 
-def save_queue_files(git: Git) -> dict[str, str]:
-    return {path: git.write_blob(data) for path, data in worktree_queue_files(git).items()}
+def save_queue_files(git: Git, committed: dict[str, str]) -> dict[str, str]:
+    """The queue files on disk as {path: blob}; only blobs git lacks are written."""
+    known = set(committed.values())
+    saved = {}
+    for path, data in worktree_queue_files(git).items():
+        oid = blob_id(data, len(next(iter(known), "x" * 40)))
+        saved[path] = oid if oid in known else git.write_blob(data)
+    return saved
 
 
-def _set_queue_files(git: Git, wanted: dict[str, bytes]) -> None:
-    """Make series.yaml and patches/* hold exactly `wanted` (others are removed)."""
+def set_queue_files(git: Git, wanted: dict[str, str]) -> None:
+    """Make series.yaml and patches/* hold exactly the blobs `wanted` ({path: blob})."""
     for path, data in worktree_queue_files(git).items():
         if path not in wanted:
             (git.root / path).unlink()
-    for path, data in sorted(wanted.items()):
-        write_atomic(git.root / path, data)
+        elif blob_id(data, len(wanted[path])) == wanted[path]:
+            del wanted[path]
+    for path, oid in sorted(wanted.items()):
+        write_atomic(git.root / path, git.blob(oid))
 
 
-def _committed_queue_files(git: Git, rev: str) -> dict[str, bytes]:
-    return {path: git.blob(obj) for _, kind, obj, path in
-            git.ls_tree(rev, [SERIES_FILE, PATCHES_DIR]) if kind == "blob"}
+def committed_queue_files(git: Git, rev: str) -> dict[str, str]:
+    return {path: obj for _, kind, obj, path in git.ls_tree(rev, [SERIES_FILE, PATCHES_DIR])
+            if kind == "blob" and "/" not in path.removeprefix(PATCHES_DIR + "/")}
+
+
+@contextmanager
+def cleanup_unless_touched(git: Git, state: RebaseState) -> Iterator[None]:
+    """On an error before HEAD or the working tree changed, leave no rebase behind."""
+    try:
+        yield
+    except BaseException:
+        if not state.touched:
+            remove(git)
+        raise
 
 
 # -- moves ------------------------------------------------------------------------------
@@ -177,7 +203,7 @@ def show_conflict(git: Git, state: RebaseState, pick: str) -> tuple[list[str], b
     if first:
         # The queue files go back to the committed ones (their bytes are in the state), so
         # that leaving the branch neither refuses nor leaves them behind in the way.
-        _set_queue_files(git, _committed_queue_files(git, "HEAD"))
+        set_queue_files(git, committed_queue_files(git, "HEAD"))
     try:
         git.run("checkout", "-q", "--detach", state.tip, env={"GIT_REFLOG_ACTION": "pq rebase"})
     except GitError as exc:
@@ -256,7 +282,7 @@ def land(git: Git, state: RebaseState) -> None:
         clear_git_merge_files(git)
     else:
         # Uncommitted queue files (kept in the state) would stop `reset --keep`.
-        _set_queue_files(git, _committed_queue_files(git, "HEAD"))
+        set_queue_files(git, committed_queue_files(git, "HEAD"))
         git.run("reset", "--keep", "-q", state.new_tip, env=env)
 
 
@@ -270,7 +296,7 @@ def restore(git: Git, state: RebaseState) -> None:
         git.run("reset", "--hard", "-q", state.orig_head,
                 env={"GIT_REFLOG_ACTION": "pq rebase --abort"})
         clear_git_merge_files(git)
-    _set_queue_files(git, {path: git.blob(obj) for path, obj in state.queue_before.items()})
+    set_queue_files(git, dict(state.queue_before))
     current = git.try_resolve(ORIG_HEAD_REF)
     if current != state.prev_orig_head:
         if state.prev_orig_head is None:

@@ -11,7 +11,7 @@ from pq import rebase as rebase_mod
 from pq.cli.common import emit_json, open_repo, progress_printer, short
 from pq.errors import ConfigError, OperationFailed
 from pq.gitio import Git
-from pq.rebase import PatchReport, RebaseReport
+from pq.rangediff import PatchReport, RebaseReport
 
 RANGE_DIFF_LINES = 12
 
