@@ -76,7 +76,7 @@ def _compose(text: str) -> yaml.Node | None:
     """Compose after checking events: no anchors, no aliases, bounded depth and size."""
     depth = 0
     events = 0
-    for event in yaml.parse(text, Loader=yaml.SafeLoader):
+    for event in yaml.parse(text, Loader=_LOADER):
         events += 1
         if events > MAX_NODES:
             raise ConfigError("YAML document too large (too many nodes)")
@@ -91,9 +91,11 @@ def _compose(text: str) -> yaml.Node | None:
                                            problem_mark=event.start_mark)
         elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
             depth -= 1
-    return yaml.compose(text, Loader=yaml.SafeLoader)
+    return yaml.compose(text, Loader=_LOADER)
 
 
+# libyaml when present: the pure-Python parser needs seconds for a few MiB of hostile input.
+_LOADER: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _constructor = yaml.SafeLoader.__new__(yaml.SafeLoader)
 yaml.constructor.SafeConstructor.__init__(_constructor)
 
