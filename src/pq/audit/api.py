@@ -11,13 +11,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from pq import patchfile
-from pq.audit import conditions, issuebody, metadata, mre, patchdiff, rules, versions
+from pq.audit import conditions, metadata, mre, patchdiff, rules
 from pq.audit.conditions import ConditionState, Facts
 from pq.audit.metadata import Workaround
 from pq.audit.mre import MreRun
 from pq.audit.rules import Finding, PatchInput
-from pq.audit.versions import paddle_version as installed_paddle
-from pq.audit.versions import same_interpreter
 from pq.errors import EXIT_FINDINGS, EXIT_OK, ConfigError, GitError
 from pq.gitio import Git
 from pq.queuefiles import Queue
@@ -163,6 +161,9 @@ def _facts(git: Git, series: Series, workarounds: dict[str, Workaround], *,
            upstream_rev: str | None, paddle_version: str | None, run_mre: bool,
            python: str | None) -> Facts:
     conds = [c for w in workarounds.values() for c in w.remove_when or ()]
+    from pq.audit.versions import paddle_version as installed_paddle
+    from pq.audit.versions import same_interpreter
+
     version, where = paddle_version, "--paddle-version"
     if version is None:
         needed = any(c.kind == conditions.PADDLE for c in conds)
@@ -191,6 +192,8 @@ def issue_body(git: Git, queue: Queue, patch: str, *, run_mre: bool = False,
                python: str | None = None, rev: str | None = None,
                mre_timeout: float = DEFAULT_MRE_TIMEOUT) -> str:
     """The Paddle issue text for the workaround in `patch` (see pq.audit.issuebody)."""
+    from pq.audit import issuebody, versions
+
     series = queue.series
     entry = series.entry(patch)
     if entry is None:

@@ -69,8 +69,10 @@ class WorktreeSource:
 
     def problem(self, path: str) -> str | None:
         p = self.root / path
+        if (p / ENTRY).is_file():
+            return None
         if p.is_dir():
-            return _entry_problem(path, True, [c.name for c in p.iterdir() if c.is_file()])
+            return _entry_problem(path, True, [])
         if p.is_file():
             return _entry_problem(path, False, [])
         return f"reproducer {path} does not exist"

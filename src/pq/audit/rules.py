@@ -261,9 +261,14 @@ def check_spread(inputs: Sequence[PatchInput]) -> list[Finding]:
         patches = sorted({n for k in keys for n in patches_of[k]}, key=order.__getitem__)
         more = f" (and {len(keys) - 1} more lines)" if len(keys) > 1 else ""
         out.append(finding("WA011", patches[0], f"`{keys[0][:60]}`{more} is added to "
-                           f"{len(files_t)} files ({', '.join(files_t)}) by "
-                           f"{', '.join(patches)}", files_t[0]))
+                           f"{len(files_t)} files ({_some(files_t, 4)}) by "
+                           f"{_some(patches, 3)}", files_t[0]))
     return out
+
+
+def _some(items: Sequence[str], limit: int) -> str:
+    shown = ", ".join(items[:limit])
+    return shown + (f" and {len(items) - limit} more" if len(items) > limit else "")
 
 
 def check_removable(p: PatchInput, removal: str, detail: str) -> list[Finding]:

@@ -6,7 +6,6 @@ rules decide what a signal means for a patch. Pure text matching: nothing is imp
 
 from __future__ import annotations
 
-import ast
 import re
 from dataclasses import dataclass
 
@@ -136,6 +135,8 @@ def _balanced(first: str, following: list[str]) -> str:
 
 
 def _has_scope(call: str) -> bool:
+    import ast  # only a patch that calls enable_compat pays for it
+
     try:
         node = ast.parse(call.strip(), mode="eval").body
     except SyntaxError:

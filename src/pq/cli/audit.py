@@ -8,15 +8,18 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from pq import queuefiles
-from pq.audit import api, report
 from pq.cli.common import emit_json, open_repo, progress_printer
 from pq.errors import ConfigError
-from pq.gitio import Git
-from pq.queuefiles import Queue
+
+if TYPE_CHECKING:
+    from pq.gitio import Git
+    from pq.queuefiles import Queue
+
+DEFAULT_MRE_TIMEOUT = 300.0  # pq.audit.api.DEFAULT_MRE_TIMEOUT, without importing it here
 
 
 def register(main: click.Group) -> None:
@@ -29,6 +32,8 @@ def audit() -> None:
 
 
 def _read_queue(git: Git, rev: str | None) -> tuple[Queue, str | None]:
+    from pq import queuefiles
+
     if rev is None:
         return queuefiles.read_worktree(git.root), None
     commit = git.resolve(rev, "revision")
@@ -51,7 +56,7 @@ def _read_queue(git: Git, rev: str | None) -> tuple[Queue, str | None]:
 @click.option("--python", "python", metavar="PATH", default=None,
               help="Interpreter for the reproducers ($PYTHON) and the installed Paddle "
                    "[default: the one running pq].")
-@click.option("--mre-timeout", type=click.FloatRange(min=1), default=api.DEFAULT_MRE_TIMEOUT,
+@click.option("--mre-timeout", type=click.FloatRange(min=1), default=DEFAULT_MRE_TIMEOUT,
               show_default=True, metavar="SECONDS", help="Time limit for each reproducer.")
 @click.option("--strict", is_flag=True,
               help="Workarounds whose removal condition is met are findings too.")
@@ -69,6 +74,8 @@ def workarounds(rev: str | None, upstream: str | None, paddle_version: str | Non
     condition and its state, issue, reproducer and findings. Exit 0 when clean, 1 with
     findings, 2 when series.yaml is malformed.
     """
+    from pq.audit import api, report  # here, so that other commands start faster
+
     if as_json and as_markdown:
         raise click.UsageError("choose one of --json and --markdown")
     if paddle_version is not None and not api.valid_version(paddle_version):
