@@ -76,13 +76,17 @@ def test_stage_environment_interpreter_and_worktree(tmp_path: Path) -> None:
 
 
 def test_failing_build_shows_the_tail_and_stops(tmp_path: Path) -> None:
-    failing = stage("build", "for i in $(seq 1 100); do echo line $i; done; "
-                    "echo 'error: csrc/ops.cc:3: no member named foo' >&2; exit 3")
+    failing = stage("build", "echo 'csrc/ops.cc:3:5: error: no member named foo' >&2; "
+                    "for i in $(seq 1 100); do echo line $i; done; "
+                    "echo 'error: command g++ failed' >&2; exit 3")
     fork = gate_fork(tmp_path, stage_lines(failing, stage("tests", "echo never")))
     result = pq(fork, "gate", ok=False)
     assert result.exit_code == 1
     assert "failed (exit 3)" in result.output
-    assert "error: csrc/ops.cc:3: no member named foo" in result.output
+    # The cause, far above the end of the log, comes first; then the log's last lines.
+    cause = result.output.index("csrc/ops.cc:3:5: error: no member named foo")
+    assert result.output.index("[error lines]") < cause < result.output.index("line 100")
+    assert "error: command g++ failed" in result.output
     assert "line 100" in result.output and "line 2\n" not in result.output
     assert "not run" in result.output
     assert "pq gate --stage build" in result.output
@@ -192,6 +196,7 @@ def test_configuration_comes_from_the_committed_tip_and_the_worktree_is_untouche
     files = {p: (fork / p).read_bytes() for p in ("series.yaml", "setup.py", "untracked.txt")}
     result = pq(fork, "gate")
     assert result.exit_code == 0
+    assert "warning: uncommitted changes are not part of this result" in result.output
     assert git(fork, "status", "--porcelain") == before
     assert {p: (fork / p).read_bytes() for p in files} == files
     assert not (fork / "made-by-gate").exists()

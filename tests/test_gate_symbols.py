@@ -8,9 +8,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from fixtures.gate.gatefork import gate_fork, note, stage, stage_lines
 from gitrepo import commit_all, git, pq, write
+
 from pq.gate import symbols
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None or shutil.which("ldd") is None,

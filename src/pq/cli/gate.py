@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import click
@@ -48,6 +49,8 @@ def gate(ctx: click.Context, stages: tuple[str, ...], force: bool, python: str |
         else:
             click.echo(status.summary())
         ctx.exit(status.exit_code)
+    if python and "/" in python:
+        python = os.path.abspath(os.path.expanduser(python))  # relative to where pq runs
     with open_repo() as git:
         report = api.run_gate(git, stages=list(stages) or None, force=force,
                               progress=progress_printer("gate"), python=python)

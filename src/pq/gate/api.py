@@ -70,7 +70,7 @@ class GateReport:
         if failed is not None:
             lines.append(f"next: fix stage {failed.name} and run `pq gate` again (just this "
                          f"stage: `pq gate --stage {failed.name}`)")
-        elif self.status == R.GATE_OWED:
+        elif any(s.status == R.SKIPPED_NO_GPU for s in self.stages):
             lines.append(f"next: run `pq gate` where a GPU is visible, then `git push origin "
                          f"{record.NOTES_REF}`")
         return "\n".join(lines)
@@ -139,6 +139,9 @@ def run_gate(git: Git, *, stages: list[str] | tuple[str, ...] | None = None,
     status = R.overall(results)
     report = GateReport(plan.tip, plan.tree, status, results, plan.fingerprint,
                         time=_now(), partial=partial, log_dir=str(logs))
+    if git.status_porcelain():
+        report.warnings.append(f"uncommitted changes are not part of this result: the gate ran "
+                               f"on the committed tip {plan.tip[:12]}")
     try:
         record.save(git, plan.tip, _record(report))
     except PqError as exc:

@@ -30,6 +30,9 @@ SymbolCheck = Callable[[Path, dict[str, str], dict[str, tuple[int, int, int]]], 
 
 KILL_GRACE_S = 5.0
 TAIL_LINES = 30
+MAX_ERROR_LINES = 12
+_ERROR_LINE = re.compile(r"(\berror\b\s*[:(]|: error\b|\): error|undefined reference|"
+                         r"^FAILED: |fatal error|symbol lookup error)", re.IGNORECASE)
 KEEP_LOG_TIPS = 20
 _WORKTREE_PREFIX = "pq-gate-"
 # Variables that would point the stage's git at the user's repository instead of the worktree.
@@ -177,7 +180,7 @@ def run_stage(ctx: RunContext, stage: Stage, index: int, total: int,
                            + "".join(f + "\n" for f in findings)).encode())
     res.log_sha256 = file_sha256(log_path)
     if res.failed:
-        res.tail = tail(log_path)
+        res.tail = excerpt(log_path)
     return res
 
 
@@ -273,6 +276,27 @@ def file_sha256(path: Path) -> str | None:
         for chunk in iter(lambda: f.read(1 << 20), b""):
             digest.update(chunk)
     return digest.hexdigest()
+
+
+def excerpt(path: Path) -> str:
+    """The log's compiler/linker error lines (a build's cause often scrolls far above the
+    traceback that ends it), then its tail."""
+    end = tail(path)
+    shown = set(end.splitlines())
+    errors: list[str] = []
+    try:
+        with open(path, "rb") as f:
+            for raw in f:
+                line = raw.decode("utf-8", "replace").rstrip("\r\n")
+                if _ERROR_LINE.search(line) and line not in shown and line not in errors:
+                    errors.append(line if len(line) <= 400 else line[:400] + " ...")
+                    if len(errors) >= MAX_ERROR_LINES:
+                        break
+    except OSError:
+        return end
+    if not errors:
+        return end
+    return "\n".join(["[error lines]", *errors, "[last lines]", end])
 
 
 def tail(path: Path, lines: int = TAIL_LINES, max_bytes: int = 64 * 1024) -> str:
