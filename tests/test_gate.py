@@ -354,3 +354,42 @@ def test_notes_round_trip_through_a_bare_remote(tmp_path: Path) -> None:
         assert api.record_ok(g, "HEAD", [])[0]
         ok, why = api.record_ok(g, "HEAD~1", ["build"])
         assert not ok and "no gate record" in why and "pq gate" in why
+
+
+def test_records_from_two_machines_merge_with_union(tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    fork = gate_fork(tmp_path, stage_lines(
+        stage("build", "true"), stage("gpu-tests", "true", requires="[gpu]")))
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", str(remote))
+    git(fork, "remote", "add", "origin", str(remote))
+    git(fork, "push", "-q", "origin", "paddle")
+    gpu_box = tmp_path / "gpu-box"
+    git(tmp_path, "clone", "-q", "-b", "paddle", str(remote), str(gpu_box))
+    monkeypatch.setenv("PQ_GPU", "1")
+    pq(gpu_box, "gate")
+    git(gpu_box, "push", "-q", "origin", "refs/notes/pq-gate")
+    monkeypatch.setenv("PQ_GPU", "0")
+    pq(fork, "gate")  # meanwhile, a CPU record of the same commit
+    git(fork, "fetch", "-q", "origin", "refs/notes/pq-gate:refs/notes/pq-gate-origin")
+    git(fork, "notes", "--ref=refs/notes/pq-gate", "merge", "-q", "-s", "union",
+        "refs/notes/pq-gate-origin")
+    with Git.open(fork) as g:
+        assert api.record_ok(g, "HEAD", ["build", "gpu-tests"])[0]
+    status = pq(fork, "gate", "--status").output
+    assert "earlier:" in status
+    # The next run folds the concatenated note back into one JSON object.
+    pq(fork, "gate", "--force")
+    rec = note(fork)
+    assert rec["status"] == "owed" and [h["status"] for h in rec["history"]] == ["passed"]
+
+
+def test_a_large_log_is_streamed_to_disk_and_only_its_tail_shown(tmp_path: Path) -> None:
+    noisy = stage("build", "yes 'a long line of compiler output, again and again' "
+                  "| head -n 250000; echo LAST LINE; exit 1")
+    fork = gate_fork(tmp_path, stage_lines(noisy))
+    result = pq(fork, "gate", ok=False)
+    assert result.exit_code == 1 and "LAST LINE" in result.output
+    assert len(result.output) < 10_000
+    rec = note(fork)
+    assert (fork / ".git/pq/gate/logs" / rec["tip"] / "build.log").stat().st_size > 10_000_000

@@ -2,7 +2,8 @@
 
 The note holds the latest run at its top level and earlier runs from other environments
 (a GPU machine's pass is not erased by a later CPU run) under `history`. Notes travel with
-`git push/fetch origin refs/notes/pq-gate`; lookups also find records of an equal tree.
+`git push/fetch origin refs/notes/pq-gate` (and merge with `-s union`); lookups also find
+records of an equal tree.
 """
 
 from __future__ import annotations
@@ -27,50 +28,61 @@ def _has_notes(git: Git) -> bool:
     return git.run_proc("rev-parse", "--verify", "--quiet", NOTES_REF).returncode == 0
 
 
-def read_note(git: Git, commit: str) -> Record | None:
-    """The gate note on `commit`, or None (also for a note that is not pq's JSON)."""
+def read_records(git: Git, commit: str) -> list[Record]:
+    """The records in the gate note on `commit`, newest first (none without a note)."""
     if not _has_notes(git):
-        return None
+        return []
     proc = git.run_proc("notes", f"--ref={NOTES_REF}", "list", commit)
     if proc.returncode != 0:
-        return None
+        return []
     return _parse(git, proc.stdout.decode().strip())
 
 
-def _parse(git: Git, blob: str) -> Record | None:
+def _parse(git: Git, blob: str) -> list[Record]:
+    """Every record in a note. A note is one JSON object (the latest run, earlier ones under
+    `history`); after `git notes merge -s union` it is several, one after the other."""
     try:
-        data = json.loads(git.blob(blob).decode("utf-8"))
-    except (ValueError, UnicodeDecodeError):
-        return None
-    if not isinstance(data, dict) or not isinstance(data.get("stages"), list):
-        return None
-    return data
+        text = git.blob(blob).decode("utf-8")
+    except UnicodeDecodeError:
+        return []
+    decoder = json.JSONDecoder()
+    records: list[Record] = []
+    pos = 0
+    while True:
+        while pos < len(text) and text[pos].isspace():
+            pos += 1
+        if pos >= len(text):
+            break
+        try:
+            data, pos = decoder.raw_decode(text, pos)
+        except ValueError:
+            break  # not pq's JSON past this point
+        if isinstance(data, dict):
+            records += _records_of(data)
+    unique: dict[str, Record] = {}
+    for rec in records:
+        unique.setdefault(json.dumps(rec, sort_keys=True), rec)
+    return sorted(unique.values(), key=lambda r: str(r.get("time", "")), reverse=True)
 
 
-def records_of(note: Record) -> list[Record]:
-    """The latest record, then the earlier ones, each without `history`."""
+def _records_of(note: Record) -> list[Record]:
+    """The record at the top of a note object, then those under its `history`."""
     top = {k: v for k, v in note.items() if k != "history"}
-    older = [r for r in note.get("history") or [] if isinstance(r, dict)
-             and isinstance(r.get("stages"), list)]
-    return [top, *older]
+    older = [r for r in note.get("history") or [] if isinstance(r, dict)]
+    return [r for r in (top, *older) if isinstance(r.get("stages"), list)]
 
 
 def records_for_tree(git: Git, commit: str, tree: str) -> list[tuple[str, Record]]:
     """(annotated commit, record) for every record of `tree`: `commit`'s own note first,
     then notes on other commits with the same tree (an amended message, a re-created tip)."""
-    found: list[tuple[str, Record]] = []
-    own = read_note(git, commit)
-    if own is not None:
-        found += [(commit, r) for r in records_of(own) if r.get("tree") == tree]
+    found = [(commit, r) for r in read_records(git, commit) if r.get("tree") == tree]
     if not _has_notes(git):
         return found
     for line in git.text("notes", f"--ref={NOTES_REF}", "list").splitlines():
         blob, _, annotated = line.partition(" ")
         if annotated == commit or not blob:
             continue
-        note = _parse(git, blob)
-        if note is not None:
-            found += [(annotated, r) for r in records_of(note) if r.get("tree") == tree]
+        found += [(annotated, r) for r in _parse(git, blob) if r.get("tree") == tree]
     return found
 
 
@@ -122,12 +134,9 @@ def covers(git: Git, commit: str, tree: str, required: tuple[str, ...]) -> tuple
 
 def save(git: Git, commit: str, record: Record) -> None:
     """Write `record` as the note on `commit`, keeping other environments' runs as history."""
-    old = read_note(git, commit)
-    history: list[Record] = []
-    if old is not None:
-        history = [r for r in records_of(old) if not _superseded(r, record)][:HISTORY_MAX]
+    history = [r for r in read_records(git, commit) if not _superseded(r, record)]
     note = dict(record)
-    note["history"] = history
+    note["history"] = history[:HISTORY_MAX]
     data = (json.dumps(note, indent=1, ensure_ascii=False) + "\n").encode("utf-8")
     if _lock_held_here(git):
         _write(git, commit, data)  # inside the caller's transaction (pq rebase --gate)

@@ -31,8 +31,9 @@ SymbolCheck = Callable[[Path, dict[str, str], dict[str, tuple[int, int, int]]], 
 KILL_GRACE_S = 5.0
 TAIL_LINES = 30
 MAX_ERROR_LINES = 12
-_ERROR_LINE = re.compile(r"(\berror\b\s*[:(]|: error\b|\): error|undefined reference|"
-                         r"^FAILED: |fatal error|symbol lookup error)", re.IGNORECASE)
+_ERROR_LINE = re.compile(rb"(\b[Ee]rror\b\s*[:(]|: [Ee]rror\b|undefined reference|"
+                         rb"^FAILED: |fatal error|symbol lookup error)")
+_ERROR_NEEDLES = (b"rror", b"undefined reference", b"FAILED: ")
 KEEP_LOG_TIPS = 20
 _WORKTREE_PREFIX = "pq-gate-"
 # Variables that would point the stage's git at the user's repository instead of the worktree.
@@ -286,17 +287,44 @@ def excerpt(path: Path) -> str:
     errors: list[str] = []
     try:
         with open(path, "rb") as f:
-            for raw in f:
-                line = raw.decode("utf-8", "replace").rstrip("\r\n")
-                if _ERROR_LINE.search(line) and line not in shown and line not in errors:
-                    errors.append(line if len(line) <= 400 else line[:400] + " ...")
-                    if len(errors) >= MAX_ERROR_LINES:
-                        break
+            carry = b""
+            while len(errors) < MAX_ERROR_LINES:
+                chunk = f.read(8 << 20)
+                if not chunk:
+                    break
+                data = carry + chunk
+                cut = data.rfind(b"\n") + 1 or len(data)
+                data, carry = data[:cut], data[cut:]
+                _error_lines(data, shown, errors)
+            if carry:
+                _error_lines(carry, shown, errors)
     except OSError:
         return end
     if not errors:
         return end
     return "\n".join(["[error lines]", *errors, "[last lines]", end])
+
+
+def _error_lines(data: bytes, shown: set[str], errors: list[str]) -> None:
+    spans: set[tuple[int, int]] = set()
+    for needle in _ERROR_NEEDLES:  # bytes.find is fast; the regex then looks at few lines
+        pos = data.find(needle)
+        while pos >= 0:
+            start = data.rfind(b"\n", 0, pos) + 1
+            stop = data.find(b"\n", pos)
+            stop = len(data) if stop < 0 else stop
+            spans.add((start, stop))
+            pos = data.find(needle, stop)
+    for start, stop in sorted(spans):
+        raw = data[start:stop]
+        if not _ERROR_LINE.search(raw):
+            continue
+        line = raw.decode("utf-8", "replace").rstrip("\r")
+        line = line if len(line) <= 400 else line[:400] + " ..."
+        if line not in shown and line not in errors:
+            errors.append(line)
+            if len(errors) >= MAX_ERROR_LINES:
+                return
 
 
 def tail(path: Path, lines: int = TAIL_LINES, max_bytes: int = 64 * 1024) -> str:
