@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import resource
 import shutil
 import statistics
 import subprocess
@@ -34,6 +35,9 @@ FAR_LINE = 40  # upstream edits patched files only from here down; hunks sit nea
 
 def env(home: Path) -> dict[str, str]:
     e = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_", "PQ_"))}
+    # pq runs as installed: from compiled bytecode (cached under the temporary folder).
+    e.pop("PYTHONDONTWRITEBYTECODE", None)
+    e["PYTHONPYCACHEPREFIX"] = str(home / "pycache")
     e.update({"HOME": str(home), "GIT_CONFIG_NOSYSTEM": "1", "LC_ALL": "C",
               "GIT_AUTHOR_NAME": "Bench Author", "GIT_AUTHOR_EMAIL": "author@example.com",
               "GIT_COMMITTER_NAME": "Bench Committer",
@@ -44,18 +48,22 @@ def env(home: Path) -> dict[str, str]:
 class Runner:
     def __init__(self, home: Path) -> None:
         self.env = env(home)
+        self.cpu = 0.0  # CPU seconds (user + system) of the last timed command
 
     def git(self, cwd: Path, *args: str, input: bytes | None = None) -> str:
-        proc = subprocess.run(["git", *args], cwd=cwd, input=input, capture_output=True,
+        proc = subprocess.run(["git", *args], check=False, cwd=cwd, input=input, capture_output=True,
                               env=self.env)
         if proc.returncode != 0:
             sys.exit(f"git {' '.join(args[:3])} failed: {proc.stderr.decode()[-2000:]}")
         return proc.stdout.decode()
 
     def timed(self, cwd: Path, argv: list[str]) -> float:
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
-        proc = subprocess.run(argv, cwd=cwd, capture_output=True, env=self.env)
+        proc = subprocess.run(argv, check=False, cwd=cwd, capture_output=True, env=self.env)
         elapsed = time.perf_counter() - start
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        self.cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
         if proc.returncode != 0:
             sys.exit(f"{' '.join(argv)} failed ({proc.returncode}):\n"
                      f"{proc.stdout.decode()[-2000:]}{proc.stderr.decode()[-2000:]}")
@@ -119,8 +127,9 @@ def build(root: Path, run: Runner) -> tuple[Path, str, int]:
         cursor += n_files
         layer = ("build", "python-glue", "cpp-compat")[k % 3]
         parent = "refs/heads/main" if k == 0 else ""
-        commits.append((f"{layer}: port step {k + 1}\n\nKeeps module {k} working under "
-                        f"Paddle's compat layer.", parent, files))
+        message = (f"{layer}: port step {k + 1}\n\nKeeps module {k} working under "
+                   "Paddle's compat layer.")
+        commits.append((message, parent, files))
     run.git(fork, "fast-import", "--quiet",
             input=fast_import(commits, "refs/heads/paddle", 1_700_100_000))
     run.git(fork, "checkout", "-q", "paddle")
@@ -175,15 +184,16 @@ def main() -> None:
               f"by {behind} commits ({time.perf_counter() - t0:.1f}s)")
         originals = {p.name: p.read_bytes() for p in (fork / "patches").iterdir()}
         onto = run.git(fork, "rev-parse", "upstream/main").strip()
-        ratios, pq_times, git_times = [], [], []
+        ratios, pq_times, git_times, cpu_ratios = [], [], [], []
         changed_max = 0
         for r in range(args.rounds):
             order = ("pq", "git") if r % 2 == 0 else ("git", "pq")
-            times = {}
+            times, cpu = {}, {}
             for which in order:
                 if which == "pq":
                     run.git(fork, "checkout", "-q", "-B", f"bench-pq-{r}", tip)
                     times["pq"] = run.timed(fork, [pq_command(), "rebase", "upstream/main"])
+                    cpu["pq"] = run.cpu
                     now = {p.name: p.read_bytes() for p in (fork / "patches").iterdir()}
                     changed = sum(1 for n, b in originals.items() if now.get(n) != b)
                     changed_max = max(changed_max, changed)
@@ -192,19 +202,25 @@ def main() -> None:
                     times["git"] = run.timed(fork, [
                         "git", "-c", "rebase.autoSquash=false", "rebase", "--no-autostash",
                         "-q", onto])
+                    cpu["git"] = run.cpu
             same = subprocess.run(
                 ["git", "diff", "--quiet", f"bench-git-{r}", f"bench-pq-{r}", "--", ".",
-                 ":(exclude)series.yaml", ":(exclude)patches"], cwd=fork,
+                 ":(exclude)series.yaml", ":(exclude)patches"], check=False, cwd=fork,
                 env=run.env).returncode == 0
             ratio = times["pq"] / times["git"]
             ratios.append(ratio)
+            cpu_ratios.append(cpu["pq"] / cpu["git"])
             pq_times.append(times["pq"])
             git_times.append(times["git"])
             print(f"round {r + 1}: pq rebase {times['pq']:.3f}s  git rebase {times['git']:.3f}s"
-                  f"  ratio {ratio:.2f}  same trees: {'yes' if same else 'NO'}")
+                  f"  ratio {ratio:.2f}  (CPU {cpu['pq']:.2f}s / {cpu['git']:.2f}s)"
+                  f"  same trees: {'yes' if same else 'NO'}")
         print(f"median: pq {statistics.median(pq_times):.3f}s, git "
               f"{statistics.median(git_times):.3f}s, ratio pq/git "
-              f"{statistics.median(ratios):.2f} (target <= 1.0, aim 0.5)")
+              f"{statistics.median(ratios):.2f} (target <= 1.0, aim 0.5); CPU time ratio "
+              f"{statistics.median(cpu_ratios):.2f}")
+        print(f"load average during the run: {os.getloadavg()[0]:.1f} on "
+              f"{os.cpu_count()} CPUs")
         print(f"patch files that changed bytes: {changed_max} of {len(originals)} "
               "(expected 0)")
     finally:

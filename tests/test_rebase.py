@@ -220,7 +220,7 @@ def test_patch_follows_an_upstream_rename(tmp_path: Path) -> None:
 
 
 def test_rebase_onto_the_same_base_is_a_no_op(tmp_path: Path) -> None:
-    up, fork = make_series(tmp_path)
+    _, fork = make_series(tmp_path)
     before = whole_state(fork)
     oplog = sorted((fork / ".git/pq/oplog").iterdir())
     result = pq(fork, "rebase", "upstream/main")

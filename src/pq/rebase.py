@@ -9,13 +9,13 @@ at the end, after the series is re-exported (rebase_state owns those moves).
 from __future__ import annotations
 
 import re
-from typing import Callable
+from collections.abc import Callable
 
 from pq import patchfile, queueops, rangediff
 from pq import rebase_state as rs
 from pq import series as series_mod
 from pq import stack as stack_mod
-from pq.errors import ConfigError
+from pq.errors import ConfigError, GitError
 from pq.gitio import DIFF_CONFIG, DIFF_OPTIONS, Commit, CommitId, Git, Person, parse_commit
 from pq.queuefiles import Queue, read_worktree, write_worktree
 from pq.rangediff import PatchReport, RebaseReport
@@ -26,7 +26,7 @@ from pq.txn import Transaction
 Progress = Callable[[int, int, str], None]
 Entry = tuple[str, str]  # (mode, object id) of a path in a tree
 Change = tuple[str, "Entry | None", "Entry | None"]  # path, before, after (None: absent)
-_COMMIT_LINE = re.compile(rb"^commit [0-9a-f]{40,64}$", re.M)
+_COMMIT_LINE = re.compile(rb"^commit [0-9a-f]{40,64}$", re.MULTILINE)
 
 
 # -- starting -------------------------------------------------------------------------
@@ -280,12 +280,37 @@ def _replay(git: Git, trees: Trees, step: Step, tip: str, changes: list[Change],
             return "clean", trees.edit(tip_tree, {path: new for path, _, new in own})
         except TreeCollision:
             pass  # a file became a folder or the other way round: let git's merge decide
-    result = git.merge_trees(CommitId(step.parent), CommitId(tip), CommitId(step.pick))
-    if not result.clean:
+    tree, clean = _merge(git, step, tip, tip_tree)
+    if not clean:
         return "conflict", None
-    if result.tree == tip_tree:
+    if tree == tip_tree:
         return "dropped", None
-    return "merged", result.tree
+    return "merged", tree
+
+
+_MERGER = Person("pq", "pq@localhost", "0 +0000")
+
+
+def _merge(git: Git, step: Step, tip: str, tip_tree: str) -> tuple[str, bool]:
+    """(tree, clean) of the patch cherry-picked onto `tip` by git's merge, in memory.
+
+    What `gitio.merge_trees(parent, tip, pick)` does, for one write instead of three on
+    git < 2.40: a commit with the tip's tree whose only parent is the patch's own parent
+    has exactly that parent as its merge base with the patch (cherry-pick semantics).
+    """
+    if git.version() >= (2, 40):
+        ours = tip
+        args = [f"--merge-base={step.parent}"]
+    else:
+        ours = git.write_commit(tip_tree, [step.parent], _MERGER, _MERGER, "pq rebase\n")
+        args = []
+    proc = git.run_proc("merge-tree", "--write-tree", "-z", "--name-only", *args, ours,
+                        step.pick)
+    if proc.returncode not in (0, 1):  # 1: conflicts; anything else: git failed
+        last = proc.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or ["?"]
+        raise GitError(f"`git merge-tree` of {step.pick[:12]} onto {tip[:12]} failed with "
+                       f"exit {proc.returncode}: {last[0]}")
+    return proc.stdout.split(b"\0", 1)[0].decode().strip(), proc.returncode == 0
 
 
 def _commit(git: Git, trees: Trees, tree: str, parent: str, original: str,
