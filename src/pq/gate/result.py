@@ -57,6 +57,8 @@ class StageResult:
             return self.detail or "timed out"
         if self.status == FAILED:
             first = self.detail.splitlines()[0] if self.detail else ""
+            if first.startswith("undefined symbol"):
+                return "failed (undefined symbol)"
             return f"failed ({first})" if first and len(first) <= 40 else "failed"
         return self.status
 

@@ -88,7 +88,8 @@ def check(root: Path, libraries: list[str], env: dict[str, str], *,
             library_dirs + [p for p in [env.get("LD_LIBRARY_PATH", "")] if p])
     raw: list[tuple[str, str, tuple[str, ...]]] = []
     seen_digests: set[str] = set()
-    for rel in libraries:
+    # In-place copies first: `pkg/_C.so` says more than `build/lib.linux-.../pkg/_C.so`.
+    for rel in sorted(libraries, key=lambda r: (r.split("/")[0] == "build", r)):
         path = root / rel
         digest = _digest(path)
         if digest in seen_digests:
