@@ -195,18 +195,17 @@ def parse(data: bytes, filename: str) -> PatchFile:
 
 
 def _parse_headers(block: str, filename: str) -> list[tuple[str, str]]:
-    headers: list[tuple[str, str]] = []
+    parts: list[tuple[str, list[str]]] = []  # folded lines joined once, not one by one
     for lineno, line in enumerate(block.split("\n"), start=2):
-        if line[:1] in (" ", "\t") and headers:
-            key, value = headers[-1]
-            headers[-1] = (key, value + line)
+        if line[:1] in (" ", "\t") and parts:
+            parts[-1][1].append(line)
             continue
         key, sep, value = line.partition(":")
         if not sep or not re.match(r"^[A-Za-z0-9-]+$", key):
             raise ConfigError(f"bad header line {line[:60]!r}", path=filename, line=lineno,
                               hint="a patch starts with From:, Date:, Subject: headers")
-        headers.append((key, value.strip()))
-    return headers
+        parts.append((key, [value]))
+    return [(key, "".join(values).strip()) for key, values in parts]
 
 
 def _decode(value: str) -> str:
@@ -240,18 +239,39 @@ _PATH_LINE = re.compile(
     rb"^(?:--- (?:a/)?|\+\+\+ (?:b/)?|rename from |rename to |copy from |copy to )(.*)$")
 
 
+_HUNK = re.compile(rb"^@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@")
+
+
 def _check_diff(diff: bytes, filename: str, first_line: int) -> None:
-    """Refuse diffs whose paths leave the repository or reach into .git."""
+    """Refuse diffs whose paths leave the repository or reach into .git.
+
+    Hunk bodies are skipped by their line counts, as `git apply` reads them; every other
+    line that names a path is checked, also a traditional `---`/`+++` header after a hunk.
+    """
     lineno = first_line
-    in_header = False
+    old = new = 0  # lines still to come in the current hunk
     for raw in diff.split(b"\n"):
-        if raw.startswith(b"diff --git "):
-            in_header = True
+        if old > 0 or new > 0:
+            kind = raw[:1]
+            if kind in (b" ", b""):
+                old, new = old - 1, new - 1
+            elif kind == b"-":
+                old -= 1
+            elif kind == b"+":
+                new -= 1
+            elif kind != b"\\":
+                old = new = 0  # not a hunk line: the hunk was short; read it as a header
+            if old > 0 or new > 0 or kind in (b" ", b"", b"-", b"+", b"\\"):
+                lineno += 1
+                continue
+        hunk = _HUNK.match(raw)
+        if hunk:
+            old = int(hunk.group(1) or 1)
+            new = int(hunk.group(2) or 1)
+        elif raw.startswith(b"diff --git "):
             for p in _diff_git_paths(raw[len(b"diff --git "):]):
                 _check_path(p, filename, lineno)
-        elif raw.startswith((b"@@ ", b"GIT binary patch")):
-            in_header = False
-        elif in_header:
+        else:
             m = _PATH_LINE.match(raw)
             if m and not raw.startswith((b"--- /dev/null", b"+++ /dev/null")):
                 _check_path(_unquote(m.group(1).rstrip(b"\t")), filename, lineno)
@@ -259,12 +279,13 @@ def _check_diff(diff: bytes, filename: str, first_line: int) -> None:
 
 
 def _diff_git_paths(rest: bytes) -> list[str]:
+    """Every path the `diff --git` line could mean (unquoted names may contain spaces)."""
     if rest.startswith(b'"'):
         return [_unquote(t) for t in re.findall(rb'"(?:[^"\\]|\\.)*"|\S+', rest)]
-    if rest.startswith(b"a/") and len(rest) % 2 == 1:
-        half = (len(rest) - 1) // 2
-        return [_unquote(rest[:half]), _unquote(rest[half + 1:])]
-    return [_unquote(t) for t in rest.split(b" ")]
+    paths = [_unquote(t) for t in rest.split(b" ")]
+    for m in re.finditer(rb" (?=b/)", rest):
+        paths += [_unquote(rest[:m.start()]), _unquote(rest[m.end():])]
+    return paths
 
 
 def _unquote(raw: bytes) -> str:
