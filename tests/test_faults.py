@@ -14,13 +14,11 @@ import shutil
 import stat
 import subprocess
 import sys
-import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Callable
 
 import pytest
-
 from gitrepo import commit_all, git, make_fork, pq, write
 
 PQ = str(Path(sys.executable).parent / "pq")
@@ -65,7 +63,8 @@ def repo_state(root: Path) -> State:
 
 def run_pq(root: Path, args: list[str], **env: str) -> subprocess.CompletedProcess[bytes]:
     full = dict(os.environ, **env)
-    return subprocess.run([PQ, *args], cwd=root, env=full, capture_output=True, timeout=120)
+    return subprocess.run([PQ, *args], cwd=root, env=full, capture_output=True, timeout=120,
+                          check=False)
 
 
 def oplog_count(root: Path) -> int:
