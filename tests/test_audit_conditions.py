@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from importlib import metadata
 from pathlib import Path
@@ -181,6 +182,13 @@ def test_mre_passes_exit_code_decides(tmp_path: Path, script: str, state: str) -
     assert states(data) == [("mre-passes", state)]
     run = data["workarounds"][0]["mre_run"]
     assert run["command"] == "bash run.sh" and run["timed_out"] is False
+
+
+def test_mre_gets_python_as_an_absolute_path(tmp_path: Path) -> None:
+    fork = one_gap(tmp_path, f'echo "$PYTHON"\ntest "$PYTHON" = "{sys.executable}"\n')
+    relative = os.path.relpath(sys.executable, fork)
+    data = audit_json(fork, "--run-mre", "--python", relative)
+    assert states(data) == [("mre-passes", "met")], data["workarounds"][0]["mre_run"]
 
 
 def test_mre_runs_in_a_copy(tmp_path: Path) -> None:

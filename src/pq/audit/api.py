@@ -6,6 +6,8 @@ need (Paddle version, upstream files, reproducer runs) and applies the rules.
 
 from __future__ import annotations
 
+import os
+import shutil
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -91,6 +93,7 @@ def run_audit(
     2) on a malformed workaround block or an unknown `upstream_rev`."""
     series = queue.series
     workarounds = metadata.read_all(series)
+    python = interpreter(python)
     source: mre.Source
     if rev is None:
         source = mre.WorktreeSource(git.root)
@@ -215,6 +218,7 @@ def issue_body(git: Git, queue: Queue, patch: str, *, run_mre: bool = False,
     if wa.mre and source.problem(wa.mre) is None:
         files = source.files(wa.mre)
     paddle_run = torch_run = None
+    python = interpreter(python)
     py = python or sys.executable
     if run_mre and wa.mre and files:
         paddle_run = mre.run(source, wa.mre, python=py, timeout=mre_timeout)
@@ -229,6 +233,14 @@ def issue_body(git: Git, queue: Queue, patch: str, *, run_mre: bool = False,
         workaround=wa, summary=entry.summary, layer=entry.layer,
         diff=pf.diff.decode("utf-8", "replace"), mre_files=files, versions=v,
         paddle_run=paddle_run, torch_run=torch_run))
+
+
+def interpreter(python: str | None) -> str | None:
+    """`python` as an absolute path (reproducers run in another folder), None if None."""
+    if python is None:
+        return None
+    found = shutil.which(python)
+    return os.path.abspath(found or python)
 
 
 def valid_version(text: str) -> bool:

@@ -23,8 +23,7 @@ def _issue_short(row: WorkaroundRow) -> str:
         m = re.search(r"/(?:issues|pull)/(\d+)", issue.url)
         if m:
             return f"#{m.group(1)}"
-        short = re.sub(r"^https?://(www\.)?", "", issue.url)
-        return short if len(short) <= 36 else short[:35] + "…"
+        return "search" if re.search(r"[?&]q=", issue.url) else "link"
     return "not-needed"
 
 

@@ -130,7 +130,8 @@ def check_patch(p: PatchInput) -> list[Finding]:
         sigs = monkeys + [s for f in p.files for s in signals.todo_comments(f)
                           + signals.guards(f)]
         if sigs:
-            sigs.sort(key=lambda s: (s.path, s.line))
+            sigs = sorted({(s.path, s.line): s for s in reversed(sigs)}.values(),
+                          key=lambda s: (s.path, s.line))
             out.append(finding("WA014", name, f"{name} has no workaround block but adds "
                                f"workaround code: {_listing(sigs)}", sigs[0].where))
         return out

@@ -196,7 +196,7 @@ def guards(f: FileDiff) -> list[Signal]:
             elif _statement(ln.text) == "try:":
                 nxt = next((x for x in hunk[i + 1:] if _statement(x.text)), None)
                 if nxt is not None and _IMPORT.match(nxt.text):
-                    out.append(Signal(f.path, ln.number, "try: " + nxt.text.strip()))
+                    out.append(Signal(f.path, nxt.number, "try: " + _statement(nxt.text)))
     return out
 
 
