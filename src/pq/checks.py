@@ -1,12 +1,8 @@
 """The check list: named checks that a pushed commit's branch, series and records agree.
 
-Each check is a function `(git, ctx) -> list[CheckFailure]` registered under a name; the
-pre-push hook and `pq check` run every registered check in order, so a new check (a
-linter, later) is one more `@check(...)` function here and nothing else changes.
-Checks read the commit's objects only, never the working tree. Imports stay lazy so that
-loading this module costs nothing on the hook's cached path.
+Each check is `(git, ctx) -> list[CheckFailure]`, registered with `@check(...)`; the hook
+and `pq check` run them all, in order, on the commit's objects (never the working tree).
 """
-
 from __future__ import annotations
 
 from collections.abc import Callable

@@ -1,11 +1,8 @@
 """The pre-push hook: which pushed refs pq checks, the result cache, and the hook file.
 
-`pre_push` reads git's `<local ref> <local sha> <remote ref> <remote sha>` lines (or the
-pre-commit framework's PRE_COMMIT_* variables), skips deletions and refs whose tip has no
-series.yaml, runs `pq.checks` on the rest and remembers passing commits in
-`.git/pq/hook-cache.json`. `install`/`uninstall` manage the hook script; nothing here prints.
+Deletions and refs whose tip has no series.yaml pass; the rest run `pq.checks`, and a
+passing commit is remembered in `.git/pq/hook-cache.json`. Nothing here prints.
 """
-
 from __future__ import annotations
 
 import hashlib
