@@ -3,6 +3,7 @@
 Each check is `(git, ctx) -> list[CheckFailure]`, registered with `@check(...)`; the hook
 and `pq check` run them all, in order, on the commit's objects (never the working tree).
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable

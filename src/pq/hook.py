@@ -3,6 +3,7 @@
 Deletions and refs whose tip has no series.yaml pass; the rest run `pq.checks`, and a
 passing commit is remembered in `.git/pq/hook-cache.json`. Nothing here prints.
 """
+
 from __future__ import annotations
 
 import hashlib
