@@ -308,3 +308,18 @@ def test_wa017_removable_only_with_strict(tmp_path: Path) -> None:
     strict = audit_json(fork, "--paddle-version", "3.4.0", "--strict")
     assert rule_ids(strict) == [("WA017", names[P_LIBRARY])]
     assert strict["exit_code"] == 1
+
+
+def test_dep3_round_trip_of_non_ascii_and_long_metadata(tmp_path: Path) -> None:
+    def change(specs: list[Spec]) -> None:
+        spec = specs[P_LIBRARY]
+        spec.message = "cpp-compat: inclure <torch/library.h> — Größe  und  Ümlaut " + "x" * 200
+        assert spec.workaround
+        spec.workaround["covers"] = ["csrc/ops.cc::scale_add", "csrc/ops.cc::TORCH_LIBRARY"]
+        spec.workaround["remove_when"] = ["paddle >= 3.4", "mre-passes",
+                                          {"manual": "vérifier sur GPU: CUDA 12"}]
+
+    fork, names = plant(tmp_path, change)
+    assert audit_json(fork)["findings"] == []
+    text = (fork / "patches" / names[P_LIBRARY]).read_bytes()
+    assert b"X-Pq-Remove-When: =?utf-8?" in text  # RFC 2047, as mail headers want
