@@ -5,11 +5,21 @@ exactly as it was before the command: refs, HEAD, index, every working tree byte
 Each command first runs once with PQ_FAULT_LOG to count its checkpoints N; then, for each
 chosen k in 1..N, a fresh copy of a template repository runs it with PQ_FAULT_AT=k, using
 the real `pq` console script in a subprocess so that the SIGKILL kills just that process.
+
+`export --commit`, `apply` and `apply --branch` are killed at every checkpoint. The three
+rebase runs (clean, stopping at a conflict, `--continue`) are killed right after each step
+that can change what is on disk (a file write, rename or unlink, or a git command that may
+move a ref, HEAD, the index or the working tree) and at the first and last checkpoint: a
+kill between two such steps, after a read or an object write, finds exactly the same files
+and refs as the kill right after the earlier step, so these runs cover every distinct state
+a kill can leave, with a third of the runs (about 45 instead of 130; the file stays within
+a minute or two on 2 cores).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -72,17 +82,24 @@ def oplog_count(root: Path) -> int:
     return len(list(d.glob("*.json"))) if d.is_dir() else 0
 
 
+def rebase_in_progress(root: Path) -> bool:
+    return (root / ".git" / "pq" / "rebase" / "state.json").exists()
+
+
 def recover(root: Path, logged_before: int) -> str:
-    """What a user does after pq died: abort a rebase, or undo the logged operation."""
-    if (root / ".git" / "pq" / "rebase" / "state.json").exists():
-        proc = run_pq(root, ["rebase", "--abort"])
-        assert proc.returncode == 0, proc.stderr.decode()
-        return "abort"
-    if oplog_count(root) > logged_before:
+    """What a user does after pq died: abort a rebase, or undo the logged operation
+    (and when that brings back a rebase stopped at a conflict, abort that too)."""
+    how = []
+    if not rebase_in_progress(root) and oplog_count(root) > logged_before:
         proc = run_pq(root, ["undo"])
         assert proc.returncode == 0, proc.stderr.decode()
-        return "undo"
-    return "nothing"  # killed before the operation was logged: nothing may have changed
+        how.append("undo")
+    if rebase_in_progress(root):
+        proc = run_pq(root, ["rebase", "--abort"])
+        assert proc.returncode == 0, proc.stderr.decode()
+        how.append("abort")
+    # Neither: killed before the operation was logged, when nothing may have changed yet.
+    return "+".join(how) or "nothing"
 
 
 def copy(template: Path, dest: Path) -> Path:
@@ -103,11 +120,12 @@ def fault_run(template: Path, work: Path, args: list[str], k: int, expected: Sta
     return k, how
 
 
-def count_checkpoints(template: Path, work: Path, args: list[str]) -> list[str]:
+def count_checkpoints(template: Path, work: Path, args: list[str], code: int = 0
+                      ) -> list[str]:
     root = copy(template, work / "count")
     log = work / "faults.log"
     proc = run_pq(root, args, PQ_FAULT_LOG=str(log))
-    assert proc.returncode == 0, proc.stderr.decode()
+    assert proc.returncode == code, proc.stderr.decode()
     labels = log.read_text().splitlines()
     # A second, clean run from the same state must meet the same checkpoints.
     again = copy(template, work / "count2")
@@ -117,13 +135,25 @@ def count_checkpoints(template: Path, work: Path, args: list[str]) -> list[str]:
     return labels
 
 
-def check_all(template: Path, work: Path, args: list[str], ks: list[int] | None = None
-              ) -> dict[str, int]:
-    expected = repo_state(template)
+# Steps after which the files and refs on disk may differ (see the module docstring).
+_VISIBLE = re.compile(r"^\d+ (?:(?:write|rename) (?!blob$|tree$|commit$|tag$)|unlink |symlink |"
+                      r"git (?:update-ref|symbolic-ref|reset|checkout|cherry-pick|add|commit|"
+                      r"rm|update-index|read-tree|rerere|apply|stash|merge|am)$)")
+
+
+def after_visible_steps(labels: list[str]) -> list[int]:
+    ks = {1, len(labels)}
+    ks |= {i + 2 for i, label in enumerate(labels[:-1]) if _VISIBLE.match(label)}
+    return sorted(ks)
+
+
+def check_all(template: Path, work: Path, args: list[str], *, spread: bool = False,
+              code: int = 0, expected: State | None = None) -> dict[str, int]:
+    expected = expected or repo_state(template)
     logged = oplog_count(template)
-    labels = count_checkpoints(template, work, args)
+    labels = count_checkpoints(template, work, args, code)
     assert repo_state(work / "count") != expected, "the command changed nothing"
-    chosen = ks if ks is not None else list(range(1, len(labels) + 1))
+    chosen = after_visible_steps(labels) if spread else list(range(1, len(labels) + 1))
     with ThreadPoolExecutor(WORKERS) as pool:
         results = list(pool.map(lambda k: fault_run(template, work, args, k, expected,
                                                     logged), chosen))
@@ -134,14 +164,14 @@ def check_all(template: Path, work: Path, args: list[str], ks: list[int] | None 
 
 # -- the templates -------------------------------------------------------------------------
 
-_templates: dict[str, Path] = {}
+template_paths: dict[str, Path] = {}
 
 
 def template(name: str, build: Callable[[Path], Path],
              factory: pytest.TempPathFactory) -> Path:
-    if name not in _templates:
-        _templates[name] = build(factory.mktemp(name))
-    return _templates[name]
+    if name not in template_paths:
+        template_paths[name] = build(factory.mktemp(name))
+    return template_paths[name]
 
 
 def base_fork(tmp: Path) -> Path:
@@ -169,6 +199,27 @@ def export_fork(tmp: Path) -> Path:
     return fork
 
 
+def conflict_fork(tmp: Path) -> Path:
+    """base_fork, but upstream's new commit edits the line next to the build patch's."""
+    fork = base_fork(tmp)
+    upstream = tmp / "upstream"
+    write(upstream, "setup.py", "from torch.utils import cpp_extension as ext\n\n"
+          "setup(name='x')\n")
+    commit_all(upstream, "upstream: rename the import")
+    git(fork, "fetch", "-q", "upstream")
+    return fork
+
+
+def stopped_fork(tmp: Path) -> Path:
+    """conflict_fork stopped in `pq rebase` at the conflict, the resolution staged."""
+    fork = copy(template_paths["conflict"], tmp / "fork")
+    assert pq(fork, "rebase", "upstream/main", ok=False).exit_code == 1
+    write(fork, "setup.py", "import paddle\npaddle.enable_compat()\n"
+          "from torch.utils import cpp_extension as ext\n\nsetup(name='x')\n")
+    git(fork, "add", "setup.py")
+    return fork
+
+
 @pytest.fixture
 def work(tmp_path: Path) -> Path:
     return tmp_path
@@ -190,3 +241,26 @@ def test_apply_branch(work: Path, tmp_path_factory: pytest.TempPathFactory) -> N
     tpl = template("base", base_fork, tmp_path_factory)
     stats = check_all(tpl, work, ["apply", "--onto", "upstream/main", "--branch", "rebuilt"])
     assert stats["undo"] > 0
+
+
+def test_rebase(work: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
+    tpl = template("base", base_fork, tmp_path_factory)
+    stats = check_all(tpl, work, ["rebase", "upstream/main"], spread=True)
+    assert stats["abort"] > 0 and stats["undo"] > 0
+
+
+def test_rebase_stopping_at_a_conflict(work: Path,
+                                       tmp_path_factory: pytest.TempPathFactory) -> None:
+    tpl = template("conflict", conflict_fork, tmp_path_factory)
+    stats = check_all(tpl, work, ["rebase", "upstream/main"], spread=True, code=1)
+    assert stats["abort"] > 0
+
+
+def test_rebase_continue(work: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """After `--continue` is killed, `pq rebase --abort` (after `pq undo` when the rebase
+    had already finished) must bring back the state from before the whole rebase."""
+    before_rebase = repo_state(template("conflict", conflict_fork, tmp_path_factory))
+    tpl = template("stopped", stopped_fork, tmp_path_factory)
+    stats = check_all(tpl, work, ["rebase", "--continue"], spread=True,
+                      expected=before_rebase)
+    assert stats["abort"] > 0 and stats["undo+abort"] > 0

@@ -12,6 +12,7 @@ import fcntl
 import hashlib
 import json
 import os
+import re
 import socket
 import stat
 import time
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any, Self
 
 from pq.errors import GitError, PqError
+from pq.faults import checkpoint
 from pq.gitio import Git, Person
 
 LOCK_WAIT_S = float(os.environ.get("PQ_LOCK_WAIT", "3"))
@@ -262,6 +264,21 @@ def pin(git: Git, label: str, snap: Snapshot) -> None:
     scan.log_tip = commit
 
 
+_TEMP_NAME = re.compile(r"^\..+\.[A-Za-z0-9_]{8}\.tmp$")  # queuefiles.write_atomic's
+
+
+def sweep_temporary_files(git: Git) -> None:
+    """Remove what atomic writes of a killed pq left behind (only the lock holder may)."""
+    candidates = list(git.root.glob(".series.yaml.*.tmp"))
+    for place in [git.root / "patches", git.pq_dir()]:
+        if place.is_dir() and not place.is_symlink():
+            candidates += place.rglob(".*.tmp")
+    for p in candidates:
+        if _TEMP_NAME.match(p.name) and p.is_file() and not p.is_symlink():
+            checkpoint("unlink " + p.name)
+            p.unlink()
+
+
 # -- the operation log -------------------------------------------------------------
 
 
@@ -335,8 +352,7 @@ class Transaction:
             return
         logdir = log_dir(self.git)
         logdir.mkdir(parents=True, exist_ok=True)
-        for tmp in logdir.glob(".*.tmp"):  # left by a writer that was killed
-            tmp.unlink()
+        sweep_temporary_files(self.git)
         existing = [int(p.stem) for p in logdir.glob("*.json") if p.stem.isdigit()]
         number = max(existing, default=0) + 1
         snap = before if before is not None else snapshot(self.git)

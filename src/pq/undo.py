@@ -20,6 +20,7 @@ from pq.queuefiles import write_atomic
 from pq.txn import QUEUE_PATHS, ZERO, Snapshot, Transaction, read_records, snapshot, state_children
 
 Record = dict[str, Any]
+REBASE_STATE = "rebase/state.json"  # pq.rebase_state keeps a rebase in progress there
 _SAFE_PATH = re.compile(r"^(?!/)(?!.*(?:^|/)\.\.?(?:/|$))[^\0]+$")
 
 
@@ -95,6 +96,10 @@ class Plan:
 
 def plan(git: Git, kind: str, op: int | None, current: Snapshot, force: bool) -> Plan:
     """Choose the record to restore and check that nothing else changed since it ran."""
+    if REBASE_STATE in current["state"]:
+        raise ConfigError(f"a pq rebase is in progress; pq {kind} would step into the middle "
+                          "of it", hint="finish it with `pq rebase --continue` or end it with "
+                                        "`pq rebase --abort` (then `pq undo` goes further back)")
     h = history(read_records(git))
     if kind == "undo" and op is None:
         if not h.view:
@@ -260,23 +265,6 @@ def restore(git: Git, p: Plan, current: Snapshot) -> None:
         _write_queue(git, *queue)
     if "state" in p.changed:
         _write_state(git, target["state"])
-    _sweep_temporary_files(git)
-
-
-_TEMP_NAME = re.compile(r"^\..+\.[A-Za-z0-9_]{8}\.tmp$")  # queuefiles.write_atomic's
-
-
-def _sweep_temporary_files(git: Git) -> None:
-    """Remove what atomic writes killed before their rename left behind."""
-    places = [git.root / "patches", *state_children(git.pq_dir())]
-    candidates = list(git.root.glob(".series.yaml.*.tmp"))
-    for place in places:
-        if place.is_dir() and not place.is_symlink():
-            candidates += place.rglob(".*.tmp")
-    for p in candidates:
-        if _TEMP_NAME.match(p.name) and p.is_file() and not p.is_symlink():
-            checkpoint("unlink " + p.name)
-            p.unlink()
 
 
 def snapshot_refs(git: Git) -> dict[str, str]:
@@ -308,7 +296,7 @@ def _update_refs(git: Git, refs: dict[str, str | None], now: dict[str, str],
 def _checkout_failure(stderr: bytes, p: Plan) -> str:
     text = stderr.decode("utf-8", "replace")
     paths = [ln.strip() for ln in text.splitlines() if ln.startswith("\t")]
-    paths += re.findall(r"^error: Entry '(.+)' not uptodate", text, re.M)
+    paths += re.findall(r"^error: Entry '(.+)' not uptodate", text, re.MULTILINE)
     verb = {"undo": "undoing", "redo": "redoing", "restore": "restoring"}[p.kind]
     what = f"operation {p.record['id']} (`{p.record.get('command')}`)"
     if paths:
