@@ -7,9 +7,12 @@ into a fork with series.yaml and patches/ exported by pq; each test changes one 
 
 from __future__ import annotations
 
+import atexit
 import copy
+import hashlib
 import json
 import shutil
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -178,19 +181,37 @@ def real_mre(root: Path, name: str) -> None:
                     ignore=shutil.ignore_patterns("__pycache__", "build", "*.so", "*.egg-info"))
 
 
+_INITIALISED: dict[str, Path] = {}
+
+
+def _initialised(tmp: Path, specs: list[Spec], upstream_files: dict[str, str]) -> Path:
+    """tmp/upstream and tmp/fork with the specs committed and `pq init` run; repositories
+    with the same commits are built once per test session and copied."""
+    key = hashlib.sha256(json.dumps([upstream_files, [(s.message, s.files) for s in specs]],
+                                    sort_keys=True).encode()).hexdigest()[:16]
+    if key not in _INITIALISED:
+        root = Path(tempfile.mkdtemp(prefix="pq-audit-repos-"))
+        atexit.register(shutil.rmtree, root, True)
+        upstream = make_upstream(root / "upstream", dict(upstream_files))
+        fork = make_fork(root, upstream)
+        for spec in specs:
+            for path, text in spec.files.items():
+                if text is None:
+                    (fork / path).unlink()
+                else:
+                    write(fork, path, text)
+            commit_all(fork, spec.message)
+        pq(fork, "init", "--upstream", "upstream/main")
+        _INITIALISED[key] = root
+    shutil.copytree(_INITIALISED[key], tmp, symlinks=True, dirs_exist_ok=True)
+    git(tmp / "fork", "remote", "set-url", "upstream", str(tmp / "upstream"))
+    return tmp / "fork"
+
+
 def build_fork(tmp: Path, specs: list[Spec], *, mre: str = "fake",
                upstream_files: dict[str, str] | None = None) -> Path:
     """Commit each spec, `pq init`, add the workaround blocks, write reproducers, export."""
-    upstream = make_upstream(tmp / "upstream", dict(upstream_files or UPSTREAM))
-    fork = make_fork(tmp, upstream)
-    for spec in specs:
-        for path, text in spec.files.items():
-            if text is None:
-                (fork / path).unlink()
-            else:
-                write(fork, path, text)
-        commit_all(fork, spec.message)
-    pq(fork, "init", "--upstream", "upstream/main")
+    fork = _initialised(tmp, specs, dict(upstream_files or UPSTREAM))
     names = patch_names(fork)
     edit_series(fork, {names[i]: s.workaround for i, s in enumerate(specs) if s.workaround})
     for spec in specs:
