@@ -8,25 +8,20 @@ at the end, after the series is re-exported (rebase_state owns those moves).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 
 from pq import patchfile, queueops, rangediff
 from pq import rebase_state as rs
-from pq import series as series_mod
 from pq import stack as stack_mod
 from pq.errors import ConfigError, GitError
 from pq.gitio import DIFF_CONFIG, DIFF_OPTIONS, Commit, CommitId, Git, Person, parse_commit
 from pq.queuefiles import Queue, read_worktree, write_worktree
 from pq.rangediff import PatchReport, RebaseReport
-from pq.rebase_state import RebaseState, Step
+from pq.rebase_state import Change, Entry, RebaseState, Step
 from pq.series import PATCHES_DIR, SERIES_FILE
 from pq.txn import Transaction
 
 Progress = Callable[[int, int, str], None]
-Entry = tuple[str, str]  # (mode, object id) of a path in a tree
-Change = tuple[str, "Entry | None", "Entry | None"]  # path, before, after (None: absent)
-_COMMIT_LINE = re.compile(rb"^commit [0-9a-f]{40,64}$", re.MULTILINE)
 
 
 # -- starting -------------------------------------------------------------------------
@@ -74,7 +69,7 @@ def start(git: Git, upstream: str | None = None, *, gate: bool = False,
         with rs.cleanup_unless_touched(git, state):
             state.upstream_count = int(git.text("rev-list", "--count", f"{old_base}..{onto}"))
             diffs: dict[str, bytes] = {sc.commit: sc.diff for sc in stack}
-            matches = UpstreamMatches(git, state, changes, diffs)
+            matches = rangediff.UpstreamMatches(git, state, qp, changes, diffs)
             return _run(git, state, trees, changes, matches, progress, queue, committer)
 
 
@@ -104,62 +99,12 @@ def _queue_free_pick(git: Git, trees: Trees, commit: str, parent: str, changes: 
     return git.write_commit(tree, [parent], info.author, info.committer, info.message)
 
 
-class UpstreamMatches:
-    """Upstream commits carrying a patch's change (same `git patch-id --stable`).
-
-    Asked only when a patch's merge comes out empty (to name the commit) or conflicts (a
-    patch upstream adopted is dropped, not a conflict); computed once for all patches,
-    from `git log -p old_base..onto` limited to the patches' files: three processes.
-    """
-
-    def __init__(self, git: Git, state: RebaseState, changes: dict[str, list[Change]],
-                 diffs: dict[str, bytes] | None = None) -> None:
-        self.git = git
-        self.state = state
-        self.changes = changes
-        self.diffs = diffs
-        self._matches: dict[str, str] | None = None
-
-    def find(self, commit: str) -> str | None:
-        if self._matches is None:
-            self._matches = self._compute() if self.state.upstream_count else {}
-        return self._matches.get(commit)
-
-    def _compute(self) -> dict[str, str]:
-        commits = [s.commit for s in self.state.steps[self.state.index:]]
-        paths = sorted({path for c in commits for path, _, _ in self.changes.get(c, [])})
-        # `git log` reads diff.orderFile (empty is an error); --stable ids ignore file order.
-        config = [c for c in DIFF_CONFIG if not c.startswith("diff.orderFile")][:-1]
-        log = self.git.run(*config, "log", "-p", "--full-diff", "--format=commit %H",
-                           "--diff-merges=off", "--no-show-signature", *DIFF_OPTIONS,
-                           f"{self.state.old_base}..{self.state.onto}", "--", *paths)
-        if not _COMMIT_LINE.search(log):
-            return {}
-        if self.diffs is not None:
-            ours = b"".join(b"commit " + c.encode() + b"\n" + self.diffs[c] for c in commits)
-        else:
-            ours = self.git.run(*DIFF_CONFIG, "diff-tree", "--stdin", "-p",
-                                "--format=commit %H", *DIFF_OPTIONS,
-                                input="".join(c + "\n" for c in commits).encode())
-        out = self.git.text("patch-id", "--stable", input=log + ours)
-        mine = set(commits)
-        upstream: dict[str, str] = {}
-        patch_ids: dict[str, str] = {}
-        for line in out.splitlines():
-            pid, _, commit = line.partition(" ")
-            if commit in mine:
-                patch_ids[commit] = pid
-            else:
-                upstream[pid] = commit  # log runs newest first: the oldest match wins
-        return {c: upstream[pid] for c, pid in patch_ids.items() if pid in upstream}
-
-
 # -- continuing -----------------------------------------------------------------------
 
 
 def resume(git: Git, action: str, progress: Progress | None = None) -> RebaseReport:
     """`--continue` (take the staged resolution) or `--skip` (drop the conflicted patch)."""
-    state = _load(git)
+    state = rs.load_required(git)
     if state.phase != "conflict":
         raise ConfigError(f"the last pq rebase was interrupted while {state.phase}",
                           hint="`pq rebase --abort` restores the branch; then run the "
@@ -168,14 +113,14 @@ def resume(git: Git, action: str, progress: Progress | None = None) -> RebaseRep
     if action == "continue":
         unmerged, changed = rs.unstaged_paths(git)
         if unmerged:
-            raise ConfigError(f"{_list(unmerged)} still unmerged",
+            raise ConfigError(f"{rs.list_paths(unmerged)} still unmerged",
                               hint=f"edit, `git add {' '.join(unmerged)}`, then "
                                    "`pq rebase --continue`")
         if changed:
-            raise ConfigError(f"changes in {_list(changed)} are not added",
+            raise ConfigError(f"changes in {rs.list_paths(changed)} are not added",
                               hint="`git add` what belongs to the patch (or `git checkout -- "
                                    "<file>`), then `pq rebase --continue`")
-    old = _queue_before(git, state)
+    old = rs.queue_before(git, state)
     committer = git.committer_now()
     with Transaction(git, f"pq rebase --{action}"):
         trees = Trees(git)
@@ -198,12 +143,12 @@ def resume(git: Git, action: str, progress: Progress | None = None) -> RebaseRep
         state.phase = "replaying"
         rs.save(git, state)
         rs.reset_to(git, state.tip)
-        upstream = UpstreamMatches(git, state, changes)
+        upstream = rangediff.UpstreamMatches(git, state, old.series.queue_paths, changes)
         return _run(git, state, trees, changes, upstream, progress, old, committer)
 
 
 def abort(git: Git) -> RebaseReport:
-    state = _load(git)
+    state = rs.load_required(git)
     with Transaction(git, "pq rebase --abort"):
         rs.restore(git, state)
         rs.remove(git)
@@ -211,26 +156,11 @@ def abort(git: Git) -> RebaseReport:
                         state.onto, state.upstream_count, state.orig_head, state.orig_head)
 
 
-def _load(git: Git) -> RebaseState:
-    state = rs.load(git)
-    if state is None:
-        raise ConfigError("no pq rebase in progress",
-                          hint="start one with `pq rebase <upstream-ref>`")
-    return state
-
-
-def _queue_before(git: Git, state: RebaseState) -> Queue:
-    files = {path: git.blob(obj) for path, obj in state.queue_before.items()}
-    series = series_mod.loads(files[SERIES_FILE], SERIES_FILE)
-    return Queue(series, {e.name: files.get(f"{PATCHES_DIR}/{e.name}", b"")
-                          for e in series.patches})
-
-
 # -- the replay -----------------------------------------------------------------------
 
 
 def _run(git: Git, state: RebaseState, trees: Trees, changes: dict[str, list[Change]],
-         upstream: UpstreamMatches, progress: Progress | None, old: Queue,
+         upstream: rangediff.UpstreamMatches, progress: Progress | None, old: Queue,
          committer: Person) -> RebaseReport:
     qp = old.series.queue_paths
     total = len(state.steps)
@@ -367,30 +297,9 @@ def _new_stack(git: Git, trees: Trees, state: RebaseState, qp: tuple[str, ...],
 
 def _report(git: Git, state: RebaseState, status: str, old: Queue,
             new: Queue | None) -> RebaseReport:
-    patches = []
-    for i, step in enumerate(state.steps):
-        outcome = step.outcome or "pending"
-        if status == "conflict" and i == state.index:
-            outcome = "conflict"
-        p = PatchReport(step.name, step.layer, outcome, step.rerere, step.upstream_commit,
-                        commit=step.new_commit)
-        if step.upstream_commit:
-            p.upstream_subject = git.commit(step.upstream_commit).subject
-        if new is not None and step.name in new.files:
-            p.range_diff = rangediff.summary(old.files.get(step.name, b""), new.files[step.name])
-            p.changed = bool(p.range_diff)
-        patches.append(p)
-    report = RebaseReport(status, state.short_branch, state.onto_ref, state.old_base,
-                          state.onto, state.upstream_count, state.orig_head, state.new_tip,
-                          patches, gate=state.gate)
-    if status == "conflict":
-        report.conflict = patches[state.index]
-        report.conflict_paths = list(state.conflict_paths)
-    return report
-
-
-def _list(paths: list[str]) -> str:
-    return ", ".join(paths[:5]) + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")
+    subjects = {s.upstream_commit: git.commit(s.upstream_commit).subject
+                for s in state.steps if s.upstream_commit}
+    return rangediff.report(state, status, old.files, new.files if new else None, subjects)
 
 
 # -- trees in memory --------------------------------------------------------------------

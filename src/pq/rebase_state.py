@@ -15,12 +15,16 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pq import series as series_mod
 from pq.errors import ConfigError, GitError, OperationFailed
+from pq.faults import checkpoint
 from pq.gitio import Git
-from pq.queuefiles import write_atomic
+from pq.queuefiles import Queue, write_atomic
 from pq.series import PATCHES_DIR, SERIES_FILE
 
 STATE_VERSION = 1
+Entry = tuple[str, str]  # (mode, object id) of a path in a tree
+Change = tuple[str, "Entry | None", "Entry | None"]  # path, before, after (None: absent)
 ORIG_HEAD_REF = "refs/pq/orig-head"
 
 # Phases: `replaying` (in memory; HEAD and files untouched unless `touched`), `stopping`
@@ -107,12 +111,33 @@ def save(git: Git, state: RebaseState) -> None:
 
 
 def remove(git: Git) -> None:
-    path = state_path(git)
-    try:
-        path.unlink()
-        path.parent.rmdir()
-    except OSError:
-        pass
+    """Forget the rebase: the state file, and any half-written one a killed pq left."""
+    folder = state_path(git).parent
+    if folder.is_dir():
+        for p in folder.iterdir():
+            checkpoint("unlink " + p.name)
+            p.unlink()
+        folder.rmdir()
+
+
+def load_required(git: Git) -> RebaseState:
+    state = load(git)
+    if state is None:
+        raise ConfigError("no pq rebase in progress",
+                          hint="start one with `pq rebase <upstream-ref>`")
+    return state
+
+
+def queue_before(git: Git, state: RebaseState) -> Queue:
+    """The queue as the working tree held it when the rebase started."""
+    files = {path: git.blob(obj) for path, obj in state.queue_before.items()}
+    series = series_mod.loads(files[SERIES_FILE], SERIES_FILE)
+    return Queue(series, {e.name: files.get(f"{PATCHES_DIR}/{e.name}", b"")
+                          for e in series.patches})
+
+
+def list_paths(paths: list[str]) -> str:
+    return ", ".join(paths[:5]) + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")
 
 
 def require_none(git: Git) -> None:
