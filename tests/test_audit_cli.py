@@ -215,3 +215,16 @@ def test_export_writes_dep3_headers_from_the_series(tmp_path: Path) -> None:
     assert "Bug:" not in build
     plain = (fork / "patches" / names[0]).read_text()
     assert "X-Pq-Layer: build\n\n---" in plain
+
+
+@pytest.mark.parametrize("args,text", [
+    (["--paddle-version", "banana"], "is not a version such as 3.3.1"),
+    (["--python", "/nonexistent/python3"], "not found"),
+    (["--mre-timeout", "0"], "--mre-timeout"),
+    (["--rev", "no-such-rev"], "unknown revision 'no-such-rev'"),
+])
+def test_bad_options_exit_2(tmp_path: Path, args: list[str], text: str) -> None:
+    fork = build_fork(tmp_path, clean_specs()[:2])
+    code, out = audit(fork, *args)
+    assert code == 2, out
+    assert text in out and "Traceback" not in out

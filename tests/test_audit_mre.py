@@ -43,9 +43,9 @@ def test_mre_passes_both_ways_with_real_reproducers(tmp_path: Path) -> None:
     names = patch_names(fork)
     data = audit_json(fork, "--run-mre", "--strict")
     rows = {w["patch"]: w for w in data["workarounds"]}
-    for gap, symptom in ((names[1], "AttributeError: module 'paddle' has no attribute "
-                          "'testing'"),
-                         (names[2], "got multiple values for keyword argument 'include_dirs'")):
+    no_testing = "AttributeError: module 'paddle' has no attribute 'testing'"
+    positional = "got multiple values for keyword argument 'include_dirs'"
+    for gap, symptom in ((names[1], no_testing), (names[2], positional)):
         run = rows[gap]["mre_run"]
         assert run["exit_code"] == 1, run["output"]
         assert symptom in run["output"]
