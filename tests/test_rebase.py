@@ -4,6 +4,7 @@ renames, the no-op, byte stability of patch files, the JSON report and bad input
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 from gitrepo import commit_all, git, make_fork, make_upstream, pq, snapshot_queue, write
@@ -288,3 +289,76 @@ def test_bad_inputs_exit_2_with_one_line(tmp_path: Path) -> None:
     assert "already in progress" in refused("rebase", "upstream/main")
     pq(fork, "rebase", "--abort")
     assert git(fork, "rev-parse", "HEAD") == tip
+
+
+def test_two_conflicts_resolved_one_after_the_other(tmp_path: Path) -> None:
+    up, fork = make_series(tmp_path)
+    upstream_commit(up, fork, "upstream: rewrite both lines", {
+        "setup.py": set_line(SETUP, 3, "import other_framework"),
+        "pkg/__init__.py": set_line(GLUE, 5, "glue_5 = 'global'")})
+    first = pq(fork, "rebase", "upstream/main", ok=False)
+    assert first.exit_code == 1 and "conflicts in setup.py" in first.output
+    assert not (fork / "series.yaml").exists()  # the queue files wait in the rebase state
+    write(fork, "setup.py", set_line(SETUP, 3, "import other_framework  # and paddle"))
+    git(fork, "add", "setup.py")
+    second = pq(fork, "rebase", "--continue", ok=False)
+    assert second.exit_code == 1 and "conflicts in pkg/__init__.py" in second.output
+    assert "import other_framework  # and paddle" in (fork / "setup.py").read_text()
+    write(fork, "pkg/__init__.py", set_line(GLUE, 5, "glue_5 = 'global, scoped'"))
+    git(fork, "add", "pkg/__init__.py")
+    data = json.loads(pq(fork, "rebase", "--continue", "--json").output)
+    assert [p["outcome"] for p in data["patches"]] == ["conflict", "conflict"]
+    assert git(fork, "status", "--porcelain") == ""
+    assert "glue_5 = 'global, scoped'" in (fork / "pkg/__init__.py").read_text()
+    assert git(fork, "symbolic-ref", "HEAD") == "refs/heads/paddle"
+
+
+def test_patch_commit_that_also_edits_the_queue(tmp_path: Path) -> None:
+    up, fork = make_series(tmp_path)
+    write(fork, "mre/gap/run.sh", "exit 1\n")
+    write(fork, "setup.py", set_line((fork / "setup.py").read_text(), 10, "# compat note"))
+    write(fork, "series.yaml", (fork / "series.yaml").read_text().replace(
+        "summary: 'build: enable compat'", "summary: enable compat in the build"))
+    commit_all(fork, "build: compat note")  # code, series.yaml and mre/ in one commit
+    pq(fork, "export", "--commit")
+    upstream_commit(up, fork, "upstream: setup tail",
+                    {"setup.py": set_line(SETUP, 28, "# setup line 28, upstream")})
+    data = json.loads(pq(fork, "rebase", "upstream/main", "--json").output)
+    assert [p["outcome"] for p in data["patches"]] == ["merged", "clean", "merged"]
+    text = (fork / "series.yaml").read_text()
+    assert "summary: enable compat in the build" in text
+    assert (fork / "mre/gap/run.sh").read_text() == "exit 1\n"
+    for p in data["patches"]:  # the rebased patch commits carry no queue files
+        assert git(fork, "ls-tree", "--name-only", p["commit"], "series.yaml", "mre") == ""
+    assert git(fork, "status", "--porcelain") == ""
+
+
+def test_bookkeeping_commit_is_what_queueops_makes(tmp_path: Path) -> None:
+    from pq import queueops
+    from pq.gitio import Git
+    from pq.queuefiles import read_worktree
+
+    up, fork = make_series(tmp_path)
+    write(fork, "mre/gap/run.sh", "exit 1\n")
+    commit_all(fork, "pq: add a reproducer")
+    upstream_commit(up, fork, "upstream: docs", {"README.md": "more\n"})
+    orig = git(fork, "rev-parse", "HEAD")
+    pq(fork, "rebase", "upstream/main")
+    with Git.open(fork) as g:
+        head = g.commit("HEAD")
+        expected = queueops.bookkeeping_commit(g, head.parents[0], orig, read_worktree(fork),
+                                               head.committer, head.message)
+        assert g.commit(expected).tree == head.tree
+
+
+def test_gate_runs_after_the_rebase_and_gives_the_exit_code(tmp_path: Path) -> None:
+    up, fork = make_series(tmp_path)
+    gate = ("gate:\n  python: " + sys.executable + "\n  stages:\n    - name: docs\n"
+            "      run: \"grep -q 'never there' README.md\"\n")
+    write(fork, "series.yaml", (fork / "series.yaml").read_text() + gate)
+    commit_all(fork, "pq: gate")
+    new = upstream_commit(up, fork, "upstream: docs", {"README.md": "more\n"})
+    result = pq(fork, "rebase", "upstream/main", "--gate", ok=False)
+    assert result.exit_code == 1, result.output
+    assert "rebased paddle onto" in result.output and "docs" in result.output
+    assert f"base: {new}" in (fork / "series.yaml").read_text()  # the rebase itself is done

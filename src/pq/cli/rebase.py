@@ -101,7 +101,7 @@ def render(report: RebaseReport) -> None:
                f" ({report.upstream_count} commit{'s' if report.upstream_count != 1 else ''})")
     width = max((len(p.name) for p in report.patches), default=10)
     for p in report.patches:
-        click.echo(f"  {p.outcome:<8}  {p.name:<{width}}{_note(p)}")
+        click.echo(f"  {p.outcome:<8}  {p.name:<{width}}{_note(p)}".rstrip())
     changed = [p for p in report.patches if p.changed]
     if changed:
         click.echo("range-diff (patch files whose content changed):")
