@@ -20,3 +20,14 @@ def test_alpha():
 def test_shape_mismatch():
     with pytest.raises(RuntimeError, match="shape mismatch"):
         tinyop.scale_add(torch.ones(3), torch.ones(4))
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_cuda_matches_cpu():
+    torch.manual_seed(0)
+    x = torch.randn(3, 1000)
+    y = torch.randn(1000, 3).t()  # not contiguous
+    expected = tinyop.scale_add(x, y, alpha=0.5)
+    out = tinyop.scale_add(x.cuda(), y.cuda(), alpha=0.5)
+    assert out.is_cuda
+    torch.testing.assert_close(out.cpu(), expected)
