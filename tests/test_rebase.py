@@ -362,3 +362,26 @@ def test_gate_runs_after_the_rebase_and_gives_the_exit_code(tmp_path: Path) -> N
     assert result.exit_code == 1, result.output
     assert "rebased paddle onto" in result.output and "docs" in result.output
     assert f"base: {new}" in (fork / "series.yaml").read_text()  # the rebase itself is done
+
+
+def test_merges_give_what_git_rebase_gives(tmp_path: Path) -> None:
+    """Four patches upstream edited around: three merged together (one file each), and two
+    that share setup.py merged one by one; the trees are what `git rebase` makes."""
+    up, fork = make_series(tmp_path)
+    write(fork, "csrc/ops.cc", "#include <torch/extension.h>\n#include <torch/library.h>\n"
+          "\nint f() { return 1; }\n")
+    commit_all(fork, "cpp-compat: include torch/library.h")
+    write(fork, "setup.py", set_line((fork / "setup.py").read_text(), 20, "# second edit"))
+    commit_all(fork, "build: second edit")
+    pq(fork, "export", "--commit")
+    orig = git(fork, "rev-parse", "HEAD")
+    setup = set_line(set_line(SETUP, 5, "# five, upstream"), 22, "# twenty-two, upstream")
+    upstream_commit(up, fork, "upstream: edits near every patch", {
+        "setup.py": setup, "pkg/__init__.py": set_line(GLUE, 7, "glue_7 = 'upstream'"),
+        "csrc/ops.cc": "#include <torch/extension.h>\n\nint f() { return 1; }\nint g();\n"})
+    data = json.loads(pq(fork, "rebase", "upstream/main", "--json").output)
+    assert [p["outcome"] for p in data["patches"]] == ["merged"] * 4
+    git(fork, "checkout", "-q", "-b", "by-git", orig)
+    git(fork, "rebase", "-q", "upstream/main")
+    assert git(fork, "diff", "by-git", "paddle", "--", ".", ":(exclude)series.yaml",
+               ":(exclude)patches") == ""

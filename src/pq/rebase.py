@@ -15,7 +15,7 @@ from pq import rebase_state as rs
 from pq import stack as stack_mod
 from pq.errors import ConfigError, GitError
 from pq.gitio import DIFF_CONFIG, DIFF_OPTIONS, Commit, CommitId, Git, Person, parse_commit
-from pq.queuefiles import Queue, read_worktree, write_worktree
+from pq.queuefiles import Queue, read_worktree
 from pq.rangediff import PatchReport, RebaseReport
 from pq.rebase_state import Change, Entry, RebaseState, Step
 from pq.series import PATCHES_DIR, SERIES_FILE
@@ -164,11 +164,12 @@ def _run(git: Git, state: RebaseState, trees: Trees, changes: dict[str, list[Cha
          committer: Person) -> RebaseReport:
     qp = old.series.queue_paths
     total = len(state.steps)
+    batch = BatchMerge(git, trees, state.steps[state.index:], changes, state.onto, qp)
     while state.index < total:
         step = state.steps[state.index]
         if progress:
             progress(state.index, total, step.name)
-        outcome, tree = _replay(git, trees, step, state.tip, changes[step.commit], qp)
+        outcome, tree = _replay(git, trees, batch, step, state.tip, changes[step.commit], qp)
         if outcome in ("dropped", "conflict"):
             step.upstream_commit = upstream.find(step.commit)
             if step.upstream_commit:  # upstream has the patch: dropped, even if it conflicts
@@ -199,8 +200,8 @@ def _run(git: Git, state: RebaseState, trees: Trees, changes: dict[str, list[Cha
     return _finish(git, state, trees, old, committer, upstream.diffs)
 
 
-def _replay(git: Git, trees: Trees, step: Step, tip: str, changes: list[Change],
-            qp: tuple[str, ...]) -> tuple[str, str | None]:
+def _replay(git: Git, trees: Trees, batch: BatchMerge, step: Step, tip: str,
+            changes: list[Change], qp: tuple[str, ...]) -> tuple[str, str | None]:
     """(outcome, new tree) of one patch on `tip`, in memory."""
     tip_tree = trees.tree_of(tip)
     own = [c for c in changes if not stack_mod.is_queue_path(c[0], qp)]
@@ -210,7 +211,11 @@ def _replay(git: Git, trees: Trees, step: Step, tip: str, changes: list[Change],
             return "clean", trees.edit(tip_tree, {path: new for path, _, new in own})
         except TreeCollision:
             pass  # a file became a folder or the other way round: let git's merge decide
-    tree, clean = _merge(git, step, tip, tip_tree)
+    merged = batch.result(step.commit, tip_tree)
+    if merged is not None:
+        tree, clean = merged, True
+    else:
+        tree, clean = _merge(git, step, tip, tip_tree)
     if not clean:
         return "conflict", None
     if tree == tip_tree:
@@ -243,6 +248,66 @@ def _merge(git: Git, step: Step, tip: str, tip_tree: str) -> tuple[str, bool]:
     return proc.stdout.split(b"\0", 1)[0].decode().strip(), proc.returncode == 0
 
 
+class BatchMerge:
+    """The three-way content merges of many patches, in one `git merge-tree` run.
+
+    A patch that only modifies files, each of which upstream still has at the same path,
+    merges file by file: its merge on the tip is git's content merge of (its parent's
+    blob, the tip's blob, its own blob) for each file, and the tip elsewhere. While the tip
+    still holds upstream's blob for those files, that merge is the same one as on the new
+    upstream commit, which is done here for all such patches at once, in trees holding just
+    their files. Patches sharing a file, renames, additions and deletions are left to the
+    per-patch merge.
+    """
+
+    def __init__(self, git: Git, trees: Trees, steps: list[Step],
+                 changes: dict[str, list[Change]], onto: str, qp: tuple[str, ...]) -> None:
+        self.trees = trees
+        self.onto_tree = trees.tree_of(onto)
+        self.merged: dict[str, dict[str, Entry | None]] = {}
+        wanted: dict[str, list[tuple[str, Entry, Entry, Entry]]] = {}
+        users: dict[str, int] = {}
+        for step in steps:
+            own = [c for c in changes.get(step.commit, []) if not stack_mod.is_queue_path(c[0], qp)]
+            files = []
+            for path, old, new in own:
+                now = trees.lookup(self.onto_tree, path)
+                if old is None or new is None or now is None or not all(
+                        e[0].startswith(("100", "120")) for e in (old, new, now)):
+                    break
+                files.append((path, old, now, new))
+                users[path] = users.get(path, 0) + 1
+            else:
+                if files and any(now != old for _, old, now, _ in files):
+                    wanted[step.commit] = files
+        wanted = {c: f for c, f in wanted.items() if all(users[p] == 1 for p, *_ in f)}
+        if len(wanted) < 2:
+            return  # one merge costs the same either way
+        sides = [trees.edit_new({p: e[i] for f in wanted.values() for p, *e in f})
+                 for i in range(3)]
+        base = git.write_commit(sides[0], [], _MERGER, _MERGER, "pq rebase: base\n")
+        ours, theirs = (git.write_commit(t, [base], _MERGER, _MERGER, "pq rebase\n")
+                        for t in sides[1:])
+        proc = git.run_proc("merge-tree", "--write-tree", "-z", "--name-only", ours, theirs)
+        if proc.returncode not in (0, 1):
+            return  # each patch is merged on its own instead
+        tree, _, rest = proc.stdout.partition(b"\0")
+        conflicted = {p.decode("utf-8", "surrogateescape")
+                      for p in rest.split(b"\0\0", 1)[0].split(b"\0") if p}
+        result = tree.decode().strip()
+        for commit, files in wanted.items():
+            if not any(p in conflicted for p, *_ in files):
+                self.merged[commit] = {p: trees.lookup(result, p) for p, *_ in files}
+
+    def result(self, commit: str, tip_tree: str) -> str | None:
+        """The patch merged onto `tip_tree`, or None when it must be merged on its own."""
+        files = self.merged.get(commit)
+        if files is None or any(self.trees.lookup(tip_tree, p) != self.trees.lookup(
+                self.onto_tree, p) for p in files):
+            return None
+        return self.trees.edit(tip_tree, files)
+
+
 def _commit(git: Git, trees: Trees, tree: str, parent: str, original: str,
             committer: Person) -> str:
     info = trees.commit(original)
@@ -259,8 +324,9 @@ def _finish(git: Git, state: RebaseState, trees: Trees, old: Queue, committer: P
     state.new_tip = trees.bookkeeping_commit(
         state.tip, state.orig_head, queue, committer,
         f"pq: rebase series onto {state.onto[:12]}\n")
+    # Landing checks out the bookkeeping commit: series.yaml and patches/ are then `queue`
+    # byte for byte (what `queuefiles.write_worktree` would write, without a second dump).
     rs.land(git, state)
-    write_worktree(git.root, queue)
     rs.remove(git)
     return _report(git, state, "done", old, queue)
 
@@ -398,6 +464,11 @@ class Trees:
         """`tree` with each path set to (mode, object) or removed (None)."""
         encoded = {p.encode("utf-8", "surrogateescape"): v for p, v in changes.items()}
         return self._edit(tree, encoded) or self.git.empty_tree()
+
+    def edit_new(self, files: dict[str, Entry | None]) -> str:
+        """A new tree holding just `files`."""
+        encoded = {p.encode("utf-8", "surrogateescape"): v for p, v in files.items()}
+        return self._edit(None, encoded) or self.git.empty_tree()
 
     def without(self, tree: str, paths: tuple[str, ...]) -> str:
         """`tree` without `paths` (files or folders)."""
