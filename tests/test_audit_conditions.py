@@ -116,6 +116,14 @@ def test_upstream_contains_both_ways(tmp_path: Path) -> None:
         ("WA017", patch_names(fork)[P_COMPILE])]
 
 
+def test_upstream_contains_reads_files_not_folders(tmp_path: Path) -> None:
+    conds = ["upstream-contains: no such file.py: torch", "upstream-contains: tinyop: torch",
+             "upstream-contains: tinyop/compile.py: torch.compile(fn)",
+             "upstream-contains: README.md: torch"]
+    fork = build_fork(tmp_path, library_only(conds))
+    assert [s for _, s in states(audit_json(fork))] == ["not met", "not met", "met", "not met"]
+
+
 def test_upstream_option_overrides_the_series_ref(tmp_path: Path) -> None:
     fork = build_fork(tmp_path, clean_specs())
     upstream = tmp_path / "upstream"

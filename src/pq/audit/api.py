@@ -7,6 +7,7 @@ need (Paddle version, upstream files, reproducer runs) and applies the rules.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import sys
 from collections.abc import Callable
@@ -18,12 +19,13 @@ from pq.audit.conditions import ConditionState, Facts
 from pq.audit.metadata import Workaround
 from pq.audit.mre import MreRun
 from pq.audit.rules import Finding, PatchInput
-from pq.errors import EXIT_FINDINGS, EXIT_OK, ConfigError, GitError
+from pq.errors import EXIT_FINDINGS, EXIT_OK, ConfigError
 from pq.gitio import Git
 from pq.queuefiles import Queue
 from pq.series import PATCHES_DIR, SERIES_FILE, Series
 
 DEFAULT_MRE_TIMEOUT = 300.0
+_BATCH_HEADER = re.compile(rb"^[0-9a-f]{40,64} (\w+) (\d+)$")
 
 
 @dataclass(frozen=True)
@@ -176,19 +178,31 @@ def _facts(git: Git, series: Series, workarounds: dict[str, Workaround], *,
     commit = git.resolve(ref, "upstream ref") if upstream_rev else git.try_resolve(ref)
     files: dict[str, bytes | None] = {}
     wanted = sorted({c.file for c in conds if c.kind == conditions.UPSTREAM_CONTAINS})
-    if commit is not None:
-        for path in wanted:
-            files[path] = _read_file(git, commit, path)
+    if commit is not None and wanted:
+        files = _read_files(git, commit, wanted)
     return Facts(paddle_version=version, paddle_source=where if version else "",
                  upstream_ref=ref, upstream_commit=commit, upstream_files=files,
                  run_mre=run_mre)
 
 
-def _read_file(git: Git, commit: str, path: str) -> bytes | None:
-    try:
-        return git.blob(f"{commit}:{path}")
-    except GitError:
-        return None
+def _read_files(git: Git, commit: str, paths: list[str]) -> dict[str, bytes | None]:
+    """The blobs at `paths` in `commit` (None: absent, or not a file), with one batched
+    `git cat-file` rather than a round trip per file."""
+    request = "".join(f"{commit}:{p}\n" for p in paths).encode("utf-8", "surrogateescape")
+    out = git.run("cat-file", "--batch", input=request)
+    files: dict[str, bytes | None] = {}
+    pos = 0
+    for path in paths:
+        end = out.index(b"\n", pos)
+        m = _BATCH_HEADER.match(out[pos:end])
+        pos = end + 1
+        if m is None:  # "<name> missing" (or ambiguous)
+            files[path] = None
+            continue
+        size = int(m.group(2))
+        files[path] = out[pos:pos + size] if m.group(1) == b"blob" else None
+        pos += size + 1
+    return files
 
 
 def issue_body(git: Git, queue: Queue, patch: str, *, run_mre: bool = False,
