@@ -59,6 +59,7 @@ def test_table_shows_every_workaround_and_condition(tmp_path: Path) -> None:
     assert lines[2].split() == ["PATCH", "LAYER", "KIND", "REMOVAL", "ISSUE", "MRE", "FINDINGS"]
     row = next(ln for ln in lines if ln.startswith(names[P_LIBRARY]))
     assert row.split()[1:] == ["cpp-compat", "compat-gap", "not", "run", "#77012", "yes", "-"]
+    assert lines[lines.index(row) + 1] == "    covers csrc/ops.cc"
     assert re.search(r"^    paddle >= 3\.4\s+not met\s+installed paddlepaddle 3\.3\.1$", out, re.MULTILINE)
     assert re.search(r"^    mre-passes\s+not run\s+rerun with --run-mre$", out, re.MULTILINE)
 
@@ -134,7 +135,7 @@ def test_markdown(tmp_path: Path) -> None:
     code, out = audit(fork, "--markdown")
     assert code == 1
     assert out.startswith("### pq audit: workarounds\n")
-    assert "| Patch | Layer | Kind | Removal | Conditions | Issue | MRE | Findings |" in out
+    assert "| Patch | Layer | Kind | Covers | Removal | Conditions | Issue | MRE | Findings |" in out
     assert f"[#77013]({ISSUE.format(77013)})" in out
     assert "#### Findings" in out and "| error | WA007 outside-covers |" in out
     code, out = audit(fork, "--markdown", "--json")

@@ -81,6 +81,8 @@ def table(report: AuditReport) -> str:
                           for s in w.conditions), default=0))
         for w, r in zip(report.workarounds, rows):
             lines.append(fmt(r))
+            covers = ", ".join(str(c) for c in w.workaround.covers or ()) or "-"
+            lines.append(f"    covers {covers}")
             for s in w.conditions:
                 detail = f"  {s.detail}" if s.detail else ""
                 lines.append(f"    {s.condition.text.ljust(cw)}  {s.state.ljust(7)}{detail}"
@@ -108,8 +110,8 @@ def _cell(text: str) -> str:
 def markdown(report: AuditReport) -> str:
     out = ["### pq audit: workarounds", "", _cell(_heading(report)), ""]
     if report.workarounds:
-        out += ["| Patch | Layer | Kind | Removal | Conditions | Issue | MRE | Findings |",
-                "|---|---|---|---|---|---|---|---|"]
+        out += ["| Patch | Layer | Kind | Covers | Removal | Conditions | Issue | MRE | Findings |",
+                "|---|---|---|---|---|---|---|---|---|"]
         for w in report.workarounds:
             conds = "<br>".join(f"`{_cell(s.condition.text)}`: {s.state}"
                                 for s in w.conditions) or "-"
@@ -117,7 +119,8 @@ def markdown(report: AuditReport) -> str:
             issue_md = (f"[{_issue_short(w)}]({issue.url})" if issue and issue.url
                         else _issue_short(w))
             mre = f"`{w.workaround.mre}` ({_mre_short(w)})" if w.workaround.mre else "-"
-            out.append(f"| `{w.patch}` | {w.layer} | {w.workaround.kind or '-'} | "
+            covers = "<br>".join(f"`{_cell(str(c))}`" for c in w.workaround.covers or ()) or "-"
+            out.append(f"| `{w.patch}` | {w.layer} | {w.workaround.kind or '-'} | {covers} | "
                        f"**{w.removal}** | {conds} | {issue_md} | {mre} | "
                        f"{', '.join(w.findings) or '-'} |")
         out.append("")
