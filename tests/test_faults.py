@@ -264,3 +264,17 @@ def test_rebase_continue(work: Path, tmp_path_factory: pytest.TempPathFactory) -
     stats = check_all(tpl, work, ["rebase", "--continue"], spread=True,
                       expected=before_rebase)
     assert stats["abort"] > 0 and stats["undo+abort"] > 0
+
+
+def applied_fork(tmp: Path) -> Path:
+    """base_fork after `pq apply --onto upstream/main`: something for `pq undo` to undo."""
+    fork = base_fork(tmp)
+    pq(fork, "apply", "--onto", "upstream/main")
+    return fork
+
+
+def test_undo(work: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """A killed `pq undo` is itself undone by the next `pq undo`: back to where it began."""
+    tpl = template("applied", applied_fork, tmp_path_factory)
+    stats = check_all(tpl, work, ["undo"], spread=True)
+    assert stats["undo"] > 0

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from gitrepo import commit_all, git, make_fork, pq, write
-from test_faults import PQ, repo_state, run_pq
+from test_faults import PQ, base_fork, conflict_fork, repo_state, run_pq
 
 from pq.gitio import Git
 from pq.txn import Transaction, read_records
@@ -345,3 +345,75 @@ def test_killed_command_leaves_no_lock_in_the_way(fork: Path) -> None:
     proc = subprocess.run([PQ, "undo"], cwd=fork, capture_output=True, timeout=60,
                           env=dict(os.environ, PQ_LOCK_WAIT="0"), check=False)
     assert proc.returncode == 0, proc.stderr.decode()
+
+
+def test_undo_ignores_files_that_were_only_touched(fork: Path) -> None:
+    expected = repo_state(fork)
+    pq(fork, "apply", "--onto", "upstream/main")
+    later = time.time() + 100
+    for p in fork.rglob("*"):
+        if ".git" not in p.parts and p.is_file():
+            os.utime(p, (later, later))
+    pq(fork, "undo")
+    assert repo_state(fork) == expected
+
+
+# -- undo and rebase -------------------------------------------------------------------------
+
+
+def test_undo_a_finished_rebase(tmp_path: Path) -> None:
+    fork = base_fork(tmp_path)
+    expected = repo_state(fork)
+    pq(fork, "rebase", "upstream/main")
+    assert repo_state(fork) != expected
+    assert "undid operation 2 (`pq rebase upstream/main`)" in pq(fork, "undo").output
+    assert repo_state(fork) == expected
+
+
+def test_undo_waits_for_a_rebase_in_progress(tmp_path: Path) -> None:
+    fork = conflict_fork(tmp_path)
+    expected = repo_state(fork)
+    assert pq(fork, "rebase", "upstream/main", ok=False).exit_code == 1
+    stopped = repo_state(fork)
+    one_line_error(pq(fork, "undo", ok=False), 2, "a pq rebase is in progress",
+                   "pq rebase --abort")
+    assert repo_state(fork) == stopped
+    write(fork, "setup.py", "half-way resolution\n")
+    pq(fork, "rebase", "--abort")
+    assert repo_state(fork) == expected
+    # Undo the abort: the rebase is stopped at its conflict again, with the half-way
+    # resolution the abort threw away.
+    result = pq(fork, "undo", "--json")
+    assert json.loads(result.output)["rebase_in_progress"] is True
+    assert (fork / "setup.py").read_text() == "half-way resolution\n"
+    now = repo_state(fork)
+    now["files"]["setup.py"] = stopped["files"]["setup.py"]  # type: ignore[index]
+    assert now == stopped  # the unmerged index entries too
+    write(fork, "setup.py", "import paddle\npaddle.enable_compat()\n"
+          "from torch.utils import cpp_extension as ext\n\nsetup(name='x')\n")
+    git(fork, "add", "setup.py")
+    pq(fork, "rebase", "--continue")
+    assert git(fork, "symbolic-ref", "HEAD") == "refs/heads/paddle"
+    pq(fork, "undo")  # the finished rebase: stopped at the conflict, resolution staged
+    assert git(fork, "diff", "--cached", "--name-only") == "setup.py"
+    pq(fork, "rebase", "--abort")
+    assert repo_state(fork) == expected
+
+
+# -- commands run only from the committed series ------------------------------------------------
+
+
+def test_gate_runs_only_what_the_committed_series_says(tmp_path: Path) -> None:
+    fork = base_fork(tmp_path)
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    series = fork / "series.yaml"
+    text = series.read_text() + (f"gate:\n  stages:\n    - name: smoke\n"
+                                 f"      run: touch {marks}/committed\n")
+    series.write_text(text)
+    git(fork, "commit", "-qm", "gate", "--", "series.yaml")
+    series.write_text(text.replace("committed", "from-the-working-tree"))
+    patch = next((fork / "patches").iterdir())
+    patch.write_text(patch.read_text() + f"gate:\n  stages:\n    - run: touch {marks}/patch\n")
+    pq(fork, "gate", "--json", ok=False)
+    assert sorted(p.name for p in marks.iterdir()) == ["committed"]

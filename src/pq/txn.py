@@ -29,6 +29,7 @@ QUEUE_PATHS = ("series.yaml", "patches")
 LOG_REF = "refs/pq/oplog"  # pins every object a record names, so `git gc` keeps them
 STATE_SKIP = ("oplog", "lock")  # .git/pq entries that are not part of a snapshot
 STATE_MAX_BYTES = 1024 * 1024
+REBASE_STATE = "rebase/state.json"  # pq.rebase_state keeps a rebase in progress there
 ZERO = "0" * 40
 
 Snapshot = dict[str, Any]
@@ -179,8 +180,30 @@ def snapshot(git: Git, queue_paths: tuple[str, ...] = QUEUE_PATHS) -> Snapshot:
     state: dict[str, str] = {}
     for child in state_children(git.pq_dir()):
         state.update(_store_tree(git, child, child.name, STATE_MAX_BYTES))
+    worktree = _conflict(git, queue_paths) if REBASE_STATE in state else {}
     return {"head": head_ref or "HEAD", "head_commit": head_commit, "refs": refs,
-            "files": files, "index": [e for e in index if e], "state": state}
+            "files": files, "index": [e for e in index if e], "state": state,
+            "worktree": worktree}
+
+
+def _conflict(git: Git, queue_paths: tuple[str, ...]) -> dict[str, Any]:
+    """While a rebase is in progress: every other path whose index entry or file differs
+    from HEAD (a conflict shown in the working tree, a resolution being staged), exactly."""
+    env = {"GIT_LITERAL_PATHSPECS": "1"}
+    changed = set()
+    for args in (("diff-index", "--cached", "--name-only", "-z", "HEAD"),
+                 ("diff-files", "--name-only", "-z")):
+        out = git.run_proc(*args, env=env).stdout
+        changed |= {p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p}
+    paths = sorted(p for p in changed
+                   if not any(p == q or p.startswith(q + "/") for q in queue_paths))
+    if not paths:
+        return {}
+    listed = git.text("ls-files", "-s", "-z", "--", *paths, env=env).split("\0")
+    files: dict[str, str] = {}
+    for p in paths:
+        files.update(_store_tree(git, git.root / p, p))
+    return {"paths": paths, "index": sorted(e for e in listed if e), "files": files}
 
 
 @dataclass
@@ -238,8 +261,10 @@ def _store_tree(git: Git, path: Path, rel: str, max_bytes: int | None = None
 
 
 def _blobs(snap: Snapshot) -> set[str]:
-    blobs = {v.split()[1] for v in list(snap["files"].values()) + list(snap["state"].values())}
-    for entry in snap["index"]:
+    worktree = snap.get("worktree") or {}
+    blobs = {v.split()[1] for v in [*snap["files"].values(), *snap["state"].values(),
+                                    *worktree.get("files", {}).values()]}
+    for entry in [*snap["index"], *worktree.get("index", [])]:
         mode, obj, _ = entry.split("\t", 1)[0].split()
         if mode != "160000":
             blobs.add(obj)

@@ -17,10 +17,18 @@ from pq.errors import ConfigError
 from pq.faults import checkpoint
 from pq.gitio import Git
 from pq.queuefiles import write_atomic
-from pq.txn import QUEUE_PATHS, ZERO, Snapshot, Transaction, read_records, snapshot, state_children
+from pq.txn import (
+    QUEUE_PATHS,
+    REBASE_STATE,
+    ZERO,
+    Snapshot,
+    Transaction,
+    read_records,
+    snapshot,
+    state_children,
+)
 
 Record = dict[str, Any]
-REBASE_STATE = "rebase/state.json"  # pq.rebase_state keeps a rebase in progress there
 _SAFE_PATH = re.compile(r"^(?!/)(?!.*(?:^|/)\.\.?(?:/|$))[^\0]+$")
 
 
@@ -72,6 +80,7 @@ def _components(snap: Snapshot, ref_names: set[str]) -> dict[str, Any]:
         "HEAD": (snap["head"], snap["head_commit"] if snap["head"] == "HEAD" else None),
         "queue": (snap["files"], snap["index"]),
         "state": snap["state"],
+        "worktree": snap.get("worktree") or {},
     }
     for name in ref_names:
         comps["ref " + name] = snap["refs"].get(name)
@@ -167,6 +176,11 @@ def _check_paths(snap: Snapshot, rid: int) -> None:
     for p in snap["state"]:
         if not _SAFE_PATH.match(p) or p.split("/")[0] in ("oplog", "lock"):
             raise ConfigError(f"operation {rid}'s log record names state file {p!r}")
+    worktree = snap.get("worktree") or {}
+    for p in [*worktree.get("paths", []), *worktree.get("files", {})]:
+        if not _SAFE_PATH.match(p) or p.split("/")[0].lower() == ".git":
+            raise ConfigError(f"operation {rid}'s log record names {p!r}, outside the "
+                              "working tree")
 
 
 # -- doing it ---------------------------------------------------------------------------------
@@ -181,6 +195,7 @@ class UndoResult:
     refs: list[tuple[str, str | None, str | None]]  # (ref, from, to)
     head: tuple[str, str] | None  # (from, to) when HEAD was moved to another branch
     files: list[str]
+    rebase: bool = False  # a rebase is in progress again (stopped where it was)
 
 
 def run(git: Git, kind: str = "undo", op: int | None = None, force: bool = False) -> UndoResult:
@@ -197,7 +212,8 @@ def run(git: Git, kind: str = "undo", op: int | None = None, force: bool = False
         result = UndoResult(
             p.kind, int(p.record["id"]), str(p.record.get("command")), int(t.record["id"]),
             [(ref, current["refs"].get(ref), new) for ref, new in sorted(p.refs.items())],
-            (current["head"], p.target["head"]) if "HEAD" in p.changed else None, files)
+            (current["head"], p.target["head"]) if "HEAD" in p.changed else None, files,
+            REBASE_STATE in p.target["state"] and "state" in p.changed)
     return result
 
 
@@ -241,6 +257,8 @@ def restore(git: Git, p: Plan, current: Snapshot) -> None:
     # 2. HEAD, index and working tree together, in one git command.
     if moving:
         assert commit_now is not None and commit_then is not None
+        # Files whose stat data changed but whose bytes did not must not count as edits.
+        git.run("update-index", "-q", "--refresh", ok_codes=(0, 1))
         _clear_queue(git, commit_now, current)
         if head_then == head_now and head_then != "HEAD":
             args = ["reset", "--keep", "-q", commit_then]
@@ -265,6 +283,28 @@ def restore(git: Git, p: Plan, current: Snapshot) -> None:
         _write_queue(git, *queue)
     if "state" in p.changed:
         _write_state(git, target["state"])
+    if "worktree" in p.changed:
+        _write_conflict(git, target.get("worktree") or {})
+
+
+def _write_conflict(git: Git, worktree: dict[str, Any]) -> None:
+    """Index entries (all stages) and files of a rebase's conflict, as recorded."""
+    paths = worktree.get("paths", [])
+    if not paths:
+        return
+    removed = [f"0 {ZERO}\t{p}" for p in paths]
+    git.run("update-index", "-z", "--index-info",
+            input="".join(x + "\0" for x in removed + sorted(worktree["index"])).encode(
+                "utf-8", "surrogateescape"))
+    for p in paths:
+        path = git.root / p
+        if p in worktree["files"]:
+            mode, blob = worktree["files"][p].split()
+            _write_file(git, path, mode, blob)
+        elif path.is_symlink() or path.is_file():
+            checkpoint("unlink " + p)
+            path.unlink()
+
 
 
 def snapshot_refs(git: Git) -> dict[str, str]:

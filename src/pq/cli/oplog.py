@@ -121,7 +121,7 @@ def _render(result: undo_mod.UndoResult, as_json: bool) -> None:
                    "refs": [{"ref": r, "old": o, "new": n} for r, o, n in result.refs],
                    "head": {"old": result.head[0], "new": result.head[1]}
                    if result.head else None,
-                   "files": result.files})
+                   "files": result.files, "rebase_in_progress": result.rebase})
         return
     verb = {"undo": "undid", "redo": "redid", "restore": "restored the state before"}
     click.echo(f"{verb[result.kind]} operation {result.target_id} "
@@ -132,6 +132,9 @@ def _render(result: undo_mod.UndoResult, as_json: bool) -> None:
         click.echo(f"  {ref}  {short(old)} -> {short(new)}")
     if result.files:
         click.echo(f"  {len(result.files)} queue file(s) restored")
+    if result.rebase:
+        click.echo("  a pq rebase is in progress again, stopped where it was: "
+                   "`pq rebase --continue` or `pq rebase --abort`")
     if result.kind == "redo":
         click.echo("  `pq undo` takes it back again")
     else:
