@@ -385,3 +385,27 @@ def test_merges_give_what_git_rebase_gives(tmp_path: Path) -> None:
     git(fork, "rebase", "-q", "upstream/main")
     assert git(fork, "diff", "by-git", "paddle", "--", ".", ":(exclude)series.yaml",
                ":(exclude)patches") == ""
+
+
+def test_every_kind_of_change_replays_like_git_rebase(tmp_path: Path) -> None:
+    """Binary files, modes, renames, deletions, links, latin-1 and non-ASCII authors."""
+    from test_roundtrip import migrate
+
+    fork = make_fork(tmp_path)
+    orig = migrate(fork)
+    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    before = snapshot_queue(fork)
+    up = tmp_path / "upstream"
+    write(up, "csrc/kernel.cc", "int k() { return 0; }\n")
+    write(up, "pkg/__init__.py", (up / "pkg/__init__.py").read_text() + "\n# upstream\n")
+    commit_all(up, "upstream: a kernel, and a line in pkg")
+    git(fork, "fetch", "-q", "upstream")
+    data = json.loads(pq(fork, "rebase", "upstream/main", "--json").output)
+    assert data["status"] == "done" and all(p["commit"] for p in data["patches"])
+    after = snapshot_queue(fork)
+    assert {k: v for k, v in after.items() if k != "series.yaml"} == {
+        k: v for k, v in before.items() if k != "series.yaml"}
+    git(fork, "checkout", "-q", "-b", "by-git", orig)
+    git(fork, "rebase", "-q", "upstream/main")
+    assert git(fork, "diff", "--name-only", "by-git", "paddle", "--", ".",
+               ":(exclude)series.yaml", ":(exclude)patches") == ""

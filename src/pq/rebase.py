@@ -39,7 +39,8 @@ def start(git: Git, upstream: str | None = None, *, gate: bool = False,
     queueops.require_clean(git, qp, "pq rebase")
     head = git.head()
     trees = Trees(git)
-    _require_clean_queue_dirs(git, trees, head, qp)
+    rs.require_clean_queue_dirs(git, [p for p in qp if p not in (SERIES_FILE, PATCHES_DIR)
+                                      and trees.lookup(trees.tree_of(head), p) is not None])
     old_base = git.resolve(series.base, "series base (upstream.base in series.yaml)")
     stack = stack_mod.read_stack(git, old_base, head, qp)
     fresh = stack_mod.export(git, stack, series, old_base)
@@ -71,21 +72,6 @@ def start(git: Git, upstream: str | None = None, *, gate: bool = False,
             diffs: dict[str, bytes] = {sc.commit: sc.diff for sc in stack}
             matches = rangediff.UpstreamMatches(git, state, qp, changes, diffs)
             return _run(git, state, trees, changes, matches, progress, queue, committer)
-
-
-def _require_clean_queue_dirs(git: Git, trees: Trees, head: str, qp: tuple[str, ...]) -> None:
-    """Tracked files in mre/ and the other queue folders leave the working tree during a
-    conflict; uncommitted edits there would stop that, so refuse them up front."""
-    head_tree = trees.tree_of(head)
-    others = [p for p in qp if p not in (SERIES_FILE, PATCHES_DIR)
-              and trees.lookup(head_tree, p) is not None]
-    if not others:
-        return
-    out = git.run("diff", "--name-only", "-z", "HEAD", "--", *others)
-    dirty = [p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p]
-    if dirty:
-        raise ConfigError(f"uncommitted changes in {dirty[0]}; pq rebase would not carry "
-                          "them", hint="commit them first, then run it again")
 
 
 def _queue_free_pick(git: Git, trees: Trees, commit: str, parent: str, changes: list[Change],

@@ -152,6 +152,18 @@ def require_none(git: Git) -> None:
                               hint="finish or abort it first (`git status` says how)")
 
 
+def require_clean_queue_dirs(git: Git, folders: list[str]) -> None:
+    """Tracked files in mre/ and the other queue folders leave the working tree during a
+    conflict; uncommitted edits there would stop that, so refuse them up front."""
+    if not folders:
+        return
+    out = git.run("diff", "--name-only", "-z", "HEAD", "--", *folders)
+    dirty = [p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p]
+    if dirty:
+        raise ConfigError(f"uncommitted changes in {dirty[0]}; pq rebase would not carry "
+                          "them", hint="commit them first, then run it again")
+
+
 # -- the queue files in the working tree ------------------------------------------------
 
 
