@@ -80,15 +80,15 @@ def _compose(text: str) -> yaml.Node | None:
         events += 1
         if events > MAX_NODES:
             raise ConfigError("YAML document too large (too many nodes)")
+        mark: Any = event.start_mark  # libyaml's Mark has the same line and column
         if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
-            mark = event.start_mark
             raise yaml.MarkedYAMLError(problem="anchors and aliases are not allowed in pq files",
                                        problem_mark=mark)
         if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
             depth += 1
             if depth > MAX_DEPTH:
                 raise yaml.MarkedYAMLError(problem=f"nested deeper than {MAX_DEPTH} levels",
-                                           problem_mark=event.start_mark)
+                                           problem_mark=mark)
         elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
             depth -= 1
     return yaml.compose(text, Loader=_LOADER)
