@@ -334,7 +334,7 @@ def _diff(old: str, new: str, *, quoted: bool, style: str) -> bytes:
             f"--- {q('a/' + old)}\n+++ {q('b/' + new)}\n{body}").encode()
 
 
-@SETTINGS
+@settings(SETTINGS, max_examples=40)
 @given(path=st.sampled_from(ESCAPES), quoted=st.booleans(),
        style=st.sampled_from(["git", "rename", "copy", "headers-only", "trailing"]))
 def test_patch_paths_escaping_the_repository(fork: Path, path: str, quoted: bool,
