@@ -172,6 +172,7 @@ def test_conflict_then_skip_is_recorded(tmp_path: Path) -> None:
 def test_conflict_then_abort_restores_everything(tmp_path: Path) -> None:
     up, fork = make_series(tmp_path, commit=False)  # queue files not even committed
     git(fork, "update-ref", "refs/pq/orig-head", "HEAD~1")
+    write(fork, "patches/README", "the user's own notes\n")  # not a patch: left alone
     before = whole_state(fork)
     conflict_upstream(up, fork)
     assert pq(fork, "rebase", "upstream/main", ok=False).exit_code == 1
@@ -296,9 +297,11 @@ def test_two_conflicts_resolved_one_after_the_other(tmp_path: Path) -> None:
     upstream_commit(up, fork, "upstream: rewrite both lines", {
         "setup.py": set_line(SETUP, 3, "import other_framework"),
         "pkg/__init__.py": set_line(GLUE, 5, "glue_5 = 'global'")})
+    write(fork, "patches/README", "the user's own notes\n")
     first = pq(fork, "rebase", "upstream/main", ok=False)
     assert first.exit_code == 1 and "conflicts in setup.py" in first.output
     assert not (fork / "series.yaml").exists()  # the queue files wait in the rebase state
+    assert (fork / "patches/README").read_text() == "the user's own notes\n"
     write(fork, "setup.py", set_line(SETUP, 3, "import other_framework  # and paddle"))
     git(fork, "add", "setup.py")
     second = pq(fork, "rebase", "--continue", ok=False)
@@ -308,7 +311,7 @@ def test_two_conflicts_resolved_one_after_the_other(tmp_path: Path) -> None:
     git(fork, "add", "pkg/__init__.py")
     data = json.loads(pq(fork, "rebase", "--continue", "--json").output)
     assert [p["outcome"] for p in data["patches"]] == ["conflict", "conflict"]
-    assert git(fork, "status", "--porcelain") == ""
+    assert git(fork, "status", "--porcelain") == "?? patches/README"
     assert "glue_5 = 'global, scoped'" in (fork / "pkg/__init__.py").read_text()
     assert git(fork, "symbolic-ref", "HEAD") == "refs/heads/paddle"
 

@@ -513,7 +513,7 @@ class Trees:
         patches = self.lookup(tree, PATCHES_DIR)
         if patches is not None and _is_tree(patches[0].encode()):
             for name, (mode, obj) in self.entries(patches[1]).items():
-                if not _is_tree(mode):
+                if not _is_tree(mode) and name.endswith(b".patch"):
                     blobs[f"{PATCHES_DIR}/{name.decode('utf-8', 'surrogateescape')}"] = obj
         return blobs
 

@@ -174,7 +174,8 @@ def blob_id(data: bytes, hex_len: int = 40) -> str:
 
 
 def worktree_queue_files(git: Git) -> dict[str, bytes]:
-    """series.yaml and every file directly in patches/, as they are on disk."""
+    """series.yaml and the patch files (patches/*.patch), as they are on disk; other files
+    in patches/ are the user's, and pq leaves them alone."""
     files: dict[str, bytes] = {}
     sp = git.root / SERIES_FILE
     if sp.is_file():
@@ -182,7 +183,7 @@ def worktree_queue_files(git: Git) -> dict[str, bytes]:
     pdir = git.root / PATCHES_DIR
     if pdir.is_dir():
         for p in sorted(pdir.iterdir()):
-            if p.is_file() and not p.is_symlink():
+            if p.name.endswith(".patch") and p.is_file() and not p.is_symlink():
                 files[f"{PATCHES_DIR}/{p.name}"] = p.read_bytes()
     return files
 
@@ -209,8 +210,10 @@ def set_queue_files(git: Git, wanted: dict[str, str]) -> None:
 
 
 def committed_queue_files(git: Git, rev: str) -> dict[str, str]:
+    """{path: blob} of series.yaml and patches/*.patch as committed in `rev`."""
     return {path: obj for _, kind, obj, path in git.ls_tree(rev, [SERIES_FILE, PATCHES_DIR])
-            if kind == "blob" and "/" not in path.removeprefix(PATCHES_DIR + "/")}
+            if kind == "blob" and (path == SERIES_FILE or path.endswith(".patch"))
+            and "/" not in path.removeprefix(PATCHES_DIR + "/")}
 
 
 @contextmanager
@@ -282,12 +285,6 @@ def write_index_tree(git: Git) -> str:
     """Record the resolution for git rerere, then the index as a tree."""
     git.run("-c", "rerere.enabled=true", "rerere")
     return git.text("write-tree").strip()
-
-
-def advance_head(git: Git, commit: str) -> None:
-    """HEAD (detached) to `commit`, whose tree the index and working tree already hold."""
-    git.run("update-ref", "--no-deref", "-m", "pq rebase", "HEAD", commit)
-    clear_git_merge_files(git)
 
 
 def reset_to(git: Git, commit: str) -> None:
