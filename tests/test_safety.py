@@ -271,8 +271,12 @@ def test_hand_edited_log_records_cannot_escape(fork: Path) -> None:
 
 def test_unreadable_record_is_listed_not_fatal(fork: Path) -> None:
     (fork / ".git/pq/oplog/000007.json").write_bytes(b"\xff{not json")
+    wrong = json.loads((fork / ".git/pq/oplog/000001.json").read_text())
+    wrong["id"], wrong["before"]["refs"], wrong["after"]["files"] = 8, "x", {"a": "b c d"}
+    (fork / ".git/pq/oplog/000008.json").write_text(json.dumps(wrong))
     ops = log_json(fork)["operations"]
-    assert ops[0]["id"] == 7 and ops[0]["status"] == "unreadable"
+    assert [(op["id"], op["status"]) for op in ops[:2]] == [(8, "unreadable"),
+                                                            (7, "unreadable")]
     pq(fork, "undo")  # undoes operation 1, skipping what it cannot read
     assert not (fork / "series.yaml").exists()
 

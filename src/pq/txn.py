@@ -62,7 +62,11 @@ class Lock:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         deadline = time.monotonic() + wait_s
         while True:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            except OSError as exc:
+                raise LockBusy(f"cannot open the lock {self.path}: {exc.strerror}",
+                               hint="check the permissions of .git/pq") from None
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError as exc:
@@ -322,13 +326,35 @@ def read_records(git: Git) -> list[dict[str, Any]]:
             continue
         try:
             record = json.loads(p.read_bytes())
-            if not isinstance(record, dict) or record.get("id") != int(p.stem):
+            if not _well_formed(record, int(p.stem)):
                 raise ValueError("not a record")
         except (OSError, ValueError):
             record = {"id": int(p.stem), "status": "unreadable", "command": "?",
                       "kind": "command", "time": "", "before": None, "after": None}
         records.append(record)
     return sorted(records, key=lambda r: int(r["id"]))
+
+
+def _well_formed(record: Any, rid: int) -> bool:
+    if not isinstance(record, dict) or record.get("id") != rid:
+        return False
+    for key in ("before", "after"):
+        snap = record.get(key)
+        if snap is None and key == "after":
+            continue
+        if not (isinstance(snap, dict) and isinstance(snap.get("head"), str)
+                and isinstance(snap.get("refs"), dict) and isinstance(snap.get("files"), dict)
+                and isinstance(snap.get("index"), list) and isinstance(snap.get("state"), dict)
+                and isinstance(snap.get("worktree", {}), dict)):
+            return False
+        specs = [*snap["files"].values(), *snap["state"].values()]
+        if not all(isinstance(v, str) and _SPEC.match(v) for v in specs) or not all(
+                isinstance(v, str) for v in [*snap["refs"].values(), *snap["index"]]):
+            return False
+    return True
+
+
+_SPEC = re.compile(r"^(?:100644|100755|120000) [0-9a-f]{40}(?:[0-9a-f]{24})?$")
 
 
 _active: dict[str, Transaction] = {}
