@@ -123,6 +123,16 @@ def test_dropped_patch_names_the_upstream_commit(tmp_path: Path) -> None:
     assert git(fork, "status", "--porcelain") == ""
 
 
+def test_dropped_patch_taken_with_more_changes_names_the_commit(tmp_path: Path) -> None:
+    up, fork = make_series(tmp_path)
+    upstream_commit(up, fork, "upstream: docs", {"README.md": "docs\n"})
+    taken = upstream_commit(up, fork, "Scoped compat, and a neighbour", {
+        "pkg/__init__.py": set_line(set_line(GLUE, 5, "glue_5 = 'scoped'"), 7, "glue_7 = 77")})
+    data = json.loads(pq(fork, "rebase", "upstream/main", "--json").output)
+    assert [(p["outcome"], p["upstream_commit"]) for p in data["patches"]] == [
+        ("clean", None), ("dropped", taken)]
+
+
 def conflict_upstream(up: Path, fork: Path) -> str:
     return upstream_commit(up, fork, "upstream: rewrite line 3",
                            {"setup.py": set_line(SETUP, 3, "import other_framework")})

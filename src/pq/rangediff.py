@@ -1,6 +1,6 @@
 """Patches across a rebase, range-diff style: which upstream commit carries a patch (same
-`git patch-id`), what became of each patch, and how each patch file's bytes changed (the
-unified diff of old and new bytes cut to hunk headers and changed lines): the report.
+`git patch-id`, or every changed line), what became of each patch, and how each patch
+file's bytes changed (old and new bytes diffed, cut to hunk headers and changed lines).
 """
 
 from __future__ import annotations
@@ -48,11 +48,13 @@ class RebaseReport:
 
 
 class UpstreamMatches:
-    """Upstream commits carrying a patch's change (same `git patch-id --stable`).
+    """Upstream commits (in old_base..onto) that carry a patch's change.
 
-    Asked only when a patch's merge comes out empty (to name the commit) or conflicts (a
-    patch upstream adopted is dropped, not a conflict); computed once for all patches,
-    from `git log -p old_base..onto` limited to the patches' files: three processes.
+    `find` is exact: the same `git patch-id --stable`; a patch upstream has that way is
+    dropped even where its merge conflicts. `carrying` names, for a patch whose merge came
+    out empty, the oldest upstream commit whose diff holds every line the patch adds or
+    removes, file by file (upstream took it with other context, or with more around it).
+    Computed only when first asked, once, from `git log -p` limited to the patches' files.
     """
 
     def __init__(self, git: Git, state: RebaseState, queue_paths: tuple[str, ...],
@@ -64,11 +66,24 @@ class UpstreamMatches:
         self.changes = changes
         self.diffs = diffs  # the patch commits' diffs, as stack.read_stack gives them
         self._matches: dict[str, str] | None = None
+        self._lines: dict[str, dict[str, set[bytes]]] = {}  # commit: {path: changed lines}
+        self._upstream: list[str] = []  # oldest first
 
     def find(self, commit: str) -> str | None:
         if self._matches is None:
             self._matches = self._compute() if self.state.upstream_count else {}
         return self._matches.get(commit)
+
+    def carrying(self, commit: str) -> str | None:
+        found = self.find(commit)
+        mine = self._lines.get(commit)
+        if found or not mine:
+            return found
+        for candidate in self._upstream:
+            theirs = self._lines[candidate]
+            if all(lines <= theirs.get(path, set()) for path, lines in mine.items()):
+                return candidate
+        return None
 
     def _compute(self) -> dict[str, str]:
         commits = [s.commit for s in self.state.steps[self.state.index:]]
@@ -87,8 +102,10 @@ class UpstreamMatches:
                                 "--format=commit %H", *DIFF_OPTIONS, "--",
                                 *stack_mod.exclude_pathspec(self.queue_paths),
                                 input="".join(c + "\n" for c in commits).encode())
-        out = self.git.text("patch-id", "--stable", input=log + ours)
+        self._lines = changed_lines(log + ours)
         mine = set(commits)
+        self._upstream = [c for c in reversed(self._lines) if c not in mine]
+        out = self.git.text("patch-id", "--stable", input=log + ours)
         upstream: dict[str, str] = {}
         patch_ids: dict[str, str] = {}
         for line in out.splitlines():
@@ -98,6 +115,30 @@ class UpstreamMatches:
             else:
                 upstream[pid] = commit  # log runs newest first: the oldest match wins
         return {c: upstream[pid] for c, pid in patch_ids.items() if pid in upstream}
+
+
+def changed_lines(log: bytes) -> dict[str, dict[str, set[bytes]]]:
+    """{commit: {path: the lines its diff adds or removes, with their sign}} of `git log -p`
+    output with `commit <id>` headers."""
+    result: dict[str, dict[str, set[bytes]]] = {}
+    files: dict[str, set[bytes]] = {}
+    current: set[bytes] | None = None
+    in_hunk = False
+    for line in log.split(b"\n"):
+        if _COMMIT_LINE.match(line):
+            files = result.setdefault(line[7:].decode(), {})
+            current, in_hunk = None, False
+        elif line.startswith(b"diff --git "):
+            current, in_hunk = None, False
+        elif not in_hunk and line.startswith((b"+++ b/", b"--- a/")):
+            path = line[6:].decode("utf-8", "surrogateescape")
+            current = files.setdefault(path, set()) if line[0:1] == b"+" or current is None \
+                else current
+        elif line.startswith(b"@@ "):
+            in_hunk = True
+        elif in_hunk and current is not None and line[:1] in (b"+", b"-"):
+            current.add(line.rstrip())
+    return result
 
 
 def report(state: RebaseState, status: str, old: dict[str, bytes],

@@ -156,7 +156,9 @@ def _run(git: Git, state: RebaseState, trees: Trees, changes: dict[str, list[Cha
         if progress:
             progress(state.index, total, step.name)
         outcome, tree = _replay(git, trees, batch, step, state.tip, changes[step.commit], qp)
-        if outcome in ("dropped", "conflict"):
+        if outcome == "dropped":
+            step.upstream_commit = upstream.carrying(step.commit)
+        elif outcome == "conflict":
             step.upstream_commit = upstream.find(step.commit)
             if step.upstream_commit:  # upstream has the patch: dropped, even if it conflicts
                 outcome, tree = "dropped", None
