@@ -9,7 +9,7 @@ import click
 
 from pq import rebase as rebase_mod
 from pq.cli.common import emit_json, open_repo, progress_printer, short
-from pq.errors import ConfigError, OperationFailed
+from pq.errors import ConfigError, OperationFailed, PqError
 from pq.gitio import Git
 from pq.rangediff import PatchReport, RebaseReport
 
@@ -53,17 +53,17 @@ def rebase(upstream: str | None, continue_: bool, skip: bool, abort: bool, gate:
             report = rebase_mod.resume(git, "continue" if continue_ else "skip", progress)
         else:
             report = rebase_mod.start(git, upstream, gate=gate, progress=progress)
+        if not as_json:
+            render(report)  # the rebase's outcome first, whatever the gate does
         gate_result = None
         if report.status == "done" and (gate or report.gate):
             gate_result = _run_gate(git, as_json)
+            if not as_json:
+                click.echo(gate_result["summary"])
     if as_json:
         data = to_json(report)
         data["gate"] = gate_result
         emit_json(data)
-    else:
-        render(report)
-        if gate_result is not None:
-            click.echo(gate_result["summary"])
     if report.status == "conflict":
         raise _conflict_error(report)
     if gate_result is not None and gate_result["exit_code"] != 0:
@@ -73,7 +73,10 @@ def rebase(upstream: str | None, continue_: bool, skip: bool, abort: bool, gate:
 def _run_gate(git: Git, as_json: bool) -> dict[str, Any]:
     from pq.gate.api import run_gate  # the gate is optional: loaded only when asked for
 
-    result = run_gate(git, progress=None if as_json else progress_printer("gate"))
+    try:
+        result = run_gate(git, progress=None if as_json else progress_printer("gate"))
+    except PqError as exc:
+        return {"exit_code": exc.exit_code, "summary": f"gate: error: {exc.render()}"}
     return {"exit_code": result.exit_code, "summary": result.summary()}
 
 
