@@ -7,9 +7,8 @@
 #   pq gate --stage gpu-build --stage gpu-tests --json --python <python with torch+CUDA>
 # and prints `pq gate --status`, nvidia-smi, nvcc --version and the git note.
 #
-# Usage: scripts/gpu-gate.sh            (from anywhere; results go to $OUT, default
-#                                        ./gpu-gate-out: gate.json, note.json, status.txt,
-#                                        env.txt and the stage logs)
+# Usage: scripts/gpu-gate.sh   (from anywhere; gate.json, note.json, status.txt, env.txt and
+#                               the stage logs go to $OUT, by default a new temporary folder)
 # Environment: GPU_GATE_PYTHON=/path/to/python picks the interpreter (default: the first of
 # python3, python on PATH whose torch is a CUDA build); GPU_GATE_KEEP=1 keeps the work folder.
 # Wheels for an offline machine, prepared where pip works (match the target's Python):
@@ -20,7 +19,7 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-OUT=${OUT:-$ROOT/gpu-gate-out}
+OUT=${OUT:-$(mktemp -d "${TMPDIR:-/tmp}/pq-gpu-gate-out-XXXXXX")}
 mkdir -p "$OUT"
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/pq-gpu-gate-XXXXXX")
 [ "${GPU_GATE_KEEP:-0}" = 1 ] || trap 'rm -rf "$WORK"' EXIT
@@ -101,5 +100,5 @@ git notes --ref=pq-gate show HEAD | tee "$OUT/note.json" || true
 for log in .git/pq/gate/logs/*/*.log; do
   [ -f "$log" ] && cp "$log" "$OUT/"
 done
-say "pq gate exit status: $rc"
+say "pq gate exit status: $rc; results in $OUT"
 exit "$rc"
