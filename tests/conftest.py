@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from gitrepo import commit_all, git, make_fork, pq, snapshot_queue, write
 
 

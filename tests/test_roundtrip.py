@@ -6,10 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import pytest
-
-from gitrepo import (commit_all, git, make_fork, pq, snapshot_queue, tree_without_queue,
-                     write)
+from gitrepo import commit_all, git, make_fork, pq, snapshot_queue, tree_without_queue, write
 
 
 def migrate(fork: Path) -> str:

@@ -13,9 +13,9 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from pq.errors import ConfigError
 from pq.gitio import run_in
@@ -180,12 +180,12 @@ def run(directory: Path | None, say: Say) -> DemoResult:
         findings = []
         result.unexpected.append("pq audit workarounds --json printed no JSON")
     for f in findings:
-        patch = str(f.get("patch", ""))
+        patch_name = str(f.get("patch", ""))
         rule = f"{f.get('rule_id', '')} {f.get('rule', '')}".strip()
-        if "silence-a-missing-torch-dynamo" in patch:
+        if "silence-a-missing-torch-dynamo" in patch_name:
             result.planted_rules.append(rule)
         else:
-            result.unexpected.append(f"{rule} on {patch}: {f.get('message', '')}")
+            result.unexpected.append(f"{rule} on {patch_name}: {f.get('message', '')}")
     if result.planted_rules:
         say("The audit's findings are the ones the demo planted on purpose (commit "
             f"\"{PLANTED_SUBJECT}\"): " + ", ".join(sorted(set(result.planted_rules))) + ".")

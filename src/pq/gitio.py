@@ -12,9 +12,10 @@ import os
 import re
 import subprocess
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, NewType, Sequence
+from typing import IO, NewType
 
 from pq.errors import ConfigError, GitError
 from pq.faults import checkpoint

@@ -7,7 +7,7 @@ torch C++ API. It is only a default: an entry in series.yaml keeps the layer its
 from __future__ import annotations
 
 import re
-from typing import Iterable
+from collections.abc import Iterable
 
 BUILD_NAMES = {"setup.py", "setup.cfg", "pyproject.toml", "cmakelists.txt", "makefile",
                "meson.build", "build.sh", "build.py", "requirements.txt", "manifest.in"}

@@ -8,8 +8,8 @@ plain results for the CLI to render; they never print.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from pq import stack as stack_mod
 from pq.errors import ConfigError
@@ -244,7 +244,7 @@ def worktree_entries(git: Git, paths: list[str]) -> list[tuple[str, str, str]]:
         return []
     out = git.run("ls-files", "-z", "--cached", "--others", "--exclude-standard", "--",
                   *paths)
-    entries = []
+    entries: list[tuple[str, str, str]] = []
     for rel in sorted(set(x.decode("utf-8", "surrogateescape") for x in out.split(b"\0") if x)):
         p = git.root / rel
         if p.is_symlink():

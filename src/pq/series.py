@@ -8,8 +8,9 @@ patch entries with their layer, summary and the blocks later features own (`work
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
-from typing import Any, Iterable
+from typing import Any
 
 from pq import yamldoc
 from pq.errors import ConfigError

@@ -8,8 +8,8 @@ and `materialise` turns a series back into commits, all without touching a worki
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Callable, Sequence
 
 from pq import dep3, layers, patchfile
 from pq.errors import ConfigError, OperationFailed
