@@ -245,16 +245,8 @@ def restore(git: Git, p: Plan, current: Snapshot) -> None:
     queue = (target["files"], target["index"]) if "queue" in p.changed else (
         current["files"], current["index"])
 
-    # 1. Refs that are not checked out: their moves do not touch the working tree.
-    later: dict[str, str | None] = {}
-    early: dict[str, str | None] = {}
-    for ref, value in p.refs.items():
-        if value is None or ref == head_now or ref == head_then:
-            later[ref] = value
-        else:
-            early[ref] = value
-    _update_refs(git, early, current["refs"], env)
-    # 2. HEAD, index and working tree together, in one git command.
+    # 1. HEAD, index and working tree together, in one git command, before anything else
+    #    changes: if it refuses (it would overwrite uncommitted work) nothing has.
     if moving:
         assert commit_now is not None and commit_then is not None
         # Files whose stat data changed but whose bytes did not must not count as edits.
@@ -264,9 +256,9 @@ def restore(git: Git, p: Plan, current: Snapshot) -> None:
             args = ["reset", "--keep", "-q", commit_then]
         elif head_then == "HEAD":
             args = ["checkout", "-q", "--detach", commit_then]
+        elif current["refs"].get(head_then) != commit_then:
+            args = ["checkout", "-q", "-B", head_then.removeprefix("refs/heads/"), commit_then]
         else:
-            if final_refs.get(head_then) != current["refs"].get(head_then):
-                _update_refs(git, {head_then: commit_then}, current["refs"], env)
             args = ["checkout", "-q", head_then.removeprefix("refs/heads/")]
         proc = git.run_proc(*args, env=env)
         if proc.returncode != 0:
@@ -274,11 +266,11 @@ def restore(git: Git, p: Plan, current: Snapshot) -> None:
             raise ConfigError(_checkout_failure(proc.stderr, p),
                               hint="commit or stash those changes (`git stash`), then run it "
                                    "again")
-        later.pop(head_then, None)
-    # 3. The rest: the branch we left and refs to delete.
-    refs_now = snapshot_refs(git)
-    _update_refs(git, later, refs_now, env)
-    # 4. The queue files and their index entries, byte for byte; then pq's state files.
+    # 2. Every other ref, in one atomic update (the branch HEAD moved with is done).
+    refs_now = snapshot_refs(git) if moving else current["refs"]
+    _update_refs(git, {ref: value for ref, value in p.refs.items()
+                       if not (moving and ref == head_then)}, refs_now, env)
+    # 3. The queue files and their index entries, byte for byte; then pq's state files.
     if "queue" in p.changed or moving:
         _write_queue(git, *queue)
     if "state" in p.changed:
