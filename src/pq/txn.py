@@ -75,7 +75,8 @@ class Lock:
                     raise LockBusy(f"cannot lock {self.path}: {exc.strerror}") from None
                 if time.monotonic() >= deadline:
                     raise LockBusy(self._busy_message(self._holder()),
-                                   hint="wait for it to finish, then run your command again")
+                                   hint="wait for it to finish, then run your command "
+                                        "again") from None
                 time.sleep(0.05)
                 continue
             # A holder that released unlinks the file: make sure ours is still the lock.
@@ -100,10 +101,8 @@ class Lock:
 
     def release(self) -> None:
         if self.held and self._fd is not None:
-            try:
-                self.path.unlink()  # while still locked, so nobody locks a dead inode
-            except FileNotFoundError:
-                pass
+            # Unlinked while still locked, so that nobody locks a dead inode.
+            self.path.unlink(missing_ok=True)
             os.close(self._fd)
             self._fd = None
             self.held = False

@@ -75,9 +75,7 @@ def load(text: bytes, filename: str) -> Located:
 def _compose(text: str) -> yaml.Node | None:
     """Compose after checking events: no anchors, no aliases, bounded depth and size."""
     depth = 0
-    events = 0
-    for event in yaml.parse(text, Loader=_LOADER):
-        events += 1
+    for events, event in enumerate(yaml.parse(text, Loader=_LOADER), start=1):
         if events > MAX_NODES:
             raise ConfigError("YAML document too large (too many nodes)")
         mark: Any = event.start_mark  # libyaml's Mark has the same line and column
