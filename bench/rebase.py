@@ -51,8 +51,8 @@ class Runner:
         self.cpu = 0.0  # CPU seconds (user + system) of the last timed command
 
     def git(self, cwd: Path, *args: str, input: bytes | None = None) -> str:
-        proc = subprocess.run(["git", *args], check=False, cwd=cwd, input=input, capture_output=True,
-                              env=self.env)
+        proc = subprocess.run(["git", *args], check=False, cwd=cwd, input=input,
+                              capture_output=True, env=self.env)
         if proc.returncode != 0:
             sys.exit(f"git {' '.join(args[:3])} failed: {proc.stderr.decode()[-2000:]}")
         return proc.stdout.decode()

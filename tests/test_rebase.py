@@ -394,6 +394,9 @@ def test_merges_give_what_git_rebase_gives(tmp_path: Path) -> None:
         "csrc/ops.cc": "#include <torch/extension.h>\n\nint f() { return 1; }\nint g();\n"})
     data = json.loads(pq(fork, "rebase", "upstream/main", "--json").output)
     assert [p["outcome"] for p in data["patches"]] == ["merged"] * 4
+    rebased = snapshot_queue(fork)
+    pq(fork, "export")  # the re-export is what `pq export` writes from the new commits
+    assert snapshot_queue(fork) == rebased
     git(fork, "checkout", "-q", "-b", "by-git", orig)
     git(fork, "rebase", "-q", "upstream/main")
     assert git(fork, "diff", "by-git", "paddle", "--", ".", ":(exclude)series.yaml",

@@ -59,7 +59,7 @@ def start(git: Git, upstream: str | None = None, *, gate: bool = False,
         trees.read_commits([sc.commit for sc in stack])
         steps = [Step(entry.name, layers[entry.name], sc.commit, sc.parent,
                       _queue_free_pick(git, trees, sc.commit, sc.parent, changes[sc.commit], qp))
-                 for entry, sc in zip(fresh.series.patches, stack)]
+                 for entry, sc in zip(fresh.series.patches, stack, strict=True)]
         state = RebaseState(
             command=f"pq rebase {ref}", branch=branch, orig_head=head, old_base=old_base,
             onto=onto, onto_ref=ref, upstream_count=0,
@@ -330,12 +330,16 @@ def _new_stack(git: Git, trees: Trees, state: RebaseState, qp: tuple[str, ...],
         out = git.run(*DIFF_CONFIG, "diff-tree", "--stdin", "--always", "-p", *DIFF_OPTIONS,
                       "--", *stack_mod.exclude_pathspec(qp),
                       input="".join(f"{s.new_commit}\n" for s in again).encode())
-        starts = [out.index(f"{s.new_commit}\n".encode()) for s in again]
+        out = b"\n" + out
+        starts: list[int] = []
+        for s in again:  # each commit's id line, in order, then its diff
+            assert s.new_commit is not None
+            starts.append(out.index(f"\n{s.new_commit}\n".encode(), starts[-1] if starts else 0))
         for i, s in enumerate(again):
             assert s.new_commit is not None
-            end = starts[i + 1] if i + 1 < len(again) else len(out)
+            end = starts[i + 1] + 1 if i + 1 < len(again) else len(out)
             fresh[s.commit] = patchfile.strip_index_lines(
-                out[starts[i] + len(s.new_commit) + 1:end])
+                out[starts[i] + len(s.new_commit) + 2:end])
     result = []
     parent = state.onto
     for s in kept:

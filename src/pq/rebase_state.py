@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -276,7 +276,7 @@ def unstaged_paths(git: Git) -> tuple[list[str], list[str]]:
     fields = [f.decode("utf-8", "surrogateescape") for f in out.split(b"\0") if f]
     unmerged: list[str] = []
     changed: list[str] = []
-    for status, path in zip(fields[0::2], fields[1::2]):
+    for status, path in zip(fields[0::2], fields[1::2], strict=True):
         (unmerged if status == "U" else changed).append(path)
     return sorted(set(unmerged)), sorted(set(changed))
 
@@ -295,10 +295,8 @@ def reset_to(git: Git, commit: str) -> None:
 
 def clear_git_merge_files(git: Git) -> None:
     for name in ("MERGE_MSG", "MERGE_RR"):
-        try:
+        with suppress(FileNotFoundError):
             (git.git_dir / name).unlink()
-        except FileNotFoundError:
-            pass
 
 
 def land(git: Git, state: RebaseState) -> None:
