@@ -7,13 +7,13 @@ chosen k in 1..N, a fresh copy of a template repository runs it with PQ_FAULT_AT
 the real `pq` console script in a subprocess so that the SIGKILL kills just that process.
 
 `export --commit`, `apply` and `apply --branch` are killed at every checkpoint. The three
-rebase runs (clean, stopping at a conflict, `--continue`) are killed right after each step
-that can change what is on disk (a file write, rename or unlink, or a git command that may
-move a ref, HEAD, the index or the working tree) and at the first and last checkpoint: a
-kill between two such steps, after a read or an object write, finds exactly the same files
-and refs as the kill right after the earlier step, so these runs cover every distinct state
-a kill can leave, with a third of the runs (about 45 instead of 130; the file stays within
-a minute or two on 2 cores).
+rebase runs (clean, stopping at a conflict, `--continue`) and `undo` are killed right after
+each step that can change what is on disk (a file write, rename or unlink, or a git command
+that may move a ref, HEAD, the index or the working tree) and at the first and last
+checkpoint: a kill between two such steps, after a read or an object write, finds exactly
+the same files and refs as the kill right after the earlier step, so these runs cover every
+distinct state a kill can leave with well under half the runs (about 65 instead of 170), and
+the file stays around a minute and a half on 2 cores.
 """
 
 from __future__ import annotations
