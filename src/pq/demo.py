@@ -17,6 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import click
+
 from pq.errors import ConfigError
 from pq.gitio import run_in
 
@@ -93,7 +95,7 @@ def _run_pq(cwd: Path, args: list[str], say: Say, env: dict[str, str]) -> tuple[
 def _has_command(name: str) -> bool:
     from pq.cli import main
 
-    return name in main.commands
+    return main.get_command(click.Context(main), name) is not None
 
 
 def run(directory: Path | None, say: Say) -> DemoResult:

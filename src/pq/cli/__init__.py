@@ -1,7 +1,8 @@
 """The command line: parse arguments, call the library, render the result.
 
-Each command lives in its own module under `pq.cli` and registers itself on `main`.
-Expected failures (`PqError`) are caught once here and become one line and an exit code.
+Each command lives in its own module under `pq.cli` and is imported only when it runs, so
+that `pq` starts fast. Expected failures (`PqError`) are caught once here and become one
+line and an exit code.
 """
 
 from __future__ import annotations
@@ -16,7 +17,26 @@ from pq import __version__
 from pq.errors import PqError
 
 
+# Command name -> the module under pq.cli that defines it (its `register` adds it).
+COMMANDS = {
+    "init": "queue", "export": "queue", "apply": "queue", "series": "queue",
+    "rebase": "rebase", "audit": "audit", "gate": "gate", "hook": "hook", "check": "hook",
+    "log": "oplog", "undo": "oplog", "redo": "oplog", "demo": "demo",
+}
+
+
 class PqGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(set(COMMANDS) | set(self.commands))
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in COMMANDS:
+            import importlib
+
+            module = importlib.import_module(f"pq.cli.{COMMANDS[cmd_name]}")
+            module.register(self)
+        return self.commands.get(cmd_name)
+
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
@@ -56,12 +76,3 @@ def main(ctx: click.Context, directory: str | None) -> None:
         except OSError as exc:
             raise click.UsageError(f"cannot change to {directory}: {exc.strerror}") from None
 
-
-def _register() -> None:
-    from pq.cli import audit, demo, gate, hook, oplog, queue, rebase
-
-    for module in (queue, rebase, audit, gate, hook, oplog, demo):
-        module.register(main)
-
-
-_register()

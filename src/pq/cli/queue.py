@@ -36,6 +36,8 @@ def _render_export(result: queueops.ExportResult, as_json: bool, verb: str) -> N
         click.echo("  series.yaml and patches/ already up to date")
     else:
         click.echo(f"  {len(result.changed)} file(s) written")
+    if result.changed:
+        click.echo("  `pq undo` restores the previous series.yaml and patches/")
     if result.commit:
         click.echo(f"  committed as {short(result.commit)}")
     elif result.changed:
