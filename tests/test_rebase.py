@@ -425,3 +425,31 @@ def test_every_kind_of_change_replays_like_git_rebase(tmp_path: Path) -> None:
     git(fork, "rebase", "-q", "upstream/main")
     assert git(fork, "diff", "--name-only", "by-git", "paddle", "--", ".",
                ":(exclude)series.yaml", ":(exclude)patches") == ""
+
+
+def test_untracked_files_in_the_way_stop_it_before_anything_moves(tmp_path: Path) -> None:
+    up, fork = make_series(tmp_path)
+    write(fork, "pkg/extra.py", "x = 1\n")
+    commit_all(fork, "python-glue: an extra module")
+    pq(fork, "export", "--commit")
+    tip = git(fork, "rev-parse", "HEAD")
+    upstream_commit(up, fork, "upstream: changelog", {"CHANGELOG": "1.0\n"})
+    write(fork, "CHANGELOG", "my draft\n")
+    refused = pq(fork, "rebase", "upstream/main", ok=False)
+    assert refused.exit_code == 2 and "untracked CHANGELOG would be overwritten" in \
+        refused.output and "run `pq rebase` again" in refused.output
+    assert git(fork, "rev-parse", "HEAD") == tip and not (fork / ".git/pq/rebase").exists()
+    (fork / "CHANGELOG").unlink()
+    conflict_upstream(up, fork)
+    assert pq(fork, "rebase", "upstream/main", ok=False).exit_code == 1
+    write(fork, "setup.py", set_line(SETUP, 3, "import other_framework  # and paddle"))
+    git(fork, "add", "setup.py")
+    write(fork, "pkg/extra.py", "mine\n")  # where a later patch adds its file
+    refused = pq(fork, "rebase", "--continue", ok=False)
+    assert refused.exit_code == 2 and "untracked pkg/extra.py" in refused.output
+    assert "then `pq rebase --continue`" in refused.output
+    (fork / "pkg/extra.py").unlink()
+    data = json.loads(pq(fork, "rebase", "--continue", "--json").output)
+    assert [p["outcome"] for p in data["patches"]] == ["conflict", "clean", "clean"]
+    assert (fork / "pkg/extra.py").read_text() == "x = 1\n"
+    assert git(fork, "status", "--porcelain") == ""

@@ -91,12 +91,14 @@ def _queue_free_pick(git: Git, trees: Trees, commit: str, parent: str, changes: 
 def resume(git: Git, action: str, progress: Progress | None = None) -> RebaseReport:
     """`--continue` (take the staged resolution) or `--skip` (drop the conflicted patch)."""
     state = rs.load_required(git)
-    if state.phase != "conflict":
+    # A rebase that stopped in memory (files in the way) goes on from where it was saved.
+    stopped = state.phase == "replaying" and state.detached and action == "continue"
+    if state.phase != "conflict" and not stopped:
         raise ConfigError(f"the last pq rebase was interrupted while {state.phase}",
                           hint="`pq rebase --abort` restores the branch; then run the "
                                "rebase again")
     step = state.steps[state.index]
-    if action == "continue":
+    if action == "continue" and not stopped:
         unmerged, changed = rs.unstaged_paths(git)
         if unmerged:
             raise ConfigError(f"{rs.list_paths(unmerged)} still unmerged",
@@ -111,9 +113,11 @@ def resume(git: Git, action: str, progress: Progress | None = None) -> RebaseRep
     with Transaction(git, f"pq rebase --{action}"):
         trees = Trees(git)
         rest = [s.commit for s in state.steps[state.index:]]
-        changes = trees.load_changes(rest[1:])
+        changes = trees.load_changes(rest if stopped else rest[1:])
         trees.read_commits(rest)
-        if action == "continue":
+        if stopped:
+            pass
+        elif action == "continue":
             tree = rs.write_index_tree(git)
             clean_tree = trees.without(tree, old.series.queue_paths)
             if clean_tree == trees.tree_of(state.tip):
@@ -125,9 +129,10 @@ def resume(git: Git, action: str, progress: Progress | None = None) -> RebaseRep
                 state.tip = step.new_commit
         else:
             step.outcome = "skipped"
-        state.index += 1
-        state.phase = "replaying"
-        rs.save(git, state)
+        if not stopped:
+            state.index += 1
+            state.phase = "replaying"
+            rs.save(git, state)
         rs.reset_to(git, state.tip)
         upstream = rangediff.UpstreamMatches(git, state, old.series.queue_paths, changes)
         return _run(git, state, trees, changes, upstream, progress, old, committer)

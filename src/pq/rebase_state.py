@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import asdict, dataclass, field
@@ -230,12 +231,33 @@ def cleanup_unless_touched(git: Git, state: RebaseState) -> Iterator[None]:
 # -- moves ------------------------------------------------------------------------------
 
 
+def require_nothing_in_the_way(git: Git, state: RebaseState, target: str) -> None:
+    """Refuse, before HEAD moves to `target`, when untracked files stand where `target`
+    has files (git would refuse halfway); pq's own queue files are dealt with apart."""
+    out = git.run("diff-tree", "-r", "-z", "--name-only", "--no-renames", "--diff-filter=A",
+                  "HEAD", target)
+    added = [p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p]
+    present = [p for p in added if os.path.lexists(git.root / p) and p != SERIES_FILE
+               and not p.startswith(PATCHES_DIR + "/")]
+    if not present:
+        return
+    out = git.run("--literal-pathspecs", "ls-files", "-z", "--others", "--exclude-standard",
+                  "--", *present)
+    in_way = sorted({p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p})
+    if in_way:
+        again = ("then `pq rebase --continue`" if state.detached
+                 else "then run `pq rebase` again")
+        raise ConfigError(f"untracked {list_paths(in_way)} would be overwritten by files of "
+                          "the rebased branch", hint=f"move them aside, {again}")
+
+
 def show_conflict(git: Git, state: RebaseState, pick: str) -> tuple[list[str], bool]:
     """Put `pick` cherry-picked onto state.tip into the index and working tree.
 
     Returns (unmerged paths, whether git rerere resolved conflicts from a recorded
     resolution). HEAD is left detached at state.tip.
     """
+    require_nothing_in_the_way(git, state, state.tip)
     state.phase = "stopping"
     state.touched = True
     first = not state.detached
@@ -302,6 +324,7 @@ def clear_git_merge_files(git: Git) -> None:
 def land(git: Git, state: RebaseState) -> None:
     """Move the branch to state.new_tip, with index and working tree; the old tip is kept."""
     assert state.new_tip is not None
+    require_nothing_in_the_way(git, state, state.new_tip)
     state.phase = "landing"
     state.touched = True
     save(git, state)
