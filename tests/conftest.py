@@ -17,7 +17,7 @@ def hermetic_git(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.M
                  ) -> Iterator[None]:
     home = tmp_path_factory.mktemp("home")
     for key in list(os.environ):
-        if key.startswith("GIT_") or key.startswith("PQ_"):
+        if key.startswith(("GIT_", "PQ_")):
             monkeypatch.delenv(key, raising=False)
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))

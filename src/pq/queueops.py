@@ -245,7 +245,7 @@ def worktree_entries(git: Git, paths: list[str]) -> list[tuple[str, str, str]]:
     out = git.run("ls-files", "-z", "--cached", "--others", "--exclude-standard", "--",
                   *paths)
     entries: list[tuple[str, str, str]] = []
-    for rel in sorted(set(x.decode("utf-8", "surrogateescape") for x in out.split(b"\0") if x)):
+    for rel in sorted({x.decode("utf-8", "surrogateescape") for x in out.split(b"\0") if x}):
         p = git.root / rel
         if p.is_symlink():
             entries.append(("120000", git.write_blob(os.readlink(p).encode()), rel))
@@ -261,7 +261,7 @@ def clear_queue_files_for(git: Git, target: str, queue_paths: tuple[str, ...]) -
     Transaction: its snapshot holds their contents, and `target` holds what they became."""
     out = git.run("ls-files", "-z", "--modified", "--others", "--exclude-standard", "--",
                   *queue_paths)
-    paths = sorted(set(x.decode("utf-8", "surrogateescape") for x in out.split(b"\0") if x))
+    paths = sorted({x.decode("utf-8", "surrogateescape") for x in out.split(b"\0") if x})
     if not paths:
         return
     in_target = {p for _m, _k, _o, p in git.ls_tree(target, paths)}

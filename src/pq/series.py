@@ -155,7 +155,7 @@ def loads(text: bytes, filename: str = SERIES_FILE) -> Series:
         if not isinstance(qp, list) or not all(isinstance(p, str) and p for p in qp):
             raise doc.error(("queue_paths",), "`queue_paths` must be a list of paths")
         for i, p in enumerate(qp):
-            if p.startswith("/") or ".." in p.split("/") or p.startswith(".git"):
+            if p.startswith(("/", ".git")) or ".." in p.split("/"):
                 raise doc.error(("queue_paths", i), f"queue path {p!r} escapes the repository")
         queue_extra = [p.rstrip("/") for p in qp]
 
@@ -170,7 +170,8 @@ def loads(text: bytes, filename: str = SERIES_FILE) -> Series:
         entry = _entry(doc, i, item)
         if entry.name in seen:
             raise doc.error(("patches", i, "name"),
-                            f"duplicate patch name {entry.name!r} (also entry {seen[entry.name] + 1})",
+                            f"duplicate patch name {entry.name!r} "
+                            f"(also entry {seen[entry.name] + 1})",
                             hint="each patch file appears once")
         seen[entry.name] = i
         entries.append(entry)

@@ -81,7 +81,8 @@ def _run_block(run: MreRun) -> str:
     if run.error:
         return f"The reproducer could not run: {run.error}"
     status = "timed out" if run.timed_out else f"exit code {run.exit_code}"
-    return f"`{run.command}` ({status}, {run.seconds:.1f} s):\n\n" + _fence(run.output or "(no output)")
+    head = f"`{run.command}` ({status}, {run.seconds:.1f} s):\n\n"
+    return head + _fence(run.output or "(no output)")
 
 
 def render(inp: IssueInput) -> str:

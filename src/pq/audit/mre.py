@@ -120,7 +120,7 @@ class TreeSource:
         return f"reproducer {path} is not in {self.rev[:12]}"
 
     def files(self, path: str) -> dict[str, bytes]:
-        for mode, kind, obj, p in self.entries:
+        for _mode, kind, obj, p in self.entries:
             if p == path and kind == "blob":
                 return {p.rsplit("/", 1)[-1]: self.git.blob(obj)}
         return {rel: self.git.blob(obj) for mode, obj, rel in self._under(path)

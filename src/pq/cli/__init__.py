@@ -16,7 +16,6 @@ import click
 from pq import __version__
 from pq.errors import PqError
 
-
 # Command name -> the module under pq.cli that defines it (its `register` adds it).
 COMMANDS = {
     "init": "queue", "export": "queue", "apply": "queue", "series": "queue",

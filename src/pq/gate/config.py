@@ -172,7 +172,8 @@ def _stage(series: Series, lines: list[str], i: int, item: Any) -> Stage:
                            hint="letters, digits, '.', '_' and '-', at most 64")
     run, kind = item.get("run"), item.get("kind")
     if (run is None) == (kind is None):
-        raise series.error(path + ("kind",) if kind is not None else path, f"gate stage {name!r} needs exactly one of `run` (a shell "
+        where = path + ("kind",) if kind is not None else path
+        raise series.error(where, f"gate stage {name!r} needs exactly one of `run` (a shell "
                            "command) and `kind` (a built-in stage)",
                            hint="built-in kinds: " + ", ".join(BUILTIN_KINDS))
     if run is not None and (not isinstance(run, str) or not run.strip()):
