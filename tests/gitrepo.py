@@ -28,10 +28,9 @@ def write(root: Path, rel: str, data: str | bytes, mode: int | None = None) -> N
         os.chmod(p, mode)
 
 
-def commit_all(root: Path, message: str, date: int | None = None) -> str:
+def commit_all(root: Path, message: str) -> str:
     git(root, "add", "-A")
-    env_date = [] if date is None else []
-    git(root, "commit", "-q", "--no-verify", "-m", message, *env_date)
+    git(root, "commit", "-q", "--no-verify", "-m", message)
     return git(root, "rev-parse", "HEAD")
 
 

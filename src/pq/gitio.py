@@ -86,6 +86,10 @@ class Person:
         return cls(m.group(1), m.group(2), m.group(3))
 
 
+# The identity of the synthetic commits merges need; they never reach a branch.
+MERGER = Person("pq", "pq@localhost", "0 +0000")
+
+
 @dataclass(frozen=True)
 class Commit:
     id: CommitId
@@ -368,11 +372,6 @@ class Git:
         out = self.run("diff-tree", "-r", "-z", "--name-only", "--no-renames", old, new)
         return [p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p]
 
-    def diff_patch(self, old: str, new: str, pathspec: Sequence[str] = ()) -> bytes:
-        """The full-index binary diff between two trees, with pinned options."""
-        return self.run(*DIFF_CONFIG, "diff-tree", "-p", *DIFF_OPTIONS, old, new, "--",
-                        *pathspec)
-
     def ls_tree(self, tree: str, paths: Sequence[str] = ()) -> list[tuple[str, str, str, str]]:
         """(mode, type, object, path) entries, recursively, for paths in tree."""
         out = self.run("ls-tree", "-r", "-z", "--full-tree", tree, "--", *paths)
@@ -428,32 +427,28 @@ class Git:
     def temp_index(self, tree: str) -> Git._TempIndex:
         return Git._TempIndex(self, tree)
 
-    def merge_trees(self, pre: CommitId, ours: CommitId, theirs: CommitId) -> MergeResult:
-        """Three-way merge of `theirs` onto `ours` with `pre` as the merge base, in memory.
+    def merge_trees(self, pre: str, ours: str, theirs: str,
+                    ours_tree: str | None = None) -> MergeResult:
+        """Cherry-pick `theirs` (a commit whose parent is `pre`) onto `ours`, in memory.
 
-        git >= 2.40 takes the base directly; older git gets a synthetic common parent so
-        that `pre` is the only merge base (cherry-pick semantics either way).
+        git >= 2.40 takes the merge base directly. Older git gets one synthetic commit:
+        `ours`'s tree with `pre` as its only parent, so that `pre` is the merge base.
         """
         if self.version() >= (2, 40):
-            args = ["merge-tree", "--write-tree", "-z", "--name-only", f"--merge-base={pre}",
-                    ours, theirs]
+            base_args = [f"--merge-base={pre}", ours]
         else:
-            who = Person("pq", "pq@localhost", "0 +0000")
-            pre_tree = self.commit(pre).tree
-            root = self.write_commit(pre_tree, [], who, who, "pq merge base\n")
-            o = self.write_commit(self.commit(ours).tree, [root], who, who, "ours\n")
-            t = self.write_commit(self.commit(theirs).tree, [root], who, who, "theirs\n")
-            args = ["merge-tree", "--write-tree", "-z", "--name-only", o, t]
-        out = self.run(*args, ok_codes=(0, 1))
+            tree = ours_tree or self.commit(ours).tree
+            base_args = [self.write_commit(tree, [pre], MERGER, MERGER, "pq merge\n")]
+        out = self.run("merge-tree", "--write-tree", "-z", "--name-only", *base_args, theirs,
+                       ok_codes=(0, 1))  # 1: conflicts
         parts = out.split(b"\0")
-        tree = TreeId(parts[0].decode().strip())
         conflicted: list[str] = []
         for p in parts[1:]:
             if not p:
                 break  # the informational messages follow an empty field
             conflicted.append(p.decode("utf-8", "surrogateescape"))
-        clean = not conflicted
-        return MergeResult(tree, clean, tuple(dict.fromkeys(conflicted)))
+        return MergeResult(TreeId(parts[0].decode().strip()), not conflicted,
+                           tuple(dict.fromkeys(conflicted)))
 
     # -- refs --------------------------------------------------------------------
 

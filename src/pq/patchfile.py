@@ -274,34 +274,37 @@ def _check_diff(diff: bytes, filename: str, first_line: int) -> None:
         else:
             m = _PATH_LINE.match(raw)
             if m and not raw.startswith((b"--- /dev/null", b"+++ /dev/null")):
-                _check_path(_unquote(m.group(1).rstrip(b"\t")), filename, lineno)
+                _check_path(unquote_path(m.group(1).rstrip(b"\t")), filename, lineno)
         lineno += 1
 
 
 def _diff_git_paths(rest: bytes) -> list[str]:
     """Every path the `diff --git` line could mean (unquoted names may contain spaces)."""
     if rest.startswith(b'"'):
-        return [_unquote(t) for t in re.findall(rb'"(?:[^"\\]|\\.)*"|\S+', rest)]
-    paths = [_unquote(t) for t in rest.split(b" ")]
+        return [unquote_path(t) for t in re.findall(rb'"(?:[^"\\]|\\.)*"|\S+', rest)]
+    paths = [unquote_path(t) for t in rest.split(b" ")]
     for m in re.finditer(rb" (?=b/)", rest):
-        paths += [_unquote(rest[:m.start()]), _unquote(rest[m.end():])]
+        paths += [unquote_path(rest[:m.start()]), unquote_path(rest[m.end():])]
     return paths
 
 
-def _unquote(raw: bytes) -> str:
-    if raw.startswith(b'"') and raw.endswith(b'"') and len(raw) >= 2:
-        body = raw[1:-1]
-        out = bytearray()
-        i = 0
+_ESCAPES = {ord("n"): 10, ord("t"): 9, ord("\\"): 92, ord('"'): 34, ord("a"): 7,
+            ord("b"): 8, ord("f"): 12, ord("r"): 13, ord("v"): 11}
+
+
+def unquote_path(raw: bytes) -> str:
+    """A path as git prints it, C-quoted when core.quotePath asks for it."""
+    if len(raw) >= 2 and raw.startswith(b'"') and raw.endswith(b'"'):
+        body, out, i = raw[1:-1], bytearray(), 0
         while i < len(body):
             c = body[i]
             if c == 0x5C and i + 1 < len(body):
                 n = body[i + 1]
                 if 0x30 <= n <= 0x37:
-                    out.append(int(body[i + 1:i + 4], 8))
+                    out.append(int(body[i + 1:i + 4], 8) & 0xFF)
                     i += 4
                     continue
-                out.append({ord("n"): 10, ord("t"): 9, ord("\\"): 92, ord('"'): 34}.get(n, n))
+                out.append(_ESCAPES.get(n, n))
                 i += 2
                 continue
             out.append(c)

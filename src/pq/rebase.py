@@ -13,8 +13,8 @@ from collections.abc import Callable
 from pq import patchfile, queueops, rangediff
 from pq import rebase_state as rs
 from pq import stack as stack_mod
-from pq.errors import ConfigError, GitError
-from pq.gitio import DIFF_CONFIG, DIFF_OPTIONS, CommitId, Git, Person
+from pq.errors import ConfigError
+from pq.gitio import DIFF_CONFIG, DIFF_OPTIONS, MERGER, CommitId, Git, Person
 from pq.queuefiles import Queue, read_worktree
 from pq.rangediff import PatchReport, RebaseReport
 from pq.rebase_state import Change, Entry, RebaseState, Step
@@ -217,29 +217,10 @@ def _replay(git: Git, trees: Trees, batch: BatchMerge, step: Step, tip: str,
     return "merged", tree
 
 
-_MERGER = Person("pq", "pq@localhost", "0 +0000")
-
-
 def _merge(git: Git, step: Step, tip: str, tip_tree: str) -> tuple[str, bool]:
-    """(tree, clean) of the patch cherry-picked onto `tip` by git's merge, in memory.
-
-    What `gitio.merge_trees(parent, tip, pick)` does, for one write instead of three on
-    git < 2.40: a commit with the tip's tree whose only parent is the patch's own parent
-    has exactly that parent as its merge base with the patch (cherry-pick semantics).
-    """
-    if git.version() >= (2, 40):
-        ours = tip
-        args = [f"--merge-base={step.parent}"]
-    else:
-        ours = git.write_commit(tip_tree, [step.parent], _MERGER, _MERGER, "pq rebase\n")
-        args = []
-    proc = git.run_proc("merge-tree", "--write-tree", "-z", "--name-only", *args, ours,
-                        step.pick)
-    if proc.returncode not in (0, 1):  # 1: conflicts; anything else: git failed
-        last = proc.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or ["?"]
-        raise GitError(f"`git merge-tree` of {step.pick[:12]} onto {tip[:12]} failed with "
-                       f"exit {proc.returncode}: {last[0]}")
-    return proc.stdout.split(b"\0", 1)[0].decode().strip(), proc.returncode == 0
+    """(tree, clean) of the patch cherry-picked onto `tip` by git's merge, in memory."""
+    result = git.merge_trees(step.parent, tip, step.pick, ours_tree=tip_tree)
+    return result.tree, result.clean
 
 
 class BatchMerge:
@@ -279,8 +260,8 @@ class BatchMerge:
             return  # one merge costs the same either way
         sides = [trees.edit_new({p: e[i] for f in wanted.values() for p, *e in f})
                  for i in range(3)]
-        base = git.write_commit(sides[0], [], _MERGER, _MERGER, "pq rebase: base\n")
-        ours, theirs = (git.write_commit(t, [base], _MERGER, _MERGER, "pq rebase\n")
+        base = git.write_commit(sides[0], [], MERGER, MERGER, "pq rebase: base\n")
+        ours, theirs = (git.write_commit(t, [base], MERGER, MERGER, "pq rebase\n")
                         for t in sides[1:])
         proc = git.run_proc("merge-tree", "--write-tree", "-z", "--name-only", ours, theirs)
         if proc.returncode not in (0, 1):

@@ -83,9 +83,6 @@ class Series:
         line, col = self.locate(path)
         return ConfigError(message, path=SERIES_FILE, line=line, column=col, hint=hint)
 
-    def with_patches(self, patches: Iterable[PatchEntry]) -> Series:
-        return replace(self, patches=tuple(patches))
-
     def with_base(self, base: str) -> Series:
         return replace(self, base=base)
 

@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from pq import dep3, layers, patchfile
-from pq.errors import ConfigError, OperationFailed
+from pq.errors import ConfigError, GitError, OperationFailed
 from pq.gitio import DIFF_CONFIG, DIFF_OPTIONS, CommitId, Git, Person, TreeId
 from pq.patchfile import PatchFile
 from pq.queuefiles import Queue
@@ -173,11 +173,12 @@ def guess_layer(git: Git, sc: StackCommit) -> str:
     for p in paths:
         content = b""
         if p.endswith(layers.CPP_SUFFIXES):
-            proc = git.run_proc("cat-file", "blob", f"{sc.commit}:{p}")
-            content = proc.stdout if proc.returncode == 0 else b""
-            if not content:
-                proc = git.run_proc("cat-file", "blob", f"{sc.parent}:{p}")
-                content = proc.stdout if proc.returncode == 0 else b""
+            for rev in (sc.commit, sc.parent):  # the post-image, or a deleted file's pre-image
+                try:
+                    content = git.blob(f"{rev}:{p}")
+                    break
+                except GitError:
+                    continue
         files.append((p, content))
     return layers.classify(files)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from pq.patchfile import split_sections
+from pq.patchfile import split_sections, unquote_path
 
 _HUNK = re.compile(rb"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 _PATH = re.compile(rb"^(---|\+\+\+) (.*)$")
@@ -50,7 +50,7 @@ def _section(section: bytes) -> FileDiff | None:
     created = deleted = binary = False
     m = _GIT_LINE.match(lines[0])
     if m:
-        old, new = _unquote(m.group(1)), _unquote(m.group(2))
+        old, new = unquote_path(m.group(1)), unquote_path(m.group(2))
     i = 1
     while i < len(lines) and not lines[i].startswith(b"@@ "):
         ln = lines[i]
@@ -60,15 +60,15 @@ def _section(section: bytes) -> FileDiff | None:
             if value == b"/dev/null":
                 created, deleted = (True, deleted) if pm.group(1) == b"---" else (created, True)
             else:
-                path = _strip_prefix(_unquote(value))
+                path = _strip_prefix(unquote_path(value))
                 if pm.group(1) == b"---":
                     old = path
                 else:
                     new = path
         elif ln.startswith(b"rename from "):
-            old = _unquote(ln[len(b"rename from "):])
+            old = unquote_path(ln[len(b"rename from "):])
         elif ln.startswith(b"rename to "):
-            new = _unquote(ln[len(b"rename to "):])
+            new = unquote_path(ln[len(b"rename to "):])
         elif ln.startswith(b"new file mode"):
             created = True
         elif ln.startswith(b"deleted file mode"):
@@ -117,28 +117,3 @@ def _hunks(lines: list[bytes]) -> list[tuple[Line, ...]]:
 
 def _strip_prefix(path: str) -> str:
     return path[2:] if path.startswith(("a/", "b/")) else path
-
-
-_ESCAPES = {ord("n"): 10, ord("t"): 9, ord("\\"): 92, ord('"'): 34, ord("a"): 7,
-            ord("b"): 8, ord("f"): 12, ord("r"): 13, ord("v"): 11}
-
-
-def _unquote(raw: bytes) -> str:
-    """A path as git prints it, C-quoted when core.quotePath asks for it."""
-    if len(raw) >= 2 and raw.startswith(b'"') and raw.endswith(b'"'):
-        body, out, i = raw[1:-1], bytearray(), 0
-        while i < len(body):
-            c = body[i]
-            if c == 0x5C and i + 1 < len(body):
-                n = body[i + 1]
-                if 0x30 <= n <= 0x37:
-                    out.append(int(body[i + 1:i + 4], 8) & 0xFF)
-                    i += 4
-                    continue
-                out.append(_ESCAPES.get(n, n))
-                i += 2
-                continue
-            out.append(c)
-            i += 1
-        raw = bytes(out)
-    return raw.decode("utf-8", "surrogateescape")

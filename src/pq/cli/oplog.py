@@ -2,31 +2,18 @@
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import click
 
 from pq import undo as undo_mod
 from pq.cli.common import emit_json, open_repo, short
-from pq.txn import lock_holder, read_records
+from pq.txn import lock_holder, pid_alive, read_records
 
 
 def register(main: click.Group) -> None:
     for command in (log, undo, redo):
         main.add_command(command)
-
-
-def _alive(pid: object) -> bool:
-    if not isinstance(pid, int) or pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _status(record: dict[str, Any], h: undo_mod.History, holder: dict[str, Any] | None) -> str:
@@ -35,7 +22,7 @@ def _status(record: dict[str, Any], h: undo_mod.History, holder: dict[str, Any] 
         return status
     if status == "started":
         running = holder is not None and holder.get("pid") == record.get("pid")
-        return "running" if running and _alive(record.get("pid")) else "interrupted"
+        return "running" if running and pid_alive(record.get("pid")) else "interrupted"
     if h.undone(int(record["id"])):
         return "undone"
     return status

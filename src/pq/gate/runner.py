@@ -24,6 +24,7 @@ from pq.gate import result as R
 from pq.gate.config import Stage
 from pq.gate.symbols import shared_objects
 from pq.gitio import Git
+from pq.txn import pid_alive
 
 Progress = Callable[[int, int, str], None]
 SymbolCheck = Callable[[Path, dict[str, str], dict[str, tuple[int, int, int]]], list[str]]
@@ -86,22 +87,9 @@ def remove_stale_worktrees(git: Git) -> None:
             continue
         path = Path(line[len("worktree "):])
         m = re.match(rf"^{_WORKTREE_PREFIX}(\d+)-", path.parent.name)
-        if m and not _alive(int(m.group(1))):
+        if m and not pid_alive(int(m.group(1))):
             _remove_worktree(git, path)
             shutil.rmtree(path.parent, ignore_errors=True)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-# -- the stages ------------------------------------------------------------------------------
 
 
 def base_env(python: str) -> dict[str, str]:
