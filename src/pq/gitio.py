@@ -8,6 +8,7 @@ hundred patches costs a hundred merges, not a thousand processes.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import subprocess
@@ -161,6 +162,9 @@ class Git:
         self._cat: _CatFile | None = None
         self._odb: object | None = None
         self._version: tuple[int, int] | None = None
+        self._format: str | None = None
+        self._sealed: dict[str, tuple[Path, dict[str, str]]] = {}
+        self._attributes: dict[str, bytes] = {}
 
     # -- opening and closing -------------------------------------------------
 
@@ -241,6 +245,44 @@ class Git:
     def text(self, *args: str, **kw: object) -> str:
         return self.run(*args, **kw).decode("utf-8", "surrogateescape")  # type: ignore[arg-type]
 
+    def run_sealed(self, kind: str, *args: str, input: bytes | None = None,
+                   attributes: bytes = b"", ok_codes: Sequence[int] = (0,)) -> bytes:
+        """Run git on this repository's objects in a sealed git directory (pq.sealed):
+        `diff` sees no configuration and no attributes, so its output is the same for
+        everyone; `merge` sees the repository's configuration and exactly `attributes`."""
+        from pq import sealed
+
+        if kind not in self._sealed:
+            root = sealed.prepare(self.common_dir, self.git_dir, kind, self.object_format())
+            self._sealed[kind] = (root, sealed.env(root, self.common_dir, kind))
+        root, env = self._sealed[kind]
+        if kind == "merge":
+            sealed.set_attributes(root, attributes)
+        return self.run(*args, input=input, env=env, ok_codes=ok_codes, cwd=root)
+
+    def attributes_of(self, tree: str) -> bytes:
+        """The attributes `tree`'s .gitattributes files and info/attributes give, as one
+        file: what git reads when it merges with `tree` checked out."""
+        found = self._attributes.get(tree)
+        if found is None:
+            from pq import sealed
+
+            out = self.run_sealed("diff", "diff-tree", "-r", "-z", "--name-only",
+                                  "--no-renames", self.empty_tree(), tree, "--",
+                                  ":(glob)**/.gitattributes")
+            files = {}
+            for raw in out.split(b"\0"):
+                if raw:
+                    path = raw.decode("utf-8", "surrogateescape")
+                    _, kind, data = self.read_object(f"{tree}:{path}")
+                    if kind == "blob":
+                        files[path] = data
+            info = self.common_dir / "info" / "attributes"
+            found = sealed.flatten_attributes(files, info.read_bytes() if info.is_file()
+                                              else b"")
+            self._attributes[tree] = found
+        return found
+
     # -- facts about the repository -------------------------------------------
 
     def version(self) -> tuple[int, int]:
@@ -249,6 +291,21 @@ class Git:
             m = re.search(r"(\d+)\.(\d+)", out)
             self._version = (int(m.group(1)), int(m.group(2))) if m else (0, 0)
         return self._version
+
+    def object_format(self) -> str:
+        """`sha1` or `sha256`."""
+        if self._format is None:
+            self._format = self.text("rev-parse", "--show-object-format").strip() or "sha1"
+        return self._format
+
+    def null_id(self) -> str:
+        """The all-zero id ("no object") of this repository's object format."""
+        return "0" * (64 if self.object_format() == "sha256" else 40)
+
+    def hash_blob(self, data: bytes) -> str:
+        """The id git gives a blob holding `data`, computed without git."""
+        algo = hashlib.sha256 if self.object_format() == "sha256" else hashlib.sha1
+        return algo(b"blob %d\0" % len(data) + data).hexdigest()
 
     def pq_dir(self) -> Path:
         """pq's private state, shared by all worktrees of the repository."""
@@ -324,8 +381,7 @@ class Git:
         """Write one object; in-process through GitPython's loose object store."""
         checkpoint("write " + kind)
         if self._odb is None:
-            fmt = self.run_proc("rev-parse", "--show-object-format").stdout.decode().strip()
-            if fmt not in ("", "sha1") or os.environ.get("GIT_OBJECT_DIRECTORY"):
+            if self.object_format() != "sha1" or os.environ.get("GIT_OBJECT_DIRECTORY"):
                 self._odb = False
             else:
                 from gitdb import LooseObjectDB  # GitPython's object database
@@ -364,7 +420,7 @@ class Git:
         return Person.parse(ident)
 
     def empty_tree(self) -> TreeId:
-        return TreeId(self.text("hash-object", "-t", "tree", "-w", "--stdin", input=b"").strip())
+        return TreeId(self.write_object("tree", b""))
 
     # -- trees and diffs ---------------------------------------------------------
 
@@ -427,20 +483,27 @@ class Git:
     def temp_index(self, tree: str) -> Git._TempIndex:
         return Git._TempIndex(self, tree)
 
-    def merge_trees(self, pre: str, ours: str, theirs: str,
-                    ours_tree: str | None = None) -> MergeResult:
-        """Cherry-pick `theirs` (a commit whose parent is `pre`) onto `ours`, in memory.
+    def merge_trees(self, pre: str, ours: str, theirs: str, ours_tree: str | None = None,
+                    attributes: bytes = b"") -> MergeResult:
+        """Cherry-pick `theirs` (a commit whose parent is `pre`) onto `ours`, in memory, with
+        `attributes` (see `attributes_of`) as the only attributes git sees.
 
         git >= 2.40 takes the merge base directly. Older git gets one synthetic commit:
         `ours`'s tree with `pre` as its only parent, so that `pre` is the merge base.
         """
         if self.version() >= (2, 40):
-            base_args = [f"--merge-base={pre}", ours]
-        else:
-            tree = ours_tree or self.commit(ours).tree
-            base_args = [self.write_commit(tree, [pre], MERGER, MERGER, "pq merge\n")]
-        out = self.run("merge-tree", "--write-tree", "-z", "--name-only", *base_args, theirs,
-                       ok_codes=(0, 1))  # 1: conflicts
+            return self.merge_commits(ours, theirs, attributes, merge_base=pre)
+        tree = ours_tree or self.commit(ours).tree
+        ours = self.write_commit(tree, [pre], MERGER, MERGER, "pq merge\n")
+        return self.merge_commits(ours, theirs, attributes)
+
+    def merge_commits(self, ours: str, theirs: str, attributes: bytes = b"",
+                      merge_base: str | None = None) -> MergeResult:
+        """git's merge of two commits (their merge base, or `merge_base`), in memory."""
+        base = [f"--merge-base={merge_base}"] if merge_base else []
+        out = self.run_sealed("merge", "merge-tree", "--write-tree", "-z", "--name-only",
+                              *base, ours, theirs, attributes=attributes,
+                              ok_codes=(0, 1))  # 1: conflicts
         parts = out.split(b"\0")
         conflicted: list[str] = []
         for p in parts[1:]:

@@ -90,7 +90,7 @@ class UpstreamMatches:
         paths = sorted({path for c in commits for path, _, _ in self.changes.get(c, [])})
         # `git log` reads diff.orderFile (empty is an error); --stable ids ignore file order.
         config = [c for c in DIFF_CONFIG if not c.startswith("diff.orderFile")][:-1]
-        log = self.git.run(*config, "log", "-p", "--full-diff", "--format=commit %H",
+        log = self.git.run_sealed("diff", *config, "log", "-p", "--full-diff", "--format=commit %H",
                            "--diff-merges=off", "--no-show-signature", *DIFF_OPTIONS,
                            f"{self.state.old_base}..{self.state.onto}", "--", *paths)
         if not _COMMIT_LINE.search(log):
@@ -98,14 +98,14 @@ class UpstreamMatches:
         if self.diffs is not None:
             ours = b"".join(b"commit " + c.encode() + b"\n" + self.diffs[c] for c in commits)
         else:
-            ours = self.git.run(*DIFF_CONFIG, "diff-tree", "--stdin", "-p",
+            ours = self.git.run_sealed("diff", *DIFF_CONFIG, "diff-tree", "--stdin", "-p",
                                 "--format=commit %H", *DIFF_OPTIONS, "--",
                                 *stack_mod.exclude_pathspec(self.queue_paths),
                                 input="".join(c + "\n" for c in commits).encode())
         self._lines = changed_lines(log + ours)
         mine = set(commits)
         self._upstream = [c for c in reversed(self._lines) if c not in mine]
-        out = self.git.text("patch-id", "--stable", input=log + ours)
+        out = self.git.run_sealed("diff", "patch-id", "--stable", input=log + ours).decode()
         upstream: dict[str, str] = {}
         patch_ids: dict[str, str] = {}
         for line in out.splitlines():

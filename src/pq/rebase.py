@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pq import patchfile, queueops, rangediff
 from pq import rebase_state as rs
 from pq import stack as stack_mod
-from pq.errors import ConfigError
+from pq.errors import ConfigError, GitError
 from pq.gitio import DIFF_CONFIG, DIFF_OPTIONS, MERGER, CommitId, Git, Person
 from pq.queuefiles import Queue, read_worktree
 from pq.rangediff import PatchReport, RebaseReport
@@ -219,7 +219,8 @@ def _replay(git: Git, trees: Trees, batch: BatchMerge, step: Step, tip: str,
 
 def _merge(git: Git, step: Step, tip: str, tip_tree: str) -> tuple[str, bool]:
     """(tree, clean) of the patch cherry-picked onto `tip` by git's merge, in memory."""
-    result = git.merge_trees(step.parent, tip, step.pick, ours_tree=tip_tree)
+    result = git.merge_trees(step.parent, tip, step.pick, ours_tree=tip_tree,
+                             attributes=git.attributes_of(tip_tree))
     return result.tree, result.clean
 
 
@@ -263,13 +264,12 @@ class BatchMerge:
         base = git.write_commit(sides[0], [], MERGER, MERGER, "pq rebase: base\n")
         ours, theirs = (git.write_commit(t, [base], MERGER, MERGER, "pq rebase\n")
                         for t in sides[1:])
-        proc = git.run_proc("merge-tree", "--write-tree", "-z", "--name-only", ours, theirs)
-        if proc.returncode not in (0, 1):
+        try:
+            merged = git.merge_commits(ours, theirs, git.attributes_of(self.onto_tree))
+        except GitError:
             return  # each patch is merged on its own instead
-        tree, _, rest = proc.stdout.partition(b"\0")
-        conflicted = {p.decode("utf-8", "surrogateescape")
-                      for p in rest.split(b"\0\0", 1)[0].split(b"\0") if p}
-        result = tree.decode().strip()
+        conflicted = set(merged.conflicted_paths)
+        result = merged.tree
         for commit, files in wanted.items():
             if not any(p in conflicted for p, *_ in files):
                 self.merged[commit] = {p: trees.lookup(result, p) for p, *_ in files}
@@ -314,9 +314,9 @@ def _new_stack(git: Git, trees: Trees, state: RebaseState, qp: tuple[str, ...],
     again = [s for s in kept if not (s.outcome == "clean" and s.commit in diffs)]
     fresh: dict[str, bytes] = {}
     if again:
-        out = git.run(*DIFF_CONFIG, "diff-tree", "--stdin", "--always", "-p", *DIFF_OPTIONS,
-                      "--", *stack_mod.exclude_pathspec(qp),
-                      input="".join(f"{s.new_commit}\n" for s in again).encode())
+        out = git.run_sealed("diff", *DIFF_CONFIG, "diff-tree", "--stdin", "--always", "-p",
+                             *DIFF_OPTIONS, "--", *stack_mod.exclude_pathspec(qp),
+                             input="".join(f"{s.new_commit}\n" for s in again).encode())
         out = b"\n" + out
         starts: list[int] = []
         for s in again:  # each commit's id line, in order, then its diff

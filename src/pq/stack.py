@@ -58,7 +58,7 @@ def read_stack(git: Git, base: str, tip: str, queue_paths: Sequence[str]) -> lis
     if not revs:
         return []
     stdin = "".join(f"{c}\n" for c, _ in revs).encode()
-    out = git.run(*DIFF_CONFIG, "diff-tree", "--stdin", "--always", "-p",
+    out = git.run_sealed("diff", *DIFF_CONFIG, "diff-tree", "--stdin", "--always", "-p",
                   *DIFF_OPTIONS, "--", *exclude_pathspec(queue_paths), input=stdin)
     diffs = _split_by_commit(out)
     result = []

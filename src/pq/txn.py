@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import errno
 import fcntl
-import hashlib
 import json
 import os
 import re
@@ -27,10 +26,9 @@ from pq.gitio import Git, Person
 LOCK_WAIT_S = float(os.environ.get("PQ_LOCK_WAIT", "3"))
 QUEUE_PATHS = ("series.yaml", "patches")
 LOG_REF = "refs/pq/oplog"  # pins every object a record names, so `git gc` keeps them
-STATE_SKIP = ("oplog", "lock")  # .git/pq entries that are not part of a snapshot
+STATE_SKIP = ("oplog", "lock", "sealed")  # .git/pq entries no snapshot carries
 STATE_MAX_BYTES = 1024 * 1024
 REBASE_STATE = "rebase/state.json"  # pq.rebase_state keeps a rebase in progress there
-ZERO = "0" * 40
 
 Snapshot = dict[str, Any]
 
@@ -236,7 +234,7 @@ _scans: dict[str, _RefScan] = {}
 
 def _blob(git: Git, data: bytes) -> str:
     """The blob id of `data`, written only if the repository does not have it yet."""
-    sha = hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+    sha = git.hash_blob(data)
     try:
         kind = git.read_object(sha)[1]
     except GitError:
@@ -301,7 +299,7 @@ def pin(git: Git, label: str, snap: Snapshot) -> None:
     parents += sorted(scan.commits - set(parents))
     who = Person("pq", "pq@localhost", f"{int(time.time())} +0000")
     commit = git.write_commit(tree, parents, who, who, f"pq oplog: {label}\n")
-    git.update_ref(LOG_REF, commit, scan.log_tip or ZERO, message="pq oplog")
+    git.update_ref(LOG_REF, commit, scan.log_tip or git.null_id(), message="pq oplog")
     scan.log_tip = commit
 
 

@@ -20,7 +20,6 @@ from pq.queuefiles import write_atomic
 from pq.txn import (
     QUEUE_PATHS,
     REBASE_STATE,
-    ZERO,
     Snapshot,
     Transaction,
     read_records,
@@ -284,7 +283,7 @@ def _write_conflict(git: Git, worktree: dict[str, Any]) -> None:
     paths = worktree.get("paths", [])
     if not paths:
         return
-    removed = [f"0 {ZERO}\t{p}" for p in paths]
+    removed = [f"0 {git.null_id()}\t{p}" for p in paths]
     git.run("update-index", "-z", "--index-info",
             input="".join(x + "\0" for x in removed + sorted(worktree["index"])).encode(
                 "utf-8", "surrogateescape"))
@@ -314,7 +313,7 @@ def _update_refs(git: Git, refs: dict[str, str | None], now: dict[str, str],
     """One atomic `update-ref --stdin`, each update checked against the value we saw."""
     lines = []
     for ref, value in sorted(refs.items()):
-        old = now.get(ref) or ZERO
+        old = now.get(ref) or git.null_id()
         if value is None:
             if ref in now:
                 lines.append(f"delete {ref} {old}\n")
@@ -352,7 +351,7 @@ def _clear_queue(git: Git, commit: str, current: Snapshot) -> None:
 def _set_index(git: Git, now: list[str], entries: list[str]) -> None:
     if sorted(now) == sorted(entries):
         return
-    lines = [f"0 {ZERO}\t{path}" for path in sorted({e.split("\t", 1)[1] for e in now})]
+    lines = [f"0 {git.null_id()}\t{path}" for path in sorted({e.split("\t", 1)[1] for e in now})]
     git.run("update-index", "-z", "--index-info",
             input="".join(x + "\0" for x in lines + sorted(entries)).encode("utf-8",
                                                                                "surrogateescape"))

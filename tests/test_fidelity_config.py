@@ -1,0 +1,207 @@
+"""Patch bytes and merges independent of local state: configuration, checkouts, attributes.
+
+Each scenario runs pq and plain git on copies of the same repository and compares.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from gitrepo import commit_all, git, make_fork, make_upstream, pq, tree_without_queue, write
+
+from pq.sealed import flatten_attributes
+
+CFG = "[section]\n" + "".join(f"key{i} = {i}\n" for i in range(20))
+
+
+def _fork_with_cfg_patch(tmp_path: Path) -> Path:
+    up = make_upstream(tmp_path / "upstream", {".gitattributes": "*.cfg diff=cfg\n",
+                                               "conf/app.cfg": CFG, "README.md": "x\n"})
+    fork = make_fork(tmp_path, up)
+    write(fork, "conf/app.cfg", CFG.replace("key15 = 15", "key15 = paddle"))
+    commit_all(fork, "build: configure for paddle")
+    return fork
+
+
+def test_local_diff_driver_settings_do_not_change_patch_bytes(tmp_path: Path) -> None:
+    fork = _fork_with_cfg_patch(tmp_path)
+    other = tmp_path / "teammate"
+    shutil.copytree(fork, other, symlinks=True)
+    git(fork, "config", "diff.cfg.xfuncname", r"^\[.*\]$")
+    git(other, "config", "diff.cfg.binary", "false")
+    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    pq(other, "init", "--upstream", "upstream/main", "--commit")
+    name = "0001-build-configure-for-paddle.patch"
+    mine = (fork / "patches" / name).read_bytes()
+    assert mine == (other / "patches" / name).read_bytes()
+    assert b"@@ -14,7 +14,7 @@ key11 = 11\n" in mine  # git's own default function line
+    # and a teammate's `pq check` accepts the series written with the other setting
+    git(other, "fetch", "-q", str(fork), "paddle:from-fork")
+    git(other, "checkout", "-q", "from-fork")
+    assert pq(other, "check").exit_code == 0
+
+
+def test_global_diff_config_does_not_change_patch_bytes(tmp_path: Path) -> None:
+    fork = _fork_with_cfg_patch(tmp_path)
+    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    before = (fork / "patches/0001-build-configure-for-paddle.patch").read_bytes()
+    home = Path(git(fork, "config", "--global", "--list", "--show-origin").split("\t")[0]
+                .removeprefix("file:")).parent
+    with open(home / ".gitconfig", "a") as f:
+        f.write("[diff]\n\tcontext = 1\n\tinterHunkContext = 9\n"
+                "[diff \"cfg\"]\n\txfuncname = ^key1.*$\n")
+    assert pq(fork, "export").exit_code == 0
+    assert (fork / "patches/0001-build-configure-for-paddle.patch").read_bytes() == before
+
+
+# -- merges read attributes from the trees being merged ---------------------------------
+
+
+def _git_rebase_outcome(repo: Path) -> tuple[int, dict[str, str]]:
+    proc = subprocess.run(["git", "rebase", "-q", "upstream/main"], cwd=repo,
+                          capture_output=True)
+    tree = {} if proc.returncode else tree_without_queue(repo, "HEAD")
+    if proc.returncode:
+        subprocess.run(["git", "rebase", "--abort"], cwd=repo, capture_output=True)
+    return proc.returncode, tree
+
+
+def _compare_with_git(tmp_path: Path, fork: Path) -> tuple[int, str]:
+    """Rebase a copy with git and the fork with pq; both must stop, or both succeed with
+    the same tree. Returns pq's exit code and output."""
+    copy = tmp_path / "git-copy"
+    shutil.copytree(fork, copy, symlinks=True)
+    git_code, git_tree = _git_rebase_outcome(copy)
+    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    result = pq(fork, "rebase", "upstream/main", ok=False)
+    assert (result.exit_code == 0) == (git_code == 0), result.output
+    if result.exit_code == 0:
+        assert tree_without_queue(fork, "HEAD") == git_tree
+    return result.exit_code, result.output
+
+
+NOTES = "one\ntwo\nthree\n"
+
+
+def test_upstream_removes_a_union_merge_attribute(tmp_path: Path) -> None:
+    up = make_upstream(tmp_path / "upstream", {".gitattributes": "notes.txt merge=union\n",
+                                               "notes.txt": NOTES})
+    fork = make_fork(tmp_path, up)
+    write(fork, "notes.txt", NOTES.replace("two", "two (paddle)"))
+    commit_all(fork, "glue: note")
+    git(up, "rm", "-q", ".gitattributes")
+    write(up, "notes.txt", NOTES.replace("two", "two (upstream)"))
+    commit_all(up, "upstream: drop union merges, edit notes")
+    git(fork, "fetch", "-q", "upstream")
+    code, output = _compare_with_git(tmp_path, fork)
+    assert code == 1 and "notes.txt" in output  # git conflicts; so does pq
+
+
+def test_upstream_adds_a_union_merge_attribute_in_a_subfolder(tmp_path: Path) -> None:
+    up = make_upstream(tmp_path / "upstream", {"docs/notes.txt": NOTES, "README.md": "x\n"})
+    fork = make_fork(tmp_path, up)
+    write(fork, "docs/notes.txt", NOTES.replace("two", "two (paddle)"))
+    commit_all(fork, "glue: note")
+    write(up, "docs/.gitattributes", "*.txt merge=union\n")
+    write(up, "docs/notes.txt", NOTES.replace("two", "two (upstream)"))
+    commit_all(up, "upstream: union merges for notes")
+    git(fork, "fetch", "-q", "upstream")
+    code, _ = _compare_with_git(tmp_path, fork)
+    assert code == 0  # both merge the union, in the same order
+    text = (fork / "docs/notes.txt").read_text()
+    assert "two (upstream)" in text and "two (paddle)" in text
+
+
+def test_the_repositorys_info_attributes_are_honoured(tmp_path: Path) -> None:
+    """info/attributes belongs to the repository: git rebase honours it, and so does pq."""
+    up = make_upstream(tmp_path / "upstream", {"notes.txt": NOTES, "README.md": "x\n"})
+    fork = make_fork(tmp_path, up)
+    write(fork, "notes.txt", NOTES.replace("two", "two (paddle)"))
+    commit_all(fork, "glue: note")
+    write(up, "notes.txt", NOTES.replace("two", "two (upstream)"))
+    commit_all(up, "upstream: notes")
+    git(fork, "fetch", "-q", "upstream")
+    (fork / ".git" / "info").mkdir(exist_ok=True)
+    # info/attributes is the repository's own: git honours it, and so must pq
+    (fork / ".git" / "info" / "attributes").write_text("notes.txt merge=union\n")
+    code, _ = _compare_with_git(tmp_path, fork)
+    assert code == 0
+
+
+# -- the attributes file a tree's .gitattributes files make -------------------------------
+
+
+@pytest.mark.parametrize(("files", "path", "expected"), [
+    ({".gitattributes": b"*.txt merge=union\n"}, "a/b/c.txt", "union"),
+    ({"a/.gitattributes": b"*.txt merge=union\n"}, "a/b/c.txt", "union"),
+    ({"a/.gitattributes": b"*.txt merge=union\n"}, "b/c.txt", "unspecified"),
+    ({"a/.gitattributes": b"/c.txt merge=union\n"}, "a/c.txt", "union"),
+    ({"a/.gitattributes": b"/c.txt merge=union\n"}, "a/b/c.txt", "unspecified"),
+    ({"a/.gitattributes": b"b/c.txt merge=union\n"}, "a/b/c.txt", "union"),
+    ({".gitattributes": b"*.txt merge=union\n", "a/.gitattributes": b"*.txt -merge\n"},
+     "a/c.txt", "unset"),
+    ({".gitattributes": b"*.txt merge=union\n", "a/.gitattributes": b"*.txt -merge\n"},
+     "c.txt", "union"),
+    ({"we[i]rd*/.gitattributes": b"x merge=union\n"}, "we[i]rd*/x", "union"),
+    ({"we[i]rd*/.gitattributes": b"x merge=union\n"}, "weirdo/x", "unspecified"),
+    ({"sp ace/.gitattributes": b'"a b.txt" merge=union\n'}, "sp ace/a b.txt", "union"),
+    ({".gitattributes": b"[attr]u merge=union\n*.c u\n", "a/.gitattributes": b"[attr]v -merge\n"},
+     "a/x.c", "union"),
+])
+def test_flattened_attributes_match_git(tmp_path: Path, files: dict[str, bytes], path: str,
+                                        expected: str) -> None:
+    """What `git check-attr` says in a checkout with those files, it says with the one
+    flattened file as info/attributes."""
+    repo = tmp_path / "r"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    for rel, data in files.items():
+        write(repo, rel, data)
+    want = git(repo, "check-attr", "merge", "--", path).rsplit(": ", 1)[1]
+    assert want == expected
+    flat = tmp_path / "flat"
+    flat.mkdir()
+    git(flat, "init", "-q")
+    write(flat, ".git/info/attributes", flatten_attributes(files))
+    assert git(flat, "check-attr", "merge", "--", path).rsplit(": ", 1)[1] == expected
+
+
+def _merging_fork(tmp_path: Path, init_args: tuple[str, ...] = ()) -> Path:
+    up = tmp_path / "upstream"
+    up.mkdir()
+    git(up, "init", "-q", "-b", "main", *init_args)
+    write(up, "notes.txt", NOTES)
+    commit_all(up, "upstream: notes")
+    for i in range(3):
+        write(up, f"f{i}.txt", f"{i}\n")
+        commit_all(up, f"upstream: f{i}")
+    fork = make_fork(tmp_path, up)
+    write(fork, "notes.txt", NOTES.replace("one", "one (paddle)"))
+    commit_all(fork, "glue: note")
+    write(up, "notes.txt", NOTES.replace("three", "three (upstream)"))
+    commit_all(up, "upstream: notes again")
+    git(fork, "fetch", "-q", "upstream")
+    return fork
+
+
+def test_sha256_repository_merges_and_diffs(tmp_path: Path) -> None:
+    fork = _merging_fork(tmp_path, ("--object-format=sha256",))
+    code, output = _compare_with_git(tmp_path, fork)
+    assert code == 0 and "merged" in output
+
+
+def test_shallow_clone_rebases(tmp_path: Path) -> None:
+    full = _merging_fork(tmp_path)
+    shallow = tmp_path / "shallow"
+    git(tmp_path, "clone", "-q", "--no-local", "--depth", "3", "-b", "paddle", "-o",
+        "upstream", str(full), str(shallow))
+    git(shallow, "fetch", "-q", "--depth", "3", "upstream",
+        "+refs/remotes/upstream/main:refs/remotes/upstream/main")
+    assert (shallow / ".git" / "shallow").is_file()
+    pq(shallow, "init", "--upstream", "upstream/main", "--commit")
+    result = pq(shallow, "rebase", "upstream/main")
+    assert "merged" in result.output
+    assert "one (paddle)" in (shallow / "notes.txt").read_text()
