@@ -69,9 +69,9 @@ def start(git: Git, upstream: str | None = None, *, gate: bool = False,
             tip=onto, gate=gate)
         rs.save(git, state)
         with rs.cleanup_unless_touched(git, state):
-            state.upstream_count = int(git.text("rev-list", "--count", f"{old_base}..{onto}"))
             diffs: dict[str, bytes] = {sc.commit: sc.diff for sc in stack}
             matches = rangediff.UpstreamMatches(git, state, qp, changes, diffs)
+            state.upstream_count = matches.count()
             return _run(git, state, trees, changes, matches, progress, queue, committer)
 
 
@@ -164,10 +164,15 @@ def _run(git: Git, state: RebaseState, trees: Trees, changes: dict[str, list[Cha
         outcome, tree = _replay(git, trees, batch, step, state.tip, changes[step.commit], qp)
         if outcome == "dropped":
             step.upstream_commit = upstream.carrying(step.commit)
-        elif outcome == "conflict":
-            step.upstream_commit = upstream.find(step.commit)
-            if step.upstream_commit:  # upstream has the patch: dropped, even if it conflicts
+        else:
+            # Upstream has the patch (same patch-id, not reverted since): dropped, as git
+            # rebase drops it, even where it conflicts or would apply again. Applied and
+            # reverted upstream: kept (the fork still needs it), and reported.
+            step.upstream_commit, undone = upstream.status(step.commit)
+            if step.upstream_commit:
                 outcome, tree = "dropped", None
+            elif undone:
+                step.applied_in, step.reverted_in = undone
         shown = False
         if outcome == "conflict":
             unmerged, rerere = rs.show_conflict(git, state, step.pick)
@@ -389,6 +394,6 @@ def _new_stack(git: Git, trees: Trees, state: RebaseState, qp: tuple[str, ...],
 
 def _report(git: Git, state: RebaseState, status: str, old: Queue,
             new: Queue | None) -> RebaseReport:
-    subjects = {s.upstream_commit: git.commit(s.upstream_commit).subject
-                for s in state.steps if s.upstream_commit}
+    subjects = {c: git.commit(c).subject for s in state.steps
+                for c in (s.upstream_commit, s.applied_in, s.reverted_in) if c}
     return rangediff.report(state, status, old.files, new.files if new else None, subjects)
