@@ -15,7 +15,7 @@ from pq.rebase_state import Change, RebaseState
 
 MAX_LINES = 200
 OUTCOMES = ("clean", "merged", "dropped", "conflict", "skipped")
-_COMMIT_LINE = re.compile(rb"^commit [0-9a-f]{40,64}$", re.MULTILINE)
+_COMMIT_LINE = re.compile(rb"^commit [0-9a-f]{40,64}$")
 
 
 @dataclass
@@ -26,6 +26,9 @@ class PatchReport:
     rerere: bool = False  # resolved from a resolution git rerere recorded earlier
     upstream_commit: str | None = None  # for `dropped`: the upstream commit carrying it
     upstream_subject: str | None = None
+    applied_in: str | None = None  # kept: upstream applied it (same patch-id) in this commit
+    reverted_in: str | None = None  # and reverted it in this one
+    subjects: dict[str, str] = field(default_factory=dict)  # of applied_in and reverted_in
     commit: str | None = None  # the rebased commit
     changed: bool = False  # the patch file's bytes changed
     range_diff: list[str] = field(default_factory=list)
@@ -48,13 +51,19 @@ class RebaseReport:
 
 
 class UpstreamMatches:
-    """Upstream commits (in old_base..onto) that carry a patch's change.
+    """Upstream commits (in old_base..onto) that carry a patch's change, or carried it.
 
-    `find` is exact: the same `git patch-id --stable`; a patch upstream has that way is
-    dropped even where its merge conflicts. `carrying` names, for a patch whose merge came
-    out empty, the oldest upstream commit whose diff holds every line the patch adds or
-    removes, file by file (upstream took it with other context, or with more around it).
-    Computed only when first asked, once, from `git log -p` limited to the patches' files.
+    `status` is exact: the upstream commits with the same `git patch-id --stable` (what
+    `git rebase` drops a patch for), and which of them a later upstream commit reverted.
+    `carrying` names, for a patch whose merge came out empty, the oldest upstream commit
+    whose diff holds every line the patch adds or removes, file by file (upstream took it
+    with other context, or with more around it).
+
+    Cheap by construction: one `git log --name-only` of the upstream range (which also
+    gives its size) says which upstream commits touch exactly a patch's files, the only
+    ones whose patch-id can be the patch's; only those are diffed, and only when there are
+    any. The lines of other upstream commits are read only for `carrying` and for the
+    reverts of a match.
     """
 
     def __init__(self, git: Git, state: RebaseState, queue_paths: tuple[str, ...],
@@ -65,56 +74,134 @@ class UpstreamMatches:
         self.queue_paths = queue_paths
         self.changes = changes
         self.diffs = diffs  # the patch commits' diffs, as stack.read_stack gives them
-        self._matches: dict[str, str] | None = None
+        self._log: list[tuple[str, frozenset[str]]] | None = None  # oldest first
+        self._files_of: dict[str, frozenset[str]] = {}  # upstream commit: the files it changes
+        self._by_files: dict[frozenset[str], list[str]] = {}
+        self._ids: dict[str, str] = {}  # commit: patch-id
         self._lines: dict[str, dict[str, set[bytes]]] = {}  # commit: {path: changed lines}
-        self._upstream: list[str] = []  # oldest first
+        self._read: set[str] = set()  # commits diffed so far
+
+    def count(self) -> int:
+        """The number of commits in old_base..onto."""
+        return len(self._upstream())
 
     def find(self, commit: str) -> str | None:
-        if self._matches is None:
-            self._matches = self._compute() if self.state.upstream_count else {}
-        return self._matches.get(commit)
+        return self.status(commit)[0]
+
+    def status(self, commit: str) -> tuple[str | None, tuple[str, str] | None]:
+        """(the upstream commit that carries the patch: the oldest with its patch-id that no
+        later commit reverted, or None; (applied, reverted) for the last application that
+        upstream reverted, or None)."""
+        live: str | None = None
+        undone: tuple[str, str] | None = None
+        for applied in self._matches(commit):
+            live = live or applied
+            reverted = self._reverted_by(applied)
+            if reverted:
+                live, undone = None, (applied, reverted)
+        return live, undone
 
     def carrying(self, commit: str) -> str | None:
         found = self.find(commit)
-        mine = self._lines.get(commit)
-        if found or not mine:
+        if found or not self.state.upstream_count:
             return found
-        for candidate in self._upstream:
-            theirs = self._lines[candidate]
+        files = self._files(commit)
+        candidates = [c for c, theirs in self._upstream() if files & theirs]
+        self._read_diffs(candidates, [commit])
+        mine = self._lines.get(commit)
+        if not mine:
+            return None
+        for candidate in candidates:
+            theirs = self._lines.get(candidate, {})
             if all(lines <= theirs.get(path, set()) for path, lines in mine.items()):
                 return candidate
         return None
 
-    def _compute(self) -> dict[str, str]:
-        commits = [s.commit for s in self.state.steps[self.state.index:]]
-        paths = sorted({path for c in commits for path, _, _ in self.changes.get(c, [])})
-        # `git log` reads diff.orderFile (empty is an error); --stable ids ignore file order.
-        config = [c for c in DIFF_CONFIG if not c.startswith("diff.orderFile")][:-1]
-        log = self.git.run_sealed("diff", *config, "log", "-p", "--full-diff", "--format=commit %H",
-                           "--diff-merges=off", "--no-show-signature", *DIFF_OPTIONS,
-                           f"{self.state.old_base}..{self.state.onto}", "--", *paths)
-        if not _COMMIT_LINE.search(log):
-            return {}
-        if self.diffs is not None:
-            ours = b"".join(b"commit " + c.encode() + b"\n" + self.diffs[c] for c in commits)
-        else:
-            ours = self.git.run_sealed("diff", *DIFF_CONFIG, "diff-tree", "--stdin", "-p",
-                                "--format=commit %H", *DIFF_OPTIONS, "--",
-                                *stack_mod.exclude_pathspec(self.queue_paths),
-                                input="".join(c + "\n" for c in commits).encode())
-        self._lines = changed_lines(log + ours)
-        mine = set(commits)
-        self._upstream = [c for c in reversed(self._lines) if c not in mine]
-        out = self.git.run_sealed("diff", "patch-id", "--stable", input=log + ours).decode()
-        upstream: dict[str, str] = {}
-        patch_ids: dict[str, str] = {}
-        for line in out.splitlines():
+    # -- what the upstream range holds --------------------------------------------------
+
+    def _upstream(self) -> list[tuple[str, frozenset[str]]]:
+        if self._log is None:
+            out = self.git.run("log", "-z", "--topo-order", "--format=%x01%H", "--name-only",
+                               "--no-renames", "--diff-merges=off", "--no-show-signature",
+                               f"{self.state.old_base}..{self.state.onto}")
+            log: list[tuple[str, set[str]]] = []
+            for field in out.split(b"\0"):
+                field = field.lstrip(b"\n")
+                if field.startswith(b"\x01"):
+                    log.append((field[1:].decode(), set()))
+                elif field and log:
+                    log[-1][1].add(field.decode("utf-8", "surrogateescape"))
+            self._log = [(c, frozenset(files)) for c, files in reversed(log)]
+            self._files_of = dict(self._log)
+            for c, files in self._log:
+                self._by_files.setdefault(files, []).append(c)
+        return self._log
+
+    def _files(self, commit: str) -> frozenset[str]:
+        return frozenset(path for path, _, _ in self.changes.get(commit, [])
+                         if not stack_mod.is_queue_path(path, self.queue_paths))
+
+    def _matches(self, commit: str) -> list[str]:
+        """Upstream commits with the patch's patch-id, oldest first."""
+        if not self.state.upstream_count or not self._files(commit):
+            return []
+        self._upstream()
+        if not self._by_files.get(self._files(commit)):
+            return []
+        # The first time: the candidates of every patch still to replay, in one go.
+        pending = [s.commit for s in self.state.steps[self.state.index:]]
+        if commit not in pending:
+            pending.append(commit)
+        self._read_diffs([u for c in pending for u in self._by_files.get(self._files(c), [])
+                          if self._files(c)], pending)
+        pid = self._ids.get(commit)
+        return [u for u in self._by_files[self._files(commit)]
+                if pid is not None and self._ids.get(u) == pid]
+
+    def _reverted_by(self, applied: str) -> str | None:
+        """The first later upstream commit whose diff undoes every line `applied` changed."""
+        order = [c for c, _ in self._upstream()]
+        files = self._files_of[applied]
+        later = [c for c in order[order.index(applied) + 1:] if files <= self._files_of[c]]
+        self._read_diffs(later, [])
+        undo = {path: {_flip(line) for line in lines}
+                for path, lines in self._lines.get(applied, {}).items()}
+        if not undo:
+            return None
+        for candidate in later:
+            theirs = self._lines.get(candidate, {})
+            if all(lines <= theirs.get(path, set()) for path, lines in undo.items()):
+                return candidate
+        return None
+
+    def _read_diffs(self, upstream: list[str], mine: list[str]) -> None:
+        """Changed lines and patch-ids of these upstream and patch commits (two processes)."""
+        upstream = [c for c in dict.fromkeys(upstream) if c not in self._read]
+        mine = [c for c in dict.fromkeys(mine) if c not in self._read]
+        if not upstream and not mine:
+            return
+        text = b""
+        if upstream:
+            text = self.git.run_sealed("diff", *DIFF_CONFIG, "diff-tree", "--stdin", "-p",
+                                       "--format=commit %H", *DIFF_OPTIONS,
+                                input="".join(c + "\n" for c in upstream).encode())
+        if mine and self.diffs is not None and all(c in self.diffs for c in mine):
+            text += b"".join(b"commit " + c.encode() + b"\n" + self.diffs[c] for c in mine)
+        elif mine:
+            text += self.git.run_sealed("diff", *DIFF_CONFIG, "diff-tree", "--stdin", "-p",
+                                        "--format=commit %H", *DIFF_OPTIONS, "--",
+                                 *stack_mod.exclude_pathspec(self.queue_paths),
+                                 input="".join(c + "\n" for c in mine).encode())
+        self._read.update(upstream + mine)
+        self._lines.update(changed_lines(text))
+        ids = self.git.run_sealed("diff", "patch-id", "--stable", input=text).decode()
+        for line in ids.splitlines():
             pid, _, commit = line.partition(" ")
-            if commit in mine:
-                patch_ids[commit] = pid
-            else:
-                upstream[pid] = commit  # log runs newest first: the oldest match wins
-        return {c: upstream[pid] for c, pid in patch_ids.items() if pid in upstream}
+            self._ids[commit] = pid
+
+
+def _flip(line: bytes) -> bytes:
+    return (b"-" if line[:1] == b"+" else b"+") + line[1:]
 
 
 def changed_lines(log: bytes) -> dict[str, dict[str, set[bytes]]]:
@@ -153,6 +240,9 @@ def report(state: RebaseState, status: str, old: dict[str, bytes],
                         commit=step.new_commit)
         if step.upstream_commit:
             p.upstream_subject = subjects.get(step.upstream_commit)
+        if step.applied_in and step.reverted_in:
+            p.applied_in, p.reverted_in = step.applied_in, step.reverted_in
+            p.subjects = {c: subjects.get(c, "") for c in (step.applied_in, step.reverted_in)}
         if new is not None and step.name in new:
             p.range_diff = summary(old.get(step.name, b""), new[step.name])
             p.changed = bool(p.range_diff)

@@ -69,9 +69,9 @@ def start(git: Git, upstream: str | None = None, *, gate: bool = False,
             tip=onto, gate=gate)
         rs.save(git, state)
         with rs.cleanup_unless_touched(git, state):
-            state.upstream_count = int(git.text("rev-list", "--count", f"{old_base}..{onto}"))
             diffs: dict[str, bytes] = {sc.commit: sc.diff for sc in stack}
             matches = rangediff.UpstreamMatches(git, state, qp, changes, diffs)
+            state.upstream_count = matches.count()
             return _run(git, state, trees, changes, matches, progress, queue, committer)
 
 
@@ -164,10 +164,15 @@ def _run(git: Git, state: RebaseState, trees: Trees, changes: dict[str, list[Cha
         outcome, tree = _replay(git, trees, batch, step, state.tip, changes[step.commit], qp)
         if outcome == "dropped":
             step.upstream_commit = upstream.carrying(step.commit)
-        elif outcome == "conflict":
-            step.upstream_commit = upstream.find(step.commit)
-            if step.upstream_commit:  # upstream has the patch: dropped, even if it conflicts
+        else:
+            # Upstream has the patch (same patch-id, not reverted since): dropped, as git
+            # rebase drops it, even where it conflicts or would apply again. Applied and
+            # reverted upstream: kept (the fork still needs it), and reported.
+            step.upstream_commit, undone = upstream.status(step.commit)
+            if step.upstream_commit:
                 outcome, tree = "dropped", None
+            elif undone:
+                step.applied_in, step.reverted_in = undone
         shown = False
         if outcome == "conflict":
             unmerged, rerere = rs.show_conflict(git, state, step.pick)
@@ -199,12 +204,17 @@ def _replay(git: Git, trees: Trees, batch: BatchMerge, step: Step, tip: str,
     """(outcome, new tree) of one patch on `tip`, in memory."""
     tip_tree = trees.tree_of(tip)
     own = [c for c in changes if not stack_mod.is_queue_path(c[0], qp)]
+    direct = None  # the patch applied to the tip as it is, path by path
     if all(trees.lookup(tip_tree, path) == old for path, old, _ in own):
-        # Upstream left every file the patch touches as the patch found it: no merge needed.
+        # Upstream left every file the patch touches as the patch found it: no merge needed,
+        # unless git's directory rename detection could move one of the files.
         try:
-            return "clean", trees.edit(tip_tree, {path: new for path, _, new in own})
+            direct = trees.edit(tip_tree, {path: new for path, _, new in own})
         except TreeCollision:
             pass  # a file became a folder or the other way round: let git's merge decide
+        else:
+            if not _directory_renames_possible(trees, step, tip_tree, own):
+                return "clean", direct
     merged = batch.result(step.commit, tip_tree)
     if merged is not None:
         tree, clean = merged, True
@@ -214,7 +224,47 @@ def _replay(git: Git, trees: Trees, batch: BatchMerge, step: Step, tip: str,
         return "conflict", None
     if tree == tip_tree:
         return "dropped", None
-    return "merged", tree
+    return ("clean" if tree == direct else "merged"), tree
+
+
+def _directory_renames_possible(trees: Trees, step: Step, tip_tree: str,
+                                own: list[Change]) -> bool:
+    """Whether git's merge (merge-ort) could move a file of this cherry-pick elsewhere, for
+    a patch whose files upstream left as they were.
+
+    Such a patch is no file rename's source or target on upstream's side, and its own file
+    renames meet nothing upstream changed, so file renames cannot matter; directory renames
+    can. merge-ort takes a folder as renamed on one side only where that side no longer
+    has it (as a folder), and then moves into the new place the paths the OTHER side adds
+    (or renames) into it. So the merge can differ from the direct edit only where
+      * the patch adds a path under a folder its parent had and the tip has not (upstream
+        renamed, or deleted, the folder or one above it); or
+      * the patch removes a folder (every file of it) in which upstream added or renamed
+        something (the tip's folder differs from the parent's).
+    """
+    base = trees.tree_of(step.parent)
+    pick: str | None = None
+    for path, old, new in own:
+        if old is not None and new is not None:
+            continue
+        folders = [path[:i] for i in range(len(path)) if path[i] == "/"]
+        for folder in folders:
+            was = trees.lookup(base, folder)
+            if was is None or not _is_folder(was):
+                break  # a folder the parent lacked: nothing below it can have been renamed
+            now = trees.lookup(tip_tree, folder)
+            if old is None and (now is None or not _is_folder(now)):
+                return True
+            if new is None and now != was:
+                pick = pick or trees.tree_of(step.pick)
+                after = trees.lookup(pick, folder)
+                if after is None or not _is_folder(after):
+                    return True
+    return False
+
+
+def _is_folder(entry: Entry) -> bool:
+    return entry[0] in ("40000", "040000")
 
 
 def _merge(git: Git, step: Step, tip: str, tip_tree: str) -> tuple[str, bool]:
@@ -233,7 +283,9 @@ class BatchMerge:
     still holds upstream's blob for those files, that merge is the same one as on the new
     upstream commit, which is done here for all such patches at once, in trees holding just
     their files. Patches sharing a file, renames, additions and deletions are left to the
-    per-patch merge.
+    per-patch merge. Renames cannot move such a patch's files: every one exists on all
+    three sides (no rename source or target), and git's directory renames only move paths
+    one side adds into a folder the other side no longer has.
     """
 
     def __init__(self, git: Git, trees: Trees, steps: list[Step],
@@ -342,6 +394,6 @@ def _new_stack(git: Git, trees: Trees, state: RebaseState, qp: tuple[str, ...],
 
 def _report(git: Git, state: RebaseState, status: str, old: Queue,
             new: Queue | None) -> RebaseReport:
-    subjects = {s.upstream_commit: git.commit(s.upstream_commit).subject
-                for s in state.steps if s.upstream_commit}
+    subjects = {c: git.commit(c).subject for s in state.steps
+                for c in (s.upstream_commit, s.applied_in, s.reverted_in) if c}
     return rangediff.report(state, status, old.files, new.files if new else None, subjects)

@@ -47,6 +47,8 @@ class Step:
     new_commit: str | None = None
     rerere: bool = False
     upstream_commit: str | None = None
+    applied_in: str | None = None  # kept, though upstream applied it here (same patch-id)
+    reverted_in: str | None = None  # ... and reverted it here
 
 
 @dataclass

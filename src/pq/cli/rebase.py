@@ -127,11 +127,15 @@ def _note(p: PatchReport) -> str:
         if p.upstream_commit:
             return f"  (already upstream: {short(p.upstream_commit)} {p.upstream_subject})"
         return "  (already upstream)"
+    notes = []
+    if p.applied_in and p.reverted_in:
+        notes.append(f"upstream applied this in {short(p.applied_in)} and reverted it in "
+                     f"{short(p.reverted_in)}; kept")
     if p.rerere:
-        return "  (resolved from a recorded resolution)"
+        notes.append("resolved from a recorded resolution")
     if p.outcome == "conflict" and p.commit:
-        return "  (resolved by hand)"
-    return ""
+        notes.append("resolved by hand")
+    return f"  ({'; '.join(notes)})" if notes else ""
 
 
 def to_json(report: RebaseReport) -> dict[str, Any]:
@@ -153,6 +157,9 @@ def to_json(report: RebaseReport) -> dict[str, Any]:
             "outcome": p.outcome,
             "rerere": p.rerere,
             "upstream_commit": p.upstream_commit,
+            "upstream_reverted": None if not (p.applied_in and p.reverted_in) else {
+                "applied": p.applied_in, "applied_subject": p.subjects.get(p.applied_in),
+                "reverted": p.reverted_in, "reverted_subject": p.subjects.get(p.reverted_in)},
             "commit": p.commit,
             "changed": p.changed,
             "range_diff": p.range_diff,

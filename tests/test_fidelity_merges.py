@@ -1,0 +1,308 @@
+"""`pq rebase` against `git rebase` on a copy of the same fork: directory and file renames,
+deletions, merges that come out empty, and patches upstream applied (and reverted)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from gitrepo import commit_all, git, make_fork, make_upstream, pq, tree_without_queue, write
+
+Files = dict[str, str | None]  # path: new content, or None to delete it
+
+A = "int a(void) {\n    return 1;\n}\n" + "".join(f"/* a line {i} */\n" for i in range(12))
+B = "int b(void) {\n    return 2;\n}\n" + "".join(f"/* b line {i} */\n" for i in range(12))
+C = "int c(void) {\n    return 3;\n}\n" + "".join(f"/* c line {i} */\n" for i in range(12))
+NEW = "int added(void) { return 42; }\n"
+BASE: Files = {"lib/a.c": A, "lib/b.c": B, "util/c.c": C, "README.md": "upstream\n"}
+
+
+def edit(text: str, old: str, new: str) -> str:
+    assert old in text
+    return text.replace(old, new, 1)
+
+
+def apply(root: Path, files: Files) -> None:
+    for path, content in files.items():
+        if content is None:
+            git(root, "rm", "-q", "--", path)
+        else:
+            write(root, path, content)
+
+
+@dataclass
+class Outcome:
+    per_patch: list[str]  # kept, dropped, conflict, pending
+    index: str  # `git ls-files -s` without the queue files: the tree, or the conflict
+    head: dict[str, str]  # HEAD's tree without the queue files
+    unmerged: list[str]
+
+
+@dataclass
+class Compared:
+    pq: Outcome
+    git: Outcome
+    data: dict[str, object]  # pq's --json report
+    text: str  # pq's text report (from a second fork rebased without --json)
+    fork: Path
+    up: Path
+
+
+def _index(root: Path) -> str:
+    lines = git(root, "ls-files", "-s").splitlines()
+    return "\n".join(x for x in lines
+                     if not x.split("\t", 1)[1].startswith(("series.yaml", "patches/")))
+
+
+def _unmerged(root: Path) -> list[str]:
+    return sorted(set(git(root, "diff", "--name-only", "--diff-filter=U").splitlines()))
+
+
+def compare(tmp: Path, patches: list[tuple[str, Files]], upstream: list[tuple[str, Files]],
+            base: Files | None = None) -> Compared:
+    """Build upstream + fork, replay the patches with `pq rebase` in the fork and with
+    `git rebase` in a copy taken before `pq init`; per-patch outcomes and trees of both."""
+    up = make_upstream(tmp / "upstream", {k: v for k, v in (base or BASE).items()
+                                          if v is not None})
+    fork = make_fork(tmp, up)
+    for message, files in patches:
+        apply(fork, files)
+        commit_all(fork, message)
+    by_git = tmp / "by-git"
+    shutil.copytree(fork, by_git, symlinks=True)
+    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    text_fork = tmp / "text-fork"
+    shutil.copytree(fork, text_fork, symlinks=True)
+    for message, files in upstream:
+        if files == {"revert": None}:
+            git(up, "revert", "--no-edit", "HEAD")
+            continue
+        apply(up, files)
+        commit_all(up, message)
+    subjects = [m.split("\n", 1)[0] for m, _ in patches]
+    for repo in (fork, by_git, text_fork):
+        git(repo, "fetch", "-q", "upstream")
+
+    result = pq(fork, "rebase", "upstream/main", "--json", ok=False)
+    assert result.exit_code in (0, 1), result.output
+    data = json.loads(result.stdout)
+    text = pq(text_fork, "rebase", "upstream/main", ok=False).output
+    mine = ["kept" if p["outcome"] in ("clean", "merged") else p["outcome"]
+            for p in data["patches"]]
+    pq_out = Outcome(mine, _index(fork), tree_without_queue(fork, "HEAD"), _unmerged(fork))
+    if data["status"] == "conflict":
+        assert pq_out.unmerged == sorted(data["conflict"]["paths"])
+
+    git(by_git, "rebase", "upstream/main", check=False)
+    stopped = (by_git / ".git/rebase-merge").exists()
+    applied = git(by_git, "log", "--format=%s", "upstream/main..HEAD").splitlines()
+    at = git(by_git, "log", "-1", "--format=%s", "REBASE_HEAD") if stopped else None
+    theirs: list[str] = []
+    for s in subjects:
+        if theirs and theirs[-1] in ("conflict", "pending"):
+            theirs.append("pending")
+        elif s == at:
+            theirs.append("conflict")
+        else:
+            theirs.append("kept" if s in applied else "dropped")
+    git_out = Outcome(theirs, _index(by_git), tree_without_queue(by_git, "HEAD"),
+                      _unmerged(by_git))
+    return Compared(pq_out, git_out, data, text, fork, up)
+
+
+def assert_agree(c: Compared) -> None:
+    assert c.pq.per_patch == c.git.per_patch
+    assert c.pq.unmerged == c.git.unmerged
+    assert c.pq.head == c.git.head
+    assert c.pq.index == c.git.index
+
+
+RENAME_LIB: Files = {"lib/a.c": None, "lib/b.c": None, "core/a.c": A, "core/b.c": B}
+
+
+# -- 1. renames: the fast path must not decide what git's rename detection decides --------
+
+
+def test_dir_renamed_upstream_patch_adds_a_file_in_it(tmp_path: Path) -> None:
+    c = compare(tmp_path, [("add lib/new.c", {"lib/new.c": NEW})],
+                [("upstream: lib -> core", RENAME_LIB)])
+    assert c.git.per_patch == ["conflict"]
+    assert_agree(c)
+    assert c.pq.unmerged == ["core/new.c"]
+
+
+def test_dir_renamed_upstream_patch_modifies_a_file_in_it(tmp_path: Path) -> None:
+    c = compare(tmp_path, [("edit lib/a.c", {"lib/a.c": edit(A, "return 1", "return 10")})],
+                [("upstream: lib -> core", RENAME_LIB)])
+    assert c.git.per_patch == ["kept"]
+    assert_agree(c)
+
+
+@pytest.mark.parametrize("added", ["src/lib/x/new.c", "src/lib/new.c", "src/lib/x/y/new.c"])
+def test_nested_dir_renamed_upstream(tmp_path: Path, added: str) -> None:
+    """src/lib/x -> src/core/x also renames src/lib -> src/core. (git 2.39 moves a path
+    only when its own folder was renamed: a new subfolder stays where the patch put it.)"""
+    base: Files = {"src/lib/x/a.c": A, "src/lib/x/b.c": B, "src/keep.c": C}
+    c = compare(tmp_path, [("add a file", {added: NEW}),
+                           ("edit src/keep.c", {"src/keep.c": edit(C, "return 3", "return 4")})],
+                [("upstream: src/lib -> src/core", {
+                    "src/lib/x/a.c": None, "src/lib/x/b.c": None,
+                    "src/core/x/a.c": A, "src/core/x/b.c": B})], base)
+    if "/y/" not in added:
+        assert c.git.per_patch == ["conflict", "pending"]
+    assert_agree(c)
+
+
+def test_dir_deleted_upstream_patch_adds_a_file_in_it(tmp_path: Path) -> None:
+    c = compare(tmp_path, [("add lib/new.c", {"lib/new.c": NEW}),
+                           ("edit util", {"util/c.c": edit(C, "return 3", "return 30")})],
+                [("upstream: drop lib", {"lib/a.c": None, "lib/b.c": None})])
+    assert c.git.per_patch == ["kept", "kept"]
+    assert_agree(c)
+    assert [p["outcome"] for p in c.data["patches"]] == ["clean", "clean"]  # type: ignore
+
+
+def test_dir_renamed_upstream_but_still_there(tmp_path: Path) -> None:
+    """One file of lib/ moved, one stayed: lib/ is not renamed, the patch applies as is."""
+    c = compare(tmp_path, [("add lib/new.c", {"lib/new.c": NEW})],
+                [("upstream: move a.c", {"lib/a.c": None, "core/a.c": A})])
+    assert c.git.per_patch == ["kept"]
+    assert_agree(c)
+    assert [p["outcome"] for p in c.data["patches"]] == ["clean"]  # type: ignore
+
+
+def test_file_renamed_upstream_patch_modifies_it(tmp_path: Path) -> None:
+    c = compare(tmp_path, [("edit util", {"util/c.c": edit(C, "return 3", "return 30")})],
+                [("upstream: rename c", {"util/c.c": None, "util/c2.c": C})])
+    assert c.git.per_patch == ["kept"]
+    assert_agree(c)
+
+
+def test_patch_renames_a_file_into_a_dir_upstream_renamed(tmp_path: Path) -> None:
+    c = compare(tmp_path, [("move c into lib", {"util/c.c": None, "lib/c.c": C})],
+                [("upstream: lib -> core", RENAME_LIB)])
+    assert c.git.per_patch == ["conflict"]
+    assert_agree(c)
+
+
+def test_patch_renames_a_dir_upstream_added_to(tmp_path: Path) -> None:
+    """The directory rename on the patch's side moves upstream's new file along."""
+    c = compare(tmp_path, [("lib -> core", RENAME_LIB)],
+                [("upstream: add lib/extra.c", {"lib/extra.c": NEW})])
+    assert c.git.per_patch == ["conflict"]
+    assert_agree(c)
+
+
+def test_patch_deletes_a_dir_upstream_added_to(tmp_path: Path) -> None:
+    c = compare(tmp_path, [("drop lib", {"lib/a.c": None, "lib/b.c": None})],
+                [("upstream: add lib/extra.c", {"lib/extra.c": NEW})])
+    assert_agree(c)
+
+
+def test_batched_merges_next_to_a_dir_rename(tmp_path: Path) -> None:
+    """Patches that only modify files merge together even while another adds into a
+    renamed directory."""
+    base: Files = {**BASE, **{f"m/f{i}.c": C.replace("c line", f"m{i} line") for i in range(3)}}
+    patches: list[tuple[str, Files]] = [
+        (f"edit m/f{i}", {f"m/f{i}.c": edit(str(base[f"m/f{i}.c"]), "return 3", f"return {i}")})
+        for i in range(3)]
+    patches.insert(1, ("add lib/new.c", {"lib/new.c": NEW}))
+    upstream: Files = {f"m/f{i}.c": edit(str(base[f"m/f{i}.c"]), f"m{i} line 10", "tail")
+                       for i in range(3)}
+    c = compare(tmp_path, patches, [("upstream: edits and lib -> core",
+                                     {**upstream, **RENAME_LIB})], base)
+    assert c.git.per_patch == ["kept", "conflict", "pending", "pending"]
+    assert_agree(c)
+
+
+# -- 3. merges that come out empty ------------------------------------------------------
+
+
+@pytest.mark.parametrize("shape", ["same-change-more-context", "same-file-added",
+                                   "same-file-deleted", "part-of-a-bigger-commit"])
+def test_empty_merges_are_dropped_like_git(tmp_path: Path, shape: str) -> None:
+    a10 = edit(A, "return 1", "return 10")
+    patch, up = {
+        "same-change-more-context": ({"lib/a.c": a10},
+                                     {"lib/a.c": edit(a10, "a line 11", "a line eleven")}),
+        "same-file-added": ({"lib/new.c": NEW}, {"lib/new.c": NEW}),
+        "same-file-deleted": ({"lib/b.c": None}, {"lib/b.c": None}),
+        "part-of-a-bigger-commit": ({"lib/a.c": a10}, {"lib/a.c": a10, "util/c.c": C + "x\n"}),
+    }[shape]
+    c = compare(tmp_path, [("the patch", patch), ("edit util", {"README.md": "fork\n"})],
+                [("upstream: took it", up)])
+    assert c.git.per_patch == ["dropped", "kept"]
+    assert_agree(c)
+
+
+def test_merge_equal_to_the_tip_only_after_an_earlier_patch(tmp_path: Path) -> None:
+    """The second patch undoes the first one's upstream-side twin: empty only on the new tip."""
+    a10 = edit(A, "return 1", "return 10")
+    c = compare(tmp_path, [("first", {"util/c.c": edit(C, "return 3", "return 30")}),
+                           ("second", {"lib/a.c": a10})],
+                [("upstream: has the second", {"lib/a.c": a10, "README.md": "x\n"})])
+    assert c.git.per_patch == ["kept", "dropped"]
+    assert_agree(c)
+
+
+# -- 2. patches upstream applied, and reverted ------------------------------------------
+
+A10 = edit(A, "return 1", "return 10")
+
+
+def test_applied_upstream_is_dropped_naming_the_commit(tmp_path: Path) -> None:
+    c = compare(tmp_path, [("a returns 10", {"lib/a.c": A10})],
+                [("upstream: a returns 10", {"lib/a.c": A10}),
+                 ("upstream: later", {"lib/a.c": edit(A10, "a line 11", "eleven")})])
+    assert c.git.per_patch == ["dropped"]
+    assert_agree(c)
+    p = c.data["patches"][0]  # type: ignore[index]
+    assert p["upstream_commit"] == git(c.up, "rev-parse", "HEAD~1")
+    assert p["upstream_reverted"] is None
+
+
+def test_applied_and_reverted_upstream_is_kept_and_reported(tmp_path: Path) -> None:
+    c = compare(tmp_path, [("a returns 10", {"lib/a.c": A10}),
+                           ("edit util", {"util/c.c": edit(C, "return 3", "return 30")})],
+                [("upstream: a returns 10", {"lib/a.c": A10}), ("", {"revert": None}),
+                 ("upstream: more", {"README.md": "more\n"})])
+    # git rebase drops it by patch-id; pq keeps it: the fork still needs the change.
+    assert c.git.per_patch == ["dropped", "kept"]
+    assert c.pq.per_patch == ["kept", "kept"]
+    assert c.pq.head == {**c.git.head, "lib/a.c": c.pq.head["lib/a.c"]}
+    assert git(c.fork, "show", "HEAD:lib/a.c") + "\n" == A10
+    applied, reverted = git(c.up, "rev-parse", "HEAD~2", "HEAD~1").split()
+    p = c.data["patches"][0]  # type: ignore[index]
+    assert p["outcome"] == "clean" and p["upstream_commit"] is None
+    assert p["upstream_reverted"] == {
+        "applied": applied, "applied_subject": "upstream: a returns 10",
+        "reverted": reverted, "reverted_subject": 'Revert "upstream: a returns 10"'}
+    assert c.data["patches"][1]["upstream_reverted"] is None  # type: ignore[index]
+    line = next(x for x in c.text.splitlines() if "0001-" in x)
+    assert f"upstream applied this in {applied[:12]} and reverted it in {reverted[:12]}; " \
+           "kept" in line
+
+
+def test_applied_reverted_and_merged_with_upstream_edits(tmp_path: Path) -> None:
+    """Reverted, then upstream edited next to it: kept, merged, still reported."""
+    c = compare(tmp_path, [("a returns 10", {"lib/a.c": A10})],
+                [("upstream: a returns 10", {"lib/a.c": A10}), ("", {"revert": None}),
+                 ("upstream: near", {"lib/a.c": edit(A, "a line 1 ", "a line one ")})])
+    assert c.pq.per_patch == ["kept"]
+    p = c.data["patches"][0]  # type: ignore[index]
+    assert p["outcome"] == "merged" and p["upstream_reverted"] is not None
+
+
+def test_applied_reverted_reapplied_is_dropped(tmp_path: Path) -> None:
+    c = compare(tmp_path, [("a returns 10", {"lib/a.c": A10})],
+                [("upstream: a returns 10", {"lib/a.c": A10}), ("", {"revert": None}),
+                 ("upstream: a returns 10 again", {"lib/a.c": A10})])
+    assert c.git.per_patch == ["dropped"]
+    assert_agree(c)
+    p = c.data["patches"][0]  # type: ignore[index]
+    assert p["upstream_commit"] == git(c.up, "rev-parse", "HEAD")
+    assert p["upstream_reverted"] is None
+    assert "already upstream: " + git(c.up, "rev-parse", "--short=12", "HEAD") in c.text
