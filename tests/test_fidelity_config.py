@@ -205,3 +205,21 @@ def test_shallow_clone_rebases(tmp_path: Path) -> None:
     result = pq(shallow, "rebase", "upstream/main")
     assert "merged" in result.output
     assert "one (paddle)" in (shallow / "notes.txt").read_text()
+
+
+def test_an_earlier_patch_sets_the_attribute_a_later_merge_uses(tmp_path: Path) -> None:
+    up = make_upstream(tmp_path / "upstream", {"notes.txt": NOTES, "other.txt": NOTES,
+                                               "README.md": "x\n"})
+    fork = make_fork(tmp_path, up)
+    write(fork, ".gitattributes", "*.txt merge=union\n")
+    commit_all(fork, "build: union merges for notes")
+    write(fork, "notes.txt", NOTES.replace("two", "two (paddle)"))
+    commit_all(fork, "glue: note")
+    write(fork, "other.txt", NOTES.replace("two", "two (paddle)"))
+    commit_all(fork, "glue: other")
+    write(up, "notes.txt", NOTES.replace("two", "two (upstream)"))
+    write(up, "other.txt", NOTES.replace("two", "two (upstream)"))
+    commit_all(up, "upstream: notes")
+    git(fork, "fetch", "-q", "upstream")
+    code, _ = _compare_with_git(tmp_path, fork)
+    assert code == 0  # git merges both with union, as the first patch asks; so does pq

@@ -260,27 +260,24 @@ class Git:
             sealed.set_attributes(root, attributes)
         return self.run(*args, input=input, env=env, ok_codes=ok_codes, cwd=root)
 
-    def attributes_of(self, tree: str) -> bytes:
-        """The attributes `tree`'s .gitattributes files and info/attributes give, as one
-        file: what git reads when it merges with `tree` checked out."""
-        found = self._attributes.get(tree)
+    def attribute_paths(self, tree: str) -> frozenset[str]:
+        """The paths of the `.gitattributes` files in `tree` (one process)."""
+        out = self.run_sealed("diff", "diff-tree", "-r", "-z", "--name-only", "--no-renames",
+                              self.empty_tree(), tree, "--", ":(glob)**/.gitattributes")
+        return frozenset(p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p)
+
+    def attributes_from(self, files: dict[str, str]) -> bytes:
+        """What git's attribute lookup sees in a checkout whose `.gitattributes` files are
+        `files` ({path: blob id}), with this repository's info/attributes, as one file."""
+        key = "\0".join(f"{p}\0{b}" for p, b in sorted(files.items()))
+        found = self._attributes.get(key)
         if found is None:
             from pq import sealed
 
-            out = self.run_sealed("diff", "diff-tree", "-r", "-z", "--name-only",
-                                  "--no-renames", self.empty_tree(), tree, "--",
-                                  ":(glob)**/.gitattributes")
-            files = {}
-            for raw in out.split(b"\0"):
-                if raw:
-                    path = raw.decode("utf-8", "surrogateescape")
-                    _, kind, data = self.read_object(f"{tree}:{path}")
-                    if kind == "blob":
-                        files[path] = data
             info = self.common_dir / "info" / "attributes"
-            found = sealed.flatten_attributes(files, info.read_bytes() if info.is_file()
-                                              else b"")
-            self._attributes[tree] = found
+            found = sealed.flatten_attributes({p: self.blob(b) for p, b in files.items()},
+                                              info.read_bytes() if info.is_file() else b"")
+            self._attributes[key] = found
         return found
 
     # -- facts about the repository -------------------------------------------
@@ -486,7 +483,7 @@ class Git:
     def merge_trees(self, pre: str, ours: str, theirs: str, ours_tree: str | None = None,
                     attributes: bytes = b"") -> MergeResult:
         """Cherry-pick `theirs` (a commit whose parent is `pre`) onto `ours`, in memory, with
-        `attributes` (see `attributes_of`) as the only attributes git sees.
+        `attributes` (see `attributes_from`) as the only attributes git sees.
 
         git >= 2.40 takes the merge base directly. Older git gets one synthetic commit:
         `ours`'s tree with `pre` as its only parent, so that `pre` is the merge base.

@@ -156,7 +156,8 @@ def _run(git: Git, state: RebaseState, trees: Trees, changes: dict[str, list[Cha
          committer: Person) -> RebaseReport:
     qp = old.series.queue_paths
     total = len(state.steps)
-    batch = BatchMerge(git, trees, state.steps[state.index:], changes, state.onto, qp)
+    batch = BatchMerge(git, trees, state.steps[state.index:], changes, state.onto,
+                       state.tip, qp)
     while state.index < total:
         step = state.steps[state.index]
         if progress:
@@ -219,7 +220,7 @@ def _replay(git: Git, trees: Trees, batch: BatchMerge, step: Step, tip: str,
     if merged is not None:
         tree, clean = merged, True
     else:
-        tree, clean = _merge(git, step, tip, tip_tree)
+        tree, clean = _merge(git, batch, step, tip, tip_tree)
     if not clean:
         return "conflict", None
     if tree == tip_tree:
@@ -267,10 +268,11 @@ def _is_folder(entry: Entry) -> bool:
     return entry[0] in ("40000", "040000")
 
 
-def _merge(git: Git, step: Step, tip: str, tip_tree: str) -> tuple[str, bool]:
+def _merge(git: Git, batch: BatchMerge, step: Step, tip: str, tip_tree: str
+           ) -> tuple[str, bool]:
     """(tree, clean) of the patch cherry-picked onto `tip` by git's merge, in memory."""
     result = git.merge_trees(step.parent, tip, step.pick, ours_tree=tip_tree,
-                             attributes=git.attributes_of(tip_tree))
+                             attributes=batch.attributes(tip_tree))
     return result.tree, result.clean
 
 
@@ -289,9 +291,16 @@ class BatchMerge:
     """
 
     def __init__(self, git: Git, trees: Trees, steps: list[Step],
-                 changes: dict[str, list[Change]], onto: str, qp: tuple[str, ...]) -> None:
+                 changes: dict[str, list[Change]], onto: str, tip: str,
+                 qp: tuple[str, ...]) -> None:
+        self.git = git
         self.trees = trees
         self.onto_tree = trees.tree_of(onto)
+        # Where .gitattributes files can be in the trees merged onto from here on: the
+        # tip's, and those the patches still to replay touch (one process for the run).
+        self._attribute_paths = git.attribute_paths(trees.tree_of(tip)) | {
+            path for cs in changes.values() for path, _, _ in cs
+            if path.rpartition("/")[2] == ".gitattributes"}
         self.merged: dict[str, dict[str, Entry | None]] = {}
         wanted: dict[str, list[tuple[str, Entry, Entry, Entry]]] = {}
         users: dict[str, int] = {}
@@ -317,7 +326,7 @@ class BatchMerge:
         ours, theirs = (git.write_commit(t, [base], MERGER, MERGER, "pq rebase\n")
                         for t in sides[1:])
         try:
-            merged = git.merge_commits(ours, theirs, git.attributes_of(self.onto_tree))
+            merged = git.merge_commits(ours, theirs, self.attributes(self.onto_tree))
         except GitError:
             return  # each patch is merged on its own instead
         conflicted = set(merged.conflicted_paths)
@@ -326,12 +335,23 @@ class BatchMerge:
             if not any(p in conflicted for p, *_ in files):
                 self.merged[commit] = {p: trees.lookup(result, p) for p, *_ in files}
 
+    def attributes(self, tree: str) -> bytes:
+        """The attributes git's merge reads with `tree` checked out (see gitio)."""
+        files = {}
+        for path in self._attribute_paths:
+            entry = self.trees.lookup(tree, path)
+            if entry is not None and entry[0] in ("100644", "100755"):
+                files[path] = entry[1]
+        return self.git.attributes_from(files)
+
     def result(self, commit: str, tip_tree: str) -> str | None:
         """The patch merged onto `tip_tree`, or None when it must be merged on its own."""
         files = self.merged.get(commit)
         if files is None or any(self.trees.lookup(tip_tree, p) != self.trees.lookup(
                 self.onto_tree, p) for p in files):
             return None
+        if self.attributes(tip_tree) != self.attributes(self.onto_tree):
+            return None  # an earlier patch changed how these files merge
         return self.trees.edit(tip_tree, files)
 
 
