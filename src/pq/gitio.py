@@ -98,7 +98,8 @@ class Commit:
     parents: tuple[CommitId, ...]
     author: Person
     committer: Person
-    message: str
+    message: str  # the message bytes as UTF-8, surrogateescaped: any bytes round trip
+    encoding: str | None = None  # the `encoding` header, when the commit has one
 
     @property
     def subject(self) -> str:
@@ -404,11 +405,15 @@ class Git:
         author: Person,
         committer: Person,
         message: str,
+        encoding: str | None = None,
     ) -> CommitId:
+        """A commit object of exactly these fields (text is surrogateescaped bytes)."""
         lines = [f"tree {tree}"]
         lines += [f"parent {p}" for p in parents]
         lines.append(f"author {author.ident()}")
         lines.append(f"committer {committer.ident()}")
+        if encoding is not None:
+            lines.append(f"encoding {encoding}")
         body = "\n".join(lines) + "\n\n" + message
         return CommitId(self.write_object("commit", body.encode("utf-8", "surrogateescape")))
 
@@ -523,11 +528,13 @@ class Git:
 
 
 def parse_commit(sha: CommitId, data: bytes) -> Commit:
+    """A commit object's fields; text keeps its bytes (surrogateescaped), whatever encoding
+    the commit declares, so that `write_commit` writes the same object again."""
     header, _, message = data.partition(b"\n\n")
     tree = ""
     parents: list[CommitId] = []
     author = committer = ""
-    encoding = "utf-8"
+    encoding: str | None = None
     for line in header.split(b"\n"):
         key, _, value = line.partition(b" ")
         if key == b"tree":
@@ -539,13 +546,55 @@ def parse_commit(sha: CommitId, data: bytes) -> Commit:
         elif key == b"committer":
             committer = value.decode("utf-8", "surrogateescape")
         elif key == b"encoding":
-            encoding = value.decode()
-    try:
-        text = message.decode(encoding, "surrogateescape")
-    except LookupError:
-        text = message.decode("utf-8", "surrogateescape")
+            encoding = value.decode("utf-8", "surrogateescape")
     return Commit(sha, TreeId(tree), tuple(parents), Person.parse(author),
-                  Person.parse(committer), text)
+                  Person.parse(committer), message.decode("utf-8", "surrogateescape"),
+                  encoding)
+
+
+def as_git_commits(author: Person, message: str, encoding: str | None) -> tuple[Person, str]:
+    """(author, message) as `git rebase`/`git cherry-pick` write a picked commit's: in UTF-8.
+
+    git re-encodes a commit that declares another encoding into UTF-8 (and writes no
+    `encoding` header), keeping the bytes where the conversion fails; then every byte that
+    is not part of a valid UTF-8 sequence is taken as Latin-1 (commit.c's verify_utf8)."""
+    ident = author.ident().encode("utf-8", "surrogateescape")
+    text = message.encode("utf-8", "surrogateescape")
+    if encoding is not None and encoding.lower() not in ("utf-8", "utf8"):
+        try:
+            ident, text = (ident.decode(encoding).encode("utf-8"),
+                           text.decode(encoding).encode("utf-8"))
+        except (LookupError, UnicodeError, ValueError):
+            pass
+    return (Person.parse(_verify_utf8(ident).decode("utf-8", "surrogateescape")),
+            _verify_utf8(text).decode("utf-8", "surrogateescape"))
+
+
+def _verify_utf8(data: bytes) -> bytes:
+    """git's verify_utf8: each byte that starts no valid sequence becomes Latin-1's."""
+    out = bytearray()
+    i = 0
+    while i < len(data):
+        c = data[i]
+        size = 1 if c < 0x80 else 2 if 0xC0 <= c < 0xE0 else 3 if 0xE0 <= c < 0xF0 \
+            else 4 if 0xF0 <= c < 0xF8 else 0
+        if size and _utf8_ok(data[i:i + size], size):
+            out += data[i:i + size]
+            i += size
+            continue
+        out += bytes((0xC0 + (c >> 6), 0x80 + (c & 0x3F)))
+        i += 1
+    return bytes(out)
+
+
+def _utf8_ok(seq: bytes, size: int) -> bool:
+    if len(seq) != size:
+        return False
+    try:
+        code = ord(seq.decode("utf-8"))
+    except UnicodeDecodeError:  # overlong, surrogate, beyond U+10FFFF, bad continuation
+        return False
+    return (code & 0xFFFE) != 0xFFFE and not 0xFDD0 <= code <= 0xFDEF
 
 
 def run_in(cwd: Path, *args: str, env: dict[str, str] | None = None,

@@ -2,17 +2,17 @@
 
 The format is what `git format-patch` writes, minus everything that churns: no commit
 ids, no diffstat, no version signature, and no `index` lines on text diffs (binary diffs
-keep theirs, which `git apply` needs). `git am` applies these files as they are.
+keep theirs, which `git apply` needs). `git am` applies these files as they are. What the
+plain mail form cannot carry exactly (see `render`) is written so that `parse` inverts it;
+an empty commit is a patch with no diff. The Pq-Patch trailer round trips the same way.
 """
 
 from __future__ import annotations
 
-import email.header
-import email.utils
 import re
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
 
+from pq import mailheader
 from pq.errors import ConfigError
 from pq.gitio import Person
 
@@ -27,62 +27,69 @@ class PatchFile:
     message: str  # the commit message, without pq's trailer
     diff: bytes
     headers: tuple[tuple[str, str], ...] = field(default=())
+    encoding: str | None = None  # the commit's `encoding` header, when it has one
 
     @property
     def subject(self) -> str:
         return self.message.split("\n", 1)[0]
 
 
+# Text is the commit's bytes read as UTF-8 with surrogateescape: any bytes round trip.
+_ENC = ("utf-8", "surrogateescape")
+# Where the plain mail form cannot carry the message exactly, the byte count of the message
+# after its subject line (from the subject's newline on) is written in this header.
+MESSAGE_HEADER = "X-Pq-Message"
+ENCODING_HEADER = "X-Pq-Encoding"
+_OWN_HEADERS = ("from", "date", "subject", "mime-version", "content-type",
+                "content-transfer-encoding", MESSAGE_HEADER.lower(), ENCODING_HEADER.lower())
+# The line between message and diff; a diff may be empty (a commit that started empty).
+_SEPARATOR = re.compile(rb"(?m)^---\n(?=diff --git |\Z)")
+_IN_BODY = re.compile(rb"(?m)^---\n(?=diff --git )")
+
+
 # -- writing -----------------------------------------------------------------
 
 
 def render(patch: PatchFile) -> bytes:
-    subject, _, rest = patch.message.partition("\n")
+    """The patch file; `parse` reads back exactly `patch` (author, message, diff, headers).
+
+    Ordinary messages and authors are written as plain mail; what plain mail would change
+    (trailing spaces, CR, a second subject line, bytes that are not UTF-8, a `---` line
+    before `diff --git`, ...) is written in a form `parse` inverts exactly."""
+    subject, nl, rest = patch.message.partition("\n")
     body = rest[1:] if rest.startswith("\n") else rest
-    name, mail = patch.author.name, patch.author.email
+    subject_value = mailheader.encode("[PATCH] " + subject)
+    body_bytes = body.encode(*_ENC)
+    if body and not body.endswith("\n"):
+        body_bytes += b"\n"
+    plain = (_plain_message(mailheader.decode(subject_value), body_bytes) == patch.message
+             and not _IN_BODY.search(body_bytes))
     lines = [
-        "From: " + _address(name, mail),
-        "Date: " + _rfc2822(patch.author.date),
-        "Subject: " + _header_value("[PATCH] " + subject),
+        "From: " + mailheader.address(patch.author.name, patch.author.email),
+        "Date: " + mailheader.date(patch.author.date),
+        "Subject: " + subject_value,
     ]
+    if not plain:
+        body_bytes = (nl + rest).encode(*_ENC)
+        lines.append(f"{MESSAGE_HEADER}: {len(body_bytes)}")
+        if not body_bytes.endswith(b"\n"):
+            body_bytes += b"\n"
+    if patch.encoding is not None:
+        lines.append(f"{ENCODING_HEADER}: {mailheader.encode(patch.encoding)}")
     for key, value in patch.headers:
-        lines.append(f"{key}: {_header_value(value)}")
-    if not (_is_ascii(patch.message) and _is_ascii(name)):
+        lines.append(f"{key}: {mailheader.encode(value)}")
+    if not (mailheader.is_ascii(patch.message) and mailheader.is_ascii(patch.author.name)):
         lines += ["MIME-Version: 1.0", "Content-Type: text/plain; charset=UTF-8",
                   "Content-Transfer-Encoding: 8bit"]
-    head = "\n".join(lines) + "\n\n" + body
-    if body and not body.endswith("\n"):
-        head += "\n"
-    return MBOX_FROM + head.encode("utf-8", "surrogateescape") + b"---\n" + patch.diff
+    head = ("\n".join(lines) + "\n\n").encode(*_ENC)
+    return MBOX_FROM + head + body_bytes + b"---\n" + patch.diff
 
 
-def _is_ascii(text: str) -> bool:
-    try:
-        text.encode("ascii")
-        return True
-    except UnicodeEncodeError:
-        return False
-
-
-def _header_value(value: str) -> str:
-    value = value.replace("\n", " ")
-    if _is_ascii(value):
-        return value
-    return email.header.Header(value, "utf-8", maxlinelen=1_000_000).encode()
-
-
-def _address(name: str, mail: str) -> str:
-    if _is_ascii(name):
-        return email.utils.formataddr((name, mail))
-    return f"{_header_value(name)} <{mail}>"
-
-
-def _rfc2822(raw_date: str) -> str:
-    epoch, tz = raw_date.split()
-    sign = -1 if tz[0] == "-" else 1
-    offset = timedelta(hours=int(tz[1:3]), minutes=int(tz[3:5])) * sign
-    when = datetime.fromtimestamp(int(epoch), timezone(offset))
-    return when.strftime("%a, %d %b %Y %H:%M:%S ") + tz
+def _plain_message(subject_value: str, body: bytes) -> str:
+    """The message a plain patch file (no X-Pq-Message header) stands for."""
+    subject = re.sub(r"^\[PATCH[^\]]*\] ?", "", subject_value)
+    text = body.decode(*_ENC)
+    return subject + "\n" + (("\n" + text) if text else "")
 
 
 def strip_index_lines(diff: bytes) -> bytes:
@@ -120,33 +127,47 @@ _TRAILER_LINE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]*: ")
 
 
 def add_trailer(message: str, name: str) -> str:
+    """`message` with pq's trailer as its last line; `strip_trailer` gives `message` back.
+
+    The trailer joins a closing trailer paragraph, else it gets a paragraph of its own; a
+    message without a final newline gets a trailer without one, so that both read back."""
+    line = f"{TRAILER}: {name}"
     if not message.endswith("\n"):
-        message += "\n"
-    line = f"{TRAILER}: {name}\n"
+        return message + "\n\n" + line
     paragraphs = message.rstrip("\n").split("\n\n")
     last = paragraphs[-1].split("\n")
-    if len(paragraphs) > 1 and all(_TRAILER_LINE.match(x) for x in last):
-        return message + line
-    return message + "\n" + line
+    if not message.endswith("\n\n") and len(paragraphs) > 1 and all(
+            _TRAILER_LINE.match(x) for x in last):
+        return message + line + "\n"
+    return message + "\n" + line + "\n"
 
 
 def strip_trailer(message: str) -> tuple[str, str | None]:
     """(message without pq's trailer, the patch name it named or None)."""
+    body = message[:-1] if message.endswith("\n") else message
+    start = body.rfind("\n") + 1
+    if body.startswith(TRAILER + ": ", start):
+        name = body[start + len(TRAILER) + 2:].strip()
+        before = body[:start]
+        if not message.endswith("\n"):  # add_trailer of a message without a final newline
+            return (before[:-2] if before.endswith("\n\n") else before), name
+        return (before[:-1] if before.endswith("\n\n") else before), name
+    # The trailer is not the last line (more trailers were added after it): take it out.
     lines = message.split("\n")
-    name = None
+    found = None
     for i in range(len(lines) - 1, -1, -1):
         if lines[i].startswith(TRAILER + ": "):
-            name = lines[i][len(TRAILER) + 2:].strip()
+            found = lines[i][len(TRAILER) + 2:].strip()
             del lines[i]
             break
         if lines[i] and not _TRAILER_LINE.match(lines[i]):
             break
-    if name is None:
+    if found is None:
         return message, None
     text = "\n".join(lines)
     if text.endswith("\n\n"):
         text = text[:-1]
-    return text, name
+    return text, found
 
 
 # -- reading -----------------------------------------------------------------
@@ -172,26 +193,43 @@ def parse(data: bytes, filename: str) -> PatchFile:
         if required not in keys:
             raise ConfigError(f"missing `{required.title()}:` header", path=filename, line=1,
                               hint="regenerate it with `pq export`")
-    name, mail = email.utils.parseaddr(_decode(keys["from"]))
-    if not mail:
-        raise ConfigError(f"bad From: header {keys['from']!r}", path=filename, line=1)
-    date = _git_date(keys["date"], filename)
-    subject = _decode(keys["subject"])
+    address = mailheader.read_address(keys["from"])
+    if address is None:
+        raise ConfigError(f"bad From: header {keys['from']!r}", path=filename, line=1,
+                          hint="write it as `Name <e-mail>`, or regenerate it with `pq export`")
+    name, mail = address
+    date = mailheader.read_date(keys["date"])
+    if date is None:
+        raise ConfigError(f"bad Date: header {keys['date']!r}", path=filename, line=1,
+                          hint="use an RFC 2822 date such as 'Tue, 01 Dec 2026 10:00:00 +0100'")
+    subject = mailheader.decode(keys["subject"])
     subject = re.sub(r"^\[PATCH[^\]]*\] ?", "", subject)
-
-    sep = re.search(rb"(?m)^---\n(?=diff --git )", rest)
-    if sep is None:
-        line = text[: head_end].count(b"\n") + 3 + (data.startswith(b"From ") and 1 or 0)
-        raise ConfigError("no diff found (expected a `---` line followed by `diff --git`)",
-                          path=filename, line=line, hint="regenerate it with `pq export`")
-    body = rest[: sep.start()].decode("utf-8", "surrogateescape")
-    diff = rest[sep.end():]
+    body_line = text[: head_end].count(b"\n") + 3 + (data.startswith(b"From ") and 1 or 0)
+    if MESSAGE_HEADER.lower() in keys:
+        size = keys[MESSAGE_HEADER.lower()]
+        region = rest[: int(size)] if size.isdigit() else b""
+        sep = b"---\n" if region.endswith(b"\n") else b"\n---\n"
+        if not size.isdigit() or len(region) != int(size) or \
+                not rest.startswith(sep, len(region)):
+            raise ConfigError(f"the message is not {size} bytes followed by a `---` line, as "
+                              f"its {MESSAGE_HEADER}: header says", path=filename,
+                              line=body_line, hint="regenerate it with `pq export`")
+        message = subject + region.decode(*_ENC)
+        diff = rest[len(region) + len(sep):]
+    else:
+        found = _SEPARATOR.search(rest)
+        if found is None:
+            raise ConfigError("no diff found (expected a `---` line followed by `diff --git`)",
+                              path=filename, line=body_line,
+                              hint="regenerate it with `pq export`")
+        message = _plain_message(subject, rest[: found.start()])
+        diff = rest[found.end():]
     _check_diff(diff, filename, data.count(b"\n", 0, len(data) - len(diff)) + 1)
-    message = subject + "\n" + (("\n" + body) if body else "")
-    extra = tuple((k, _decode(v)) for k, v in headers
-                  if k.lower() not in ("from", "date", "subject", "mime-version",
-                                       "content-type", "content-transfer-encoding"))
-    return PatchFile(Person(name, mail, date), message, diff, extra)
+    enc = keys.get(ENCODING_HEADER.lower())
+    encoding = None if enc is None else mailheader.decode(enc)
+    extra = tuple((k, mailheader.decode(v)) for k, v in headers
+                  if k.lower() not in _OWN_HEADERS)
+    return PatchFile(Person(name, mail, date), message, diff, extra, encoding)
 
 
 def _parse_headers(block: str, filename: str) -> list[tuple[str, str]]:
@@ -206,33 +244,6 @@ def _parse_headers(block: str, filename: str) -> list[tuple[str, str]]:
                               hint="a patch starts with From:, Date:, Subject: headers")
         parts.append((key, [value]))
     return [(key, "".join(values).strip()) for key, values in parts]
-
-
-def _decode(value: str) -> str:
-    try:
-        parts = email.header.decode_header(value)
-    except Exception:
-        return value
-    out = []
-    for chunk, charset in parts:
-        if isinstance(chunk, bytes):
-            out.append(chunk.decode(charset or "utf-8", "replace"))
-        else:
-            out.append(chunk)
-    return "".join(out)
-
-
-def _git_date(value: str, filename: str) -> str:
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        when = None
-    if when is None or when.tzinfo is None:
-        raise ConfigError(f"bad Date: header {value!r}", path=filename, line=1,
-                          hint="use an RFC 2822 date such as 'Tue, 01 Dec 2026 10:00:00 +0100'")
-    m = re.search(r"([+-]\d{4})\s*$", value)
-    tz = m.group(1) if m else "+0000"
-    return f"{int(when.timestamp())} {tz}"
 
 
 _PATH_LINE = re.compile(

@@ -14,7 +14,7 @@ from pq import patchfile, queueops, rangediff
 from pq import rebase_state as rs
 from pq import stack as stack_mod
 from pq.errors import ConfigError, GitError
-from pq.gitio import DIFF_CONFIG, DIFF_OPTIONS, MERGER, CommitId, Git, Person
+from pq.gitio import DIFF_CONFIG, DIFF_OPTIONS, MERGER, CommitId, Git, Person, as_git_commits
 from pq.queuefiles import Queue, read_worktree
 from pq.rangediff import PatchReport, RebaseReport
 from pq.rebase_state import Change, Entry, RebaseState, Step
@@ -83,7 +83,8 @@ def _queue_free_pick(git: Git, trees: Trees, commit: str, parent: str, changes: 
         return commit
     info = trees.commit(commit)
     tree = trees.edit(info.tree, undo)
-    return git.write_commit(tree, [parent], info.author, info.committer, info.message)
+    return git.write_commit(tree, [parent], info.author, info.committer, info.message,
+                            info.encoding)
 
 
 # -- continuing -----------------------------------------------------------------------
@@ -358,7 +359,8 @@ class BatchMerge:
 def _commit(git: Git, trees: Trees, tree: str, parent: str, original: str,
             committer: Person) -> str:
     info = trees.commit(original)
-    commit = git.write_commit(tree, [parent], info.author, committer, info.message)
+    author, message = as_git_commits(info.author, info.message, info.encoding)
+    commit = git.write_commit(tree, [parent], author, committer, message)
     trees.commit_trees[commit] = tree
     return commit
 
@@ -404,10 +406,12 @@ def _new_stack(git: Git, trees: Trees, state: RebaseState, qp: tuple[str, ...],
     for s in kept:
         assert s.new_commit is not None
         diff = fresh[s.commit] if s.commit in fresh else diffs[s.commit]
-        message, name = patchfile.strip_trailer(trees.commit(s.commit).message)
-        if diff.strip():
-            result.append(stack_mod.StackCommit(CommitId(s.new_commit), CommitId(parent), diff,
-                                                name, message, trees.commit(s.commit).author))
+        # Every kept step is a patch: one that became empty was dropped; one that started
+        # empty (no diff) is kept, as `git rebase` keeps it.
+        info = trees.commit(s.new_commit)
+        message, name = patchfile.strip_trailer(info.message)
+        result.append(stack_mod.StackCommit(CommitId(s.new_commit), CommitId(parent), diff,
+                                            name, message, info.author, info.encoding))
         parent = s.new_commit
     return result
 

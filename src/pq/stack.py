@@ -29,6 +29,7 @@ class StackCommit:
     trailer_name: str | None
     message: str  # without pq's trailer
     author: Person
+    encoding: str | None = None  # the commit's `encoding` header
 
 
 def exclude_pathspec(queue_paths: Sequence[str]) -> list[str]:
@@ -64,12 +65,14 @@ def read_stack(git: Git, base: str, tip: str, queue_paths: Sequence[str]) -> lis
     result = []
     for commit, parents in revs:
         diff = diffs.get(commit, b"")
-        if not diff.strip():
-            continue  # bookkeeping: touches only the queue's own files (or nothing)
         info = git.commit(commit)
+        if not diff.strip():
+            if info.tree != git.tree_of(parents[0]):
+                continue  # bookkeeping: touches only the queue's own files
+            diff = b""  # an empty commit (as `git commit --allow-empty` makes): a patch
         message, name = patchfile.strip_trailer(info.message)
         result.append(StackCommit(commit, parents[0], patchfile.strip_index_lines(diff), name,
-                                  message, info.author))
+                                  message, info.author, info.encoding))
     return result
 
 
@@ -152,14 +155,21 @@ def export(git: Git, stack: Sequence[StackCommit], old: Series, base: str) -> Qu
         prev = old.entry(name)
         if prev is None:
             entry = PatchEntry(name=name, layer=guess_layer(git, sc),
-                               summary=sc.message.split("\n", 1)[0])
+                               summary=summary_of(sc.message))
         else:
             entry = prev
         entries.append(entry)
-        pf = PatchFile(sc.author, sc.message, sc.diff, tuple(dep3.headers(entry)))
+        pf = PatchFile(sc.author, sc.message, sc.diff, tuple(dep3.headers(entry)), sc.encoding)
         files[name] = patchfile.render(pf)
     series = replace(old, patches=tuple(entries), base=base)
     return Queue(series, files)
+
+
+def summary_of(message: str) -> str:
+    """series.yaml's summary of a message: its subject, as text (bytes that are not UTF-8
+    become U+FFFD, whitespace runs one space)."""
+    subject = message.split("\n", 1)[0].encode("utf-8", "surrogateescape")
+    return " ".join(subject.decode("utf-8", "replace").split())
 
 
 def guess_layer(git: Git, sc: StackCommit) -> str:
@@ -205,8 +215,8 @@ def materialise(
             if progress:
                 progress(i, len(parsed), entry.name)
             proc = git.run_proc("apply", "--cached", "--binary", "--whitespace=nowarn", "-",
-                                input=pf.diff, env=env)
-            if proc.returncode != 0:
+                                input=pf.diff, env=env) if pf.diff else None
+            if proc is not None and proc.returncode != 0:
                 reason = proc.stderr.decode(errors="replace").strip().splitlines()
                 raise OperationFailed(
                     f"{PATCHES_DIR}/{entry.name} (patch {i + 1}) does not apply onto "
@@ -214,6 +224,7 @@ def materialise(
                     hint=f"`pq rebase {onto[:12]}` replays the series with three-way merges")
             tree = TreeId(git.text("write-tree", env=env).strip())
             message = patchfile.add_trailer(pf.message, entry.name)
-            parent = git.write_commit(tree, [parent], pf.author, committer, message)
+            parent = git.write_commit(tree, [parent], pf.author, committer, message,
+                                      pf.encoding)
             result.append((entry, parent))
     return result

@@ -1,0 +1,139 @@
+"""Mail header values that read back exactly: names, e-mail addresses, dates, subjects.
+
+`encode` writes a value as plain text where a mail reader gives it back unchanged, else as
+RFC 2047 words of its exact bytes (`unknown-8bit` where they are not UTF-8); `decode` is
+its inverse and also reads what `git format-patch` writes. Text is a commit's bytes read
+as UTF-8 with surrogateescape, so any bytes round trip.
+"""
+
+from __future__ import annotations
+
+import base64
+import email.header
+import email.utils
+import re
+from datetime import datetime, timedelta, timezone
+
+_ENC = ("utf-8", "surrogateescape")
+
+
+def is_ascii(text: str) -> bool:
+    try:
+        text.encode("ascii")
+        return True
+    except UnicodeEncodeError:
+        return False
+
+
+_ENCODED_WORD = re.compile(r"=\?([^?\s]*)\?([bBqQ])\?([^?\s]*)\?=")
+
+
+def encode(value: str) -> str:
+    """`value` as a header value that `decode` reads back exactly."""
+    if is_ascii(value) and decode(value) == value and value == value.strip() \
+            and all(" " <= c <= "~" or c == "\t" for c in value):
+        return value
+    try:
+        value.encode("utf-8")
+        encoded = email.header.Header(value, "utf-8", maxlinelen=1_000_000).encode()
+        if "\n" not in encoded and decode(encoded) == value:
+            return encoded
+    except UnicodeEncodeError:
+        pass
+    return _b_word(value)
+
+
+def _b_word(value: str) -> str:
+    """One RFC 2047 word holding the exact bytes; `unknown-8bit` where they are not UTF-8."""
+    raw = value.encode(*_ENC)
+    try:
+        raw.decode("utf-8")
+        charset = "UTF-8"
+    except UnicodeDecodeError:
+        charset = "unknown-8bit"
+    return f"=?{charset}?B?{base64.b64encode(raw).decode('ascii')}?="
+
+
+def address(name: str, mail: str) -> str:
+    if is_ascii(name) and is_ascii(mail):
+        plain = email.utils.formataddr((name, mail))
+    else:
+        plain = f"{encode(name)} <{mail}>"
+    if "\n" not in plain and plain == plain.strip() and read_address(plain) == (name, mail):
+        return plain
+    return f"{_b_word(name)} <{_b_word(mail)}>"
+
+
+def read_address(value: str) -> tuple[str, str] | None:
+    """(name, e-mail) of a From: header; None if it names no address."""
+    m = re.fullmatch(r"(=\?[^?\s]*\?[bBqQ]\?[^?\s]*\?=) <(.*)>", value)
+    if m:
+        mail = m.group(2)
+        return decode(m.group(1)), decode(mail) if _ENCODED_WORD.fullmatch(mail) else mail
+    name, mail = email.utils.parseaddr(value)
+    if not mail and not re.search(r"<\s*>\s*$", value):
+        return None
+    return decode(name), mail
+
+
+def date(raw_date: str) -> str:
+    """RFC 2822 where it carries the git date exactly, else git's own `<epoch> <+hhmm>`."""
+    try:
+        text = _rfc2822(raw_date)
+        if read_date(text) == raw_date:
+            return text
+    except (ValueError, OverflowError, OSError, IndexError):
+        pass
+    return raw_date
+
+
+def _rfc2822(raw_date: str) -> str:
+    epoch, tz = raw_date.split()
+    sign = -1 if tz[0] == "-" else 1
+    offset = timedelta(hours=int(tz[1:3]), minutes=int(tz[3:5])) * sign
+    when = datetime.fromtimestamp(int(epoch), timezone(offset))
+    return when.strftime("%a, %d %b %Y %H:%M:%S ") + tz
+
+
+def decode(value: str) -> str:
+    """A header value with its RFC 2047 words decoded; the exact inverse of `_header_value`.
+
+    Words in UTF-8 or `unknown-8bit` give their bytes back as they were (surrogateescaped
+    where they are not UTF-8); other charsets are decoded as they say."""
+    if "=?" not in value:
+        return value
+    try:
+        parts = email.header.decode_header(value)
+    except Exception:
+        return value
+    out = []
+    for chunk, charset in parts:
+        if isinstance(chunk, str):
+            out.append(chunk)
+        elif charset is None:
+            out.append(chunk.decode("raw-unicode-escape"))
+        elif charset.lower() in ("utf-8", "utf8", "unknown-8bit", "us-ascii"):
+            out.append(chunk.decode(*_ENC))
+        else:
+            try:
+                out.append(chunk.decode(charset))
+            except (LookupError, UnicodeDecodeError):
+                out.append(chunk.decode(*_ENC))
+    return "".join(out)
+
+
+def read_date(value: str) -> str | None:
+    """git's `<epoch> <+hhmm>` for a Date: header (RFC 2822, or git's own form)."""
+    if re.fullmatch(r"\d+ [+-]\d{4}", value):
+        return value
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+    if when is None or when.tzinfo is None:
+        return None
+    m = re.search(r"([+-]\d{4})\s*$", value)
+    tz = m.group(1) if m else "+0000"
+    return f"{int(when.timestamp())} {tz}"
+
+
