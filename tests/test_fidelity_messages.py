@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from gitrepo import commit_all, git, make_fork, pq, snapshot_queue, write
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from pq import patchfile
@@ -57,6 +57,8 @@ patches = st.builds(PatchFile, people, texts(), st.sampled_from([DIFF, TRAP, b""
 
 @settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(patches)
+@example(PatchFile(Person("", "", "0 +0000"), "[PATCH] \n", b"", (), None))
+@example(PatchFile(Person("A", "a@b", "0 +0000"), "[PATCH v2] x\n\nbody\n", b"", (), None))
 def test_any_patch_reads_back_as_written(p: PatchFile) -> None:
     data = patchfile.render(p)
     assert patchfile.parse(data, "patches/0001-x.patch") == p

@@ -202,8 +202,8 @@ def parse(data: bytes, filename: str) -> PatchFile:
     if date is None:
         raise ConfigError(f"bad Date: header {keys['date']!r}", path=filename, line=1,
                           hint="use an RFC 2822 date such as 'Tue, 01 Dec 2026 10:00:00 +0100'")
-    subject = mailheader.decode(keys["subject"])
-    subject = re.sub(r"^\[PATCH[^\]]*\] ?", "", subject)
+    subject_value = mailheader.decode(keys["subject"])
+    subject = re.sub(r"^\[PATCH[^\]]*\] ?", "", subject_value)
     body_line = text[: head_end].count(b"\n") + 3 + (data.startswith(b"From ") and 1 or 0)
     if MESSAGE_HEADER.lower() in keys:
         size = keys[MESSAGE_HEADER.lower()]
@@ -222,7 +222,7 @@ def parse(data: bytes, filename: str) -> PatchFile:
             raise ConfigError("no diff found (expected a `---` line followed by `diff --git`)",
                               path=filename, line=body_line,
                               hint="regenerate it with `pq export`")
-        message = _plain_message(subject, rest[: found.start()])
+        message = _plain_message(subject_value, rest[: found.start()])
         diff = rest[found.end():]
     _check_diff(diff, filename, data.count(b"\n", 0, len(data) - len(diff)) + 1)
     enc = keys.get(ENCODING_HEADER.lower())
