@@ -120,6 +120,33 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
+def is_queue_file(path: str) -> bool:
+    """series.yaml, or a patch file (patches/*.patch); other files in patches/ are the
+    user's, and pq leaves them alone."""
+    return path == SERIES_FILE or (path.startswith(PATCHES_DIR + "/") and path.endswith(
+        ".patch") and "/" not in path[len(PATCHES_DIR) + 1:])
+
+
+def index_entries(git: Git) -> list[str]:
+    """The index entries (`git ls-files -s` lines, all stages) of the queue files."""
+    out = git.text("ls-files", "-s", "-z", "--", SERIES_FILE, PATCHES_DIR)
+    return sorted(e for e in out.split("\0") if e and is_queue_file(e.split("\t", 1)[1]))
+
+
+def set_index(git: Git, now: list[str], entries: list[str], refresh: bool = True) -> None:
+    """Replace the index entries `now` (`git ls-files -s` lines) with `entries`; with
+    `refresh`, stat data is refreshed, so that unchanged files do not look modified."""
+    if sorted(now) == sorted(entries):
+        return
+    zero = "0" * len((entries or now)[0].split()[1])
+    lines = [f"0 {zero}\t{path}" for path in sorted({e.split("\t", 1)[1] for e in now})]
+    git.run("update-index", "-z", "--index-info",
+            input="".join(x + "\0" for x in lines + sorted(entries)).encode(
+                "utf-8", "surrogateescape"))
+    if refresh:
+        git.run("update-index", "-q", "--refresh", ok_codes=(0, 1))
+
+
 def write_worktree(root: Path, queue: Queue) -> list[str]:
     """Write the queue into the working tree; return the paths that changed."""
     changed = []

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from pq import patchfile, queueops, rangediff
+from pq import patchfile, queuefiles, queueops, rangediff
 from pq import rebase_state as rs
 from pq import stack as stack_mod
 from pq.errors import ConfigError
@@ -66,7 +66,7 @@ def start(git: Git, upstream: str | None = None, *, gate: bool = False,
             onto=onto, onto_ref=ref, upstream_count=0,
             prev_orig_head=git.try_resolve(rs.ORIG_HEAD_REF),
             queue_before=rs.save_queue_files(git, trees.queue_blobs(head)), steps=steps,
-            tip=onto, gate=gate)
+            tip=onto, gate=gate, index_before=queuefiles.index_entries(git))
         rs.save(git, state)
         with rs.cleanup_unless_touched(git, state):
             state.upstream_count = int(git.text("rev-list", "--count", f"{old_base}..{onto}"))

@@ -20,7 +20,7 @@ from pq import series as series_mod
 from pq.errors import ConfigError, GitError, OperationFailed
 from pq.faults import checkpoint
 from pq.gitio import Git
-from pq.queuefiles import Queue, write_atomic
+from pq.queuefiles import Queue, index_entries, is_queue_file, set_index, write_atomic
 from pq.series import PATCHES_DIR, SERIES_FILE
 
 STATE_VERSION = 1
@@ -69,6 +69,9 @@ class RebaseState:
     conflict_paths: list[str] = field(default_factory=list)
     new_tip: str | None = None
     gate: bool = False
+    # The index entries of series.yaml and patches/*.patch (`git ls-files -s` lines) when
+    # the rebase started, put back by --abort (None in states of older versions).
+    index_before: list[str] | None = None
 
     def to_json(self) -> bytes:
         data = {"version": STATE_VERSION, **asdict(self)}
@@ -210,6 +213,21 @@ def set_queue_files(git: Git, wanted: dict[str, str]) -> None:
         write_atomic(git.root / path, git.blob(oid))
 
 
+def clear_queue_files(git: Git) -> None:
+    """series.yaml and patches/*.patch, files and index entries, back to HEAD's, so that
+    moving HEAD neither refuses nor leaves them behind. Their bytes and index entries are
+    in the state (queue_before, index_before): --abort puts them back, and a finished
+    rebase commits the working tree's series.yaml in its bookkeeping commit."""
+    entries = [f"{mode} {obj} 0\t{path}" for mode, kind, obj, path in
+               git.ls_tree("HEAD", [SERIES_FILE, PATCHES_DIR])
+               if kind == "blob" and is_queue_file(path)]
+    set_queue_files(git, {e.split("\t", 1)[1]: e.split()[1] for e in entries})
+    # The rewritten files have new inodes: refresh even when the entries are HEAD's.
+    now = index_entries(git)
+    set_index(git, now, entries, refresh=False)
+    git.run("update-index", "-q", "--refresh", ok_codes=(0, 1))
+
+
 def committed_queue_files(git: Git, rev: str) -> dict[str, str]:
     """{path: blob} of series.yaml and patches/*.patch as committed in `rev`."""
     return {path: obj for _, kind, obj, path in git.ls_tree(rev, [SERIES_FILE, PATCHES_DIR])
@@ -264,9 +282,7 @@ def show_conflict(git: Git, state: RebaseState, pick: str) -> tuple[list[str], b
     state.detached = True
     save(git, state)
     if first:
-        # The queue files go back to the committed ones (their bytes are in the state), so
-        # that leaving the branch neither refuses nor leaves them behind in the way.
-        set_queue_files(git, committed_queue_files(git, "HEAD"))
+        clear_queue_files(git)
     try:
         git.run("checkout", "-q", "--detach", state.tip, env={"GIT_REFLOG_ACTION": "pq rebase"})
     except GitError as exc:
@@ -338,7 +354,7 @@ def land(git: Git, state: RebaseState) -> None:
         clear_git_merge_files(git)
     else:
         # Uncommitted queue files (kept in the state) would stop `reset --keep`.
-        set_queue_files(git, committed_queue_files(git, "HEAD"))
+        clear_queue_files(git)
         git.run("reset", "--keep", "-q", state.new_tip, env=env)
 
 
@@ -353,6 +369,9 @@ def restore(git: Git, state: RebaseState) -> None:
                 env={"GIT_REFLOG_ACTION": "pq rebase --abort"})
         clear_git_merge_files(git)
     set_queue_files(git, dict(state.queue_before))
+    if state.index_before is not None:
+        set_index(git, index_entries(git), state.index_before, refresh=False)
+        git.run("update-index", "-q", "--refresh", ok_codes=(0, 1))
     current = git.try_resolve(ORIG_HEAD_REF)
     if current != state.prev_orig_head:
         if state.prev_orig_head is None:
