@@ -3,13 +3,16 @@ and `pq undo` of it), and the queue files are immune to checkout filters (autocr
 
 from __future__ import annotations
 
+import json
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from gitrepo import commit_all, git, pq, write
+from gitrepo import commit_all, git, make_fork, make_upstream, pq, write
 from test_rebase import (
     SETUP,
+    UPSTREAM_FILES,
     conflict_upstream,
     make_series,
     set_line,
@@ -144,4 +147,135 @@ def test_conflict_then_abort_restores_index_and_files(tmp_path: Path, kind: str)
     write(fork, "setup.py", "half-way resolution\n")
     result = pq(fork, "rebase", "--abort", ok=False)
     assert result.exit_code == 0, result.output
+    assert state(fork) == before
+
+
+# -- checkout filters: core.autocrlf, core.eol, text=auto ------------------------------------
+
+
+def blob(root: Path, rev: str) -> bytes:
+    return subprocess.run(["git", "cat-file", "blob", rev], cwd=root, capture_output=True,
+                          check=True).stdout
+
+
+def queue_bytes(root: Path) -> dict[str, bytes]:
+    files = {"series.yaml": (root / "series.yaml").read_bytes()}
+    for p in sorted((root / "patches").iterdir()):
+        files[f"patches/{p.name}"] = p.read_bytes()
+    return files
+
+
+def recheckout(root: Path) -> None:
+    """Check the files out again, so that the repository's filters apply to them."""
+    for p in [root / "series.yaml", *(root / "patches").iterdir()]:
+        p.unlink()
+    git(root, "checkout", "--", ".")
+
+
+def crlf_series(tmp: Path, how: str) -> tuple[Path, Path]:
+    """A fork whose queue files are CRLF on disk, the way `how` makes them so."""
+    up, fork = make_series(tmp)
+    if how == "clone":  # a clone made with autocrlf=true: CRLF before pq ever runs
+        clone = tmp / "clone"
+        git(tmp, "clone", "-q", "-c", "core.autocrlf=true", str(fork), str(clone))
+        git(clone, "remote", "add", "upstream", str(up))
+        git(clone, "fetch", "-q", "upstream")
+        fork = clone
+    elif how == "autocrlf":
+        git(fork, "config", "core.autocrlf", "true")
+        recheckout(fork)
+    else:  # core.eol=crlf with `* text=auto` in upstream's tracked .gitattributes
+        upstream_commit(up, fork, "upstream: attributes", {".gitattributes": "* text=auto\n"})
+        pq(fork, "rebase", "upstream/main")
+        git(fork, "config", "core.eol", "crlf")
+        recheckout(fork)
+    assert b"\r\n" in (fork / "series.yaml").read_bytes()
+    assert all(b"\r\n" in v for v in queue_bytes(fork).values())
+    assert git(fork, "status", "--porcelain") == ""
+    return up, fork
+
+
+HOW = ["autocrlf", "clone", "eol-text-auto"]
+
+
+@pytest.mark.parametrize("how", HOW)
+def test_series_export_and_check_read_crlf_queue_files(tmp_path: Path, how: str) -> None:
+    _, fork = crlf_series(tmp_path, how)
+    before = queue_bytes(fork)
+    listing = pq(fork, "series").output
+    assert "0002-python-glue-scoped-compat.patch" in listing
+    result = pq(fork, "export", "--json")
+    assert '"changed": []' in result.output
+    assert queue_bytes(fork) == before  # nothing rewritten
+    assert git(fork, "status", "--porcelain") == ""
+    pq(fork, "check")
+
+
+@pytest.mark.parametrize("how", HOW)
+def test_rebase_clean_and_with_a_conflict_under_crlf(tmp_path: Path, how: str) -> None:
+    up, fork = crlf_series(tmp_path, how)
+    upstream_commit(up, fork, "upstream: docs", {"README.md": "upstream, improved\n"})
+    pq(fork, "rebase", "upstream/main")
+    assert git(fork, "status", "--porcelain") == ""
+    pq(fork, "check")
+    conflict_upstream(up, fork)
+    result = pq(fork, "rebase", "upstream/main", ok=False)
+    assert result.exit_code == 1, result.output
+    write(fork, "setup.py", set_line(SETUP, 3, "import other_framework; paddle.enable_compat()"))
+    git(fork, "add", "setup.py")
+    report = json.loads(pq(fork, "rebase", "--continue", "--json").output)
+    assert [p["changed"] for p in report["patches"]] == [True, False]
+    assert git(fork, "status", "--porcelain") == ""
+    assert b"+import other_framework; paddle.enable_compat()" in git(
+        fork, "show", "HEAD:patches/0001-build-enable-compat.patch").encode()
+    pq(fork, "check")
+    before = queue_bytes(fork)
+    assert '"changed": []' in pq(fork, "export", "--json").output
+    assert queue_bytes(fork) == before
+
+
+@pytest.mark.parametrize("how", HOW)
+def test_apply_under_crlf(tmp_path: Path, how: str) -> None:
+    _, fork = crlf_series(tmp_path, how)
+    tip = git(fork, "rev-parse", "HEAD")
+    pq(fork, "apply", "--branch", "rebuilt")
+    assert git(fork, "status", "--porcelain") == ""
+    assert git(fork, "diff", tip, "HEAD", "--", ".", ":!series.yaml", ":!patches") == ""
+    pq(fork, "check")
+
+
+def test_patch_with_crlf_bytes_survives_autocrlf(tmp_path: Path) -> None:
+    """A diff of a CRLF file holds CR bytes that belong to it: under autocrlf=true they
+    must reach the patch file, its commit and the rebased branch unchanged."""
+    files = dict(UPSTREAM_FILES)
+    files["win.bat"] = "".join(f"echo {i}\r\n" for i in range(1, 21))
+    up = make_upstream(tmp_path / "upstream", files)
+    fork = make_fork(tmp_path, up)
+    git(fork, "config", "core.autocrlf", "true")
+    write(fork, "win.bat", files["win.bat"].replace("echo 3\r\n", "echo paddle\r\n"))
+    commit_all(fork, "build: paddle in win.bat")
+    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    name = "patches/0001-build-paddle-in-win-bat.patch"
+    data = (fork / name).read_bytes()
+    assert b"+echo paddle\r\n" in data and b"-echo 3\r\n" in data
+    assert blob(fork, f"HEAD:{name}") == data
+    assert git(fork, "status", "--porcelain") == ""
+    assert '"changed": []' in pq(fork, "export", "--json").output
+    upstream_commit(up, fork, "upstream: more", {"win.bat": files["win.bat"] + "echo 21\r\n"})
+    pq(fork, "rebase", "upstream/main")
+    assert git(fork, "status", "--porcelain") == ""
+    assert (fork / name).read_bytes() == data
+    assert (fork / "win.bat").read_bytes().count(b"\r\n") == 21
+    pq(fork, "check")
+
+
+@pytest.mark.parametrize("kind", sorted(DIRT))
+def test_apply_carries_them_and_undo_brings_them_back(tmp_path: Path, kind: str) -> None:
+    up, fork, before = dirty_fork(tmp_path, kind)
+    upstream_commit(up, fork, "upstream: docs", {"README.md": "upstream, improved\n"})
+    result = pq(fork, "apply", "--onto", "upstream/main", ok=False)
+    assert result.exit_code == 0, result.output
+    status = git(fork, "status", "--porcelain", "--untracked-files=all")
+    assert status == ("?? patches/README" if kind == "untracked-note" else ""), status
+    pq(fork, "undo")
     assert state(fork) == before

@@ -32,7 +32,7 @@ def start(git: Git, upstream: str | None = None, *, gate: bool = False,
           progress: Progress | None = None) -> RebaseReport:
     rs.require_none(git)
     branch = queueops.require_branch(git)
-    queue = read_worktree(git.root)
+    queue = read_worktree(git)
     series = queue.series
     ref = upstream or series.upstream_ref
     onto = git.resolve(ref, "upstream ref")

@@ -7,7 +7,6 @@ the few moves that do touch them (conflict, landing, abort) live here, in that o
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from collections.abc import Iterator
@@ -20,7 +19,16 @@ from pq import series as series_mod
 from pq.errors import ConfigError, GitError, OperationFailed
 from pq.faults import checkpoint
 from pq.gitio import Git
-from pq.queuefiles import Queue, index_entries, is_queue_file, set_index, write_atomic
+from pq.queuefiles import (
+    Queue,
+    index_entries,
+    reset_to_head,
+    set_index,
+    write_atomic,
+)
+from pq.queuefiles import (
+    blob_id as blob_id,  # trees.py uses it from here
+)
 from pq.series import PATCHES_DIR, SERIES_FILE
 
 STATE_VERSION = 1
@@ -171,12 +179,6 @@ def require_clean_queue_dirs(git: Git, folders: list[str]) -> None:
 # -- the queue files in the working tree ------------------------------------------------
 
 
-def blob_id(data: bytes, hex_len: int = 40) -> str:
-    """The id git gives a blob holding `data`, computed without git."""
-    algo = hashlib.sha1 if hex_len == 40 else hashlib.sha256
-    return algo(b"blob %d\0" % len(data) + data).hexdigest()
-
-
 def worktree_queue_files(git: Git) -> dict[str, bytes]:
     """series.yaml and the patch files (patches/*.patch), as they are on disk; other files
     in patches/ are the user's, and pq leaves them alone."""
@@ -218,14 +220,9 @@ def clear_queue_files(git: Git) -> None:
     moving HEAD neither refuses nor leaves them behind. Their bytes and index entries are
     in the state (queue_before, index_before): --abort puts them back, and a finished
     rebase commits the working tree's series.yaml in its bookkeeping commit."""
-    entries = [f"{mode} {obj} 0\t{path}" for mode, kind, obj, path in
-               git.ls_tree("HEAD", [SERIES_FILE, PATCHES_DIR])
-               if kind == "blob" and is_queue_file(path)]
-    set_queue_files(git, {e.split("\t", 1)[1]: e.split()[1] for e in entries})
-    # The rewritten files have new inodes: refresh even when the entries are HEAD's.
-    now = index_entries(git)
-    set_index(git, now, entries, refresh=False)
-    git.run("update-index", "-q", "--refresh", ok_codes=(0, 1))
+    paths = set(committed_queue_files(git, "HEAD")) | set(worktree_queue_files(git))
+    paths |= {e.split("\t", 1)[1] for e in index_entries(git)}
+    reset_to_head(git, sorted(paths))
 
 
 def committed_queue_files(git: Git, rev: str) -> dict[str, str]:
