@@ -166,9 +166,9 @@ def queue_bytes(root: Path) -> dict[str, bytes]:
 
 
 def recheckout(root: Path) -> None:
-    """Check the files out again, so that the repository's filters apply to them."""
-    for p in [root / "series.yaml", *(root / "patches").iterdir()]:
-        p.unlink()
+    """Check every file out again, so that the repository's filters apply to them."""
+    for rel in git(root, "ls-files").splitlines():
+        (root / rel).unlink()
     git(root, "checkout", "--", ".")
 
 
@@ -279,3 +279,52 @@ def test_apply_carries_them_and_undo_brings_them_back(tmp_path: Path, kind: str)
     assert status == ("?? patches/README" if kind == "untracked-note" else ""), status
     pq(fork, "undo")
     assert state(fork) == before
+
+
+@pytest.mark.parametrize("how", HOW)
+def test_abort_under_crlf_restores_every_byte(tmp_path: Path, how: str) -> None:
+    up, fork = crlf_series(tmp_path, how)
+    edit_staged(fork)
+    before = state(fork)
+    conflict_upstream(up, fork)
+    assert pq(fork, "rebase", "upstream/main", ok=False).exit_code == 1
+    pq(fork, "rebase", "--abort")
+    assert state(fork) == before
+
+
+@pytest.mark.parametrize("how", HOW)
+def test_undo_under_crlf_restores_every_byte(tmp_path: Path, how: str) -> None:
+    up, fork = crlf_series(tmp_path, how)
+    edit_staged(fork)
+    before = state(fork)
+    upstream_commit(up, fork, "upstream: docs", {"README.md": "upstream, improved\n"})
+    pq(fork, "rebase", "upstream/main")
+    assert git(fork, "status", "--porcelain") == ""
+    pq(fork, "undo")
+    assert state(fork) == before
+
+
+@pytest.mark.parametrize("flow", ["rebase", "conflict", "apply"])
+def test_committed_files_of_the_user_in_patches_stay(tmp_path: Path, flow: str) -> None:
+    """patches/README and patches/old/x.patch are the user's: the bookkeeping commit keeps
+    them, so the working tree does too."""
+    up, fork = make_series(tmp_path)
+    write(fork, "patches/README", "the user's own notes\n")
+    write(fork, "patches/old/x.patch", "an old patch, kept for reference\n")
+    commit_all(fork, "pq: notes")
+    if flow == "apply":
+        upstream_commit(up, fork, "upstream: docs", {"README.md": "upstream, improved\n"})
+        pq(fork, "apply", "--onto", "upstream/main")
+    elif flow == "rebase":
+        upstream_commit(up, fork, "upstream: docs", {"README.md": "upstream, improved\n"})
+        pq(fork, "rebase", "upstream/main")
+    else:
+        conflict_upstream(up, fork)
+        assert pq(fork, "rebase", "upstream/main", ok=False).exit_code == 1
+        write(fork, "setup.py", set_line(SETUP, 3, "import other_framework"))
+        git(fork, "add", "setup.py")
+        pq(fork, "rebase", "--continue")
+    assert git(fork, "status", "--porcelain", "--untracked-files=all") == ""
+    assert blob(fork, "HEAD:patches/README") == b"the user's own notes\n"
+    assert (fork / "patches/old/x.patch").read_bytes() == b"an old patch, kept for reference\n"
+    pq(fork, "check")

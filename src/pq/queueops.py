@@ -17,6 +17,7 @@ from pq.gitio import CommitId, Git, Person
 from pq.queuefiles import (
     Queue,
     index_entries,
+    is_queue_file,
     read_tree,
     read_worktree,
     reset_to_head,
@@ -253,6 +254,10 @@ def bookkeeping_commit(git: Git, last: CommitId, source: str | None, queue: Queu
             add.append((mode, obj, path))
     else:
         add += worktree_entries(git, others)
+    # The user's own files in patches/ (not *.patch) stay as `source` (or HEAD) has them.
+    for mode, _kind, obj, path in git.ls_tree(source or "HEAD", [PATCHES_DIR]):
+        if not is_queue_file(path):
+            add.append((mode, obj, path))
     for name, data in sorted(queue.files.items()):
         add.append(("100644", git.write_blob(data), f"{PATCHES_DIR}/{name}"))
     add.append(("100644", git.write_blob(queue.series.dumps()), SERIES_FILE))

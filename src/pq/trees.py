@@ -190,6 +190,12 @@ class Trees:
                     changes[p] = entry
         patches = {name.encode("utf-8", "surrogateescape"): (b"100644", self._blob(data, known))
                    for name, data in queue.files.items()}
+        # The user's own files in patches/ (not *.patch) stay as `source` has them.
+        kept = self.lookup(source_tree, PATCHES_DIR)
+        if kept is not None and _is_tree(kept[0].encode()):
+            for name, item in self.entries(kept[1]).items():
+                if _is_tree(item[0]) or not name.endswith(b".patch"):
+                    patches.setdefault(name, item)
         if patches:
             changes[PATCHES_DIR] = ("40000", self.write_tree(patches))
         changes[SERIES_FILE] = ("100644", self._blob(queue.series.dumps(), known))
