@@ -145,18 +145,21 @@ def _write_export(git: Git, stack: list[stack_mod.StackCommit], old: Series, bas
     with Transaction(git, command) as t:
         result.changed = write_worktree(git, queue, previous)
         if commit:
-            result.commit = commit_queue(git, f"pq: {command.split()[1]} series")
+            # The working tree now holds `queue` (in its clean form): commit that.
+            written = Queue(queue.series, queue.files, queue.series.dumps())
+            result.commit = commit_queue(git, f"pq: {command.split()[1]} series", written)
         t.done()
     return result
 
 
-def commit_queue(git: Git, message: str) -> CommitId | None:
+def commit_queue(git: Git, message: str, queue: Queue | None = None) -> CommitId | None:
     """Commit the queue's files in the working tree as a bookkeeping commit, if changed.
 
     series.yaml and the patch files are committed with the bytes pq reads (their clean
-    form): `git add` under core.autocrlf would strip the CR bytes of a patch of a CRLF
-    file. Only the queue's paths are committed; other staged changes stay staged."""
-    queue = read_worktree(git)
+    form; `queue`, when the caller just wrote it, saves reading them again): `git add`
+    under core.autocrlf would strip the CR bytes of a patch of a CRLF file. Only the
+    queue's paths are committed; other staged changes stay staged."""
+    queue = queue or read_worktree(git)
     qp = queue.series.queue_paths
     git.run("add", "-A", "--", *[p for p in qp if (git.root / p).exists() or _tracked(git, p)])
     exact = [f"100644 {git.write_blob(data)} 0\t{PATCHES_DIR}/{name}"
