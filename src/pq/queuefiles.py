@@ -21,10 +21,11 @@ from pq.series import PATCHES_DIR, SERIES_FILE, Series
 
 @dataclass(frozen=True)
 class Queue:
-    """A series and the bytes of each of its patch files."""
+    """A series and the bytes of each of its patch files (as git stores them)."""
 
     series: Series
     files: dict[str, bytes]
+    series_bytes: bytes | None = None  # series.yaml as read; None for a queue built in memory
 
     def patch_bytes(self, name: str) -> bytes:
         return self.files[name]
@@ -34,25 +35,70 @@ def exists(root: Path) -> bool:
     return (root / SERIES_FILE).is_file()
 
 
-def read_worktree(root: Path) -> Queue:
+def read_worktree(where: Git | Path) -> Queue:
+    """The queue in the working tree, each file in its clean form (see `clean_forms`)."""
+    if isinstance(where, Path):
+        with Git.open(where) as git:
+            return read_worktree(git)
+    root = where.root
     path = root / SERIES_FILE
     if not path.is_file():
         raise ConfigError(f"no {SERIES_FILE} in {root}",
                           hint="run `pq init --upstream <upstream ref>` first")
-    series = series_mod.loads(_read(path), SERIES_FILE)
     pdir = root / PATCHES_DIR
     names: list[str] = []
     if pdir.is_dir():
         names = sorted(p.name for p in pdir.iterdir() if p.is_file() or p.is_symlink())
+    raw = {SERIES_FILE: _read(path)}
+    for name in names:
+        p = pdir / name
+        if name.endswith(".patch") and not p.is_symlink():
+            raw[f"{PATCHES_DIR}/{name}"] = _read(p)
+    clean = clean_forms(where, raw)
+    series = series_mod.loads(clean[SERIES_FILE], SERIES_FILE)
     series_mod.check_files(series, names)
     files = {}
     for entry in series.patches:
-        p = pdir / entry.name
-        if p.is_symlink():
+        if (pdir / entry.name).is_symlink() or f"{PATCHES_DIR}/{entry.name}" not in clean:
             raise ConfigError("a patch file must be a regular file, not a link",
                               path=f"{PATCHES_DIR}/{entry.name}")
-        files[entry.name] = _read(p)
-    return Queue(series, files)
+        files[entry.name] = clean[f"{PATCHES_DIR}/{entry.name}"]
+    return Queue(series, files, clean[SERIES_FILE])
+
+
+def clean_forms(git: Git, raw: dict[str, bytes]) -> dict[str, bytes]:
+    """{path: bytes as git stores them} for working-tree files read as `raw`.
+
+    Checkout filters (core.autocrlf, core.eol, `text`/`eol` attributes) write a blob's LF
+    as CRLF; what `git add` would store is found with one `git hash-object` for all files.
+    A file that git would store as it is stays as it is; one that is the blob with each LF
+    turned into CRLF is that blob. A file with CR bytes of its own next to bare LFs (a
+    patch of a CRLF file, as pq wrote it) is kept as it is: git would strip those CRs on
+    `git add`, but they belong to the patch. Anything else (a clean filter) is git's.
+    """
+    # Names git would read back otherwise (a line break, a leading quote) are taken as
+    # they are; pq never writes such names.
+    paths = sorted(p for p in raw if not ("\n" in p or "\r" in p or p.startswith('"')))
+    clean = {p: raw[p] for p in raw if p not in paths}
+    if not paths:
+        return clean
+    listing = "".join(p + "\n" for p in paths).encode("utf-8", "surrogateescape")
+    out = git.text("-c", "core.safecrlf=false", "hash-object", "--stdin-paths",
+                   input=listing).split()
+    for path, oid in zip(paths, out, strict=True):
+        data = raw[path]
+        crlf = data.count(b"\r\n")
+        if git.hash_blob(data) == oid:
+            clean[path] = data
+        elif crlf and crlf == data.count(b"\n") and git.hash_blob(
+                lf := data.replace(b"\r\n", b"\n")) == oid:
+            clean[path] = lf  # a checkout's LF -> CRLF
+        elif crlf:
+            clean[path] = data  # CRs next to bare LFs: pq's own bytes, not a checkout's
+        else:  # another filter (a clean filter driver): what git stores, from git
+            git.run("-c", "core.safecrlf=false", "hash-object", "-w", "--", path)
+            clean[path] = git.blob(oid)
+    return clean
 
 
 def read_tree(git: Git, rev: str) -> Queue | None:
@@ -120,19 +166,80 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def write_worktree(root: Path, queue: Queue) -> list[str]:
-    """Write the queue into the working tree; return the paths that changed."""
-    changed = []
+def is_queue_file(path: str) -> bool:
+    """series.yaml, or a patch file (patches/*.patch); other files in patches/ are the
+    user's, and pq leaves them alone."""
+    return path == SERIES_FILE or (path.startswith(PATCHES_DIR + "/") and path.endswith(
+        ".patch") and "/" not in path[len(PATCHES_DIR) + 1:])
+
+
+def index_entries(git: Git) -> list[str]:
+    """The index entries (`git ls-files -s` lines, all stages) of the queue files."""
+    out = git.text("ls-files", "-s", "-z", "--", SERIES_FILE, PATCHES_DIR)
+    return sorted(e for e in out.split("\0") if e and is_queue_file(e.split("\t", 1)[1]))
+
+
+def set_index(git: Git, now: list[str], entries: list[str], refresh: bool = True) -> None:
+    """Replace the index entries `now` (`git ls-files -s` lines) with `entries`; with
+    `refresh`, stat data is refreshed, so that unchanged files do not look modified."""
+    if sorted(now) == sorted(entries):
+        return
+    lines = [f"0 {git.null_id()}\t{path}" for path in sorted({e.split("\t", 1)[1] for e in now})]
+    git.run("update-index", "-z", "--index-info",
+            input="".join(x + "\0" for x in lines + sorted(entries)).encode(
+                "utf-8", "surrogateescape"))
+    if refresh:
+        git.run("update-index", "-q", "--refresh", ok_codes=(0, 1))
+
+
+def reset_to_head(git: Git, paths: list[str]) -> None:
+    """Make the files `paths` as HEAD has them, in the index and the working tree, so that
+    moving HEAD neither refuses nor leaves them behind: HEAD's are checked out again by git
+    (CRLF under core.autocrlf, fresh stat data), the others leave the index and the
+    working tree. The caller keeps what they held (a transaction, a rebase's state)."""
+    if not paths:
+        return
+    head = {path for *_, path in git.ls_tree("HEAD", paths)} & set(paths)
+    gone = sorted(set(paths) - head)
+    if gone:
+        out = git.text("--literal-pathspecs", "ls-files", "-s", "-z", "--", *gone)
+        set_index(git, [e for e in out.split("\0") if e], [], refresh=False)
+        for path in gone:
+            if os.path.lexists(git.root / path):
+                checkpoint("unlink " + path)
+                (git.root / path).unlink()
+    if head:
+        git.run("--literal-pathspecs", "checkout", "-q", "HEAD", "--", *sorted(head))
+
+
+def write_worktree(git: Git, queue: Queue, current: Queue | None = None) -> list[str]:
+    """Write the queue into the working tree; return the paths that changed.
+
+    A file is rewritten only when its clean form differs (a CRLF checkout of the same blob
+    is left alone); `current`, the queue just read from the working tree, saves reading it
+    again."""
+    root = git.root
     pdir = root / PATCHES_DIR
-    for entry in queue.series.patches:
-        p = pdir / entry.name
-        data = queue.files[entry.name]
-        if not (p.is_file() and p.read_bytes() == data):
-            write_atomic(p, data)
-            changed.append(f"{PATCHES_DIR}/{entry.name}")
-    series_bytes = queue.series.dumps()
     sp = root / SERIES_FILE
-    if not (sp.is_file() and sp.read_bytes() == series_bytes):
+    if current is not None and current.series_bytes is not None:
+        now = {f"{PATCHES_DIR}/{n}": d for n, d in current.files.items()}
+        now[SERIES_FILE] = current.series_bytes
+    else:
+        raw = {f"{PATCHES_DIR}/{e.name}": (pdir / e.name).read_bytes()
+               for e in queue.series.patches
+               if (pdir / e.name).is_file() and not (pdir / e.name).is_symlink()}
+        if sp.is_file() and not sp.is_symlink():
+            raw[SERIES_FILE] = sp.read_bytes()
+        now = clean_forms(git, raw)
+    changed = []
+    for entry in queue.series.patches:
+        rel = f"{PATCHES_DIR}/{entry.name}"
+        data = queue.files[entry.name]
+        if not ((pdir / entry.name).is_file() and now.get(rel) == data):
+            write_atomic(pdir / entry.name, data)
+            changed.append(rel)
+    series_bytes = queue.series.dumps()
+    if not (sp.is_file() and now.get(SERIES_FILE) == series_bytes):
         write_atomic(sp, series_bytes)
         changed.append(SERIES_FILE)
     listed = {e.name for e in queue.series.patches}

@@ -14,7 +14,16 @@ from dataclasses import dataclass, field
 from pq import stack as stack_mod
 from pq.errors import ConfigError
 from pq.gitio import CommitId, Git, Person
-from pq.queuefiles import Queue, read_tree, read_worktree, write_worktree
+from pq.queuefiles import (
+    Queue,
+    index_entries,
+    is_queue_file,
+    read_tree,
+    read_worktree,
+    reset_to_head,
+    set_index,
+    write_worktree,
+)
 from pq.series import PATCHES_DIR, SERIES_FILE, Series, new_series
 from pq.txn import Transaction
 
@@ -79,7 +88,7 @@ def init(git: Git, upstream: str, *, force: bool = False, commit: bool = False) 
     old = new_series(upstream, base)
     if force and (git.root / SERIES_FILE).exists():
         try:
-            prev = read_worktree(git.root).series
+            prev = read_worktree(git).series
             old = Series(upstream_ref=upstream, base=base, patches=prev.patches, gate=prev.gate,
                          queue_extra=prev.queue_extra, raw=prev.raw,
                          upstream_raw=prev.upstream_raw)
@@ -98,7 +107,7 @@ def compute_export(git: Git, tip: str, old: Series) -> Queue:
 
 
 def export(git: Git, *, commit: bool = False, force: bool = False) -> ExportResult:
-    current = read_worktree(git.root)
+    current = read_worktree(git)
     if not force:
         _refuse_hand_edited_patches(git, current)
     stack = stack_mod.read_stack(git, current.series.base, git.head(),
@@ -134,24 +143,44 @@ def _write_export(git: Git, stack: list[stack_mod.StackCommit], old: Series, bas
     after = {e.name for e in queue.series.patches}
     result = ExportResult(queue, added=sorted(after - before), removed=sorted(before - after))
     with Transaction(git, command) as t:
-        result.changed = write_worktree(git.root, queue)
+        result.changed = write_worktree(git, queue, previous)
         if commit:
-            result.commit = commit_queue(git, f"pq: {command.split()[1]} series")
+            # The working tree now holds `queue` (in its clean form): commit that.
+            written = Queue(queue.series, queue.files, queue.series.dumps())
+            result.commit = commit_queue(git, f"pq: {command.split()[1]} series", written)
         t.done()
     return result
 
 
-def commit_queue(git: Git, message: str) -> CommitId | None:
-    """Commit the queue's files in the working tree as a bookkeeping commit, if changed."""
-    queue = read_worktree(git.root)
-    git.run("add", "-A", "--", *[p for p in queue.series.queue_paths if (git.root / p).exists()])
-    staged = git.run_proc("diff", "--cached", "--quiet", "--",
-                          *queue.series.queue_paths).returncode
-    if staged == 0:
+def commit_queue(git: Git, message: str, queue: Queue | None = None) -> CommitId | None:
+    """Commit the queue's files in the working tree as a bookkeeping commit, if changed.
+
+    series.yaml and the patch files are committed with the bytes pq reads (their clean
+    form; `queue`, when the caller just wrote it, saves reading them again): `git add`
+    under core.autocrlf would strip the CR bytes of a patch of a CRLF file. Only the
+    queue's paths are committed; other staged changes stay staged."""
+    queue = queue or read_worktree(git)
+    qp = queue.series.queue_paths
+    git.run("add", "-A", "--", *[p for p in qp if (git.root / p).exists() or _tracked(git, p)])
+    exact = [f"100644 {git.write_blob(data)} 0\t{PATCHES_DIR}/{name}"
+             for name, data in queue.files.items()]
+    assert queue.series_bytes is not None
+    exact.append(f"100644 {git.write_blob(queue.series_bytes)} 0\t{SERIES_FILE}")
+    set_index(git, index_entries(git), exact)
+    staged = []
+    for rec in git.run("ls-files", "-s", "-z", "--", *qp).split(b"\0"):
+        if rec:
+            meta, path = rec.split(b"\t", 1)
+            mode, obj, _stage = meta.decode().split()
+            staged.append((mode, obj, path.decode("utf-8", "surrogateescape")))
+    head = git.head()
+    tree = git.build_tree(git.tree_of(head), remove=list(qp), add=staged)
+    if tree == git.tree_of(head):
         return None
-    git.run("commit", "-q", "--no-verify", "-m", message, "--", *[
-        p for p in queue.series.queue_paths if (git.root / p).exists() or _tracked(git, p)])
-    return git.head()
+    author = Person.parse(git.text("var", "GIT_AUTHOR_IDENT").strip())
+    commit = git.write_commit(tree, [head], author, git.committer_now(), message + "\n")
+    git.run("update-ref", "-m", f"commit: {message}", "HEAD", commit, head)
+    return commit
 
 
 def _tracked(git: Git, path: str) -> bool:
@@ -171,7 +200,7 @@ class ApplyResult:
 
 def apply(git: Git, onto: str | None = None, *, branch: str | None = None,
           progress: Progress | None = None) -> ApplyResult:
-    queue = read_worktree(git.root)
+    queue = read_worktree(git)
     series = queue.series
     onto_id = git.resolve(onto, "commit to apply onto") if onto else git.resolve(
         series.base, "series base (upstream.base in series.yaml)")
@@ -210,7 +239,7 @@ def apply(git: Git, onto: str | None = None, *, branch: str | None = None,
             git.run("checkout", "-q", branch.removeprefix("refs/heads/"))
         else:
             move_branch(git, tip, "pq apply")
-        write_worktree(git.root, refreshed)
+        write_worktree(git, refreshed)
         t.done()
     return ApplyResult(onto_id, [(e.name, c) for e, c in commits], tip,
                        target.removeprefix("refs/heads/"))
@@ -228,6 +257,10 @@ def bookkeeping_commit(git: Git, last: CommitId, source: str | None, queue: Queu
             add.append((mode, obj, path))
     else:
         add += worktree_entries(git, others)
+    # The user's own files in patches/ (not *.patch) stay as `source` (or HEAD) has them.
+    for mode, _kind, obj, path in git.ls_tree(source or "HEAD", [PATCHES_DIR]):
+        if not is_queue_file(path):
+            add.append((mode, obj, path))
     for name, data in sorted(queue.files.items()):
         add.append(("100644", git.write_blob(data), f"{PATCHES_DIR}/{name}"))
     add.append(("100644", git.write_blob(queue.series.dumps()), SERIES_FILE))
@@ -256,23 +289,17 @@ def worktree_entries(git: Git, paths: list[str]) -> list[tuple[str, str, str]]:
 
 
 def clear_queue_files_for(git: Git, target: str, queue_paths: tuple[str, ...]) -> None:
-    """Make way for checking out `target`: queue files that are modified or untracked in the
-    working tree and that `target` carries are reset or removed. Call it inside a
+    """Make way for checking out `target`: queue files that are staged, modified or
+    untracked and that `target` carries go back to HEAD's (or away). Call it inside a
     Transaction: its snapshot holds their contents, and `target` holds what they became."""
-    out = git.run("ls-files", "-z", "--modified", "--others", "--exclude-standard", "--",
-                  *queue_paths)
-    paths = sorted({x.decode("utf-8", "surrogateescape") for x in out.split(b"\0") if x})
+    out = git.run("--literal-pathspecs", "status", "--porcelain=v1", "-z",
+                  "--untracked-files=all", "--no-renames", "--", *queue_paths)
+    paths = sorted({rec[3:].decode("utf-8", "surrogateescape")
+                    for rec in out.split(b"\0") if rec})
     if not paths:
         return
     in_target = {p for _m, _k, _o, p in git.ls_tree(target, paths)}
-    tracked = set(git.text("ls-files", "-z", "--", *paths).split("\0")) - {""}
-    for rel in paths:
-        if rel not in in_target:
-            continue
-        if rel in tracked:
-            git.run("checkout", "-q", "HEAD", "--", rel)
-        else:
-            (git.root / rel).unlink()
+    reset_to_head(git, [p for p in paths if p in in_target])
 
 
 def move_branch(git: Git, tip: str, action: str) -> None:
@@ -297,7 +324,7 @@ class PatchInfo:
 
 
 def list_series(git: Git) -> tuple[Series, list[PatchInfo]]:
-    queue = read_worktree(git.root)
+    queue = read_worktree(git)
     from pq import patchfile
 
     infos = []

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from pq import patchfile, queueops, rangediff
+from pq import patchfile, queuefiles, queueops, rangediff
 from pq import rebase_state as rs
 from pq import stack as stack_mod
 from pq.errors import ConfigError, GitError
@@ -32,7 +32,7 @@ def start(git: Git, upstream: str | None = None, *, gate: bool = False,
           progress: Progress | None = None) -> RebaseReport:
     rs.require_none(git)
     branch = queueops.require_branch(git)
-    queue = read_worktree(git.root)
+    queue = read_worktree(git)
     series = queue.series
     ref = upstream or series.upstream_ref
     onto = git.resolve(ref, "upstream ref")
@@ -66,7 +66,7 @@ def start(git: Git, upstream: str | None = None, *, gate: bool = False,
             onto=onto, onto_ref=ref, upstream_count=0,
             prev_orig_head=git.try_resolve(rs.ORIG_HEAD_REF),
             queue_before=rs.save_queue_files(git, trees.queue_blobs(head)), steps=steps,
-            tip=onto, gate=gate)
+            tip=onto, gate=gate, index_before=queuefiles.index_entries(git))
         rs.save(git, state)
         with rs.cleanup_unless_touched(git, state):
             diffs: dict[str, bytes] = {sc.commit: sc.diff for sc in stack}

@@ -7,7 +7,6 @@ the few moves that do touch them (conflict, landing, abort) live here, in that o
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from collections.abc import Iterator
@@ -20,7 +19,13 @@ from pq import series as series_mod
 from pq.errors import ConfigError, GitError, OperationFailed
 from pq.faults import checkpoint
 from pq.gitio import Git
-from pq.queuefiles import Queue, write_atomic
+from pq.queuefiles import (
+    Queue,
+    index_entries,
+    reset_to_head,
+    set_index,
+    write_atomic,
+)
 from pq.series import PATCHES_DIR, SERIES_FILE
 
 STATE_VERSION = 1
@@ -71,6 +76,9 @@ class RebaseState:
     conflict_paths: list[str] = field(default_factory=list)
     new_tip: str | None = None
     gate: bool = False
+    # The index entries of series.yaml and patches/*.patch (`git ls-files -s` lines) when
+    # the rebase started, put back by --abort (None in states of older versions).
+    index_before: list[str] | None = None
 
     def to_json(self) -> bytes:
         data = {"version": STATE_VERSION, **asdict(self)}
@@ -170,12 +178,6 @@ def require_clean_queue_dirs(git: Git, folders: list[str]) -> None:
 # -- the queue files in the working tree ------------------------------------------------
 
 
-def blob_id(data: bytes, hex_len: int = 40) -> str:
-    """The id git gives a blob holding `data`, computed without git."""
-    algo = hashlib.sha1 if hex_len == 40 else hashlib.sha256
-    return algo(b"blob %d\0" % len(data) + data).hexdigest()
-
-
 def worktree_queue_files(git: Git) -> dict[str, bytes]:
     """series.yaml and the patch files (patches/*.patch), as they are on disk; other files
     in patches/ are the user's, and pq leaves them alone."""
@@ -196,7 +198,7 @@ def save_queue_files(git: Git, committed: dict[str, str]) -> dict[str, str]:
     known = set(committed.values())
     saved = {}
     for path, data in worktree_queue_files(git).items():
-        oid = blob_id(data, len(next(iter(known), "x" * 40)))
+        oid = git.hash_blob(data)
         saved[path] = oid if oid in known else git.write_blob(data)
     return saved
 
@@ -206,10 +208,20 @@ def set_queue_files(git: Git, wanted: dict[str, str]) -> None:
     for path, data in worktree_queue_files(git).items():
         if path not in wanted:
             (git.root / path).unlink()
-        elif blob_id(data, len(wanted[path])) == wanted[path]:
+        elif git.hash_blob(data) == wanted[path]:
             del wanted[path]
     for path, oid in sorted(wanted.items()):
         write_atomic(git.root / path, git.blob(oid))
+
+
+def clear_queue_files(git: Git) -> None:
+    """series.yaml and patches/*.patch, files and index entries, back to HEAD's, so that
+    moving HEAD neither refuses nor leaves them behind. Their bytes and index entries are
+    in the state (queue_before, index_before): --abort puts them back, and a finished
+    rebase commits the working tree's series.yaml in its bookkeeping commit."""
+    paths = set(committed_queue_files(git, "HEAD")) | set(worktree_queue_files(git))
+    paths |= {e.split("\t", 1)[1] for e in index_entries(git)}
+    reset_to_head(git, sorted(paths))
 
 
 def committed_queue_files(git: Git, rev: str) -> dict[str, str]:
@@ -266,9 +278,7 @@ def show_conflict(git: Git, state: RebaseState, pick: str) -> tuple[list[str], b
     state.detached = True
     save(git, state)
     if first:
-        # The queue files go back to the committed ones (their bytes are in the state), so
-        # that leaving the branch neither refuses nor leaves them behind in the way.
-        set_queue_files(git, committed_queue_files(git, "HEAD"))
+        clear_queue_files(git)
     try:
         git.run("checkout", "-q", "--detach", state.tip, env={"GIT_REFLOG_ACTION": "pq rebase"})
     except GitError as exc:
@@ -340,7 +350,7 @@ def land(git: Git, state: RebaseState) -> None:
         clear_git_merge_files(git)
     else:
         # Uncommitted queue files (kept in the state) would stop `reset --keep`.
-        set_queue_files(git, committed_queue_files(git, "HEAD"))
+        clear_queue_files(git)
         git.run("reset", "--keep", "-q", state.new_tip, env=env)
 
 
@@ -355,6 +365,9 @@ def restore(git: Git, state: RebaseState) -> None:
                 env={"GIT_REFLOG_ACTION": "pq rebase --abort"})
         clear_git_merge_files(git)
     set_queue_files(git, dict(state.queue_before))
+    if state.index_before is not None:
+        set_index(git, index_entries(git), state.index_before, refresh=False)
+        git.run("update-index", "-q", "--refresh", ok_codes=(0, 1))
     current = git.try_resolve(ORIG_HEAD_REF)
     if current != state.prev_orig_head:
         if state.prev_orig_head is None:

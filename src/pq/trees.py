@@ -6,7 +6,6 @@ replaces blob entries in cached trees and writes the new tree objects in-process
 
 from __future__ import annotations
 
-from pq import rebase_state as rs
 from pq.gitio import Commit, CommitId, Git, Person, parse_commit
 from pq.queuefiles import Queue
 from pq.rebase_state import Change, Entry
@@ -190,6 +189,12 @@ class Trees:
                     changes[p] = entry
         patches = {name.encode("utf-8", "surrogateescape"): (b"100644", self._blob(data, known))
                    for name, data in queue.files.items()}
+        # The user's own files in patches/ (not *.patch) stay as `source` has them.
+        kept = self.lookup(source_tree, PATCHES_DIR)
+        if kept is not None and _is_tree(kept[0].encode()):
+            for name, item in self.entries(kept[1]).items():
+                if _is_tree(item[0]) or not name.endswith(b".patch"):
+                    patches.setdefault(name, item)
         if patches:
             changes[PATCHES_DIR] = ("40000", self.write_tree(patches))
         changes[SERIES_FILE] = ("100644", self._blob(queue.series.dumps(), known))
@@ -199,7 +204,7 @@ class Trees:
         return self.git.write_commit(tree, [last], committer, committer, message)
 
     def _blob(self, data: bytes, known: set[str]) -> str:
-        oid = rs.blob_id(data, len(next(iter(known), "x" * 40)))
+        oid = self.git.hash_blob(data)
         return oid if oid in known else self.git.write_blob(data)
 
 

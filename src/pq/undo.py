@@ -16,7 +16,7 @@ from typing import Any
 from pq.errors import ConfigError
 from pq.faults import checkpoint
 from pq.gitio import Git
-from pq.queuefiles import write_atomic
+from pq.queuefiles import set_index, write_atomic
 from pq.txn import (
     QUEUE_PATHS,
     REBASE_STATE,
@@ -342,19 +342,10 @@ def _clear_queue(git: Git, commit: str, current: Snapshot) -> None:
     their index entries become the commit's and the files go (they are in `current`)."""
     entries = [f"{mode} {obj} 0\t{path}" for mode, _, obj, path in git.ls_tree(commit,
                                                                                   QUEUE_PATHS)]
-    _set_index(git, current["index"], entries)
+    set_index(git, current["index"], entries, refresh=False)
     for rel in current["files"]:
         checkpoint("unlink " + rel)
         (git.root / rel).unlink(missing_ok=True)
-
-
-def _set_index(git: Git, now: list[str], entries: list[str]) -> None:
-    if sorted(now) == sorted(entries):
-        return
-    lines = [f"0 {git.null_id()}\t{path}" for path in sorted({e.split("\t", 1)[1] for e in now})]
-    git.run("update-index", "-z", "--index-info",
-            input="".join(x + "\0" for x in lines + sorted(entries)).encode("utf-8",
-                                                                               "surrogateescape"))
 
 
 def _write_queue(git: Git, files: dict[str, str], index: list[str]) -> None:
@@ -376,7 +367,7 @@ def _write_queue(git: Git, files: dict[str, str], index: list[str]) -> None:
             pdir.rmdir()
     now = [e for e in git.text("ls-files", "-s", "-z", "--", *QUEUE_PATHS).split("\0") if e]
     if sorted(now) != sorted(index):
-        _set_index(git, now, index)
+        set_index(git, now, index, refresh=False)
     git.run("update-index", "-q", "--refresh", ok_codes=(0, 1))
 
 

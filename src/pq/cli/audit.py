@@ -35,7 +35,7 @@ def _read_queue(git: Git, rev: str | None) -> tuple[Queue, str | None]:
     from pq import queuefiles
 
     if rev is None:
-        return queuefiles.read_worktree(git.root), None
+        return queuefiles.read_worktree(git), None
     commit = git.resolve(rev, "revision")
     queue = queuefiles.read_tree(git, commit)
     if queue is None:

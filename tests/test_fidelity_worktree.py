@@ -1,0 +1,330 @@
+"""Every working-tree state survives `pq rebase` (clean, stopped then --continue, --abort,
+and `pq undo` of it), and the queue files are immune to checkout filters (autocrlf)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from gitrepo import commit_all, git, make_fork, make_upstream, pq, write
+from test_rebase import (
+    SETUP,
+    UPSTREAM_FILES,
+    conflict_upstream,
+    make_series,
+    set_line,
+    upstream_commit,
+)
+
+NEW_PATCH = "patches/0003-cpp-compat-return-2.patch"
+
+
+def add_note(fork: Path, note: str) -> None:
+    """A value pq keeps but does not use (it stays out of the patch files), and a comment."""
+    text = (fork / "series.yaml").read_text()
+    text = "".join(line for line in text.splitlines(keepends=True)
+                   if not line.startswith(("notes:", "# a comment")))
+    write(fork, "series.yaml", text + f"notes: {note}\n# a comment of the user's\n")
+
+
+def edit_unstaged(fork: Path) -> None:
+    add_note(fork, "a note of the user's")
+
+
+def edit_staged(fork: Path) -> None:
+    edit_unstaged(fork)
+    git(fork, "add", "series.yaml")
+
+
+def edit_staged_then_more(fork: Path) -> None:
+    edit_staged(fork)
+    add_note(fork, "an unstaged note")
+
+
+def uncommitted_export(fork: Path) -> None:
+    write(fork, "csrc/ops.cc", "#include <torch/extension.h>\n\nint f() { return 2; }\n")
+    commit_all(fork, "cpp-compat: return 2")
+    pq(fork, "export")
+
+
+def untracked_note(fork: Path) -> None:
+    write(fork, "patches/README", "the user's own notes\n")
+
+
+DIRT: dict[str, Callable[[Path], None]] = {
+    "unstaged-series": edit_unstaged,
+    "staged-series": edit_staged,
+    "staged-then-unstaged-series": edit_staged_then_more,
+    "uncommitted-export": uncommitted_export,
+    "untracked-note": untracked_note,
+}
+
+
+def state(root: Path) -> dict[str, object]:
+    """Branch, HEAD, index (entries and staged diff) and every working-tree byte."""
+    files = {}
+    for p in sorted(root.rglob("*")):
+        if ".git" in p.relative_to(root).parts or not p.is_file():
+            continue
+        files[p.relative_to(root).as_posix()] = p.read_bytes()
+    return {"branch": git(root, "rev-parse", "refs/heads/paddle"),
+            "HEAD": git(root, "symbolic-ref", "-q", "HEAD", check=False),
+            "index": git(root, "ls-files", "-s"),
+            "cached": git(root, "diff", "--cached"),
+            "status": git(root, "status", "--porcelain", "--untracked-files=all"),
+            "files": files}
+
+
+def dirty_fork(tmp: Path, kind: str) -> tuple[Path, Path, dict[str, object]]:
+    up, fork = make_series(tmp)
+    DIRT[kind](fork)
+    return up, fork, state(fork)
+
+
+def check_carried(fork: Path, kind: str, before: dict[str, object]) -> None:
+    """After a finished rebase: the edits are in the bookkeeping commit, nothing is left
+    staged or modified, and the user's untracked file is still there."""
+    status = git(fork, "status", "--porcelain", "--untracked-files=all")
+    assert status == ("?? patches/README" if kind == "untracked-note" else ""), status
+    assert git(fork, "symbolic-ref", "HEAD") == "refs/heads/paddle"
+    committed = git(fork, "show", "HEAD:series.yaml")
+    files = before["files"]
+    assert isinstance(files, dict)
+    if kind == "staged-then-unstaged-series":
+        assert "notes: an unstaged note" in committed
+    elif "series" in kind:
+        assert "notes: a note of the user's" in committed
+    # The file is written as `pq export` writes it: values kept, comments not.
+    assert "# a comment" not in committed
+    if kind == "uncommitted-export":
+        assert "0003-cpp-compat-return-2.patch" in committed
+        assert (fork / NEW_PATCH).read_bytes() == files[NEW_PATCH]
+    if kind == "untracked-note":
+        assert (fork / "patches/README").read_bytes() == b"the user's own notes\n"
+    assert not (fork / ".git/pq/rebase").exists()
+
+
+@pytest.mark.parametrize("kind", sorted(DIRT))
+def test_clean_rebase_carries_uncommitted_queue_files(tmp_path: Path, kind: str) -> None:
+    up, fork, before = dirty_fork(tmp_path, kind)
+    upstream_commit(up, fork, "upstream: docs", {"README.md": "upstream, improved\n"})
+    result = pq(fork, "rebase", "upstream/main", ok=False)
+    assert result.exit_code == 0, result.output
+    check_carried(fork, kind, before)
+
+
+@pytest.mark.parametrize("kind", sorted(DIRT))
+def test_undo_of_a_rebase_brings_back_the_index_and_files(tmp_path: Path, kind: str) -> None:
+    up, fork, before = dirty_fork(tmp_path, kind)
+    upstream_commit(up, fork, "upstream: docs", {"README.md": "upstream, improved\n"})
+    pq(fork, "rebase", "upstream/main")
+    pq(fork, "undo")
+    assert state(fork) == before
+
+
+@pytest.mark.parametrize("kind", sorted(DIRT))
+def test_conflict_then_continue_carries_them(tmp_path: Path, kind: str) -> None:
+    up, fork, before = dirty_fork(tmp_path, kind)
+    conflict_upstream(up, fork)
+    result = pq(fork, "rebase", "upstream/main", ok=False)
+    assert result.exit_code == 1, result.output
+    write(fork, "setup.py", set_line(SETUP, 3, "import other_framework; paddle.enable_compat()"))
+    git(fork, "add", "setup.py")
+    result = pq(fork, "rebase", "--continue", ok=False)
+    assert result.exit_code == 0, result.output
+    check_carried(fork, kind, before)
+
+
+@pytest.mark.parametrize("kind", sorted(DIRT))
+def test_conflict_then_abort_restores_index_and_files(tmp_path: Path, kind: str) -> None:
+    up, fork, before = dirty_fork(tmp_path, kind)
+    conflict_upstream(up, fork)
+    result = pq(fork, "rebase", "upstream/main", ok=False)
+    assert result.exit_code == 1, result.output
+    write(fork, "setup.py", "half-way resolution\n")
+    result = pq(fork, "rebase", "--abort", ok=False)
+    assert result.exit_code == 0, result.output
+    assert state(fork) == before
+
+
+# -- checkout filters: core.autocrlf, core.eol, text=auto ------------------------------------
+
+
+def blob(root: Path, rev: str) -> bytes:
+    return subprocess.run(["git", "cat-file", "blob", rev], cwd=root, capture_output=True,
+                          check=True).stdout
+
+
+def queue_bytes(root: Path) -> dict[str, bytes]:
+    files = {"series.yaml": (root / "series.yaml").read_bytes()}
+    for p in sorted((root / "patches").iterdir()):
+        files[f"patches/{p.name}"] = p.read_bytes()
+    return files
+
+
+def recheckout(root: Path) -> None:
+    """Check every file out again, so that the repository's filters apply to them."""
+    for rel in git(root, "ls-files").splitlines():
+        (root / rel).unlink()
+    git(root, "checkout", "--", ".")
+
+
+def crlf_series(tmp: Path, how: str) -> tuple[Path, Path]:
+    """A fork whose queue files are CRLF on disk, the way `how` makes them so."""
+    up, fork = make_series(tmp)
+    if how == "clone":  # a clone made with autocrlf=true: CRLF before pq ever runs
+        clone = tmp / "clone"
+        git(tmp, "clone", "-q", "-c", "core.autocrlf=true", str(fork), str(clone))
+        git(clone, "remote", "add", "upstream", str(up))
+        git(clone, "fetch", "-q", "upstream")
+        fork = clone
+    elif how == "autocrlf":
+        git(fork, "config", "core.autocrlf", "true")
+        recheckout(fork)
+    else:  # core.eol=crlf with `* text=auto` in upstream's tracked .gitattributes
+        upstream_commit(up, fork, "upstream: attributes", {".gitattributes": "* text=auto\n"})
+        pq(fork, "rebase", "upstream/main")
+        git(fork, "config", "core.eol", "crlf")
+        recheckout(fork)
+    assert b"\r\n" in (fork / "series.yaml").read_bytes()
+    assert all(b"\r\n" in v for v in queue_bytes(fork).values())
+    assert git(fork, "status", "--porcelain") == ""
+    return up, fork
+
+
+HOW = ["autocrlf", "clone", "eol-text-auto"]
+
+
+@pytest.mark.parametrize("how", HOW)
+def test_series_export_and_check_read_crlf_queue_files(tmp_path: Path, how: str) -> None:
+    _, fork = crlf_series(tmp_path, how)
+    before = queue_bytes(fork)
+    listing = pq(fork, "series").output
+    assert "0002-python-glue-scoped-compat.patch" in listing
+    result = pq(fork, "export", "--json")
+    assert '"changed": []' in result.output
+    assert queue_bytes(fork) == before  # nothing rewritten
+    assert git(fork, "status", "--porcelain") == ""
+    pq(fork, "check")
+
+
+@pytest.mark.parametrize("how", HOW)
+def test_rebase_clean_and_with_a_conflict_under_crlf(tmp_path: Path, how: str) -> None:
+    up, fork = crlf_series(tmp_path, how)
+    upstream_commit(up, fork, "upstream: docs", {"README.md": "upstream, improved\n"})
+    pq(fork, "rebase", "upstream/main")
+    assert git(fork, "status", "--porcelain") == ""
+    pq(fork, "check")
+    conflict_upstream(up, fork)
+    result = pq(fork, "rebase", "upstream/main", ok=False)
+    assert result.exit_code == 1, result.output
+    write(fork, "setup.py", set_line(SETUP, 3, "import other_framework; paddle.enable_compat()"))
+    git(fork, "add", "setup.py")
+    report = json.loads(pq(fork, "rebase", "--continue", "--json").output)
+    assert [p["changed"] for p in report["patches"]] == [True, False]
+    assert git(fork, "status", "--porcelain") == ""
+    assert b"+import other_framework; paddle.enable_compat()" in git(
+        fork, "show", "HEAD:patches/0001-build-enable-compat.patch").encode()
+    pq(fork, "check")
+    before = queue_bytes(fork)
+    assert '"changed": []' in pq(fork, "export", "--json").output
+    assert queue_bytes(fork) == before
+
+
+@pytest.mark.parametrize("how", HOW)
+def test_apply_under_crlf(tmp_path: Path, how: str) -> None:
+    _, fork = crlf_series(tmp_path, how)
+    tip = git(fork, "rev-parse", "HEAD")
+    pq(fork, "apply", "--branch", "rebuilt")
+    assert git(fork, "status", "--porcelain") == ""
+    assert git(fork, "diff", tip, "HEAD", "--", ".", ":!series.yaml", ":!patches") == ""
+    pq(fork, "check")
+
+
+def test_patch_with_crlf_bytes_survives_autocrlf(tmp_path: Path) -> None:
+    """A diff of a CRLF file holds CR bytes that belong to it: under autocrlf=true they
+    must reach the patch file, its commit and the rebased branch unchanged."""
+    files = dict(UPSTREAM_FILES)
+    files["win.bat"] = "".join(f"echo {i}\r\n" for i in range(1, 21))
+    up = make_upstream(tmp_path / "upstream", files)
+    fork = make_fork(tmp_path, up)
+    git(fork, "config", "core.autocrlf", "true")
+    write(fork, "win.bat", files["win.bat"].replace("echo 3\r\n", "echo paddle\r\n"))
+    commit_all(fork, "build: paddle in win.bat")
+    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    name = "patches/0001-build-paddle-in-win-bat.patch"
+    data = (fork / name).read_bytes()
+    assert b"+echo paddle\r\n" in data and b"-echo 3\r\n" in data
+    assert blob(fork, f"HEAD:{name}") == data
+    assert git(fork, "status", "--porcelain") == ""
+    assert '"changed": []' in pq(fork, "export", "--json").output
+    upstream_commit(up, fork, "upstream: more", {"win.bat": files["win.bat"] + "echo 21\r\n"})
+    pq(fork, "rebase", "upstream/main")
+    assert git(fork, "status", "--porcelain") == ""
+    assert (fork / name).read_bytes() == data
+    assert (fork / "win.bat").read_bytes().count(b"\r\n") == 21
+    pq(fork, "check")
+
+
+@pytest.mark.parametrize("kind", sorted(DIRT))
+def test_apply_carries_them_and_undo_brings_them_back(tmp_path: Path, kind: str) -> None:
+    up, fork, before = dirty_fork(tmp_path, kind)
+    upstream_commit(up, fork, "upstream: docs", {"README.md": "upstream, improved\n"})
+    result = pq(fork, "apply", "--onto", "upstream/main", ok=False)
+    assert result.exit_code == 0, result.output
+    status = git(fork, "status", "--porcelain", "--untracked-files=all")
+    assert status == ("?? patches/README" if kind == "untracked-note" else ""), status
+    pq(fork, "undo")
+    assert state(fork) == before
+
+
+@pytest.mark.parametrize("how", HOW)
+def test_abort_under_crlf_restores_every_byte(tmp_path: Path, how: str) -> None:
+    up, fork = crlf_series(tmp_path, how)
+    edit_staged(fork)
+    before = state(fork)
+    conflict_upstream(up, fork)
+    assert pq(fork, "rebase", "upstream/main", ok=False).exit_code == 1
+    pq(fork, "rebase", "--abort")
+    assert state(fork) == before
+
+
+@pytest.mark.parametrize("how", HOW)
+def test_undo_under_crlf_restores_every_byte(tmp_path: Path, how: str) -> None:
+    up, fork = crlf_series(tmp_path, how)
+    edit_staged(fork)
+    before = state(fork)
+    upstream_commit(up, fork, "upstream: docs", {"README.md": "upstream, improved\n"})
+    pq(fork, "rebase", "upstream/main")
+    assert git(fork, "status", "--porcelain") == ""
+    pq(fork, "undo")
+    assert state(fork) == before
+
+
+@pytest.mark.parametrize("flow", ["rebase", "conflict", "apply"])
+def test_committed_files_of_the_user_in_patches_stay(tmp_path: Path, flow: str) -> None:
+    """patches/README and patches/old/x.patch are the user's: the bookkeeping commit keeps
+    them, so the working tree does too."""
+    up, fork = make_series(tmp_path)
+    write(fork, "patches/README", "the user's own notes\n")
+    write(fork, "patches/old/x.patch", "an old patch, kept for reference\n")
+    commit_all(fork, "pq: notes")
+    if flow == "apply":
+        upstream_commit(up, fork, "upstream: docs", {"README.md": "upstream, improved\n"})
+        pq(fork, "apply", "--onto", "upstream/main")
+    elif flow == "rebase":
+        upstream_commit(up, fork, "upstream: docs", {"README.md": "upstream, improved\n"})
+        pq(fork, "rebase", "upstream/main")
+    else:
+        conflict_upstream(up, fork)
+        assert pq(fork, "rebase", "upstream/main", ok=False).exit_code == 1
+        write(fork, "setup.py", set_line(SETUP, 3, "import other_framework"))
+        git(fork, "add", "setup.py")
+        pq(fork, "rebase", "--continue")
+    assert git(fork, "status", "--porcelain", "--untracked-files=all") == ""
+    assert blob(fork, "HEAD:patches/README") == b"the user's own notes\n"
+    assert (fork / "patches/old/x.patch").read_bytes() == b"an old patch, kept for reference\n"
+    pq(fork, "check")
