@@ -114,9 +114,18 @@ def no_crash(result_output: str) -> None:
     assert "internal error" not in result_output and "Traceback" not in result_output
 
 
-@pytest.fixture()
-def fork(tmp_path: Path) -> Path:
-    return hostile_fork(tmp_path)
+@pytest.fixture(params=["plain", "autocrlf"])
+def fork(tmp_path: Path, request: pytest.FixtureRequest) -> Path:
+    """The hostile fork; once as it is, once as Git for Windows checks it out (CRLF)."""
+    repo = hostile_fork(tmp_path)
+    if request.param == "autocrlf":
+        git(repo, "config", "core.autocrlf", "true")
+        for path in git(repo, "ls-files", "-z").split("\0"):
+            if path and not (repo / path).is_symlink():
+                (repo / path).unlink()
+        git(repo, "checkout", "-q", "--", ".")
+        assert (repo / "setup.py").read_bytes().count(b"\r\n") == 5
+    return repo
 
 
 def test_every_command_on_hostile_commits(fork: Path, tmp_path: Path) -> None:
