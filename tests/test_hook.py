@@ -111,7 +111,7 @@ def test_hand_edited_patch_file_is_refused(tmp_path: Path) -> None:
     result = push(fork, "origin", "paddle")
     assert_refused(result, remote, {},
                    "[export] patches/0002-glue-scoped-compat.patch does not match its commit",
-                   "edited by hand", "fix: pq export --commit")
+                   "edited by hand", "fix: pq apply")
     assert "[apply]" not in result.stderr  # it needs a consistent export; one message
 
 

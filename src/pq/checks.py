@@ -217,7 +217,7 @@ def check_base(git: Git, ctx: CheckContext) -> list[CheckFailure]:
 
 
 @check("export", "every commit on the branch is in the series, as committed",
-       needs=("series", "base"))
+       needs=("series", "base"), version=2)
 def check_export(git: Git, ctx: CheckContext) -> list[CheckFailure]:
     from pq import stack
 
@@ -228,7 +228,10 @@ def check_export(git: Git, ctx: CheckContext) -> list[CheckFailure]:
     except ConfigError as exc:  # merges on the branch
         return [CheckFailure("export", exc.render(), "git rebase (linearise), then pq export "
                              "--commit")]
-    fresh = stack.export(git, commits, series, series.base)
+    last = stack.last_written(git, series.base, ctx.commit)
+    written = last[1] if last else None
+    fresh = stack.export(git, commits, series, series.base,
+                         recorded=stack.recorded_files(queue, written))
     fresh_names = [e.name for e in fresh.series.patches]
     old_names = [e.name for e in series.patches]
     failures: list[CheckFailure] = []
@@ -255,11 +258,7 @@ def check_export(git: Git, ctx: CheckContext) -> list[CheckFailure]:
                           "`pq export`)", fix))
     for name in fresh_names:
         if name in queue.files and fresh.files[name] != queue.files[name]:
-            sc = by_name[name]
-            failures.append(CheckFailure(
-                "export", f"patches/{name} does not match its commit {sc.commit[:12]} "
-                          f"({_subject(git, sc.commit)!r}): the patch file was edited by "
-                          "hand, or the commit changed without `pq export`", fix))
+            failures.append(_mismatch(git, name, by_name[name].commit, queue, fresh, last))
     common_fresh = [n for n in fresh_names if n in queue.files]
     common_old = [n for n in old_names if n in fresh.files]
     if not failures and common_fresh != common_old:
@@ -267,6 +266,29 @@ def check_export(git: Git, ctx: CheckContext) -> list[CheckFailure]:
             "export", "the branch's commits are in a different order than series.yaml lists "
                       "the patches", fix))
     return failures
+
+
+def _mismatch(git: Git, name: str, commit: str, queue: Queue, fresh: Queue,
+              last: tuple[CommitId, Queue] | None) -> CheckFailure:
+    """A patch file that differs from its commit, and the direction that fixes it: which
+    side changed since pq last wrote the file (its bytes in pq's last bookkeeping commit)."""
+    what = f"commit {commit[:12]} ({_subject(git, commit)!r})"
+    written = last[1].files.get(name) if last else None
+    if last is None or written is None or written == queue.files[name]:
+        return CheckFailure(
+            "export", f"{what} does not match patches/{name}, its patch: the commit was "
+                      "reworded or amended without `pq export`", "pq export --commit")
+    where = f"pq last wrote it in {last[0][:12]}"
+    if fresh.files[name] == written:
+        return CheckFailure(
+            "export", f"patches/{name} does not match its {what}: the patch file was edited "
+                      f"by hand after {where}, and the commit is unchanged; take the edit into "
+                      "the commit (`pq export` would overwrite it)", "pq apply")
+    return CheckFailure(
+        "export", f"both patches/{name} (edited by hand) and its {what} changed after "
+                  f"{where}: one of them must win",
+        "pq apply --branch NEW (the patch file's version, on a new branch) or pq export "
+        "--commit --force (the commit's version; the file's edit is lost)")
 
 
 @check("apply", "every patch applies to the base and rebuilds the tip's tree",

@@ -24,7 +24,7 @@ from pq.queuefiles import (
     set_index,
     write_worktree,
 )
-from pq.series import PATCHES_DIR, SERIES_FILE, Series, new_series
+from pq.series import PATCHES_DIR, SERIES_FILE, PatchEntry, Series, new_series
 from pq.txn import Transaction
 
 Progress = Callable[[int, int, str], None]
@@ -37,6 +37,17 @@ class ExportResult:
     added: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
     commit: CommitId | None = None
+    # Removed entries that carried more than a name, layer and summary: (name, what).
+    dropped: list[tuple[str, str]] = field(default_factory=list)
+
+
+def _metadata(entry: PatchEntry) -> str:
+    """What an entry holds that a new entry would not get back ('' for nothing)."""
+    what = ["its workaround block"] if entry.workaround is not None else []
+    extra = [k for k in entry.raw if k not in ("name", "layer", "summary", "workaround")]
+    if extra:
+        what.append("its field(s) " + ", ".join(extra))
+    return " and ".join(what)
 
 
 def dirty_upstream_files(git: Git, queue_paths: tuple[str, ...]) -> list[str]:
@@ -86,34 +97,77 @@ def init(git: Git, upstream: str, *, force: bool = False, commit: bool = False) 
         raise ConfigError(f"HEAD and {upstream} share no history",
                           hint="is the upstream remote fetched? `git fetch upstream`")
     old = new_series(upstream, base)
+    prev_queue: Queue | None = None
     if force and (git.root / SERIES_FILE).exists():
         try:
-            prev = read_worktree(git).series
+            prev_queue = read_worktree(git)
+            prev = prev_queue.series
             old = Series(upstream_ref=upstream, base=base, patches=prev.patches, gate=prev.gate,
                          queue_extra=prev.queue_extra, raw=prev.raw,
                          upstream_raw=prev.upstream_raw)
         except ConfigError:
             pass
     stack = stack_mod.read_stack(git, base, head, old.queue_paths)  # refuses merges first
-    return _write_export(git, stack, old, base, f"pq init --upstream {upstream}", commit)
+    queue = stack_mod.export(git, stack, old, base,
+                             recorded=stack_mod.recorded_files(prev_queue))
+    return _write_export(git, queue, old, f"pq init --upstream {upstream}", commit)
 
 
 # -- export ----------------------------------------------------------------------
 
 
-def compute_export(git: Git, tip: str, old: Series) -> Queue:
+def compute_export(git: Git, tip: str, old: Series, *queues: Queue | None) -> Queue:
+    """The queue `pq export` would write for base..tip; `queues` are the recorded ones
+    whose patch files tell which commit is which patch (see pq.identity)."""
     stack = stack_mod.read_stack(git, old.base, tip, old.queue_paths)
-    return stack_mod.export(git, stack, old, old.base)
+    return stack_mod.export(git, stack, old, old.base,
+                            recorded=stack_mod.recorded_files(*queues))
 
 
 def export(git: Git, *, commit: bool = False, force: bool = False) -> ExportResult:
     current = read_worktree(git)
     if not force:
         _refuse_hand_edited_patches(git, current)
-    stack = stack_mod.read_stack(git, current.series.base, git.head(),
-                                 current.series.queue_paths)
-    return _write_export(git, stack, current.series, current.series.base, "pq export", commit,
-                         previous=current)
+    series = current.series
+    head = git.head()
+    committed = _committed(git)
+    last = stack_mod.last_written(git, series.base, head) if git.is_ancestor(
+        series.base, head) else None
+    written = last[1] if last else None
+    stack = stack_mod.read_stack(git, series.base, head, series.queue_paths)
+    recorded = stack_mod.recorded_files(current, committed, written)
+    queue = stack_mod.export(git, stack, series, series.base, recorded=recorded)
+    if not force and committed is not None and last is not None:
+        _refuse_committed_patch_edits(committed, last, queue)
+    return _write_export(git, queue, series, "pq export", commit, previous=current)
+
+
+def _committed(git: Git) -> Queue | None:
+    try:
+        return read_tree(git, "HEAD")
+    except ConfigError:
+        return None
+
+
+def hand_edited(committed: Queue, written: Queue) -> list[str]:
+    """Patch files whose committed bytes differ from what pq last wrote: edits by hand."""
+    return [name for name, data in committed.files.items()
+            if name in written.files and written.files[name] != data]
+
+
+def _refuse_committed_patch_edits(committed: Queue, last: tuple[CommitId, Queue],
+                                  fresh: Queue) -> None:
+    """A committed hand edit of a patch file is the user's: export would overwrite it."""
+    for name in hand_edited(committed, last[1]):
+        if fresh.files.get(name) == committed.files[name]:
+            continue  # the commits were changed the same way: nothing is lost
+        raise ConfigError(
+            f"{PATCHES_DIR}/{name} was edited by hand and committed after pq last wrote it "
+            f"(in {last[0][:12]}); export rewrites patch files from the branch's commits "
+            "and would overwrite that edit",
+            path=f"{PATCHES_DIR}/{name}",
+            hint="`pq apply` takes the edited patch files into the commits; or "
+                 "`pq export --force` discards the edit and writes the commits' patch")
 
 
 def _refuse_hand_edited_patches(git: Git, current: Queue) -> None:
@@ -136,12 +190,13 @@ def _refuse_hand_edited_patches(git: Git, current: Queue) -> None:
                      f"{PATCHES_DIR}/{name}`, or pass --force to discard it")
 
 
-def _write_export(git: Git, stack: list[stack_mod.StackCommit], old: Series, base: str,
-                  command: str, commit: bool, previous: Queue | None = None) -> ExportResult:
-    queue = stack_mod.export(git, stack, old, base)
+def _write_export(git: Git, queue: Queue, old: Series, command: str, commit: bool,
+                  previous: Queue | None = None) -> ExportResult:
     before = {e.name for e in old.patches}
     after = {e.name for e in queue.series.patches}
     result = ExportResult(queue, added=sorted(after - before), removed=sorted(before - after))
+    result.dropped = [(e.name, what) for e in old.patches
+                      if e.name in result.removed and (what := _metadata(e))]
     with Transaction(git, command) as t:
         result.changed = write_worktree(git, queue, previous)
         if commit:
@@ -209,10 +264,7 @@ def apply(git: Git, onto: str | None = None, *, branch: str | None = None,
     head = git.head()
     if branch is None:
         # Moving this branch must not drop commits that the series does not hold.
-        if git.is_ancestor(series.base, head):
-            fresh = compute_export(git, head, series)
-            if fresh.files != queue.files or [e.name for e in fresh.series.patches] != [
-                    e.name for e in series.patches]:
+        if git.is_ancestor(series.base, head) and not _holds_only_series(git, head, queue):
                 raise ConfigError(
                     f"{current.removeprefix('refs/heads/')} has commits that differ from "
                     f"{SERIES_FILE}; applying would drop them",
@@ -243,6 +295,24 @@ def apply(git: Git, onto: str | None = None, *, branch: str | None = None,
         t.done()
     return ApplyResult(onto_id, [(e.name, c) for e, c in commits], tip,
                        target.removeprefix("refs/heads/"))
+
+
+def _holds_only_series(git: Git, head: CommitId, queue: Queue) -> bool:
+    """Whether base..head holds no commit the series lacks: its commits are the series'
+    patches, or exactly what pq last wrote (the patch files were edited since)."""
+    series = queue.series
+    last = stack_mod.last_written(git, series.base, head)
+    fresh = compute_export(git, head, series, queue, last[1] if last else None)
+    if _same_queue(fresh, queue):
+        return True
+    if last is None:
+        return False
+    return _same_queue(compute_export(git, head, last[1].series, last[1]), last[1])
+
+
+def _same_queue(a: Queue, b: Queue) -> bool:
+    return a.files == b.files and [e.name for e in a.series.patches] == [
+        e.name for e in b.series.patches]
 
 
 def bookkeeping_commit(git: Git, last: CommitId, source: str | None, queue: Queue,

@@ -44,7 +44,8 @@ def start(git: Git, upstream: str | None = None, *, gate: bool = False,
                                       and trees.lookup(trees.tree_of(head), p) is not None])
     old_base = git.resolve(series.base, "series base (upstream.base in series.yaml)")
     stack = stack_mod.read_stack(git, old_base, head, qp)
-    fresh = stack_mod.export(git, stack, series, old_base)
+    fresh = stack_mod.export(git, stack, series, old_base,
+                             recorded=stack_mod.recorded_files(queue))
     if fresh.files != queue.files or [e.name for e in fresh.series.patches] != [
             e.name for e in series.patches]:
         raise ConfigError(f"{branch.removeprefix('refs/heads/')} has commits that differ from "
@@ -369,7 +370,8 @@ def _finish(git: Git, state: RebaseState, trees: Trees, old: Queue, committer: P
             diffs: dict[str, bytes] | None) -> RebaseReport:
     qp = old.series.queue_paths
     new_stack = _new_stack(git, trees, state, qp, diffs or {})
-    queue = stack_mod.export(git, new_stack, old.series, state.onto)
+    queue = stack_mod.export(git, new_stack, old.series, state.onto,
+                             names=[s.name for s in state.steps if s.new_commit])
     state.new_tip = trees.bookkeeping_commit(
         state.tip, state.orig_head, queue, committer,
         f"pq: rebase series onto {state.onto[:12]}\n")

@@ -8,15 +8,15 @@ and `materialise` turns a series back into commits, all without touching a worki
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from pq import dep3, layers, patchfile
+from pq import dep3, identity, layers, patchfile
 from pq.errors import ConfigError, GitError, OperationFailed
 from pq.gitio import DIFF_CONFIG, DIFF_OPTIONS, CommitId, Git, Person, TreeId
 from pq.patchfile import PatchFile
-from pq.queuefiles import Queue
-from pq.series import NAME_RE, PATCHES_DIR, PatchEntry, Series
+from pq.queuefiles import Queue, read_tree
+from pq.series import PATCHES_DIR, PatchEntry, Series
 
 _SHA_LINE = re.compile(rb"^[0-9a-f]{40}(?:[0-9a-f]{24})?$")
 
@@ -102,56 +102,70 @@ def slugify(subject: str) -> str:
     return (slug[:52].rstrip("-") or "patch")
 
 
-def _slug_of(name: str) -> str:
-    return re.sub(r"^\d+-", "", name[: -len(".patch")])
+Recorded = Mapping[str, Sequence[bytes]]
 
 
-def assign_names(stack: Sequence[StackCommit], old: Series | None) -> list[str]:
-    """Stable names: a commit keeps the name its trailer (or its subject's slug) had."""
-    existing = list(old.patches) if old else []
-    taken: set[str] = set()
-    names: list[str | None] = []
-    for sc in stack:
-        if sc.trailer_name and sc.trailer_name not in taken and _valid(sc.trailer_name):
-            names.append(sc.trailer_name)
-            taken.add(sc.trailer_name)
-        else:
-            names.append(None)
-    for i, sc in enumerate(stack):
-        if names[i] is not None:
+def recorded_files(*queues: Queue | None) -> dict[str, list[bytes]]:
+    """{name: the distinct recorded bytes of its patch file} over `queues` (the series'
+    own files, the ones pq last committed, ...): the evidence `identity.match` reads."""
+    out: dict[str, list[bytes]] = {}
+    for q in queues:
+        if q is None:
             continue
-        slug = slugify(sc.message.split("\n", 1)[0])
-        for e in existing:
-            if e.name not in taken and _slug_of(e.name) == slug and not any(
-                    s.trailer_name == e.name for s in stack):
-                names[i] = e.name
-                taken.add(e.name)
-                break
+        for name, data in q.files.items():
+            if data not in out.setdefault(name, []):
+                out[name].append(data)
+    return out
+
+
+def last_written(git: Git, base: str, tip: str) -> tuple[CommitId, Queue] | None:
+    """The newest bookkeeping commit pq wrote in base..tip (`pq: ...` subject: export
+    --commit, init --commit, apply, rebase) and the queue it holds: what pq last wrote."""
+    for commit, _parents in reversed(git.rev_list_with_parents(f"{base}..{tip}")):
+        if not git.commit(commit).message.startswith("pq: "):
+            continue
+        try:
+            queue = read_tree(git, commit)
+        except ConfigError:
+            return None
+        return (commit, queue) if queue is not None else None
+    return None
+
+
+def assign_names(stack: Sequence[StackCommit], old: Series | None,
+                 recorded: Recorded | None = None) -> list[str]:
+    """Stable names: a commit keeps the name the evidence gives it (see pq.identity); a
+    commit no evidence names gets a new one, numbered after every name in use."""
+    existing = list(old.patches) if old else []
+    found = identity.match(stack, existing, recorded or {})
+    taken = {n for n in found if n is not None}
     numbers = [int(m.group(1)) for n in list(taken) + [e.name for e in existing]
                if (m := re.match(r"^(\d+)-", n))]
     nxt = max(numbers, default=0) + 1
-    for i, sc in enumerate(stack):
-        if names[i] is None:
+    names: list[str] = []
+    for sc, name in zip(stack, found):
+        if name is None:
             name = f"{nxt:04d}-{slugify(sc.message.split(chr(10), 1)[0])}.patch"
             while name in taken:
                 nxt += 1
                 name = f"{nxt:04d}-{slugify(sc.message.split(chr(10), 1)[0])}.patch"
-            names[i] = name
             taken.add(name)
             nxt += 1
-    return [n for n in names if n is not None]
+        names.append(name)
+    return names
 
 
-def _valid(name: str) -> bool:
-    return bool(NAME_RE.match(name))
+def export(git: Git, stack: Sequence[StackCommit], old: Series, base: str, *,
+           recorded: Recorded | None = None, names: Sequence[str] | None = None) -> Queue:
+    """The series and patch files for `stack`, keeping what the user set in `old`.
 
-
-def export(git: Git, stack: Sequence[StackCommit], old: Series, base: str) -> Queue:
-    """The series and patch files for `stack`, keeping what the user set in `old`."""
-    names = assign_names(stack, old)
+    `names` (one per commit) when the caller knows them (a rebase replays named steps);
+    else they come from the evidence: trailers and the `recorded` patch files."""
+    if names is None:
+        names = assign_names(stack, old, recorded)
     entries = []
     files = {}
-    for name, sc in zip(names, stack):
+    for name, sc in zip(names, stack, strict=True):
         prev = old.entry(name)
         if prev is None:
             entry = PatchEntry(name=name, layer=guess_layer(git, sc),

@@ -23,6 +23,7 @@ def _render_export(result: queueops.ExportResult, as_json: bool, verb: str) -> N
                         for e in s.patches],
             "added": result.added,
             "removed": result.removed,
+            "dropped": [{"name": n, "what": w} for n, w in result.dropped],
             "changed": result.changed,
             "commit": result.commit,
         })
@@ -32,6 +33,9 @@ def _render_export(result: queueops.ExportResult, as_json: bool, verb: str) -> N
         click.echo(f"  new      {name}")
     for name in result.removed:
         click.echo(f"  removed  {name}")
+    for name, what in result.dropped:
+        click.echo(f"  dropped  {what} of {name} (no commit carries it any more; "
+                   "`pq undo` brings it back)")
     if not result.changed:
         click.echo("  series.yaml and patches/ already up to date")
     else:

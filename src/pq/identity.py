@@ -1,0 +1,122 @@
+"""Patch identity: which series entry each commit of the stack is, from evidence only.
+
+A commit is matched to an entry by the first kind of evidence that decides it, in order:
+
+1. its `Pq-Patch:` trailer;
+2. the recorded patch file (the series' own, or the one pq last committed in a
+   bookkeeping commit) is this very commit: same author, message and diff;
+3. the same diff (a reworded or moved commit);
+4. the same diff once hunk line numbers are ignored (an earlier patch moved its lines);
+5. the same author and message (an amended commit);
+6. the same author, author date and subject (a squash keeps the first commit's).
+
+Only then does a commit get a new name. A subject's slug is never evidence. When a
+commit could be two entries, or two commits one entry, nothing is guessed: a ConfigError
+names them and says how to tell pq (a `Pq-Patch:` trailer). Entries with byte-identical
+recorded files are interchangeable and are taken in series order.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from pq import patchfile
+from pq.errors import ConfigError
+from pq.patchfile import TRAILER, PatchFile
+from pq.series import NAME_RE, PatchEntry
+
+if TYPE_CHECKING:
+    from pq.stack import StackCommit
+
+_HUNK = re.compile(rb"^@@ [^\n]*$", re.M)
+
+
+def _subject(message: str) -> str:
+    return message.split("\n", 1)[0]
+
+
+def _without_line_numbers(diff: bytes) -> bytes:
+    return _HUNK.sub(b"@@", diff)
+
+
+def _tiers() -> tuple[tuple[str, Callable[[StackCommit | PatchFile], object]], ...]:
+    """(what it is, the key two records share when it holds), strongest first."""
+    return (
+        ("the same commit", lambda r: (r.diff, r.message, r.author, r.encoding)),
+        ("the same diff", lambda r: r.diff),
+        ("the same diff (lines moved)", lambda r: _without_line_numbers(r.diff)),
+        ("the same author and message", lambda r: (r.message, r.author.name, r.author.email)),
+        ("the same author, date and subject", lambda r: (_subject(r.message), r.author)),
+    )
+
+
+def match(stack: Sequence[StackCommit], entries: Sequence[PatchEntry],
+          recorded: Mapping[str, Sequence[bytes]]) -> list[str | None]:
+    """For each commit, the name of the entry it is, or None for a new patch."""
+    names: list[str | None] = [None] * len(stack)
+    known = {e.name for e in entries}
+    claimed: set[str] = set()
+    trailers = [sc.trailer_name for sc in stack]
+    for i, name in enumerate(trailers):
+        if name and NAME_RE.match(name) and trailers.index(name) == i:
+            names[i] = name
+            claimed.add(name)
+    parsed: dict[str, list[PatchFile]] = {}
+    raw: dict[str, frozenset[bytes]] = {}
+    for e in entries:
+        files = []
+        for data in recorded.get(e.name, ()):
+            try:
+                files.append(patchfile.parse(data, f"patches/{e.name}"))
+            except ConfigError:
+                continue  # a broken file is no evidence
+        parsed[e.name] = files
+        raw[e.name] = frozenset(recorded.get(e.name, ()))
+    for what, key in _tiers():
+        open_entries = [e.name for e in entries if e.name not in claimed and e.name in known]
+        open_commits = [i for i, n in enumerate(names) if n is None]
+        if not open_entries or not open_commits:
+            break
+        by_key: dict[object, list[str]] = {}
+        for n in open_entries:
+            for k in dict.fromkeys(key(pf) for pf in parsed[n]):
+                by_key.setdefault(k, []).append(n)
+        cands = {i: by_key.get(key(stack[i]), []) for i in open_commits}
+        for i in open_commits:
+            options = [n for n in cands[i] if n not in claimed]
+            if not options:
+                continue
+            if len(options) > 1 and len({raw[n] for n in options}) > 1:
+                raise _ambiguous(stack[i], options, what)
+            name = options[0]
+            rivals = [j for j in open_commits if j != i and names[j] is None
+                      and name in cands[j] and stack[j].diff != stack[i].diff]
+            if rivals:
+                raise _two_commits(stack[i], stack[rivals[0]], name, what)
+            names[i] = name
+            claimed.add(name)
+    return names
+
+
+def _ambiguous(sc: StackCommit, options: list[str], what: str) -> ConfigError:
+    both = " and ".join(f"patches/{n}" for n in options[:2])
+    more = f" (and {len(options) - 2} more)" if len(options) > 2 else ""
+    return ConfigError(
+        f"commit {sc.commit[:12]} ({_subject(sc.message)!r}) could be {both}{more} "
+        f"({what}); pq will not guess which patch it is",
+        path="series.yaml",
+        hint=f"add the line `{TRAILER}: <name>` (e.g. `{TRAILER}: {options[0]}`) to the end "
+             "of the commit's message (`git commit --amend`, or `reword` in `git rebase -i`), "
+             "then run it again")
+
+
+def _two_commits(a: StackCommit, b: StackCommit, name: str, what: str) -> ConfigError:
+    return ConfigError(
+        f"commits {a.commit[:12]} ({_subject(a.message)!r}) and {b.commit[:12]} "
+        f"({_subject(b.message)!r}) could both be patches/{name} ({what}); pq will not "
+        "guess which one it is",
+        path="series.yaml",
+        hint=f"add the line `{TRAILER}: {name}` to the end of that commit's message "
+             "(`git commit --amend`, or `reword` in `git rebase -i`), then run it again")
