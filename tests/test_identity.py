@@ -289,3 +289,22 @@ def test_both_sides_changed_name_both_ways(tmp_path: Path) -> None:
     assert "both patches/" in check.output
     assert "pq apply --branch NEW" in check.output and "--force" in check.output
     assert pq(fork, "export", ok=False).exit_code == 2
+
+
+def test_an_export_committed_by_hand_is_not_a_hand_edit(tmp_path: Path) -> None:
+    # `pq export` then a plain `git commit` (any message): the patch files are pq's.
+    fork, shas = make_queue(tmp_path)
+    todo = picks(shas, KEYS)
+    todo.insert(4, "exec echo more >> pkg/__init__.py && git commit -q -a --amend --no-edit")
+    rebase_i(fork, todo + bookkeeping(fork, shas))
+    pq(fork, "export")
+    commit_all(fork, "sync the series")
+    ids = git(fork, "rev-list", "--reverse", "upstream/main..HEAD").split()
+    todo = [f"pick {c}" for c in ids]
+    todo.insert(2, "exec echo again >> docs/a.md && git commit -q -a --amend --no-edit")
+    rebase_i(fork, todo)
+    check = pq(fork, "check", ok=False)
+    assert "fix: pq export --commit" in check.output and "pq apply" not in check.output
+    pq(fork, "export", "--commit")
+    assert_consistent(fork)
+    assert_own_metadata(fork, KEYS)

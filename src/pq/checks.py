@@ -256,9 +256,11 @@ def check_export(git: Git, ctx: CheckContext) -> list[CheckFailure]:
                 "export", f"patches/{old_names[i]} is in series.yaml but no commit on the "
                           "branch carries it (the commit was dropped or squashed without "
                           "`pq export`)", fix))
-    for name in fresh_names:
-        if name in queue.files and fresh.files[name] != queue.files[name]:
-            failures.append(_mismatch(git, name, by_name[name].commit, queue, fresh, last))
+    differ = [n for n in fresh_names if n in queue.files and fresh.files[n] != queue.files[n]]
+    edited = set(stack.hand_edits(git, series.base, ctx.commit, queue, last)) if (
+        differ and last) else set()
+    for name in differ:
+        failures.append(_mismatch(git, name, by_name[name].commit, fresh, last, edited))
     common_fresh = [n for n in fresh_names if n in queue.files]
     common_old = [n for n in old_names if n in fresh.files]
     if not failures and common_fresh != common_old:
@@ -268,13 +270,14 @@ def check_export(git: Git, ctx: CheckContext) -> list[CheckFailure]:
     return failures
 
 
-def _mismatch(git: Git, name: str, commit: str, queue: Queue, fresh: Queue,
-              last: tuple[CommitId, Queue] | None) -> CheckFailure:
+def _mismatch(git: Git, name: str, commit: str, fresh: Queue,
+              last: tuple[CommitId, Queue] | None, edited: set[str]) -> CheckFailure:
     """A patch file that differs from its commit, and the direction that fixes it: which
-    side changed since pq last wrote the file (its bytes in pq's last bookkeeping commit)."""
+    side changed since pq last wrote the file (its bytes in pq's last bookkeeping commit;
+    `edited`: the files committed as edits by hand since, see `stack.hand_edits`)."""
     what = f"commit {commit[:12]} ({_subject(git, commit)!r})"
     written = last[1].files.get(name) if last else None
-    if last is None or written is None or written == queue.files[name]:
+    if last is None or written is None or name not in edited:
         return CheckFailure(
             "export", f"{what} does not match patches/{name}, its patch: the commit was "
                       "reworded or amended without `pq export`", "pq export --commit")

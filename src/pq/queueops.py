@@ -138,7 +138,7 @@ def export(git: Git, *, commit: bool = False, force: bool = False) -> ExportResu
     recorded = stack_mod.recorded_files(current, committed, written)
     queue = stack_mod.export(git, stack, series, series.base, recorded=recorded)
     if not force and committed is not None and last is not None:
-        _refuse_committed_patch_edits(committed, last, queue)
+        _refuse_committed_patch_edits(git, committed, last, queue)
     return _write_export(git, queue, series, "pq export", commit, previous=current)
 
 
@@ -149,16 +149,12 @@ def _committed(git: Git) -> Queue | None:
         return None
 
 
-def hand_edited(committed: Queue, written: Queue) -> list[str]:
-    """Patch files whose committed bytes differ from what pq last wrote: edits by hand."""
-    return [name for name, data in committed.files.items()
-            if name in written.files and written.files[name] != data]
-
-
-def _refuse_committed_patch_edits(committed: Queue, last: tuple[CommitId, Queue],
+def _refuse_committed_patch_edits(git: Git, committed: Queue, last: tuple[CommitId, Queue],
                                   fresh: Queue) -> None:
     """A committed hand edit of a patch file is the user's: export would overwrite it."""
-    for name in hand_edited(committed, last[1]):
+    if all(fresh.files.get(n) == d for n, d in committed.files.items()):
+        return  # nothing committed would change
+    for name in stack_mod.hand_edits(git, fresh.series.base, git.head(), committed, last):
         if fresh.files.get(name) == committed.files[name]:
             continue  # the commits were changed the same way: nothing is lost
         raise ConfigError(
@@ -307,7 +303,10 @@ def _holds_only_series(git: Git, head: CommitId, queue: Queue) -> bool:
         return True
     if last is None:
         return False
-    return _same_queue(compute_export(git, head, last[1].series, last[1]), last[1])
+    try:
+        return _same_queue(compute_export(git, head, last[1].series, last[1]), last[1])
+    except ConfigError:  # pq's last series is on another base: not what the branch holds
+        return False
 
 
 def _same_queue(a: Queue, b: Queue) -> bool:

@@ -132,6 +132,38 @@ def last_written(git: Git, base: str, tip: str) -> tuple[CommitId, Queue] | None
     return None
 
 
+def hand_edits(git: Git, base: str, tip: str, committed: Queue,
+               last: tuple[CommitId, Queue]) -> list[str]:
+    """The patch files committed in `tip` as edits by hand: they differ from what pq last
+    wrote (`last`, see `last_written`), and the commit that last changed each of them did
+    not commit an export (`pq export`, committed with plain `git commit`, is not an edit)."""
+    result = []
+    exported: dict[str, Queue | None] = {}
+    for name, data in sorted(committed.files.items()):
+        if last[1].files.get(name, data) == data:
+            continue
+        changed = git.text("rev-list", "-1", f"{last[0]}..{tip}", "--",
+                           f"{PATCHES_DIR}/{name}").strip()
+        if changed and changed not in exported:
+            exported[changed] = _export_at(git, base, changed)
+        fresh = exported.get(changed)
+        if fresh is None or fresh.files.get(name) != data:
+            result.append(name)
+    return result
+
+
+def _export_at(git: Git, base: str, commit: str) -> Queue | None:
+    """What `pq export` gives for base..commit with commit's own series, or None."""
+    try:
+        queue = read_tree(git, commit)
+        if queue is None or not git.is_ancestor(base, commit):
+            return None
+        stack = read_stack(git, base, commit, queue.series.queue_paths)
+        return export(git, stack, queue.series, base, recorded=recorded_files(queue))
+    except ConfigError:
+        return None
+
+
 def assign_names(stack: Sequence[StackCommit], old: Series | None,
                  recorded: Recorded | None = None) -> list[str]:
     """Stable names: a commit keeps the name the evidence gives it (see pq.identity); a
