@@ -346,7 +346,7 @@ def test_check_command_reports_json(tmp_path: Path) -> None:
     fork, _ = make_pushable(tmp_path)
     data = json.loads(pq(fork, "check", "--json").stdout)
     assert data["ok"] is True and [c["name"] for c in data["checks"]] == [
-        "series", "base", "export", "apply", "audit", "gate"]
+        "series", "base", "export", "apply", "markers", "audit", "gate"]
     write(fork, "pkg/util.py", "changed\n")
     commit_all(fork, "unexported")
     result = pq(fork, "check", "--json", ok=False)
