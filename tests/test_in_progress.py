@@ -131,10 +131,12 @@ def test_continue_refuses_conflict_markers(tmp_path: Path) -> None:
     check = git(fork, "diff", "--cached", "--check", "HEAD", check=False)
     assert f"setup.py:{marker_line}: leftover conflict marker" in check
     assert json.loads(pq(fork, "status", "--json").output)["rebase"]["phase"] == "conflict"
-    write(fork, "setup.py", RESOLVED)
+    # A lone `=======` (a heading's underline) is no leftover conflict: taken.
+    write(fork, "setup.py", RESOLVED + "=======\n")
     git(fork, "add", "setup.py")
     pq(fork, "rebase", "--continue")
-    assert "<<<<<<<" not in (fork / f"patches/{BUILD}").read_text()
+    patch = (fork / f"patches/{BUILD}").read_text()
+    assert "<<<<<<<" not in patch and "\n+=======\n" in patch
 
 
 def test_check_refuses_a_patch_that_adds_conflict_markers(tmp_path: Path) -> None:

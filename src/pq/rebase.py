@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pq import patchfile, queuefiles, queueops, rangediff, rebase_status
 from pq import rebase_state as rs
 from pq import stack as stack_mod
-from pq.errors import ConfigError, GitError, OperationFailed
+from pq.errors import ConfigError, GitError
 from pq.gitio import DIFF_CONFIG, DIFF_OPTIONS, MERGER, CommitId, Git, Person, as_git_commits
 from pq.queuefiles import Queue, read_worktree
 from pq.rangediff import PatchReport, RebaseReport
@@ -123,7 +123,7 @@ def resume(git: Git, action: str, progress: Progress | None = None) -> RebaseRep
                           hint="`pq rebase --abort` restores the branch; then run the "
                                "rebase again")
     if action == "continue" and not stopped:
-        _require_resolved(git, state)
+        rebase_status.require_resolved(git, state)
     old = rs.queue_before(git, state)
     committer = git.committer_now()
     with Transaction(git, f"pq rebase --{action}") as txn:
@@ -157,30 +157,6 @@ def resume(git: Git, action: str, progress: Progress | None = None) -> RebaseRep
         upstream = rangediff.UpstreamMatches(git, state, old.series.queue_paths, changes)
         return _settle(txn, _run(git, state, trees, changes, upstream, progress, old,
                                  committer))
-
-
-def _require_resolved(git: Git, state: RebaseState) -> None:
-    """--continue takes the index: every conflict resolved and added, and no conflict
-    marker in it (as `git diff --cached --check` against the stack's tip finds them)."""
-    unmerged, changed = rs.unstaged_paths(git)
-    if unmerged:
-        files = [c for c in rebase_status.conflicts(git) if c.path in unmerged]
-        raise ConfigError(f"{rs.list_paths(unmerged)} still unmerged",
-                          hint=f"{rebase_status.resolve_hint(files)}, then "
-                               "`pq rebase --continue`")
-    if changed:
-        raise ConfigError(f"changes in {rs.list_paths(changed)} are not added",
-                          hint="`git add` what belongs to the patch (or `git checkout -- "
-                               "<file>`), then `pq rebase --continue`")
-    markers = rebase_status.added_conflict_markers(git, state.tip)
-    if markers:
-        path, line = markers[0]
-        more = f" (and {len(markers) - 1} more)" if len(markers) > 1 else ""
-        raise OperationFailed(
-            f"{path}:{line}: conflict marker added{more}; the resolution of "
-            f"patches/{state.steps[state.index].name} would commit it",
-            hint=f"edit {path} (and any other file `git diff --cached --check` names), "
-                 f"`git add {path}`, then `pq rebase --continue`")
 
 
 def abort(git: Git) -> RebaseReport:

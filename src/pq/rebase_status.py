@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pq import rebase_state as rs
-from pq.errors import ConfigError
+from pq.errors import ConfigError, OperationFailed
 from pq.gitio import Git
 
 # `git status --porcelain` codes of unmerged paths, for a patch cherry-picked onto the
@@ -147,6 +147,30 @@ def refuse_while_rebasing(git: Git, command: str) -> None:
                            "says where it stands")
 
 
+def require_resolved(git: Git, state: rs.RebaseState) -> None:
+    """--continue takes the index: every conflict resolved and added, and no conflict
+    marker in it (as `git diff --cached --check` against the stack's tip finds them)."""
+    unmerged, changed = rs.unstaged_paths(git)
+    if unmerged:
+        files = [c for c in conflicts(git) if c.path in unmerged]
+        raise ConfigError(f"{rs.list_paths(unmerged)} still unmerged",
+                          hint=f"{resolve_hint(files)}, then "
+                               "`pq rebase --continue`")
+    if changed:
+        raise ConfigError(f"changes in {rs.list_paths(changed)} are not added",
+                          hint="`git add` what belongs to the patch (or `git checkout -- "
+                               "<file>`), then `pq rebase --continue`")
+    markers = added_conflict_markers(git, state.tip)
+    if markers:
+        path, line = markers[0]
+        more = f" (and {len(markers) - 1} more)" if len(markers) > 1 else ""
+        raise OperationFailed(
+            f"{path}:{line}: conflict marker added{more}; the resolution of "
+            f"patches/{state.steps[state.index].name} would commit it",
+            hint=f"edit {path} (and any other file `git diff --cached --check` names), "
+                 f"`git add {path}`, then `pq rebase --continue`")
+
+
 _MARKER = re.compile(r"^(.*):(\d+): leftover conflict marker$")
 
 
@@ -156,15 +180,18 @@ def added_conflict_markers(git: Git, tip: str) -> list[tuple[str, int]]:
     files where at least one is a `<<<<<<<` or `>>>>>>>` line: a lone `=======` or
     `|||||||` line is far more often a heading's underline than a leftover conflict."""
     out = git.text("-c", "core.quotePath=false", "diff", "--cached", "--check", "--no-color",
-                   tip, "--", ok_codes=(0, 1, 2)).splitlines()
-    found: list[tuple[str, int, str]] = []
-    for i, line in enumerate(out):
+                   tip, "--", ok_codes=(0, 1, 2))
+    found: dict[str, list[int]] = {}
+    for line in out.splitlines():
         m = _MARKER.match(line)
         if m:
-            shown = out[i + 1] if i + 1 < len(out) else ""
-            found.append((m.group(1), int(m.group(2)), shown[1:2]))
-    real = {path for path, _, char in found if char in "<>"}
-    return [(path, n) for path, n, _ in found if path in real]
+            found.setdefault(m.group(1), []).append(int(m.group(2)))
+    result = []
+    for path, numbers in found.items():
+        lines = git.blob(f":{path}").split(b"\n")
+        if any(lines[n - 1][:1] in (b"<", b">") for n in numbers if n <= len(lines)):
+            result += [(path, n) for n in numbers]
+    return result
 
 
 def is_conflict_marker(line: str, size: int = 7) -> str | None:
