@@ -69,7 +69,7 @@ def test_consistent_branch_pushes_and_a_repeat_is_cached(tmp_path: Path) -> None
     result = push(fork, "origin", "paddle")
     assert result.returncode == 0, result.stderr
     assert remote_refs(remote) == {"refs/heads/paddle": git(fork, "rev-parse", "HEAD")}
-    assert "series consistent (6 checks passed" in result.stderr
+    assert "series consistent (7 checks passed" in result.stderr
     assert (fork / ".git/pq/hook-cache.json").is_file()
     again = push(fork, "origin", "paddle:copy", "paddle:copy2")
     assert again.returncode == 0 and "cached" in again.stderr
@@ -346,7 +346,7 @@ def test_check_command_reports_json(tmp_path: Path) -> None:
     fork, _ = make_pushable(tmp_path)
     data = json.loads(pq(fork, "check", "--json").stdout)
     assert data["ok"] is True and [c["name"] for c in data["checks"]] == [
-        "series", "base", "export", "apply", "audit", "gate"]
+        "series", "base", "export", "apply", "markers", "audit", "gate"]
     write(fork, "pkg/util.py", "changed\n")
     commit_all(fork, "unexported")
     result = pq(fork, "check", "--json", ok=False)

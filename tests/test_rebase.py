@@ -80,7 +80,7 @@ def test_clean_rebase_moves_branch_and_base(tmp_path: Path) -> None:
     assert "(1 commit)" in result.output
     assert result.output.count("clean") == 2
     assert git(fork, "symbolic-ref", "HEAD") == "refs/heads/paddle"
-    assert git(fork, "rev-parse", "refs/pq/orig-head") == tip
+    assert git(fork, "rev-parse", "refs/pq/orig-head/paddle") == tip
     assert git(fork, "status", "--porcelain") == ""
     assert f"base: {new}" in (fork / "series.yaml").read_text()
     after = snapshot_queue(fork)
@@ -269,7 +269,7 @@ def test_json_shape(tmp_path: Path) -> None:
     assert data["conflict"] is None and data["gate"] is None
     for p in data["patches"]:
         assert set(p) == {"name", "layer", "outcome", "rerere", "upstream_commit",
-                          "upstream_reverted", "commit", "changed", "range_diff"}
+                          "upstream_reverted", "commit", "source", "changed", "range_diff"}
     assert data["patches"][0]["layer"] == "build"
 
 

@@ -61,7 +61,8 @@ def test_log_lists_operations_with_what_they_changed(fork: Path) -> None:
     after = git(fork, "rev-parse", "HEAD")
     data = log_json(fork)
     ops = data["operations"]
-    assert [op["command"] for op in ops] == ["pq export", "pq init --upstream upstream/main"]
+    assert [op["command"] for op in ops] == ["pq export --commit",
+                                             "pq init --upstream upstream/main --commit"]
     top = ops[0]
     assert top["id"] == 2 and top["status"] == "done" and top["kind"] == "command"
     assert top["refs"] == [{"ref": "refs/heads/paddle", "old": before, "new": after}]
@@ -290,7 +291,8 @@ def test_nested_transactions_make_one_record(fork: Path) -> None:
                 inner.done()
             outer.done()
         records = read_records(g)
-    assert [r["command"] for r in records] == ["pq init --upstream upstream/main", "pq outer"]
+    assert [r["command"] for r in records] == ["pq init --upstream upstream/main --commit",
+                                               "pq outer"]
     assert records[-1]["after"]["refs"]["refs/pq/test"] == records[-1]["before"]["head_commit"]
 
 

@@ -347,6 +347,38 @@ def _apply_one_by_one(git: Git, ctx: CheckContext, queue: Queue, base: CommitId,
         "commit (something the patch files cannot carry)", _REBUILD)]
 
 
+@check("markers", "no patch adds conflict-marker lines", needs=("series",))
+def check_markers(git: Git, ctx: CheckContext) -> list[CheckFailure]:
+    """Added lines git would call conflict markers, in files where one of them is a
+    `<<<<<<<` or `>>>>>>>` line (as `pq rebase --continue` refuses them)."""
+    from pq import patchfile
+    from pq.audit import patchdiff
+    from pq.rebase_status import is_conflict_marker
+
+    queue = _queue(ctx)
+    failures = []
+    for entry in queue.series.patches:
+        name = f"patches/{entry.name}"
+        try:
+            diff = patchfile.parse(queue.files[entry.name], name).diff
+        except ConfigError:
+            continue  # the series check reports patch files that do not parse
+        found = []
+        for f in patchdiff.parse(diff):
+            marks = [(ln.number, is_conflict_marker(ln.text)) for ln in f.added()]
+            if any(char in ("<", ">") for _, char in marks):
+                found += [(f.path, number) for number, char in marks if char]
+        if found:
+            path, line = found[0]
+            more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+            failures.append(CheckFailure(
+                "markers", f"{name} adds a conflict marker at {path}:{line}{more}: an "
+                           "unresolved conflict was committed",
+                f"resolve the conflict in {path} in that patch's commit (`git rebase -i`, "
+                "edit), then `pq export --commit`"))
+    return failures
+
+
 @check("audit", "the workaround audit reports no errors", needs=("series",),
        module="pq.audit.api")
 def check_audit(git: Git, ctx: CheckContext) -> list[CheckFailure]:

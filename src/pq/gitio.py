@@ -61,6 +61,21 @@ DIFF_OPTIONS = (
 )
 
 
+STDERR_REASON_CHARS = 600  # how much of git's stderr a GitError message keeps
+
+
+def stderr_reason(stderr: bytes) -> str:
+    """git's whole stderr as one line, up to a bound: the reason (`error: ... would be
+    overwritten`, the paths) comes first and `Aborting` last, so no line is dropped;
+    git's `hint:` lines are advice for git commands and are left out."""
+    lines = [ln.strip() for ln in stderr.decode("utf-8", "replace").splitlines()]
+    text = "; ".join(ln for ln in lines if ln and not ln.startswith("hint:"))
+    text = text.replace(":; ", ": ")
+    if not text:
+        return "(no message)"
+    return text if len(text) <= STDERR_REASON_CHARS else text[:STDERR_REASON_CHARS] + " ..."
+
+
 def clean_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in _SCRUBBED}
     env["LC_ALL"] = "C"
@@ -218,9 +233,8 @@ class Git:
         """Run git in this repository; raise GitError unless the exit code is in ok_codes."""
         proc = self.run_proc(*args, input=input, env=env, cwd=cwd)
         if proc.returncode not in ok_codes:
-            stderr = proc.stderr.decode(errors="replace").strip()
-            first = stderr.splitlines()[-1] if stderr else "(no message)"
-            raise GitError(f"`git {' '.join(args)}` failed with exit {proc.returncode}: {first}")
+            raise GitError(f"`git {' '.join(args)}` failed with exit {proc.returncode}: "
+                           f"{stderr_reason(proc.stderr)}")
         return proc.stdout
 
     def run_proc(
@@ -604,7 +618,6 @@ def run_in(cwd: Path, *args: str, env: dict[str, str] | None = None,
     proc = subprocess.run(["git", *args], cwd=str(cwd), input=input, capture_output=True,
                           env=clean_env(env))
     if proc.returncode != 0:
-        stderr = proc.stderr.decode(errors="replace").strip()
-        first = stderr.splitlines()[-1] if stderr else "(no message)"
-        raise GitError(f"`git {' '.join(args)}` failed with exit {proc.returncode}: {first}")
+        raise GitError(f"`git {' '.join(args)}` failed with exit {proc.returncode}: "
+                       f"{stderr_reason(proc.stderr)}")
     return proc.stdout

@@ -280,7 +280,9 @@ def apply(git: Git, onto: str | None = None, *, branch: str | None = None,
                              f"pq: apply series onto {onto_id[:12]}\n")
     target = f"refs/heads/{branch}" if branch else current
     with Transaction(git, "pq apply" + (f" --onto {onto}" if onto else "")) as t:
-        git.update_ref("refs/pq/orig-head", head, message="pq apply: previous tip")
+        from pq.rebase_state import set_orig_head
+
+        set_orig_head(git, target, head, "pq apply: previous tip")
         clear_queue_files_for(git, tip, series.queue_paths)
         if branch:
             git.run("update-ref", "-m", "pq apply", target, tip, "0" * len(tip))
@@ -392,8 +394,9 @@ class PatchInfo:
     workaround: str | None
 
 
-def list_series(git: Git) -> tuple[Series, list[PatchInfo]]:
-    queue = read_worktree(git)
+def list_series(git: Git, queue: Queue | None = None) -> tuple[Series, list[PatchInfo]]:
+    """The patches of `queue` (default: the working tree's), with their sizes."""
+    queue = queue or read_worktree(git)
     from pq import patchfile
 
     infos = []

@@ -30,6 +30,7 @@ class PatchReport:
     reverted_in: str | None = None  # and reverted it in this one
     subjects: dict[str, str] = field(default_factory=dict)  # of applied_in and reverted_in
     commit: str | None = None  # the rebased commit
+    source: str | None = None  # the patch's commit before the rebase (on the old base)
     changed: bool = False  # the patch file's bytes changed
     range_diff: list[str] = field(default_factory=list)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from pq import patchfile, queuefiles, queueops, rangediff
+from pq import patchfile, queuefiles, queueops, rangediff, rebase_status
 from pq import rebase_state as rs
 from pq import stack as stack_mod
 from pq.errors import ConfigError, GitError
@@ -20,7 +20,7 @@ from pq.rangediff import PatchReport, RebaseReport
 from pq.rebase_state import Change, Entry, RebaseState, Step
 from pq.series import PATCHES_DIR, SERIES_FILE
 from pq.trees import TreeCollision, Trees
-from pq.txn import Transaction
+from pq.txn import Transaction, settle_stopped
 
 Progress = Callable[[int, int, str], None]
 
@@ -29,7 +29,7 @@ Progress = Callable[[int, int, str], None]
 
 
 def start(git: Git, upstream: str | None = None, *, gate: bool = False,
-          progress: Progress | None = None) -> RebaseReport:
+          progress: Progress | None = None, force: bool = False) -> RebaseReport:
     rs.require_none(git)
     branch = queueops.require_branch(git)
     queue = read_worktree(git)
@@ -43,6 +43,12 @@ def start(git: Git, upstream: str | None = None, *, gate: bool = False,
     rs.require_clean_queue_dirs(git, [p for p in qp if p not in (SERIES_FILE, PATCHES_DIR)
                                       and trees.lookup(trees.tree_of(head), p) is not None])
     old_base = git.resolve(series.base, "series base (upstream.base in series.yaml)")
+    if onto != old_base and not force and git.is_ancestor(onto, old_base):
+        raise ConfigError(f"{ref} ({onto[:12]}) is an ancestor of the series base "
+                          f"{old_base[:12]}: rebasing onto it moves the series back to an "
+                          "older upstream (a stale or mistyped ref?)",
+                          hint=f"check the ref (`git fetch` it?); `pq rebase --force {ref}` "
+                               "rebases onto it anyway")
     stack = stack_mod.read_stack(git, old_base, head, qp)
     fresh = stack_mod.export(git, stack, series, old_base,
                              recorded=stack_mod.recorded_files(queue))
@@ -56,7 +62,7 @@ def start(git: Git, upstream: str | None = None, *, gate: bool = False,
                                                   for e in series.patches])
     committer = git.committer_now()
     layers = {e.name: e.layer for e in series.patches}
-    with Transaction(git, f"pq rebase {ref}"):
+    with Transaction(git, f"pq rebase {ref}") as txn:
         changes = trees.load_changes([sc.commit for sc in stack])
         trees.read_commits([sc.commit for sc in stack])
         steps = [Step(entry.name, layers[entry.name], sc.commit, sc.parent,
@@ -65,7 +71,8 @@ def start(git: Git, upstream: str | None = None, *, gate: bool = False,
         state = RebaseState(
             command=f"pq rebase {ref}", branch=branch, orig_head=head, old_base=old_base,
             onto=onto, onto_ref=ref, upstream_count=0,
-            prev_orig_head=git.try_resolve(rs.ORIG_HEAD_REF),
+            prev_orig_head=git.try_resolve(rs.orig_head_ref(branch)),
+            prev_legacy_orig_head=git.try_resolve(rs.ORIG_HEAD_REF),
             queue_before=rs.save_queue_files(git, trees.queue_blobs(head)), steps=steps,
             tip=onto, gate=gate, index_before=queuefiles.index_entries(git))
         rs.save(git, state)
@@ -73,7 +80,17 @@ def start(git: Git, upstream: str | None = None, *, gate: bool = False,
             diffs: dict[str, bytes] = {sc.commit: sc.diff for sc in stack}
             matches = rangediff.UpstreamMatches(git, state, qp, changes, diffs)
             state.upstream_count = matches.count()
-            return _run(git, state, trees, changes, matches, progress, queue, committer)
+            return _settle(txn, _run(git, state, trees, changes, matches, progress, queue,
+                                     committer))
+
+
+def _settle(txn: Transaction, report: RebaseReport) -> RebaseReport:
+    """Log a stop at a conflict as `stopped`; a finished rebase settles its stops as done."""
+    if report.status == "conflict":
+        txn.done("stopped")
+    else:
+        settle_stopped(txn.git, "done")
+    return report
 
 
 def _queue_free_pick(git: Git, trees: Trees, commit: str, parent: str, changes: list[Change],
@@ -94,33 +111,32 @@ def _queue_free_pick(git: Git, trees: Trees, commit: str, parent: str, changes: 
 def resume(git: Git, action: str, progress: Progress | None = None) -> RebaseReport:
     """`--continue` (take the staged resolution) or `--skip` (drop the conflicted patch)."""
     state = rs.load_required(git)
-    # A rebase that stopped in memory (files in the way) goes on from where it was saved.
-    stopped = state.phase == "replaying" and state.detached and action == "continue"
-    if state.phase != "conflict" and not stopped:
+    # A rebase that stopped in memory (files in the way of a conflict or of landing) goes
+    # on from where it was saved.
+    stopped = rebase_status.resumable(state)
+    if state.phase != "conflict" and not (stopped and action == "continue"):
+        if stopped:
+            raise ConfigError(f"the last pq rebase stopped at no conflict ({state.phase}); "
+                              f"there is no patch to {action}",
+                              hint="`pq rebase --continue` goes on; `pq rebase --abort` "
+                                   "restores the branch")
         raise ConfigError(f"the last pq rebase was interrupted while {state.phase}",
                           hint="`pq rebase --abort` restores the branch; then run the "
                                "rebase again")
-    step = state.steps[state.index]
     if action == "continue" and not stopped:
-        unmerged, changed = rs.unstaged_paths(git)
-        if unmerged:
-            raise ConfigError(f"{rs.list_paths(unmerged)} still unmerged",
-                              hint=f"edit, `git add {' '.join(unmerged)}`, then "
-                                   "`pq rebase --continue`")
-        if changed:
-            raise ConfigError(f"changes in {rs.list_paths(changed)} are not added",
-                              hint="`git add` what belongs to the patch (or `git checkout -- "
-                                   "<file>`), then `pq rebase --continue`")
+        rebase_status.require_resolved(git, state)
     old = rs.queue_before(git, state)
     committer = git.committer_now()
-    with Transaction(git, f"pq rebase --{action}"):
+    with Transaction(git, f"pq rebase --{action}") as txn:
         trees = Trees(git)
         rest = [s.commit for s in state.steps[state.index:]]
         changes = trees.load_changes(rest if stopped else rest[1:])
         trees.read_commits(rest)
+        step = state.steps[state.index] if state.index < len(state.steps) else None
         if stopped:
             pass
         elif action == "continue":
+            assert step is not None
             tree = rs.write_index_tree(git)
             clean_tree = trees.without(tree, old.series.queue_paths)
             if clean_tree == trees.tree_of(state.tip):
@@ -131,14 +147,17 @@ def resume(git: Git, action: str, progress: Progress | None = None) -> RebaseRep
                                           committer)
                 state.tip = step.new_commit
         else:
+            assert step is not None
             step.outcome = "skipped"
         if not stopped:
             state.index += 1
             state.phase = "replaying"
             rs.save(git, state)
-        rs.reset_to(git, state.tip)
+        if state.detached:  # HEAD on the branch (a landing git refused) stays where it is
+            rs.reset_to(git, state.tip)
         upstream = rangediff.UpstreamMatches(git, state, old.series.queue_paths, changes)
-        return _run(git, state, trees, changes, upstream, progress, old, committer)
+        return _settle(txn, _run(git, state, trees, changes, upstream, progress, old,
+                                 committer))
 
 
 def abort(git: Git) -> RebaseReport:
@@ -146,6 +165,7 @@ def abort(git: Git) -> RebaseReport:
     with Transaction(git, "pq rebase --abort"):
         rs.restore(git, state)
         rs.remove(git)
+        settle_stopped(git, "aborted")
     return RebaseReport("aborted", state.short_branch, state.onto_ref, state.old_base,
                         state.onto, state.upstream_count, state.orig_head, state.orig_head)
 
@@ -372,12 +392,13 @@ def _finish(git: Git, state: RebaseState, trees: Trees, old: Queue, committer: P
     new_stack = _new_stack(git, trees, state, qp, diffs or {})
     queue = stack_mod.export(git, new_stack, old.series, state.onto,
                              names=[s.name for s in state.steps if s.new_commit])
+    previous = state.new_tip  # where a landing that git refused may have got to
     state.new_tip = trees.bookkeeping_commit(
         state.tip, state.orig_head, queue, committer,
         f"pq: rebase series onto {state.onto[:12]}\n")
     # Landing checks out the bookkeeping commit: series.yaml and patches/ are then `queue`
     # byte for byte (what `queuefiles.write_worktree` would write, without a second dump).
-    rs.land(git, state)
+    rs.land(git, state, previous)
     rs.remove(git)
     return _report(git, state, "done", old, queue)
 
@@ -422,4 +443,7 @@ def _report(git: Git, state: RebaseState, status: str, old: Queue,
             new: Queue | None) -> RebaseReport:
     subjects = {c: git.commit(c).subject for s in state.steps
                 for c in (s.upstream_commit, s.applied_in, s.reverted_in) if c}
-    return rangediff.report(state, status, old.files, new.files if new else None, subjects)
+    report = rangediff.report(state, status, old.files, new.files if new else None, subjects)
+    for p, step in zip(report.patches, state.steps, strict=True):
+        p.source = step.commit
+    return report

@@ -31,6 +31,9 @@ from pq.series import PATCHES_DIR, SERIES_FILE
 STATE_VERSION = 1
 Entry = tuple[str, str]  # (mode, object id) of a path in a tree
 Change = tuple[str, "Entry | None", "Entry | None"]  # path, before, after (None: absent)
+# The tip a branch had before pq last moved it: refs/pq/orig-head/<branch>. Older pq kept
+# one ref for all branches, refs/pq/orig-head: still read, and removed on the next write
+# (git cannot keep a ref and a folder of refs under the same name).
 ORIG_HEAD_REF = "refs/pq/orig-head"
 
 # Phases: `replaying` (in memory; HEAD and files untouched unless `touched`), `stopping`
@@ -65,7 +68,7 @@ class RebaseState:
     onto: str
     onto_ref: str
     upstream_count: int
-    prev_orig_head: str | None  # refs/pq/orig-head before the rebase, restored on abort
+    prev_orig_head: str | None  # refs/pq/orig-head/<branch> before, restored on abort
     queue_before: dict[str, str]  # series.yaml and patches/* in the working tree, as blobs
     steps: list[Step]
     tip: str  # the replayed stack so far
@@ -79,6 +82,7 @@ class RebaseState:
     # The index entries of series.yaml and patches/*.patch (`git ls-files -s` lines) when
     # the rebase started, put back by --abort (None in states of older versions).
     index_before: list[str] | None = None
+    prev_legacy_orig_head: str | None = None  # the old all-branches refs/pq/orig-head
 
     def to_json(self) -> bytes:
         data = {"version": STATE_VERSION, **asdict(self)}
@@ -104,6 +108,28 @@ class RebaseState:
     @property
     def short_branch(self) -> str:
         return self.branch.removeprefix("refs/heads/")
+
+
+def orig_head_ref(branch: str) -> str:
+    return f"{ORIG_HEAD_REF}/{branch.removeprefix('refs/heads/')}"
+
+
+def read_orig_head(git: Git, branch: str) -> str | None:
+    """The branch's previous tip: its own ref, or the old all-branches one."""
+    return git.try_resolve(orig_head_ref(branch)) or git.try_resolve(ORIG_HEAD_REF)
+
+
+def set_orig_head(git: Git, branch: str, commit: str | None, message: str) -> None:
+    """Set (None: delete) refs/pq/orig-head/<branch>; the old all-branches ref goes."""
+    ref = orig_head_ref(branch)
+    if commit is None:
+        if git.try_resolve(ref) is not None:
+            git.delete_ref(ref)
+        return
+    if git.try_resolve(ORIG_HEAD_REF) is not None:
+        git.delete_ref(ORIG_HEAD_REF)
+    if git.try_resolve(ref) != commit:
+        git.update_ref(ref, commit, message=message)
 
 
 def state_path(git: Git) -> Path:
@@ -251,8 +277,9 @@ def require_nothing_in_the_way(git: Git, state: RebaseState, target: str) -> Non
     out = git.run("diff-tree", "-r", "-z", "--name-only", "--no-renames", "--diff-filter=A",
                   "HEAD", target)
     added = [p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p]
-    present = [p for p in added if os.path.lexists(git.root / p) and p != SERIES_FILE
-               and not p.startswith(PATCHES_DIR + "/")]
+    # Once HEAD is detached pq has cleared the queue files: any there now are in the way.
+    present = [p for p in added if os.path.lexists(git.root / p) and (
+        state.detached or (p != SERIES_FILE and not p.startswith(PATCHES_DIR + "/")))]
     if not present:
         return
     out = git.run("--literal-pathspecs", "ls-files", "-z", "--others", "--exclude-standard",
@@ -333,25 +360,40 @@ def clear_git_merge_files(git: Git) -> None:
             (git.git_dir / name).unlink()
 
 
-def land(git: Git, state: RebaseState) -> None:
-    """Move the branch to state.new_tip, with index and working tree; the old tip is kept."""
+def land(git: Git, state: RebaseState, previous: str | None = None) -> None:
+    """Move the branch to state.new_tip, with index and working tree; the old tip is kept.
+
+    When git refuses (files in the way), the state stays in `landing` with the replayed
+    stack, every resolution included, and `pq rebase --continue` lands again; `previous`
+    is the new tip an earlier landing may already have moved the branch to.
+    """
     assert state.new_tip is not None
     require_nothing_in_the_way(git, state, state.new_tip)
     state.phase = "landing"
     state.touched = True
     save(git, state)
-    git.update_ref(ORIG_HEAD_REF, state.orig_head, message="pq rebase: previous tip")
+    set_orig_head(git, state.branch, state.orig_head, "pq rebase: previous tip")
     env = {"GIT_REFLOG_ACTION": f"pq rebase onto {state.onto[:12]}"}
-    if state.detached:
-        git.run("checkout", "-q", "--detach", state.new_tip, env=env)
-        git.run("update-ref", "-m", env["GIT_REFLOG_ACTION"], state.branch, state.new_tip,
-                state.orig_head)
-        git.run("symbolic-ref", "-m", env["GIT_REFLOG_ACTION"], "HEAD", state.branch)
-        clear_git_merge_files(git)
-    else:
-        # Uncommitted queue files (kept in the state) would stop `reset --keep`.
-        clear_queue_files(git)
-        git.run("reset", "--keep", "-q", state.new_tip, env=env)
+    expected = state.orig_head
+    if previous is not None and git.try_resolve(state.branch) == previous:
+        expected = previous
+    try:
+        if state.detached:
+            git.run("checkout", "-q", "--detach", state.new_tip, env=env)
+            git.run("update-ref", "-m", env["GIT_REFLOG_ACTION"], state.branch,
+                    state.new_tip, expected)
+            git.run("symbolic-ref", "-m", env["GIT_REFLOG_ACTION"], "HEAD", state.branch)
+            clear_git_merge_files(git)
+        else:
+            # Uncommitted queue files (kept in the state) would stop `reset --keep`.
+            clear_queue_files(git)
+            git.run("reset", "--keep", "-q", state.new_tip, env=env)
+    except GitError as exc:
+        raise ConfigError(f"cannot move {state.short_branch} to the rebased stack: "
+                          f"{exc.message}",
+                          hint="deal with what git names (move the files aside), then "
+                               "`pq rebase --continue` lands it, resolutions included; or "
+                               "`pq rebase --abort`") from None
 
 
 def restore(git: Git, state: RebaseState) -> None:
@@ -368,9 +410,8 @@ def restore(git: Git, state: RebaseState) -> None:
     if state.index_before is not None:
         set_index(git, index_entries(git), state.index_before, refresh=False)
         git.run("update-index", "-q", "--refresh", ok_codes=(0, 1))
-    current = git.try_resolve(ORIG_HEAD_REF)
-    if current != state.prev_orig_head:
-        if state.prev_orig_head is None:
-            git.delete_ref(ORIG_HEAD_REF)
-        else:
-            git.update_ref(ORIG_HEAD_REF, state.prev_orig_head, message="pq rebase --abort")
+    set_orig_head(git, state.branch, state.prev_orig_head, "pq rebase --abort")
+    legacy = state.prev_legacy_orig_head
+    if legacy and git.try_resolve(ORIG_HEAD_REF) is None and not git.text(
+            "for-each-ref", "--count=1", "--format=x", ORIG_HEAD_REF + "/").strip():
+        git.update_ref(ORIG_HEAD_REF, legacy, message="pq rebase --abort")

@@ -368,6 +368,25 @@ _SPEC = re.compile(r"^(?:100644|100755|120000) [0-9a-f]{40}(?:[0-9a-f]{24})?$")
 
 
 _active: dict[str, Transaction] = {}
+_invocation: list[str | None] = [None]  # the command line as the user typed it
+
+
+def set_invocation(command: str | None) -> None:
+    """Log records and the lock name the command line the CLI was given, flags and all,
+    rather than the library's name for the operation."""
+    _invocation[0] = command
+
+
+def settle_stopped(git: Git, status: str) -> None:
+    """A rebase logged `stopped` (at a conflict) becomes `done` or `aborted` when it ends."""
+    directory = log_dir(git)
+    for record in read_records(git):
+        if record.get("status") == "stopped":
+            record["status"] = status
+            from pq.queuefiles import write_atomic
+
+            write_atomic(directory / f"{int(record['id']):06d}.json",
+                         (json.dumps(record, indent=1, sort_keys=True) + "\n").encode())
 
 
 @dataclass
@@ -388,6 +407,7 @@ class Transaction:
     nested: bool = False
 
     def __post_init__(self) -> None:
+        self.command = _invocation[0] or self.command
         self.lock = Lock(self.git.pq_dir() / "lock", self.command)
 
     def __enter__(self) -> Self:

@@ -8,6 +8,7 @@ line and an exit code.
 from __future__ import annotations
 
 import os
+import shlex
 import sys
 from typing import Any
 
@@ -20,7 +21,7 @@ from pq.errors import PqError
 COMMANDS = {
     "init": "queue", "export": "queue", "apply": "queue", "series": "queue",
     "rebase": "rebase", "audit": "audit", "gate": "gate", "hook": "hook", "check": "hook",
-    "log": "oplog", "undo": "oplog", "redo": "oplog", "demo": "demo",
+    "log": "oplog", "undo": "oplog", "redo": "oplog", "demo": "demo", "status": "rebase",
 }
 
 
@@ -37,6 +38,12 @@ class PqGroup(click.Group):
         return self.commands.get(cmd_name)
 
     def invoke(self, ctx: click.Context) -> Any:
+        from pq.txn import set_invocation
+
+        # The operation log records the command as typed, flags and all.
+        protected = getattr(ctx, "_protected_args", None)  # click >= 8.2; before: public
+        typed = [*(ctx.protected_args if protected is None else protected), *ctx.args]
+        set_invocation("pq " + shlex.join(typed) if typed else None)
         try:
             return super().invoke(ctx)
         except PqError as exc:
@@ -56,6 +63,8 @@ class PqGroup(click.Group):
             click.echo(f"pq: internal error: {type(exc).__name__}: {first} "
                        "(set PQ_DEBUG=1 for the traceback, and please report it)", err=True)
             sys.exit(2)
+        finally:
+            set_invocation(None)
 
 
 @click.group(cls=PqGroup, context_settings={"help_option_names": ["-h", "--help"]})

@@ -6,6 +6,7 @@ from typing import Any
 
 import click
 
+from pq import rebase_status
 from pq import undo as undo_mod
 from pq.cli.common import emit_json, open_repo, short
 from pq.txn import lock_holder, pid_alive, read_records
@@ -63,6 +64,7 @@ def log(limit: int | None, as_json: bool) -> None:
     with open_repo() as git:
         records = read_records(git)
         holder = lock_holder(git)
+        st = rebase_status.status(git)
     h = undo_mod.history(records)
     rows = []
     for record in reversed(records):
@@ -72,11 +74,17 @@ def log(limit: int | None, as_json: bool) -> None:
                      **_changes(record)})
     if limit is not None:
         rows = rows[:max(limit, 0)]
+    # While a rebase is stopped undo and redo refuse: the way out is the rebase's own.
+    can_undo = st is None and bool(h.view)
     if as_json:
-        emit_json({"operations": rows, "undo": h.view[-1] if h.view else None,
-                   "redo": h.records[h.redo[-1]].get("target") if h.redo else None})
+        emit_json({"operations": rows, "undo": h.view[-1] if can_undo else None,
+                   "redo": h.records[h.redo[-1]].get("target") if h.redo and st is None
+                   else None,
+                   "rebase": st.to_json() if st else None})
         return
-    if not rows:
+    if st is not None:
+        click.echo(st.line())
+    if not records:
         click.echo("no operations logged yet")
         return
     for row in rows:
@@ -97,7 +105,10 @@ def log(limit: int | None, as_json: bool) -> None:
             shown = ", ".join(f"{f['path']} ({f['change']})" for f in row["files"][:3])
             more = f", and {len(row['files']) - 3} more" if len(row["files"]) > 3 else ""
             click.echo(f"         files  {shown}{more}")
-    if h.view:
+    if st is not None:
+        click.echo("a pq rebase is in progress: `pq rebase --abort` goes back to before it "
+                   "(`pq rebase --continue` finishes it); `pq undo` works again after that")
+    elif can_undo and rows:
         click.echo(f"`pq undo` restores the state before operation {h.view[-1]}")
 
 

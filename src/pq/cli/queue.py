@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import click
 
-from pq import queueops
+from pq import queueops, rebase_status
+from pq import rebase_state as rs
 from pq.cli.common import emit_json, open_repo, progress_printer, short
 
 
@@ -58,6 +59,7 @@ def _render_export(result: queueops.ExportResult, as_json: bool, verb: str) -> N
 def init(upstream: str, force: bool, do_commit: bool, as_json: bool) -> None:
     """Start a series: base = merge-base(HEAD, REF); one patch per commit since."""
     with open_repo() as git:
+        rebase_status.refuse_while_rebasing(git, "pq init")
         result = queueops.init(git, upstream, force=force, commit=do_commit)
     _render_export(result, as_json, "initialised")
 
@@ -69,6 +71,7 @@ def init(upstream: str, force: bool, do_commit: bool, as_json: bool) -> None:
 def export(do_commit: bool, force: bool, as_json: bool) -> None:
     """Rewrite series.yaml and patches/ from the branch's commits."""
     with open_repo() as git:
+        rebase_status.refuse_while_rebasing(git, "pq export")
         result = queueops.export(git, commit=do_commit, force=force)
     _render_export(result, as_json, "exported")
 
@@ -82,6 +85,7 @@ def export(do_commit: bool, force: bool, as_json: bool) -> None:
 def apply(onto: str | None, branch: str | None, as_json: bool) -> None:
     """Materialise the series as commits on a base, without three-way merges."""
     with open_repo() as git:
+        rebase_status.refuse_while_rebasing(git, "pq apply")
         result = queueops.apply(git, onto, branch=branch, progress=progress_printer("applying"))
     if as_json:
         emit_json({"onto": result.onto, "branch": result.branch, "tip": result.tip,
@@ -89,21 +93,31 @@ def apply(onto: str | None, branch: str | None, as_json: bool) -> None:
         return
     click.echo(f"applied {len(result.commits)} patches onto {short(result.onto)}; "
                f"{result.branch} is now {short(result.tip)}")
-    click.echo("  the previous tip is kept as refs/pq/orig-head; `pq undo` goes back")
+    click.echo(f"  the previous tip is kept as refs/pq/orig-head/{result.branch}; `pq undo` "
+               "goes back")
 
 
 @click.command()
 @click.option("--json", "as_json", is_flag=True, help="Print the series as JSON.")
 def series(as_json: bool) -> None:
-    """List the patches, in order, with layer and size."""
+    """List the patches, in order, with layer and size.
+
+    While a rebase is stopped, the first line says so and the list is the series as it
+    was when the rebase started (series.yaml is out of the working tree until it ends).
+    """
     with open_repo() as git:
-        s, infos = queueops.list_series(git)
+        st = rebase_status.status(git)
+        state = rs.load(git) if st else None
+        s, infos = queueops.list_series(git, rs.queue_before(git, state) if state else None)
     if as_json:
         emit_json({"upstream": s.upstream_ref, "base": s.base, "patches": [
             {"index": p.index, "name": p.name, "layer": p.layer, "summary": p.summary,
              "files": p.files, "added": p.added, "removed": p.removed,
-             "workaround": p.workaround} for p in infos]})
+             "workaround": p.workaround} for p in infos],
+            "rebase": st.to_json() if st else None})
         return
+    if st:
+        click.echo(st.line())
     click.echo(f"upstream {s.upstream_ref} at {short(s.base)}: {len(infos)} patches")
     width = max((len(p.name) for p in infos), default=10)
     for p in infos:

@@ -1,4 +1,5 @@
-"""`pq rebase`: replay the series onto a new upstream commit; `--continue`, `--skip`, `--abort`."""
+"""`pq rebase`: replay the series onto a new upstream commit; `--continue`, `--skip`,
+`--abort`; and `pq status`: what is in progress and what to run next."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Any
 import click
 
 from pq import rebase as rebase_mod
+from pq import rebase_status
 from pq.cli.common import emit_json, open_repo, progress_printer, short
 from pq.errors import ConfigError, OperationFailed, PqError
 from pq.gitio import Git
@@ -18,6 +20,7 @@ RANGE_DIFF_LINES = 12
 
 def register(main: click.Group) -> None:
     main.add_command(rebase)
+    main.add_command(status)
 
 
 @click.command()
@@ -28,16 +31,19 @@ def register(main: click.Group) -> None:
 @click.option("--abort", is_flag=True,
               help="Restore the branch, index, working tree and queue as before the rebase.")
 @click.option("--gate", is_flag=True, help="Run the gate after a successful rebase.")
+@click.option("--force", is_flag=True,
+              help="Rebase even onto an ancestor of the series base (an older upstream).")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 def rebase(upstream: str | None, continue_: bool, skip: bool, abort: bool, gate: bool,
-           as_json: bool) -> None:
+           force: bool, as_json: bool) -> None:
     """Replay every patch onto UPSTREAM-REF (default: upstream.ref in series.yaml).
 
     Each patch is replayed with a three-way merge and ends clean, merged, dropped (already
     upstream) or in a conflict. On a conflict pq stops with the conflict in the working
     tree: edit, `git add`, then `pq rebase --continue`; or `pq rebase --skip` to drop the
     patch, or `pq rebase --abort` to go back. On success patches/ and series.yaml are
-    re-exported onto the new base and the old tip is kept as refs/pq/orig-head.
+    re-exported onto the new base and the old tip is kept as refs/pq/orig-head/<branch>.
+    `pq status` says where a stopped rebase stands.
     """
     actions = [name for name, on in (("--continue", continue_), ("--skip", skip),
                                      ("--abort", abort)) if on]
@@ -52,7 +58,8 @@ def rebase(upstream: str | None, continue_: bool, skip: bool, abort: bool, gate:
         elif continue_ or skip:
             report = rebase_mod.resume(git, "continue" if continue_ else "skip", progress)
         else:
-            report = rebase_mod.start(git, upstream, gate=gate, progress=progress)
+            report = rebase_mod.start(git, upstream, gate=gate, progress=progress, force=force)
+        conflicted = (rebase_status.conflicts(git) if report.status == "conflict" else [])
         if not as_json:
             render(report)  # the rebase's outcome first, whatever the gate does
         gate_result = None
@@ -65,7 +72,7 @@ def rebase(upstream: str | None, continue_: bool, skip: bool, abort: bool, gate:
         data["gate"] = gate_result
         emit_json(data)
     if report.status == "conflict":
-        raise _conflict_error(report)
+        raise _conflict_error(report, conflicted)
     if gate_result is not None and gate_result["exit_code"] != 0:
         sys.exit(int(gate_result["exit_code"]))
 
@@ -80,15 +87,17 @@ def _run_gate(git: Git, as_json: bool) -> dict[str, Any]:
     return {"exit_code": result.exit_code, "summary": result.summary()}
 
 
-def _conflict_error(report: RebaseReport) -> OperationFailed:
+def _conflict_error(report: RebaseReport, conflicted: list[rebase_status.ConflictFile]
+                    ) -> OperationFailed:
     assert report.conflict is not None
     p = report.conflict
     paths = report.conflict_paths
-    files = " ".join(paths)
+    files = [c for c in conflicted if c.path in paths] or [
+        rebase_status.ConflictFile(path, "UU", *rebase_status.KINDS["UU"]) for path in paths]
     return OperationFailed(
         f"patches/{p.name} (layer {p.layer}) conflicts in {', '.join(paths)}",
-        hint=f"edit, `git add {files}`, `pq rebase --continue`; or `pq rebase --skip` to "
-             "drop this patch; or `pq rebase --abort` to go back")
+        hint=f"{rebase_status.resolve_hint(files)}, `pq rebase --continue`; or "
+             "`pq rebase --skip` to drop this patch; or `pq rebase --abort` to go back")
 
 
 def render(report: RebaseReport) -> None:
@@ -104,7 +113,7 @@ def render(report: RebaseReport) -> None:
                f" ({report.upstream_count} commit{'s' if report.upstream_count != 1 else ''})")
     width = max((len(p.name) for p in report.patches), default=10)
     for p in report.patches:
-        click.echo(f"  {p.outcome:<8}  {p.name:<{width}}{_note(p)}".rstrip())
+        click.echo(f"  {p.outcome:<8}  {p.name:<{width}}{_note(p, report.branch)}".rstrip())
     changed = [p for p in report.patches if p.changed]
     if changed:
         click.echo("range-diff (patch files whose content changed):")
@@ -119,10 +128,15 @@ def render(report: RebaseReport) -> None:
         kept = sum(1 for p in report.patches if p.commit)
         click.echo(f"rebased {report.branch} onto {short(report.onto)}: {kept} of "
                    f"{len(report.patches)} patches kept, {len(changed)} patch file(s) changed; "
-                   f"the previous tip is kept as refs/pq/orig-head")
+                   f"the previous tip is kept as refs/pq/orig-head/{report.branch}")
 
 
-def _note(p: PatchReport) -> str:
+def _note(p: PatchReport, branch: str) -> str:
+    if p.outcome == "skipped" and p.source:
+        return (f"  (skipped: its commit {short(p.source)} stays reachable from "
+                f"refs/pq/orig-head/{branch}, its series.yaml entry in `git show "
+                f"refs/pq/orig-head/{branch}:series.yaml`; `git cherry-pick {short(p.source)}` "
+                "then `pq export --commit` brings it back, `pq undo` the whole old series)")
     if p.outcome == "dropped":
         if p.upstream_commit:
             return f"  (already upstream: {short(p.upstream_commit)} {p.upstream_subject})"
@@ -161,8 +175,50 @@ def to_json(report: RebaseReport) -> dict[str, Any]:
                 "applied": p.applied_in, "applied_subject": p.subjects.get(p.applied_in),
                 "reverted": p.reverted_in, "reverted_subject": p.subjects.get(p.reverted_in)},
             "commit": p.commit,
+            "source": p.source,
             "changed": p.changed,
             "range_diff": p.range_diff,
         } for p in report.patches],
         "conflict": conflict,
     }
+
+
+@click.command()
+@click.option("--json", "as_json", is_flag=True, help="Print the status as JSON.")
+def status(as_json: bool) -> None:
+    """What is in progress: the rebase, the patch it stopped at, the conflicted and
+    resolved files, and what to run next; else the series summary."""
+    from pq import queuefiles
+    from pq.series import SERIES_FILE
+
+    with open_repo() as git:
+        st = rebase_status.status(git)
+        summary = None
+        if st is None:
+            try:
+                series = queuefiles.read_worktree(git).series
+                summary = (f"upstream {series.upstream_ref} at {short(series.base)}: "
+                           f"{len(series.patches)} patches")
+            except PqError as exc:
+                summary = f"{SERIES_FILE}: {exc.render()}"
+    if as_json:
+        emit_json({"rebase": st.to_json() if st else None, "series": summary})
+        return
+    if st is None:
+        click.echo("no rebase in progress")
+        click.echo(summary)
+        return
+    click.echo(st.line())
+    for c in st.conflicted:
+        click.echo(f"  conflicted  {c.path}  ({c.kind}: {c.fix})")
+    for path in st.resolved:
+        click.echo(f"  resolved    {path}")
+    if st.phase == "conflict":
+        first = "resolve the conflicted files, then " if st.conflicted else ""
+        click.echo(f"next: {first}`pq rebase --continue`; or `pq rebase --skip` drops this "
+                   "patch; or `pq rebase --abort` goes back to before the rebase")
+    elif st.phase == "stopped":
+        click.echo("next: move aside what was in the way, then `pq rebase --continue` "
+                   "(nothing resolved is lost); or `pq rebase --abort`")
+    else:
+        click.echo("next: `pq rebase --abort` restores the branch; then run the rebase again")

@@ -1,0 +1,204 @@
+"""What a rebase in progress is doing, for the user: `pq status`, the first line of
+`pq series` and `pq log`, the refusal of every rewriting command while a rebase is
+stopped, the fix of each conflicted file by its kind, and the conflict markers that a
+resolution would commit.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from pq import rebase_state as rs
+from pq.errors import ConfigError, OperationFailed
+from pq.gitio import Git
+
+# `git status --porcelain` codes of unmerged paths, for a patch cherry-picked onto the
+# rebased stack: "us" is the stack so far (upstream and the earlier patches), "them" the
+# patch. Each gives (what happened, how to resolve it; {p} is the path).
+KINDS: dict[str, tuple[str, str]] = {
+    "UU": ("both modified", "edit {p}, then `git add {p}`"),
+    "AA": ("both added", "edit {p}, then `git add {p}`"),
+    "DU": ("deleted upstream, modified by the patch",
+           "`git rm {p}` keeps it deleted, or `git add {p}` keeps the patch's version"),
+    "UD": ("modified upstream, deleted by the patch",
+           "`git rm {p}` deletes it as the patch does, or `git add {p}` keeps upstream's "
+           "version"),
+    "AU": ("added upstream only", "edit {p}, then `git add {p}` (or `git rm {p}`)"),
+    "UA": ("added by the patch only", "edit {p}, then `git add {p}` (or `git rm {p}`)"),
+    "DD": ("deleted on both sides", "`git rm {p}`"),
+}
+NEXT_CONFLICT = ["pq rebase --continue", "pq rebase --skip", "pq rebase --abort"]
+
+
+@dataclass(frozen=True)
+class ConflictFile:
+    path: str
+    code: str  # the `git status --porcelain` code: DU UD AU UA DD AA UU
+    kind: str
+    fix: str
+
+
+@dataclass
+class RebaseStatus:
+    phase: str  # conflict, stopped (before landing, files in the way), interrupted
+    branch: str
+    onto_ref: str
+    onto: str
+    number: int  # the patch pq stopped at, counted from 1 (total + 1: all replayed)
+    total: int
+    patch: str | None
+    layer: str | None
+    conflicted: list[ConflictFile] = field(default_factory=list)
+    resolved: list[str] = field(default_factory=list)
+    next: list[str] = field(default_factory=list)
+
+    def line(self) -> str:
+        """One line: what is in progress, where, and what to run next."""
+        where = (f"stopped at patch {self.number} of {self.total}, patches/{self.patch} "
+                 f"(layer {self.layer})" if self.patch else
+                 f"all {self.total} patches replayed, not landed yet")
+        what = {"conflict": "conflict", "stopped": "stopped", "interrupted": "interrupted"}
+        text = (f"rebase in progress ({what[self.phase]}): {self.branch} onto {self.onto_ref} "
+                f"({self.onto[:12]}), {where}")
+        if self.phase == "conflict":
+            text += (f"; {len(self.conflicted)} conflicted, {len(self.resolved)} resolved "
+                     "file(s)")
+        first = "resolve the conflicted files, then " if self.conflicted else ""
+        return text + "; next: " + first + " or ".join(f"`{n}`" for n in self.next)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"phase": self.phase, "branch": self.branch, "upstream": self.onto_ref,
+                "onto": self.onto, "patch": None if self.patch is None else {
+                    "index": self.number, "of": self.total, "name": self.patch,
+                    "file": f"patches/{self.patch}", "layer": self.layer},
+                "total": self.total,
+                "conflicted": [{"path": c.path, "code": c.code, "kind": c.kind, "fix": c.fix}
+                               for c in self.conflicted],
+                "resolved": self.resolved, "next": self.next}
+
+
+def conflicts(git: Git) -> list[ConflictFile]:
+    """The unmerged paths of the index, each with its kind and fix."""
+    out: list[ConflictFile] = []
+    entries = git.status_porcelain()
+    i = 0
+    while i < len(entries):
+        entry = entries[i]
+        code, path = entry[:2], entry[3:]
+        if code[0] in "RC":
+            i += 1  # a rename's source follows it
+        i += 1
+        if code in KINDS:
+            kind, fix = KINDS[code]
+            out.append(ConflictFile(path, code, kind, fix.format(p=path)))
+    return sorted(out, key=lambda c: c.path)
+
+
+def resolve_hint(files: list[ConflictFile]) -> str:
+    """How to resolve `files`: one clause for plain edits, one per file otherwise."""
+    plain = [c.path for c in files if c.code in ("UU", "AA")]
+    parts = [f"edit, `git add {' '.join(plain)}`"] if plain else []
+    parts += [f"{c.path} ({c.kind}): {c.fix}" for c in files if c.code not in ("UU", "AA")]
+    return "; ".join(parts)
+
+
+def status(git: Git) -> RebaseStatus | None:
+    """The rebase in progress, or None."""
+    state = rs.load(git)
+    if state is None:
+        return None
+    total = len(state.steps)
+    step = state.steps[state.index] if state.index < total else None
+    st = RebaseStatus("interrupted", state.short_branch, state.onto_ref, state.onto,
+                      state.index + 1, total, step.name if step else None,
+                      step.layer if step else None)
+    if state.phase == "conflict":
+        st.phase = "conflict"
+        st.conflicted = conflicts(git)
+        unmerged = {c.path for c in st.conflicted}
+        st.resolved = [p for p in state.conflict_paths if p not in unmerged]
+        st.next = list(NEXT_CONFLICT)
+    elif resumable(state):
+        st.phase = "stopped"
+        st.next = ["pq rebase --continue", "pq rebase --abort"]
+    else:
+        st.next = ["pq rebase --abort"]
+    return st
+
+
+def resumable(state: rs.RebaseState) -> bool:
+    """Whether `--continue` goes on from a rebase that stopped outside a conflict: files
+    were in the way of showing a conflict or of landing (the replay is saved)."""
+    return (state.phase == "replaying" and state.detached) or state.phase == "landing"
+
+
+def refuse_while_rebasing(git: Git, command: str) -> None:
+    """Every command that rewrites the branch or the queue refuses while a rebase runs."""
+    st = status(git)
+    if st is None:
+        return
+    where = (f"stopped at patches/{st.patch}" if st.patch else "not landed yet")
+    raise ConfigError(f"a pq rebase of {st.branch} is in progress ({where}); {command} would "
+                      "rewrite the series under it",
+                      hint="finish it with `pq rebase --continue` or end it with "
+                           f"`pq rebase --abort`, then run {command} again; `pq status` "
+                           "says where it stands")
+
+
+def require_resolved(git: Git, state: rs.RebaseState) -> None:
+    """--continue takes the index: every conflict resolved and added, and no conflict
+    marker in it (as `git diff --cached --check` against the stack's tip finds them)."""
+    unmerged, changed = rs.unstaged_paths(git)
+    if unmerged:
+        files = [c for c in conflicts(git) if c.path in unmerged]
+        raise ConfigError(f"{rs.list_paths(unmerged)} still unmerged",
+                          hint=f"{resolve_hint(files)}, then "
+                               "`pq rebase --continue`")
+    if changed:
+        raise ConfigError(f"changes in {rs.list_paths(changed)} are not added",
+                          hint="`git add` what belongs to the patch (or `git checkout -- "
+                               "<file>`), then `pq rebase --continue`")
+    markers = added_conflict_markers(git, state.tip)
+    if markers:
+        path, line = markers[0]
+        more = f" (and {len(markers) - 1} more)" if len(markers) > 1 else ""
+        raise OperationFailed(
+            f"{path}:{line}: conflict marker added{more}; the resolution of "
+            f"patches/{state.steps[state.index].name} would commit it",
+            hint=f"edit {path} (and any other file `git diff --cached --check` names), "
+                 f"`git add {path}`, then `pq rebase --continue`")
+
+
+_MARKER = re.compile(r"^(.*):(\d+): leftover conflict marker$")
+
+
+def added_conflict_markers(git: Git, tip: str) -> list[tuple[str, int]]:
+    """(path, line) of each conflict marker the index adds to `tip`, as
+    `git diff --cached --check` finds them (conflict-marker-size attributes included), in
+    files where at least one is a `<<<<<<<` or `>>>>>>>` line: a lone `=======` or
+    `|||||||` line is far more often a heading's underline than a leftover conflict."""
+    out = git.text("-c", "core.quotePath=false", "diff", "--cached", "--check", "--no-color",
+                   tip, "--", ok_codes=(0, 1, 2))
+    found: dict[str, list[int]] = {}
+    for line in out.splitlines():
+        m = _MARKER.match(line)
+        if m:
+            found.setdefault(m.group(1), []).append(int(m.group(2)))
+    result = []
+    for path, numbers in found.items():
+        lines = git.blob(f":{path}").split(b"\n")
+        if any(lines[n - 1][:1] in (b"<", b">") for n in numbers if n <= len(lines)):
+            result += [(path, n) for n in numbers]
+    return result
+
+
+def is_conflict_marker(line: str, size: int = 7) -> str | None:
+    """The marker character of `line` when git would call it a conflict marker (`size` of
+    one of < = > | at the start, then whitespace or the end), else None."""
+    head = line[:size]
+    if len(head) == size and head[0] in "<=>|" and head == head[0] * size and (
+            len(line) == size or line[size].isspace()):
+        return head[0]
+    return None

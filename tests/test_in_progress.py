@@ -1,0 +1,252 @@
+"""A rebase in progress, on real repositories: every command knows it (`pq status`, the
+first line of `pq series` and `pq log`, rewriting commands refuse), landing resumes after
+git refused it, conflict markers never reach a commit, --skip says where the patch is
+kept, refs/pq/orig-head per branch, rebasing backwards needs --force, modify/delete
+conflicts get their own fix, and the operation log tells a stopped rebase apart."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from gitrepo import commit_all, git, pq, write
+from test_rebase import (
+    SETUP,
+    conflict_upstream,
+    make_series,
+    set_line,
+    upstream_commit,
+    whole_state,
+)
+
+BUILD = "0001-build-enable-compat.patch"
+GLUE = "0002-python-glue-scoped-compat.patch"
+RESOLVED = set_line(SETUP, 3, "import other_framework; paddle.enable_compat()")
+
+
+def stopped(tmp: Path) -> tuple[Path, Path]:
+    """A fork whose rebase stopped at a conflict in setup.py (patch 1 of 2)."""
+    up, fork = make_series(tmp)
+    conflict_upstream(up, fork)
+    assert pq(fork, "rebase", "upstream/main", ok=False).exit_code == 1
+    return up, fork
+
+
+def test_status_series_and_log_say_a_rebase_is_stopped(tmp_path: Path) -> None:
+    _, fork = stopped(tmp_path)
+    text = pq(fork, "status").output.splitlines()
+    assert text[0].startswith("rebase in progress (conflict): paddle onto upstream/main")
+    assert f"stopped at patch 1 of 2, patches/{BUILD} (layer build)" in text[0]
+    assert any(line.split()[:2] == ["conflicted", "setup.py"] and "git add setup.py" in line
+               for line in text)
+    data = json.loads(pq(fork, "status", "--json").output)["rebase"]
+    assert data["patch"] == {"index": 1, "of": 2, "name": BUILD, "file": f"patches/{BUILD}",
+                             "layer": "build"}
+    assert [(c["path"], c["code"]) for c in data["conflicted"]] == [("setup.py", "UU")]
+    assert data["resolved"] == [] and "pq rebase --abort" in data["next"]
+    # Resolved and added: listed as resolved, nothing conflicted.
+    write(fork, "setup.py", RESOLVED)
+    git(fork, "add", "setup.py")
+    data = json.loads(pq(fork, "status", "--json").output)["rebase"]
+    assert data["conflicted"] == [] and data["resolved"] == ["setup.py"]
+    # pq series: the status first, then the series as it was when the rebase started.
+    series = pq(fork, "series").output.splitlines()
+    assert series[0] == pq(fork, "status").output.splitlines()[0]
+    assert series[1].startswith("upstream upstream/main") and BUILD in series[2]
+    log = pq(fork, "log").output.splitlines()
+    assert log[0] == series[0]
+    pq(fork, "rebase", "--continue")
+    assert pq(fork, "status").output.splitlines() == [
+        "no rebase in progress", pq(fork, "series").output.splitlines()[0]]
+    assert pq(fork, "series").output.startswith("upstream upstream/main")
+
+
+def test_rewriting_commands_refuse_while_a_rebase_is_stopped(tmp_path: Path) -> None:
+    _, fork = stopped(tmp_path)
+    before = whole_state(fork)
+    for args in (["init", "--upstream", "upstream/main"], ["init", "--upstream",
+                 "upstream/main", "--force"], ["export"], ["export", "--commit"], ["apply"],
+                 ["undo"], ["redo"]):
+        result = pq(fork, *args, ok=False)
+        assert result.exit_code == 2, (args, result.output)
+        assert "pq rebase --continue" in result.output and "pq rebase --abort" in result.output
+        assert "Traceback" not in result.output and "internal error" not in result.output
+    assert whole_state(fork) == before
+    # The hand resolution survives: --continue lands it.
+    write(fork, "setup.py", RESOLVED)
+    git(fork, "add", "setup.py")
+    pq(fork, "rebase", "--continue")
+    assert "+import other_framework; paddle.enable_compat()" in (
+        fork / f"patches/{BUILD}").read_text()
+
+
+def test_untracked_series_yaml_stops_landing_and_continue_resumes(tmp_path: Path) -> None:
+    _, fork = stopped(tmp_path)
+    write(fork, "setup.py", RESOLVED)
+    git(fork, "add", "setup.py")
+    write(fork, "series.yaml", "what pq init used to write here\n")
+    refused = pq(fork, "rebase", "--continue", ok=False)
+    assert refused.exit_code == 2 and "untracked series.yaml would be overwritten" in \
+        refused.output and "then `pq rebase --continue`" in refused.output
+    (fork / "series.yaml").unlink()
+    pq(fork, "rebase", "--continue")
+    assert git(fork, "symbolic-ref", "HEAD") == "refs/heads/paddle"
+    assert git(fork, "status", "--porcelain") == ""
+    assert (fork / "setup.py").read_text() == RESOLVED
+
+
+def test_landing_git_refused_resumes_with_the_resolution(tmp_path: Path) -> None:
+    _, fork = stopped(tmp_path)
+    write(fork, "setup.py", RESOLVED)
+    git(fork, "add", "setup.py")
+    write(fork, "patches", "a file where the rebased branch has a folder\n")
+    refused = pq(fork, "rebase", "--continue", ok=False)
+    assert refused.exit_code == 2
+    # git's own reason is shown, not only its last line (`Aborting`).
+    assert "would be overwritten by checkout" in refused.output and "patches" in \
+        refused.output and "pq rebase --continue" in refused.output
+    status = json.loads(pq(fork, "status", "--json").output)["rebase"]
+    assert status["phase"] == "stopped" and status["next"][0] == "pq rebase --continue"
+    (fork / "patches").unlink()
+    result = pq(fork, "rebase", "--continue")
+    assert "(resolved by hand)" in result.output
+    assert git(fork, "symbolic-ref", "HEAD") == "refs/heads/paddle"
+    assert (fork / "setup.py").read_text() == RESOLVED
+    assert "+import other_framework; paddle.enable_compat()" in (
+        fork / f"patches/{BUILD}").read_text()
+    assert git(fork, "status", "--porcelain") == ""
+    assert not (fork / ".git/pq/rebase").exists()
+
+
+def test_continue_refuses_conflict_markers(tmp_path: Path) -> None:
+    _, fork = stopped(tmp_path)
+    git(fork, "add", "setup.py")  # unedited: the markers staged as they are
+    marker_line = next(i for i, line in enumerate(
+        (fork / "setup.py").read_text().splitlines(), 1) if line.startswith("<<<<<<<"))
+    refused = pq(fork, "rebase", "--continue", ok=False)
+    assert refused.exit_code == 1
+    assert f"setup.py:{marker_line}: conflict marker added" in refused.output
+    assert "`git add setup.py`, then `pq rebase --continue`" in refused.output
+    # What git finds, pq finds (and nothing moved).
+    check = git(fork, "diff", "--cached", "--check", "HEAD", check=False)
+    assert f"setup.py:{marker_line}: leftover conflict marker" in check
+    assert json.loads(pq(fork, "status", "--json").output)["rebase"]["phase"] == "conflict"
+    # A lone `=======` (a heading's underline) is no leftover conflict: taken.
+    write(fork, "setup.py", RESOLVED + "=======\n")
+    git(fork, "add", "setup.py")
+    pq(fork, "rebase", "--continue")
+    patch = (fork / f"patches/{BUILD}").read_text()
+    assert "<<<<<<<" not in patch and "\n+=======\n" in patch
+
+
+def test_check_refuses_a_patch_that_adds_conflict_markers(tmp_path: Path) -> None:
+    _, fork = make_series(tmp_path)
+    write(fork, "pkg/merge.py", "a = 1\n<<<<<<< ours\nb = 2\n=======\nb = 3\n>>>>>>> theirs\n")
+    write(fork, "docs/index.rst", "Install\n=======\n")  # git flags it too; pq does not
+    commit_all(fork, "python-glue: a bad merge")
+    pq(fork, "export", "--commit")
+    result = pq(fork, "check", "--json", ok=False)
+    assert result.exit_code == 1
+    data = json.loads(result.stdout)
+    found = [f for f in data["failures"] if f["check"] == "markers"]
+    assert len(found) == 1
+    assert "patches/0003-python-glue-a-bad-merge.patch adds a conflict marker at " \
+           "pkg/merge.py:2 (and 2 more)" in found[0]["message"]
+    # The same lines are what `git diff --check` calls conflict markers.
+    check = git(fork, "diff", "--check", "HEAD~2", "HEAD~1", "--", "pkg", check=False)
+    assert [ln.split(":")[1] for ln in check.splitlines() if "conflict marker" in ln] == [
+        "2", "4", "6"]
+
+
+def test_skip_says_where_the_commit_is_kept(tmp_path: Path) -> None:
+    _, fork = stopped(tmp_path)
+    old = git(fork, "rev-parse", "paddle~2")  # the build patch's commit (under bookkeeping)
+    assert git(fork, "log", "-1", "--format=%s", old) == "build: enable compat"
+    result = pq(fork, "rebase", "--skip")
+    line = next(ln for ln in result.output.splitlines() if BUILD in ln)
+    assert line.split()[0] == "skipped" and old[:12] in line
+    assert "refs/pq/orig-head/paddle" in line and f"git cherry-pick {old[:12]}" in line
+    git(fork, "merge-base", "--is-ancestor", old, "refs/pq/orig-head/paddle")
+    data = json.loads(pq(fork, "log", "--json").output)
+    assert data["operations"][0]["status"] == "done"
+
+
+def test_orig_head_is_kept_per_branch(tmp_path: Path) -> None:
+    up, fork = make_series(tmp_path)
+    paddle_tip = git(fork, "rev-parse", "paddle")
+    git(fork, "update-ref", "refs/pq/orig-head", "paddle~1")  # what an older pq left
+    git(fork, "checkout", "-q", "-b", "other")
+    write(fork, "README.md", "other\n")
+    commit_all(fork, "docs: other")
+    pq(fork, "export", "--commit")
+    other_tip = git(fork, "rev-parse", "other")
+    upstream_commit(up, fork, "upstream: changelog", {"CHANGELOG": "1.0\n"})
+    pq(fork, "rebase", "upstream/main")
+    git(fork, "checkout", "-q", "paddle")
+    result = pq(fork, "rebase", "upstream/main")
+    assert "refs/pq/orig-head/paddle" in result.output
+    refs = git(fork, "for-each-ref", "--format=%(refname) %(objectname)", "refs/pq/")
+    assert [r for r in refs.splitlines() if "orig-head" in r] == [f"refs/pq/orig-head/other {other_tip}",
+                                 f"refs/pq/orig-head/paddle {paddle_tip}"]
+    # Undo of the second rebase restores paddle's tip, whatever the other branch did.
+    pq(fork, "undo")
+    assert git(fork, "rev-parse", "paddle") == paddle_tip
+    assert git(fork, "rev-parse", "other") != other_tip
+
+
+def test_rebase_onto_an_ancestor_of_the_base_needs_force(tmp_path: Path) -> None:
+    _, fork = make_series(tmp_path)
+    before = whole_state(fork)
+    base = git(fork, "rev-parse", "upstream/main")
+    refused = pq(fork, "rebase", "upstream/main~1", ok=False)
+    assert refused.exit_code == 2
+    assert f"is an ancestor of the series base {base[:12]}" in refused.output
+    assert "pq rebase --force upstream/main~1" in refused.output
+    assert whole_state(fork) == before
+    pq(fork, "rebase", "--force", "upstream/main~1")
+    assert git(fork, "merge-base", "paddle", "upstream/main") == git(
+        fork, "rev-parse", "upstream/main~1")
+
+
+def test_modify_delete_conflict_says_git_rm_or_git_add(tmp_path: Path) -> None:
+    up, fork = make_series(tmp_path)
+    git(up, "rm", "-q", "setup.py")
+    git(up, "commit", "-q", "-m", "upstream: drop setup.py")
+    git(fork, "fetch", "-q", "upstream")
+    result = pq(fork, "rebase", "upstream/main", ok=False)
+    assert result.exit_code == 1
+    err = result.output.strip().splitlines()[-1]
+    assert "setup.py (deleted upstream, modified by the patch)" in err
+    assert "`git rm setup.py` keeps it deleted" in err and "`git add setup.py`" in err
+    assert "edit, `git add" not in err
+    assert git(fork, "status", "--porcelain", "setup.py").startswith("DU")
+    refused = pq(fork, "rebase", "--continue", ok=False)
+    assert refused.exit_code == 2 and "`git rm setup.py`" in refused.output
+    git(fork, "rm", "-q", "setup.py")
+    pq(fork, "rebase", "--continue")
+    assert not (fork / "setup.py").exists()
+
+
+def test_log_stopped_then_done_or_aborted_with_flags_and_footer(tmp_path: Path) -> None:
+    _, fork = stopped(tmp_path)
+    ops = json.loads(pq(fork, "log", "--json").output)
+    assert ops["operations"][0]["status"] == "stopped"
+    assert ops["operations"][0]["command"] == "pq rebase upstream/main"
+    assert ops["undo"] is None and ops["rebase"]["phase"] == "conflict"
+    text = pq(fork, "log").output
+    assert "`pq undo` restores" not in text and "`pq rebase --abort`" in text
+    pq(fork, "rebase", "--abort", "--json")
+    ops = json.loads(pq(fork, "log", "--json").output)["operations"]
+    assert [(o["command"], o["status"]) for o in ops[:2]] == [
+        ("pq rebase --abort --json", "done"), ("pq rebase upstream/main", "aborted")]
+    assert ops[-1]["command"] == "pq init --upstream upstream/main --commit"
+    # Two stops, then done.
+    pq(fork, "rebase", "upstream/main", "--json", ok=False)
+    write(fork, "setup.py", RESOLVED)
+    git(fork, "add", "setup.py")
+    pq(fork, "rebase", "--continue")
+    ops = json.loads(pq(fork, "log", "--json").output)["operations"]
+    assert [(o["command"], o["status"]) for o in ops[:2]] == [
+        ("pq rebase --continue", "done"), ("pq rebase upstream/main --json", "done")]
+    assert pq(fork, "log", "-n", "0").output == ""
+    assert "no operations logged yet" not in pq(fork, "log", "-n", "0").output
