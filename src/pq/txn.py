@@ -370,6 +370,12 @@ _SPEC = re.compile(r"^(?:100644|100755|120000) [0-9a-f]{40}(?:[0-9a-f]{24})?$")
 _active: dict[str, Transaction] = {}
 
 
+def current_record_id(git: Git) -> int | None:
+    """The log record id of the operation running in this process, if one is."""
+    t = _active.get(str(git.common_dir))
+    return int(t.record["id"]) if t is not None and "id" in t.record else None
+
+
 @dataclass
 class Transaction:
     """`with Transaction(git, "pq export") as t:` ... `t.done()` marks success.
