@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -31,14 +32,23 @@ FILES = 200
 LINES = 40
 
 
+def cpu() -> float:
+    """CPU seconds (user + system) of the child processes so far."""
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
 def env(home: Path, pq_src: str | None) -> dict[str, str]:
     e = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_", "PQ_"))}
+    # pq runs as installed: from compiled bytecode (cached under the temporary folder).
+    e.pop("PYTHONDONTWRITEBYTECODE", None)
+    e["PYTHONPYCACHEPREFIX"] = str(home / "pycache")
     e.update({"HOME": str(home), "GIT_CONFIG_NOSYSTEM": "1", "LC_ALL": "C",
               "GIT_AUTHOR_NAME": "Bench Author", "GIT_AUTHOR_EMAIL": "author@example.com",
               "GIT_COMMITTER_NAME": "Bench Committer",
               "GIT_COMMITTER_EMAIL": "committer@example.com", "GIT_EDITOR": "true"})
     if pq_src:
-        e["PYTHONPATH"] = pq_src
+        e["PYTHONPATH"] = os.pathsep.join(p for p in (pq_src, e.get("PYTHONPATH")) if p)
     return e
 
 
@@ -90,22 +100,24 @@ def setup(tmp: Path, patches: int, e: dict[str, str], pq: list[str]) -> tuple[Pa
     return fork, orig, last_patch
 
 
-def time_pq(fork: Path, orig: str, e: dict[str, str], pq: list[str]) -> float:
+def time_pq(fork: Path, orig: str, e: dict[str, str], pq: list[str]) -> tuple[float, float]:
+    """(wall, CPU) seconds of one `pq rebase` reusing every resolution."""
     run(fork, ["git", "checkout", "-q", "paddle"], e)
     run(fork, ["git", "reset", "-q", "--hard", orig], e)
-    start = time.perf_counter()
+    start, used = time.perf_counter(), cpu()
     out = run(fork, pq + ["rebase", "upstream/main"], e)
-    elapsed = time.perf_counter() - start
+    elapsed, used = time.perf_counter() - start, cpu() - used
     if out.count("resolved from a recorded resolution") == 0:
         sys.exit("pq did not reuse the recorded resolutions:\n" + out)
-    return elapsed
+    return elapsed, used
 
 
-def time_git(fork: Path, last_patch: str, e: dict[str, str]) -> float:
+def time_git(fork: Path, last_patch: str, e: dict[str, str]) -> tuple[float, float]:
+    """(wall, CPU) seconds of `git rebase` and its `--continue`s."""
     run(fork, ["git", "checkout", "-q", "-B", "gitside", last_patch], e)
     base = run(fork, ["git", "merge-base", "gitside", "upstream/main"], e).strip()
     rr = ["-c", "rerere.enabled=true", "-c", "rerere.autoupdate=true"]
-    start = time.perf_counter()
+    start, used = time.perf_counter(), cpu()
     code = subprocess.run(["git", *rr, "rebase", "-q", "--onto", "upstream/main", base],
                           cwd=fork, env=e, capture_output=True, check=False).returncode
     while code != 0:  # stopped: rerere resolved and staged it; take it
@@ -113,7 +125,7 @@ def time_git(fork: Path, last_patch: str, e: dict[str, str]) -> float:
                               capture_output=True, check=False).returncode
         if code != 0 and run(fork, ["git", "diff", "--name-only", "--diff-filter=U"], e):
             sys.exit("git rerere left a conflict unresolved")
-    return time.perf_counter() - start
+    return time.perf_counter() - start, cpu() - used
 
 
 def main() -> None:
@@ -130,18 +142,21 @@ def main() -> None:
         pq = [sys.executable, "-m", "pq"]
         fork, orig, last_patch = setup(tmp, args.patches, e, pq)
         pq_times, git_times = [], []
-        print(f"{args.patches} patches, each resolved from a recorded resolution")
-        print(f"{'round':>5}  {'pq (s)':>8}  {'git (s)':>8}  {'pq/git':>6}")
+        print(f"{args.patches} patches, each resolved from a recorded resolution; "
+              "seconds, wall (CPU of all processes)")
+        print(f"{'round':>6}  {'pq':>15}  {'git rebase':>15}  {'pq/git':>6}")
         for r in range(args.rounds):
             p = time_pq(fork, orig, e, pq)
             g = time_git(fork, last_patch, e)
             pq_times.append(p)
             git_times.append(g)
-            print(f"{r + 1:>5}  {p:8.3f}  {g:8.3f}  {p / g:6.2f}")
-        mp, mg = statistics.median(pq_times), statistics.median(git_times)
-        print(f"{'median':>6} {mp:8.3f}  {mg:8.3f}  {mp / mg:6.2f}   "
-              f"(pq {1000 * mp / args.patches:.0f} ms per patch, git "
-              f"{1000 * mg / args.patches:.0f} ms)")
+            print(f"{r + 1:>6}  {p[0]:6.3f} ({p[1]:6.3f})  {g[0]:6.3f} ({g[1]:6.3f})  "
+                  f"{p[0] / g[0]:6.2f}")
+        mp = [statistics.median(t[i] for t in pq_times) for i in (0, 1)]
+        mg = [statistics.median(t[i] for t in git_times) for i in (0, 1)]
+        print(f"{'median':>6}  {mp[0]:6.3f} ({mp[1]:6.3f})  {mg[0]:6.3f} ({mg[1]:6.3f})  "
+              f"{mp[0] / mg[0]:6.2f}   CPU ratio {mp[1] / mg[1]:.2f}; per patch: pq "
+              f"{1000 * mp[0] / args.patches:.0f} ms, git {1000 * mg[0] / args.patches:.0f} ms")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

@@ -17,6 +17,7 @@ import hashlib
 import json
 import os
 import shutil
+import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -48,13 +49,29 @@ class Resolution:
         return cls(str(data["path"]), str(data["id"]), [str(h) for h in data["hunks"]])
 
 
+_CONFIG_KEYS = r"^(rerere\.enabled|core\.(autocrlf|eol|attributesfile)|filter\.)"
+_config: weakref.WeakKeyDictionary[Git, dict[str, str]] = weakref.WeakKeyDictionary()
+
+
+def _settings(git: Git) -> dict[str, str]:
+    """The configuration that decides how pq uses rerere (read once per Git object)."""
+    found = _config.get(git)
+    if found is None:
+        out = git.run_proc("config", "-z", "--get-regexp", _CONFIG_KEYS).stdout
+        found = {}
+        for item in out.split(b"\0"):
+            key, _, value = item.decode("utf-8", "surrogateescape").partition("\n")
+            if key:
+                found[key] = value
+        _config[git] = found
+    return found
+
+
 def enabled(git: Git, wanted: bool = True) -> bool:
     """Whether pq runs git rerere: not with `--no-rerere` (`wanted` False), nor where the
     configuration says `rerere.enabled=false`; on when it is unset."""
-    if not wanted:
-        return False
-    proc = git.run_proc("config", "--type=bool", "--get", "rerere.enabled")
-    return proc.returncode != 0 or proc.stdout.strip() != b"false"
+    value = _settings(git).get("rerere.enabled")
+    return wanted and (value is None or value.lower() not in ("false", "no", "off", "0"))
 
 
 def rr_cache(git: Git) -> Path:
@@ -208,9 +225,8 @@ def plain_checkout(git: Git) -> bool:
     """Whether checking a file out writes its blob's bytes unchanged, as far as the
     configuration says (no eol conversion, filters or attribute files outside the trees):
     then a working-tree preimage can be compared with a blob, and a postimage is a blob."""
-    proc = git.run_proc("config", "--get-regexp",
-                        r"^(core\.(autocrlf|eol|attributesfile)|filter\.)")
-    if any(line.strip() != b"core.autocrlf false" for line in proc.stdout.splitlines()):
+    if any(k != "rerere.enabled" and (k, v.lower()) != ("core.autocrlf", "false")
+           for k, v in _settings(git).items()):
         return False
     home = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
     return not any(p.exists() for p in (git.common_dir / "info" / "attributes",
