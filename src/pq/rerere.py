@@ -1,6 +1,6 @@
 """git rerere's recorded resolutions, as pq uses them: whether rerere is on, the conflict
 id of a conflicted file (computed as git's rerere.c does), the recorded resolution for it
-in `.git/rr-cache/<id>/`, what pq recorded or reused (`.git/pq/rerere-cache.json`), and
+in `.git/rr-cache/<id>/`, what pq recorded or reused (`.git/rr-cache/pq-paths.json`), and
 forgetting a path's resolutions.
 
 The id is the hash of the file's conflict hunks: for each top-level conflict, its two
@@ -30,7 +30,10 @@ if TYPE_CHECKING:
     from pq.trees import Trees
 
 MARKER_SIZE = 7
-CACHE_FILE = "rerere-cache.json"  # in .git/pq; "cache": no snapshot or undo carries it
+# Beside git's entries, in .git/rr-cache (git ignores names that are no conflict id): what
+# pq recorded or reused, for `--forget` and `pq undo`. Not pq state: undo and abort leave
+# it, as they leave git's recorded resolutions.
+CACHE_FILE = "pq-paths.json"
 
 
 @dataclass
@@ -286,7 +289,7 @@ def merge_rr(git: Git) -> dict[str, str]:
 
 
 def _cache_path(git: Git) -> Path:
-    return git.pq_dir() / CACHE_FILE
+    return rr_cache(git) / CACHE_FILE
 
 
 def _read_cache(git: Git) -> dict[str, dict[str, Any]]:
@@ -310,7 +313,7 @@ def _exists(git: Git, rid: str) -> bool:
 
 def remember(git: Git, resolutions: list[Resolution]) -> None:
     """Note that the running operation recorded or reused these resolutions."""
-    if not resolutions:
+    if not resolutions or not rr_cache(git).is_dir():
         return
     op = current_record_id(git)
     data = _read_cache(git)
