@@ -268,7 +268,7 @@ def test_json_shape(tmp_path: Path) -> None:
     assert data["orig_head"] == tip and data["head"] == git(fork, "rev-parse", "HEAD")
     assert data["conflict"] is None and data["gate"] is None
     for p in data["patches"]:
-        assert set(p) == {"name", "layer", "outcome", "rerere", "upstream_commit",
+        assert set(p) == {"name", "layer", "outcome", "rerere", "rerere_files", "upstream_commit",
                           "upstream_reverted", "commit", "source", "changed", "range_diff"}
     assert data["patches"][0]["layer"] == "build"
 

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from pq import stack as stack_mod
 from pq.gitio import DIFF_CONFIG, DIFF_OPTIONS, Git
 from pq.rebase_state import Change, RebaseState
+from pq.rerere import Resolution
 
-MAX_LINES = 200
 OUTCOMES = ("clean", "merged", "dropped", "conflict", "skipped")
 _COMMIT_LINE = re.compile(rb"^commit [0-9a-f]{40,64}$")
 
@@ -32,7 +32,8 @@ class PatchReport:
     commit: str | None = None  # the rebased commit
     source: str | None = None  # the patch's commit before the rebase (on the old base)
     changed: bool = False  # the patch file's bytes changed
-    range_diff: list[str] = field(default_factory=list)
+    range_diff: list[str] = field(default_factory=list)  # in full (the CLI cuts its text)
+    rerere_files: list[Resolution] = field(default_factory=list)  # each file so resolved
 
 
 @dataclass
@@ -238,7 +239,8 @@ def report(state: RebaseState, status: str, old: dict[str, bytes],
         if status == "conflict" and i == state.index:
             outcome = "conflict"
         p = PatchReport(step.name, step.layer, outcome, step.rerere, step.upstream_commit,
-                        commit=step.new_commit)
+                        commit=step.new_commit,
+                        rerere_files=[Resolution.from_dict(r) for r in step.rerere_files])
         if step.upstream_commit:
             p.upstream_subject = subjects.get(step.upstream_commit)
         if step.applied_in and step.reverted_in:
@@ -257,14 +259,15 @@ def report(state: RebaseState, status: str, old: dict[str, bytes],
     return result
 
 
-def summary(old: bytes, new: bytes, max_lines: int = MAX_LINES) -> list[str]:
-    """Changed lines of `old` -> `new` (`@@` headers, `-` and `+` lines); [] when equal."""
+def summary(old: bytes, new: bytes, max_lines: int | None = None) -> list[str]:
+    """Changed lines of `old` -> `new` (`@@` headers, `-` and `+` lines); [] when equal;
+    all of them, or the first `max_lines` and a line saying how many were left out."""
     if old == new:
         return []
     a = old.decode("utf-8", "replace").splitlines()
     b = new.decode("utf-8", "replace").splitlines()
     lines = list(difflib.unified_diff(a, b, lineterm="", n=0))[2:]  # drop the ---/+++ pair
-    return trim(lines, max_lines)
+    return lines if max_lines is None else trim(lines, max_lines)
 
 
 def trim(lines: list[str], max_lines: int) -> list[str]:

@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 from pq import patchfile, queuefiles, queueops, rangediff, rebase_status
 from pq import rebase_state as rs
+from pq import rerere as rerere_mod
 from pq import stack as stack_mod
 from pq.errors import ConfigError, GitError
 from pq.gitio import DIFF_CONFIG, DIFF_OPTIONS, MERGER, CommitId, Git, Person, as_git_commits
@@ -29,7 +30,8 @@ Progress = Callable[[int, int, str], None]
 
 
 def start(git: Git, upstream: str | None = None, *, gate: bool = False,
-          progress: Progress | None = None, force: bool = False) -> RebaseReport:
+          progress: Progress | None = None, force: bool = False,
+          rerere: bool = True) -> RebaseReport:
     rs.require_none(git)
     branch = queueops.require_branch(git)
     queue = read_worktree(git)
@@ -74,7 +76,7 @@ def start(git: Git, upstream: str | None = None, *, gate: bool = False,
             prev_orig_head=git.try_resolve(rs.orig_head_ref(branch)),
             prev_legacy_orig_head=git.try_resolve(rs.ORIG_HEAD_REF),
             queue_before=rs.save_queue_files(git, trees.queue_blobs(head)), steps=steps,
-            tip=onto, gate=gate, index_before=queuefiles.index_entries(git))
+            tip=onto, gate=gate, index_before=queuefiles.index_entries(git), rerere=rerere)
         rs.save(git, state)
         with rs.cleanup_unless_touched(git, state):
             diffs: dict[str, bytes] = {sc.commit: sc.diff for sc in stack}
@@ -137,7 +139,7 @@ def resume(git: Git, action: str, progress: Progress | None = None) -> RebaseRep
             pass
         elif action == "continue":
             assert step is not None
-            tree = rs.write_index_tree(git)
+            tree = rs.write_index_tree(git, state)
             clean_tree = trees.without(tree, old.series.queue_paths)
             if clean_tree == trees.tree_of(state.tip):
                 step.outcome = "dropped"
@@ -198,16 +200,23 @@ def _run(git: Git, state: RebaseState, trees: Trees, changes: dict[str, list[Cha
                 step.applied_in, step.reverted_in = undone
         shown = False
         if outcome == "conflict":
-            unmerged, rerere = rs.show_conflict(git, state, step.pick)
-            if unmerged:
-                state.phase = "conflict"
-                state.conflict_paths = unmerged
-                rs.save(git, state)
-                return _report(git, state, "conflict", old, None)
-            # git rerere resolved every conflict from a recorded resolution: take it.
-            shown = True
-            tree = trees.without(rs.write_index_tree(git), qp)
-            outcome, step.rerere = "merged", rerere
+            reused = _reuse(git, trees, batch, state, step)
+            if reused is None:
+                unmerged, resolutions = rs.show_conflict(git, state, step.pick)
+                step.rerere_files = [r.to_dict() for r in resolutions]
+                if unmerged:
+                    state.phase = "conflict"
+                    state.conflict_paths = unmerged
+                    rs.save(git, state)
+                    return _report(git, state, "conflict", old, None)
+                # git rerere resolved every conflict from a recorded resolution: take it.
+                shown = True
+                tree = trees.without(rs.write_index_tree(git, state), qp)
+            else:
+                tree, resolutions = reused
+                rerere_mod.remember(git, resolutions)
+                step.rerere_files = [r.to_dict() for r in resolutions]
+            outcome, step.rerere = "merged", bool(resolutions)
             if tree == trees.tree_of(state.tip):
                 outcome = "dropped"
         step.outcome = outcome
@@ -220,6 +229,25 @@ def _run(git: Git, state: RebaseState, trees: Trees, changes: dict[str, list[Cha
             rs.save(git, state)
             rs.reset_to(git, state.tip)
     return _finish(git, state, trees, old, committer, upstream.diffs)
+
+
+def _reuse(git: Git, trees: Trees, batch: BatchMerge, state: RebaseState, step: Step
+           ) -> tuple[str, list[rerere_mod.Resolution]] | None:
+    """The conflicted patch resolved in memory from recorded resolutions (rerere), or None
+    to let git rerere try in the working tree: where rerere is off, nothing is recorded,
+    checkout could change bytes, or a conflict is not a plain content conflict."""
+    if not rerere_mod.enabled(git, state.rerere) or not rerere_mod.rr_cache(git).is_dir():
+        return None
+    tip_tree = trees.tree_of(state.tip)
+    attributes = batch.attributes(tip_tree)
+    if attributes or not rerere_mod.plain_checkout(git):
+        return None
+    result = git.merge_trees(step.parent, state.tip, step.pick, ours_tree=tip_tree,
+                             attributes=attributes)
+    if result.clean:
+        return None
+    return rerere_mod.resolve_tree(git, trees, result.tree, result.conflicted_paths,
+                                   (tip_tree, trees.tree_of(step.pick)))
 
 
 def _replay(git: Git, trees: Trees, batch: BatchMerge, step: Step, tip: str,

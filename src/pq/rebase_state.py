@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pq import rerere as rerere_mod
 from pq import series as series_mod
 from pq.errors import ConfigError, GitError, OperationFailed
 from pq.faults import checkpoint
@@ -54,6 +55,8 @@ class Step:
     outcome: str | None = None  # clean, merged, dropped, conflict, skipped
     new_commit: str | None = None
     rerere: bool = False
+    # The files resolved from recorded resolutions (rerere.Resolution.to_dict()).
+    rerere_files: list[dict[str, Any]] = field(default_factory=list)
     upstream_commit: str | None = None
     applied_in: str | None = None  # kept, though upstream applied it here (same patch-id)
     reverted_in: str | None = None  # ... and reverted it here
@@ -83,6 +86,7 @@ class RebaseState:
     # the rebase started, put back by --abort (None in states of older versions).
     index_before: list[str] | None = None
     prev_legacy_orig_head: str | None = None  # the old all-branches refs/pq/orig-head
+    rerere: bool = True  # false: `--no-rerere` (no recording, no reuse), also on --continue
 
     def to_json(self) -> bytes:
         data = {"version": STATE_VERSION, **asdict(self)}
@@ -292,11 +296,12 @@ def require_nothing_in_the_way(git: Git, state: RebaseState, target: str) -> Non
                           "the rebased branch", hint=f"move them aside, {again}")
 
 
-def show_conflict(git: Git, state: RebaseState, pick: str) -> tuple[list[str], bool]:
+def show_conflict(git: Git, state: RebaseState, pick: str
+                  ) -> tuple[list[str], list[rerere_mod.Resolution]]:
     """Put `pick` cherry-picked onto state.tip into the index and working tree.
 
-    Returns (unmerged paths, whether git rerere resolved conflicts from a recorded
-    resolution). HEAD is left detached at state.tip.
+    Returns (unmerged paths, the files git rerere resolved from recorded resolutions).
+    HEAD is left detached at state.tip.
     """
     require_nothing_in_the_way(git, state, state.tip)
     state.phase = "stopping"
@@ -312,18 +317,33 @@ def show_conflict(git: Git, state: RebaseState, pick: str) -> tuple[list[str], b
         raise OperationFailed(f"cannot show the conflict in the working tree: {exc.message}",
                               hint="move the files in the way aside, then `pq rebase --abort` "
                                    "and run the rebase again") from None
-    proc = git.run_proc("-c", "rerere.enabled=true", "-c", "rerere.autoupdate=true",
-                        "cherry-pick", "--no-commit", pick,
+    on = rerere_mod.enabled(git, state.rerere)
+    # Without autoupdate the reused files stay unmerged until staged below, so that their
+    # conflicts can be written again to name the resolutions.
+    proc = git.run_proc("-c", f"rerere.enabled={'true' if on else 'false'}",
+                        "-c", "rerere.autoupdate=false", "cherry-pick", "--no-commit", pick,
                         env={"GIT_REFLOG_ACTION": "pq rebase"})
-    unmerged = unmerged_paths(git)
     stderr = proc.stderr.decode("utf-8", "replace")
+    reused = _reused_paths(stderr)
+    resolutions = rerere_mod.reused_in_worktree(git, reused)
+    unmerged = unmerged_paths(git)
     if proc.returncode not in (0, 1) or (proc.returncode == 1 and not unmerged
-                                         and "previous resolution" not in stderr):
+                                         and not reused):
         last = stderr.strip().splitlines()[-1:] or ["(no message)"]
         raise OperationFailed(f"git cherry-pick of {pick[:12]} failed: {last[0]}",
                               hint="`pq rebase --abort` restores the branch")
-    rerere = "previous resolution" in stderr and not unmerged
-    return unmerged, rerere
+    rerere_mod.remember(git, resolutions)
+    return unmerged, resolutions
+
+
+def _reused_paths(stderr: str) -> list[str]:
+    """The paths git rerere resolved from a recorded resolution, as its messages name them
+    ("Staged 'x' using previous resolution.", "Resolved 'x' ...")."""
+    found = []
+    for line in stderr.splitlines():
+        if line.endswith("' using previous resolution.") and "'" in line:
+            found.append(line[line.index("'") + 1:-len("' using previous resolution.")])
+    return sorted(set(found))
 
 
 def unmerged_paths(git: Git) -> list[str]:
@@ -342,9 +362,14 @@ def unstaged_paths(git: Git) -> tuple[list[str], list[str]]:
     return sorted(set(unmerged)), sorted(set(changed))
 
 
-def write_index_tree(git: Git) -> str:
-    """Record the resolution for git rerere, then the index as a tree."""
-    git.run("-c", "rerere.enabled=true", "rerere")
+def write_index_tree(git: Git, state: RebaseState) -> str:
+    """Record the resolution for git rerere (unless it is off), then the index as a tree."""
+    if rerere_mod.enabled(git, state.rerere):
+        before = rerere_mod.merge_rr(git)
+        git.run("-c", "rerere.enabled=true", "rerere")
+        rerere_mod.remember(git, [r for r in (rerere_mod.recorded(git, rid, path)
+                                              for path, rid in sorted(before.items()))
+                                  if r is not None])
     return git.text("write-tree").strip()
 
 

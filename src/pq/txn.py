@@ -389,6 +389,12 @@ def settle_stopped(git: Git, status: str) -> None:
                          (json.dumps(record, indent=1, sort_keys=True) + "\n").encode())
 
 
+def current_record_id(git: Git) -> int | None:
+    """The log record id of the operation running in this process, if one is."""
+    t = _active.get(str(git.common_dir))
+    return int(t.record["id"]) if t is not None and "id" in t.record else None
+
+
 @dataclass
 class Transaction:
     """`with Transaction(git, "pq export") as t:` ... `t.done()` marks success.

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pq import rerere
 from pq.errors import ConfigError
 from pq.faults import checkpoint
 from pq.gitio import Git
@@ -195,6 +196,9 @@ class UndoResult:
     head: tuple[str, str] | None  # (from, to) when HEAD was moved to another branch
     files: list[str]
     rebase: bool = False  # a rebase is in progress again (stopped where it was)
+    # Paths whose resolutions the operations taken back recorded or reused (git rerere
+    # keeps them): `pq rebase --forget` removes them.
+    rerere_paths: list[str] = field(default_factory=list)
 
 
 def run(git: Git, kind: str = "undo", op: int | None = None, force: bool = False) -> UndoResult:
@@ -213,6 +217,11 @@ def run(git: Git, kind: str = "undo", op: int | None = None, force: bool = False
             [(ref, current["refs"].get(ref), new) for ref, new in sorted(p.refs.items())],
             (current["head"], p.target["head"]) if "HEAD" in p.changed else None, files,
             REBASE_STATE in p.target["state"] and "state" in p.changed)
+        if p.kind != "redo":
+            taken_back = [result.target_id] if p.kind == "undo" else [
+                rid for rid in history(read_records(git)).records if rid >= result.target_id]
+            result.rerere_paths = sorted({path for rid in taken_back
+                                          for path in rerere.paths_of_operation(git, rid)})
     return result
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from typing import Any
 
 import click
@@ -112,6 +113,13 @@ def log(limit: int | None, as_json: bool) -> None:
         click.echo(f"`pq undo` restores the state before operation {h.view[-1]}")
 
 
+def forget_command(paths: list[str]) -> str | None:
+    """The command that forgets the recorded resolutions of `paths`."""
+    if not paths:
+        return None
+    return "pq rebase " + " ".join(f"--forget {shlex.quote(p)}" for p in paths)
+
+
 def _render(result: undo_mod.UndoResult, as_json: bool) -> None:
     if as_json:
         emit_json({"operation": result.record_id, "kind": result.kind,
@@ -119,7 +127,9 @@ def _render(result: undo_mod.UndoResult, as_json: bool) -> None:
                    "refs": [{"ref": r, "old": o, "new": n} for r, o, n in result.refs],
                    "head": {"old": result.head[0], "new": result.head[1]}
                    if result.head else None,
-                   "files": result.files, "rebase_in_progress": result.rebase})
+                   "files": result.files, "rebase_in_progress": result.rebase,
+                   "rerere_paths": result.rerere_paths,
+                   "rerere_forget": forget_command(result.rerere_paths)})
         return
     verb = {"undo": "undid", "redo": "redid", "restore": "restored the state before"}
     click.echo(f"{verb[result.kind]} operation {result.target_id} "
@@ -133,6 +143,10 @@ def _render(result: undo_mod.UndoResult, as_json: bool) -> None:
     if result.rebase:
         click.echo("  a pq rebase is in progress again, stopped where it was: "
                    "`pq rebase --continue` or `pq rebase --abort`")
+    if result.rerere_paths:
+        click.echo(f"  git rerere keeps the resolution(s) of {', '.join(result.rerere_paths)} "
+                   "that it recorded or reused, and will reuse them; "
+                   f"`{forget_command(result.rerere_paths)}` forgets them")
     if result.kind == "redo":
         click.echo("  `pq undo` takes it back again")
     else:

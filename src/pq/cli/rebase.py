@@ -9,13 +9,14 @@ from typing import Any
 import click
 
 from pq import rebase as rebase_mod
-from pq import rebase_status
+from pq import rebase_status, rerere
 from pq.cli.common import emit_json, open_repo, progress_printer, short
 from pq.errors import ConfigError, OperationFailed, PqError
 from pq.gitio import Git
-from pq.rangediff import PatchReport, RebaseReport
+from pq.rangediff import PatchReport, RebaseReport, trim
 
 RANGE_DIFF_LINES = 12
+RERERE_LINES = 6  # of each reused file's resolution, in the text report
 
 
 def register(main: click.Group) -> None:
@@ -33,9 +34,15 @@ def register(main: click.Group) -> None:
 @click.option("--gate", is_flag=True, help="Run the gate after a successful rebase.")
 @click.option("--force", is_flag=True,
               help="Rebase even onto an ancestor of the series base (an older upstream).")
+@click.option("--no-rerere", "no_rerere", is_flag=True,
+              help="Neither reuse nor record conflict resolutions (git rerere) in this "
+                   "rebase, --continue included.")
+@click.option("--forget", "forget", multiple=True, metavar="PATH",
+              help="Forget the recorded resolutions (git rerere) pq recorded or reused for "
+                   "PATH; repeatable.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 def rebase(upstream: str | None, continue_: bool, skip: bool, abort: bool, gate: bool,
-           force: bool, as_json: bool) -> None:
+           force: bool, no_rerere: bool, forget: tuple[str, ...], as_json: bool) -> None:
     """Replay every patch onto UPSTREAM-REF (default: upstream.ref in series.yaml).
 
     Each patch is replayed with a three-way merge and ends clean, merged, dropped (already
@@ -46,11 +53,18 @@ def rebase(upstream: str | None, continue_: bool, skip: bool, abort: bool, gate:
     `pq status` says where a stopped rebase stands.
     """
     actions = [name for name, on in (("--continue", continue_), ("--skip", skip),
-                                     ("--abort", abort)) if on]
+                                     ("--abort", abort), ("--forget", bool(forget))) if on]
     if len(actions) > 1 or (actions and upstream):
         given = actions + ([upstream] if upstream else [])
-        raise ConfigError(f"pq rebase takes one of UPSTREAM-REF, --continue, --skip, --abort; "
-                          f"got {' and '.join(given)}", hint="run them one at a time")
+        raise ConfigError(f"pq rebase takes one of UPSTREAM-REF, --continue, --skip, --abort, "
+                          f"--forget; got {' and '.join(given)}",
+                          hint="run them one at a time")
+    if no_rerere and actions:
+        raise ConfigError(f"--no-rerere goes with starting a rebase, not with {actions[0]}",
+                          hint="the rebase started with --no-rerere keeps it until it ends")
+    if forget:
+        _forget(list(forget), as_json)
+        return
     progress = None if as_json else progress_printer("rebasing")
     with open_repo() as git:
         if abort:
@@ -58,7 +72,8 @@ def rebase(upstream: str | None, continue_: bool, skip: bool, abort: bool, gate:
         elif continue_ or skip:
             report = rebase_mod.resume(git, "continue" if continue_ else "skip", progress)
         else:
-            report = rebase_mod.start(git, upstream, gate=gate, progress=progress, force=force)
+            report = rebase_mod.start(git, upstream, gate=gate, progress=progress, force=force,
+                                      rerere=not no_rerere)
         conflicted = (rebase_status.conflicts(git) if report.status == "conflict" else [])
         if not as_json:
             render(report)  # the rebase's outcome first, whatever the gate does
@@ -75,6 +90,16 @@ def rebase(upstream: str | None, continue_: bool, skip: bool, abort: bool, gate:
         raise _conflict_error(report, conflicted)
     if gate_result is not None and gate_result["exit_code"] != 0:
         sys.exit(int(gate_result["exit_code"]))
+
+
+def _forget(paths: list[str], as_json: bool) -> None:
+    with open_repo() as git:
+        forgotten = {path: rerere.forget(git, path) for path in paths}
+    if as_json:
+        emit_json({"forgotten": [{"path": p, "ids": ids} for p, ids in forgotten.items()]})
+        return
+    for path, ids in forgotten.items():
+        click.echo(f"forgot {len(ids)} recorded resolution(s) of {path}: {', '.join(ids)}")
 
 
 def _run_gate(git: Git, as_json: bool) -> dict[str, Any]:
@@ -114,16 +139,19 @@ def render(report: RebaseReport) -> None:
     width = max((len(p.name) for p in report.patches), default=10)
     for p in report.patches:
         click.echo(f"  {p.outcome:<8}  {p.name:<{width}}{_note(p, report.branch)}".rstrip())
+        for r in p.rerere_files:
+            click.echo(f"      recorded resolution of {r.path} (rr-cache {r.id[:12]}):")
+            # Short: each hunk's header and what it resolved to (--json has it all).
+            for line in trim([h for h in r.hunks if h.startswith(("@@", "+"))],
+                             RERERE_LINES):
+                click.echo(f"        {line}")
     changed = [p for p in report.patches if p.changed]
     if changed:
         click.echo("range-diff (patch files whose content changed):")
         for p in changed:
             click.echo(f"  {p.name}")
-            shown = p.range_diff[:RANGE_DIFF_LINES]
-            for line in shown:
+            for line in trim(p.range_diff, RANGE_DIFF_LINES):
                 click.echo(f"    {line}")
-            if len(p.range_diff) > len(shown):
-                click.echo(f"    ... {len(p.range_diff) - len(shown)} more lines")
     if report.status == "done":
         kept = sum(1 for p in report.patches if p.commit)
         click.echo(f"rebased {report.branch} onto {short(report.onto)}: {kept} of "
@@ -170,6 +198,7 @@ def to_json(report: RebaseReport) -> dict[str, Any]:
             "layer": p.layer,
             "outcome": p.outcome,
             "rerere": p.rerere,
+            "rerere_files": [r.to_dict() for r in p.rerere_files],
             "upstream_commit": p.upstream_commit,
             "upstream_reverted": None if not (p.applied_in and p.reverted_in) else {
                 "applied": p.applied_in, "applied_subject": p.subjects.get(p.applied_in),

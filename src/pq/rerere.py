@@ -1,0 +1,359 @@
+"""git rerere's recorded resolutions, as pq uses them: whether rerere is on, the conflict
+id of a conflicted file (computed as git's rerere.c does), the recorded resolution for it
+in `.git/rr-cache/<id>/`, what pq recorded or reused (`.git/rr-cache/pq-paths.json`), and
+forgetting a path's resolutions.
+
+The id is the hash of the file's conflict hunks: for each top-level conflict, its two
+sides (sorted, labels and the common ancestor's part dropped) each followed by a NUL. The
+preimage is the file with every conflict written as `<<<<<<<`, side, `=======`, side,
+`>>>>>>>`. A recorded resolution (`preimage[.N]` with `postimage[.N]`) applies in memory
+only when the conflicted file normalizes to exactly its preimage; anything else is left
+to git rerere in the working tree.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import weakref
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pq.errors import ConfigError, GitError
+from pq.gitio import Git
+from pq.txn import Transaction, current_record_id
+
+if TYPE_CHECKING:
+    from pq.trees import Trees
+
+MARKER_SIZE = 7
+# Beside git's entries, in .git/rr-cache (git ignores names that are no conflict id): what
+# pq recorded or reused, for `--forget` and `pq undo`. Not pq state: undo and abort leave
+# it, as they leave git's recorded resolutions.
+CACHE_FILE = "pq-paths.json"
+
+
+@dataclass
+class Resolution:
+    """A recorded resolution of one file's conflicts."""
+
+    path: str
+    id: str  # rr-cache/<id>, `<hash>` or `<hash>.<variant>` as git names it in MERGE_RR
+    hunks: list[str] = field(default_factory=list)  # preimage -> postimage, range-diff style
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"path": self.path, "id": self.id, "hunks": list(self.hunks)}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Resolution:
+        return cls(str(data["path"]), str(data["id"]), [str(h) for h in data["hunks"]])
+
+
+_CONFIG_KEYS = r"^(rerere\.enabled|core\.(autocrlf|eol|attributesfile)|filter\.)"
+_config: weakref.WeakKeyDictionary[Git, dict[str, str]] = weakref.WeakKeyDictionary()
+
+
+def _settings(git: Git) -> dict[str, str]:
+    """The configuration that decides how pq uses rerere (read once per Git object)."""
+    found = _config.get(git)
+    if found is None:
+        out = git.run_proc("config", "-z", "--get-regexp", _CONFIG_KEYS).stdout
+        found = {}
+        for item in out.split(b"\0"):
+            key, _, value = item.decode("utf-8", "surrogateescape").partition("\n")
+            if key:
+                found[key] = value
+        _config[git] = found
+    return found
+
+
+def enabled(git: Git, wanted: bool = True) -> bool:
+    """Whether pq runs git rerere: not with `--no-rerere` (`wanted` False), nor where the
+    configuration says `rerere.enabled=false`; on when it is unset."""
+    value = _settings(git).get("rerere.enabled")
+    return wanted and (value is None or value.lower() not in ("false", "no", "off", "0"))
+
+
+def rr_cache(git: Git) -> Path:
+    return git.common_dir / "rr-cache"
+
+
+# -- the conflict id, as rerere.c computes it -----------------------------------------------
+
+
+def _marker(line: bytes, char: bytes, size: int) -> bool:
+    if not line.startswith(char * size):
+        return False
+    after = line[size:size + 1]
+    if char in (b"<", b">") and after != b" ":
+        return False
+    return after != b"" and after in b" \t\n\r\v\f"
+
+
+def _conflict(lines: list[bytes], pos: list[int], size: int,
+              hashes: Any | None) -> bytes | None:
+    """One conflict after its `<` marker, normalized; None when it does not parse."""
+    one: list[bytes] = []
+    two: list[bytes] = []
+    side = 1  # 1, 2, or 0 for the common ancestor's part (dropped)
+    while pos[0] < len(lines):
+        line = lines[pos[0]]
+        pos[0] += 1
+        if _marker(line, b"<", size):
+            inner = _conflict(lines, pos, size, None)
+            if inner is None:
+                return None
+            (one if side == 1 else two).append(inner)
+        elif _marker(line, b"|", size):
+            if side != 1:
+                return None
+            side = 0
+        elif _marker(line, b"=", size):
+            if side == 2:
+                return None
+            side = 2
+        elif _marker(line, b">", size):
+            if side != 2:
+                return None
+            a, b = b"".join(one), b"".join(two)
+            if a > b:
+                a, b = b, a
+            if hashes is not None:
+                hashes.update(a + b"\0")
+                hashes.update(b + b"\0")
+            return (b"<" * size + b"\n" + a + b"=" * size + b"\n" + b
+                    + b">" * size + b"\n")
+        elif side == 1:
+            one.append(line)
+        elif side == 2:
+            two.append(line)
+    return None
+
+
+def normalize(data: bytes, object_format: str = "sha1",
+              size: int = MARKER_SIZE) -> tuple[bytes, str] | None:
+    """(preimage, conflict id) of a file with conflict markers; None without conflicts or
+    when they do not parse (git rerere leaves such a file alone too)."""
+    lines = data.splitlines(keepends=True)
+    hashes = hashlib.new("sha256" if object_format == "sha256" else "sha1")
+    out: list[bytes] = []
+    pos = [0]
+    found = False
+    while pos[0] < len(lines):
+        line = lines[pos[0]]
+        pos[0] += 1
+        if _marker(line, b"<", size):
+            conflict = _conflict(lines, pos, size, hashes)
+            if conflict is None:
+                return None
+            out.append(conflict)
+            found = True
+        else:
+            out.append(line)
+    return (b"".join(out), hashes.hexdigest()) if found else None
+
+
+# -- recorded resolutions --------------------------------------------------------------------
+
+
+def hunks(preimage: bytes, postimage: bytes) -> list[str]:
+    """What the resolution changed in the conflicted file, as the range-diff shows lines."""
+    from pq.rangediff import summary  # rangediff imports rebase_state, which imports us
+
+    return summary(preimage, postimage, max_lines=None)
+
+
+def _variants(folder: Path) -> list[tuple[str, Path, Path]]:
+    """(suffix, preimage, postimage) of each recorded variant, variant 0 first."""
+    found = []
+    if folder.is_dir():
+        for p in folder.iterdir():
+            if p.name == "preimage" or p.name.startswith("preimage."):
+                suffix = p.name[len("preimage"):]
+                post = folder / ("postimage" + suffix)
+                if post.is_file() and (suffix == "" or suffix[1:].isdigit()):
+                    found.append((suffix, p, post))
+    return sorted(found, key=lambda v: int(v[0][1:] or 0))
+
+
+def lookup(git: Git, path: str, conflicted: bytes) -> tuple[Resolution, bytes] | None:
+    """The recorded resolution of `conflicted` (a file with conflict markers) and the
+    resolved bytes, when a recorded preimage is exactly its normalized form."""
+    normal = normalize(conflicted, git.object_format())
+    if normal is None:
+        return None
+    preimage, cid = normal
+    for suffix, pre, post in _variants(rr_cache(git) / cid):
+        if pre.read_bytes() == preimage:
+            resolved = post.read_bytes()
+            os.utime(post)  # git rerere marks a reused resolution as used, for `rerere gc`
+            return Resolution(path, cid + suffix, hunks(preimage, resolved)), resolved
+    return None
+
+
+def reused_in_worktree(git: Git, paths: list[str]) -> list[Resolution]:
+    """The resolutions git rerere (without autoupdate) just took for `paths`, still
+    unmerged in the index; each is then staged, as autoupdate would. The conflict is
+    written again (`git checkout -m`) to compute its id, and the resolved file put back."""
+    found = []
+    for path in paths:
+        target = git.root / path
+        resolved = target.read_bytes()
+        try:
+            git.run("--literal-pathspecs", "checkout", "-m", "--", path)
+            conflicted = target.read_bytes()
+        except GitError:
+            conflicted = b""
+        finally:
+            target.write_bytes(resolved)
+        normal = normalize(conflicted, git.object_format())
+        if normal is None:
+            continue
+        preimage, cid = normal
+        variants = _variants(rr_cache(git) / cid)
+        exact = [v for v in variants if v[1].read_bytes() == preimage]
+        for suffix, pre, post in exact or variants:
+            found.append(Resolution(path, cid + suffix, hunks(pre.read_bytes(),
+                                                              post.read_bytes())))
+            break
+    if paths:
+        git.run("--literal-pathspecs", "add", "--", *paths)
+    return found
+
+
+def plain_checkout(git: Git) -> bool:
+    """Whether checking a file out writes its blob's bytes unchanged, as far as the
+    configuration says (no eol conversion, filters or attribute files outside the trees):
+    then a working-tree preimage can be compared with a blob, and a postimage is a blob."""
+    if any(k != "rerere.enabled" and (k, v.lower()) != ("core.autocrlf", "false")
+           for k, v in _settings(git).items()):
+        return False
+    home = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    return not any(p.exists() for p in (git.common_dir / "info" / "attributes",
+                                         Path(home) / "git" / "attributes"))
+
+
+def resolve_tree(git: Git, trees: Trees, merged: str, paths: tuple[str, ...],
+                 sides: tuple[str, str]) -> tuple[str, list[Resolution]] | None:
+    """`merged` (a merge's tree, conflict markers in `paths`) with every conflicted file
+    taken from a recorded resolution, or None unless each is a plain content conflict (a
+    regular file at the same path and mode on both `sides`) with one."""
+    changes: dict[str, tuple[str, str] | None] = {}
+    found = []
+    for path in paths:
+        entry = trees.lookup(merged, path)
+        if entry is None or entry[0] not in ("100644", "100755"):
+            return None
+        for side in sides:
+            there = trees.lookup(side, path)
+            if there is None or there[0] != entry[0]:
+                return None
+        hit = lookup(git, path, git.blob(entry[1]))
+        if hit is None:
+            return None
+        resolution, data = hit
+        changes[path] = (entry[0], git.write_blob(data))
+        found.append(resolution)
+    return trees.edit(merged, changes), found
+
+
+def recorded(git: Git, rid: str, path: str) -> Resolution | None:
+    """The resolution git recorded as `rid` (a MERGE_RR id), with its hunks."""
+    cid, _, variant = rid.partition(".")
+    suffix = f".{variant}" if variant else ""
+    folder = rr_cache(git) / cid
+    pre, post = folder / ("preimage" + suffix), folder / ("postimage" + suffix)
+    if not (pre.is_file() and post.is_file()):
+        return None
+    return Resolution(path, rid, hunks(pre.read_bytes(), post.read_bytes()))
+
+
+def merge_rr(git: Git) -> dict[str, str]:
+    """{path: id} of .git/MERGE_RR, the conflicts git rerere follows now."""
+    try:
+        raw = (git.git_dir / "MERGE_RR").read_bytes()
+    except FileNotFoundError:
+        return {}
+    result = {}
+    for item in raw.split(b"\0"):
+        rid, tab, path = item.partition(b"\t")
+        if tab:
+            result[path.decode("utf-8", "surrogateescape")] = rid.decode()
+    return result
+
+
+# -- what pq recorded or reused, for `pq rebase --forget` and `pq undo` ----------------------
+
+
+def _cache_path(git: Git) -> Path:
+    return rr_cache(git) / CACHE_FILE
+
+
+def _read_cache(git: Git) -> dict[str, dict[str, Any]]:
+    try:
+        data = json.loads(_cache_path(git).read_bytes())
+    except (FileNotFoundError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _write_cache(git: Git, data: dict[str, dict[str, Any]]) -> None:
+    from pq.queuefiles import write_atomic
+
+    write_atomic(_cache_path(git), (json.dumps(data, indent=1, sort_keys=True) + "\n").encode())
+
+
+def _exists(git: Git, rid: str) -> bool:
+    return any(suffix == ("." + rid.partition(".")[2] if "." in rid else "")
+               for suffix, _, _ in _variants(rr_cache(git) / rid.partition(".")[0]))
+
+
+def remember(git: Git, resolutions: list[Resolution]) -> None:
+    """Note that the running operation recorded or reused these resolutions."""
+    if not resolutions or not rr_cache(git).is_dir():
+        return
+    op = current_record_id(git)
+    data = _read_cache(git)
+    for r in resolutions:
+        entry = data.setdefault(r.id, {"path": r.path, "ops": []})
+        entry["path"] = r.path
+        if op is not None and op not in entry["ops"]:
+            entry["ops"] = sorted([*entry["ops"], op])
+    _write_cache(git, data)
+
+
+def paths_of_operation(git: Git, op: int) -> list[str]:
+    """The paths whose resolutions operation `op` recorded or reused, still recorded."""
+    return sorted({str(e["path"]) for rid, e in _read_cache(git).items()
+                   if op in e.get("ops", []) and _exists(git, rid)})
+
+
+def forget(git: Git, path: str) -> list[str]:
+    """Remove the recorded resolutions pq recorded or reused for `path`; their ids."""
+    with Transaction(git, "pq rebase --forget", mutating=False):
+        data = _read_cache(git)
+        gone = []
+        for rid in sorted(data):
+            if data[rid].get("path") != path:
+                continue
+            cid, _, variant = rid.partition(".")
+            folder = rr_cache(git) / cid
+            suffix = f".{variant}" if variant else ""
+            for name in ("preimage", "postimage", "thisimage"):
+                (folder / (name + suffix)).unlink(missing_ok=True)
+            if folder.is_dir() and not _variants(folder):
+                shutil.rmtree(folder)
+            del data[rid]
+            gone.append(rid)
+        if gone:
+            _write_cache(git, data)
+    if not gone:
+        raise ConfigError(f"no recorded resolution of {path} that pq recorded or reused",
+                          path=str(rr_cache(git)),
+                          hint=f"for one git recorded on its own, run `git rerere forget "
+                               f"{path}` while that conflict is in the working tree (e.g. "
+                               "when a `pq rebase --no-rerere` stops on it)")
+    return gone

@@ -1,0 +1,225 @@
+"""Recorded resolutions (git rerere) in `pq rebase`: what the report shows of them, reuse
+in memory agreeing with `git rebase`, `rerere.enabled=false` and `--no-rerere`,
+`--forget` and the offer after `pq undo`; the full range-diff in `--json`."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from gitrepo import commit_all, git, make_fork, make_upstream, pq, tree_without_queue, write
+from test_rebase import GLUE, SETUP, conflict_upstream, make_series, set_line, upstream_commit
+
+from pq.gitio import Git
+
+BUILD = "0001-build-enable-compat.patch"
+RESOLVED = set_line(SETUP, 3, "import other_framework; paddle.enable_compat()")
+GLUE_RESOLVED = set_line(GLUE, 5, "glue_5 = 'both'")
+
+
+def rr_entries(fork: Path) -> dict[str, bytes]:
+    """Every file under .git/rr-cache, by relative path."""
+    cache = fork / ".git" / "rr-cache"
+    if not cache.is_dir():
+        return {}
+    return {p.relative_to(cache).as_posix(): p.read_bytes()
+            for p in sorted(cache.rglob("*")) if p.is_file()}
+
+
+def record_resolution(tmp_path: Path, both: bool = False) -> tuple[Path, Path, str]:
+    """A fork whose first rebase stopped on setup.py (and with `both` on pkg/__init__.py),
+    was resolved by hand and finished: git rerere recorded the resolutions. Returns (up,
+    fork, the fork's tip before that rebase)."""
+    up, fork = make_series(tmp_path)
+    files = {"setup.py": set_line(SETUP, 3, "import other_framework")}
+    if both:
+        files["pkg/__init__.py"] = set_line(GLUE, 5, "glue_5 = 'upstream'")
+    upstream_commit(up, fork, "upstream: rewrite lines", files)
+    orig = git(fork, "rev-parse", "HEAD")
+    pq(fork, "rebase", "upstream/main", ok=False)
+    write(fork, "setup.py", RESOLVED)
+    git(fork, "add", "setup.py")
+    if both:
+        assert pq(fork, "rebase", "--continue", ok=False).exit_code == 1
+        write(fork, "pkg/__init__.py", GLUE_RESOLVED)
+        git(fork, "add", "pkg/__init__.py")
+    pq(fork, "rebase", "--continue")
+    return up, fork, orig
+
+
+def test_reused_resolution_lists_each_file_and_its_hunks(tmp_path: Path) -> None:
+    from pq import rerere
+
+    up, fork, orig = record_resolution(tmp_path)
+    git(fork, "reset", "-q", "--hard", orig)
+    copy = tmp_path / "copy"
+    shutil.copytree(fork, copy, symlinks=True)
+    result = pq(fork, "rebase", "upstream/main")
+    lines = result.output.splitlines()
+    at = lines.index(next(ln for ln in lines if BUILD in ln))
+    assert "resolved from a recorded resolution" in lines[at]
+    assert lines[at + 1].strip().startswith("recorded resolution of setup.py (rr-cache ")
+    assert [ln.strip() for ln in lines[at + 2:at + 4]] == [
+        "@@ -3,5 +3 @@", "+import other_framework; paddle.enable_compat()"]
+    # --json: in full, with the rr-cache id git recorded it under.
+    git(fork, "reset", "-q", "--hard", orig)
+    data = json.loads(pq(fork, "rebase", "upstream/main", "--json").output)
+    build = data["patches"][0]
+    assert build["rerere"] is True and build["outcome"] == "merged"
+    [entry] = build["rerere_files"]
+    assert entry["path"] == "setup.py"
+    assert (fork / ".git/rr-cache" / entry["id"] / "postimage").read_text() == RESOLVED
+    pre = (fork / ".git/rr-cache" / entry["id"] / "preimage").read_bytes()
+    assert entry["hunks"] == rerere.hunks(pre, RESOLVED.encode())
+    assert data["patches"][1]["rerere_files"] == []
+    # The same result as git's own rebase with rerere, on a copy of the repository.
+    git(copy, "-c", "rerere.enabled=true", "-c", "rerere.autoupdate=true", "rebase", "-q",
+        "upstream/main", check=False)
+    git(copy, "commit", "-q", "--no-edit")
+    git(copy, "rebase", "--continue")
+    assert tree_without_queue(fork, "HEAD") == tree_without_queue(copy, "HEAD")
+
+
+def test_reuse_in_memory_leaves_head_and_files_alone(tmp_path: Path) -> None:
+    up, fork, orig = record_resolution(tmp_path)
+    git(fork, "reset", "-q", "--hard", orig)
+    before = git(fork, "reflog", "--format=%gs", "HEAD")
+    pq(fork, "rebase", "upstream/main")
+    moves = git(fork, "reflog", "--format=%gs", "HEAD").splitlines()
+    new = moves[:len(moves) - len(before.splitlines())]
+    # One move: the landing. No detached checkout to replay the resolution.
+    assert len(new) == 1 and "pq rebase onto" in new[0], new
+    assert (fork / "setup.py").read_text() == RESOLVED
+
+
+def test_reuse_through_the_working_tree_lists_files_too(tmp_path: Path) -> None:
+    up, fork, orig = record_resolution(tmp_path)
+    git(fork, "reset", "-q", "--hard", orig)
+    git(fork, "config", "core.eol", "lf")  # checkout could convert: git rerere decides
+    data = json.loads(pq(fork, "rebase", "upstream/main", "--json").output)
+    [entry] = data["patches"][0]["rerere_files"]
+    assert entry["path"] == "setup.py"
+    assert "+import other_framework; paddle.enable_compat()" in entry["hunks"]
+    assert (fork / "setup.py").read_text() == RESOLVED
+
+
+def test_conflict_id_is_the_one_git_computes(tmp_path: Path) -> None:
+    from pq import rerere
+
+    root = make_upstream(tmp_path / "r", {"f.txt": "".join(f"l{i}\n" for i in range(20))})
+    base = git(root, "rev-parse", "HEAD")
+    for style in ("merge", "diff3"):
+        git(root, "checkout", "-q", "-B", "a", base)
+        write(root, "f.txt", "".join(f"l{i}{'a' if i in (3, 12) else ''}\n" for i in range(20)))
+        commit_all(root, "a")
+        git(root, "checkout", "-q", "-B", "b", base)
+        write(root, "f.txt", "".join(f"l{i}{'b' if i in (3, 12) else ''}\n" for i in range(20)))
+        commit_all(root, "b")
+        proc = git(root, "-c", "rerere.enabled=true", "-c", f"merge.conflictStyle={style}",
+                   "cherry-pick", "--no-commit", "a", check=False)
+        assert "Recorded preimage for 'f.txt'" in proc or (root / ".git/MERGE_RR").exists()
+        data = (root / "f.txt").read_bytes()
+        with Git.open(root) as g:
+            [(path, rid)] = rerere.merge_rr(g).items()
+            normal = rerere.normalize(data, g.object_format())
+        assert normal is not None and path == "f.txt"
+        assert normal[1] == rid
+        assert (root / ".git/rr-cache" / rid / "preimage").read_bytes() == normal[0]
+        git(root, "reset", "-q", "--hard")
+        shutil.rmtree(root / ".git/rr-cache")
+
+
+def test_rerere_enabled_false_is_honoured(tmp_path: Path) -> None:
+    up, fork = make_series(tmp_path)
+    git(fork, "config", "rerere.enabled", "false")
+    conflict_upstream(up, fork)
+    orig = git(fork, "rev-parse", "HEAD")
+    pq(fork, "rebase", "upstream/main", ok=False)
+    write(fork, "setup.py", RESOLVED)
+    git(fork, "add", "setup.py")
+    pq(fork, "rebase", "--continue")
+    assert rr_entries(fork) == {}
+    git(fork, "reset", "-q", "--hard", orig)
+    assert pq(fork, "rebase", "upstream/main", ok=False).exit_code == 1
+    assert "<<<<<<<" in (fork / "setup.py").read_text()
+
+
+def test_no_rerere_neither_reuses_nor_records_also_after_continue(tmp_path: Path) -> None:
+    up, fork, orig = record_resolution(tmp_path, both=True)
+    recorded = rr_entries(fork)
+    assert len([p for p in recorded if p.endswith("/postimage")]) == 2
+    git(fork, "reset", "-q", "--hard", orig)
+    result = pq(fork, "rebase", "--no-rerere", "upstream/main", ok=False)
+    assert result.exit_code == 1 and "conflicts in setup.py" in result.output
+    write(fork, "setup.py", set_line(SETUP, 3, "import other_framework  # other"))
+    git(fork, "add", "setup.py")
+    # The second recorded resolution is not reused after --continue either.
+    result = pq(fork, "rebase", "--continue", ok=False)
+    assert result.exit_code == 1 and "conflicts in pkg/__init__.py" in result.output
+    write(fork, "pkg/__init__.py", set_line(GLUE, 5, "glue_5 = 'other'"))
+    git(fork, "add", "pkg/__init__.py")
+    pq(fork, "rebase", "--continue")
+    assert rr_entries(fork) == recorded
+    bad = pq(fork, "rebase", "--continue", "--no-rerere", ok=False)
+    assert bad.exit_code == 2 and "--no-rerere" in bad.output
+
+
+def test_forget_removes_the_recorded_resolution(tmp_path: Path) -> None:
+    up, fork, orig = record_resolution(tmp_path)
+    assert rr_entries(fork)
+    result = pq(fork, "rebase", "--forget", "setup.py")
+    assert result.output.startswith("forgot 1 recorded resolution(s) of setup.py: ")
+    assert not [p for p in rr_entries(fork) if p.endswith("image")]
+    git(fork, "reset", "-q", "--hard", orig)
+    assert pq(fork, "rebase", "upstream/main", ok=False).exit_code == 1
+    assert "<<<<<<<" in (fork / "setup.py").read_text()
+    pq(fork, "rebase", "--abort")
+    again = pq(fork, "rebase", "--forget", "setup.py", ok=False)
+    assert again.exit_code == 2
+    assert "no recorded resolution of setup.py" in again.output
+    assert "git rerere forget setup.py" in again.output
+
+
+def test_undo_says_how_to_forget_a_recorded_or_reused_resolution(tmp_path: Path) -> None:
+    up, fork, orig = record_resolution(tmp_path)
+    result = pq(fork, "undo")  # undoes the --continue that recorded it
+    assert "`pq rebase --forget setup.py` forgets them" in result.output
+    pq(fork, "rebase", "--abort")
+    git(fork, "reset", "-q", "--hard", orig)
+    pq(fork, "rebase", "upstream/main")  # reuses it
+    result = pq(fork, "undo", "--json")
+    assert json.loads(result.output)["rerere_forget"] == "pq rebase --forget setup.py"
+    pq(fork, "rebase", "--forget", "setup.py")
+    assert not [p for p in rr_entries(fork) if p.endswith("image")]
+    # An undo of an operation without resolutions offers nothing.
+    write(fork, "README.md", "x\n")
+    commit_all(fork, "readme")
+    pq(fork, "export", "--commit")
+    assert "--forget" not in pq(fork, "undo").output
+
+
+def test_range_diff_in_full_in_json_cut_in_text(tmp_path: Path) -> None:
+    text = "".join(f"line {i}\n" for i in range(1, 1301))
+    up = make_upstream(tmp_path / "upstream", {"big.txt": text})
+    fork = make_fork(tmp_path, up)
+    mine = text.splitlines(keepends=True)
+    for i in range(10, 1300, 10):
+        mine[i - 1] = f"line {i} paddle\n"
+    write(fork, "big.txt", "".join(mine))
+    commit_all(fork, "big: paddle")
+    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    theirs = text.splitlines(keepends=True)
+    for i in range(13, 1300, 10):
+        theirs[i - 1] = f"line {i} upstream\n"
+    upstream_commit(up, fork, "upstream: context", {"big.txt": "".join(theirs)})
+    orig = git(fork, "rev-parse", "HEAD")
+    data = json.loads(pq(fork, "rebase", "upstream/main", "--json").output)
+    full = data["patches"][0]["range_diff"]
+    assert len(full) > 200 and not any(ln.startswith("... ") for ln in full)
+    git(fork, "reset", "-q", "--hard", orig)
+    out = pq(fork, "rebase", "upstream/main").output.splitlines()
+    at = out.index("range-diff (patch files whose content changed):")
+    assert out[at + 2:at + 14] == [f"    {ln}" for ln in full[:12]]
+    assert out[at + 14] == f"    ... {len(full) - 12} more lines"
+
