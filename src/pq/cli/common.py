@@ -35,5 +35,15 @@ def progress_printer(label: str) -> Callable[[int, int, str], None] | None:
     return show
 
 
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """`1 patch`, `2 patches`: a count and its noun in the right number."""
+    return f"{n} {word if n == 1 else many or word + 's'}"
+
+
+def base_label(base: str | None, ref: str) -> str:
+    """How every command names a series' base: `base 1c9e2f7a0b3d (upstream/main)`."""
+    return f"base {short(base)} ({ref})"
+
+
 def short(sha: str | None) -> str:
     return sha[:12] if sha else "-"
