@@ -294,7 +294,8 @@ def render(result: HookResult) -> list[str]:
     managed = [r for r in result.reports if r.managed]
     if result.skip and managed:
         what = "every pq check" if "all" in result.skip else \
-            "the check(s) " + ", ".join(sorted(result.skip))
+            ("the check " if len(result.skip) == 1 else "the checks ") \
+            + ", ".join(sorted(result.skip))
         lines.append(f"pq: WARNING: {SKIP_ENV}={','.join(sorted(result.skip))}: skipping "
                      f"{what}; this push is NOT fully verified")
         if result.unknown_skip:

@@ -197,11 +197,10 @@ def origins(path: str, old_path: str | None, upstream: Collection[str],
 
 def copied_lines(git: Git, base: str, inputs: list[PatchInput]) -> list[PatchInput]:
     """Mark the added lines that are verbatim copies of a line of their origin file in the
-    upstream base tree (see `origins`). Only files that trigger a code signal are looked
-    at: one `ls-tree` of the base and one batched `cat-file`, and nothing when no added
-    line triggers a signal."""
+    upstream base tree (see `origins`): one `ls-tree` of the base and one batched
+    `cat-file` of the origins, whatever the number of patches."""
     wanted = [(i, f) for i, p in enumerate(inputs) for f in p.files
-              if not f.deleted and rules.signalled(f)]
+              if not f.deleted and any(h for h in f.hunks)]
     if not wanted or git.try_resolve(base) is None:
         return inputs
     upstream = {path for _m, kind, _o, path in git.ls_tree(base) if kind == "blob"}

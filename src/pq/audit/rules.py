@@ -224,13 +224,6 @@ def _code_rules(p: PatchInput) -> list[Finding]:
     return out
 
 
-def signalled(f: FileDiff) -> bool:
-    """Whether any detector fires on the file's added lines (only those need an origin)."""
-    return any(d(f) for d in (signals.monkey_patches, signals.todo_comments, signals.guards,
-                              signals.broad_excepts, signals.global_compat_calls,
-                              signals.paddle_private))
-
-
 def _norm(value: str) -> str:
     return " ".join(value.split())
 
