@@ -46,8 +46,9 @@ class PqGroup(click.Group):
         as_json = bool(ctx.meta.get("pq.json"))
         try:
             return super().invoke(ctx)
-        except PqError as exc:
-            fail(exc.render(), exc.exit_code, as_json, exc)
+        except PqError as exc:  # after a JSON report (rebase's conflict): a stderr line
+            fail(exc.render(), exc.exit_code,
+                 as_json and not ctx.meta.get("pq.json_emitted"), exc)
         except KeyboardInterrupt:
             fail("interrupted", 130, as_json)
         except click.ClickException as exc:

@@ -16,8 +16,15 @@ def open_repo() -> Git:
     return Git.open(".")
 
 
+JSON_EMITTED = "pq.json_emitted"  # click context meta: a report is out; an error after it
+#                                   (a conflict's exit 1) stays a stderr line
+
+
 def emit_json(data: Any) -> None:
     click.echo(json.dumps(data, indent=2, sort_keys=False, ensure_ascii=False))
+    ctx = click.get_current_context(silent=True)
+    if ctx is not None:
+        ctx.meta[JSON_EMITTED] = True
 
 
 def progress_printer(label: str) -> Callable[[int, int, str], None] | None:
