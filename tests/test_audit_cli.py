@@ -54,8 +54,9 @@ def test_table_shows_every_workaround_and_condition(tmp_path: Path) -> None:
     _code, out = audit(fork)
     names = patch_names(fork)
     lines = out.splitlines()
-    assert lines[0].startswith("5 workarounds in 7 patches (upstream upstream/main at ")
-    assert lines[0].endswith(", paddle 3.3.1)")
+    assert lines[0].startswith("5 workarounds in 7 patches (base ")
+    assert "; upstream/main tip " in lines[0]
+    assert lines[0].endswith("; paddle 3.3.1)")
     assert lines[2].split() == ["PATCH", "LAYER", "KIND", "REMOVAL", "ISSUE", "MRE", "FINDINGS"]
     row = next(ln for ln in lines if ln.startswith(names[P_LIBRARY]))
     assert row.split()[1:] == ["cpp-compat", "compat-gap", "not", "run", "#77012", "yes", "-"]
@@ -105,13 +106,14 @@ def test_json_shape(tmp_path: Path) -> None:
     fork = build_fork(tmp_path, specs)
     names = patch_names(fork)
     data = audit_json(fork)
-    assert list(data) == ["version", "source", "upstream", "paddle", "strict", "ran_mre",
-                          "summary", "workarounds", "findings", "exit_code"]
+    assert list(data) == ["version", "source", "base", "upstream", "paddle", "strict",
+                          "ran_mre", "summary", "workarounds", "findings", "acknowledged",
+                          "unused_acknowledgements", "exit_code"]
     assert data["version"] == 1 and data["source"] == "worktree"
     assert data["upstream"]["ref"] == "upstream/main"
     assert re.fullmatch(r"[0-9a-f]{40}", data["upstream"]["commit"])
     assert data["summary"] == {"patches": 7, "workarounds": 5, "removable": 0, "errors": 1,
-                               "warnings": 0}
+                               "warnings": 0, "acknowledged": 0}
     row = data["workarounds"][1]
     assert row == {
         "patch": names[P_TESTING], "layer": "python-glue", "kind": "compat-gap",

@@ -176,10 +176,11 @@ def test_audit_error_is_refused(tmp_path: Path) -> None:
         "layer: build", "layer: build\n    workaround:\n      kind: compat-gap", 1))
     pq(fork, "export", "--commit")  # the patch's DEP-3 headers follow the new block
     result = push(fork, "origin", "paddle")
-    assert_refused(result, remote, {}, "[audit]", "WA001", "fix: pq audit workarounds")
+    assert_refused(result, remote, {}, "[audit]", "WA001", "fix: add `covers:`",
+                   "policy findings of the workaround audit")
     skipped = push(fork, "origin", "paddle", PQ_SKIP="audit")
     assert skipped.returncode == 0, skipped.stderr
-    assert "WARNING: PQ_SKIP=audit: skipping the check(s) audit" in skipped.stderr
+    assert "WARNING: PQ_SKIP=audit: skipping the check audit" in skipped.stderr
     assert "NOT fully verified" in skipped.stderr
 
 

@@ -11,6 +11,7 @@ per example) and derandomized, so CI runs are fast and repeatable.
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import signal
@@ -104,6 +105,13 @@ def check_refused(fork: Path, rel: str, data: bytes, commands: list[list[str]],
                 assert repo_state(fork) == expected, f"{command} wrote something"
                 continue
             assert result.exit_code in codes, (command, result.exit_code, out)
+            if "--json" in command:  # the error as JSON on stdout (README: Errors as JSON)
+                error = json.loads(result.stdout)["error"]
+                assert error["exit_code"] == result.exit_code and error["message"]
+                if needle is not None:
+                    assert needle in f"{error['message']} ({error['hint']})", (command, error)
+                assert repo_state(fork) == expected, f"{command} wrote something"
+                continue
             shown = [ln for ln in out.splitlines() if ln.strip()]
             assert len(shown) == 1, (command, out)
             assert shown[0].startswith("pq: error: "), (command, out)

@@ -17,6 +17,10 @@ from pq.gitio import CommitId, Git, Person, TreeId
 if TYPE_CHECKING:
     from pq.queuefiles import Queue
 
+# Checks that judge the fork's code against a policy, not whether branch and series agree:
+# reported apart from the consistency checks ("policy findings", not "does not match").
+POLICY_CHECKS = frozenset({"audit"})
+
 PASSED = "passed"
 FAILED = "failed"
 SKIPPED = "skipped"  # PQ_SKIP named it
@@ -392,8 +396,7 @@ def check_audit(git: Git, ctx: CheckContext) -> list[CheckFailure]:
     for f in report.errors:
         where = f"{f.location}: " if f.location else ""
         failures.append(CheckFailure(
-            "audit", f"{where}[{f.rule_id} {f.rule}] {f.patch}: {f.message} (fix: {f.fix})",
-            "pq audit workarounds"))
+            "audit", f"{where}[{f.rule_id} {f.rule}] {f.patch}: {f.message}", f.fix))
     return failures
 
 

@@ -294,7 +294,8 @@ def render(result: HookResult) -> list[str]:
     managed = [r for r in result.reports if r.managed]
     if result.skip and managed:
         what = "every pq check" if "all" in result.skip else \
-            "the check(s) " + ", ".join(sorted(result.skip))
+            ("the check " if len(result.skip) == 1 else "the checks ") \
+            + ", ".join(sorted(result.skip))
         lines.append(f"pq: WARNING: {SKIP_ENV}={','.join(sorted(result.skip))}: skipping "
                      f"{what}; this push is NOT fully verified")
         if result.unknown_skip:
@@ -308,17 +309,48 @@ def render(result: HookResult) -> list[str]:
     return lines
 
 
+ACK_HINT = ("a finding you reviewed and keep: acknowledge it on the patch's entry in "
+            "series.yaml, `acknowledged: [{rule: WA014, reason: \"...\"}]`")
+
+
+def _n(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def split_failures(failures: Sequence[Any]) -> tuple[list[Any], list[Any]]:
+    """(consistency problems: branch vs series, policy findings: the audit's errors)."""
+    from pq import checks
+
+    policy = [f for f in failures if f.check in checks.POLICY_CHECKS]
+    return [f for f in failures if f.check not in checks.POLICY_CHECKS], policy
+
+
 def render_report(r: RefReport) -> list[str]:
     where = f"{r.update.label} {(r.commit or '')[:12]}"
     lines = [f"pq: notice: {n}" for n in r.notices]
     if r.ok:
         how = "cached" if r.state == "cached" else f"{r.seconds:.1f} s"
         ran = sum(1 for s in r.statuses.values() if s == "passed")
-        lines.append(f"pq: {where}: series consistent ({ran} checks passed, {how})")
+        lines.append(f"pq: {where}: series consistent ({_n(ran, 'check')} passed, {how})")
         return lines
-    lines.append(f"pq: {where}: {len(r.failures)} problem(s); the branch does not match "
-                 "its series")
-    for f in r.failures:
+    consistency, policy = split_failures(r.failures)
+    if consistency:
+        lines.append(f"pq: {where}: the branch does not match its series "
+                     f"({_n(len(consistency), 'problem')}):")
+        lines.extend(_failure_lines(consistency))
+    else:
+        lines.append(f"pq: {where}: the branch matches its series")
+    if policy:
+        lines.append(f"pq: {where}: {_n(len(policy), 'policy finding')} of the workaround "
+                     "audit (`pq audit workarounds` shows them all):")
+        lines.extend(_failure_lines(policy))
+        lines.append(f"pq:   {ACK_HINT}")
+    return lines
+
+
+def _failure_lines(failures: Sequence[Any]) -> list[str]:
+    lines = []
+    for f in failures:
         lines.append(f"pq:   [{f.check}] {f.message}")
         lines.append(f"pq:   {' ' * (len(f.check) + 2)} fix: {f.fix_command}")
     return lines

@@ -219,24 +219,22 @@ def summary_of(message: str) -> str:
 
 
 def guess_layer(git: Git, sc: StackCommit) -> str:
-    paths = []
-    for section in patchfile.split_sections(sc.diff):
-        first = section.split(b"\n", 1)[0].decode("utf-8", "surrogateescape")
-        m = re.match(r'^diff --git "?a/(.*?)"? "?b/(.*?)"?$', first)
-        if m:
-            paths.append(m.group(2))
-    files = []
-    for p in paths:
+    """The layer pq guesses for a new commit (rules in pq.layers): paths, the post-image of
+    C++ sources, and the lines the commit adds to kernel sources."""
+    from pq.audit import patchdiff
+
+    files: list[tuple[str, bytes, list[str] | None]] = []
+    for f in patchdiff.parse(sc.diff):
         content = b""
-        if p.endswith(layers.CPP_SUFFIXES):
+        if f.path.endswith(layers.CPP_SUFFIXES):
             for rev in (sc.commit, sc.parent):  # the post-image, or a deleted file's pre-image
                 try:
-                    content = git.blob(f"{rev}:{p}")
+                    content = git.blob(f"{rev}:{f.path}")
                     break
                 except GitError:
                     continue
-        files.append((p, content))
-    return layers.classify(files)
+        files.append((f.path, content, [ln.text for ln in f.added()]))
+    return layers.explain(files)[0]
 
 
 # -- patches to commits ---------------------------------------------------------

@@ -10,7 +10,7 @@ import os
 import re
 import shutil
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, replace
 
 from pq import patchfile
@@ -45,7 +45,17 @@ class WorkaroundRow:
 
 
 @dataclass(frozen=True)
+class Acknowledged:
+    """A finding that series.yaml acknowledges: reported, never counted."""
+
+    finding: Finding
+    reason: str
+    location: str  # where the acknowledgement is written
+
+
+@dataclass(frozen=True)
 class AuditReport:
+    base: str
     upstream_ref: str
     upstream_commit: str | None
     paddle_version: str | None
@@ -56,6 +66,8 @@ class AuditReport:
     findings: tuple[Finding, ...]
     strict: bool
     ran_mre: bool
+    acknowledged: tuple[Acknowledged, ...] = ()
+    unused_acknowledgements: tuple[metadata.Acknowledgement, ...] = ()
 
     @property
     def errors(self) -> list[Finding]:
@@ -95,6 +107,7 @@ def run_audit(
     2) on a malformed workaround block or an unknown `upstream_rev`."""
     series = queue.series
     workarounds = metadata.read_all(series)
+    acks = metadata.read_acknowledgements(series, rules.BY_ID)
     python = interpreter(python)
     source: mre.Source
     if rev is None:
@@ -103,6 +116,7 @@ def run_audit(
         source = mre.TreeSource(git, rev, [w.mre for w in workarounds.values() if w.mre])
     inputs = [_input(series, i, queue, workarounds.get(e.name), source)
               for i, e in enumerate(series.patches)]
+    inputs = copied_lines(git, series.base, inputs)
     facts = _facts(git, series, workarounds, upstream_rev=upstream_rev,
                    paddle_version=paddle_version, run_mre=run_mre, python=python)
     runs: dict[str, MreRun] = {}
@@ -124,7 +138,8 @@ def run_audit(
         overall = conditions.combine(list(st))
         removal[name] = (overall, "; ".join(f"{s.condition.text}: {s.detail or s.state}"
                                             for s in st))
-    findings = rules.check_all(inputs, removal, strict)
+    findings, acknowledged, unused = _acknowledge(rules.check_all(inputs, removal, strict),
+                                                  acks)
     by_patch: dict[str, list[str]] = {}
     for f in findings:
         by_patch.setdefault(f.patch, []).append(f.rule_id)
@@ -139,10 +154,74 @@ def run_audit(
             conditions=states[w.patch], removal=removal[w.patch][0],
             mre_run=runs.get(w.patch), findings=tuple(dict.fromkeys(by_patch.get(w.patch, [])))))
     return AuditReport(
-        upstream_ref=facts.upstream_ref, upstream_commit=facts.upstream_commit,
+        base=series.base, upstream_ref=facts.upstream_ref, upstream_commit=facts.upstream_commit,
         paddle_version=facts.paddle_version, paddle_source=facts.paddle_source,
         source=rev or "worktree", patches=len(series.patches), workarounds=tuple(rows),
-        findings=tuple(findings), strict=strict, ran_mre=run_mre)
+        findings=tuple(findings), strict=strict, ran_mre=run_mre,
+        acknowledged=tuple(acknowledged), unused_acknowledgements=tuple(unused))
+
+
+def _acknowledge(findings: list[Finding], acks: list[metadata.Acknowledgement]
+                 ) -> tuple[list[Finding], list[Acknowledged], list[metadata.Acknowledgement]]:
+    """Split off the findings series.yaml acknowledges (same patch, same rule); also the
+    acknowledgements that match no finding any more (reported, so that they get removed)."""
+    by_key = {(a.patch, a.rule): a for a in acks}
+    used: set[tuple[str, str]] = set()
+    kept, acked = [], []
+    for f in findings:
+        a = by_key.get((f.patch, f.rule_id))
+        if a is None:
+            kept.append(f)
+        else:
+            used.add((a.patch, a.rule))
+            acked.append(Acknowledged(f, a.reason, a.location))
+    return kept, acked, [a for a in acks if (a.patch, a.rule) not in used]
+
+
+def origins(path: str, old_path: str | None, upstream: Collection[str],
+            by_tail: dict[str, list[str]]) -> list[str]:
+    """The upstream files a patched file's lines may be copied from: the same path, the
+    path it was renamed or copied from, and the same path under another top folder
+    (`paddle_tests/ops/test_x.py` <- `tests/ops/test_x.py`; `paddle/tests/test_x.py` <-
+    `tests/test_x.py`, and the other way round). `by_tail` maps a path without its first
+    folder to the upstream paths that have it."""
+    tail = path.split("/", 1)[1] if "/" in path else None
+    found = [p for p in (path, old_path) if p and p in upstream]
+    found += by_tail.get(path, [])  # path is an upstream path minus its top folder
+    if tail is not None:
+        found += by_tail.get(tail, [])
+        if tail in upstream:
+            found.append(tail)
+    return sorted(set(found))
+
+
+def copied_lines(git: Git, base: str, inputs: list[PatchInput]) -> list[PatchInput]:
+    """Mark the added lines that are verbatim copies of a line of their origin file in the
+    upstream base tree (see `origins`): one `ls-tree` of the base and one batched
+    `cat-file` of the origins, whatever the number of patches."""
+    wanted = [(i, f) for i, p in enumerate(inputs) for f in p.files
+              if not f.deleted and any(h for h in f.hunks)]
+    if not wanted or git.try_resolve(base) is None:
+        return inputs
+    upstream = {path for _m, kind, _o, path in git.ls_tree(base) if kind == "blob"}
+    by_tail: dict[str, list[str]] = {}
+    for q in upstream:
+        if "/" in q:
+            by_tail.setdefault(q.split("/", 1)[1], []).append(q)
+    sources = {(f.path, f.old_path): origins(f.path, f.old_path, upstream, by_tail)
+               for _i, f in wanted}
+    blobs = _read_files(git, base, sorted({q for qs in sources.values() for q in qs}))
+    lines: dict[str, frozenset[str]] = {
+        q: frozenset(data.decode("utf-8", "replace").splitlines())
+        for q, data in blobs.items() if data is not None}
+    copied: dict[int, set[tuple[str, int]]] = {}
+    for i, f in wanted:
+        seen = frozenset().union(*(lines.get(q, frozenset())
+                                   for q in sources[(f.path, f.old_path)]))
+        copied.setdefault(i, set()).update((f.path, ln.number) for ln in f.added()
+                                           if ln.text in seen)
+    return [replace(p, copied=frozenset(copied[i])) if copied.get(i) else p
+            for i, p in enumerate(inputs)]
 
 
 def _input(series: Series, index: int, queue: Queue, wa: Workaround | None,
@@ -214,9 +293,11 @@ def issue_body(git: Git, queue: Queue, patch: str, *, run_mre: bool = False,
     series = queue.series
     entry = series.entry(patch)
     if entry is None:
-        names = ", ".join(e.name for e in series.patches if e.workaround is not None)
-        raise ConfigError(f"no patch {patch!r} in {SERIES_FILE}",
-                          hint=f"workarounds: {names}" if names else "the series has none")
+        names = ", ".join(e.name for e in series.patches) or "none: the series is empty"
+        with_wa = ", ".join(e.name for e in series.patches if e.workaround is not None)
+        raise ConfigError(f"no patch named {patch!r} in {SERIES_FILE}",
+                          hint=f"its patches: {names}"
+                               + (f"; with a workaround block: {with_wa}" if with_wa else ""))
     index = series.index_of(patch)
     wa = metadata.read(series, index, entry)
     if wa is None:

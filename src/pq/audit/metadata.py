@@ -9,14 +9,14 @@ from __future__ import annotations
 import difflib
 import fnmatch
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any
 
 from pq.audit import conditions
 from pq.audit.conditions import Condition
 from pq.errors import ConfigError
-from pq.series import PatchEntry, Series
+from pq.series import SERIES_FILE, PatchEntry, Series
 
 COMPAT_GAP = "compat-gap"
 UPSTREAM_PRIVATE = "upstream-private"
@@ -219,3 +219,63 @@ def _mre(block: dict[str, Any], fail: Fail, series: Series) -> str | None:
                    "keep reproducers under " + " or ".join(f"`{q}/`" for q in roots)
                    + " so that they travel with the series")
     return path
+
+
+# -- acknowledged findings ------------------------------------------------------------
+
+ACK_KEY = "acknowledged"
+ACK_FIELDS = ("rule", "reason")
+
+
+@dataclass(frozen=True)
+class Acknowledgement:
+    """`acknowledged: [{rule: WA014, reason: "..."}]` in a patch's entry: a reviewed finding
+    that is reported as acknowledged and does not fail the audit or the hook."""
+
+    patch: str
+    rule: str
+    reason: str
+    location: str  # series.yaml:LINE:COL of the item
+
+
+def read_acknowledgements(series: Series, rule_ids: Collection[str]) -> list[Acknowledgement]:
+    """Every patch entry's `acknowledged` list; a malformed item, an unknown rule id or a
+    missing reason is a ConfigError at its file:line:column."""
+    out = []
+    for i, entry in enumerate(series.patches):
+        value = entry.raw.get(ACK_KEY)
+        if value is None:
+            continue
+        at: tuple[str | int, ...] = ("patches", i, ACK_KEY)
+        example = "write `- {rule: WA014, reason: \"why this finding is fine\"}`"
+        if not isinstance(value, list):
+            raise series.error(at, f"patch {entry.name}: `{ACK_KEY}` must be a list", example)
+        for j, item in enumerate(value):
+            if not isinstance(item, dict):
+                raise series.error(at + (j,), f"patch {entry.name}: each `{ACK_KEY}` item "
+                                   "must be a mapping with `rule` and `reason`", example)
+            for key in item:
+                if key not in ACK_FIELDS:
+                    raise series.error(at + (j, key), f"patch {entry.name}: `{ACK_KEY}` item "
+                                       f"has an unknown key `{key}`", "it takes `rule` and "
+                                       "`reason`")
+            rule = item.get("rule")
+            if not isinstance(rule, str) or rule.strip() not in rule_ids:
+                close = difflib.get_close_matches(str(rule), list(rule_ids), n=1)
+                hint = (f"did you mean {close[0]}?" if close else
+                        "`pq audit workarounds` names each finding's rule id (WA001..WA017)")
+                raise series.error(at + (j, "rule") if "rule" in item else at + (j,),
+                                   f"patch {entry.name}: `{ACK_KEY}` names "
+                                   + (f"no rule {rule!r}" if "rule" in item else "no `rule`"),
+                                   hint)
+            reason = item.get("reason")
+            if not isinstance(reason, str) or not reason.strip():
+                raise series.error(at + (j, "reason") if "reason" in item else at + (j,),
+                                   f"patch {entry.name}: acknowledging {rule.strip()} needs "
+                                   "a `reason`", "say why the finding is fine, for reviewers")
+            line, col = series.locate(at + (j,))
+            where = SERIES_FILE if line is None else \
+                f"{SERIES_FILE}:{line}" + (f":{col}" if col is not None else "")
+            out.append(Acknowledgement(entry.name, rule.strip(), " ".join(reason.split()),
+                                       where))
+    return out

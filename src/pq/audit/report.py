@@ -40,26 +40,48 @@ def _mre_short(row: WorkaroundRow) -> str:
     return "timeout" if run.timed_out else f"exit {run.exit_code}"
 
 
+def _n(n: int, word: str, many: str | None = None) -> str:
+    return f"{n} {word if n == 1 else many or word + 's'}"
+
+
 def _summary(report: AuditReport) -> str:
     n_err, n_warn = len(report.errors), len(report.warnings)
-    removable = len(report.removable)
-    text = (f"{len(report.findings)} finding{'s' if len(report.findings) != 1 else ''} "
-            f"({n_err} error{'s' if n_err != 1 else ''}, "
-            f"{n_warn} warning{'s' if n_warn != 1 else ''})")
-    text += f"; {removable} workaround{'s' if removable != 1 else ''} removable"
+    text = (f"{_n(len(report.findings), 'finding')} ({_n(n_err, 'error')}, "
+            f"{_n(n_warn, 'warning')})")
+    if report.acknowledged:
+        text += f", {len(report.acknowledged)} acknowledged (not counted)"
+    text += f"; {_n(len(report.removable), 'workaround')} removable"
     if report.strict:
         text += " (--strict)"
     return text
 
 
 def _heading(report: AuditReport) -> str:
-    at = f" at {report.upstream_commit[:12]}" if report.upstream_commit else " (not found)"
+    tip = (f"{report.upstream_ref} tip {report.upstream_commit[:12]}" if report.upstream_commit
+           else f"{report.upstream_ref} not found")
     paddle = f"paddle {report.paddle_version}" if report.paddle_version else "paddle unknown"
     src = "" if report.source == "worktree" else f" in {report.source[:12]}"
-    n = len(report.workarounds)
-    return (f"{n} workaround{'s' if n != 1 else ''} in {report.patches} "
-            f"patch{'es' if report.patches != 1 else ''}{src} "
-            f"(upstream {report.upstream_ref}{at}, {paddle})")
+    return (f"{_n(len(report.workarounds), 'workaround')} in "
+            f"{_n(report.patches, 'patch', 'patches')}{src} (base {report.base[:12]}; "
+            f"{tip}; {paddle})")
+
+
+def _ack_lines(report: AuditReport) -> list[str]:
+    lines = []
+    if report.acknowledged:
+        lines.append("acknowledged in series.yaml (reported, not counted):")
+        for a in report.acknowledged:
+            f = a.finding
+            lines.append(f"  {f.severity:<7}  {f.rule_id} {f.rule}  {f.patch}  {a.location}")
+            lines.append(f"           {f.message}")
+            lines.append(f"           reason: {a.reason}")
+        lines.append("")
+    if report.unused_acknowledgements:
+        lines.append("acknowledgements that match no finding (remove them):")
+        for u in report.unused_acknowledgements:
+            lines.append(f"  {u.rule}  {u.patch}  {u.location}")
+        lines.append("")
+    return lines
 
 
 # -- the table -------------------------------------------------------------------------
@@ -96,6 +118,7 @@ def table(report: AuditReport) -> str:
             lines.append(f"           {f.message}")
             lines.append(f"           fix: {f.fix}")
         lines.append("")
+    lines += _ack_lines(report)
     lines.append(_summary(report))
     return "\n".join(lines)
 
@@ -133,6 +156,18 @@ def markdown(report: AuditReport) -> str:
         out.append("")
     else:
         out += ["No findings.", ""]
+    if report.acknowledged:
+        out += ["#### Acknowledged (reported, not counted)", "",
+                "| | Rule | Patch | Finding | Reason |", "|---|---|---|---|---|"]
+        for a in report.acknowledged:
+            f = a.finding
+            out.append(f"| {f.severity} | {f.rule_id} {f.rule} | `{f.patch}` | "
+                       f"{_cell(f.message)} | {_cell(a.reason)} |")
+        out.append("")
+    if report.unused_acknowledgements:
+        out += ["Acknowledgements that match no finding (remove them): "
+                + ", ".join(f"{u.rule} on `{u.patch}` ({u.location})"
+                            for u in report.unused_acknowledgements), ""]
     out.append(_summary(report) + ".")
     return "\n".join(out) + "\n"
 
@@ -164,15 +199,22 @@ def data(report: AuditReport) -> dict[str, Any]:
     return {
         "version": JSON_VERSION,
         "source": report.source,
+        "base": report.base,
         "upstream": {"ref": report.upstream_ref, "commit": report.upstream_commit},
         "paddle": {"version": report.paddle_version, "source": report.paddle_source or None},
         "strict": report.strict,
         "ran_mre": report.ran_mre,
         "summary": {"patches": report.patches, "workarounds": len(report.workarounds),
                     "removable": len(report.removable), "errors": len(report.errors),
-                    "warnings": len(report.warnings)},
+                    "warnings": len(report.warnings),
+                    "acknowledged": len(report.acknowledged)},
         "workarounds": [_row_data(w) for w in report.workarounds],
         "findings": [f.to_data() for f in report.findings],
+        "acknowledged": [{**a.finding.to_data(), "reason": a.reason,
+                          "acknowledged_at": a.location} for a in report.acknowledged],
+        "unused_acknowledgements": [{"rule_id": u.rule, "patch": u.patch, "reason": u.reason,
+                                     "location": u.location}
+                                    for u in report.unused_acknowledgements],
         "exit_code": report.exit_code,
     }
 

@@ -106,6 +106,12 @@ class PatchInput:
     headers: tuple[tuple[str, str], ...]  # as read from the patch file
     mre_problem: str | None  # why the declared reproducer is unusable; None when fine
     locate: Locate  # "series.yaml:LINE:COL" of a YAML path
+    # (path, line) of added lines that are verbatim copies of upstream lines (api.copied_lines)
+    copied: frozenset[tuple[str, int]] = frozenset()
+
+    def own(self, sigs: Sequence[signals.Signal]) -> list[signals.Signal]:
+        """The signals on lines the fork wrote: upstream's copied code is not a workaround."""
+        return [s for s in sigs if (s.path, s.line) not in self.copied]
 
 
 def finding(rule_id: str, patch: str, message: str, location: str | None = None,
@@ -123,12 +129,12 @@ def check_patch(p: PatchInput) -> list[Finding]:
     """Every per-patch rule for one patch."""
     out: list[Finding] = []
     name, wa = p.entry.name, p.workaround
-    monkeys = [s for f in p.files for s in signals.monkey_patches(f)]
+    monkeys = p.own([s for f in p.files for s in signals.monkey_patches(f)])
     out += _code_rules(p)
     out += _dep3(p)
     if wa is None:
-        sigs = monkeys + [s for f in p.files for s in signals.todo_comments(f)
-                          + signals.guards(f)]
+        sigs = monkeys + p.own([s for f in p.files for s in signals.todo_comments(f)
+                                + signals.guards(f)])
         if sigs:
             sigs = sorted({(s.path, s.line): s for s in reversed(sigs)}.values(),
                           key=lambda s: (s.path, s.line))
@@ -202,16 +208,16 @@ def _code_rules(p: PatchInput) -> list[Finding]:
     """Rules about the added code that hold for every patch, workaround or not."""
     out = []
     name = p.entry.name
-    excepts = [s for f in p.files for s in signals.broad_excepts(f)]
+    excepts = p.own([s for f in p.files for s in signals.broad_excepts(f)])
     if excepts:
         out.append(finding("WA008", name, f"{name} adds a handler that swallows every "
                            f"exception: {_listing(excepts)}", excepts[0].where))
-    calls = [s for f in p.files if not signals.is_build_entry(f.path)
-             for s in signals.global_compat_calls(f)]
+    calls = p.own([s for f in p.files if not signals.is_build_entry(f.path)
+                   for s in signals.global_compat_calls(f)])
     if calls:
         out.append(finding("WA010", name, f"{name} enables compat globally outside a build "
                            f"entry point: {_listing(calls)}", calls[0].where))
-    private = [s for f in p.files for s in signals.paddle_private(f)]
+    private = p.own([s for f in p.files for s in signals.paddle_private(f)])
     if private:
         out.append(finding("WA013", name, f"{name} relies on Paddle internals: "
                            f"{_listing(private)}", private[0].where))

@@ -214,7 +214,7 @@ def paddle_private(f: FileDiff) -> list[Signal]:
 
 def is_kernel_file(f: FileDiff) -> bool:
     content = "\n".join(ln.text for hunk in f.hunks for ln in hunk).encode("utf-8", "replace")
-    return layers.classify_path(f.path, content) == "kernel"
+    return layers.classify_path(f.path, content, [ln.text for ln in f.added()]) == "kernel"
 
 
 def spread_key(text: str) -> str | None:

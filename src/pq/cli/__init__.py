@@ -37,6 +37,12 @@ class PqGroup(click.Group):
             module.register(self)
         return self.commands.get(cmd_name)
 
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        # `--json` anywhere before `--`: errors, too, come out as JSON on stdout.
+        ctx.meta["pq.json"] = "--json" in args[:args.index("--")] if "--" in args \
+            else "--json" in args
+        return super().parse_args(ctx, args)
+
     def invoke(self, ctx: click.Context) -> Any:
         from pq.txn import set_invocation
 
@@ -44,15 +50,19 @@ class PqGroup(click.Group):
         protected = getattr(ctx, "_protected_args", None)  # click >= 8.2; before: public
         typed = [*(ctx.protected_args if protected is None else protected), *ctx.args]
         set_invocation("pq " + shlex.join(typed) if typed else None)
+        as_json = bool(ctx.meta.get("pq.json"))
         try:
             return super().invoke(ctx)
-        except PqError as exc:
-            click.echo(f"pq: error: {exc.render()}", err=True)
-            sys.exit(exc.exit_code)
+        except PqError as exc:  # after a JSON report (rebase's conflict): a stderr line
+            fail(exc.render(), exc.exit_code,
+                 as_json and not ctx.meta.get("pq.json_emitted"), exc)
         except KeyboardInterrupt:
-            click.echo("pq: interrupted", err=True)
-            sys.exit(130)
-        except (click.exceptions.Exit, click.ClickException, click.Abort, SystemExit):
+            fail("interrupted", 130, as_json)
+        except click.ClickException as exc:
+            if not as_json:
+                raise
+            fail(exc.format_message(), exc.exit_code, as_json)
+        except (click.exceptions.Exit, click.Abort, SystemExit):
             raise
         except BrokenPipeError:
             sys.exit(1)
@@ -60,11 +70,34 @@ class PqGroup(click.Group):
             if os.environ.get("PQ_DEBUG"):
                 raise
             first = str(exc).splitlines()[0] if str(exc) else ""
-            click.echo(f"pq: internal error: {type(exc).__name__}: {first} "
-                       "(set PQ_DEBUG=1 for the traceback, and please report it)", err=True)
-            sys.exit(2)
+            fail(f"internal error: {type(exc).__name__}: {first} (set PQ_DEBUG=1 for the "
+                 "traceback, and please report it)", 2, as_json)
         finally:
             set_invocation(None)
+
+
+def error_data(message: str, exit_code: int, exc: PqError | None = None) -> dict[str, Any]:
+    """The JSON shape of an error (README: "Errors as JSON")."""
+    return {"error": {"message": exc.message if exc is not None else message,
+                      "path": getattr(exc, "path", None), "line": getattr(exc, "line", None),
+                      "column": getattr(exc, "column", None),
+                      "hint": exc.hint if exc is not None else None,
+                      "exit_code": exit_code}}
+
+
+def fail(message: str, exit_code: int, as_json: bool, exc: PqError | None = None) -> None:
+    """Leave with `exit_code`: one `pq: error:` line on stderr, or, under --json, the error
+    as JSON on stdout."""
+    if as_json:
+        import json
+
+        click.echo(json.dumps(error_data(message, exit_code, exc), indent=2,
+                              ensure_ascii=False))
+    elif exit_code == 130:
+        click.echo("pq: interrupted", err=True)
+    else:
+        click.echo(f"pq: error: {message}", err=True)
+    sys.exit(exit_code)
 
 
 @click.group(cls=PqGroup, context_settings={"help_option_names": ["-h", "--help"]})

@@ -16,8 +16,15 @@ def open_repo() -> Git:
     return Git.open(".")
 
 
+JSON_EMITTED = "pq.json_emitted"  # click context meta: a report is out; an error after it
+#                                   (a conflict's exit 1) stays a stderr line
+
+
 def emit_json(data: Any) -> None:
     click.echo(json.dumps(data, indent=2, sort_keys=False, ensure_ascii=False))
+    ctx = click.get_current_context(silent=True)
+    if ctx is not None:
+        ctx.meta[JSON_EMITTED] = True
 
 
 def progress_printer(label: str) -> Callable[[int, int, str], None] | None:
@@ -33,6 +40,16 @@ def progress_printer(label: str) -> Callable[[int, int, str], None] | None:
         sys.stderr.flush()
 
     return show
+
+
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """`1 patch`, `2 patches`: a count and its noun in the right number."""
+    return f"{n} {word if n == 1 else many or word + 's'}"
+
+
+def base_label(base: str | None, ref: str) -> str:
+    """How every command names a series' base: `base 1c9e2f7a0b3d (upstream/main)`."""
+    return f"base {short(base)} ({ref})"
 
 
 def short(sha: str | None) -> str:

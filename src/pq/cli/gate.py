@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from pq.cli.common import emit_json, open_repo, progress_printer
+from pq.errors import ConfigError
 from pq.gate import api, junit
 from pq.queuefiles import write_atomic
 
@@ -49,22 +50,49 @@ def gate(ctx: click.Context, stages: tuple[str, ...], force: bool, python: str |
         else:
             click.echo(status.summary())
         ctx.exit(status.exit_code)
+    if junit_path is not None:
+        check_writable(junit_path, "--junit")
     if python and "/" in python:
         python = os.path.abspath(os.path.expanduser(python))  # relative to where pq runs
     with open_repo() as git:
         report = api.run_gate(git, stages=list(stages) or None, force=force,
                               progress=progress_printer("gate"), python=python)
-    if report.error is not None:
-        if not as_json:
-            raise report.error
-        click.echo(f"pq: error: {report.error.render()}", err=True)
+    if report.error is not None and not as_json:
+        raise report.error
     if junit_path is not None and report.error is None:
-        write_atomic(junit_path.absolute(), junit.render(
-            report.stages, tip=report.tip or "", tree=report.tree or "", status=report.status,
-            time=report.time or "", fingerprint=report.fingerprint or {},
-            cached=report.cached))
+        try:
+            write_atomic(junit_path.absolute(), junit.render(
+                report.stages, tip=report.tip or "", tree=report.tree or "",
+                status=report.status, time=report.time or "",
+                fingerprint=report.fingerprint or {}, cached=report.cached))
+        except OSError as exc:
+            raise ConfigError(f"--junit {junit_path}: cannot write it: {exc.strerror}",
+                              hint="the gate's result is recorded; `pq gate --status` shows "
+                                   "it") from None
     if as_json:
-        emit_json(report.to_json())
+        data = report.to_json()
+        if report.error is not None:  # the error shape every --json command uses
+            from pq.cli import error_data
+
+            data["error"] = error_data("", report.exit_code, report.error)["error"]
+        emit_json(data)
     else:
         click.echo(report.summary())
     ctx.exit(report.exit_code)
+
+
+def check_writable(path: Path, option: str) -> None:
+    """Refuse, before any stage runs, a report path pq could not write at the end (its
+    missing folders are created then; the nearest existing one must be writable)."""
+    where = path.absolute()
+    if where.is_dir():
+        raise ConfigError(f"{option} {path}: is a folder", hint="name a file to write")
+    folder = where.parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    if not folder.is_dir():
+        raise ConfigError(f"{option} {path}: {folder} is not a folder",
+                          hint="name a file in a folder")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise ConfigError(f"{option} {path}: cannot write in {folder}",
+                          hint="name a file in a folder you can write to")

@@ -93,6 +93,7 @@ def check(rev: str, as_json: bool, no_cache: bool) -> None:
                    "some checks are skipped", err=True)
     for name in unknown:
         click.echo(f"pq: WARNING: {hook_mod.SKIP_ENV} names no check called {name}", err=True)
+    consistency, policy = hook_mod.split_failures(report.failures)
     if as_json:
         summaries = {c.name: c.summary for c in checks.all_checks()}
         emit_json({
@@ -104,6 +105,8 @@ def check(rev: str, as_json: bool, no_cache: bool) -> None:
             "checks": [{"name": n, "status": s, "summary": summaries.get(n, "")}
                        for n, s in report.statuses.items()],
             "failures": [f.to_json() for f in report.failures],
+            "consistent": not consistency,
+            "policy_findings": len(policy),
             "notices": report.notices,
         })
     else:
@@ -112,9 +115,18 @@ def check(rev: str, as_json: bool, no_cache: bool) -> None:
         click.echo(f"{rev} {short(report.commit)}:")
         for name, status in report.statuses.items():
             click.echo(f"  {status:<11} {name}")
-        for f in report.failures:
-            click.echo(f"[{f.check}] {f.message}")
-            click.echo(f"  fix: {f.fix_command}")
+        for title, group in (("the branch does not match its series", consistency),
+                             ("policy findings of the workaround audit", policy)):
+            if group:
+                click.echo(f"{title}:")
+            for f in group:
+                click.echo(f"  [{f.check}] {f.message}")
+                click.echo(f"    fix: {f.fix_command}")
+        if policy:
+            click.echo(hook_mod.ACK_HINT)
+        if not consistency and policy:
+            click.echo("the branch matches its series; the push is refused for the policy "
+                       "findings above")
         if report.ok:
             click.echo("series consistent" + (" (cached)" if report.state == "cached" else ""))
     if not report.ok:

@@ -6,7 +6,7 @@ import click
 
 from pq import queueops, rebase_status
 from pq import rebase_state as rs
-from pq.cli.common import emit_json, open_repo, progress_printer, short
+from pq.cli.common import base_label, emit_json, open_repo, plural, progress_printer, short
 
 
 def register(main: click.Group) -> None:
@@ -14,7 +14,8 @@ def register(main: click.Group) -> None:
         main.add_command(command)
 
 
-def _render_export(result: queueops.ExportResult, as_json: bool, verb: str) -> None:
+def _render_export(result: queueops.ExportResult, as_json: bool, verb: str,
+                   had_series: bool = True) -> None:
     s = result.queue.series
     if as_json:
         emit_json({
@@ -29,7 +30,8 @@ def _render_export(result: queueops.ExportResult, as_json: bool, verb: str) -> N
             "commit": result.commit,
         })
         return
-    click.echo(f"{verb}: {len(s.patches)} patches on {s.upstream_ref} at {short(s.base)}")
+    click.echo(f"{verb}: {plural(len(s.patches), 'patch', 'patches')} on "
+               f"{base_label(s.base, s.upstream_ref)}")
     for name in result.added:
         click.echo(f"  new      {name}")
     for name in result.removed:
@@ -40,9 +42,11 @@ def _render_export(result: queueops.ExportResult, as_json: bool, verb: str) -> N
     if not result.changed:
         click.echo("  series.yaml and patches/ already up to date")
     else:
-        click.echo(f"  {len(result.changed)} file(s) written")
-    if result.changed:
+        click.echo(f"  {plural(len(result.changed), 'file')} written")
+    if result.changed and had_series:
         click.echo("  `pq undo` restores the previous series.yaml and patches/")
+    elif result.changed:
+        click.echo("  `pq undo` removes the new series.yaml and patches/ again")
     if result.commit:
         click.echo(f"  committed as {short(result.commit)}")
     elif result.changed:
@@ -58,10 +62,13 @@ def _render_export(result: queueops.ExportResult, as_json: bool, verb: str) -> N
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 def init(upstream: str, force: bool, do_commit: bool, as_json: bool) -> None:
     """Start a series: base = merge-base(HEAD, REF); one patch per commit since."""
+    from pq.series import SERIES_FILE
+
     with open_repo() as git:
         rebase_status.refuse_while_rebasing(git, "pq init")
+        had_series = (git.root / SERIES_FILE).exists()
         result = queueops.init(git, upstream, force=force, commit=do_commit)
-    _render_export(result, as_json, "initialised")
+    _render_export(result, as_json, "initialised", had_series)
 
 
 @click.command()
@@ -91,7 +98,8 @@ def apply(onto: str | None, branch: str | None, as_json: bool) -> None:
         emit_json({"onto": result.onto, "branch": result.branch, "tip": result.tip,
                    "commits": [{"patch": n, "commit": c} for n, c in result.commits]})
         return
-    click.echo(f"applied {len(result.commits)} patches onto {short(result.onto)}; "
+    click.echo(f"applied {plural(len(result.commits), 'patch', 'patches')} onto "
+               f"{short(result.onto)}; "
                f"{result.branch} is now {short(result.tip)}")
     click.echo(f"  the previous tip is kept as refs/pq/orig-head/{result.branch}; `pq undo` "
                "goes back")
@@ -118,9 +126,9 @@ def series(as_json: bool) -> None:
         return
     if st:
         click.echo(st.line())
-    click.echo(f"upstream {s.upstream_ref} at {short(s.base)}: {len(infos)} patches")
+    click.echo(f"{base_label(s.base, s.upstream_ref)}: {plural(len(infos), 'patch', 'patches')}")
     width = max((len(p.name) for p in infos), default=10)
     for p in infos:
         wa = f"  [workaround: {p.workaround}]" if p.workaround else ""
-        click.echo(f"{p.index:4d}  {p.name:<{width}}  {p.layer:<11}  {p.files} file(s) "
+        click.echo(f"{p.index:4d}  {p.name:<{width}}  {p.layer:<11}  {plural(p.files, 'file')} "
                    f"+{p.added} -{p.removed}{wa}")
