@@ -166,7 +166,7 @@ def test_issue_body(tmp_path: Path) -> None:
     assert f"+    # {M_TESTING}" in out
     for bad, why in ((patch_names(fork)[P_BUILD], "is a build-entry"),
                      (patch_names(fork)[0], "declares no workaround"),
-                     ("9999-nope.patch", "no patch '9999-nope.patch'")):
+                     ("9999-nope.patch", "no patch named '9999-nope.patch'")):
         code, err = audit(fork, "--issue-body", bad)
         assert code == 2 and why in err
 

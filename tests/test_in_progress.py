@@ -52,13 +52,13 @@ def test_status_series_and_log_say_a_rebase_is_stopped(tmp_path: Path) -> None:
     # pq series: the status first, then the series as it was when the rebase started.
     series = pq(fork, "series").output.splitlines()
     assert series[0] == pq(fork, "status").output.splitlines()[0]
-    assert series[1].startswith("upstream upstream/main") and BUILD in series[2]
+    assert series[1].startswith("base ") and "(upstream/main): 2 patches" in series[1] and BUILD in series[2]
     log = pq(fork, "log").output.splitlines()
     assert log[0] == series[0]
     pq(fork, "rebase", "--continue")
     assert pq(fork, "status").output.splitlines() == [
         "no rebase in progress", pq(fork, "series").output.splitlines()[0]]
-    assert pq(fork, "series").output.startswith("upstream upstream/main")
+    assert pq(fork, "series").output.startswith("base ")
 
 
 def test_rewriting_commands_refuse_while_a_rebase_is_stopped(tmp_path: Path) -> None:

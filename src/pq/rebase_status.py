@@ -63,8 +63,8 @@ class RebaseStatus:
         text = (f"rebase in progress ({what[self.phase]}): {self.branch} onto {self.onto_ref} "
                 f"({self.onto[:12]}), {where}")
         if self.phase == "conflict":
-            text += (f"; {len(self.conflicted)} conflicted, {len(self.resolved)} resolved "
-                     "file(s)")
+            files = "file" if len(self.conflicted) + len(self.resolved) == 1 else "files"
+            text += f"; {len(self.conflicted)} conflicted, {len(self.resolved)} resolved {files}"
         first = "resolve the conflicted files, then " if self.conflicted else ""
         return text + "; next: " + first + " or ".join(f"`{n}`" for n in self.next)
 

@@ -9,7 +9,7 @@ import click
 
 from pq import rebase_status
 from pq import undo as undo_mod
-from pq.cli.common import emit_json, open_repo, short
+from pq.cli.common import emit_json, open_repo, plural, short
 from pq.txn import lock_holder, pid_alive, read_records
 
 
@@ -139,7 +139,7 @@ def _render(result: undo_mod.UndoResult, as_json: bool) -> None:
     for ref, old, new in result.refs:
         click.echo(f"  {ref}  {short(old)} -> {short(new)}")
     if result.files:
-        click.echo(f"  {len(result.files)} queue file(s) restored")
+        click.echo(f"  {plural(len(result.files), 'queue file')} restored")
     if result.rebase:
         click.echo("  a pq rebase is in progress again, stopped where it was: "
                    "`pq rebase --continue` or `pq rebase --abort`")

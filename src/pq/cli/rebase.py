@@ -10,7 +10,7 @@ import click
 
 from pq import rebase as rebase_mod
 from pq import rebase_status, rerere
-from pq.cli.common import emit_json, open_repo, progress_printer, short
+from pq.cli.common import base_label, emit_json, open_repo, plural, progress_printer, short
 from pq.errors import ConfigError, OperationFailed, PqError
 from pq.gitio import Git
 from pq.rangediff import PatchReport, RebaseReport, trim
@@ -155,7 +155,8 @@ def render(report: RebaseReport) -> None:
     if report.status == "done":
         kept = sum(1 for p in report.patches if p.commit)
         click.echo(f"rebased {report.branch} onto {short(report.onto)}: {kept} of "
-                   f"{len(report.patches)} patches kept, {len(changed)} patch file(s) changed; "
+                   f"{len(report.patches)} patches kept, {plural(len(changed), 'patch file')} "
+                   "changed; "
                    f"the previous tip is kept as refs/pq/orig-head/{report.branch}")
 
 
@@ -226,8 +227,8 @@ def status(as_json: bool) -> None:
         if st is None:
             try:
                 series = queuefiles.read_worktree(git).series
-                summary = (f"upstream {series.upstream_ref} at {short(series.base)}: "
-                           f"{len(series.patches)} patches")
+                summary = (f"{base_label(series.base, series.upstream_ref)}: "
+                           f"{plural(len(series.patches), 'patch', 'patches')}")
             except PqError as exc:
                 summary = f"{SERIES_FILE}: {exc.render()}"
     if as_json:
