@@ -8,6 +8,7 @@ hundred patches costs a hundred merges, not a thousand processes.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
@@ -182,6 +183,9 @@ class Git:
         self._format: str | None = None
         self._sealed: dict[str, tuple[Path, dict[str, str]]] = {}
         self._attributes: dict[str, bytes] = {}
+        tmp = common_dir / "pq" / "tmp"
+        if tmp.is_dir():  # temp indexes of a pq that was killed
+            _remove_stale_temp(tmp)
 
     # -- opening and closing -------------------------------------------------
 
@@ -496,7 +500,6 @@ class Git:
         def __enter__(self) -> dict[str, str]:
             parent = self.git.pq_dir() / "tmp"
             parent.mkdir(parents=True, exist_ok=True)
-            _remove_stale_temp(parent)
             self.dir = tempfile.TemporaryDirectory(prefix=f"index-{os.getpid()}-",
                                                    dir=parent)
             env = {"GIT_INDEX_FILE": os.path.join(self.dir.name, "index")}
@@ -510,6 +513,8 @@ class Git:
         def __exit__(self, *exc: object) -> None:
             if self.dir is not None:
                 self.dir.cleanup()
+                with contextlib.suppress(OSError):
+                    Path(self.dir.name).parent.rmdir()  # only when empty
 
     def temp_index(self, tree: str) -> Git._TempIndex:
         return Git._TempIndex(self, tree)
@@ -648,6 +653,8 @@ def _remove_stale_temp(parent: Path) -> None:
         if pid == os.getpid() or _pid_alive(pid):
             continue
         shutil.rmtree(entry, ignore_errors=True)
+    with contextlib.suppress(OSError):
+        parent.rmdir()  # only when empty
 
 
 def _pid_alive(pid: int) -> bool:
