@@ -1,10 +1,11 @@
-# Two entry points: `make demo` (its own environment, then the demo) and `make test`.
+# Entry points: `make demo` (its own environment, then the demo), `make test`, and
+# `make docs` (rewrites the output of every example session in README.md and docs/*.md).
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.pq-installed
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test lint bench docs clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -16,6 +17,9 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest -q
+
+docs: $(STAMP)
+	$(PY) -m tests.transcripts --update
 
 lint: $(STAMP)
 	$(PY) -m ruff check src tests bench

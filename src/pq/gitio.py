@@ -8,9 +8,11 @@ hundred patches costs a hundred merges, not a thousand processes.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
+import shutil
 import subprocess
 import tempfile
 from collections.abc import Sequence
@@ -181,6 +183,9 @@ class Git:
         self._format: str | None = None
         self._sealed: dict[str, tuple[Path, dict[str, str]]] = {}
         self._attributes: dict[str, bytes] = {}
+        tmp = common_dir / "pq" / "tmp"
+        if tmp.is_dir():  # temp indexes of a pq that was killed
+            _remove_stale_temp(tmp)
 
     # -- opening and closing -------------------------------------------------
 
@@ -483,18 +488,33 @@ class Git:
             return TreeId(self.text("write-tree", env=env).strip()), ""
 
     class _TempIndex:
+        """A private index in `.git/pq/tmp/index-<pid>-*`, removed on exit (also when
+        `read-tree` fails); folders left by a pq that was killed are removed by the next
+        one. Inside `.git`, none can outlive the repository."""
+
         def __init__(self, git: Git, tree: str) -> None:
             self.git = git
             self.tree = tree
-            self.dir = tempfile.TemporaryDirectory(prefix="pq-index-")
+            self.dir: tempfile.TemporaryDirectory[str] | None = None
 
         def __enter__(self) -> dict[str, str]:
+            parent = self.git.pq_dir() / "tmp"
+            parent.mkdir(parents=True, exist_ok=True)
+            self.dir = tempfile.TemporaryDirectory(prefix=f"index-{os.getpid()}-",
+                                                   dir=parent)
             env = {"GIT_INDEX_FILE": os.path.join(self.dir.name, "index")}
-            self.git.run("read-tree", self.tree, env=env)
+            try:
+                self.git.run("read-tree", self.tree, env=env)
+            except BaseException:
+                self.dir.cleanup()
+                raise
             return env
 
         def __exit__(self, *exc: object) -> None:
-            self.dir.cleanup()
+            if self.dir is not None:
+                self.dir.cleanup()
+                with contextlib.suppress(OSError):
+                    Path(self.dir.name).parent.rmdir()  # only when empty
 
     def temp_index(self, tree: str) -> Git._TempIndex:
         return Git._TempIndex(self, tree)
@@ -621,3 +641,27 @@ def run_in(cwd: Path, *args: str, env: dict[str, str] | None = None,
         raise GitError(f"`git {' '.join(args)}` failed with exit {proc.returncode}: "
                        f"{stderr_reason(proc.stderr)}")
     return proc.stdout
+
+
+def _remove_stale_temp(parent: Path) -> None:
+    """Remove `index-<pid>-*` folders under `parent` whose process no longer runs."""
+    for entry in parent.iterdir():
+        parts = entry.name.split("-")
+        if len(parts) < 3 or parts[0] != "index" or not parts[1].isdigit():
+            continue
+        pid = int(parts[1])
+        if pid == os.getpid() or _pid_alive(pid):
+            continue
+        shutil.rmtree(entry, ignore_errors=True)
+    with contextlib.suppress(OSError):
+        parent.rmdir()  # only when empty
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
