@@ -134,7 +134,7 @@ def test_existing_entry_keeps_user_layer_and_fields(tmp_path: Path) -> None:
     pq(fork, "export")
     out = (fork / "series.yaml").read_text()
     assert "layer: python-glue\n    owner: team-a" in out
-    assert "custom_top:\n  keep:\n    - 1\n    - 2\n" in out
+    assert "custom_top:\n  keep: [1, 2]\n" in out
     assert "layer: cpp-compat" in out
 
 

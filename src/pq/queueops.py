@@ -104,7 +104,7 @@ def init(git: Git, upstream: str, *, force: bool = False, commit: bool = False) 
             prev = prev_queue.series
             old = Series(upstream_ref=upstream, base=base, patches=prev.patches, gate=prev.gate,
                          queue_extra=prev.queue_extra, raw=prev.raw,
-                         upstream_raw=prev.upstream_raw)
+                         upstream_raw=prev.upstream_raw, doc=prev.doc)
         except ConfigError:
             pass
     stack = stack_mod.read_stack(git, base, head, old.queue_paths)  # refuses merges first

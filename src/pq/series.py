@@ -2,7 +2,8 @@
 
 A series is the upstream it applies to (ref and base commit) and the ordered list of
 patch entries with their layer, summary and the blocks later features own (`workaround`,
-`gate`). Fields pq does not know are kept on rewrite. This module never runs git.
+`gate`). Fields pq does not know are kept on rewrite, and so are the file's comments
+and layout (yamledit edits the loaded text). This module never runs git.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from pq import yamldoc
+from pq import yamldoc, yamledit
 from pq.errors import ConfigError
 
 SERIES_FILE = "series.yaml"
@@ -98,8 +99,23 @@ class Series:
         return _merge_ordered(self.raw, known, _TOP_KEYS)
 
     def dumps(self) -> bytes:
+        return self.render()[0]
+
+    def render(self) -> tuple[bytes, bool]:
+        """The file's bytes, and whether the loaded file's comments and layout were kept.
+
+        A series loaded from a file is written by editing that file's text, so comments,
+        quoting, flow lists and blank lines stay and only what changed is rewritten. Where
+        that edit cannot be made exactly (the result would not load to this series), the
+        plain dump is written instead: every value is kept, only comments and layout are
+        lost (False)."""
+        data = self.to_data()
+        if self.doc is not None and self.doc.text:
+            edited = yamledit.rewrite(self.doc.text, self.doc.data, data)
+            if edited is not None:
+                return edited.encode("utf-8"), True
         header = "# pq series: the fork's migration edits, in order. See `pq --help`.\n"
-        return (header + yamldoc.dump(self.to_data())).encode("utf-8")
+        return (header + yamldoc.dump(data)).encode("utf-8"), self.doc is None
 
 
 def _merge_ordered(raw: dict[str, Any], known: dict[str, Any],

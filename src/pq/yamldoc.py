@@ -28,6 +28,7 @@ class Located:
     data: Any
     marks: dict[Path, tuple[int, int]] = field(default_factory=dict)
     filename: str = ""
+    text: str = ""  # the decoded source, for rewrites that keep its comments (yamledit)
 
     def where(self, path: Path) -> tuple[int | None, int | None]:
         while path and path not in self.marks:
@@ -64,7 +65,7 @@ def load(text: bytes, filename: str) -> Located:
         raise ConfigError(f"invalid YAML: {str(exc).splitlines()[0]}", path=filename) from None
     except RecursionError:
         raise ConfigError("YAML nested too deeply", path=filename) from None
-    doc = Located(None, {}, filename)
+    doc = Located(None, {}, filename, decoded)
     if node is None:
         return doc
     counter = [0]
@@ -94,6 +95,7 @@ def _compose(text: str) -> yaml.Node | None:
 
 # libyaml when present: the pure-Python parser needs seconds for a few MiB of hostile input.
 _LOADER: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+LOADER = _LOADER
 _constructor = yaml.SafeLoader.__new__(yaml.SafeLoader)
 yaml.constructor.SafeConstructor.__init__(_constructor)
 
