@@ -26,7 +26,8 @@ from pq.gitio import Git, Person
 LOCK_WAIT_S = float(os.environ.get("PQ_LOCK_WAIT", "3"))
 QUEUE_PATHS = ("series.yaml", "patches")
 LOG_REF = "refs/pq/oplog"  # pins every object a record names, so `git gc` keeps them
-STATE_SKIP = ("oplog", "lock", "sealed")  # .git/pq entries no snapshot carries
+STATE_SKIP = ("oplog", "lock", "sealed", "gate")  # .git/pq entries no snapshot carries:
+# the log, the lock, sealed copies and the gate's stage logs (output, not state)
 STATE_MAX_BYTES = 1024 * 1024
 REBASE_STATE = "rebase/state.json"  # pq.rebase_state keeps a rebase in progress there
 

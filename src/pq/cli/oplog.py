@@ -79,8 +79,8 @@ def log(limit: int | None, as_json: bool) -> None:
     can_undo = st is None and bool(h.view)
     if as_json:
         emit_json({"operations": rows, "undo": h.view[-1] if can_undo else None,
-                   "redo": h.records[h.redo[-1]].get("target") if h.redo and st is None
-                   else None,
+                   "redo": h.records[h.redo[-1]].get("target")
+                   if undo_mod.redo_allowed(h, st is not None) else None,
                    "rebase": st.to_json() if st else None})
         return
     if st is not None:
@@ -109,6 +109,9 @@ def log(limit: int | None, as_json: bool) -> None:
     if st is not None:
         click.echo("a pq rebase is in progress: `pq rebase --abort` goes back to before it "
                    "(`pq rebase --continue` finishes it); `pq undo` works again after that")
+        if undo_mod.redo_allowed(h, True):
+            click.echo(f"`pq redo` reverts operation {h.redo[-1]} (it brought this rebase "
+                       "back)")
     elif can_undo and rows:
         click.echo(f"`pq undo` restores the state before operation {h.view[-1]}")
 

@@ -1,0 +1,159 @@
+"""Issue 18's mismatches between the manual and pq, on real repositories: undo and redo
+across a rebase brought back, gate logs outside snapshots, the lock taken before pq
+computes (a commit made meanwhile survives), an undo that would reach past a command killed
+before it logged anything, error messages with their place and fix, `pq check` with
+PQ_SKIP, a foreign hook replaced with `--force`, and the options the docs must name."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from pathlib import Path
+
+from gitrepo import commit_all, git, pq, write
+from test_faults import base_fork, conflict_fork, repo_state, run_pq
+
+RESOLVED = ("import paddle\npaddle.enable_compat()\n"
+            "from torch.utils import cpp_extension as ext\n\nsetup(name='x')\n")
+
+
+def error_line(result: object, code: int) -> str:
+    out = result.output  # type: ignore[attr-defined]
+    assert result.exit_code == code, out  # type: ignore[attr-defined]
+    lines = [ln for ln in out.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("pq: error: "), out
+    return lines[0]
+
+
+def continued(tmp: Path) -> Path:
+    """conflict_fork rebased, stopped, resolved and continued to the end."""
+    fork = conflict_fork(tmp)
+    assert pq(fork, "rebase", "upstream/main", ok=False).exit_code == 1
+    write(fork, "setup.py", RESOLVED)
+    git(fork, "add", "setup.py")
+    pq(fork, "rebase", "--continue")
+    return fork
+
+
+# -- item 2: the redo that undo offers works -------------------------------------------------
+
+
+def test_redo_after_undoing_a_finished_continue(tmp_path: Path) -> None:
+    fork = continued(tmp_path)
+    finished = repo_state(fork)
+    out = pq(fork, "undo").output
+    assert "a pq rebase is in progress again" in out and "`pq redo`" in out
+    stopped = repo_state(fork)
+    data = json.loads(pq(fork, "log", "--json").output)
+    assert data["undo"] is None and data["redo"] is not None
+    assert "`pq redo` reverts operation" in pq(fork, "log").output
+    pq(fork, "redo")
+    assert repo_state(fork) == finished
+    # And `pq undo --op N` of that undo, as offered, works the same way.
+    rid = int(pq(fork, "undo", "--json").output and json.loads(
+        pq(fork, "log", "--json").output)["operations"][0]["id"])
+    assert repo_state(fork) == stopped
+    pq(fork, "undo", "--op", str(rid))
+    assert repo_state(fork) == finished
+
+
+# -- item 3: the gate's logs are not state ---------------------------------------------------
+
+
+def test_gate_logs_written_after_an_operation_do_not_block_undo(tmp_path: Path) -> None:
+    fork = continued(tmp_path)
+    logs = fork / ".git" / "pq" / "gate" / "logs" / ("a" * 40)
+    write(logs, "build.log", "$ make\nok\n")
+    out = pq(fork, "undo").output
+    assert out.startswith("undid operation")
+    assert (logs / "build.log").read_text() == "$ make\nok\n"  # undo leaves them alone
+    pq(fork, "redo")
+    assert (logs / "build.log").is_file()
+
+
+# -- item 4: the lock first, and a compare-and-swap on the branch -----------------------------
+
+
+def checkpoints(fork: Path, args: list[str]) -> list[str]:
+    import shutil
+
+    trial = fork.parent / "trial"
+    shutil.copytree(fork, trial, symlinks=True)
+    log = fork.parent / "cp.log"
+    assert run_pq(trial, args, PQ_FAULT_LOG=str(log)).returncode == 0
+    labels = [ln.split(" ", 1)[1] for ln in log.read_text().splitlines()]
+    shutil.rmtree(trial)
+    log.unlink()
+    return labels
+
+
+def commit_meanwhile(fork: Path, args: list[str], at: int) -> tuple[int, str, str]:
+    """Run pq with a `git commit` made at checkpoint `at`; (exit, output, the commit)."""
+    script = (f"cd {shlex.quote(str(fork))} && echo meanwhile >> notes2.txt && "
+              "git add notes2.txt && git commit -q --no-verify -m meanwhile && "
+              "git rev-parse HEAD > .git/meanwhile")
+    proc = run_pq(fork, args, PQ_FAULT_AT=str(at), PQ_FAULT_RUN=script)
+    made = (fork / ".git" / "meanwhile").read_text().strip()
+    return proc.returncode, (proc.stdout + proc.stderr).decode(), made
+
+
+def test_a_commit_made_while_apply_computes_is_kept(tmp_path: Path) -> None:
+    fork = base_fork(tmp_path)
+    labels = checkpoints(fork, ["apply", "--onto", "upstream/main"])
+    at = labels.index("write commit") + 1  # materialising the first patch
+    code, out, made = commit_meanwhile(fork, ["apply", "--onto", "upstream/main"], at)
+    assert code == 2, out
+    assert "paddle moved while pq apply was computing" in out and "changed nothing" in out
+    assert git(fork, "rev-parse", "paddle") == made
+    assert not json.loads(pq(fork, "log", "--json").output)["operations"][0][
+        "command"].startswith("pq apply")
+
+
+def test_a_commit_made_while_export_computes_is_kept(tmp_path: Path) -> None:
+    fork = base_fork(tmp_path)
+    write(fork, "pkg/util.py", "def helper():\n    return 3\n")
+    commit_all(fork, "python-glue: helper returns 3")
+    labels = checkpoints(fork, ["export", "--commit"])
+    at = labels.index("git diff-tree") + 1  # reading the stack, after HEAD was read
+    code, out, made = commit_meanwhile(fork, ["export", "--commit"], at)
+    assert code == 2, out
+    assert "moved while pq export was computing" in out
+    assert git(fork, "rev-parse", "paddle") == made
+
+
+def test_undo_waits_for_an_apply_that_computes(tmp_path: Path) -> None:
+    fork = base_fork(tmp_path)
+    labels = checkpoints(fork, ["apply", "--onto", "upstream/main"])
+    at = labels.index("write commit") + 1
+    out = tmp_path / "undo.out"
+    script = f"cd {shlex.quote(str(fork))} && PQ_LOCK_WAIT=0 {shlex.quote(sys.executable)} " \
+             f"-m pq undo > {shlex.quote(str(out))} 2>&1; echo $? >> {shlex.quote(str(out))}"
+    proc = run_pq(fork, ["apply", "--onto", "upstream/main"], PQ_FAULT_AT=str(at),
+                  PQ_FAULT_RUN=script)
+    assert proc.returncode == 0, proc.stderr
+    text = out.read_text()
+    assert "another pq command is running" in text and "pq apply" in text
+    assert text.strip().endswith("2")
+
+
+# -- item 5: undo never reaches past a command killed before it logged ----------------------
+
+
+def test_undo_after_a_kill_before_logging_says_so(tmp_path: Path) -> None:
+    fork = base_fork(tmp_path)
+    write(fork, "pkg/util.py", "def helper():\n    return 3\n")
+    commit_all(fork, "python-glue: helper returns 3")
+    pq(fork, "export", "--commit")
+    before = repo_state(fork)
+    proc = run_pq(fork, ["apply", "--onto", "upstream/main"], PQ_FAULT_AT="3")
+    assert proc.returncode == -9
+    assert repo_state(fork) == before
+    assert json.loads(pq(fork, "log", "--json").output)["operations"][0]["command"] == \
+        "pq export --commit"
+    line = error_line(pq(fork, "undo", ok=False), 2)
+    assert "`pq apply --onto upstream/main`" in line and "killed before it logged" in line
+    assert "operation 2 (`pq export --commit`)" in line
+    assert repo_state(fork) == before
+    # Asked again, undo does what it says.
+    assert pq(fork, "undo").output.startswith("undid operation 2 (`pq export --commit`)")
