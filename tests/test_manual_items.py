@@ -157,3 +157,41 @@ def test_undo_after_a_kill_before_logging_says_so(tmp_path: Path) -> None:
     assert repo_state(fork) == before
     # Asked again, undo does what it says.
     assert pq(fork, "undo").output.startswith("undid operation 2 (`pq export --commit`)")
+
+
+# -- item 11: `pq check` with PQ_SKIP ---------------------------------------------------------
+
+
+def test_check_with_skip_says_what_was_skipped_like_the_hook(tmp_path: Path) -> None:
+    fork = base_fork(tmp_path)
+    proc = run_pq(fork, ["check", "--json"], PQ_SKIP="export")
+    assert proc.returncode == 0, proc.stderr
+    statuses = {c["name"]: c["status"] for c in json.loads(proc.stdout)["checks"]}
+    assert statuses["export"] == "skipped" and statuses["apply"] == "skipped"
+    assert "not-run" not in statuses.values()
+    proc = run_pq(fork, ["check", "--no-cache"], PQ_SKIP="export")
+    err, out = proc.stderr.decode(), proc.stdout.decode()
+    assert "pq: WARNING: PQ_SKIP=export: skipping the check export; HEAD is NOT fully " \
+           "verified" in err
+    passed = sum(1 for s in statuses.values() if s == "passed")
+    assert out.splitlines()[-1] == f"series consistent ({passed} checks passed, 2 skipped)"
+
+
+# -- also: `hook install --force` keeps and logs the hook it replaces -------------------------
+
+
+def test_hook_install_force_keeps_and_logs_the_foreign_hook(tmp_path: Path) -> None:
+    fork = base_fork(tmp_path)
+    hooks = fork / ".git" / "hooks"
+    write(hooks, "pre-push", "#!/bin/sh\necho mine\n", 0o755)
+    out = pq(fork, "hook", "install", "--force").output
+    assert "kept as pre-push.replaced-by-pq" in out
+    assert (hooks / "pre-push.replaced-by-pq").read_text() == "#!/bin/sh\necho mine\n"
+    data = json.loads(pq(fork, "log", "--json").output)
+    first = data["operations"][0]
+    assert first["kind"] == "note" and first["command"] == "pq hook install --force"
+    assert "pre-push.replaced-by-pq" in first["note"]
+    assert data["undo"] == 1  # undo steps over the note (operation 1 is the init)
+    assert "pre-push.replaced-by-pq" in pq(fork, "log").output
+    pq(fork, "hook", "uninstall")
+    assert (hooks / "pre-push").read_text() == "#!/bin/sh\necho mine\n"

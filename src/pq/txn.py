@@ -390,6 +390,18 @@ def settle_stopped(git: Git, status: str) -> None:
                          (json.dumps(record, indent=1, sort_keys=True) + "\n").encode())
 
 
+def log_note(git: Git, command: str, note: str) -> int:
+    """Log a change pq made outside what snapshots hold (a hook file it replaced) as a
+    record of kind `note`: `pq log` lists it; undo and redo step over it."""
+    with Transaction(git, command, mutating=False) as t:
+        if t.nested:
+            raise AssertionError("log_note inside a transaction")
+        t.begin(kind="note")
+        t.record.update(status="done", after=t.record["before"], note=note)
+        t._write()
+        return int(t.record["id"])
+
+
 def current_record_id(git: Git) -> int | None:
     """The log record id of the operation running in this process, if one is."""
     t = _active.get(str(git.common_dir))

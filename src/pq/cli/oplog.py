@@ -72,7 +72,8 @@ def log(limit: int | None, as_json: bool) -> None:
         rows.append({"id": int(record["id"]), "time": record.get("time"),
                      "command": record.get("command"), "kind": record.get("kind", "command"),
                      "target": record.get("target"), "status": _status(record, h, holder),
-                     **_changes(record)})
+                     **_changes(record),
+                     **({"note": record.get("note")} if record.get("kind") == "note" else {})})
     if limit is not None:
         rows = rows[:max(limit, 0)]
     # While a rebase is stopped undo and redo refuse: the way out is the rebase's own.
@@ -97,6 +98,8 @@ def log(limit: int | None, as_json: bool) -> None:
                 if row["target"] in h.records else ""
         elif row["kind"] == "restore":
             what += f"  (back to before {row['target']})"
+        elif row["kind"] == "note":
+            what += f"  ({row['note']})"
         click.echo(f"{row['id']:>5}  {row['time']}  {row['status']:<11}  {what}")
         if row["head"]:
             click.echo(f"         HEAD  {row['head']['old']} -> {row['head']['new']}")
