@@ -195,3 +195,26 @@ def test_hook_install_force_keeps_and_logs_the_foreign_hook(tmp_path: Path) -> N
     assert "pre-push.replaced-by-pq" in pq(fork, "log").output
     pq(fork, "hook", "uninstall")
     assert (hooks / "pre-push").read_text() == "#!/bin/sh\necho mine\n"
+
+
+# -- item 9: errors name file:line:column and the fix ----------------------------------------
+
+
+def test_errors_name_the_place_and_the_fix(tmp_path: Path) -> None:
+    fork = base_fork(tmp_path)
+    series = (fork / "series.yaml").read_bytes()
+    write(fork, "patches/0009-stray.patch", (fork / "patches").joinpath(
+        sorted(p.name for p in (fork / "patches").iterdir())[0]).read_bytes())
+    line = error_line(pq(fork, "series", ok=False), 2)
+    assert line.startswith("pq: error: series.yaml:") and line.split(":")[3].strip().isdigit()
+    assert "patches/0009-stray.patch" in line and "- name: 0009-stray.patch" in line
+    assert "git rm patches/0009-stray.patch" in line
+    (fork / "patches" / "0009-stray.patch").unlink()
+    write(fork, "series.yaml", series.replace(b"version: 1", b"version: \"1\""))
+    line = error_line(pq(fork, "series", ok=False), 2)
+    assert "series.yaml:" in line and "must be an integer, not '1'" in line
+    assert "write `version: 1`" in line
+    write(fork, "series.yaml", series.replace(b"upstream:", b"# caf\xe9\nupstream:"))
+    line = error_line(pq(fork, "series", ok=False), 2)
+    n = series[:series.index(b"upstream:")].count(b"\n") + 1
+    assert f"series.yaml:{n}:6: not valid UTF-8 (byte 0xe9)" in line and "iconv" in line
