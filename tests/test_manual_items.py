@@ -218,3 +218,29 @@ def test_errors_name_the_place_and_the_fix(tmp_path: Path) -> None:
     line = error_line(pq(fork, "series", ok=False), 2)
     n = series[:series.index(b"upstream:")].count(b"\n") + 1
     assert f"series.yaml:{n}:6: not valid UTF-8 (byte 0xe9)" in line and "iconv" in line
+
+
+# -- item 10: docs/gate.md's note agrees with its session and with pq ------------------------
+
+
+def test_gate_docs_note_example_matches_what_pq_writes() -> None:
+    import re
+
+    from pq.gate import result as R
+
+    doc = (Path(__file__).parent.parent / "docs" / "gate.md").read_text()
+    session = re.search(r"### An example session\n\n```\n\$ pq gate\n(.*?)\n\$ echo", doc, re.S)
+    assert session is not None
+    summary_line = next(ln for ln in session.group(1).splitlines()
+                        if ln.startswith("result: "))
+    block = re.search(r"```json\n(\{\n \"format\": 1,.*?)\n```", doc, re.S)
+    assert block is not None
+    note = json.loads(block.group(1).replace("…", ""))
+    stages = [R.StageResult.from_record(s) for s in note["stages"]]
+    shown = [ln.split()[0] for ln in session.group(1).splitlines()[1:]
+             if ln.startswith("  ") and not ln.startswith("  cached")]
+    assert [s.name for s in stages] == shown  # the session's run, stage by stage
+    assert note["status"] == R.overall(stages)
+    assert note["owed"] == R.owed_names(stages)
+    assert note["summary"] == R.describe(note["status"], stages)
+    assert summary_line == f"result: {note['summary']}"
