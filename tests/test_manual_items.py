@@ -244,3 +244,19 @@ def test_gate_docs_note_example_matches_what_pq_writes() -> None:
     assert note["owed"] == R.owed_names(stages)
     assert note["summary"] == R.describe(note["status"], stages)
     assert summary_line == f"result: {note['summary']}"
+
+
+# -- also: every environment variable and `pq log --max-count` are documented -----------------
+
+
+def test_environment_variables_and_log_options_are_documented() -> None:
+    import re
+
+    root = Path(__file__).parent.parent
+    docs = (root / "README.md").read_text() + "".join(
+        p.read_text() for p in sorted((root / "docs").glob("*.md")))
+    used = {m for p in (root / "src" / "pq").rglob("*.py")
+            for m in re.findall(r"\"(PQ_[A-Z_]+)\"", p.read_text())}
+    assert {"PQ_DEBUG", "PQ_MRE", "PQ_SKIP"} <= used
+    assert sorted(v for v in used if v not in docs) == []
+    assert "--max-count" in docs
