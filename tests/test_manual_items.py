@@ -47,7 +47,8 @@ def test_redo_after_undoing_a_finished_continue(tmp_path: Path) -> None:
     stopped = repo_state(fork)
     data = json.loads(pq(fork, "log", "--json").output)
     assert data["undo"] is None and data["redo"] is not None
-    assert "`pq redo` reverts operation" in pq(fork, "log").output
+    text = pq(fork, "log").output  # item 12: no undo offered while the rebase is stopped
+    assert "`pq redo` reverts operation" in text and "`pq undo` restores" not in text
     pq(fork, "redo")
     assert repo_state(fork) == finished
     # And `pq undo --op N` of that undo, as offered, works the same way.
@@ -260,3 +261,35 @@ def test_environment_variables_and_log_options_are_documented() -> None:
     assert {"PQ_DEBUG", "PQ_MRE", "PQ_SKIP"} <= used
     assert sorted(v for v in used if v not in docs) == []
     assert "--max-count" in docs
+
+
+# -- item 1 (fixed before): a reworded commit keeps, or says it drops, its entry's metadata ----
+
+
+def test_reworded_commit_never_drops_metadata_silently(tmp_path: Path) -> None:
+    fork = base_fork(tmp_path)
+    series = (fork / "series.yaml").read_text()
+    write(fork, "series.yaml", series + "    owner: alice\n")
+    commit_all(fork, "pq: owner of the glue patch")
+    # Reword the glue commit as the README suggests: `git rebase -i`, reword.
+    env = "GIT_SEQUENCE_EDITOR=\"sed -i '1s/^pick/reword/'\" GIT_EDITOR=\"sed -i " \
+          "'1s/.*/python-glue: scoped compat, reworded/'\""
+    import subprocess
+
+    subprocess.run(f"{env} git rebase -q -i HEAD~3", shell=True, cwd=fork, check=True,
+                   capture_output=True)
+    assert git(fork, "log", "-1", "--format=%s", "HEAD~2") == \
+        "python-glue: scoped compat, reworded"
+    out = pq(fork, "export").output
+    text = (fork / "series.yaml").read_text()
+    assert "owner: alice" in text or ("dropped" in out and "owner" in out), out
+
+
+# -- also (fixed before): `pq log` records a command with all its options ----------------------
+
+
+def test_log_records_every_option(tmp_path: Path) -> None:
+    fork = base_fork(tmp_path)
+    pq(fork, "apply", "--onto", "upstream/main", "--branch", "rebuilt", "--json")
+    ops = json.loads(pq(fork, "log", "--json").output)["operations"]
+    assert ops[0]["command"] == "pq apply --onto upstream/main --branch rebuilt --json"
