@@ -293,3 +293,43 @@ def test_log_records_every_option(tmp_path: Path) -> None:
     pq(fork, "apply", "--onto", "upstream/main", "--branch", "rebuilt", "--json")
     ops = json.loads(pq(fork, "log", "--json").output)["operations"]
     assert ops[0]["command"] == "pq apply --onto upstream/main --branch rebuilt --json"
+
+
+# -- also: workaround paths follow a file that upstream renamed --------------------------------
+
+WORKAROUND = """    workaround:
+      kind: build-entry
+      covers:
+        - setup.py
+      reason: the fork builds against Paddle's torch compat
+      remove_when:
+        - 'upstream-contains: setup.py: enable_compat'
+      issue: 'not-needed: a build choice'
+      marker: paddle.enable_compat
+"""
+
+
+def test_workaround_paths_follow_an_upstream_rename(tmp_path: Path) -> None:
+    fork = base_fork(tmp_path)
+    text = (fork / "series.yaml").read_text()
+    anchor = "    summary: 'build: enable compat'\n"
+    write(fork, "series.yaml", text.replace(anchor, anchor + WORKAROUND))
+    git(fork, "commit", "-q", "-m", "pq: the build patch is a workaround", "series.yaml")
+    pq(fork, "export", "--commit")
+
+    def wa007() -> list[str]:
+        data = json.loads(pq(fork, "audit", "workarounds", "--json", ok=False).output)
+        return [f["message"] for f in data["findings"] if f["rule_id"] == "WA007"]
+
+    assert wa007() == []
+    upstream = tmp_path / "upstream"
+    git(upstream, "mv", "setup.py", "tools_setup.py")
+    commit_all(upstream, "upstream: move setup.py")
+    git(fork, "fetch", "-q", "upstream")
+    pq(fork, "rebase", "upstream/main")
+    assert (fork / "tools_setup.py").read_text().startswith("import paddle")
+    assert wa007() == []
+    series = (fork / "series.yaml").read_text()
+    assert "- tools_setup.py" in series and "upstream-contains: tools_setup.py:" in series
+    assert "setup.py" not in series.replace("tools_setup.py", "")
+    assert wa007() == []
