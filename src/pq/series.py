@@ -228,8 +228,8 @@ def check_files(series: Series, files: Iterable[str]) -> None:
     for name in sorted(present - listed):
         if name.endswith(".patch"):
             raise series.error(
-                ("patches",), f"{PATCHES_DIR}/{name} is in {PATCHES_DIR}/ but not listed "
-                "under `patches:`",
+                ("patches",), f"{PATCHES_DIR}/{name} is not listed in {SERIES_FILE} "
+                "(under `patches:`)",
                 hint=f"add `- name: {name}` (with its `layer` and `summary`) under "
                      f"`patches:` in the order it applies, or remove the file "
                      f"(`git rm {PATCHES_DIR}/{name}`)")
