@@ -23,8 +23,8 @@ POLICY_CHECKS = frozenset({"audit"})
 
 PASSED = "passed"
 FAILED = "failed"
-SKIPPED = "skipped"  # PQ_SKIP named it
-NOT_RUN = "not-run"  # a check it needs failed first
+SKIPPED = "skipped"  # PQ_SKIP named it, or a check it needs
+NOT_RUN = "not-run"  # a check it needs failed first (or could not run)
 UNAVAILABLE = "unavailable"  # the module it needs is not installed yet
 
 # Patches that match their commits but do not rebuild the tree: rebuild and compare.
@@ -146,7 +146,9 @@ def run_checks(git: Git, ctx: CheckContext, skip: frozenset[str] = frozenset()) 
     failures: list[CheckFailure] = []
     notices: list[str] = []
     for c in all_checks():
-        if c.name in skip or "all" in skip:
+        if c.name in skip or "all" in skip or any(statuses.get(dep) == SKIPPED
+                                                  for dep in c.needs):
+            # Skipped, or resting on a skipped check: not verified, and not for a failure.
             statuses[c.name] = SKIPPED
             continue
         if any(statuses.get(dep) not in (PASSED, UNAVAILABLE) for dep in c.needs):

@@ -3,12 +3,15 @@
 Every place where pq changes something on disk (a git command, an object or file write)
 is a checkpoint. With PQ_FAULT_AT=N in the environment, pq SIGKILLs itself at the Nth
 checkpoint; PQ_FAULT_LOG=FILE appends each checkpoint's label, to count them first.
+With PQ_FAULT_RUN=CMD as well, pq runs the shell command CMD at that checkpoint and goes on
+instead (tests use it to change the repository, say `git commit`, while pq works).
 """
 
 from __future__ import annotations
 
 import os
 import signal
+import subprocess
 
 _count = 0
 
@@ -24,4 +27,8 @@ def checkpoint(label: str) -> None:
         with open(log, "a") as f:
             f.write(f"{_count} {label}\n")
     if at and _count == int(at):
-        os.kill(os.getpid(), signal.SIGKILL)
+        run = os.environ.get("PQ_FAULT_RUN")
+        if run:
+            subprocess.run(run, shell=True, check=False)  # noqa: S602 (a test's own command)
+        else:
+            os.kill(os.getpid(), signal.SIGKILL)

@@ -23,6 +23,7 @@ from pq.gitio import CommitId, Git, clean_env
 
 HOOK_NAME = "pre-push"
 CHAINED_SUFFIX = ".pre-pq"
+REPLACED_SUFFIX = ".replaced-by-pq"  # a foreign hook that `install --force` set aside
 MARKER = "# pq-hook: pre-push"
 CACHE_FILE = "hook-cache.json"
 CACHE_ENTRIES = 256
@@ -285,6 +286,28 @@ def pre_push(remote: str | None, url: str | None, stdin: bytes, environ: Mapping
 # -- what the hook says ------------------------------------------------------------------
 
 
+def skip_warnings(skip: frozenset[str], unknown: Sequence[str], subject: str) -> list[str]:
+    """The warning lines for PQ_SKIP, the same from the hook and from `pq check`."""
+    if not skip:
+        return []
+    what = "every pq check" if "all" in skip else \
+        ("the check " if len(skip) == 1 else "the checks ") + ", ".join(sorted(skip))
+    lines = [f"pq: WARNING: {SKIP_ENV}={','.join(sorted(skip))}: skipping {what}; "
+             f"{subject} is NOT fully verified"]
+    if unknown:
+        lines.append(f"pq: WARNING: {SKIP_ENV} names no check called {', '.join(unknown)}")
+    return lines
+
+
+def consistent_summary(statuses: dict[str, str], how: str | None) -> str:
+    """'series consistent (N checks passed[, M skipped][, how])'."""
+    ran = sum(1 for s in statuses.values() if s == "passed")
+    skipped = sum(1 for s in statuses.values() if s == "skipped")
+    parts = [_n(ran, "check") + " passed"] + ([f"{skipped} skipped"] if skipped else []) + (
+        [how] if how else [])
+    return f"series consistent ({', '.join(parts)})"
+
+
 def render(result: HookResult) -> list[str]:
     """The hook's lines for stderr (the entry points print them)."""
     lines: list[str] = []
@@ -293,14 +316,7 @@ def render(result: HookResult) -> list[str]:
         return [f"pq: the chained hook {path} failed (exit {rc}); push refused"]
     managed = [r for r in result.reports if r.managed]
     if result.skip and managed:
-        what = "every pq check" if "all" in result.skip else \
-            ("the check " if len(result.skip) == 1 else "the checks ") \
-            + ", ".join(sorted(result.skip))
-        lines.append(f"pq: WARNING: {SKIP_ENV}={','.join(sorted(result.skip))}: skipping "
-                     f"{what}; this push is NOT fully verified")
-        if result.unknown_skip:
-            lines.append(f"pq: WARNING: {SKIP_ENV} names no check called "
-                         f"{', '.join(result.unknown_skip)}")
+        lines += skip_warnings(result.skip, result.unknown_skip, "this push")
     for r in managed:
         lines.extend(render_report(r))
     if not result.ok:
@@ -330,8 +346,7 @@ def render_report(r: RefReport) -> list[str]:
     lines = [f"pq: notice: {n}" for n in r.notices]
     if r.ok:
         how = "cached" if r.state == "cached" else f"{r.seconds:.1f} s"
-        ran = sum(1 for s in r.statuses.values() if s == "passed")
-        lines.append(f"pq: {where}: series consistent ({_n(ran, 'check')} passed, {how})")
+        lines.append(f"pq: {where}: {consistent_summary(r.statuses, how)}")
         return lines
     consistency, policy = split_failures(r.failures)
     if consistency:
@@ -402,13 +417,16 @@ class InstallResult:
     path: Path
     action: str  # installed | updated | replaced
     chained: Path | None
+    set_aside: Path | None = None  # a foreign hook moved to pre-push.replaced-by-pq
 
 
 def install(git: Git, *, force: bool = False, chain: bool = False,
             python: str | None = None) -> InstallResult:
     path = hooks_dir(git) / HOOK_NAME
     chained = path.with_name(HOOK_NAME + CHAINED_SUFFIX)
+    replaced = path.with_name(HOOK_NAME + REPLACED_SUFFIX)
     action = "installed"
+    set_aside: Path | None = None
     if os.path.lexists(path):
         if path.is_dir():
             raise ConfigError(f"{path} is a directory", hint="move it away first")
@@ -418,9 +436,12 @@ def install(git: Git, *, force: bool = False, chain: bool = False,
             if os.path.lexists(chained) and not force:
                 raise ConfigError(f"{chained} already exists",
                                   hint="remove it, or pass --force to replace it")
+            if os.path.lexists(chained):
+                set_aside = _set_aside(chained, replaced)
             os.replace(path, chained)
         elif force:
             action = "replaced"
+            set_aside = _set_aside(path, replaced)
         else:
             raise ConfigError(f"{path} exists and was not written by pq",
                               hint="`pq hook install --chain` keeps it and runs it first; "
@@ -430,7 +451,22 @@ def install(git: Git, *, force: bool = False, chain: bool = False,
     tmp.write_text(script(python))
     os.chmod(tmp, 0o755)
     os.replace(tmp, path)
-    return InstallResult(path, action, chained if os.path.lexists(chained) else None)
+    result = InstallResult(path, action, chained if os.path.lexists(chained) else None,
+                           set_aside)
+    if set_aside is not None:
+        from pq.txn import log_note
+
+        log_note(git, "pq hook install --force" + (" --chain" if chain else ""),
+                 f"replaced {set_aside}, which pq did not write; kept as {replaced.name}")
+    return result
+
+
+def _set_aside(hook: Path, replaced: Path) -> Path:
+    """Move a hook pq did not write out of the way, never deleting it; returns where it was."""
+    if os.path.lexists(replaced):
+        replaced.unlink()  # an older one set aside: the log record names it
+    os.replace(hook, replaced)
+    return hook
 
 
 @dataclass(frozen=True)
@@ -439,6 +475,7 @@ class UninstallResult:
     removed: bool
     restored: bool
     foreign: bool
+    restored_from: str | None = None
 
 
 def uninstall(git: Git) -> UninstallResult:
@@ -450,10 +487,13 @@ def uninstall(git: Git) -> UninstallResult:
         return UninstallResult(path, False, False, True)
     os.unlink(path)
     restored = False
-    if os.path.lexists(chained):
-        os.replace(chained, path)
-        restored = True
-    return UninstallResult(path, True, restored, False)
+    restored_from = None
+    for kept in (chained, path.with_name(HOOK_NAME + REPLACED_SUFFIX)):
+        if os.path.lexists(kept):
+            os.replace(kept, path)
+            restored, restored_from = True, kept.name
+            break
+    return UninstallResult(path, True, restored, False, restored_from)
 
 
 def exit_code(result: HookResult) -> int:

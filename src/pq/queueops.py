@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from pq import stack as stack_mod
+from pq.branchmove import checkout_moved, require_unmoved, swap_branch
 from pq.errors import ConfigError
 from pq.gitio import CommitId, Git, Person
 from pq.queuefiles import (
@@ -87,30 +88,33 @@ def require_branch(git: Git) -> str:
 
 
 def init(git: Git, upstream: str, *, force: bool = False, commit: bool = False) -> ExportResult:
-    upstream_id = git.resolve(upstream, "upstream ref")
-    head = git.head()
-    if (git.root / SERIES_FILE).exists() and not force:
-        raise ConfigError(f"{SERIES_FILE} already exists", path=SERIES_FILE,
-                          hint="use `pq export` to refresh it, or `pq init --force` to start over")
-    base = git.merge_base(head, upstream_id)
-    if base is None:
-        raise ConfigError(f"HEAD and {upstream} share no history",
-                          hint="is the upstream remote fetched? `git fetch upstream`")
-    old = new_series(upstream, base)
-    prev_queue: Queue | None = None
-    if force and (git.root / SERIES_FILE).exists():
-        try:
-            prev_queue = read_worktree(git)
-            prev = prev_queue.series
-            old = Series(upstream_ref=upstream, base=base, patches=prev.patches, gate=prev.gate,
-                         queue_extra=prev.queue_extra, raw=prev.raw,
-                         upstream_raw=prev.upstream_raw, doc=prev.doc)
-        except ConfigError:
-            pass
-    stack = stack_mod.read_stack(git, base, head, old.queue_paths)  # refuses merges first
-    queue = stack_mod.export(git, stack, old, base,
-                             recorded=stack_mod.recorded_files(prev_queue))
-    return _write_export(git, queue, old, f"pq init --upstream {upstream}", commit)
+    # The lock first: the tip read here is checked again before anything is written.
+    with Transaction(git, f"pq init --upstream {upstream}", mutating=False) as t:
+        upstream_id = git.resolve(upstream, "upstream ref")
+        head = git.head()
+        if (git.root / SERIES_FILE).exists() and not force:
+            raise ConfigError(f"{SERIES_FILE} already exists", path=SERIES_FILE,
+                              hint="use `pq export` to refresh it, or `pq init --force` to "
+                                   "start over")
+        base = git.merge_base(head, upstream_id)
+        if base is None:
+            raise ConfigError(f"HEAD and {upstream} share no history",
+                              hint="is the upstream remote fetched? `git fetch upstream`")
+        old = new_series(upstream, base)
+        prev_queue: Queue | None = None
+        if force and (git.root / SERIES_FILE).exists():
+            try:
+                prev_queue = read_worktree(git)
+                prev = prev_queue.series
+                old = Series(upstream_ref=upstream, base=base, patches=prev.patches,
+                             gate=prev.gate, queue_extra=prev.queue_extra, raw=prev.raw,
+                             upstream_raw=prev.upstream_raw, doc=prev.doc)
+            except ConfigError:
+                pass
+        stack = stack_mod.read_stack(git, base, head, old.queue_paths)  # refuses merges first
+        queue = stack_mod.export(git, stack, old, base,
+                                 recorded=stack_mod.recorded_files(prev_queue))
+        return _write_export(git, queue, old, t, commit, head)
 
 
 # -- export ----------------------------------------------------------------------
@@ -125,21 +129,22 @@ def compute_export(git: Git, tip: str, old: Series, *queues: Queue | None) -> Qu
 
 
 def export(git: Git, *, commit: bool = False, force: bool = False) -> ExportResult:
-    current = read_worktree(git)
-    if not force:
-        _refuse_hand_edited_patches(git, current)
-    series = current.series
-    head = git.head()
-    committed = _committed(git)
-    last = stack_mod.last_written(git, series.base, head) if git.is_ancestor(
-        series.base, head) else None
-    written = last[1] if last else None
-    stack = stack_mod.read_stack(git, series.base, head, series.queue_paths)
-    recorded = stack_mod.recorded_files(current, committed, written)
-    queue = stack_mod.export(git, stack, series, series.base, recorded=recorded)
-    if not force and committed is not None and last is not None:
-        _refuse_committed_patch_edits(git, committed, last, queue)
-    return _write_export(git, queue, series, "pq export", commit, previous=current)
+    with Transaction(git, "pq export", mutating=False) as t:  # the lock first
+        current = read_worktree(git)
+        if not force:
+            _refuse_hand_edited_patches(git, current)
+        series = current.series
+        head = git.head()
+        committed = _committed(git)
+        last = stack_mod.last_written(git, series.base, head) if git.is_ancestor(
+            series.base, head) else None
+        written = last[1] if last else None
+        stack = stack_mod.read_stack(git, series.base, head, series.queue_paths)
+        recorded = stack_mod.recorded_files(current, committed, written)
+        queue = stack_mod.export(git, stack, series, series.base, recorded=recorded)
+        if not force and committed is not None and last is not None:
+            _refuse_committed_patch_edits(git, committed, last, queue)
+        return _write_export(git, queue, series, t, commit, head, previous=current)
 
 
 def _committed(git: Git) -> Queue | None:
@@ -186,24 +191,31 @@ def _refuse_hand_edited_patches(git: Git, current: Queue) -> None:
                      f"{PATCHES_DIR}/{name}`, or pass --force to discard it")
 
 
-def _write_export(git: Git, queue: Queue, old: Series, command: str, commit: bool,
-                  previous: Queue | None = None) -> ExportResult:
+def _write_export(git: Git, queue: Queue, old: Series, t: Transaction, commit: bool,
+                  head: CommitId, previous: Queue | None = None) -> ExportResult:
+    """Write what `t`'s command computed from `head`, under `t`'s lock, if the branch is
+    still there: a commit made meanwhile is not in `queue` and must not be committed on."""
     before = {e.name for e in old.patches}
     after = {e.name for e in queue.series.patches}
     result = ExportResult(queue, added=sorted(after - before), removed=sorted(before - after))
     result.dropped = [(e.name, what) for e in old.patches
                       if e.name in result.removed and (what := _metadata(e))]
-    with Transaction(git, command) as t:
-        result.changed = write_worktree(git, queue, previous)
-        if commit:
-            # The working tree now holds `queue` (in its clean form): commit that.
-            written = Queue(queue.series, queue.files, queue.series.dumps())
-            result.commit = commit_queue(git, f"pq: {command.split()[1]} series", written)
-        t.done()
+    command = t.command.split()[1] if len(t.command.split()) > 1 else "export"
+    branch = git.current_branch()
+    if branch is not None:
+        require_unmoved(git, branch, head, f"pq {command}")
+    t.begin()
+    result.changed = write_worktree(git, queue, previous)
+    if commit:
+        # The working tree now holds `queue` (in its clean form): commit that.
+        written = Queue(queue.series, queue.files, queue.series.dumps())
+        result.commit = commit_queue(git, f"pq: {command} series", written, expect=head)
+    t.done()
     return result
 
 
-def commit_queue(git: Git, message: str, queue: Queue | None = None) -> CommitId | None:
+def commit_queue(git: Git, message: str, queue: Queue | None = None,
+                 expect: CommitId | None = None) -> CommitId | None:
     """Commit the queue's files in the working tree as a bookkeeping commit, if changed.
 
     series.yaml and the patch files are committed with the bytes pq reads (their clean
@@ -224,7 +236,7 @@ def commit_queue(git: Git, message: str, queue: Queue | None = None) -> CommitId
             meta, path = rec.split(b"\t", 1)
             mode, obj, _stage = meta.decode().split()
             staged.append((mode, obj, path.decode("utf-8", "surrogateescape")))
-    head = git.head()
+    head = expect or git.head()
     tree = git.build_tree(git.tree_of(head), remove=list(qp), add=staged)
     if tree == git.tree_of(head):
         return None
@@ -251,44 +263,52 @@ class ApplyResult:
 
 def apply(git: Git, onto: str | None = None, *, branch: str | None = None,
           progress: Progress | None = None) -> ApplyResult:
-    queue = read_worktree(git)
-    series = queue.series
-    onto_id = git.resolve(onto, "commit to apply onto") if onto else git.resolve(
-        series.base, "series base (upstream.base in series.yaml)")
-    require_clean(git, series.queue_paths, "pq apply")
-    current = require_branch(git)
-    head = git.head()
-    if branch is None:
-        # Moving this branch must not drop commits that the series does not hold.
-        if git.is_ancestor(series.base, head) and not _holds_only_series(git, head, queue):
+    # The lock first: no other pq command (an undo) runs while this one computes, and the
+    # branch tip read here is checked again (compare-and-swap) when the branch moves.
+    with Transaction(git, "pq apply" + (f" --onto {onto}" if onto else ""),
+                     mutating=False) as t:
+        queue = read_worktree(git)
+        series = queue.series
+        onto_id = git.resolve(onto, "commit to apply onto") if onto else git.resolve(
+            series.base, "series base (upstream.base in series.yaml)")
+        require_clean(git, series.queue_paths, "pq apply")
+        current = require_branch(git)
+        head = git.head()
+        if branch is None:
+            # Moving this branch must not drop commits that the series does not hold.
+            if git.is_ancestor(series.base, head) and not _holds_only_series(git, head, queue):
                 raise ConfigError(
                     f"{current.removeprefix('refs/heads/')} has commits that differ from "
                     f"{SERIES_FILE}; applying would drop them",
                     hint="run `pq export` first, or `pq apply --branch NEW` to build a new "
                          "branch instead")
-    elif git.try_resolve(f"refs/heads/{branch}"):
-        raise ConfigError(f"branch {branch!r} already exists",
-                          hint="choose another name, or delete it first")
-    committer = git.committer_now()
-    commits = stack_mod.materialise(git, queue, onto_id, committer, progress)
-    last = commits[-1][1] if commits else onto_id
-    new_series_ = series.with_base(onto_id)
-    # Re-export from the new commits: the bookkeeping commit holds the refreshed queue.
-    fresh_stack = stack_mod.read_stack(git, onto_id, last, series.queue_paths)
-    refreshed = stack_mod.export(git, fresh_stack, new_series_, onto_id)
-    tip = bookkeeping_commit(git, last, None, refreshed, committer,
-                             f"pq: apply series onto {onto_id[:12]}\n")
-    target = f"refs/heads/{branch}" if branch else current
-    with Transaction(git, "pq apply" + (f" --onto {onto}" if onto else "")) as t:
+        elif git.try_resolve(f"refs/heads/{branch}"):
+            raise ConfigError(f"branch {branch!r} already exists",
+                              hint="choose another name, or delete it first")
+        committer = git.committer_now()
+        commits = stack_mod.materialise(git, queue, onto_id, committer, progress)
+        last = commits[-1][1] if commits else onto_id
+        new_series_ = series.with_base(onto_id)
+        # Re-export from the new commits: the bookkeeping commit holds the refreshed queue.
+        fresh_stack = stack_mod.read_stack(git, onto_id, last, series.queue_paths)
+        refreshed = stack_mod.export(git, fresh_stack, new_series_, onto_id)
+        tip = bookkeeping_commit(git, last, None, refreshed, committer,
+                                 f"pq: apply series onto {onto_id[:12]}\n")
+        target = f"refs/heads/{branch}" if branch else current
+        require_unmoved(git, current, head, "pq apply")
+        t.begin()
         from pq.rebase_state import set_orig_head
 
-        set_orig_head(git, target, head, "pq apply: previous tip")
-        clear_queue_files_for(git, tip, series.queue_paths)
         if branch:
+            set_orig_head(git, target, head, "pq apply: previous tip")
+            clear_queue_files_for(git, tip, series.queue_paths)
             git.run("update-ref", "-m", "pq apply", target, tip, "0" * len(tip))
             git.run("checkout", "-q", branch.removeprefix("refs/heads/"))
         else:
-            move_branch(git, tip, "pq apply")
+            set_orig_head(git, target, head, "pq apply: previous tip")
+            clear_queue_files_for(git, tip, series.queue_paths)
+            swap_branch(git, current, head, tip, "pq apply")
+            checkout_moved(git, current, head, tip, "pq apply")
         write_worktree(git, refreshed)
         t.done()
     return ApplyResult(onto_id, [(e.name, c) for e, c in commits], tip,

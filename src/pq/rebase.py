@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from pq import patchfile, queuefiles, queueops, rangediff, rebase_status
+from pq import patchfile, queuefiles, queueops, rangediff, rebase_status, renames
 from pq import rebase_state as rs
 from pq import rerere as rerere_mod
 from pq import stack as stack_mod
@@ -418,7 +418,10 @@ def _finish(git: Git, state: RebaseState, trees: Trees, old: Queue, committer: P
             diffs: dict[str, bytes] | None) -> RebaseReport:
     qp = old.series.queue_paths
     new_stack = _new_stack(git, trees, state, qp, diffs or {})
-    queue = stack_mod.export(git, new_stack, old.series, state.onto,
+    # The workaround paths follow the files upstream renamed, as the patches did.
+    followed = renames.follow(old.series,
+                              renames.upstream_renames(git, state.old_base, state.onto))
+    queue = stack_mod.export(git, new_stack, followed, state.onto,
                              names=[s.name for s in state.steps if s.new_commit])
     previous = state.new_tip  # where a landing that git refused may have got to
     state.new_tip = trees.bookkeeping_commit(

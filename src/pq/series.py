@@ -144,7 +144,8 @@ def loads(text: bytes, filename: str = SERIES_FILE) -> Series:
     if version is None:
         raise doc.error((), "missing `version`", hint=f"add `version: {FORMAT_VERSION}`")
     if not isinstance(version, int) or isinstance(version, bool):
-        raise doc.error(("version",), "`version` must be an integer")
+        raise doc.error(("version",), f"`version` must be an integer, not {version!r}",
+                        hint=f"write `version: {FORMAT_VERSION}` (no quotes)")
     if version != FORMAT_VERSION:
         raise doc.error(("version",), f"unsupported series version {version}",
                         hint=f"this pq reads version {FORMAT_VERSION}; upgrade pq")
@@ -242,9 +243,12 @@ def check_files(series: Series, files: Iterable[str]) -> None:
     listed = {e.name for e in series.patches}
     for name in sorted(present - listed):
         if name.endswith(".patch"):
-            raise ConfigError(f"{PATCHES_DIR}/{name} is not listed in {SERIES_FILE}",
-                              path=f"{PATCHES_DIR}/{name}",
-                              hint="add it to `patches:` or delete the file")
+            raise series.error(
+                ("patches",), f"{PATCHES_DIR}/{name} is not listed in {SERIES_FILE} "
+                "(under `patches:`)",
+                hint=f"add `- name: {name}` (with its `layer` and `summary`) under "
+                     f"`patches:` in the order it applies, or remove the file "
+                     f"(`git rm {PATCHES_DIR}/{name}`)")
 
 
 def new_series(upstream_ref: str, base: str) -> Series:

@@ -26,7 +26,8 @@ from pq.gitio import Git, Person
 LOCK_WAIT_S = float(os.environ.get("PQ_LOCK_WAIT", "3"))
 QUEUE_PATHS = ("series.yaml", "patches")
 LOG_REF = "refs/pq/oplog"  # pins every object a record names, so `git gc` keeps them
-STATE_SKIP = ("oplog", "lock", "sealed", "tmp")  # .git/pq entries no snapshot carries
+STATE_SKIP = ("oplog", "lock", "sealed", "tmp", "gate")  # .git/pq entries no snapshot
+# carries: the log, the lock, sealed copies, temporary indexes and the gate's stage logs
 STATE_MAX_BYTES = 1024 * 1024
 REBASE_STATE = "rebase/state.json"  # pq.rebase_state keeps a rebase in progress there
 
@@ -387,6 +388,18 @@ def settle_stopped(git: Git, status: str) -> None:
 
             write_atomic(directory / f"{int(record['id']):06d}.json",
                          (json.dumps(record, indent=1, sort_keys=True) + "\n").encode())
+
+
+def log_note(git: Git, command: str, note: str) -> int:
+    """Log a change pq made outside what snapshots hold (a hook file it replaced) as a
+    record of kind `note`: `pq log` lists it; undo and redo step over it."""
+    with Transaction(git, command, mutating=False) as t:
+        if t.nested:
+            raise AssertionError("log_note inside a transaction")
+        t.begin(kind="note")
+        t.record.update(status="done", after=t.record["before"], note=note)
+        t._write()
+        return int(t.record["id"])
 
 
 def current_record_id(git: Git) -> int | None:

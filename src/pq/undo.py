@@ -105,11 +105,11 @@ class Plan:
 
 def plan(git: Git, kind: str, op: int | None, current: Snapshot, force: bool) -> Plan:
     """Choose the record to restore and check that nothing else changed since it ran."""
-    if REBASE_STATE in current["state"]:
+    h = history(read_records(git))
+    if REBASE_STATE in current["state"] and not _reverts_a_stop(h, kind, op):
         raise ConfigError(f"a pq rebase is in progress; pq {kind} would step into the middle "
                           "of it", hint="finish it with `pq rebase --continue` or end it with "
                                         "`pq rebase --abort` (then `pq undo` goes further back)")
-    h = history(read_records(git))
     if kind == "undo" and op is None:
         if not h.view:
             raise ConfigError("nothing to undo", hint="`pq log` lists the operations")
@@ -149,6 +149,30 @@ def plan(git: Git, kind: str, op: int | None, current: Snapshot, force: bool) ->
                  "does it anyway; the present state is logged first, and `pq redo` brings "
                  "it back")
     return result
+
+
+def brought_back_a_rebase(record: Record) -> bool:
+    """Whether `record` is an undo/redo/restore that left a stopped rebase in progress
+    (undoing a finished `--continue` or an `--abort`): reverting it ends that rebase again,
+    so redo (and `pq undo --op` of it) may run while that rebase is in progress."""
+    before, after = record.get("before"), record.get("after")
+    return (record.get("kind", "command") != "command" and record.get("status") == "done"
+            and isinstance(before, dict) and isinstance(after, dict)
+            and REBASE_STATE not in before.get("state", {})
+            and REBASE_STATE in after.get("state", {}))
+
+
+def _reverts_a_stop(h: History, kind: str, op: int | None) -> bool:
+    """While a rebase is in progress: whether this redo (or undo --op) reverts the undo that
+    brought the rebase back, and nothing ran since (any later change refuses as drift)."""
+    rid = h.redo[-1] if kind == "redo" and h.redo else op if kind == "undo" else None
+    return (rid is not None and rid in h.records and rid == max(h.records)
+            and brought_back_a_rebase(h.records[rid]))
+
+
+def redo_allowed(h: History, rebasing: bool) -> bool:
+    """Whether `pq redo` would run now (`pq log` offers it only then)."""
+    return bool(h.redo) and (not rebasing or _reverts_a_stop(h, "redo", None))
 
 
 def _describe_drift(component: str, now: Snapshot, then: Snapshot) -> str:
@@ -206,6 +230,8 @@ def run(git: Git, kind: str = "undo", op: int | None = None, force: bool = False
     with Transaction(git, command, mutating=False) as t:
         current = snapshot(git)
         p = plan(git, kind, op, current, force)
+        if not force:
+            _refuse_past_an_unlogged_kill(git, t.lock.stale_holder, p)
         t.begin(kind=p.kind, target=int(p.record["id"]), before=current)
         restore(git, p, current)
         t.done()
@@ -223,6 +249,29 @@ def run(git: Git, kind: str = "undo", op: int | None = None, force: bool = False
             result.rerere_paths = sorted({path for rid in taken_back
                                           for path in rerere.paths_of_operation(git, rid)})
     return result
+
+
+def _refuse_past_an_unlogged_kill(git: Git, holder: dict[str, Any] | None, p: Plan) -> None:
+    """The lock file a killed pq left names it: when that command was killed before its log
+    record existed, it changed nothing, and undo would reach past it to an older, unrelated
+    operation. Say so once (this undo releases the lock, which removes the evidence)."""
+    if not holder or not isinstance(holder.get("command"), str):
+        return
+    command = holder["command"]
+    if command.split()[:2] in (["pq", "undo"], ["pq", "redo"]):
+        return  # an undo killed early: running it again is what the user wants
+    started = str(holder.get("started", ""))
+    if any(r.get("pid") == holder.get("pid") and str(r.get("time", "")) >= started
+           for r in read_records(git)):
+        return  # it logged a record: that record is what undo (or --abort) handles
+    raise ConfigError(
+        f"`{command}` (pid {holder.get('pid')}, started {started or '?'}) was killed before "
+        "it logged anything, so it changed nothing; pq "
+        f"{'redo' if p.kind == 'redo' else 'undo'} would now "
+        f"{'redo' if p.kind == 'redo' else 'undo'} operation {p.record['id']} "
+        f"(`{p.record.get('command')}`), which ran before it",
+        hint="there is nothing to undo for the killed command; run the same command again "
+             "if you do mean that operation (or `pq log` to check)")
 
 
 def restore(git: Git, p: Plan, current: Snapshot) -> None:

@@ -50,8 +50,12 @@ def load(text: bytes, filename: str) -> Located:
         decoded = text.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = text[: exc.start].count(b"\n") + 1
-        raise ConfigError("not valid UTF-8", path=filename, line=line,
-                          hint="save the file as UTF-8") from None
+        start = text.rfind(b"\n", 0, exc.start) + 1
+        column = len(text[start: exc.start].decode("utf-8", "replace")) + 1
+        raise ConfigError(f"not valid UTF-8 (byte 0x{text[exc.start]:02x})", path=filename,
+                          line=line, column=column,
+                          hint="save the file as UTF-8 (for example `iconv -f latin1 -t "
+                               f"utf-8 {filename}`), or retype that character") from None
     try:
         node = _compose(decoded)
     except yaml.MarkedYAMLError as exc:

@@ -36,6 +36,9 @@ def install(force: bool, chain: bool) -> None:
     verb = {"installed": "installed", "updated": "updated",
             "replaced": "installed (replacing a hook pq did not write)"}[result.action]
     click.echo(f"pq: pre-push hook {verb} at {result.path}")
+    if result.set_aside is not None:
+        click.echo(f"pq: {result.set_aside.name}, which pq did not write, is kept as "
+                   f"{result.path.name}{hook_mod.REPLACED_SUFFIX} (see `pq log`)")
     if result.chained:
         click.echo(f"pq: {result.chained.name} runs first; its failure refuses the push")
 
@@ -52,8 +55,7 @@ def uninstall() -> None:
     else:
         click.echo(f"pq: removed the pre-push hook at {result.path}")
         if result.restored:
-            click.echo(f"pq: restored the previous hook from {result.path.name}"
-                       f"{hook_mod.CHAINED_SUFFIX}")
+            click.echo(f"pq: restored the previous hook from {result.restored_from}")
 
 
 @hook.command("run")
@@ -88,11 +90,8 @@ def check(rev: str, as_json: bool, no_cache: bool) -> None:
     skip, unknown = hook_mod.parse_skip(os.environ.get(hook_mod.SKIP_ENV))
     with open_repo() as git:
         report = hook_mod.check_rev(git, rev, skip, use_cache=not no_cache)
-    if skip:
-        click.echo(f"pq: WARNING: {hook_mod.SKIP_ENV}={','.join(sorted(skip))}: "
-                   "some checks are skipped", err=True)
-    for name in unknown:
-        click.echo(f"pq: WARNING: {hook_mod.SKIP_ENV} names no check called {name}", err=True)
+    for line in hook_mod.skip_warnings(skip, unknown, rev):
+        click.echo(line, err=True)
     consistency, policy = hook_mod.split_failures(report.failures)
     if as_json:
         summaries = {c.name: c.summary for c in checks.all_checks()}
@@ -128,6 +127,7 @@ def check(rev: str, as_json: bool, no_cache: bool) -> None:
             click.echo("the branch matches its series; the push is refused for the policy "
                        "findings above")
         if report.ok:
-            click.echo("series consistent" + (" (cached)" if report.state == "cached" else ""))
+            click.echo(hook_mod.consistent_summary(
+                report.statuses, "cached" if report.state == "cached" else None))
     if not report.ok:
         sys.exit(1)

@@ -72,15 +72,16 @@ def log(limit: int | None, as_json: bool) -> None:
         rows.append({"id": int(record["id"]), "time": record.get("time"),
                      "command": record.get("command"), "kind": record.get("kind", "command"),
                      "target": record.get("target"), "status": _status(record, h, holder),
-                     **_changes(record)})
+                     **_changes(record),
+                     **({"note": record.get("note")} if record.get("kind") == "note" else {})})
     if limit is not None:
         rows = rows[:max(limit, 0)]
     # While a rebase is stopped undo and redo refuse: the way out is the rebase's own.
     can_undo = st is None and bool(h.view)
     if as_json:
         emit_json({"operations": rows, "undo": h.view[-1] if can_undo else None,
-                   "redo": h.records[h.redo[-1]].get("target") if h.redo and st is None
-                   else None,
+                   "redo": h.records[h.redo[-1]].get("target")
+                   if undo_mod.redo_allowed(h, st is not None) else None,
                    "rebase": st.to_json() if st else None})
         return
     if st is not None:
@@ -97,6 +98,8 @@ def log(limit: int | None, as_json: bool) -> None:
                 if row["target"] in h.records else ""
         elif row["kind"] == "restore":
             what += f"  (back to before {row['target']})"
+        elif row["kind"] == "note":
+            what += f"  ({row['note']})"
         click.echo(f"{row['id']:>5}  {row['time']}  {row['status']:<11}  {what}")
         if row["head"]:
             click.echo(f"         HEAD  {row['head']['old']} -> {row['head']['new']}")
@@ -109,6 +112,9 @@ def log(limit: int | None, as_json: bool) -> None:
     if st is not None:
         click.echo("a pq rebase is in progress: `pq rebase --abort` goes back to before it "
                    "(`pq rebase --continue` finishes it); `pq undo` works again after that")
+        if undo_mod.redo_allowed(h, True):
+            click.echo(f"`pq redo` reverts operation {h.redo[-1]} (it brought this rebase "
+                       "back)")
     elif can_undo and rows:
         click.echo(f"`pq undo` restores the state before operation {h.view[-1]}")
 

@@ -1,0 +1,51 @@
+"""Moving a branch that pq computed from a tip it read earlier, without losing a commit.
+
+pq holds its lock while it computes, but git does not take that lock: a `git commit` made
+meanwhile moves the branch. These helpers check the branch under the lock before anything is
+written, and move it by compare-and-swap (`git update-ref HEAD <new> <old>`), so such a
+commit is never thrown away: pq refuses instead.
+"""
+
+from __future__ import annotations
+
+from pq.errors import ConfigError
+from pq.gitio import CommitId, Git
+
+
+def _moved(branch: str, now: str | None, then: str, command: str,
+           started: bool = False) -> ConfigError:
+    return ConfigError(
+        f"{branch.removeprefix('refs/heads/')} moved while {command} was computing (it is "
+        f"{(now or '(none)')[:12]}, was {then[:12]}: a commit made meanwhile?); {command} "
+        + ("did not move it, so that commit is kept" if started else
+           "changed nothing, so that commit is kept"),
+        hint=("`pq undo` puts back the queue files it had touched, then run it again"
+              if started else f"run `{command}` again"))
+
+
+def require_unmoved(git: Git, branch: str, then: CommitId, command: str) -> None:
+    """Refuse (changing nothing) when HEAD left `branch` or `branch` left `then`."""
+    now = git.try_resolve(branch)
+    if git.current_branch() != branch or now != then:
+        raise _moved(branch, now, then, command)
+
+
+def swap_branch(git: Git, branch: str, old: CommitId, new: CommitId, action: str) -> None:
+    """Point `branch` (HEAD's) from `old` to `new` only if it still is `old` (compare and
+    swap): a commit made since pq read the tip is never thrown away."""
+    proc = git.run_proc("update-ref", "-m", action, "HEAD", new, old)
+    if proc.returncode != 0:
+        raise _moved(branch, git.try_resolve(branch), old, action, started=True)
+
+
+def checkout_moved(git: Git, branch: str, old: CommitId, new: CommitId, action: str) -> None:
+    """After `swap_branch`: the index and working tree follow from `old` to `new` as
+    `git reset --keep` does (local changes kept; refused, and the branch put back, if a
+    changed file would be overwritten)."""
+    proc = git.run_proc("read-tree", "-m", "-u", old, new)
+    if proc.returncode != 0:
+        git.run("update-ref", "-m", action + " (refused)", "HEAD", old, new)
+        reason = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+        raise ConfigError(f"{action} cannot update the working tree: "
+                          f"{reason[0] if reason else 'git read-tree failed'}",
+                          hint="commit or stash your changes (`git stash`), then run it again")

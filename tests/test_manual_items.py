@@ -1,0 +1,335 @@
+"""Issue 18's mismatches between the manual and pq, on real repositories: undo and redo
+across a rebase brought back, gate logs outside snapshots, the lock taken before pq
+computes (a commit made meanwhile survives), an undo that would reach past a command killed
+before it logged anything, error messages with their place and fix, `pq check` with
+PQ_SKIP, a foreign hook replaced with `--force`, and the options the docs must name."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from pathlib import Path
+
+from gitrepo import commit_all, git, pq, write
+from test_faults import base_fork, conflict_fork, repo_state, run_pq
+
+RESOLVED = ("import paddle\npaddle.enable_compat()\n"
+            "from torch.utils import cpp_extension as ext\n\nsetup(name='x')\n")
+
+
+def error_line(result: object, code: int) -> str:
+    out = result.output  # type: ignore[attr-defined]
+    assert result.exit_code == code, out  # type: ignore[attr-defined]
+    lines = [ln for ln in out.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("pq: error: "), out
+    return lines[0]
+
+
+def continued(tmp: Path) -> Path:
+    """conflict_fork rebased, stopped, resolved and continued to the end."""
+    fork = conflict_fork(tmp)
+    assert pq(fork, "rebase", "upstream/main", ok=False).exit_code == 1
+    write(fork, "setup.py", RESOLVED)
+    git(fork, "add", "setup.py")
+    pq(fork, "rebase", "--continue")
+    return fork
+
+
+# -- item 2: the redo that undo offers works -------------------------------------------------
+
+
+def test_redo_after_undoing_a_finished_continue(tmp_path: Path) -> None:
+    fork = continued(tmp_path)
+    finished = repo_state(fork)
+    out = pq(fork, "undo").output
+    assert "a pq rebase is in progress again" in out and "`pq redo`" in out
+    stopped = repo_state(fork)
+    data = json.loads(pq(fork, "log", "--json").output)
+    assert data["undo"] is None and data["redo"] is not None
+    text = pq(fork, "log").output  # item 12: no undo offered while the rebase is stopped
+    assert "`pq redo` reverts operation" in text and "`pq undo` restores" not in text
+    pq(fork, "redo")
+    assert repo_state(fork) == finished
+    # And `pq undo --op N` of that undo, as offered, works the same way.
+    rid = int(pq(fork, "undo", "--json").output and json.loads(
+        pq(fork, "log", "--json").output)["operations"][0]["id"])
+    assert repo_state(fork) == stopped
+    pq(fork, "undo", "--op", str(rid))
+    assert repo_state(fork) == finished
+
+
+# -- item 3: the gate's logs are not state ---------------------------------------------------
+
+
+def test_gate_logs_written_after_an_operation_do_not_block_undo(tmp_path: Path) -> None:
+    fork = continued(tmp_path)
+    logs = fork / ".git" / "pq" / "gate" / "logs" / ("a" * 40)
+    write(logs, "build.log", "$ make\nok\n")
+    out = pq(fork, "undo").output
+    assert out.startswith("undid operation")
+    assert (logs / "build.log").read_text() == "$ make\nok\n"  # undo leaves them alone
+    pq(fork, "redo")
+    assert (logs / "build.log").is_file()
+
+
+# -- item 4: the lock first, and a compare-and-swap on the branch -----------------------------
+
+
+def checkpoints(fork: Path, args: list[str]) -> list[str]:
+    import shutil
+
+    trial = fork.parent / "trial"
+    shutil.copytree(fork, trial, symlinks=True)
+    log = fork.parent / "cp.log"
+    assert run_pq(trial, args, PQ_FAULT_LOG=str(log)).returncode == 0
+    labels = [ln.split(" ", 1)[1] for ln in log.read_text().splitlines()]
+    shutil.rmtree(trial)
+    log.unlink()
+    return labels
+
+
+def commit_meanwhile(fork: Path, args: list[str], at: int) -> tuple[int, str, str]:
+    """Run pq with a `git commit` made at checkpoint `at`; (exit, output, the commit)."""
+    script = (f"cd {shlex.quote(str(fork))} && echo meanwhile >> notes2.txt && "
+              "git add notes2.txt && git commit -q --no-verify -m meanwhile && "
+              "git rev-parse HEAD > .git/meanwhile")
+    proc = run_pq(fork, args, PQ_FAULT_AT=str(at), PQ_FAULT_RUN=script)
+    made = (fork / ".git" / "meanwhile").read_text().strip()
+    return proc.returncode, (proc.stdout + proc.stderr).decode(), made
+
+
+def test_a_commit_made_while_apply_computes_is_kept(tmp_path: Path) -> None:
+    fork = base_fork(tmp_path)
+    labels = checkpoints(fork, ["apply", "--onto", "upstream/main"])
+    at = labels.index("write commit") + 1  # materialising the first patch
+    code, out, made = commit_meanwhile(fork, ["apply", "--onto", "upstream/main"], at)
+    assert code == 2, out
+    assert "paddle moved while pq apply was computing" in out and "changed nothing" in out
+    assert git(fork, "rev-parse", "paddle") == made
+    assert not json.loads(pq(fork, "log", "--json").output)["operations"][0][
+        "command"].startswith("pq apply")
+
+
+def test_a_commit_made_while_export_computes_is_kept(tmp_path: Path) -> None:
+    fork = base_fork(tmp_path)
+    write(fork, "pkg/util.py", "def helper():\n    return 3\n")
+    commit_all(fork, "python-glue: helper returns 3")
+    labels = checkpoints(fork, ["export", "--commit"])
+    at = labels.index("git diff-tree") + 1  # reading the stack, after HEAD was read
+    code, out, made = commit_meanwhile(fork, ["export", "--commit"], at)
+    assert code == 2, out
+    assert "moved while pq export was computing" in out
+    assert git(fork, "rev-parse", "paddle") == made
+
+
+def test_undo_waits_for_an_apply_that_computes(tmp_path: Path) -> None:
+    fork = base_fork(tmp_path)
+    labels = checkpoints(fork, ["apply", "--onto", "upstream/main"])
+    at = labels.index("write commit") + 1
+    out = tmp_path / "undo.out"
+    script = f"cd {shlex.quote(str(fork))} && PQ_LOCK_WAIT=0 {shlex.quote(sys.executable)} " \
+             f"-m pq undo > {shlex.quote(str(out))} 2>&1; echo $? >> {shlex.quote(str(out))}"
+    proc = run_pq(fork, ["apply", "--onto", "upstream/main"], PQ_FAULT_AT=str(at),
+                  PQ_FAULT_RUN=script)
+    assert proc.returncode == 0, proc.stderr
+    text = out.read_text()
+    assert "another pq command is running" in text and "pq apply" in text
+    assert text.strip().endswith("2")
+
+
+# -- item 5: undo never reaches past a command killed before it logged ----------------------
+
+
+def test_undo_after_a_kill_before_logging_says_so(tmp_path: Path) -> None:
+    fork = base_fork(tmp_path)
+    write(fork, "pkg/util.py", "def helper():\n    return 3\n")
+    commit_all(fork, "python-glue: helper returns 3")
+    pq(fork, "export", "--commit")
+    before = repo_state(fork)
+    proc = run_pq(fork, ["apply", "--onto", "upstream/main"], PQ_FAULT_AT="3")
+    assert proc.returncode == -9
+    assert repo_state(fork) == before
+    assert json.loads(pq(fork, "log", "--json").output)["operations"][0]["command"] == \
+        "pq export --commit"
+    line = error_line(pq(fork, "undo", ok=False), 2)
+    assert "`pq apply --onto upstream/main`" in line and "killed before it logged" in line
+    assert "operation 2 (`pq export --commit`)" in line
+    assert repo_state(fork) == before
+    # Asked again, undo does what it says.
+    assert pq(fork, "undo").output.startswith("undid operation 2 (`pq export --commit`)")
+
+
+# -- item 11: `pq check` with PQ_SKIP ---------------------------------------------------------
+
+
+def test_check_with_skip_says_what_was_skipped_like_the_hook(tmp_path: Path) -> None:
+    fork = base_fork(tmp_path)
+    proc = run_pq(fork, ["check", "--json"], PQ_SKIP="export")
+    assert proc.returncode == 0, proc.stderr
+    statuses = {c["name"]: c["status"] for c in json.loads(proc.stdout)["checks"]}
+    assert statuses["export"] == "skipped" and statuses["apply"] == "skipped"
+    assert "not-run" not in statuses.values()
+    proc = run_pq(fork, ["check", "--no-cache"], PQ_SKIP="export")
+    err, out = proc.stderr.decode(), proc.stdout.decode()
+    assert "pq: WARNING: PQ_SKIP=export: skipping the check export; HEAD is NOT fully " \
+           "verified" in err
+    passed = sum(1 for s in statuses.values() if s == "passed")
+    assert out.splitlines()[-1] == f"series consistent ({passed} checks passed, 2 skipped)"
+
+
+# -- also: `hook install --force` keeps and logs the hook it replaces -------------------------
+
+
+def test_hook_install_force_keeps_and_logs_the_foreign_hook(tmp_path: Path) -> None:
+    fork = base_fork(tmp_path)
+    hooks = fork / ".git" / "hooks"
+    write(hooks, "pre-push", "#!/bin/sh\necho mine\n", 0o755)
+    out = pq(fork, "hook", "install", "--force").output
+    assert "kept as pre-push.replaced-by-pq" in out
+    assert (hooks / "pre-push.replaced-by-pq").read_text() == "#!/bin/sh\necho mine\n"
+    data = json.loads(pq(fork, "log", "--json").output)
+    first = data["operations"][0]
+    assert first["kind"] == "note" and first["command"] == "pq hook install --force"
+    assert "pre-push.replaced-by-pq" in first["note"]
+    assert data["undo"] == 1  # undo steps over the note (operation 1 is the init)
+    assert "pre-push.replaced-by-pq" in pq(fork, "log").output
+    pq(fork, "hook", "uninstall")
+    assert (hooks / "pre-push").read_text() == "#!/bin/sh\necho mine\n"
+
+
+# -- item 9: errors name file:line:column and the fix ----------------------------------------
+
+
+def test_errors_name_the_place_and_the_fix(tmp_path: Path) -> None:
+    fork = base_fork(tmp_path)
+    series = (fork / "series.yaml").read_bytes()
+    write(fork, "patches/0009-stray.patch", (fork / "patches").joinpath(
+        sorted(p.name for p in (fork / "patches").iterdir())[0]).read_bytes())
+    line = error_line(pq(fork, "series", ok=False), 2)
+    assert line.startswith("pq: error: series.yaml:") and line.split(":")[3].strip().isdigit()
+    assert "patches/0009-stray.patch" in line and "- name: 0009-stray.patch" in line
+    assert "git rm patches/0009-stray.patch" in line
+    (fork / "patches" / "0009-stray.patch").unlink()
+    write(fork, "series.yaml", series.replace(b"version: 1", b"version: \"1\""))
+    line = error_line(pq(fork, "series", ok=False), 2)
+    assert "series.yaml:" in line and "must be an integer, not '1'" in line
+    assert "write `version: 1`" in line
+    write(fork, "series.yaml", series.replace(b"upstream:", b"# caf\xe9\nupstream:"))
+    line = error_line(pq(fork, "series", ok=False), 2)
+    n = series[:series.index(b"upstream:")].count(b"\n") + 1
+    assert f"series.yaml:{n}:6: not valid UTF-8 (byte 0xe9)" in line and "iconv" in line
+
+
+# -- item 10: docs/gate.md's note agrees with its session and with pq ------------------------
+
+
+def test_gate_docs_note_example_matches_what_pq_writes() -> None:
+    import re
+
+    from pq.gate import result as R
+
+    doc = (Path(__file__).parent.parent / "docs" / "gate.md").read_text()
+    session = re.search(r"### An example session\n\n```\n\$ pq gate\n(.*?)\n\$ echo", doc, re.S)
+    assert session is not None
+    summary_line = next(ln for ln in session.group(1).splitlines()
+                        if ln.startswith("result: "))
+    block = re.search(r"```json\n(\{\n \"format\": 1,.*?)\n```", doc, re.S)
+    assert block is not None
+    note = json.loads(block.group(1).replace("…", ""))
+    stages = [R.StageResult.from_record(s) for s in note["stages"]]
+    shown = [ln.split()[0] for ln in session.group(1).splitlines()[1:]
+             if ln.startswith("  ") and not ln.startswith("  cached")]
+    assert [s.name for s in stages] == shown  # the session's run, stage by stage
+    assert note["status"] == R.overall(stages)
+    assert note["owed"] == R.owed_names(stages)
+    assert note["summary"] == R.describe(note["status"], stages)
+    assert summary_line == f"result: {note['summary']}"
+
+
+# -- also: every environment variable and `pq log --max-count` are documented -----------------
+
+
+def test_environment_variables_and_log_options_are_documented() -> None:
+    import re
+
+    root = Path(__file__).parent.parent
+    docs = (root / "README.md").read_text() + "".join(
+        p.read_text() for p in sorted((root / "docs").glob("*.md")))
+    used = {m for p in (root / "src" / "pq").rglob("*.py")
+            for m in re.findall(r"\"(PQ_[A-Z_]+)\"", p.read_text())}
+    assert {"PQ_DEBUG", "PQ_MRE", "PQ_SKIP"} <= used
+    assert sorted(v for v in used if v not in docs) == []
+    assert "--max-count" in docs
+
+
+# -- item 1 (fixed before): a reworded commit keeps, or says it drops, its entry's metadata ----
+
+
+def test_reworded_commit_never_drops_metadata_silently(tmp_path: Path) -> None:
+    fork = base_fork(tmp_path)
+    series = (fork / "series.yaml").read_text()
+    write(fork, "series.yaml", series + "    owner: alice\n")
+    commit_all(fork, "pq: owner of the glue patch")
+    # Reword the glue commit as the README suggests: `git rebase -i`, reword.
+    env = "GIT_SEQUENCE_EDITOR=\"sed -i '1s/^pick/reword/'\" GIT_EDITOR=\"sed -i " \
+          "'1s/.*/python-glue: scoped compat, reworded/'\""
+    import subprocess
+
+    subprocess.run(f"{env} git rebase -q -i HEAD~3", shell=True, cwd=fork, check=True,
+                   capture_output=True)
+    assert git(fork, "log", "-1", "--format=%s", "HEAD~2") == \
+        "python-glue: scoped compat, reworded"
+    out = pq(fork, "export").output
+    text = (fork / "series.yaml").read_text()
+    assert "owner: alice" in text or ("dropped" in out and "owner" in out), out
+
+
+# -- also (fixed before): `pq log` records a command with all its options ----------------------
+
+
+def test_log_records_every_option(tmp_path: Path) -> None:
+    fork = base_fork(tmp_path)
+    pq(fork, "apply", "--onto", "upstream/main", "--branch", "rebuilt", "--json")
+    ops = json.loads(pq(fork, "log", "--json").output)["operations"]
+    assert ops[0]["command"] == "pq apply --onto upstream/main --branch rebuilt --json"
+
+
+# -- also: workaround paths follow a file that upstream renamed --------------------------------
+
+WORKAROUND = """    workaround:
+      kind: build-entry
+      covers:
+        - setup.py
+      reason: the fork builds against Paddle's torch compat
+      remove_when:
+        - 'upstream-contains: setup.py: enable_compat'
+      issue: 'not-needed: a build choice'
+      marker: paddle.enable_compat
+"""
+
+
+def test_workaround_paths_follow_an_upstream_rename(tmp_path: Path) -> None:
+    fork = base_fork(tmp_path)
+    text = (fork / "series.yaml").read_text()
+    anchor = "    summary: 'build: enable compat'\n"
+    write(fork, "series.yaml", text.replace(anchor, anchor + WORKAROUND))
+    git(fork, "commit", "-q", "-m", "pq: the build patch is a workaround", "series.yaml")
+    pq(fork, "export", "--commit")
+
+    def wa007() -> list[str]:
+        data = json.loads(pq(fork, "audit", "workarounds", "--json", ok=False).output)
+        return [f["message"] for f in data["findings"] if f["rule_id"] == "WA007"]
+
+    assert wa007() == []
+    upstream = tmp_path / "upstream"
+    git(upstream, "mv", "setup.py", "tools_setup.py")
+    commit_all(upstream, "upstream: move setup.py")
+    git(fork, "fetch", "-q", "upstream")
+    pq(fork, "rebase", "upstream/main")
+    assert (fork / "tools_setup.py").read_text().startswith("import paddle")
+    assert wa007() == []
+    series = (fork / "series.yaml").read_text()
+    assert "- tools_setup.py" in series and "upstream-contains: tools_setup.py:" in series
+    assert "setup.py" not in series.replace("tools_setup.py", "")
+    assert wa007() == []
