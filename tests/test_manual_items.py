@@ -333,3 +333,14 @@ def test_workaround_paths_follow_an_upstream_rename(tmp_path: Path) -> None:
     assert "- tools_setup.py" in series and "upstream-contains: tools_setup.py:" in series
     assert "setup.py" not in series.replace("tools_setup.py", "")
     assert wa007() == []
+
+
+def test_item_13_plain_cpp_is_kernel_and_the_readme_says_so() -> None:
+    from pq import layers
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    assert layers.classify_path("csrc/kernel/scale_add.cc", b"float f(float x) { return x; }\n") \
+        == "kernel"
+    assert layers.classify_path("csrc/ops.cc", b"#include <torch/extension.h>\nat::Tensor t;\n") \
+        == "cpp-compat"
+    assert "other C/C++" in readme and "that uses no framework API" in readme
