@@ -366,11 +366,18 @@ class Git:
     def count(self, range_: str) -> int:
         return int(self.text("rev-list", "--count", range_).strip())
 
-    def status_porcelain(self, untracked: bool = False) -> list[str]:
+    def status_porcelain(self, untracked: bool = False) -> list[tuple[str, str]]:
+        """(two-letter status code, path) of every changed path, as `git status` sees it."""
         args = ["status", "--porcelain=v1", "-z"]
         args.append("--untracked-files=normal" if untracked else "--untracked-files=no")
-        out = self.text(*args)
-        return [e for e in out.split("\0") if e]
+        fields = [e for e in self.text(*args).split("\0") if e]
+        entries = []
+        i = 0
+        while i < len(fields):
+            code, path = fields[i][:2], fields[i][3:]
+            i += 2 if code[0] in "RC" else 1  # a rename's source follows as its own field
+            entries.append((code, path))
+        return entries
 
     # -- objects -----------------------------------------------------------------
 
@@ -650,14 +657,17 @@ def _remove_stale_temp(parent: Path) -> None:
         if len(parts) < 3 or parts[0] != "index" or not parts[1].isdigit():
             continue
         pid = int(parts[1])
-        if pid == os.getpid() or _pid_alive(pid):
+        if pid == os.getpid() or pid_alive(pid):
             continue
         shutil.rmtree(entry, ignore_errors=True)
     with contextlib.suppress(OSError):
         parent.rmdir()  # only when empty
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: object) -> bool:
+    """Whether a process with this id runs on this machine (another user's counts)."""
+    if not isinstance(pid, int) or pid <= 0:
+        return False
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

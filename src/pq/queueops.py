@@ -53,18 +53,8 @@ def _metadata(entry: PatchEntry) -> str:
 
 def dirty_upstream_files(git: Git, queue_paths: tuple[str, ...]) -> list[str]:
     """Tracked files with uncommitted changes, outside the queue's own files."""
-    paths = []
-    entries = git.status_porcelain()
-    i = 0
-    while i < len(entries):
-        entry = entries[i]
-        code, path = entry[:2], entry[3:]
-        if code[0] in "RC":
-            i += 1  # the rename source follows as its own field
-        if code != "??" and not stack_mod.is_queue_path(path, queue_paths):
-            paths.append(path)
-        i += 1
-    return paths
+    return [path for code, path in git.status_porcelain()
+            if code != "??" and not stack_mod.is_queue_path(path, queue_paths)]
 
 
 def require_clean(git: Git, queue_paths: tuple[str, ...], action: str) -> None:

@@ -82,14 +82,7 @@ class RebaseStatus:
 def conflicts(git: Git) -> list[ConflictFile]:
     """The unmerged paths of the index, each with its kind and fix."""
     out: list[ConflictFile] = []
-    entries = git.status_porcelain()
-    i = 0
-    while i < len(entries):
-        entry = entries[i]
-        code, path = entry[:2], entry[3:]
-        if code[0] in "RC":
-            i += 1  # a rename's source follows it
-        i += 1
+    for code, path in git.status_porcelain():
         if code in KINDS:
             kind, fix = KINDS[code]
             out.append(ConflictFile(path, code, kind, fix.format(p=path)))

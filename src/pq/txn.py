@@ -35,17 +35,6 @@ Snapshot = dict[str, Any]
 
 
 
-def pid_alive(pid: object) -> bool:
-    """Whether a process with this id runs on this machine (another user's counts)."""
-    if not isinstance(pid, int) or pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 class LockBusy(PqError):
     exit_code = 2

@@ -10,7 +10,8 @@ import click
 from pq import rebase_status
 from pq import undo as undo_mod
 from pq.cli.common import emit_json, open_repo, plural, short
-from pq.txn import lock_holder, pid_alive, read_records
+from pq.gitio import pid_alive
+from pq.txn import lock_holder, read_records
 
 
 def register(main: click.Group) -> None:
