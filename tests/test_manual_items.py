@@ -230,7 +230,7 @@ def test_gate_docs_note_example_matches_what_pq_writes() -> None:
     from pq.gate import result as R
 
     doc = (Path(__file__).parent.parent / "docs" / "gate.md").read_text()
-    session = re.search(r"### An example session\n\n```\n\$ pq gate\n(.*?)\n\$ echo", doc, re.S)
+    session = re.search(r"### An example session\n\n(?:<!--.*?-->\n)?```\n\$ pq gate\n(.*?)\n\$ echo", doc, re.S)
     assert session is not None
     summary_line = next(ln for ln in session.group(1).splitlines()
                         if ln.startswith("result: "))
