@@ -28,6 +28,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import rebase as rebase_bench  # the sibling bench/rebase.py (its folder is on sys.path)
+
 FILES = 200
 LINES = 40
 
@@ -39,14 +41,8 @@ def cpu() -> float:
 
 
 def env(home: Path, pq_src: str | None) -> dict[str, str]:
-    e = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_", "PQ_"))}
-    # pq runs as installed: from compiled bytecode (cached under the temporary folder).
-    e.pop("PYTHONDONTWRITEBYTECODE", None)
-    e["PYTHONPYCACHEPREFIX"] = str(home / "pycache")
-    e.update({"HOME": str(home), "GIT_CONFIG_NOSYSTEM": "1", "LC_ALL": "C",
-              "GIT_AUTHOR_NAME": "Bench Author", "GIT_AUTHOR_EMAIL": "author@example.com",
-              "GIT_COMMITTER_NAME": "Bench Committer",
-              "GIT_COMMITTER_EMAIL": "committer@example.com", "GIT_EDITOR": "true"})
+    """bench/rebase.py's hermetic environment, with `pq_src` first on PYTHONPATH."""
+    e = rebase_bench.env(home)
     if pq_src:
         e["PYTHONPATH"] = os.pathsep.join(p for p in (pq_src, e.get("PYTHONPATH")) if p)
     return e

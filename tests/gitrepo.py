@@ -74,6 +74,25 @@ def make_fork(tmp: Path, upstream: Path | None = None) -> Path:
     return fork
 
 
+def origin_with_hook(tmp_path: Path, fork: Path) -> Path:
+    """A bare `origin` for the fork, and pq's pre-push hook installed; the remote's path."""
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", str(remote))
+    git(fork, "remote", "add", "origin", str(remote))
+    pq(fork, "hook", "install")
+    return remote
+
+
+def worktree_files(root: Path) -> dict[str, bytes]:
+    """Every file of the working tree outside .git, byte for byte."""
+    files = {}
+    for p in sorted(root.rglob("*")):
+        if ".git" in p.relative_to(root).parts or not p.is_file():
+            continue
+        files[p.relative_to(root).as_posix()] = p.read_bytes()
+    return files
+
+
 def tree_without_queue(root: Path, rev: str) -> dict[str, str]:
     out = git(root, "ls-tree", "-r", "--full-tree", rev)
     entries = {}

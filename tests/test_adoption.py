@@ -10,7 +10,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from gitrepo import commit_all, git, make_fork, make_upstream, pq, write
+from gitrepo import commit_all, git, make_fork, make_upstream, origin_with_hook, pq, write
 
 UPSTREAM_TEST = ("import torch\n\n\n"
                  "def test_op():\n"
@@ -44,11 +44,7 @@ def adopted_fork(tmp_path: Path) -> tuple[Path, Path]:
     write(fork, "pkg/util.py", "def helper():\n    return 3\n")
     commit_all(fork, "fix")
     pq(fork, "init", "--upstream", "upstream/main", "--commit")
-    remote = tmp_path / "remote.git"
-    git(tmp_path, "init", "-q", "--bare", str(remote))
-    git(fork, "remote", "add", "origin", str(remote))
-    pq(fork, "hook", "install")
-    return fork, remote
+    return fork, origin_with_hook(tmp_path, fork)
 
 
 def push(repo: Path) -> subprocess.CompletedProcess[str]:

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from gitrepo import commit_all, git, make_fork, make_upstream, pq, write
+from gitrepo import commit_all, git, make_fork, make_upstream, pq, worktree_files, write
 from test_rebase import (
     SETUP,
     UPSTREAM_FILES,
@@ -65,11 +65,7 @@ DIRT: dict[str, Callable[[Path], None]] = {
 
 def state(root: Path) -> dict[str, object]:
     """Branch, HEAD, index (entries and staged diff) and every working-tree byte."""
-    files = {}
-    for p in sorted(root.rglob("*")):
-        if ".git" in p.relative_to(root).parts or not p.is_file():
-            continue
-        files[p.relative_to(root).as_posix()] = p.read_bytes()
+    files = worktree_files(root)
     return {"branch": git(root, "rev-parse", "refs/heads/paddle"),
             "HEAD": git(root, "symbolic-ref", "-q", "HEAD", check=False),
             "index": git(root, "ls-files", "-s"),

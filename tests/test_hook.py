@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from gitrepo import commit_all, git, make_fork, pq, write
+from gitrepo import commit_all, git, make_fork, origin_with_hook, pq, write
 
 from pq import hook
 
@@ -31,11 +31,7 @@ def make_pushable(tmp_path: Path) -> tuple[Path, Path]:
     write(fork, "pkg/__init__.py", "import torch\n\n\ndef op(x):\n    return x  # glue\n")
     commit_all(fork, "glue: scoped compat")
     pq(fork, "init", "--upstream", "upstream/main", "--commit")
-    remote = tmp_path / "remote.git"
-    git(tmp_path, "init", "-q", "--bare", str(remote))
-    git(fork, "remote", "add", "origin", str(remote))
-    pq(fork, "hook", "install")
-    return fork, remote
+    return fork, origin_with_hook(tmp_path, fork)
 
 
 def push(repo: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:

@@ -18,7 +18,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from gitrepo import commit_all, git, make_fork, make_upstream, pq, write
+from gitrepo import commit_all, git, make_fork, make_upstream, origin_with_hook, pq, write
 
 NAME_LATIN1 = "Jos\xe9 Pe\xf1a".encode("latin-1")
 
@@ -147,10 +147,7 @@ def test_every_command_on_hostile_commits(fork: Path, tmp_path: Path) -> None:
     git(fork, "checkout", "-q", "paddle")
     assert pq(fork, "check").exit_code == 0
     # the pre-push hook accepts the branch
-    remote = tmp_path / "remote.git"
-    git(tmp_path, "init", "-q", "--bare", str(remote))
-    git(fork, "remote", "add", "origin", str(remote))
-    pq(fork, "hook", "install")
+    origin_with_hook(tmp_path, fork)
     push = subprocess.run(["git", "push", "-q", "origin", "paddle"], cwd=fork,
                           capture_output=True, text=True)
     assert push.returncode == 0, push.stderr

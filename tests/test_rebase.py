@@ -7,7 +7,16 @@ import json
 import sys
 from pathlib import Path
 
-from gitrepo import commit_all, git, make_fork, make_upstream, pq, snapshot_queue, write
+from gitrepo import (
+    commit_all,
+    git,
+    make_fork,
+    make_upstream,
+    pq,
+    snapshot_queue,
+    worktree_files,
+    write,
+)
 
 SETUP = "".join(f"# setup line {i}\n" for i in range(1, 31))
 GLUE = "".join(f"glue_{i} = {i}\n" for i in range(1, 31))
@@ -50,11 +59,7 @@ def upstream_commit(up: Path, fork: Path, message: str, files: dict[str, str]) -
 
 def whole_state(root: Path) -> dict[str, object]:
     """Branch, HEAD, index and every file of the working tree, byte for byte."""
-    files = {}
-    for p in sorted(root.rglob("*")):
-        if ".git" in p.relative_to(root).parts or not p.is_file():
-            continue
-        files[p.relative_to(root).as_posix()] = p.read_bytes()
+    files = worktree_files(root)
     return {"branch": git(root, "rev-parse", "refs/heads/paddle"),
             "HEAD": git(root, "symbolic-ref", "-q", "HEAD", check=False),
             "index": git(root, "ls-files", "-s"),
