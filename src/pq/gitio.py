@@ -18,14 +18,18 @@ import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, NewType
+from typing import IO
 
 from pq.errors import ConfigError, GitError
 from pq.faults import checkpoint
-
-CommitId = NewType("CommitId", str)
-TreeId = NewType("TreeId", str)
-BlobId = NewType("BlobId", str)
+from pq.gitobjects import MERGER as MERGER
+from pq.gitobjects import BlobId as BlobId
+from pq.gitobjects import Commit as Commit
+from pq.gitobjects import CommitId as CommitId
+from pq.gitobjects import Person as Person
+from pq.gitobjects import TreeId as TreeId
+from pq.gitobjects import as_git_commits as as_git_commits
+from pq.gitobjects import parse_commit as parse_commit
 
 # Variables git exports to hooks and aliases; pq always names its repository explicitly.
 _SCRUBBED = {
@@ -85,42 +89,6 @@ def clean_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     if extra:
         env.update(extra)
     return env
-
-
-@dataclass(frozen=True)
-class Person:
-    name: str
-    email: str
-    date: str  # git's raw form: "<epoch> <+hhmm>"
-
-    def ident(self) -> str:
-        return f"{self.name} <{self.email}> {self.date}"
-
-    @classmethod
-    def parse(cls, raw: str) -> Person:
-        m = re.match(r"^(.*?) ?<(.*)> (\d+ [+-]\d{4})$", raw)
-        if not m:
-            raise GitError(f"cannot parse identity {raw!r}")
-        return cls(m.group(1), m.group(2), m.group(3))
-
-
-# The identity of the synthetic commits merges need; they never reach a branch.
-MERGER = Person("pq", "pq@localhost", "0 +0000")
-
-
-@dataclass(frozen=True)
-class Commit:
-    id: CommitId
-    tree: TreeId
-    parents: tuple[CommitId, ...]
-    author: Person
-    committer: Person
-    message: str  # the message bytes as UTF-8, surrogateescaped: any bytes round trip
-    encoding: str | None = None  # the `encoding` header, when the commit has one
-
-    @property
-    def subject(self) -> str:
-        return self.message.split("\n", 1)[0]
 
 
 @dataclass(frozen=True)
@@ -566,76 +534,6 @@ class Git:
 
     def delete_ref(self, ref: str) -> None:
         self.run("update-ref", "-d", ref)
-
-
-def parse_commit(sha: CommitId, data: bytes) -> Commit:
-    """A commit object's fields; text keeps its bytes (surrogateescaped), whatever encoding
-    the commit declares, so that `write_commit` writes the same object again."""
-    header, _, message = data.partition(b"\n\n")
-    tree = ""
-    parents: list[CommitId] = []
-    author = committer = ""
-    encoding: str | None = None
-    for line in header.split(b"\n"):
-        key, _, value = line.partition(b" ")
-        if key == b"tree":
-            tree = value.decode()
-        elif key == b"parent":
-            parents.append(CommitId(value.decode()))
-        elif key == b"author":
-            author = value.decode("utf-8", "surrogateescape")
-        elif key == b"committer":
-            committer = value.decode("utf-8", "surrogateescape")
-        elif key == b"encoding":
-            encoding = value.decode("utf-8", "surrogateescape")
-    return Commit(sha, TreeId(tree), tuple(parents), Person.parse(author),
-                  Person.parse(committer), message.decode("utf-8", "surrogateescape"),
-                  encoding)
-
-
-def as_git_commits(author: Person, message: str, encoding: str | None) -> tuple[Person, str]:
-    """(author, message) as `git rebase`/`git cherry-pick` write a picked commit's: in UTF-8.
-
-    git re-encodes a commit that declares another encoding into UTF-8 (and writes no
-    `encoding` header), keeping the bytes where the conversion fails; then every byte that
-    is not part of a valid UTF-8 sequence is taken as Latin-1 (commit.c's verify_utf8)."""
-    ident = author.ident().encode("utf-8", "surrogateescape")
-    text = message.encode("utf-8", "surrogateescape")
-    if encoding is not None and encoding.lower() not in ("utf-8", "utf8"):
-        try:
-            ident, text = (ident.decode(encoding).encode("utf-8"),
-                           text.decode(encoding).encode("utf-8"))
-        except (LookupError, UnicodeError, ValueError):
-            pass
-    return (Person.parse(_verify_utf8(ident).decode("utf-8", "surrogateescape")),
-            _verify_utf8(text).decode("utf-8", "surrogateescape"))
-
-
-def _verify_utf8(data: bytes) -> bytes:
-    """git's verify_utf8: each byte that starts no valid sequence becomes Latin-1's."""
-    out = bytearray()
-    i = 0
-    while i < len(data):
-        c = data[i]
-        size = 1 if c < 0x80 else 2 if 0xC0 <= c < 0xE0 else 3 if 0xE0 <= c < 0xF0 \
-            else 4 if 0xF0 <= c < 0xF8 else 0
-        if size and _utf8_ok(data[i:i + size], size):
-            out += data[i:i + size]
-            i += size
-            continue
-        out += bytes((0xC0 + (c >> 6), 0x80 + (c & 0x3F)))
-        i += 1
-    return bytes(out)
-
-
-def _utf8_ok(seq: bytes, size: int) -> bool:
-    if len(seq) != size:
-        return False
-    try:
-        code = ord(seq.decode("utf-8"))
-    except UnicodeDecodeError:  # overlong, surrogate, beyond U+10FFFF, bad continuation
-        return False
-    return (code & 0xFFFE) != 0xFFFE and not 0xFDD0 <= code <= 0xFDEF
 
 
 def run_in(cwd: Path, *args: str, env: dict[str, str] | None = None,
