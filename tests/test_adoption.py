@@ -244,7 +244,7 @@ def test_cu_file_changing_kernel_code_is_kernel(tmp_path: Path) -> None:
 
 
 def test_docs_only_patch_is_python_glue_by_the_docs_only_rule(tmp_path: Path) -> None:
-    from pq import layers
+    from pq.model import layers
 
     assert layers.explain([("README.md", b"", None)]) == ("python-glue", layers.DOCS_ONLY)
     assert layers.explain([("README.md", b"", None), ("setup.py", b"", None)])[0] == "build"

@@ -20,9 +20,9 @@ from test_audit_support import (
     patch_names,
 )
 
-from pq import queuefiles
 from pq.audit import api
-from pq.gitio import Git
+from pq.git.repo import Git
+from pq.queue import files as queuefiles
 
 P_LIBRARY, P_TESTING, P_CPPEXT, P_BUILD = 1, 2, 3, 6
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from gitrepo import commit_all, git, pq, write
 
-from pq.demo import UPSTREAM_TREE, series_source
+from pq.demo.build import UPSTREAM_TREE, series_source
 
 CPU_STAGES = ["upstream-torch-build", "build", "import", "smoke", "tests"]
 GPU_STAGES = ["gpu-build", "gpu-tests"]

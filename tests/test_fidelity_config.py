@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from gitrepo import commit_all, git, make_fork, make_upstream, pq, tree_without_queue, write
 
-from pq.sealed import flatten_attributes
+from pq.git.sealed import flatten_attributes
 
 CFG = "[section]\n" + "".join(f"key{i} = {i}\n" for i in range(20))
 

@@ -12,9 +12,9 @@ from gitrepo import commit_all, git, make_fork, pq, snapshot_queue, write
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from pq import patchfile
-from pq.gitio import Person
-from pq.patchfile import PatchFile
+from pq.git.repo import Person
+from pq.model import patchfile
+from pq.model.patchfile import PatchFile
 
 REPO = Path(__file__).resolve().parent.parent
 

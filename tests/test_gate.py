@@ -13,7 +13,7 @@ from fixtures.gate.gatefork import PY, gate_fork, note, set_gate, stage, stage_l
 from gitrepo import commit_all, git, pq, write
 
 from pq.gate import api
-from pq.gitio import Git
+from pq.git.repo import Git
 
 
 def running(pid: int) -> bool:

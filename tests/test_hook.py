@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from gitrepo import commit_all, git, make_fork, origin_with_hook, pq, write
 
-from pq import hook
+from pq.push import hook
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -474,7 +474,7 @@ def test_pre_commit_framework_installs_pq_as_a_hook_repository(tmp_path: Path) -
 
 def test_a_new_check_plugs_in_without_touching_the_hook(tmp_path: Path,
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    from pq import checks
+    from pq.push import checks
 
     fork, _ = make_pushable(tmp_path)
     assert json.loads(pq(fork, "check", "--json").stdout)["ok"] is True  # now cached

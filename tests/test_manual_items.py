@@ -336,7 +336,7 @@ def test_workaround_paths_follow_an_upstream_rename(tmp_path: Path) -> None:
 
 
 def test_item_13_plain_cpp_is_kernel_and_the_readme_says_so() -> None:
-    from pq import layers
+    from pq.model import layers
 
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
     assert layers.classify_path("csrc/kernel/scale_add.cc", b"float f(float x) { return x; }\n") \

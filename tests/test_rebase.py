@@ -352,9 +352,9 @@ def test_patch_commit_that_also_edits_the_queue(tmp_path: Path) -> None:
 
 
 def test_bookkeeping_commit_is_what_queueops_makes(tmp_path: Path) -> None:
-    from pq import queueops
-    from pq.gitio import Git
-    from pq.queuefiles import read_worktree
+    from pq.git.repo import Git
+    from pq.queue import ops as queueops
+    from pq.queue.files import read_worktree
 
     up, fork = make_series(tmp_path)
     write(fork, "mre/gap/run.sh", "exit 1\n")

@@ -11,7 +11,7 @@ from pathlib import Path
 from gitrepo import commit_all, git, make_fork, make_upstream, pq, tree_without_queue, write
 from test_rebase import GLUE, SETUP, conflict_upstream, make_series, set_line, upstream_commit
 
-from pq.gitio import Git
+from pq.git.repo import Git
 
 BUILD = "0001-build-enable-compat.patch"
 RESOLVED = set_line(SETUP, 3, "import other_framework; paddle.enable_compat()")
@@ -49,7 +49,7 @@ def record_resolution(tmp_path: Path, both: bool = False) -> tuple[Path, Path, s
 
 
 def test_reused_resolution_lists_each_file_and_its_hunks(tmp_path: Path) -> None:
-    from pq import rerere
+    from pq.rebase import rerere
 
     up, fork, orig = record_resolution(tmp_path)
     git(fork, "reset", "-q", "--hard", orig)
@@ -105,7 +105,7 @@ def test_reuse_through_the_working_tree_lists_files_too(tmp_path: Path) -> None:
 
 
 def test_conflict_id_is_the_one_git_computes(tmp_path: Path) -> None:
-    from pq import rerere
+    from pq.rebase import rerere
 
     root = make_upstream(tmp_path / "r", {"f.txt": "".join(f"l{i}\n" for i in range(20))})
     base = git(root, "rev-parse", "HEAD")

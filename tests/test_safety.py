@@ -14,8 +14,8 @@ import pytest
 from gitrepo import commit_all, git, make_fork, pq, write
 from test_faults import PQ, base_fork, conflict_fork, repo_state, run_pq
 
-from pq.gitio import Git
-from pq.txn import Transaction, read_records
+from pq.git.repo import Git
+from pq.oplog.txn import Transaction, read_records
 
 
 @pytest.fixture
@@ -302,7 +302,7 @@ def test_nested_transactions_make_one_record(fork: Path) -> None:
 HOLD = """
 import sys
 from pathlib import Path
-from pq.txn import Lock
+from pq.oplog.txn import Lock
 lock = Lock(Path(sys.argv[1]), "pq rebase upstream/main")
 lock.acquire()
 print("held", flush=True)

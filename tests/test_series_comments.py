@@ -11,9 +11,9 @@ from gitrepo import commit_all, git, make_fork, pq, write
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pq import series as series_mod
-from pq import yamledit
-from pq.series import LAYERS, PatchEntry, Series
+from pq.model import series as series_mod
+from pq.model import yamledit
+from pq.model.series import LAYERS, PatchEntry, Series
 
 BASE1 = "a1" * 20
 BASE2 = "b2" * 20

@@ -18,7 +18,7 @@ import transcripts
 from gitrepo import commit_all, git, make_fork, pq, write
 
 from pq.cli import main
-from pq.gitio import Git
+from pq.git.repo import Git
 
 BLOCKS = transcripts.all_blocks()
 

@@ -39,8 +39,8 @@ def _hook_run_args(argv: list[str]) -> tuple[str | None, str | None, str | None]
 
 
 def _hook_run(remote: str | None, url: str | None, chain: str | None) -> int:
-    from pq import hook
     from pq.errors import PqError
+    from pq.push import hook
 
     try:
         stdin = sys.stdin.buffer.read() if remote is not None else b""

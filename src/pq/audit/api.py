@@ -13,16 +13,16 @@ import sys
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, replace
 
-from pq import patchfile
 from pq.audit import conditions, metadata, mre, patchdiff, rules
 from pq.audit.conditions import ConditionState, Facts
 from pq.audit.metadata import Workaround
 from pq.audit.mre import MreRun
 from pq.audit.rules import Finding, PatchInput
 from pq.errors import EXIT_FINDINGS, EXIT_OK, ConfigError
-from pq.gitio import Git
-from pq.queuefiles import Queue
-from pq.series import PATCHES_DIR, SERIES_FILE, Series
+from pq.git.repo import Git
+from pq.model import patchfile
+from pq.model.series import PATCHES_DIR, SERIES_FILE, Series
+from pq.queue.files import Queue
 
 DEFAULT_MRE_TIMEOUT = 300.0
 _BATCH_HEADER = re.compile(rb"^[0-9a-f]{40,64} (\w+) (\d+)$")

@@ -16,7 +16,7 @@ from typing import Any
 from pq.audit import conditions
 from pq.audit.conditions import Condition
 from pq.errors import ConfigError
-from pq.series import SERIES_FILE, PatchEntry, Series
+from pq.model.series import SERIES_FILE, PatchEntry, Series
 
 COMPAT_GAP = "compat-gap"
 UPSTREAM_PRIVATE = "upstream-private"

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Protocol
 
 from pq.audit.conditions import MreOutcome
-from pq.gitio import Git, clean_env
+from pq.git.repo import Git, clean_env
 
 ENTRY = "run.sh"
 OUTPUT_LIMIT = 8000

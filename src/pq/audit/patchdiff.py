@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from pq.patchfile import split_sections, unquote_path
+from pq.model.patchfile import split_sections, unquote_path
 
 _HUNK = re.compile(rb"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 _PATH = re.compile(rb"^(---|\+\+\+) (.*)$")

@@ -10,11 +10,11 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from pq import dep3
 from pq.audit import conditions, signals
 from pq.audit.metadata import BUILD_ENTRY, COMPAT_GAP, Workaround
 from pq.audit.patchdiff import FileDiff
-from pq.series import PatchEntry
+from pq.model import dep3
+from pq.model.series import PatchEntry
 
 ERROR = "error"
 WARNING = "warning"

@@ -9,8 +9,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from pq import layers
 from pq.audit.patchdiff import FileDiff, Line
+from pq.model import layers
 
 PY_SUFFIXES = (".py", ".pyi")
 C_SUFFIXES = layers.CPP_SUFFIXES + layers.KERNEL_SUFFIXES

@@ -44,7 +44,7 @@ class PqGroup(click.Group):
         return super().parse_args(ctx, args)
 
     def invoke(self, ctx: click.Context) -> Any:
-        from pq.txn import set_invocation
+        from pq.oplog.txn import set_invocation
 
         # The operation log records the command as typed, flags and all.
         protected = getattr(ctx, "_protected_args", None)  # click >= 8.2; before: public

@@ -16,8 +16,8 @@ from pq.cli.common import emit_json, open_repo, progress_printer
 from pq.errors import ConfigError
 
 if TYPE_CHECKING:
-    from pq.gitio import Git
-    from pq.queuefiles import Queue
+    from pq.git.repo import Git
+    from pq.queue.files import Queue
 
 DEFAULT_MRE_TIMEOUT = 300.0  # pq.audit.api.DEFAULT_MRE_TIMEOUT, without importing it here
 
@@ -32,7 +32,7 @@ def audit() -> None:
 
 
 def _read_queue(git: Git, rev: str | None) -> tuple[Queue, str | None]:
-    from pq import queuefiles
+    from pq.queue import files as queuefiles
 
     if rev is None:
         return queuefiles.read_worktree(git), None

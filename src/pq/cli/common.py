@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from pq.gitio import Git
+from pq.git.repo import Git
 
 
 def open_repo() -> Git:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from pq import demo as demo_mod
+from pq.demo import build as demo_mod
 
 
 def register(main: click.Group) -> None:

@@ -10,7 +10,7 @@ import click
 from pq.cli.common import emit_json, open_repo, progress_printer
 from pq.errors import ConfigError
 from pq.gate import api, junit
-from pq.queuefiles import write_atomic
+from pq.queue.files import write_atomic
 
 
 def register(main: click.Group) -> None:

@@ -1,6 +1,6 @@
 """`pq hook install|uninstall|run` and `pq check`: the pre-push hook and its checks by hand.
 
-The commands parse their arguments, call `pq.hook` and render what it returns; the hook's
+The commands parse their arguments, call `pq.push.hook` and render what it returns; the hook's
 own output goes to stderr so that git shows it next to the push.
 """
 
@@ -11,8 +11,8 @@ import sys
 
 import click
 
-from pq import hook as hook_mod
 from pq.cli.common import emit_json, open_repo, short
+from pq.push import hook as hook_mod
 
 
 def register(main: click.Group) -> None:
@@ -85,7 +85,7 @@ def run(remote: str | None, url: str | None, chain: str | None) -> None:
 @click.option("--no-cache", is_flag=True, help="Run every check even if REV passed before.")
 def check(rev: str, as_json: bool, no_cache: bool) -> None:
     """Run the pre-push checks on REV (default HEAD), as committed."""
-    from pq import checks
+    from pq.push import checks
 
     skip, unknown = hook_mod.parse_skip(os.environ.get(hook_mod.SKIP_ENV))
     with open_repo() as git:

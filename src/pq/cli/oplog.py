@@ -7,11 +7,11 @@ from typing import Any
 
 import click
 
-from pq import rebase_status
-from pq import undo as undo_mod
 from pq.cli.common import emit_json, open_repo, plural, short
-from pq.gitio import pid_alive
-from pq.txn import lock_holder, read_records
+from pq.git.repo import pid_alive
+from pq.oplog import undo as undo_mod
+from pq.oplog.txn import lock_holder, read_records
+from pq.rebase import status as rebase_status
 
 
 def register(main: click.Group) -> None:

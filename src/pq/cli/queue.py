@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import click
 
-from pq import queueops, rebase_status
-from pq import rebase_state as rs
 from pq.cli.common import base_label, emit_json, open_repo, plural, progress_printer, short
+from pq.queue import ops as queueops
+from pq.rebase import state as rs
+from pq.rebase import status as rebase_status
 
 
 def register(main: click.Group) -> None:
@@ -62,7 +63,7 @@ def _render_export(result: queueops.ExportResult, as_json: bool, verb: str,
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 def init(upstream: str, force: bool, do_commit: bool, as_json: bool) -> None:
     """Start a series: base = merge-base(HEAD, REF); one patch per commit since."""
-    from pq.series import SERIES_FILE
+    from pq.model.series import SERIES_FILE
 
     with open_repo() as git:
         rebase_status.refuse_while_rebasing(git, "pq init")

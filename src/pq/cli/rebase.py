@@ -8,12 +8,13 @@ from typing import Any
 
 import click
 
-from pq import rebase as rebase_mod
-from pq import rebase_status, rerere
 from pq.cli.common import base_label, emit_json, open_repo, plural, progress_printer, short
 from pq.errors import ConfigError, OperationFailed, PqError
-from pq.gitio import Git
-from pq.rangediff import PatchReport, RebaseReport, trim
+from pq.git.repo import Git
+from pq.rebase import engine as rebase_mod
+from pq.rebase import rerere
+from pq.rebase import status as rebase_status
+from pq.rebase.rangediff import PatchReport, RebaseReport, trim
 
 RANGE_DIFF_LINES = 12
 RERERE_LINES = 6  # of each reused file's resolution, in the text report
@@ -218,8 +219,8 @@ def to_json(report: RebaseReport) -> dict[str, Any]:
 def status(as_json: bool) -> None:
     """What is in progress: the rebase, the patch it stopped at, the conflicted and
     resolved files, and what to run next; else the series summary."""
-    from pq import queuefiles
-    from pq.series import SERIES_FILE
+    from pq.model.series import SERIES_FILE
+    from pq.queue import files as queuefiles
 
     with open_repo() as git:
         st = rebase_status.status(git)

@@ -12,13 +12,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pq import __version__, queuefiles
+from pq import __version__
 from pq.errors import ConfigError, PqError
 from pq.gate import probe, record, runner, symbols
 from pq.gate import result as R
 from pq.gate.config import GateConfig, Stage, parse
-from pq.gitio import Git
-from pq.series import SERIES_FILE
+from pq.git.repo import Git
+from pq.model.series import SERIES_FILE
+from pq.queue import files as queuefiles
 
 
 @dataclass

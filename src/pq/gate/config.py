@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pq.errors import ConfigError
-from pq.series import SERIES_FILE, Series
+from pq.model.series import SERIES_FILE, Series
 
 DEFAULT_ORDER = ("build", "import", "smoke", "tests", "compare")
 DEFAULT_TIMEOUT_S = 600.0

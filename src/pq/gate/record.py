@@ -13,8 +13,8 @@ import os
 from typing import Any
 
 from pq.gate import result as R
-from pq.gitio import Git
-from pq.txn import Transaction
+from pq.git.repo import Git
+from pq.oplog.txn import Transaction
 
 NOTES_REF = "refs/notes/pq-gate"
 FORMAT = 1

@@ -23,7 +23,7 @@ from pathlib import Path
 from pq.gate import result as R
 from pq.gate.config import Stage
 from pq.gate.symbols import shared_objects
-from pq.gitio import Git, pid_alive
+from pq.git.repo import Git, pid_alive
 
 Progress = Callable[[int, int, str], None]
 SymbolCheck = Callable[[Path, dict[str, str], dict[str, tuple[int, int, int]]], list[str]]

@@ -13,12 +13,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pq import rerere
 from pq.errors import ConfigError
 from pq.faults import checkpoint
-from pq.gitio import Git
-from pq.queuefiles import set_index, write_atomic
-from pq.txn import (
+from pq.git.repo import Git
+from pq.oplog.txn import (
     QUEUE_PATHS,
     REBASE_STATE,
     Snapshot,
@@ -27,6 +25,8 @@ from pq.txn import (
     snapshot,
     state_children,
 )
+from pq.queue.files import set_index, write_atomic
+from pq.rebase import rerere
 
 Record = dict[str, Any]
 _SAFE_PATH = re.compile(r"^(?!/)(?!.*(?:^|/)\.\.?(?:/|$))[^\0]+$")

@@ -22,14 +22,14 @@ from typing import IO
 
 from pq.errors import ConfigError, GitError
 from pq.faults import checkpoint
-from pq.gitobjects import MERGER as MERGER
-from pq.gitobjects import BlobId as BlobId
-from pq.gitobjects import Commit as Commit
-from pq.gitobjects import CommitId as CommitId
-from pq.gitobjects import Person as Person
-from pq.gitobjects import TreeId as TreeId
-from pq.gitobjects import as_git_commits as as_git_commits
-from pq.gitobjects import parse_commit as parse_commit
+from pq.git.objects import MERGER as MERGER
+from pq.git.objects import BlobId as BlobId
+from pq.git.objects import Commit as Commit
+from pq.git.objects import CommitId as CommitId
+from pq.git.objects import Person as Person
+from pq.git.objects import TreeId as TreeId
+from pq.git.objects import as_git_commits as as_git_commits
+from pq.git.objects import parse_commit as parse_commit
 
 # Variables git exports to hooks and aliases; pq always names its repository explicitly.
 _SCRUBBED = {
@@ -235,10 +235,10 @@ class Git:
 
     def run_sealed(self, kind: str, *args: str, input: bytes | None = None,
                    attributes: bytes = b"", ok_codes: Sequence[int] = (0,)) -> bytes:
-        """Run git on this repository's objects in a sealed git directory (pq.sealed):
+        """Run git on this repository's objects in a sealed git directory (pq.git.sealed):
         `diff` sees no configuration and no attributes, so its output is the same for
         everyone; `merge` sees the repository's configuration and exactly `attributes`."""
-        from pq import sealed
+        from pq.git import sealed
 
         if kind not in self._sealed:
             root = sealed.prepare(self.common_dir, self.git_dir, kind, self.object_format())
@@ -260,7 +260,7 @@ class Git:
         key = "\0".join(f"{p}\0{b}" for p, b in sorted(files.items()))
         found = self._attributes.get(key)
         if found is None:
-            from pq import sealed
+            from pq.git import sealed
 
             info = self.common_dir / "info" / "attributes"
             found = sealed.flatten_attributes({p: self.blob(b) for p, b in files.items()},

@@ -13,8 +13,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from pq import yamldoc, yamledit
 from pq.errors import ConfigError
+from pq.model import yamldoc, yamledit
 
 SERIES_FILE = "series.yaml"
 PATCHES_DIR = "patches"

@@ -20,7 +20,7 @@ from pathlib import Path
 import click
 
 from pq.errors import ConfigError
-from pq.gitio import run_in
+from pq.git.repo import run_in
 
 EXAMPLE = Path(__file__).parent / "example"
 UPSTREAM_TREE = EXAMPLE / "upstream"

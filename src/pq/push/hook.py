@@ -1,6 +1,6 @@
 """The pre-push hook: which pushed refs pq checks, the result cache, and the hook file.
 
-Deletions and refs whose tip has no series.yaml pass; the rest run `pq.checks`, and a
+Deletions and refs whose tip has no series.yaml pass; the rest run `pq.push.checks`, and a
 passing commit is remembered in `.git/pq/hook-cache.json`. Nothing here prints.
 """
 
@@ -19,7 +19,7 @@ from typing import Any
 
 from pq import __version__
 from pq.errors import ConfigError
-from pq.gitio import CommitId, Git, clean_env
+from pq.git.repo import CommitId, Git, clean_env
 
 HOOK_NAME = "pre-push"
 CHAINED_SUFFIX = ".pre-pq"
@@ -78,7 +78,7 @@ def updates_from_env(environ: Mapping[str, str]) -> list[RefUpdate]:
 
 def parse_skip(value: str | None) -> tuple[frozenset[str], list[str]]:
     """PQ_SKIP's check names, and the names in it that are no check."""
-    from pq import checks
+    from pq.push import checks
 
     names = frozenset(n.strip() for n in (value or "").split(",") if n.strip())
     unknown = sorted(n for n in names if n != "all" and n not in checks.names())
@@ -138,7 +138,7 @@ def _probe(git: Git, revs: Sequence[str]) -> list[_Probe]:
 def cache_key(probe: _Probe, skip: frozenset[str]) -> str:
     """The commit (history matters: an unexported or reworded commit keeps the tree), its
     tree and series blob, the check list and what of it is installed, and PQ_SKIP."""
-    from pq import checks
+    from pq.push import checks
 
     data = [1, __version__, checks.fingerprint(), probe.commit, probe.tree,
             probe.series_blob, sorted(skip)]
@@ -155,7 +155,7 @@ def _load_cache(git: Git) -> list[dict[str, Any]]:
 
 
 def _store_cache(git: Git, entries: list[dict[str, Any]]) -> None:
-    from pq.queuefiles import write_atomic
+    from pq.queue.files import write_atomic
 
     data = {"version": 1, "passed": entries[-CACHE_ENTRIES:]}
     try:
@@ -166,7 +166,7 @@ def _store_cache(git: Git, entries: list[dict[str, Any]]) -> None:
 
 def check_refs(git: Git, updates: Sequence[RefUpdate], skip: frozenset[str],
                use_cache: bool = True) -> list[RefReport]:
-    from pq import checks
+    from pq.push import checks
 
     reports = [RefReport(u) for u in updates]
     live = [r for r in reports if not r.update.is_deletion]
@@ -216,7 +216,7 @@ def check_refs(git: Git, updates: Sequence[RefUpdate], skip: frozenset[str],
 
 def _as_predicted(statuses: Mapping[str, str]) -> bool:
     """A check the fingerprint thought installed but that was unavailable is not cached."""
-    from pq import checks
+    from pq.push import checks
 
     return all(statuses.get(c.name) != checks.UNAVAILABLE or not checks.available(c)
                for c in checks.all_checks())
@@ -335,7 +335,7 @@ def _n(n: int, word: str) -> str:
 
 def split_failures(failures: Sequence[Any]) -> tuple[list[Any], list[Any]]:
     """(consistency problems: branch vs series, policy findings: the audit's errors)."""
-    from pq import checks
+    from pq.push import checks
 
     policy = [f for f in failures if f.check in checks.POLICY_CHECKS]
     return [f for f in failures if f.check not in checks.POLICY_CHECKS], policy
@@ -454,7 +454,7 @@ def install(git: Git, *, force: bool = False, chain: bool = False,
     result = InstallResult(path, action, chained if os.path.lexists(chained) else None,
                            set_aside)
     if set_aside is not None:
-        from pq.txn import log_note
+        from pq.oplog.txn import log_note
 
         log_note(git, "pq hook install --force" + (" --chain" if chain else ""),
                  f"replaced {set_aside}, which pq did not write; kept as {replaced.name}")

@@ -9,10 +9,10 @@ import difflib
 import re
 from dataclasses import dataclass, field
 
-from pq import stack as stack_mod
-from pq.gitio import DIFF_CONFIG, DIFF_OPTIONS, Git
-from pq.rebase_state import Change, RebaseState
-from pq.rerere import Resolution
+from pq.git.repo import DIFF_CONFIG, DIFF_OPTIONS, Git
+from pq.queue import stack as stack_mod
+from pq.rebase.rerere import Resolution
+from pq.rebase.state import Change, RebaseState
 
 OUTCOMES = ("clean", "merged", "dropped", "conflict", "skipped")
 _COMMIT_LINE = re.compile(rb"^commit [0-9a-f]{40,64}$")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pq.series import PatchEntry
+from pq.model.series import PatchEntry
 
 # The order pq writes them in, and the only keys it writes (and `pq audit` compares).
 KEYS = ("Description", "X-Pq-Layer", "Bug", "Forwarded", "Applied-Upstream",

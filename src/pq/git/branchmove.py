@@ -9,7 +9,7 @@ commit is never thrown away: pq refuses instead.
 from __future__ import annotations
 
 from pq.errors import ConfigError
-from pq.gitio import CommitId, Git
+from pq.git.repo import CommitId, Git
 
 
 def _moved(branch: str, now: str | None, then: str, command: str,

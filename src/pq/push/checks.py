@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pq.errors import ConfigError, OperationFailed, PqError
-from pq.gitio import CommitId, Git, Person, TreeId
+from pq.git.repo import CommitId, Git, Person, TreeId
 
 if TYPE_CHECKING:
-    from pq.queuefiles import Queue
+    from pq.queue.files import Queue
 
 # Checks that judge the fork's code against a policy, not whether branch and series agree:
 # reported apart from the consistency checks ("policy findings", not "does not match").
@@ -118,7 +118,7 @@ def fingerprint() -> str:
 
 
 def load_context(git: Git, commit: CommitId, ref: str) -> CheckContext:
-    from pq.queuefiles import read_tree
+    from pq.queue.files import read_tree
 
     ctx = CheckContext(commit=commit, ref=ref, tree=git.tree_of(commit))
     try:
@@ -225,7 +225,7 @@ def check_base(git: Git, ctx: CheckContext) -> list[CheckFailure]:
 @check("export", "every commit on the branch is in the series, as committed",
        needs=("series", "base"), version=2)
 def check_export(git: Git, ctx: CheckContext) -> list[CheckFailure]:
-    from pq import stack
+    from pq.queue import stack
 
     queue = _queue(ctx)
     series = queue.series
@@ -316,7 +316,7 @@ def check_apply(git: Git, ctx: CheckContext) -> list[CheckFailure]:
 def _apply_in_one_go(git: Git, queue: Queue, base: CommitId) -> TreeId | None:
     """The whole series as one `git apply` (two processes instead of two per patch); None
     when git cannot take it in one go (a path deleted then re-created, say)."""
-    from pq import patchfile
+    from pq.model import patchfile
 
     try:
         diffs = [patchfile.parse(queue.files[e.name], f"patches/{e.name}").diff
@@ -332,7 +332,7 @@ def _apply_in_one_go(git: Git, queue: Queue, base: CommitId) -> TreeId | None:
 def _apply_one_by_one(git: Git, ctx: CheckContext, queue: Queue, base: CommitId,
                       want: TreeId, paths: list[str]) -> list[CheckFailure]:
     """`stack.materialise`, patch by patch: slower, and it names the patch that fails."""
-    from pq import stack
+    from pq.queue import stack
 
     try:
         commits = stack.materialise(git, queue, base, _CHECKER)
@@ -357,9 +357,9 @@ def _apply_one_by_one(git: Git, ctx: CheckContext, queue: Queue, base: CommitId,
 def check_markers(git: Git, ctx: CheckContext) -> list[CheckFailure]:
     """Added lines git would call conflict markers, in files where one of them is a
     `<<<<<<<` or `>>>>>>>` line (as `pq rebase --continue` refuses them)."""
-    from pq import patchfile
     from pq.audit import patchdiff
-    from pq.rebase_status import is_conflict_marker
+    from pq.model import patchfile
+    from pq.rebase.status import is_conflict_marker
 
     queue = _queue(ctx)
     failures = []

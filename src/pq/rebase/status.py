@@ -10,9 +10,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from pq import rebase_state as rs
 from pq.errors import ConfigError, OperationFailed
-from pq.gitio import Git
+from pq.git.repo import Git
+from pq.rebase import state as rs
 
 # `git status --porcelain` codes of unmerged paths, for a patch cherry-picked onto the
 # rebased stack: "us" is the stack so far (upstream and the earlier patches), "them" the

@@ -10,18 +10,23 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from pq import patchfile, queuefiles, queueops, rangediff, rebase_status, renames
-from pq import rebase_state as rs
-from pq import rerere as rerere_mod
-from pq import stack as stack_mod
 from pq.errors import ConfigError, GitError
-from pq.gitio import DIFF_CONFIG, DIFF_OPTIONS, MERGER, CommitId, Git, Person, as_git_commits
-from pq.queuefiles import Queue, read_worktree
-from pq.rangediff import PatchReport, RebaseReport
-from pq.rebase_state import Change, Entry, RebaseState, Step
-from pq.series import PATCHES_DIR, SERIES_FILE
-from pq.trees import TreeCollision, Trees
-from pq.txn import Transaction, settle_stopped
+from pq.git.repo import DIFF_CONFIG, DIFF_OPTIONS, MERGER, CommitId, Git, Person, as_git_commits
+from pq.git.trees import TreeCollision, Trees
+from pq.model import patchfile
+from pq.model.series import PATCHES_DIR, SERIES_FILE
+from pq.oplog.txn import Transaction, settle_stopped
+from pq.queue import files as queuefiles
+from pq.queue import ops as queueops
+from pq.queue import renames
+from pq.queue import stack as stack_mod
+from pq.queue.files import Queue, read_worktree
+from pq.rebase import rangediff
+from pq.rebase import rerere as rerere_mod
+from pq.rebase import state as rs
+from pq.rebase import status as rebase_status
+from pq.rebase.rangediff import PatchReport, RebaseReport
+from pq.rebase.state import Change, Entry, RebaseState, Step
 
 Progress = Callable[[int, int, str], None]
 

@@ -2,7 +2,7 @@
 
 A command that changes refs, `series.yaml` or `patches/` runs inside `Transaction`: it holds
 `.git/pq/lock` and records the complete state before and after it under `.git/pq/oplog/`,
-so `pq undo` can always bring the earlier state back (see `pq.undo`).
+so `pq undo` can always bring the earlier state back (see `pq.oplog.undo`).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from typing import Any, Self
 
 from pq.errors import GitError, PqError
 from pq.faults import checkpoint
-from pq.gitio import Git, Person
+from pq.git.repo import Git, Person
 
 LOCK_WAIT_S = float(os.environ.get("PQ_LOCK_WAIT", "3"))
 QUEUE_PATHS = ("series.yaml", "patches")
@@ -29,7 +29,7 @@ LOG_REF = "refs/pq/oplog"  # pins every object a record names, so `git gc` keeps
 STATE_SKIP = ("oplog", "lock", "sealed", "tmp", "gate")  # .git/pq entries no snapshot
 # carries: the log, the lock, sealed copies, temporary indexes and the gate's stage logs
 STATE_MAX_BYTES = 1024 * 1024
-REBASE_STATE = "rebase/state.json"  # pq.rebase_state keeps a rebase in progress there
+REBASE_STATE = "rebase/state.json"  # pq.rebase.state keeps a rebase in progress there
 
 Snapshot = dict[str, Any]
 
@@ -373,7 +373,7 @@ def settle_stopped(git: Git, status: str) -> None:
     for record in read_records(git):
         if record.get("status") == "stopped":
             record["status"] = status
-            from pq.queuefiles import write_atomic
+            from pq.queue.files import write_atomic
 
             write_atomic(directory / f"{int(record['id']):06d}.json",
                          (json.dumps(record, indent=1, sort_keys=True) + "\n").encode())
@@ -453,7 +453,7 @@ class Transaction:
         self._write()
 
     def _write(self) -> None:
-        from pq.queuefiles import write_atomic
+        from pq.queue.files import write_atomic
 
         assert self.record_path is not None
         write_atomic(self.record_path,

@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from pq.gitio import Git
-from pq.series import Series
+from pq.git.repo import Git
+from pq.model.series import Series
 
 UPSTREAM_CONTAINS = "upstream-contains"
 

@@ -23,11 +23,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pq.errors import ConfigError, GitError
-from pq.gitio import Git
-from pq.txn import Transaction, current_record_id
+from pq.git.repo import Git
+from pq.oplog.txn import Transaction, current_record_id
 
 if TYPE_CHECKING:
-    from pq.trees import Trees
+    from pq.git.trees import Trees
 
 MARKER_SIZE = 7
 # Beside git's entries, in .git/rr-cache (git ignores names that are no conflict id): what
@@ -161,7 +161,7 @@ def normalize(data: bytes, object_format: str = "sha1",
 
 def hunks(preimage: bytes, postimage: bytes) -> list[str]:
     """What the resolution changed in the conflicted file, as the range-diff shows lines."""
-    from pq.rangediff import summary  # rangediff imports rebase_state, which imports us
+    from pq.rebase.rangediff import summary  # rangediff imports rebase_state, which imports us
 
     return summary(preimage, postimage, max_lines=None)
 
@@ -301,7 +301,7 @@ def _read_cache(git: Git) -> dict[str, dict[str, Any]]:
 
 
 def _write_cache(git: Git, data: dict[str, dict[str, Any]]) -> None:
-    from pq.queuefiles import write_atomic
+    from pq.queue.files import write_atomic
 
     write_atomic(_cache_path(git), (json.dumps(data, indent=1, sort_keys=True) + "\n").encode())
 

@@ -22,13 +22,13 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from pq import patchfile
 from pq.errors import ConfigError
-from pq.patchfile import TRAILER, PatchFile
-from pq.series import NAME_RE, PatchEntry
+from pq.model import patchfile
+from pq.model.patchfile import TRAILER, PatchFile
+from pq.model.series import NAME_RE, PatchEntry
 
 if TYPE_CHECKING:
-    from pq.stack import StackCommit
+    from pq.queue.stack import StackCommit
 
 _HUNK = re.compile(rb"^@@ [^\n]*$", re.M)
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from pq import mailheader
 from pq.errors import ConfigError
-from pq.gitio import Person
+from pq.git.repo import Person
+from pq.model import mailheader
 
 MBOX_FROM = b"From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001\n"
 TRAILER = "Pq-Patch"

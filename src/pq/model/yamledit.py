@@ -25,8 +25,8 @@ from typing import Any
 
 import yaml
 
-from pq import yamldoc
 from pq.errors import ConfigError
+from pq.model import yamldoc
 
 Edit = tuple[int, int, str]
 _BREAK = re.compile(r"\r\n|\r|\n|\x85|\u2028|\u2029")

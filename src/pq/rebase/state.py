@@ -15,19 +15,19 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pq import rerere as rerere_mod
-from pq import series as series_mod
 from pq.errors import ConfigError, GitError, OperationFailed
 from pq.faults import checkpoint
-from pq.gitio import Git
-from pq.queuefiles import (
+from pq.git.repo import Git
+from pq.model import series as series_mod
+from pq.model.series import PATCHES_DIR, SERIES_FILE
+from pq.queue.files import (
     Queue,
     index_entries,
     reset_to_head,
     set_index,
     write_atomic,
 )
-from pq.series import PATCHES_DIR, SERIES_FILE
+from pq.rebase import rerere as rerere_mod
 
 STATE_VERSION = 1
 Entry = tuple[str, str]  # (mode, object id) of a path in a tree

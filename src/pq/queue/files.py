@@ -12,11 +12,11 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from pq import series as series_mod
 from pq.errors import ConfigError
 from pq.faults import checkpoint
-from pq.gitio import Git
-from pq.series import PATCHES_DIR, SERIES_FILE, Series
+from pq.git.repo import Git
+from pq.model import series as series_mod
+from pq.model.series import PATCHES_DIR, SERIES_FILE, Series
 
 
 @dataclass(frozen=True)

@@ -11,11 +11,13 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from pq import stack as stack_mod
-from pq.branchmove import checkout_moved, require_unmoved, swap_branch
 from pq.errors import ConfigError
-from pq.gitio import CommitId, Git, Person
-from pq.queuefiles import (
+from pq.git.branchmove import checkout_moved, require_unmoved, swap_branch
+from pq.git.repo import CommitId, Git, Person
+from pq.model.series import PATCHES_DIR, SERIES_FILE, PatchEntry, Series, new_series
+from pq.oplog.txn import Transaction
+from pq.queue import stack as stack_mod
+from pq.queue.files import (
     Queue,
     index_entries,
     is_queue_file,
@@ -25,8 +27,6 @@ from pq.queuefiles import (
     set_index,
     write_worktree,
 )
-from pq.series import PATCHES_DIR, SERIES_FILE, PatchEntry, Series, new_series
-from pq.txn import Transaction
 
 Progress = Callable[[int, int, str], None]
 
@@ -112,7 +112,7 @@ def init(git: Git, upstream: str, *, force: bool = False, commit: bool = False) 
 
 def compute_export(git: Git, tip: str, old: Series, *queues: Queue | None) -> Queue:
     """The queue `pq export` would write for base..tip; `queues` are the recorded ones
-    whose patch files tell which commit is which patch (see pq.identity)."""
+    whose patch files tell which commit is which patch (see pq.queue.identity)."""
     stack = stack_mod.read_stack(git, old.base, tip, old.queue_paths)
     return stack_mod.export(git, stack, old, old.base,
                             recorded=stack_mod.recorded_files(*queues))
@@ -287,7 +287,7 @@ def apply(git: Git, onto: str | None = None, *, branch: str | None = None,
         target = f"refs/heads/{branch}" if branch else current
         require_unmoved(git, current, head, "pq apply")
         t.begin()
-        from pq.rebase_state import set_orig_head
+        from pq.rebase.state import set_orig_head
 
         if branch:
             set_orig_head(git, target, head, "pq apply: previous tip")
@@ -407,7 +407,7 @@ class PatchInfo:
 def list_series(git: Git, queue: Queue | None = None) -> tuple[Series, list[PatchInfo]]:
     """The patches of `queue` (default: the working tree's), with their sizes."""
     queue = queue or read_worktree(git)
-    from pq import patchfile
+    from pq.model import patchfile
 
     infos = []
     for i, entry in enumerate(queue.series.patches, start=1):

@@ -6,10 +6,10 @@ replaces blob entries in cached trees and writes the new tree objects in-process
 
 from __future__ import annotations
 
-from pq.gitio import Commit, CommitId, Git, Person, parse_commit
-from pq.queuefiles import Queue
-from pq.rebase_state import Change, Entry
-from pq.series import PATCHES_DIR, SERIES_FILE
+from pq.git.repo import Commit, CommitId, Git, Person, parse_commit
+from pq.model.series import PATCHES_DIR, SERIES_FILE
+from pq.queue.files import Queue
+from pq.rebase.state import Change, Entry
 
 
 class TreeCollision(Exception):

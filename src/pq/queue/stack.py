@@ -11,12 +11,13 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from pq import dep3, identity, layers, patchfile
 from pq.errors import ConfigError, GitError, OperationFailed
-from pq.gitio import DIFF_CONFIG, DIFF_OPTIONS, CommitId, Git, Person, TreeId
-from pq.patchfile import PatchFile
-from pq.queuefiles import Queue, read_tree
-from pq.series import PATCHES_DIR, PatchEntry, Series
+from pq.git.repo import DIFF_CONFIG, DIFF_OPTIONS, CommitId, Git, Person, TreeId
+from pq.model import dep3, layers, patchfile
+from pq.model.patchfile import PatchFile
+from pq.model.series import PATCHES_DIR, PatchEntry, Series
+from pq.queue import identity
+from pq.queue.files import Queue, read_tree
 
 _SHA_LINE = re.compile(rb"^[0-9a-f]{40}(?:[0-9a-f]{24})?$")
 
@@ -166,7 +167,7 @@ def _export_at(git: Git, base: str, commit: str) -> Queue | None:
 
 def assign_names(stack: Sequence[StackCommit], old: Series | None,
                  recorded: Recorded | None = None) -> list[str]:
-    """Stable names: a commit keeps the name the evidence gives it (see pq.identity); a
+    """Stable names: a commit keeps the name the evidence gives it (see pq.queue.identity); a
     commit no evidence names gets a new one, numbered after every name in use."""
     existing = list(old.patches) if old else []
     found = identity.match(stack, existing, recorded or {})
@@ -219,7 +220,7 @@ def summary_of(message: str) -> str:
 
 
 def guess_layer(git: Git, sc: StackCommit) -> str:
-    """The layer pq guesses for a new commit (rules in pq.layers): paths, the post-image of
+    """The layer pq guesses for a new commit (rules in pq.model.layers): paths, the post-image of
     C++ sources, and the lines the commit adds to kernel sources."""
     from pq.audit import patchdiff
 
