@@ -56,7 +56,7 @@ class DemoResult:
 
 def series_source() -> Path:
     """The folder holding the example's series.yaml, patches/ and mre/ (pq's own checkout)."""
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[3]
     if (root / "series.yaml").is_file() and (root / "patches").is_dir():
         return root
     raise ConfigError("the example series (series.yaml, patches/) was not found next to pq",
