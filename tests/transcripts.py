@@ -140,7 +140,8 @@ def all_blocks() -> list[Block]:
 _RULES = [
     (re.compile(r"\b\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:Z|[+-]\d{4}|[+-]\d\d:\d\d)?"), "<time>"),
     (re.compile(r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,64}\b"), "<id>"),
-    (re.compile(r"\b\d+(?:\.\d+)? ?s\b"), "<dur>"),
+    # a right-aligned duration column widens when a stage takes 100 s or more
+    (re.compile(r" *\b\d+(?:\.\d+)? ?s\b"), " <dur>"),
 ]
 
 
