@@ -12,6 +12,7 @@ import pytest
 from fixtures.gate.gatefork import PY, gate_fork, note, set_gate, stage, stage_lines
 from gitrepo import commit_all, git, pq, write
 
+from pq.cli.render_gate import report_text
 from pq.gate import api
 from pq.git.repo import Git
 
@@ -317,7 +318,7 @@ def test_run_gate_api(tmp_path: Path) -> None:
     with Git.open(fork) as g:
         report = api.run_gate(g, progress=lambda i, n, label: seen.append(label))
         assert report.status == "passed" and report.exit_code == 0
-        assert "result: passed" in report.summary()
+        assert "result: passed" in report_text(report)
         assert report.to_json()["stages"][0]["name"] == "build"
         assert any(label.startswith("build") for label in seen)
         again = api.run_gate(g, stages=["tests"])

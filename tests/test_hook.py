@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from gitrepo import commit_all, git, make_fork, origin_with_hook, pq, write
 
-from pq.push import hook
+from pq.push import install
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -270,7 +270,7 @@ def test_install_refuses_a_foreign_hook_unless_forced(tmp_path: Path) -> None:
     assert "exists and was not written by pq" in result.output and "--chain" in result.output
     assert hook_path.read_text() == "#!/bin/sh\nexit 0\n"
     pq(fork, "hook", "install", "--force")
-    assert hook.is_ours(hook_path) and hook_path.stat().st_mode & stat.S_IXUSR
+    assert install.is_ours(hook_path) and hook_path.stat().st_mode & stat.S_IXUSR
     again = pq(fork, "hook", "install")  # its own hook: updated in place
     assert "updated" in again.output
     assert not (fork / ".git/hooks/pre-push.pre-pq").exists()
@@ -307,7 +307,7 @@ def test_install_honours_core_hooks_path(tmp_path: Path) -> None:
     git(fork, "config", "core.hooksPath", ".githooks")
     out = pq(fork, "hook", "install").output
     assert str(fork / ".githooks/pre-push") in out
-    assert hook.is_ours(fork / ".githooks/pre-push")
+    assert install.is_ours(fork / ".githooks/pre-push")
     write(fork, "pkg/util.py", "changed\n")
     commit_all(fork, "unexported")
     assert_refused(push(fork, "origin", "paddle"), remote, {}, "unexported edit")
@@ -323,7 +323,7 @@ def test_uninstall_leaves_a_foreign_hook_alone(tmp_path: Path) -> None:
 
 def test_shipped_hook_script_is_the_installed_one_without_an_interpreter() -> None:
     shipped = ROOT / "hooks/pre-push"
-    assert shipped.read_text() == hook.script(None)
+    assert shipped.read_text() == install.script(None)
     assert shipped.stat().st_mode & stat.S_IXUSR
 
 
@@ -474,15 +474,15 @@ def test_pre_commit_framework_installs_pq_as_a_hook_repository(tmp_path: Path) -
 
 def test_a_new_check_plugs_in_without_touching_the_hook(tmp_path: Path,
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    from pq.push import checks
+    from pq.push import registry
 
     fork, _ = make_pushable(tmp_path)
     assert json.loads(pq(fork, "check", "--json").stdout)["ok"] is True  # now cached
 
-    @checks.check("lint", "no line says QUUX", needs=("series",))
-    def lint(g: object, ctx: checks.CheckContext) -> list[checks.CheckFailure]:
+    @registry.check("lint", "no line says QUUX", needs=("series",))
+    def lint(g: object, ctx: registry.CheckContext) -> list[registry.CheckFailure]:
         assert ctx.queue is not None
-        return [checks.CheckFailure("lint", f"patches/{n} says QUUX", "edit the commit")
+        return [registry.CheckFailure("lint", f"patches/{n} says QUUX", "edit the commit")
                 for n, data in ctx.queue.files.items() if b"QUUX" in data]
 
     try:
@@ -500,7 +500,7 @@ def test_a_new_check_plugs_in_without_touching_the_hook(tmp_path: Path,
         assert json.loads(skipped.stdout)["checks"][-1]["status"] == "skipped"
         assert "PQ_SKIP=lint" in skipped.stderr
     finally:
-        checks._REGISTRY.pop("lint")
+        registry._REGISTRY.pop("lint")
 
 
 def test_python_dash_m_pq_runs_every_command(tmp_path: Path) -> None:

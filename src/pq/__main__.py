@@ -1,7 +1,8 @@
 """`python -m pq`: the same commands as the `pq` script.
 
 `python -m pq hook run ...`, which the installed pre-push hook calls, takes a short path
-that loads only the hook and its checks, so a push whose checks are cached stays fast.
+that loads only the hook and its checks, so a push whose checks are cached stays fast; it
+reports errors through the same handler as the CLI (`pq.cli.failure`).
 """
 
 from __future__ import annotations
@@ -39,28 +40,24 @@ def _hook_run_args(argv: list[str]) -> tuple[str | None, str | None, str | None]
 
 
 def _hook_run(remote: str | None, url: str | None, chain: str | None) -> int:
-    from pq.errors import PqError
-    from pq.push import hook
+    from pq.cli.failure import failure_of
+    from pq.cli.render_hook import hook_lines
+    from pq.push.hook import pre_push
 
     try:
         stdin = sys.stdin.buffer.read() if remote is not None else b""
-        result = hook.pre_push(remote, url, stdin, dict(os.environ), chain)
-    except PqError as exc:
-        sys.stderr.write(f"pq: error: {exc.render()}\n")
-        return exc.exit_code
-    except KeyboardInterrupt:
-        sys.stderr.write("pq: interrupted\n")
-        return 130
-    except Exception as exc:  # a bug: one line, as the CLI does
-        if os.environ.get("PQ_DEBUG"):
+        result = pre_push(remote, url, stdin, dict(os.environ), chain)
+    except BaseException as exc:
+        failure = failure_of(exc)
+        if failure is None:
             raise
-        first = str(exc).splitlines()[0] if str(exc) else ""
-        sys.stderr.write(f"pq: internal error: {type(exc).__name__}: {first} "
-                         "(set PQ_DEBUG=1 for the traceback, and please report it)\n")
-        return 2
-    for line in hook.render(result):
+        line = failure.line()
+        if line is not None:
+            sys.stderr.write(line + "\n")
+        return failure.exit_code
+    for line in hook_lines(result):
         sys.stderr.write(line + "\n")
-    return hook.exit_code(result)
+    return result.exit_code
 
 
 def main() -> None:

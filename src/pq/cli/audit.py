@@ -75,6 +75,7 @@ def workarounds(rev: str | None, upstream: str | None, paddle_version: str | Non
     findings, 2 when series.yaml is malformed.
     """
     from pq.audit import api, report  # here, so that other commands start faster
+    from pq.cli import render_audit
 
     if as_json and as_markdown:
         raise click.UsageError("choose one of --json and --markdown")
@@ -96,9 +97,9 @@ def workarounds(rev: str | None, upstream: str | None, paddle_version: str | Non
     if as_json:
         emit_json(report.data(result))
     elif as_markdown:
-        click.echo(report.markdown(result), nl=False)
+        click.echo(render_audit.markdown(result), nl=False)
     else:
-        click.echo(report.table(result))
+        click.echo(render_audit.table(result))
     sys.exit(result.exit_code)
 
 

@@ -8,6 +8,8 @@ from pathlib import Path
 import click
 
 from pq.cli.common import emit_json, open_repo, progress_printer
+from pq.cli.failure import Failure
+from pq.cli.render_gate import report_text, status_text
 from pq.errors import ConfigError
 from pq.gate import api, junit
 from pq.queue.files import write_atomic
@@ -48,7 +50,7 @@ def gate(ctx: click.Context, stages: tuple[str, ...], force: bool, python: str |
         if as_json:
             emit_json(status.to_json())
         else:
-            click.echo(status.summary())
+            click.echo(status_text(status))
         ctx.exit(status.exit_code)
     if junit_path is not None:
         check_writable(junit_path, "--junit")
@@ -72,12 +74,10 @@ def gate(ctx: click.Context, stages: tuple[str, ...], force: bool, python: str |
     if as_json:
         data = report.to_json()
         if report.error is not None:  # the error shape every --json command uses
-            from pq.cli import error_data
-
-            data["error"] = error_data("", report.exit_code, report.error)["error"]
+            data["error"] = Failure("", report.exit_code, report.error).data()["error"]
         emit_json(data)
     else:
-        click.echo(report.summary())
+        click.echo(report_text(report))
     ctx.exit(report.exit_code)
 
 

@@ -1,7 +1,8 @@
 """`pq hook install|uninstall|run` and `pq check`: the pre-push hook and its checks by hand.
 
-The commands parse their arguments, call `pq.push.hook` and render what it returns; the hook's
-own output goes to stderr so that git shows it next to the push.
+The commands parse their arguments, call `pq.push` and render what it returns
+(`pq.cli.render_hook`); the hook's own output goes to stderr so that git shows it next to
+the push.
 """
 
 from __future__ import annotations
@@ -11,8 +12,11 @@ import sys
 
 import click
 
-from pq.cli.common import emit_json, open_repo, short
+from pq.cli.common import emit_json, open_repo
+from pq.cli.render_hook import check_lines, hook_lines, skip_warnings
 from pq.push import hook as hook_mod
+from pq.push import install as install_mod
+from pq.push.refs import SKIP_ENV, parse_skip
 
 
 def register(main: click.Group) -> None:
@@ -32,13 +36,13 @@ def hook() -> None:
 def install(force: bool, chain: bool) -> None:
     """Write the pre-push hook (where core.hooksPath says, else .git/hooks)."""
     with open_repo() as git:
-        result = hook_mod.install(git, force=force, chain=chain, python=sys.executable)
+        result = install_mod.install(git, force=force, chain=chain, python=sys.executable)
     verb = {"installed": "installed", "updated": "updated",
             "replaced": "installed (replacing a hook pq did not write)"}[result.action]
     click.echo(f"pq: pre-push hook {verb} at {result.path}")
     if result.set_aside is not None:
         click.echo(f"pq: {result.set_aside.name}, which pq did not write, is kept as "
-                   f"{result.path.name}{hook_mod.REPLACED_SUFFIX} (see `pq log`)")
+                   f"{result.path.name}{install_mod.REPLACED_SUFFIX} (see `pq log`)")
     if result.chained:
         click.echo(f"pq: {result.chained.name} runs first; its failure refuses the push")
 
@@ -47,7 +51,7 @@ def install(force: bool, chain: bool) -> None:
 def uninstall() -> None:
     """Remove pq's pre-push hook, restoring a hook that --chain kept."""
     with open_repo() as git:
-        result = hook_mod.uninstall(git)
+        result = install_mod.uninstall(git)
     if result.foreign:
         click.echo(f"pq: {result.path} was not written by pq; left as it is")
     elif not result.removed:
@@ -74,9 +78,9 @@ def run(remote: str | None, url: str | None, chain: str | None) -> None:
         raise click.UsageError("give both REMOTE and URL (as git does), or neither")
     stdin = sys.stdin.buffer.read() if remote is not None else b""
     result = hook_mod.pre_push(remote, url, stdin, dict(os.environ), chain)
-    for line in hook_mod.render(result):
+    for line in hook_lines(result):
         click.echo(line, err=True)
-    sys.exit(hook_mod.exit_code(result))
+    sys.exit(result.exit_code)
 
 
 @click.command()
@@ -85,16 +89,16 @@ def run(remote: str | None, url: str | None, chain: str | None) -> None:
 @click.option("--no-cache", is_flag=True, help="Run every check even if REV passed before.")
 def check(rev: str, as_json: bool, no_cache: bool) -> None:
     """Run the pre-push checks on REV (default HEAD), as committed."""
-    from pq.push import checks
+    from pq.push import registry
 
-    skip, unknown = hook_mod.parse_skip(os.environ.get(hook_mod.SKIP_ENV))
+    skip, unknown = parse_skip(os.environ.get(SKIP_ENV))
     with open_repo() as git:
         report = hook_mod.check_rev(git, rev, skip, use_cache=not no_cache)
-    for line in hook_mod.skip_warnings(skip, unknown, rev):
+    for line in skip_warnings(skip, unknown, rev):
         click.echo(line, err=True)
-    consistency, policy = hook_mod.split_failures(report.failures)
     if as_json:
-        summaries = {c.name: c.summary for c in checks.all_checks()}
+        consistency, policy = registry.split_failures(report.failures)
+        summaries = {c.name: c.summary for c in registry.all_checks()}
         emit_json({
             "rev": rev,
             "commit": report.commit,
@@ -111,23 +115,7 @@ def check(rev: str, as_json: bool, no_cache: bool) -> None:
     else:
         for n in report.notices:
             click.echo(f"notice: {n}", err=True)
-        click.echo(f"{rev} {short(report.commit)}:")
-        for name, status in report.statuses.items():
-            click.echo(f"  {status:<11} {name}")
-        for title, group in (("the branch does not match its series", consistency),
-                             ("policy findings of the workaround audit", policy)):
-            if group:
-                click.echo(f"{title}:")
-            for f in group:
-                click.echo(f"  [{f.check}] {f.message}")
-                click.echo(f"    fix: {f.fix_command}")
-        if policy:
-            click.echo(hook_mod.ACK_HINT)
-        if not consistency and policy:
-            click.echo("the branch matches its series; the push is refused for the policy "
-                       "findings above")
-        if report.ok:
-            click.echo(hook_mod.consistent_summary(
-                report.statuses, "cached" if report.state == "cached" else None))
+        for line in check_lines(rev, report):
+            click.echo(line)
     if not report.ok:
         sys.exit(1)

@@ -110,7 +110,9 @@ def _run_gate(git: Git, as_json: bool) -> dict[str, Any]:
         result = run_gate(git, progress=None if as_json else progress_printer("gate"))
     except PqError as exc:
         return {"exit_code": exc.exit_code, "summary": f"gate: error: {exc.render()}"}
-    return {"exit_code": result.exit_code, "summary": result.summary()}
+    from pq.cli.render_gate import report_text
+
+    return {"exit_code": result.exit_code, "summary": report_text(result)}
 
 
 def _conflict_error(report: RebaseReport, conflicted: list[rebase_status.ConflictFile]

@@ -3,6 +3,7 @@
 `run_gate` reads the gate configuration from the series committed at the tip, reuses a
 passing record of the same tree and environment, or runs the stages in a throwaway worktree
 and records the result as a git note. It never changes a ref besides refs/notes/pq-gate.
+The reports are data; `pq.cli.render_gate` says what they mean.
 """
 
 from __future__ import annotations
@@ -50,31 +51,6 @@ class GateReport:
         if self.error is not None:
             return self.error.render()
         return R.describe(self.status, self.stages)
-
-    def summary(self) -> str:
-        """What a person reads: one line per stage, the failing log's tail, the next step."""
-        if self.error is not None:
-            return f"gate: error: {self.error.render()}"
-        tip = (self.tip or "")[:12]
-        lines = [f"gate at {tip} (tree {(self.tree or '')[:12]}): {_env_line(self.fingerprint)}"]
-        if self.cached:
-            lines.append(f"  cached: a passing record from {self.time} for this tree and "
-                         "environment (`pq gate --force` runs it again)")
-        lines.extend(_stage_lines(self.stages))
-        failed = next((s for s in self.stages if s.failed), None)
-        if failed is not None and failed.tail:
-            lines.append(f"--- {failed.name}: last lines of {failed.log} ---")
-            lines.extend(failed.tail.splitlines())
-            lines.append("---")
-        lines.append(("result: " if not self.cached else "result (cached): ") + self.headline)
-        lines.extend(f"warning: {w}" for w in self.warnings)
-        if failed is not None:
-            lines.append(f"next: fix stage {failed.name} and run `pq gate` again (just this "
-                         f"stage: `pq gate --stage {failed.name}`)")
-        elif any(s.status == R.SKIPPED_NO_GPU for s in self.stages):
-            lines.append(f"next: run `pq gate` where a GPU is visible, then `git push origin "
-                         f"{record.NOTES_REF}`")
-        return "\n".join(lines)
 
     def to_json(self) -> dict[str, Any]:
         stages = []
@@ -224,30 +200,6 @@ def _now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
-def _stage_lines(stages: list[R.StageResult]) -> list[str]:
-    width = max([len(s.name) for s in stages] + [5])
-    lines = []
-    for s in stages:
-        took = f"{s.duration_s:8.1f} s" if s.duration_s is not None else ""
-        lines.append(f"  {s.name.ljust(width)}  {s.display()[:70].ljust(30)} {took}".rstrip())
-    return lines
-
-
-def _env_line(fp: dict[str, Any] | None) -> str:
-    if not fp:
-        return "environment unknown"
-    parts = [f"python {fp.get('python')}"]
-    parts += [f"{k} {fp[k]}" for k in ("torch", "paddle") if fp.get(k)]
-    if fp.get("cuda"):
-        parts.append(f"CUDA {fp['cuda']}")
-    if fp.get("gpu"):
-        parts.append(", ".join(fp["gpu"]) + (f" (driver {fp['driver']})" if fp.get("driver")
-                                             else ""))
-    else:
-        parts.append("GPU visible" if fp.get("gpu_visible") else "no GPU")
-    return ", ".join(parts)
-
-
 # -- the record, for `pq gate --status`, the pre-push hook and other commands ---------------
 
 
@@ -266,28 +218,6 @@ class GateStatus:
     def to_json(self) -> dict[str, Any]:
         return {"tip": self.tip, "tree": self.tree, "found_on": self.found_on,
                 "record": self.record, "history": self.history}
-
-    def summary(self) -> str:
-        if self.record is None:
-            return (f"no gate record for {self.tip[:12]} (tree {self.tree[:12]}): run `pq "
-                    f"gate`, or fetch the team's records with `git fetch origin "
-                    f"{record.NOTES_REF}:{record.NOTES_REF}`")
-        rec = self.record
-        head = f"gate record for {self.tip[:12]} (tree {self.tree[:12]})"
-        if self.found_on and self.found_on != self.tip:
-            head += f", found on {self.found_on[:12]} (same tree)"
-        lines = [head + ":",
-                 f"  recorded {rec.get('time')} by pq {rec.get('pq')}"
-                 + (", a partial run (--stage)" if rec.get("partial") else ""),
-                 f"  environment: {_env_line(rec.get('fingerprint'))}"]
-        stages = [R.StageResult.from_record(s) for s in rec.get("stages", [])
-                  if isinstance(s, dict)]
-        lines.extend(_stage_lines(stages))
-        lines.append("result: " + str(rec.get("summary") or rec.get("status")))
-        for old in self.history:
-            lines.append(f"earlier: {old.get('time')}: {old.get('summary') or old.get('status')}"
-                         f" ({_env_line(old.get('fingerprint'))})")
-        return "\n".join(lines)
 
 
 def read_status(git: Git) -> GateStatus:

@@ -535,6 +535,13 @@ class Git:
     def delete_ref(self, ref: str) -> None:
         self.run("update-ref", "-d", ref)
 
+    # -- verbs added for push --
+
+    def git_path(self, name: str) -> Path:
+        """Where git keeps `name` (`hooks`, say), honouring core.hooksPath and worktrees."""
+        path = Path(self.text("rev-parse", "--git-path", name).strip())
+        return path if path.is_absolute() else self.root / path
+
 
 def run_in(cwd: Path, *args: str, env: dict[str, str] | None = None,
            input: bytes | None = None) -> bytes:

@@ -1,170 +1,26 @@
-"""The check list: named checks that a pushed commit's branch, series and records agree.
+"""pq's pre-push checks, in the order they run: series, base, export, apply, markers,
+audit, gate.
 
-Each check is `(git, ctx) -> list[CheckFailure]`, registered with `@check(...)`; the hook
-and `pq check` run them all, in order, on the commit's objects (never the working tree).
+Each registers itself with `pq.push.registry.check`; a failure names the problem and the
+command that fixes it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from pq.errors import ConfigError, OperationFailed, PqError
+from pq.errors import ConfigError, OperationFailed
 from pq.git.repo import CommitId, Git, Person, TreeId
+from pq.push.registry import CheckContext, CheckFailure, CheckUnavailable, check
 
 if TYPE_CHECKING:
     from pq.queue.files import Queue
-
-# Checks that judge the fork's code against a policy, not whether branch and series agree:
-# reported apart from the consistency checks ("policy findings", not "does not match").
-POLICY_CHECKS = frozenset({"audit"})
-
-PASSED = "passed"
-FAILED = "failed"
-SKIPPED = "skipped"  # PQ_SKIP named it, or a check it needs
-NOT_RUN = "not-run"  # a check it needs failed first (or could not run)
-UNAVAILABLE = "unavailable"  # the module it needs is not installed yet
 
 # Patches that match their commits but do not rebuild the tree: rebuild and compare.
 _REBUILD = "pq apply --branch rebuilt, then `git diff rebuilt` shows what the patches lose"
 
 # A fixed identity for the throwaway commits of the apply check: no `git var` per run.
 _CHECKER = Person("pq check", "pq@localhost", "0 +0000")
-
-
-@dataclass(frozen=True)
-class CheckFailure:
-    """One thing wrong with the pushed commit, and the command that fixes it."""
-
-    check: str
-    message: str
-    fix_command: str
-
-    def to_json(self) -> dict[str, str]:
-        return {"check": self.check, "message": self.message, "fix": self.fix_command}
-
-
-class CheckUnavailable(Exception):
-    """Raised by a check whose machinery is not installed; the check passes with a notice."""
-
-
-@dataclass
-class CheckContext:
-    """What every check sees: the pushed commit and the queue committed in it."""
-
-    commit: CommitId
-    ref: str
-    tree: TreeId
-    queue: Queue | None = None
-    load_error: ConfigError | None = None
-    memo: dict[str, Any] = field(default_factory=dict)
-
-
-CheckFn = Callable[[Git, CheckContext], list[CheckFailure]]
-
-
-@dataclass(frozen=True)
-class Check:
-    name: str
-    summary: str
-    run: CheckFn
-    needs: tuple[str, ...] = ()
-    version: int = 1  # bump when the check's verdict can change for the same commit
-    module: str | None = None  # an optional pq module the check imports lazily
-
-
-_REGISTRY: dict[str, Check] = {}
-
-
-def check(name: str, summary: str, *, needs: tuple[str, ...] = (), version: int = 1,
-          module: str | None = None) -> Callable[[CheckFn], CheckFn]:
-    """Register `fn` as the check `name`; checks run in registration order."""
-    def register(fn: CheckFn) -> CheckFn:
-        if name in _REGISTRY:
-            raise ValueError(f"check {name!r} registered twice")
-        for dep in needs:
-            if dep not in _REGISTRY:
-                raise ValueError(f"check {name!r} needs {dep!r}, which is not registered yet")
-        _REGISTRY[name] = Check(name, summary, fn, needs, version, module)
-        return fn
-    return register
-
-
-def all_checks() -> list[Check]:
-    return list(_REGISTRY.values())
-
-
-def names() -> list[str]:
-    return list(_REGISTRY)
-
-
-def available(c: Check) -> bool:
-    """Whether the optional module a check imports is installed (looked up, not imported)."""
-    if c.module is None:
-        return True
-    parts = c.module.split(".")
-    if parts[0] != "pq":
-        return True
-    where = Path(__file__).parent.joinpath(*parts[1:])
-    return where.with_suffix(".py").is_file() or (where / "__init__.py").is_file()
-
-
-def fingerprint() -> str:
-    """Changes when a check is added, removed, versioned or becomes available (cache key)."""
-    return ",".join(f"{c.name}@{c.version}{'' if available(c) else '-absent'}"
-                    for c in _REGISTRY.values())
-
-
-def load_context(git: Git, commit: CommitId, ref: str) -> CheckContext:
-    from pq.queue.files import read_tree
-
-    ctx = CheckContext(commit=commit, ref=ref, tree=git.tree_of(commit))
-    try:
-        ctx.queue = read_tree(git, commit)
-    except ConfigError as exc:
-        ctx.load_error = exc
-    return ctx
-
-
-@dataclass
-class RunOutcome:
-    """Per-check status (in registry order), the failures, and notices worth printing."""
-
-    statuses: dict[str, str]
-    failures: list[CheckFailure]
-    notices: list[str]
-
-    @property
-    def ok(self) -> bool:
-        return not self.failures
-
-
-def run_checks(git: Git, ctx: CheckContext, skip: frozenset[str] = frozenset()) -> RunOutcome:
-    statuses: dict[str, str] = {}
-    failures: list[CheckFailure] = []
-    notices: list[str] = []
-    for c in all_checks():
-        if c.name in skip or "all" in skip or any(statuses.get(dep) == SKIPPED
-                                                  for dep in c.needs):
-            # Skipped, or resting on a skipped check: not verified, and not for a failure.
-            statuses[c.name] = SKIPPED
-            continue
-        if any(statuses.get(dep) not in (PASSED, UNAVAILABLE) for dep in c.needs):
-            statuses[c.name] = NOT_RUN
-            continue
-        try:
-            found = c.run(git, ctx)
-        except CheckUnavailable as exc:
-            statuses[c.name] = UNAVAILABLE
-            notices.append(f"{c.name}: {exc}")
-            continue
-        except PqError as exc:  # the check could not read what it needs: that is a failure
-            found = [CheckFailure(c.name, exc.message, exc.hint or "see the message")]
-        statuses[c.name] = FAILED if found else PASSED
-        failures.extend(found)
-    return RunOutcome(statuses, failures, notices)
 
 
 def _queue(ctx: CheckContext) -> Queue:

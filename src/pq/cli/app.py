@@ -1,0 +1,104 @@
+"""The `pq` command group: it loads each command's module when that command runs (so that
+`pq` starts fast), records the command line for the operation log, and hands every
+exception that escapes a command to the one error handler, `pq.cli.failure`.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import sys
+from typing import Any, NoReturn
+
+import click
+
+from pq import __version__
+from pq.cli.common import JSON_EMITTED
+from pq.cli.failure import Failure, failure_of
+
+# Command name -> the module under pq.cli that defines it (its `register` adds it).
+COMMANDS = {
+    "init": "queue", "export": "queue", "apply": "queue", "series": "queue",
+    "rebase": "rebase", "audit": "audit", "gate": "gate", "hook": "hook", "check": "hook",
+    "log": "oplog", "undo": "oplog", "redo": "oplog", "demo": "demo", "status": "rebase",
+}
+
+
+class PqGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(set(COMMANDS) | set(self.commands))
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in COMMANDS:
+            import importlib
+
+            module = importlib.import_module(f"pq.cli.{COMMANDS[cmd_name]}")
+            module.register(self)
+        return self.commands.get(cmd_name)
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        # `--json` anywhere before `--`: errors, too, come out as JSON on stdout.
+        ctx.meta["pq.json"] = "--json" in args[:args.index("--")] if "--" in args \
+            else "--json" in args
+        return super().parse_args(ctx, args)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        from pq.oplog.txn import set_invocation
+
+        # The operation log records the command as typed, flags and all.
+        protected = getattr(ctx, "_protected_args", None)  # click >= 8.2; before: public
+        typed = [*(ctx.protected_args if protected is None else protected), *ctx.args]
+        set_invocation("pq " + shlex.join(typed) if typed else None)
+        as_json = bool(ctx.meta.get("pq.json"))
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.Exit, click.Abort, SystemExit):
+            raise
+        except click.ClickException as exc:
+            if not as_json:
+                raise
+            fail(Failure(exc.format_message(), exc.exit_code), as_json)
+        except BaseException as exc:
+            failure = failure_of(exc)
+            if failure is None:
+                raise
+            # After a JSON report (rebase's conflict) an error is a stderr line.
+            emitted = failure.error is not None and ctx.meta.get(JSON_EMITTED)
+            fail(failure, as_json and not emitted)
+        finally:
+            set_invocation(None)
+
+
+def fail(failure: Failure, as_json: bool) -> NoReturn:
+    """Leave with the failure's exit code: its one stderr line, or, under --json, the error
+    as JSON on stdout."""
+    if failure.quiet:
+        sys.exit(failure.exit_code)
+    if as_json:
+        import json
+
+        click.echo(json.dumps(failure.data(), indent=2, ensure_ascii=False))
+    else:
+        line = failure.line()
+        if line is not None:
+            click.echo(line, err=True)
+    sys.exit(failure.exit_code)
+
+
+@click.group(cls=PqGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="pq")
+@click.option("-C", "directory", default=None, metavar="DIR",
+              help="Run as if pq was started in DIR.")
+@click.pass_context
+def main(ctx: click.Context, directory: str | None) -> None:
+    """pq keeps a fork's migration edits as an ordered series of patches.
+
+    The series lives in series.yaml and patches/ at the top of the fork; the fork's
+    branch is the upstream base plus one commit per patch.
+    """
+    if directory:
+        try:
+            os.chdir(directory)
+        except OSError as exc:
+            raise click.UsageError(f"cannot change to {directory}: {exc.strerror}") from None
+

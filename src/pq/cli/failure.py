@@ -1,0 +1,63 @@
+"""The one error handler of every entry point: an exception becomes one line and an exit code.
+
+The click CLI (`pq.cli.app`) and `python -m pq hook run`, the hook's fast path that never
+imports click, both ask `failure_of` what an exception means; neither maps errors itself.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from pq.errors import PqError
+
+EXIT_INTERRUPTED = 130
+EXIT_INTERNAL = 2
+EXIT_BROKEN_PIPE = 1
+
+
+@dataclass(frozen=True)
+class Failure:
+    """What an exception means for the user: the message, the exit code, the PqError."""
+
+    message: str
+    exit_code: int
+    error: PqError | None = None
+    quiet: bool = False  # stdout went away (a closed pipe): leave without a word
+
+    def line(self) -> str | None:
+        """The one stderr line: `pq: error: ...`, `pq: interrupted`, or None when quiet."""
+        if self.quiet:
+            return None
+        if self.exit_code == EXIT_INTERRUPTED and self.error is None:
+            return "pq: interrupted"
+        return f"pq: error: {self.message}"
+
+    def data(self) -> dict[str, Any]:
+        """The JSON shape of an error (README: "Errors as JSON")."""
+        exc = self.error
+        return {"error": {"message": exc.message if exc is not None else self.message,
+                          "path": getattr(exc, "path", None),
+                          "line": getattr(exc, "line", None),
+                          "column": getattr(exc, "column", None),
+                          "hint": exc.hint if exc is not None else None,
+                          "exit_code": self.exit_code}}
+
+
+def failure_of(exc: BaseException) -> Failure | None:
+    """What `exc` means, or None when it is not pq's to report: SystemExit and its kin, and
+    any bug while PQ_DEBUG is set (the caller re-raises it, traceback and all)."""
+    if isinstance(exc, PqError):
+        return Failure(exc.render(), exc.exit_code, exc)
+    if isinstance(exc, KeyboardInterrupt):
+        return Failure("interrupted", EXIT_INTERRUPTED)
+    if isinstance(exc, BrokenPipeError):
+        return Failure("", EXIT_BROKEN_PIPE, quiet=True)
+    if isinstance(exc, Exception):  # a bug: one line, and the way to see more
+        if os.environ.get("PQ_DEBUG"):
+            return None
+        first = str(exc).splitlines()[0] if str(exc) else ""
+        return Failure(f"internal error: {type(exc).__name__}: {first} (set PQ_DEBUG=1 for "
+                       "the traceback, and please report it)", EXIT_INTERNAL)
+    return None

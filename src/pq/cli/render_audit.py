@@ -1,0 +1,163 @@
+"""The audit as people read it: the terminal table of `pq audit workarounds`, and Markdown
+for a pull request (`--markdown`). The JSON (`--json`) is `pq.audit.report.data`.
+"""
+
+from __future__ import annotations
+
+import re
+
+from pq.audit.api import AuditReport, WorkaroundRow
+from pq.cli.common import plural
+
+
+def _issue_short(row: WorkaroundRow) -> str:
+    issue = row.workaround.issue
+    if issue is None:
+        return "-"
+    if issue.url:
+        m = re.search(r"/(?:issues|pull)/(\d+)", issue.url)
+        if m:
+            return f"#{m.group(1)}"
+        return "search" if re.search(r"[?&]q=", issue.url) else "link"
+    return "not-needed"
+
+
+def _mre_short(row: WorkaroundRow) -> str:
+    if not row.workaround.mre:
+        return "-"
+    if not row.mre_present:
+        return "missing"
+    run = row.mre_run
+    if run is None:
+        return "yes"
+    if run.error:
+        return "error"
+    return "timeout" if run.timed_out else f"exit {run.exit_code}"
+
+
+def _summary(report: AuditReport) -> str:
+    n_err, n_warn = len(report.errors), len(report.warnings)
+    text = (f"{plural(len(report.findings), 'finding')} ({plural(n_err, 'error')}, "
+            f"{plural(n_warn, 'warning')})")
+    if report.acknowledged:
+        text += f", {len(report.acknowledged)} acknowledged (not counted)"
+    text += f"; {plural(len(report.removable), 'workaround')} removable"
+    if report.strict:
+        text += " (--strict)"
+    return text
+
+
+def _heading(report: AuditReport) -> str:
+    tip = (f"{report.upstream_ref} tip {report.upstream_commit[:12]}" if report.upstream_commit
+           else f"{report.upstream_ref} not found")
+    paddle = f"paddle {report.paddle_version}" if report.paddle_version else "paddle unknown"
+    src = "" if report.source == "worktree" else f" in {report.source[:12]}"
+    return (f"{plural(len(report.workarounds), 'workaround')} in "
+            f"{plural(report.patches, 'patch', 'patches')}{src} (base {report.base[:12]}; "
+            f"{tip}; {paddle})")
+
+
+def _ack_lines(report: AuditReport) -> list[str]:
+    lines = []
+    if report.acknowledged:
+        lines.append("acknowledged in series.yaml (reported, not counted):")
+        for a in report.acknowledged:
+            f = a.finding
+            lines.append(f"  {f.severity:<7}  {f.rule_id} {f.rule}  {f.patch}  {a.location}")
+            lines.append(f"           {f.message}")
+            lines.append(f"           reason: {a.reason}")
+        lines.append("")
+    if report.unused_acknowledgements:
+        lines.append("acknowledgements that match no finding (remove them):")
+        for u in report.unused_acknowledgements:
+            lines.append(f"  {u.rule}  {u.patch}  {u.location}")
+        lines.append("")
+    return lines
+
+
+# -- the table -------------------------------------------------------------------------
+
+
+def table(report: AuditReport) -> str:
+    lines = [_heading(report), ""]
+    if report.workarounds:
+        head = ("PATCH", "LAYER", "KIND", "REMOVAL", "ISSUE", "MRE", "FINDINGS")
+        rows = [(w.patch, w.layer, w.workaround.kind or "-", w.removal, _issue_short(w),
+                 _mre_short(w), ",".join(w.findings) or "-") for w in report.workarounds]
+        widths = [max(len(r[i]) for r in rows + [head]) for i in range(len(head))]
+
+        def fmt(r: tuple[str, ...]) -> str:
+            return "  ".join(c.ljust(widths[i]) for i, c in enumerate(r)).rstrip()
+
+        lines.append(fmt(head))
+        cw = min(40, max((len(s.condition.text) for w in report.workarounds
+                          for s in w.conditions), default=0))
+        for w, r in zip(report.workarounds, rows):
+            lines.append(fmt(r))
+            covers = ", ".join(str(c) for c in w.workaround.covers or ()) or "-"
+            lines.append(f"    covers {covers}")
+            for s in w.conditions:
+                detail = f"  {s.detail}" if s.detail else ""
+                lines.append(f"    {s.condition.text.ljust(cw)}  {s.state.ljust(7)}{detail}"
+                             .rstrip())
+        lines.append("")
+    if report.findings:
+        lines.append("findings:")
+        for f in report.findings:
+            where = f"  {f.location}" if f.location else ""
+            lines.append(f"  {f.severity:<7}  {f.rule_id} {f.rule}  {f.patch}{where}")
+            lines.append(f"           {f.message}")
+            lines.append(f"           fix: {f.fix}")
+        lines.append("")
+    lines += _ack_lines(report)
+    lines.append(_summary(report))
+    return "\n".join(lines)
+
+
+# -- Markdown ------------------------------------------------------------------------------
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def markdown(report: AuditReport) -> str:
+    out = ["### pq audit: workarounds", "", _cell(_heading(report)), ""]
+    if report.workarounds:
+        out += ["| Patch | Layer | Kind | Covers | Removal | Conditions | Issue | MRE | Findings |",
+                "|---|---|---|---|---|---|---|---|---|"]
+        for w in report.workarounds:
+            conds = "<br>".join(f"`{_cell(s.condition.text)}`: {s.state}"
+                                for s in w.conditions) or "-"
+            issue = w.workaround.issue
+            issue_md = (f"[{_issue_short(w)}]({issue.url})" if issue and issue.url
+                        else _issue_short(w))
+            mre = f"`{w.workaround.mre}` ({_mre_short(w)})" if w.workaround.mre else "-"
+            covers = "<br>".join(f"`{_cell(str(c))}`" for c in w.workaround.covers or ()) or "-"
+            out.append(f"| `{w.patch}` | {w.layer} | {w.workaround.kind or '-'} | {covers} | "
+                       f"**{w.removal}** | {conds} | {issue_md} | {mre} | "
+                       f"{', '.join(w.findings) or '-'} |")
+        out.append("")
+    if report.findings:
+        out += ["#### Findings", "", "| | Rule | Patch | Finding | Fix |", "|---|---|---|---|---|"]
+        for f in report.findings:
+            mark = "error" if f.severity == "error" else "warning"
+            out.append(f"| {mark} | {f.rule_id} {f.rule} | `{f.patch}` | {_cell(f.message)} | "
+                       f"{_cell(f.fix)} |")
+        out.append("")
+    else:
+        out += ["No findings.", ""]
+    if report.acknowledged:
+        out += ["#### Acknowledged (reported, not counted)", "",
+                "| | Rule | Patch | Finding | Reason |", "|---|---|---|---|---|"]
+        for a in report.acknowledged:
+            f = a.finding
+            out.append(f"| {f.severity} | {f.rule_id} {f.rule} | `{f.patch}` | "
+                       f"{_cell(f.message)} | {_cell(a.reason)} |")
+        out.append("")
+    if report.unused_acknowledgements:
+        out += ["Acknowledgements that match no finding (remove them): "
+                + ", ".join(f"{u.rule} on `{u.patch}` ({u.location})"
+                            for u in report.unused_acknowledgements), ""]
+    out.append(_summary(report) + ".")
+    return "\n".join(out) + "\n"

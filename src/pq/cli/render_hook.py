@@ -1,0 +1,117 @@
+"""The text of the pre-push hook and of `pq check`: what `pq.push.hook`'s results say.
+
+No click here: `python -m pq hook run`, the hook's fast path, prints these lines too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pq.push.hook import HookResult, RefReport
+from pq.push.refs import SKIP_ENV
+from pq.push.registry import CheckFailure, split_failures
+
+ACK_HINT = ("a finding you reviewed and keep: acknowledge it on the patch's entry in "
+            "series.yaml, `acknowledged: [{rule: WA014, reason: \"...\"}]`")
+
+
+def _n(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def skip_warnings(skip: frozenset[str], unknown: Sequence[str], subject: str) -> list[str]:
+    """The warning lines for PQ_SKIP, the same from the hook and from `pq check`."""
+    if not skip:
+        return []
+    what = "every pq check" if "all" in skip else \
+        ("the check " if len(skip) == 1 else "the checks ") + ", ".join(sorted(skip))
+    lines = [f"pq: WARNING: {SKIP_ENV}={','.join(sorted(skip))}: skipping {what}; "
+             f"{subject} is NOT fully verified"]
+    if unknown:
+        lines.append(f"pq: WARNING: {SKIP_ENV} names no check called {', '.join(unknown)}")
+    return lines
+
+
+def consistent_summary(statuses: dict[str, str], how: str | None) -> str:
+    """'series consistent (N checks passed[, M skipped][, how])'."""
+    ran = sum(1 for s in statuses.values() if s == "passed")
+    skipped = sum(1 for s in statuses.values() if s == "skipped")
+    parts = [_n(ran, "check") + " passed"] + ([f"{skipped} skipped"] if skipped else []) + (
+        [how] if how else [])
+    return f"series consistent ({', '.join(parts)})"
+
+
+# -- the hook (stderr, next to git's own push output) -------------------------------------
+
+
+def hook_lines(result: HookResult) -> list[str]:
+    """The hook's lines for stderr."""
+    lines: list[str] = []
+    if result.chained and result.chained[1]:
+        path, rc = result.chained
+        return [f"pq: the chained hook {path} failed (exit {rc}); push refused"]
+    managed = [r for r in result.reports if r.managed]
+    if result.skip and managed:
+        lines += skip_warnings(result.skip, result.unknown_skip, "this push")
+    for r in managed:
+        lines.extend(_report_lines(r))
+    if not result.ok:
+        lines.append("pq: push refused; fix the problems above and push again "
+                     "(`git push --no-verify` skips pq's hook)")
+    return lines
+
+
+def _report_lines(r: RefReport) -> list[str]:
+    where = f"{r.update.label} {(r.commit or '')[:12]}"
+    lines = [f"pq: notice: {n}" for n in r.notices]
+    if r.ok:
+        how = "cached" if r.state == "cached" else f"{r.seconds:.1f} s"
+        lines.append(f"pq: {where}: {consistent_summary(r.statuses, how)}")
+        return lines
+    consistency, policy = split_failures(r.failures)
+    if consistency:
+        lines.append(f"pq: {where}: the branch does not match its series "
+                     f"({_n(len(consistency), 'problem')}):")
+        lines.extend(_failure_lines(consistency))
+    else:
+        lines.append(f"pq: {where}: the branch matches its series")
+    if policy:
+        lines.append(f"pq: {where}: {_n(len(policy), 'policy finding')} of the workaround "
+                     "audit (`pq audit workarounds` shows them all):")
+        lines.extend(_failure_lines(policy))
+        lines.append(f"pq:   {ACK_HINT}")
+    return lines
+
+
+def _failure_lines(failures: Sequence[CheckFailure]) -> list[str]:
+    lines = []
+    for f in failures:
+        lines.append(f"pq:   [{f.check}] {f.message}")
+        lines.append(f"pq:   {' ' * (len(f.check) + 2)} fix: {f.fix_command}")
+    return lines
+
+
+# -- `pq check` (stdout) ----------------------------------------------------------------
+
+
+def check_lines(rev: str, report: RefReport) -> list[str]:
+    """`pq check REV`'s report: each check's status, the failures and their fixes."""
+    consistency, policy = split_failures(report.failures)
+    lines = [f"{rev} {(report.commit or '')[:12] or '-'}:"]
+    lines += [f"  {status:<11} {name}" for name, status in report.statuses.items()]
+    for title, group in (("the branch does not match its series", consistency),
+                         ("policy findings of the workaround audit", policy)):
+        if group:
+            lines.append(f"{title}:")
+        for f in group:
+            lines.append(f"  [{f.check}] {f.message}")
+            lines.append(f"    fix: {f.fix_command}")
+    if policy:
+        lines.append(ACK_HINT)
+    if not consistency and policy:
+        lines.append("the branch matches its series; the push is refused for the policy "
+                     "findings above")
+    if report.ok:
+        lines.append(consistent_summary(
+            report.statuses, "cached" if report.state == "cached" else None))
+    return lines

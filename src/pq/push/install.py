@@ -1,0 +1,139 @@
+"""The hook file: the script `pq hook install` writes, and installing, chaining, replacing
+and uninstalling it without ever deleting a hook pq did not write.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+
+from pq.errors import ConfigError
+from pq.git.repo import Git
+
+HOOK_NAME = "pre-push"
+CHAINED_SUFFIX = ".pre-pq"
+REPLACED_SUFFIX = ".replaced-by-pq"  # a foreign hook that `install --force` set aside
+MARKER = "# pq-hook: pre-push"
+
+
+def script(python: str | None) -> str:
+    """The hook script; `hooks/pre-push` in pq's source is this with no interpreter."""
+    return f"""#!/bin/sh
+{MARKER} (written by `pq hook install`; `pq hook uninstall` removes it)
+# Refuses a push whose branch, series.yaml and patches/ disagree: the same checks as
+# `pq check`. `git push --no-verify` skips it; PQ_SKIP=gate (or all) skips checks, loudly.
+PQ_PYTHON={shlex.quote(python or '')}
+if [ -e "$0{CHAINED_SUFFIX}" ]; then
+    set -- --chain "$0{CHAINED_SUFFIX}" "$@"
+fi
+if [ -n "$PQ_PYTHON" ] && [ -x "$PQ_PYTHON" ]; then
+    exec "$PQ_PYTHON" -m pq hook run "$@"
+fi
+if command -v pq >/dev/null 2>&1; then
+    exec pq hook run "$@"
+fi
+if command -v python3 >/dev/null 2>&1; then
+    exec python3 -m pq hook run "$@"
+fi
+echo "pq: pre-push hook: pq is not installed (install it, or \\`git push --no-verify\\`)" >&2
+exit 1
+"""
+
+
+def hooks_dir(git: Git) -> Path:
+    """Where git looks for hooks: core.hooksPath when set, else .git/hooks."""
+    return git.git_path("hooks")
+
+
+def is_ours(path: Path) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return MARKER.encode() in f.read(4096)
+    except OSError:
+        return False
+
+
+@dataclass(frozen=True)
+class InstallResult:
+    path: Path
+    action: str  # installed | updated | replaced
+    chained: Path | None
+    set_aside: Path | None = None  # a foreign hook moved to pre-push.replaced-by-pq
+
+
+def install(git: Git, *, force: bool = False, chain: bool = False,
+            python: str | None = None) -> InstallResult:
+    path = hooks_dir(git) / HOOK_NAME
+    chained = path.with_name(HOOK_NAME + CHAINED_SUFFIX)
+    replaced = path.with_name(HOOK_NAME + REPLACED_SUFFIX)
+    action = "installed"
+    set_aside: Path | None = None
+    if os.path.lexists(path):
+        if path.is_dir():
+            raise ConfigError(f"{path} is a directory", hint="move it away first")
+        if is_ours(path):
+            action = "updated"
+        elif chain:
+            if os.path.lexists(chained) and not force:
+                raise ConfigError(f"{chained} already exists",
+                                  hint="remove it, or pass --force to replace it")
+            if os.path.lexists(chained):
+                set_aside = _set_aside(chained, replaced)
+            os.replace(path, chained)
+        elif force:
+            action = "replaced"
+            set_aside = _set_aside(path, replaced)
+        else:
+            raise ConfigError(f"{path} exists and was not written by pq",
+                              hint="`pq hook install --chain` keeps it and runs it first; "
+                                   "`--force` replaces it")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{HOOK_NAME}.pq-tmp")
+    tmp.write_text(script(python))
+    os.chmod(tmp, 0o755)
+    os.replace(tmp, path)
+    result = InstallResult(path, action, chained if os.path.lexists(chained) else None,
+                           set_aside)
+    if set_aside is not None:
+        from pq.oplog.txn import log_note
+
+        log_note(git, "pq hook install --force" + (" --chain" if chain else ""),
+                 f"replaced {set_aside}, which pq did not write; kept as {replaced.name}")
+    return result
+
+
+def _set_aside(hook: Path, replaced: Path) -> Path:
+    """Move a hook pq did not write out of the way, never deleting it; returns where it was."""
+    if os.path.lexists(replaced):
+        replaced.unlink()  # an older one set aside: the log record names it
+    os.replace(hook, replaced)
+    return hook
+
+
+@dataclass(frozen=True)
+class UninstallResult:
+    path: Path
+    removed: bool
+    restored: bool
+    foreign: bool
+    restored_from: str | None = None
+
+
+def uninstall(git: Git) -> UninstallResult:
+    path = hooks_dir(git) / HOOK_NAME
+    chained = path.with_name(HOOK_NAME + CHAINED_SUFFIX)
+    if not os.path.lexists(path):
+        return UninstallResult(path, False, False, False)
+    if not is_ours(path):
+        return UninstallResult(path, False, False, True)
+    os.unlink(path)
+    restored = False
+    restored_from = None
+    for kept in (chained, path.with_name(HOOK_NAME + REPLACED_SUFFIX)):
+        if os.path.lexists(kept):
+            os.replace(kept, path)
+            restored, restored_from = True, kept.name
+            break
+    return UninstallResult(path, True, restored, False, restored_from)

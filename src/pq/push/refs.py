@@ -1,0 +1,67 @@
+"""What is being pushed: git's pre-push input (or the pre-commit framework's variables) as
+`RefUpdate`s, and PQ_SKIP's check names.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from pq.errors import ConfigError
+
+SKIP_ENV = "PQ_SKIP"
+
+
+@dataclass(frozen=True)
+class RefUpdate:
+    """One line of git's pre-push input."""
+
+    local_ref: str
+    local_sha: str
+    remote_ref: str
+    remote_sha: str
+
+    @property
+    def is_deletion(self) -> bool:
+        return set(self.local_sha) == {"0"}
+
+    @property
+    def label(self) -> str:
+        local = self.local_ref.removeprefix("refs/heads/")
+        remote = self.remote_ref.removeprefix("refs/heads/")
+        return local if remote in ("", local) else f"{local} -> {remote}"
+
+
+def parse_push_lines(data: bytes) -> list[RefUpdate]:
+    updates = []
+    for raw in data.decode("utf-8", "surrogateescape").splitlines():
+        if not raw.strip():
+            continue
+        parts = raw.split()
+        if len(parts) != 4:
+            raise ConfigError(f"cannot read git's pre-push input line {raw!r}",
+                              hint="expected `<local ref> <local sha> <remote ref> <remote sha>`")
+        updates.append(RefUpdate(*parts))
+    return updates
+
+
+def updates_from_env(environ: Mapping[str, str]) -> list[RefUpdate]:
+    """The one ref the pre-commit framework hands its pre-push hooks, or HEAD."""
+    to_ref = environ.get("PRE_COMMIT_TO_REF", "")
+    local = environ.get("PRE_COMMIT_LOCAL_BRANCH", "")
+    remote = environ.get("PRE_COMMIT_REMOTE_BRANCH", "")
+    from_ref = environ.get("PRE_COMMIT_FROM_REF", "") or "0" * 40
+    if to_ref:
+        return [RefUpdate(local or to_ref, to_ref, remote, from_ref)]
+    if local:  # a new branch with its root commit: pre-commit passes no range
+        return [RefUpdate(local, local, remote, from_ref)]
+    return [RefUpdate("HEAD", "HEAD", remote, from_ref)]
+
+
+def parse_skip(value: str | None) -> tuple[frozenset[str], list[str]]:
+    """PQ_SKIP's check names, and the names in it that are no check."""
+    from pq.push import registry
+
+    names = frozenset(n.strip() for n in (value or "").split(",") if n.strip())
+    unknown = sorted(n for n in names if n != "all" and n not in registry.names())
+    return names, unknown

@@ -1,0 +1,59 @@
+"""The one error handler (`pq.cli.failure`): what each exception becomes, and that the
+hook's fast path (`python -m pq hook run`, no click) and the click CLI say the same."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from gitrepo import make_fork
+
+from pq.cli.failure import failure_of
+from pq.errors import ConfigError, GitError, OperationFailed
+
+
+def test_pq_errors_keep_their_message_hint_and_exit_code() -> None:
+    f = failure_of(ConfigError("bad key", path="series.yaml", line=3, hint="remove it"))
+    assert f is not None and f.exit_code == 2
+    assert f.line() == "pq: error: series.yaml:3: bad key (remove it)"
+    assert f.data()["error"] == {"message": "series.yaml:3: bad key", "path": "series.yaml",
+                                 "line": 3, "column": None, "hint": "remove it",
+                                 "exit_code": 2}
+    conflict = failure_of(OperationFailed("conflict in a.py"))
+    assert conflict is not None and conflict.exit_code == 1
+    git = failure_of(GitError("`git x` failed"))
+    assert git is not None and (git.exit_code, git.line()) == (2, "pq: error: `git x` failed")
+
+
+def test_interrupt_pipe_and_bugs(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("PQ_DEBUG", raising=False)
+    stop = failure_of(KeyboardInterrupt())
+    assert stop is not None and (stop.exit_code, stop.line()) == (130, "pq: interrupted")
+    pipe = failure_of(BrokenPipeError())
+    assert pipe is not None and (pipe.exit_code, pipe.line()) == (1, None)
+    bug = failure_of(ValueError("first\nsecond"))
+    assert bug is not None and bug.exit_code == 2
+    assert bug.line() == ("pq: error: internal error: ValueError: first (set PQ_DEBUG=1 for "
+                          "the traceback, and please report it)")
+    assert failure_of(SystemExit(3)) is None
+    monkeypatch.setenv("PQ_DEBUG", "1")
+    assert failure_of(ValueError("x")) is None  # re-raised, traceback and all
+
+
+def test_fast_path_and_click_cli_report_an_error_alike(tmp_path: Path) -> None:
+    """`python -m pq hook run R U` takes the fast path; `-C .` first sends the same call
+    through click: the one handler gives both the same line and exit code."""
+    fork = make_fork(tmp_path)
+    outs = []
+    for prefix in ([], ["-C", "."]):
+        proc = subprocess.run([sys.executable, "-m", "pq", *prefix, "hook", "run", "origin",
+                               "url"], cwd=fork, input=b"garbage\n",
+                              capture_output=True, check=False)
+        outs.append((proc.returncode, proc.stderr.decode()))
+    assert outs[0] == outs[1]
+    code, err = outs[0]
+    assert code == 2 and err.startswith("pq: error: cannot read git's pre-push input line "
+                                        "'garbage'")
+    assert err.count("\n") == 1
