@@ -185,3 +185,40 @@ def test_without_line_numbers_equates_moved_hunks() -> None:
     b = a.replace(b"@@ -1 +1 @@ def f", b"@@ -9 +9 @@")
     assert diffs.without_line_numbers(a) == diffs.without_line_numbers(b)
     assert diffs.without_line_numbers(a) != diffs.without_line_numbers(a.replace(b"+y", b"+z"))
+
+
+def test_binary_without_data_zero_context_and_blank_context_lines(
+        repo: Path, tmp_path: Path) -> None:
+    """`Binary files ... differ` (no --binary), `-U0` hunks, and the empty context lines
+    `diff.suppressBlankEmpty` writes: counts and numbers still match git's."""
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(repo), str(clone))
+    write(clone, "blank.txt", b"a\n\nb\n")
+    commit_all(clone, "blank")
+    write(clone, "blank.txt", b"a\n\nB\n")
+    write(clone, "long.txt", b"top\n" + git_bytes(clone, "show", "HEAD:long.txt"))
+    commit_all(clone, "edit")
+    for config, context in (("diff.suppressBlankEmpty=false", "-U0"),
+                            ("diff.suppressBlankEmpty=true", "-U3")):
+        data = git_bytes(clone, "-c", config, "diff", context, "HEAD~3", "HEAD")
+        assert b"Binary files a/bin.dat and b/bin.dat differ" in data
+        files = diffs.parse(data)
+        counts = [("-", "-") if f.binary else (str(len(f.added())), str(len(f.removed())))
+                  for f in files]
+        assert [(*c, f.path) for c, f in zip(counts, files, strict=True)] == \
+            _numstat(clone, data)
+    blank = git_bytes(clone, "-c", "diff.suppressBlankEmpty=true", "diff", "HEAD~1", "HEAD",
+                      "--", "blank.txt")
+    assert b"\n\n-b\n" in blank  # the blank context line is an empty line
+    (f,) = diffs.parse(blank)
+    assert [(ln.kind, ln.old, ln.new, ln.raw) for ln in f.hunks[0].lines] == [
+        (" ", 1, 1, b"a"), (" ", 2, 2, b""), ("-", 3, None, b"b"), ("+", None, 3, b"B")]
+
+
+def test_a_patch_file_parses_its_diff_once(repo: Path) -> None:
+    from pq.git.objects import Person
+    from pq.model import patchfile
+    written = patchfile.PatchFile(Person("A", "a@example.com", "0 +0000"), "change\n",
+                                  _diff(repo))
+    pf = patchfile.parse(patchfile.render(written), "patches/0001-change.patch")
+    assert pf.files is pf.files and pf.files == diffs.parse(_diff(repo))
