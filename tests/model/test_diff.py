@@ -150,13 +150,15 @@ def test_a_format_patch_signature_is_not_part_of_the_last_hunk(repo: Path) -> No
 
 def test_a_hunk_shorter_than_its_header_is_refused() -> None:
     bad = b"diff --git a/f b/f\n--- a/f\n+++ b/f\n@@ -1,3 +1,3 @@\n-a\n+b\n"
-    with pytest.raises(ConfigError, match="`@@`"):
-        diffs.parse(bad)
+    with pytest.raises(ConfigError, match="the diff of f is not what its `@@`") as e:
+        diffs.parse(bad, "patches/0001-x.patch")
+    assert e.value.path == "patches/0001-x.patch"
 
 
 @pytest.mark.parametrize("line", [
     b"diff --git a/../x b/../x", b'diff --git "a/.git/config" "b/.git/config"',
     b"--- a/ok\n+++ b/.GIT/hooks/pre-commit", b"rename to ../../etc/passwd",
+    b'diff --git "a/\\056\\056/x" "b/\\056\\056/x"', b'diff --git a/ok b/sp ace/../../x',
 ])
 def test_check_paths_refuses_paths_outside_the_repository(line: bytes) -> None:
     with pytest.raises(ConfigError, match="outside the repository") as e:

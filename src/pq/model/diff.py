@@ -24,6 +24,7 @@ from unidiff.patch import PatchSet
 from pq.errors import ConfigError
 
 _SECTION_START = re.compile(rb"(?m)^diff --git ")
+_NAME_TOKEN = re.compile(rb'"(?:[^"\\]|\\.)*"|[^ "]\S*')  # a C-quoted name, or a word
 _HUNK_LINE = re.compile(rb"(?m)^@@ [^\n]*$")
 _HUNK = re.compile(rb"^@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@")
 _PATH_LINE = re.compile(
@@ -142,7 +143,7 @@ def unquote_path(raw: bytes) -> str:
 def _git_line_candidates(rest: bytes) -> list[str]:
     """Every path the `diff --git` line could mean (unquoted names may contain spaces)."""
     if rest.startswith(b'"'):
-        return [unquote_path(t) for t in re.findall(rb'"(?:[^"\\]|\\.)*"|\S+', rest)]
+        return [unquote_path(t) for t in _NAME_TOKEN.findall(rest)]
     paths = [unquote_path(t) for t in rest.split(b" ")]
     for m in re.finditer(rb" (?=b/)", rest):
         paths += [unquote_path(rest[:m.start()]), unquote_path(rest[m.end():])]
@@ -153,7 +154,7 @@ def _git_line_names(rest: bytes) -> tuple[str | None, str | None]:
     """(old, new) of a `diff --git` line, as git reads it: quoted names, or the split at
     ` b/` whose two halves name the same file, or the only such split."""
     if rest.startswith(b'"') or rest.endswith(b'"'):
-        tokens = re.findall(rb'"(?:[^"\\]|\\.)*"|[^ "]\S*', rest)
+        tokens = _NAME_TOKEN.findall(rest)
         if len(tokens) == 2:
             return _strip(unquote_path(tokens[0])), _strip(unquote_path(tokens[1]))
         return None, None
@@ -226,13 +227,14 @@ def _check_path(path: str, filename: str, lineno: int) -> None:
 # -- one parsed form -----------------------------------------------------------------------
 
 
-def parse(diff: bytes) -> tuple[FileDiff, ...]:
+def parse(diff: bytes, source: str | None = None) -> tuple[FileDiff, ...]:
     """Every `diff --git` file section of `diff` (anything else is ignored); ConfigError
-    when a hunk is not what its `@@` header says."""
-    return tuple(_section(s) for s in split_sections(diff) if s.startswith(b"diff --git "))
+    naming `source` (the patch file) when a hunk is not what its `@@` header says."""
+    return tuple(_section(s, source) for s in split_sections(diff)
+                 if s.startswith(b"diff --git "))
 
 
-def _section(section: bytes) -> FileDiff:
+def _section(section: bytes, source: str | None) -> FileDiff:
     lines = section.split(b"\n")
     old, new = _git_line_names(lines[0][len(b"diff --git "):])
     status, binary = "modified", False
@@ -269,19 +271,20 @@ def _section(section: bytes) -> FileDiff:
         old = None
     elif status == "deleted":
         new = None
-    hunks = () if binary or i == len(lines) else _hunks(b"\n".join(lines[i:]), new or old)
+    hunks = () if binary or i == len(lines) else _hunks(b"\n".join(lines[i:]), new or old, source)
     return FileDiff(old, new, status, binary, old_mode, new_mode, hunks)
 
 
-def _hunks(region: bytes, path: str | None) -> tuple[Hunk, ...]:
+def _hunks(region: bytes, path: str | None, source: str | None) -> tuple[Hunk, ...]:
     """The hunks of one file section (from its first `@@` line on), read by unidiff."""
     text = b"--- a\n+++ b\n" + _hunk_region(region)
     try:
         patched = PatchSet(text.decode("utf-8", "surrogateescape"))
     except UnidiffParseError as e:
         raise ConfigError(f"the diff of {path} is not what its `@@` lines say: {e}",
-                          hint="regenerate the patch with `git format-patch` or `pq export`"
-                          ) from e
+                          path=source,
+                          hint="fix the hunk's line counts, or regenerate the patch with "
+                               "`pq export`") from e
     hunks = []
     for h in (patched[0] if patched else ()):
         out = []

@@ -30,6 +30,7 @@ class PatchFile:
     diff: bytes
     headers: tuple[tuple[str, str], ...] = field(default=())
     encoding: str | None = None  # the commit's `encoding` header, when it has one
+    source: str | None = field(default=None, compare=False)  # the file it was read from
 
     @property
     def subject(self) -> str:
@@ -38,7 +39,7 @@ class PatchFile:
     @cached_property
     def files(self) -> tuple[diffs.FileDiff, ...]:
         """The diff, parsed once (pq.model.diff)."""
-        return diffs.parse(self.diff)
+        return diffs.parse(self.diff, self.source)
 
 
 # Text is the commit's bytes read as UTF-8 with surrogateescape: any bytes round trip.
@@ -222,7 +223,7 @@ def parse(data: bytes, filename: str) -> PatchFile:
     encoding = None if enc is None else mailheader.decode(enc)
     extra = tuple((k, mailheader.decode(v)) for k, v in headers
                   if k.lower() not in _OWN_HEADERS)
-    return PatchFile(Person(name, mail, date), message, diff, extra, encoding)
+    return PatchFile(Person(name, mail, date), message, diff, extra, encoding, filename)
 
 
 def _parse_headers(block: str, filename: str) -> list[tuple[str, str]]:
