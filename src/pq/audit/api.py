@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, replace
 
-from pq.audit import conditions, metadata, mre, patchdiff, rules
+from pq.audit import conditions, metadata, mre, rules
 from pq.audit.conditions import ConditionState, Facts
 from pq.audit.metadata import Workaround
 from pq.audit.mre import MreRun
@@ -200,7 +200,7 @@ def copied_lines(git: Git, base: str, inputs: list[PatchInput]) -> list[PatchInp
     upstream base tree (see `origins`): one `ls-tree` of the base and one batched
     `cat-file` of the origins, whatever the number of patches."""
     wanted = [(i, f) for i, p in enumerate(inputs) for f in p.files
-              if not f.deleted and any(h for h in f.hunks)]
+              if not f.deleted and any(h.post() for h in f.hunks)]
     if not wanted or git.try_resolve(base) is None:
         return inputs
     upstream = {path for _m, kind, _o, path in git.ls_tree(base) if kind == "blob"}
@@ -237,7 +237,7 @@ def _input(series: Series, index: int, queue: Queue, wa: Workaround | None,
 
     problem = source.problem(wa.mre) if wa is not None and wa.mre else None
     return PatchInput(entry=entry, index=index, workaround=wa,
-                      files=tuple(patchdiff.parse(pf.diff)), headers=pf.headers,
+                      files=pf.files, headers=pf.headers,
                       mre_problem=problem, locate=locate)
 
 

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 from pq.audit import conditions, signals
 from pq.audit.metadata import BUILD_ENTRY, COMPAT_GAP, Workaround
-from pq.audit.patchdiff import FileDiff
 from pq.model import dep3
+from pq.model.diff import FileDiff
 from pq.model.series import PatchEntry
 
 ERROR = "error"

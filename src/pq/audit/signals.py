@@ -9,8 +9,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from pq.audit.patchdiff import FileDiff, Line
 from pq.model import layers
+from pq.model.diff import FileDiff, Line
 
 PY_SUFFIXES = (".py", ".pyi")
 C_SUFFIXES = layers.CPP_SUFFIXES + layers.KERNEL_SUFFIXES
@@ -71,7 +71,7 @@ def broad_excepts(f: FileDiff) -> list[Signal]:
     if not is_python(f.path):
         return []
     out = []
-    for hunk in f.hunks:
+    for hunk in (h.post() for h in f.hunks):
         for i, ln in enumerate(hunk):
             m = _EXCEPT.match(ln.text) if ln.added else None
             if not m:
@@ -110,7 +110,7 @@ def global_compat_calls(f: FileDiff) -> list[Signal]:
     if not is_python(f.path):
         return []
     out = []
-    for hunk in f.hunks:
+    for hunk in (h.post() for h in f.hunks):
         for i, ln in enumerate(hunk):
             if not ln.added:
                 continue
@@ -187,7 +187,7 @@ def guards(f: FileDiff) -> list[Signal]:
     if not is_python(f.path):
         return []
     out = []
-    for hunk in f.hunks:
+    for hunk in (h.post() for h in f.hunks):
         for i, ln in enumerate(hunk):
             if not ln.added:
                 continue
@@ -213,7 +213,7 @@ def paddle_private(f: FileDiff) -> list[Signal]:
 
 
 def is_kernel_file(f: FileDiff) -> bool:
-    content = "\n".join(ln.text for hunk in f.hunks for ln in hunk).encode("utf-8", "replace")
+    content = "\n".join(ln.text for h in f.hunks for ln in h.post()).encode("utf-8", "replace")
     return layers.classify_path(f.path, content, [ln.text for ln in f.added()]) == "kernel"
 
 

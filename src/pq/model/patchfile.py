@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from pq.errors import ConfigError
-from pq.git.repo import Person
+from pq.git.objects import Person
+from pq.model import diff as diffs
 from pq.model import mailheader
 
 MBOX_FROM = b"From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001\n"
@@ -28,10 +30,16 @@ class PatchFile:
     diff: bytes
     headers: tuple[tuple[str, str], ...] = field(default=())
     encoding: str | None = None  # the commit's `encoding` header, when it has one
+    source: str | None = field(default=None, compare=False)  # the file it was read from
 
     @property
     def subject(self) -> str:
         return self.message.split("\n", 1)[0]
+
+    @cached_property
+    def files(self) -> tuple[diffs.FileDiff, ...]:
+        """The diff, parsed once (pq.model.diff)."""
+        return diffs.parse(self.diff, self.source)
 
 
 # Text is the commit's bytes read as UTF-8 with surrogateescape: any bytes round trip.
@@ -95,7 +103,7 @@ def _plain_message(subject_value: str, body: bytes) -> str:
 def strip_index_lines(diff: bytes) -> bytes:
     """Drop `index` lines of text diffs: they name blobs and churn with unrelated edits."""
     out: list[bytes] = []
-    for section in split_sections(diff):
+    for section in diffs.split_sections(diff):
         if b"\nGIT binary patch\n" in section or b"\nBinary files " in section:
             out.append(section)
             continue
@@ -105,20 +113,6 @@ def strip_index_lines(diff: bytes) -> bytes:
         kept = [ln for ln in head.split(b"\n") if not ln.startswith(b"index ")]
         out.append(b"\n".join(kept) + tail)
     return b"".join(out)
-
-
-def split_sections(diff: bytes) -> list[bytes]:
-    """The per-file sections of a git diff, each starting at its `diff --git` line."""
-    starts = [m.start() for m in re.finditer(rb"(?m)^diff --git ", diff)]
-    if not starts:
-        return [diff] if diff else []
-    sections = []
-    if starts[0] > 0:
-        sections.append(diff[: starts[0]])
-    for i, s in enumerate(starts):
-        end = starts[i + 1] if i + 1 < len(starts) else len(diff)
-        sections.append(diff[s:end])
-    return sections
 
 
 # -- trailers ----------------------------------------------------------------
@@ -224,12 +218,12 @@ def parse(data: bytes, filename: str) -> PatchFile:
                               hint="regenerate it with `pq export`")
         message = _plain_message(subject_value, rest[: found.start()])
         diff = rest[found.end():]
-    _check_diff(diff, filename, data.count(b"\n", 0, len(data) - len(diff)) + 1)
+    diffs.check_paths(diff, filename, data.count(b"\n", 0, len(data) - len(diff)) + 1)
     enc = keys.get(ENCODING_HEADER.lower())
     encoding = None if enc is None else mailheader.decode(enc)
     extra = tuple((k, mailheader.decode(v)) for k, v in headers
                   if k.lower() not in _OWN_HEADERS)
-    return PatchFile(Person(name, mail, date), message, diff, extra, encoding)
+    return PatchFile(Person(name, mail, date), message, diff, extra, encoding, filename)
 
 
 def _parse_headers(block: str, filename: str) -> list[tuple[str, str]]:
@@ -244,93 +238,3 @@ def _parse_headers(block: str, filename: str) -> list[tuple[str, str]]:
                               hint="a patch starts with From:, Date:, Subject: headers")
         parts.append((key, [value]))
     return [(key, "".join(values).strip()) for key, values in parts]
-
-
-_PATH_LINE = re.compile(
-    rb"^(?:--- (?:a/)?|\+\+\+ (?:b/)?|rename from |rename to |copy from |copy to )(.*)$")
-
-
-_HUNK = re.compile(rb"^@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@")
-
-
-def _check_diff(diff: bytes, filename: str, first_line: int) -> None:
-    """Refuse diffs whose paths leave the repository or reach into .git.
-
-    Hunk bodies are skipped by their line counts, as `git apply` reads them; every other
-    line that names a path is checked, also a traditional `---`/`+++` header after a hunk.
-    """
-    lineno = first_line
-    old = new = 0  # lines still to come in the current hunk
-    for raw in diff.split(b"\n"):
-        if old > 0 or new > 0:
-            kind = raw[:1]
-            if kind in (b" ", b""):
-                old, new = old - 1, new - 1
-            elif kind == b"-":
-                old -= 1
-            elif kind == b"+":
-                new -= 1
-            elif kind != b"\\":
-                old = new = 0  # not a hunk line: the hunk was short; read it as a header
-            if old > 0 or new > 0 or kind in (b" ", b"", b"-", b"+", b"\\"):
-                lineno += 1
-                continue
-        hunk = _HUNK.match(raw)
-        if hunk:
-            old = int(hunk.group(1) or 1)
-            new = int(hunk.group(2) or 1)
-        elif raw.startswith(b"diff --git "):
-            for p in _diff_git_paths(raw[len(b"diff --git "):]):
-                _check_path(p, filename, lineno)
-        else:
-            m = _PATH_LINE.match(raw)
-            if m and not raw.startswith((b"--- /dev/null", b"+++ /dev/null")):
-                _check_path(unquote_path(m.group(1).rstrip(b"\t")), filename, lineno)
-        lineno += 1
-
-
-def _diff_git_paths(rest: bytes) -> list[str]:
-    """Every path the `diff --git` line could mean (unquoted names may contain spaces)."""
-    if rest.startswith(b'"'):
-        return [unquote_path(t) for t in re.findall(rb'"(?:[^"\\]|\\.)*"|\S+', rest)]
-    paths = [unquote_path(t) for t in rest.split(b" ")]
-    for m in re.finditer(rb" (?=b/)", rest):
-        paths += [unquote_path(rest[:m.start()]), unquote_path(rest[m.end():])]
-    return paths
-
-
-_ESCAPES = {ord("n"): 10, ord("t"): 9, ord("\\"): 92, ord('"'): 34, ord("a"): 7,
-            ord("b"): 8, ord("f"): 12, ord("r"): 13, ord("v"): 11}
-
-
-def unquote_path(raw: bytes) -> str:
-    """A path as git prints it, C-quoted when core.quotePath asks for it."""
-    if len(raw) >= 2 and raw.startswith(b'"') and raw.endswith(b'"'):
-        body, out, i = raw[1:-1], bytearray(), 0
-        while i < len(body):
-            c = body[i]
-            if c == 0x5C and i + 1 < len(body):
-                n = body[i + 1]
-                if 0x30 <= n <= 0x37:
-                    out.append(int(body[i + 1:i + 4], 8) & 0xFF)
-                    i += 4
-                    continue
-                out.append(_ESCAPES.get(n, n))
-                i += 2
-                continue
-            out.append(c)
-            i += 1
-        raw = bytes(out)
-    return raw.decode("utf-8", "surrogateescape")
-
-
-def _check_path(path: str, filename: str, lineno: int) -> None:
-    for prefix in ("a/", "b/"):
-        if path.startswith(prefix):
-            path = path[2:]
-            break
-    parts = path.split("/")
-    if path.startswith("/") or ".." in parts or (parts and parts[0].lower() == ".git"):
-        raise ConfigError(f"patch touches {path!r}, outside the repository's tracked files",
-                          path=filename, line=lineno,
-                          hint="a patch may only change files inside the repository")

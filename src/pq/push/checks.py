@@ -213,7 +213,6 @@ def _apply_one_by_one(git: Git, ctx: CheckContext, queue: Queue, base: CommitId,
 def check_markers(git: Git, ctx: CheckContext) -> list[CheckFailure]:
     """Added lines git would call conflict markers, in files where one of them is a
     `<<<<<<<` or `>>>>>>>` line (as `pq rebase --continue` refuses them)."""
-    from pq.audit import patchdiff
     from pq.model import patchfile
     from pq.rebase.status import is_conflict_marker
 
@@ -222,11 +221,11 @@ def check_markers(git: Git, ctx: CheckContext) -> list[CheckFailure]:
     for entry in queue.series.patches:
         name = f"patches/{entry.name}"
         try:
-            diff = patchfile.parse(queue.files[entry.name], name).diff
+            files = patchfile.parse(queue.files[entry.name], name).files
         except ConfigError:
             continue  # the series check reports patch files that do not parse
         found = []
-        for f in patchdiff.parse(diff):
+        for f in files:
             marks = [(ln.number, is_conflict_marker(ln.text)) for ln in f.added()]
             if any(char in ("<", ">") for _, char in marks):
                 found += [(f.path, number) for number, char in marks if char]

@@ -18,11 +18,11 @@ recorded files are interchangeable and are taken in series order.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from pq.errors import ConfigError
+from pq.model import diff as diffs
 from pq.model import patchfile
 from pq.model.patchfile import TRAILER, PatchFile
 from pq.model.series import NAME_RE, PatchEntry
@@ -30,15 +30,8 @@ from pq.model.series import NAME_RE, PatchEntry
 if TYPE_CHECKING:
     from pq.queue.stack import StackCommit
 
-_HUNK = re.compile(rb"^@@ [^\n]*$", re.M)
-
-
 def _subject(message: str) -> str:
     return message.split("\n", 1)[0]
-
-
-def _without_line_numbers(diff: bytes) -> bytes:
-    return _HUNK.sub(b"@@", diff)
 
 
 def _tiers() -> tuple[tuple[str, Callable[[StackCommit | PatchFile], object]], ...]:
@@ -46,7 +39,7 @@ def _tiers() -> tuple[tuple[str, Callable[[StackCommit | PatchFile], object]], .
     return (
         ("the same commit", lambda r: (r.diff, r.message, r.author, r.encoding)),
         ("the same diff", lambda r: r.diff),
-        ("the same diff (lines moved)", lambda r: _without_line_numbers(r.diff)),
+        ("the same diff (lines moved)", lambda r: diffs.without_line_numbers(r.diff)),
         ("the same author and message", lambda r: (r.message, r.author.name, r.author.email)),
         ("the same author, date and subject", lambda r: (_subject(r.message), r.author)),
     )

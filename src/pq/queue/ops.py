@@ -412,19 +412,9 @@ def list_series(git: Git, queue: Queue | None = None) -> tuple[Series, list[Patc
     infos = []
     for i, entry in enumerate(queue.series.patches, start=1):
         pf = patchfile.parse(queue.files[entry.name], f"{PATCHES_DIR}/{entry.name}")
-        files = added = removed = 0
-        for section in patchfile.split_sections(pf.diff):
-            if not section.startswith(b"diff --git"):
-                continue
-            files += 1
-            in_hunk = False
-            for line in section.split(b"\n"):
-                if line.startswith(b"@@ "):
-                    in_hunk = True
-                elif in_hunk and line.startswith(b"+"):
-                    added += 1
-                elif in_hunk and line.startswith(b"-"):
-                    removed += 1
+        files = len(pf.files)
+        added = sum(len(f.added()) for f in pf.files)
+        removed = sum(len(f.removed()) for f in pf.files)
         kind = None
         if entry.workaround is not None:
             k = entry.workaround.get("kind")

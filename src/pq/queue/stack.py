@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from pq.errors import ConfigError, GitError, OperationFailed
 from pq.git.repo import DIFF_CONFIG, DIFF_OPTIONS, CommitId, Git, Person, TreeId
 from pq.model import dep3, layers, patchfile
+from pq.model import diff as diffs
 from pq.model.patchfile import PatchFile
 from pq.model.series import PATCHES_DIR, PatchEntry, Series
 from pq.queue import identity
@@ -222,10 +223,8 @@ def summary_of(message: str) -> str:
 def guess_layer(git: Git, sc: StackCommit) -> str:
     """The layer pq guesses for a new commit (rules in pq.model.layers): paths, the post-image of
     C++ sources, and the lines the commit adds to kernel sources."""
-    from pq.audit import patchdiff
-
     files: list[tuple[str, bytes, list[str] | None]] = []
-    for f in patchdiff.parse(sc.diff):
+    for f in diffs.parse(sc.diff):
         content = b""
         if f.path.endswith(layers.CPP_SUFFIXES):
             for rev in (sc.commit, sc.parent):  # the post-image, or a deleted file's pre-image

@@ -10,12 +10,13 @@ import re
 from dataclasses import dataclass, field
 
 from pq.git.repo import DIFF_CONFIG, DIFF_OPTIONS, Git
+from pq.model import diff as diffs
 from pq.queue import stack as stack_mod
 from pq.rebase.rerere import Resolution
 from pq.rebase.state import Change, RebaseState
 
 OUTCOMES = ("clean", "merged", "dropped", "conflict", "skipped")
-_COMMIT_LINE = re.compile(rb"^commit [0-9a-f]{40,64}$")
+_COMMIT_LINE = re.compile(rb"(?m)^commit [0-9a-f]{40,64}$")
 
 
 @dataclass
@@ -210,23 +211,15 @@ def changed_lines(log: bytes) -> dict[str, dict[str, set[bytes]]]:
     """{commit: {path: the lines its diff adds or removes, with their sign}} of `git log -p`
     output with `commit <id>` headers."""
     result: dict[str, dict[str, set[bytes]]] = {}
-    files: dict[str, set[bytes]] = {}
-    current: set[bytes] | None = None
-    in_hunk = False
-    for line in log.split(b"\n"):
-        if _COMMIT_LINE.match(line):
-            files = result.setdefault(line[7:].decode(), {})
-            current, in_hunk = None, False
-        elif line.startswith(b"diff --git "):
-            current, in_hunk = None, False
-        elif not in_hunk and line.startswith((b"+++ b/", b"--- a/")):
-            path = line[6:].decode("utf-8", "surrogateescape")
-            current = files.setdefault(path, set()) if line[0:1] == b"+" or current is None \
-                else current
-        elif line.startswith(b"@@ "):
-            in_hunk = True
-        elif in_hunk and current is not None and line[:1] in (b"+", b"-"):
-            current.add(line.rstrip())
+    marks = list(_COMMIT_LINE.finditer(log))
+    for i, m in enumerate(marks):
+        files = result.setdefault(m.group(0)[7:].decode(), {})
+        end = marks[i + 1].start() if i + 1 < len(marks) else len(log)
+        for f in diffs.parse(log[m.end():end]):
+            if f.hunks:
+                files.setdefault(f.path, set()).update(
+                    (b"+" if ln.added else b"-") + ln.raw.rstrip()
+                    for h in f.hunks for ln in h.lines if ln.kind != " ")
     return result
 
 

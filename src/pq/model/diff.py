@@ -1,0 +1,327 @@
+"""Git diffs: the one reader of `git diff` / `git format-patch` output in pq.
+
+Two parts, each the only one of its kind:
+
+- the strict byte reader (`split_sections`, `unquote_path`, `check_paths` and the file
+  headers `parse` reads): it reads as `git apply` does, hunk bodies skipped by their line
+  counts, C-quoted and spaced names, and refuses paths that leave the repository;
+- hunk analysis through `unidiff`: every hunk's added, removed and context lines with
+  their line numbers in the old and the new file.
+
+`parse` combines them: paths, status, modes and binary-ness come from the strict reader
+(unidiff keeps C-quoted names quoted and knows no modes), hunks from unidiff, fed only the
+hunk region the strict reader delimited.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from unidiff.errors import UnidiffParseError
+from unidiff.patch import PatchSet
+
+from pq.errors import ConfigError
+
+_SECTION_START = re.compile(rb"(?m)^diff --git ")
+_NAME_TOKEN = re.compile(rb'"(?:[^"\\]|\\.)*"|[^ "]\S*')  # a C-quoted name, or a word
+_HUNK_LINE = re.compile(rb"(?m)^@@ [^\n]*$")
+_HUNK = re.compile(rb"^@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@")
+_PATH_LINE = re.compile(
+    rb"^(?:--- (?:a/)?|\+\+\+ (?:b/)?|rename from |rename to |copy from |copy to )(.*)$")
+_ESCAPES = {ord("n"): 10, ord("t"): 9, ord("\\"): 92, ord('"'): 34, ord("a"): 7,
+            ord("b"): 8, ord("f"): 12, ord("r"): 13, ord("v"): 11}
+STATUSES = ("added", "deleted", "renamed", "copied", "modified")
+
+
+@dataclass(frozen=True)
+class Line:
+    kind: str  # "+" added, "-" removed, " " context
+    text: str  # the line without its newline, UTF-8 (bytes that are not become U+FFFD)
+    raw: bytes  # the line's exact bytes, without its newline
+    old: int | None  # its number in the old file (None for an added line)
+    new: int | None  # its number in the new file (None for a removed line)
+
+    @property
+    def added(self) -> bool:
+        return self.kind == "+"
+
+    @property
+    def removed(self) -> bool:
+        return self.kind == "-"
+
+    @property
+    def number(self) -> int:
+        """The line's number in the new file, or in the old one for a removed line."""
+        return self.new if self.new is not None else (self.old or 0)
+
+
+@dataclass(frozen=True)
+class Hunk:
+    old_start: int
+    old_count: int
+    new_start: int
+    new_count: int
+    lines: tuple[Line, ...]
+
+    def post(self) -> tuple[Line, ...]:
+        """The hunk's lines of the new file (context and added), in order."""
+        return tuple(ln for ln in self.lines if ln.kind != "-")
+
+
+@dataclass(frozen=True)
+class FileDiff:
+    old: str | None  # the old file's path; None for an added file
+    new: str | None  # the new file's path; None for a deleted file
+    status: str  # one of STATUSES
+    binary: bool
+    old_mode: str | None
+    new_mode: str | None
+    hunks: tuple[Hunk, ...]
+
+    @property
+    def path(self) -> str:
+        """The patched file's path (the old path for a deletion), as `git apply --numstat`."""
+        return self.new or self.old or ""
+
+    @property
+    def old_path(self) -> str | None:
+        """The old path when it differs from `path` (a rename or a copy)."""
+        return self.old if self.old is not None and self.old != self.path else None
+
+    @property
+    def created(self) -> bool:
+        return self.status == "added"
+
+    @property
+    def deleted(self) -> bool:
+        return self.status == "deleted"
+
+    def added(self) -> list[Line]:
+        return [ln for h in self.hunks for ln in h.lines if ln.kind == "+"]
+
+    def removed(self) -> list[Line]:
+        return [ln for h in self.hunks for ln in h.lines if ln.kind == "-"]
+
+
+# -- the strict reader -------------------------------------------------------------------
+
+
+def split_sections(diff: bytes) -> list[bytes]:
+    """The per-file sections of a git diff, each starting at its `diff --git` line (and
+    whatever precedes the first one, as a section of its own)."""
+    starts = [m.start() for m in _SECTION_START.finditer(diff)]
+    if not starts:
+        return [diff] if diff else []
+    sections = [diff[: starts[0]]] if starts[0] > 0 else []
+    for i, s in enumerate(starts):
+        sections.append(diff[s: starts[i + 1] if i + 1 < len(starts) else len(diff)])
+    return sections
+
+
+def unquote_path(raw: bytes) -> str:
+    """A path as git prints it, C-quoted when core.quotePath asks for it."""
+    if len(raw) >= 2 and raw.startswith(b'"') and raw.endswith(b'"'):
+        body, out, i = raw[1:-1], bytearray(), 0
+        while i < len(body):
+            c = body[i]
+            if c == 0x5C and i + 1 < len(body):
+                n = body[i + 1]
+                if 0x30 <= n <= 0x37:
+                    out.append(int(body[i + 1:i + 4], 8) & 0xFF)
+                    i += 4
+                    continue
+                out.append(_ESCAPES.get(n, n))
+                i += 2
+                continue
+            out.append(c)
+            i += 1
+        raw = bytes(out)
+    return raw.decode("utf-8", "surrogateescape")
+
+
+def _git_line_candidates(rest: bytes) -> list[str]:
+    """Every path the `diff --git` line could mean (unquoted names may contain spaces)."""
+    if rest.startswith(b'"'):
+        return [unquote_path(t) for t in _NAME_TOKEN.findall(rest)]
+    paths = [unquote_path(t) for t in rest.split(b" ")]
+    for m in re.finditer(rb" (?=b/)", rest):
+        paths += [unquote_path(rest[:m.start()]), unquote_path(rest[m.end():])]
+    return paths
+
+
+def _git_line_names(rest: bytes) -> tuple[str | None, str | None]:
+    """(old, new) of a `diff --git` line, as git reads it: quoted names, or the split at
+    ` b/` whose two halves name the same file, or the only such split."""
+    if rest.startswith(b'"') or rest.endswith(b'"'):
+        tokens = _NAME_TOKEN.findall(rest)
+        if len(tokens) == 2:
+            return _strip(unquote_path(tokens[0])), _strip(unquote_path(tokens[1]))
+        return None, None
+    splits = [m.start() for m in re.finditer(rb" (?=b/)", rest)]
+    for s in splits:
+        a, b = unquote_path(rest[:s]), unquote_path(rest[s + 1:])
+        if _strip(a) == _strip(b):
+            return _strip(a), _strip(b)
+    if len(splits) == 1:
+        return _strip(unquote_path(rest[:splits[0]])), _strip(unquote_path(rest[splits[0] + 1:]))
+    return None, None
+
+
+def _strip(path: str) -> str:
+    return path[2:] if path.startswith(("a/", "b/")) else path
+
+
+def without_line_numbers(diff: bytes) -> bytes:
+    """`diff` with every hunk header line cut to `@@`: the same change at other lines gives
+    the same bytes."""
+    return _HUNK_LINE.sub(b"@@", diff)
+
+
+def check_paths(diff: bytes, filename: str, first_line: int) -> None:
+    """Refuse diffs whose paths leave the repository or reach into .git (ConfigError naming
+    `filename` and the line; `first_line` is the diff's first line in that file).
+
+    Hunk bodies are skipped by their line counts, as `git apply` reads them; every other
+    line that names a path is checked, also a traditional `---`/`+++` header after a hunk.
+    """
+    lineno = first_line
+    old = new = 0  # lines still to come in the current hunk
+    for raw in diff.split(b"\n"):
+        if old > 0 or new > 0:
+            kind = raw[:1]
+            if kind in (b" ", b""):
+                old, new = old - 1, new - 1
+            elif kind == b"-":
+                old -= 1
+            elif kind == b"+":
+                new -= 1
+            elif kind != b"\\":
+                old = new = 0  # not a hunk line: the hunk was short; read it as a header
+            if old > 0 or new > 0 or kind in (b" ", b"", b"-", b"+", b"\\"):
+                lineno += 1
+                continue
+        hunk = _HUNK.match(raw)
+        if hunk:
+            old = int(hunk.group(1) or 1)
+            new = int(hunk.group(2) or 1)
+        elif raw.startswith(b"diff --git "):
+            for p in _git_line_candidates(raw[len(b"diff --git "):]):
+                _check_path(p, filename, lineno)
+        else:
+            m = _PATH_LINE.match(raw)
+            if m and not raw.startswith((b"--- /dev/null", b"+++ /dev/null")):
+                _check_path(unquote_path(m.group(1).rstrip(b"\t")), filename, lineno)
+        lineno += 1
+
+
+def _check_path(path: str, filename: str, lineno: int) -> None:
+    path = _strip(path)
+    parts = path.split("/")
+    if path.startswith("/") or ".." in parts or (parts and parts[0].lower() == ".git"):
+        raise ConfigError(f"patch touches {path!r}, outside the repository's tracked files",
+                          path=filename, line=lineno,
+                          hint="a patch may only change files inside the repository")
+
+
+# -- one parsed form -----------------------------------------------------------------------
+
+
+def parse(diff: bytes, source: str | None = None) -> tuple[FileDiff, ...]:
+    """Every `diff --git` file section of `diff` (anything else is ignored); ConfigError
+    naming `source` (the patch file) when a hunk is not what its `@@` header says."""
+    return tuple(_section(s, source) for s in split_sections(diff)
+                 if s.startswith(b"diff --git "))
+
+
+def _section(section: bytes, source: str | None) -> FileDiff:
+    lines = section.split(b"\n")
+    old, new = _git_line_names(lines[0][len(b"diff --git "):])
+    status, binary = "modified", False
+    old_mode = new_mode = None
+    i = 1
+    while i < len(lines) and not lines[i].startswith(b"@@ "):
+        ln = lines[i]
+        key, _, value = ln.partition(b" ")
+        if ln.startswith((b"--- ", b"+++ ")):
+            name = value.rstrip(b"\t")
+            if name == b"/dev/null":
+                status = "added" if key == b"---" else "deleted"
+            elif key == b"---":
+                old = _strip(unquote_path(name))
+            else:
+                new = _strip(unquote_path(name))
+        elif ln.startswith((b"rename from ", b"copy from ")):
+            old = unquote_path(ln.split(b" ", 2)[2])
+            status = "renamed" if key == b"rename" else "copied"
+        elif ln.startswith((b"rename to ", b"copy to ")):
+            new = unquote_path(ln.split(b" ", 2)[2])
+        elif ln.startswith(b"new file mode "):
+            status, new_mode = "added", ln[14:].decode()
+        elif ln.startswith(b"deleted file mode "):
+            status, old_mode = "deleted", ln[18:].decode()
+        elif ln.startswith(b"old mode "):
+            old_mode = ln[9:].decode()
+        elif ln.startswith(b"new mode "):
+            new_mode = ln[9:].decode()
+        elif ln.startswith((b"GIT binary patch", b"Binary files ")):
+            binary = True
+        i += 1
+    if status == "added":
+        old = None
+    elif status == "deleted":
+        new = None
+    hunks = () if binary or i == len(lines) else _hunks(b"\n".join(lines[i:]), new or old, source)
+    return FileDiff(old, new, status, binary, old_mode, new_mode, hunks)
+
+
+def _hunks(region: bytes, path: str | None, source: str | None) -> tuple[Hunk, ...]:
+    """The hunks of one file section (from its first `@@` line on), read by unidiff."""
+    text = b"--- a\n+++ b\n" + _hunk_region(region)
+    try:
+        patched = PatchSet(text.decode("utf-8", "surrogateescape"))
+    except UnidiffParseError as e:
+        raise ConfigError(f"the diff of {path} is not what its `@@` lines say: {e}",
+                          path=source,
+                          hint="fix the hunk's line counts, or regenerate the patch with "
+                               "`pq export`") from e
+    hunks = []
+    for h in (patched[0] if patched else ()):
+        out = []
+        for ln in h:
+            if ln.line_type not in ("+", "-", " "):
+                continue  # `\ No newline at end of file`
+            raw = ln.value.encode("utf-8", "surrogateescape")
+            raw = raw[:-1] if raw.endswith(b"\n") else raw
+            out.append(Line(ln.line_type, raw.decode("utf-8", "replace"), raw,
+                            ln.source_line_no, ln.target_line_no))
+        hunks.append(Hunk(h.source_start, h.source_length, h.target_start, h.target_length,
+                          tuple(out)))
+    return tuple(hunks)
+
+
+def _hunk_region(region: bytes) -> bytes:
+    """`region` up to the end of its last hunk, counted as `git apply` counts (a trailing
+    `-- ` signature or other text after the hunks is not part of them)."""
+    lines = region.split(b"\n")
+    end = 0
+    i = 0
+    while i < len(lines):
+        m = _HUNK.match(lines[i])
+        if not m:
+            break
+        old, new = int(m.group(1) or 1), int(m.group(2) or 1)
+        i += 1
+        while i < len(lines) and (old > 0 or new > 0 or lines[i].startswith(b"\\")):
+            kind = lines[i][:1]
+            if kind in (b" ", b""):
+                old, new = old - 1, new - 1
+            elif kind == b"-":
+                old -= 1
+            elif kind == b"+":
+                new -= 1
+            elif kind != b"\\":
+                break
+            i += 1
+        end = i
+    return b"".join(ln + b"\n" for ln in lines[:end])

@@ -1,0 +1,226 @@
+"""pq.model.diff against what git itself says about the same diff.
+
+One fixture commit holds every git-specific case (binary, rename without hunks, mode change,
+C-quoted and spaced names, CRLF, a missing final newline, bytes that are not UTF-8, lines
+with form feeds and U+2028); every expectation is read from git (`git apply --numstat -z`,
+the files' own lines, `git blame`), not typed by hand.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+from gitrepo import commit_all, git, write
+
+from pq.errors import ConfigError
+from pq.model import diff as diffs
+from pq.rebase.rangediff import changed_lines
+
+QUOTED = 'qu"ote\\tä.txt'
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("diff")
+    git(root, "init", "-q")
+    git(root, "config", "user.name", "A")
+    git(root, "config", "user.email", "a@example.com")
+    base = {
+        "plain.txt": b"a\nb\nc\n", "crlf.txt": b"x\r\ny\r\n", "nonl.txt": b"no\nnl",
+        "latin.txt": b"\xff\xfe bad\nok\n", "ren.txt": b"r1\nr2\nr3\n", "mode.sh": b"m\n",
+        "o b/m.sh": b"m\n", "bin.dat": bytes(range(256)) * 2, "gone.txt": b"del\nx\n",
+        "odd.txt": "one\ntwo\x0cff\nthree\u2028ls\nfour\rcr\n".encode(),
+        "long.txt": b"".join(b"line %d\n" % i for i in range(1, 40)),
+    }
+    for rel, data in base.items():
+        write(root, rel, data)
+    commit_all(root, "base")
+    write(root, "plain.txt", b"a\nB\nc\nd\n")
+    write(root, "crlf.txt", b"x\r\nY\r\n")
+    write(root, "nonl.txt", b"no\nnl2")
+    write(root, "latin.txt", b"\xff\xfe bad\nok\n\xe9new\n")
+    write(root, "bin.dat", bytes(reversed(range(256))) * 2)
+    write(root, "odd.txt", "one\ntwo\x0cFF\nthree\u2028LS\nfour\rCR\n".encode())
+    write(root, "long.txt", b"".join(b"line %d\n" % i if i % 13 else b"changed %d\n" % i
+                                     for i in range(1, 40)) + b"end\n")
+    write(root, QUOTED, b"q\n")
+    os.chmod(root / "mode.sh", 0o755)
+    os.chmod(root / "o b/m.sh", 0o755)
+    git(root, "mv", "ren.txt", "sp ace.txt")
+    git(root, "rm", "-q", "gone.txt")
+    commit_all(root, "change")
+    return root
+
+
+def git_bytes(repo: Path, *args: str, input: bytes | None = None) -> bytes:
+    proc = subprocess.run(["git", *args], cwd=repo, input=input, capture_output=True,
+                          check=True)
+    return proc.stdout
+
+
+def _diff(repo: Path) -> bytes:
+    return git_bytes(repo, "diff", "-M", "--binary", "HEAD~1", "HEAD")
+
+
+def _numstat(repo: Path, data: bytes) -> list[tuple[str, str, str]]:
+    """(added, removed, path) of each file, as `git apply --numstat -z` reads `data`."""
+    out = git_bytes(repo, "apply", "--numstat", "-z", "-", input=data)
+    rows = []
+    for field in out.split(b"\0"):
+        if field:
+            a, r, path = field.split(b"\t", 2)
+            rows.append((a.decode(), r.decode(), path.decode("utf-8", "surrogateescape")))
+    return rows
+
+
+def test_paths_and_counts_are_what_git_apply_reads(repo: Path) -> None:
+    data = _diff(repo)
+    files = diffs.parse(data)
+    numstat = _numstat(repo, data)
+    assert [f.path for f in files] == [p for _a, _r, p in numstat]
+    for f, (a, r, _p) in zip(files, numstat, strict=True):
+        if f.binary:
+            assert (a, r) == ("-", "-") and f.hunks == ()
+        else:
+            assert (len(f.added()), len(f.removed())) == (int(a), int(r)), f.path
+
+
+def test_line_numbers_are_the_files_lines(repo: Path) -> None:
+    for f in diffs.parse(_diff(repo)):
+        if f.binary:
+            continue
+        new = git_bytes(repo, "show", f"HEAD:{f.new}").split(b"\n") if f.new else []
+        old = git_bytes(repo, "show", f"HEAD~1:{f.old}").split(b"\n") if f.old else []
+        for h in f.hunks:
+            for ln in h.lines:
+                if ln.new is not None:
+                    assert new[ln.new - 1] == ln.raw, (f.path, ln)
+                if ln.old is not None:
+                    assert old[ln.old - 1] == ln.raw, (f.path, ln)
+
+
+def test_added_lines_are_the_lines_blame_gives_the_commit(repo: Path) -> None:
+    head = git(repo, "rev-parse", "HEAD")
+    for f in diffs.parse(_diff(repo)):
+        if f.binary or f.new is None:
+            continue
+        blame = git(repo, "blame", "--porcelain", "-M", "HEAD", "--", f.new)
+        mine = {int(m.group(1)) for m in re.finditer(rf"(?m)^{head} \d+ (\d+)", blame)}
+        assert {ln.number for ln in f.added()} == mine, f.path
+
+
+def test_status_modes_and_names_come_from_the_strict_reader(repo: Path) -> None:
+    files = {f.path: f for f in diffs.parse(_diff(repo))}
+    assert files[QUOTED].status == "added" and files[QUOTED].old is None
+    assert files["gone.txt"].status == "deleted" and files["gone.txt"].new is None
+    assert files["gone.txt"].deleted and files[QUOTED].created
+    ren = files["sp ace.txt"]
+    assert (ren.status, ren.old, ren.old_path, ren.hunks) == ("renamed", "ren.txt", "ren.txt", ())
+    for name in ("mode.sh", "o b/m.sh"):
+        f = files[name]
+        assert (f.status, f.old, f.old_mode, f.new_mode, f.hunks) == \
+            ("modified", name, "100644", "100755", ())
+    assert files["bin.dat"].binary and files["plain.txt"].old_path is None
+
+
+def test_line_content_keeps_git_bytes(repo: Path) -> None:
+    files = {f.path: f for f in diffs.parse(_diff(repo))}
+    assert [ln.raw for ln in files["crlf.txt"].added()] == [b"Y\r"]
+    assert [ln.raw for ln in files["nonl.txt"].added()] == [b"nl2"]
+    assert [ln.raw for ln in files["nonl.txt"].removed()] == [b"nl"]
+    latin = files["latin.txt"].added()[0]
+    assert latin.raw == b"\xe9new" and latin.text == "\ufffdnew"
+    odd = [ln.text for ln in files["odd.txt"].added()]
+    assert odd == ["two\x0cFF", "three\u2028LS", "four\rCR"]
+    hunk = files["plain.txt"].hunks[0]
+    assert [ln.kind for ln in hunk.lines] == [" ", "-", "+", " ", "+"]
+    assert [ln.text for ln in hunk.post()] == ["a", "B", "c", "d"]
+
+
+def test_a_format_patch_signature_is_not_part_of_the_last_hunk(repo: Path) -> None:
+    mail = git_bytes(repo, "format-patch", "-1", "--stdout", "-M", "--binary", "HEAD")
+    body = mail[mail.index(b"\ndiff --git ") + 1:]
+    assert b"\n-- \n" in body
+    assert diffs.parse(body) == diffs.parse(_diff(repo))
+
+
+def test_a_hunk_shorter_than_its_header_is_refused() -> None:
+    bad = b"diff --git a/f b/f\n--- a/f\n+++ b/f\n@@ -1,3 +1,3 @@\n-a\n+b\n"
+    with pytest.raises(ConfigError, match="the diff of f is not what its `@@`") as e:
+        diffs.parse(bad, "patches/0001-x.patch")
+    assert e.value.path == "patches/0001-x.patch"
+
+
+@pytest.mark.parametrize("line", [
+    b"diff --git a/../x b/../x", b'diff --git "a/.git/config" "b/.git/config"',
+    b"--- a/ok\n+++ b/.GIT/hooks/pre-commit", b"rename to ../../etc/passwd",
+    b'diff --git "a/\\056\\056/x" "b/\\056\\056/x"', b'diff --git a/ok b/sp ace/../../x',
+])
+def test_check_paths_refuses_paths_outside_the_repository(line: bytes) -> None:
+    with pytest.raises(ConfigError, match="outside the repository") as e:
+        diffs.check_paths(line + b"\n", "patches/0001-x.patch", 7)
+    assert e.value.path == "patches/0001-x.patch"
+
+
+def test_check_paths_skips_hunk_bodies_by_count(repo: Path) -> None:
+    diffs.check_paths(_diff(repo), "p", 1)
+    body = b"diff --git a/f b/f\n--- a/f\n+++ b/f\n@@ -1 +1,2 @@\n-x\n+++ b/../evil\n+y\n"
+    diffs.check_paths(body, "p", 1)  # `+++ b/../evil` is an added line, not a header
+
+
+def test_changed_lines_reads_diff_tree_output(repo: Path) -> None:
+    head = git(repo, "rev-parse", "HEAD")
+    log = git_bytes(repo, "diff-tree", "--stdin", "-p", "-M", "--format=commit %H",
+                    input=(head + "\n").encode())
+    lines = changed_lines(log)[head]
+    assert lines["plain.txt"] == {b"-b", b"+B", b"+d"}
+    assert lines[QUOTED] == {b"+q"} and lines["crlf.txt"] == {b"-y", b"+Y"}
+    assert "sp ace.txt" not in lines and "bin.dat" not in lines
+
+
+def test_without_line_numbers_equates_moved_hunks() -> None:
+    a = b"diff --git a/f b/f\n--- a/f\n+++ b/f\n@@ -1 +1 @@ def f\n-x\n+y\n"
+    b = a.replace(b"@@ -1 +1 @@ def f", b"@@ -9 +9 @@")
+    assert diffs.without_line_numbers(a) == diffs.without_line_numbers(b)
+    assert diffs.without_line_numbers(a) != diffs.without_line_numbers(a.replace(b"+y", b"+z"))
+
+
+def test_binary_without_data_zero_context_and_blank_context_lines(
+        repo: Path, tmp_path: Path) -> None:
+    """`Binary files ... differ` (no --binary), `-U0` hunks, and the empty context lines
+    `diff.suppressBlankEmpty` writes: counts and numbers still match git's."""
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(repo), str(clone))
+    write(clone, "blank.txt", b"a\n\nb\n")
+    commit_all(clone, "blank")
+    write(clone, "blank.txt", b"a\n\nB\n")
+    write(clone, "long.txt", b"top\n" + git_bytes(clone, "show", "HEAD:long.txt"))
+    commit_all(clone, "edit")
+    for config, context in (("diff.suppressBlankEmpty=false", "-U0"),
+                            ("diff.suppressBlankEmpty=true", "-U3")):
+        data = git_bytes(clone, "-c", config, "diff", context, "HEAD~3", "HEAD")
+        assert b"Binary files a/bin.dat and b/bin.dat differ" in data
+        files = diffs.parse(data)
+        counts = [("-", "-") if f.binary else (str(len(f.added())), str(len(f.removed())))
+                  for f in files]
+        assert [(*c, f.path) for c, f in zip(counts, files, strict=True)] == \
+            _numstat(clone, data)
+    blank = git_bytes(clone, "-c", "diff.suppressBlankEmpty=true", "diff", "HEAD~1", "HEAD",
+                      "--", "blank.txt")
+    assert b"\n\n-b\n" in blank  # the blank context line is an empty line
+    (f,) = diffs.parse(blank)
+    assert [(ln.kind, ln.old, ln.new, ln.raw) for ln in f.hunks[0].lines] == [
+        (" ", 1, 1, b"a"), (" ", 2, 2, b""), ("-", 3, None, b"b"), ("+", None, 3, b"B")]
+
+
+def test_a_patch_file_parses_its_diff_once(repo: Path) -> None:
+    from pq.git.objects import Person
+    from pq.model import patchfile
+    written = patchfile.PatchFile(Person("A", "a@example.com", "0 +0000"), "change\n",
+                                  _diff(repo))
+    pf = patchfile.parse(patchfile.render(written), "patches/0001-change.patch")
+    assert pf.files is pf.files and pf.files == diffs.parse(_diff(repo))
