@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 
 from pq.errors import ConfigError
-from pq.git.repo import Person
+from pq.git.objects import Person
 from pq.model import mailheader
 
 MBOX_FROM = b"From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001\n"
