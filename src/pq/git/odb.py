@@ -1,7 +1,7 @@
 """The object layer: every object pq reads or writes goes through one `ObjectDB`.
 
 Reads: ONE persistent `git cat-file --batch` per repository, with a cache of the objects
-read by id (objects never change), and batched reads (`read_many`) for many at once.
+read by id (objects never change); `read_many` reads many through it.
 Writes: in-process through gitdb's loose object store (the object database GitPython is
 built on) on SHA-1 repositories; `git hash-object -w` where gitdb cannot write (SHA-256,
 an alternate object directory). Ids are computed without git (`hash_object`), so writing
@@ -46,35 +46,27 @@ class ObjectDB:
 
     def read(self, rev: str) -> RawObject:
         """(id, kind, data) of `rev` (an id, or any name cat-file takes)."""
-        found = self._cache.get(rev)
-        if found is not None:
-            return found
-        proc = self._batch()
-        assert proc.stdin is not None and proc.stdout is not None
-        proc.stdin.write(rev.encode("utf-8", "surrogateescape") + b"\n")
-        proc.stdin.flush()
-        found = self._read_one(proc.stdout, rev)
+        found = self.read_many([rev])[0]
         if found is None:
             raise GitError(f"object {rev} not found")
-        self._remember(rev, found)
         return found
 
     def read_many(self, revs: Sequence[str]) -> list[RawObject | None]:
-        """Each of `revs` (None: missing or ambiguous), in one round trip."""
-        result: list[RawObject | None] = [self._cache.get(r) for r in revs]
-        wanted = [r for r, got in zip(revs, result) if got is None]
-        if wanted:
-            proc = self._batch()
-            assert proc.stdin is not None and proc.stdout is not None
-            proc.stdin.write(b"".join(r.encode("utf-8", "surrogateescape") + b"\n"
-                                      for r in wanted))
-            proc.stdin.flush()
-            read = {}
-            for r in wanted:
-                obj = read[r] = self._read_one(proc.stdout, r)
-                if obj is not None:
-                    self._remember(r, obj)
-            result = [got if got is not None else read[r] for r, got in zip(revs, result)]
+        """Each of `revs` (None: missing or ambiguous), through the one cat-file process."""
+        result: list[RawObject | None] = []
+        for rev in revs:
+            found = self._cache.get(rev)
+            if found is None:
+                # One request at a time: writing them all first could fill both pipes
+                # (cat-file waiting for us to read, we for it to read) on a large batch.
+                proc = self._batch()
+                assert proc.stdin is not None and proc.stdout is not None
+                proc.stdin.write(rev.encode("utf-8", "surrogateescape") + b"\n")
+                proc.stdin.flush()
+                found = self._read_one(proc.stdout, rev)
+                if found is not None:
+                    self._remember(rev, found)
+            result.append(found)
         return result
 
     def kind(self, oid: str) -> str | None:
