@@ -351,9 +351,10 @@ def test_patch_commit_that_also_edits_the_queue(tmp_path: Path) -> None:
     assert git(fork, "status", "--porcelain") == ""
 
 
-def test_bookkeeping_commit_is_what_queueops_makes(tmp_path: Path) -> None:
+def test_bookkeeping_commit_from_a_commit_or_the_worktree_is_the_rebases(tmp_path: Path
+                                                                          ) -> None:
     from pq.git.repo import Git
-    from pq.queue import ops as queueops
+    from pq.queue import bookkeeping
     from pq.queue.files import read_worktree
 
     up, fork = make_series(tmp_path)
@@ -364,9 +365,11 @@ def test_bookkeeping_commit_is_what_queueops_makes(tmp_path: Path) -> None:
     pq(fork, "rebase", "upstream/main")
     with Git.open(fork) as g:
         head = g.commit("HEAD")
-        expected = queueops.bookkeeping_commit(g, head.parents[0], orig, read_worktree(fork),
-                                               head.committer, head.message)
-        assert g.commit(expected).tree == head.tree
+        for source in (orig, None):  # mre/ from the old tip, or from the working tree
+            expected = bookkeeping.bookkeeping_commit(g, head.parents[0], source,
+                                                      read_worktree(fork), head.committer,
+                                                      head.message)
+            assert g.commit(expected).tree == head.tree, source
 
 
 def test_gate_runs_after_the_rebase_and_gives_the_exit_code(tmp_path: Path) -> None:

@@ -7,7 +7,6 @@ need (Paddle version, upstream files, reproducer runs) and applies the rules.
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import sys
 from collections.abc import Callable, Collection
@@ -25,7 +24,6 @@ from pq.model.series import PATCHES_DIR, SERIES_FILE, Series
 from pq.queue.files import Queue
 
 DEFAULT_MRE_TIMEOUT = 300.0
-_BATCH_HEADER = re.compile(rb"^[0-9a-f]{40,64} (\w+) (\d+)$")
 
 
 @dataclass(frozen=True)
@@ -267,21 +265,9 @@ def _facts(git: Git, series: Series, workarounds: dict[str, Workaround], *,
 def _read_files(git: Git, commit: str, paths: list[str]) -> dict[str, bytes | None]:
     """The blobs at `paths` in `commit` (None: absent, or not a file), with one batched
     `git cat-file` rather than a round trip per file."""
-    request = "".join(f"{commit}:{p}\n" for p in paths).encode("utf-8", "surrogateescape")
-    out = git.run("cat-file", "--batch", input=request)
-    files: dict[str, bytes | None] = {}
-    pos = 0
-    for path in paths:
-        end = out.index(b"\n", pos)
-        m = _BATCH_HEADER.match(out[pos:end])
-        pos = end + 1
-        if m is None:  # "<name> missing" (or ambiguous)
-            files[path] = None
-            continue
-        size = int(m.group(2))
-        files[path] = out[pos:pos + size] if m.group(1) == b"blob" else None
-        pos += size + 1
-    return files
+    found = git.odb.read_many([f"{commit}:{p}" for p in paths])
+    return {path: obj[2] if obj is not None and obj[1] == "blob" else None
+            for path, obj in zip(paths, found, strict=True)}
 
 
 def issue_body(git: Git, queue: Queue, patch: str, *, run_mre: bool = False,

@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Protocol
 
 from pq.audit.conditions import MreOutcome
-from pq.git.repo import Git, clean_env
+from pq.git.gateway import clean_env
+from pq.git.repo import Git
 
 ENTRY = "run.sh"
 OUTPUT_LIMIT = 8000

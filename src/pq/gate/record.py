@@ -24,18 +24,10 @@ _OK_STAGE = (R.PASSED, R.SKIPPED_NO_GPU, R.NOT_AVAILABLE)
 Record = dict[str, Any]
 
 
-def _has_notes(git: Git) -> bool:
-    return git.run_proc("rev-parse", "--verify", "--quiet", NOTES_REF).returncode == 0
-
-
 def read_records(git: Git, commit: str) -> list[Record]:
     """The records in the gate note on `commit`, newest first (none without a note)."""
-    if not _has_notes(git):
-        return []
-    proc = git.run_proc("notes", f"--ref={NOTES_REF}", "list", commit)
-    if proc.returncode != 0:
-        return []
-    return _parse(git, proc.stdout.decode().strip())
+    notes = git.notes(NOTES_REF, commit)
+    return _parse(git, notes[0][0]) if notes else []
 
 
 def _parse(git: Git, blob: str) -> list[Record]:
@@ -76,10 +68,7 @@ def records_for_tree(git: Git, commit: str, tree: str) -> list[tuple[str, Record
     """(annotated commit, record) for every record of `tree`: `commit`'s own note first,
     then notes on other commits with the same tree (an amended message, a re-created tip)."""
     found = [(commit, r) for r in read_records(git, commit) if r.get("tree") == tree]
-    if not _has_notes(git):
-        return found
-    for line in git.text("notes", f"--ref={NOTES_REF}", "list").splitlines():
-        blob, _, annotated = line.partition(" ")
+    for blob, annotated in git.notes(NOTES_REF):
         if annotated == commit or not blob:
             continue
         found += [(annotated, r) for r in _parse(git, blob) if r.get("tree") == tree]
@@ -149,7 +138,7 @@ def save(git: Git, commit: str, record: Record) -> None:
 def _write(git: Git, commit: str, data: bytes) -> None:
     blob = git.write_blob(data)
     # -C takes the blob as it is: no whitespace clean-up of the JSON.
-    git.run("notes", f"--ref={NOTES_REF}", "add", "-f", "-C", blob, commit)
+    git.add_note(NOTES_REF, commit, blob)
 
 
 def _superseded(old: Record, new: Record) -> bool:

@@ -121,3 +121,7 @@ def _utf8_ok(seq: bytes, size: int) -> bool:
     except UnicodeDecodeError:  # overlong, surrogate, beyond U+10FFFF, bad continuation
         return False
     return (code & 0xFFFE) != 0xFFFE and not 0xFDD0 <= code <= 0xFDEF
+
+
+Entry = tuple[str, str]  # (mode, object id) of a path in a tree
+Change = tuple[str, "Entry | None", "Entry | None"]  # path, before, after (None: absent)

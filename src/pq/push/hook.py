@@ -80,8 +80,7 @@ class _Probe:
 def _probe(git: Git, revs: Sequence[str]) -> list[_Probe]:
     """Commit, tree and series.yaml blob of each rev, in one `cat-file --batch-check`."""
     lines = "".join(f"{r}^{{commit}}\n{r}^{{tree}}\n{r}:series.yaml\n" for r in revs)
-    out = git.text("cat-file", "--batch-check", input=lines.encode()).splitlines()
-    ids = [parts[0] if len(parts := line.split()) == 3 else None for line in out]
+    ids = [None if obj is None else obj[0] for obj in git.odb.read_many(lines.splitlines())]
     return [_Probe(CommitId(c) if c else None, t, s)
             for c, t, s in zip(ids[0::3], ids[1::3], ids[2::3])]
 

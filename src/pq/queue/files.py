@@ -82,9 +82,7 @@ def clean_forms(git: Git, raw: dict[str, bytes]) -> dict[str, bytes]:
     clean = {p: raw[p] for p in raw if p not in paths}
     if not paths:
         return clean
-    listing = "".join(p + "\n" for p in paths).encode("utf-8", "surrogateescape")
-    out = git.text("-c", "core.safecrlf=false", "hash-object", "--stdin-paths",
-                   input=listing).split()
+    out = git.hash_files(paths)
     for path, oid in zip(paths, out, strict=True):
         data = raw[path]
         crlf = data.count(b"\r\n")
@@ -96,7 +94,7 @@ def clean_forms(git: Git, raw: dict[str, bytes]) -> dict[str, bytes]:
         elif crlf:
             clean[path] = data  # CRs next to bare LFs: pq's own bytes, not a checkout's
         else:  # another filter (a clean filter driver): what git stores, from git
-            git.run("-c", "core.safecrlf=false", "hash-object", "-w", "--", path)
+            git.store_file(path)
             clean[path] = git.blob(oid)
     return clean
 
@@ -175,8 +173,8 @@ def is_queue_file(path: str) -> bool:
 
 def index_entries(git: Git) -> list[str]:
     """The index entries (`git ls-files -s` lines, all stages) of the queue files."""
-    out = git.text("ls-files", "-s", "-z", "--", SERIES_FILE, PATCHES_DIR)
-    return sorted(e for e in out.split("\0") if e and is_queue_file(e.split("\t", 1)[1]))
+    return sorted(e for e in git.ls_files([SERIES_FILE, PATCHES_DIR], stage=True)
+                  if is_queue_file(e.split("\t", 1)[1]))
 
 
 def set_index(git: Git, now: list[str], entries: list[str], refresh: bool = True) -> None:
@@ -185,11 +183,9 @@ def set_index(git: Git, now: list[str], entries: list[str], refresh: bool = True
     if sorted(now) == sorted(entries):
         return
     lines = [f"0 {git.null_id()}\t{path}" for path in sorted({e.split("\t", 1)[1] for e in now})]
-    git.run("update-index", "-z", "--index-info",
-            input="".join(x + "\0" for x in lines + sorted(entries)).encode(
-                "utf-8", "surrogateescape"))
+    git.update_index_info(lines + sorted(entries))
     if refresh:
-        git.run("update-index", "-q", "--refresh", ok_codes=(0, 1))
+        git.refresh_index()
 
 
 def reset_to_head(git: Git, paths: list[str]) -> None:
@@ -202,14 +198,13 @@ def reset_to_head(git: Git, paths: list[str]) -> None:
     head = {path for *_, path in git.ls_tree("HEAD", paths)} & set(paths)
     gone = sorted(set(paths) - head)
     if gone:
-        out = git.text("--literal-pathspecs", "ls-files", "-s", "-z", "--", *gone)
-        set_index(git, [e for e in out.split("\0") if e], [], refresh=False)
+        set_index(git, git.ls_files(gone, stage=True, literal=True), [], refresh=False)
         for path in gone:
             if os.path.lexists(git.root / path):
                 checkpoint("unlink " + path)
                 (git.root / path).unlink()
     if head:
-        git.run("--literal-pathspecs", "checkout", "-q", "HEAD", "--", *sorted(head))
+        git.checkout_paths(sorted(head), "HEAD")
 
 
 def write_worktree(git: Git, queue: Queue, current: Queue | None = None) -> list[str]:

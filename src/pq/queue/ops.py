@@ -7,20 +7,19 @@ plain results for the CLI to render; they never print.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from pq.errors import ConfigError
 from pq.git.branchmove import checkout_moved, require_unmoved, swap_branch
-from pq.git.repo import CommitId, Git, Person
+from pq.git.repo import CommitId, Git
 from pq.model.series import PATCHES_DIR, SERIES_FILE, PatchEntry, Series, new_series
 from pq.oplog.txn import Transaction
 from pq.queue import stack as stack_mod
+from pq.queue.bookkeeping import bookkeeping_commit
 from pq.queue.files import (
     Queue,
     index_entries,
-    is_queue_file,
     read_tree,
     read_worktree,
     reset_to_head,
@@ -214,30 +213,29 @@ def commit_queue(git: Git, message: str, queue: Queue | None = None,
     queue's paths are committed; other staged changes stay staged."""
     queue = queue or read_worktree(git)
     qp = queue.series.queue_paths
-    git.run("add", "-A", "--", *[p for p in qp if (git.root / p).exists() or _tracked(git, p)])
+    git.add([p for p in qp if (git.root / p).exists() or _tracked(git, p)], all=True)
     exact = [f"100644 {git.write_blob(data)} 0\t{PATCHES_DIR}/{name}"
              for name, data in queue.files.items()]
     assert queue.series_bytes is not None
     exact.append(f"100644 {git.write_blob(queue.series_bytes)} 0\t{SERIES_FILE}")
     set_index(git, index_entries(git), exact)
     staged = []
-    for rec in git.run("ls-files", "-s", "-z", "--", *qp).split(b"\0"):
-        if rec:
-            meta, path = rec.split(b"\t", 1)
-            mode, obj, _stage = meta.decode().split()
-            staged.append((mode, obj, path.decode("utf-8", "surrogateescape")))
+    for rec in git.ls_files(qp, stage=True):
+        meta, path = rec.split("\t", 1)
+        mode, obj, _stage = meta.split()
+        staged.append((mode, obj, path))
     head = expect or git.head()
     tree = git.build_tree(git.tree_of(head), remove=list(qp), add=staged)
     if tree == git.tree_of(head):
         return None
-    author = Person.parse(git.text("var", "GIT_AUTHOR_IDENT").strip())
-    commit = git.write_commit(tree, [head], author, git.committer_now(), message + "\n")
-    git.run("update-ref", "-m", f"commit: {message}", "HEAD", commit, head)
+    commit = git.write_commit(tree, [head], git.author_now(), git.committer_now(),
+                              message + "\n")
+    git.update_ref("HEAD", commit, head, f"commit: {message}")
     return commit
 
 
 def _tracked(git: Git, path: str) -> bool:
-    return bool(git.text("ls-files", "--", path).strip())
+    return bool(git.ls_files([path]))
 
 
 # -- apply -----------------------------------------------------------------------
@@ -292,8 +290,8 @@ def apply(git: Git, onto: str | None = None, *, branch: str | None = None,
         if branch:
             set_orig_head(git, target, head, "pq apply: previous tip")
             clear_queue_files_for(git, tip, series.queue_paths)
-            git.run("update-ref", "-m", "pq apply", target, tip, "0" * len(tip))
-            git.run("checkout", "-q", branch.removeprefix("refs/heads/"))
+            git.update_ref(target, tip, git.null_id(), "pq apply")
+            git.checkout(branch.removeprefix("refs/heads/"))
         else:
             set_orig_head(git, target, head, "pq apply: previous tip")
             clear_queue_files_for(git, tip, series.queue_paths)
@@ -326,57 +324,12 @@ def _same_queue(a: Queue, b: Queue) -> bool:
         e.name for e in b.series.patches]
 
 
-def bookkeeping_commit(git: Git, last: CommitId, source: str | None, queue: Queue,
-                       committer: Person, message: str) -> CommitId:
-    """A commit on `last` carrying the queue: `queue`'s files plus the other queue folders
-    (such as mre/) as they are in the commit `source`, or in the working tree if None."""
-    qp = queue.series.queue_paths
-    others = [p for p in qp if p not in (SERIES_FILE, PATCHES_DIR)]
-    add: list[tuple[str, str, str]] = []
-    if source is not None:
-        for mode, _kind, obj, path in git.ls_tree(source, others):
-            add.append((mode, obj, path))
-    else:
-        add += worktree_entries(git, others)
-    # The user's own files in patches/ (not *.patch) stay as `source` (or HEAD) has them.
-    for mode, _kind, obj, path in git.ls_tree(source or "HEAD", [PATCHES_DIR]):
-        if not is_queue_file(path):
-            add.append((mode, obj, path))
-    for name, data in sorted(queue.files.items()):
-        add.append(("100644", git.write_blob(data), f"{PATCHES_DIR}/{name}"))
-    add.append(("100644", git.write_blob(queue.series.dumps()), SERIES_FILE))
-    tree = git.build_tree(git.tree_of(last), remove=list(qp), add=add)
-    if tree == git.tree_of(last):
-        return last
-    return git.write_commit(tree, [last], committer, committer, message)
-
-
-def worktree_entries(git: Git, paths: list[str]) -> list[tuple[str, str, str]]:
-    """(mode, blob, path) for the files under `paths` in the working tree, tracked or not
-    (ignored files excepted)."""
-    if not paths:
-        return []
-    out = git.run("ls-files", "-z", "--cached", "--others", "--exclude-standard", "--",
-                  *paths)
-    entries: list[tuple[str, str, str]] = []
-    for rel in sorted({x.decode("utf-8", "surrogateescape") for x in out.split(b"\0") if x}):
-        p = git.root / rel
-        if p.is_symlink():
-            entries.append(("120000", git.write_blob(os.readlink(p).encode()), rel))
-        elif p.is_file():
-            mode = "100755" if os.access(p, os.X_OK) else "100644"
-            entries.append((mode, git.write_blob(p.read_bytes()), rel))
-    return entries
-
-
 def clear_queue_files_for(git: Git, target: str, queue_paths: tuple[str, ...]) -> None:
     """Make way for checking out `target`: queue files that are staged, modified or
     untracked and that `target` carries go back to HEAD's (or away). Call it inside a
     Transaction: its snapshot holds their contents, and `target` holds what they became."""
-    out = git.run("--literal-pathspecs", "status", "--porcelain=v1", "-z",
-                  "--untracked-files=all", "--no-renames", "--", *queue_paths)
-    paths = sorted({rec[3:].decode("utf-8", "surrogateescape")
-                    for rec in out.split(b"\0") if rec})
+    paths = sorted({path for _code, path in git.status_porcelain(
+        paths=queue_paths, all_untracked=True, renames=False)})
     if not paths:
         return
     in_target = {p for _m, _k, _o, p in git.ls_tree(target, paths)}
@@ -386,7 +339,7 @@ def clear_queue_files_for(git: Git, target: str, queue_paths: tuple[str, ...]) -
 def move_branch(git: Git, tip: str, action: str) -> None:
     """Point the current branch at `tip` and update index and working tree to match."""
     env = {"GIT_REFLOG_ACTION": action}
-    git.run("reset", "--keep", "-q", tip, env=env)
+    git.reset("keep", tip, env=env)
 
 
 # -- series ------------------------------------------------------------------------

@@ -13,27 +13,9 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from pq.git.repo import Git
 from pq.model.series import Series
 
 UPSTREAM_CONTAINS = "upstream-contains"
-
-
-def upstream_renames(git: Git, old: str, new: str) -> dict[str, str]:
-    """{old path: new path} for each file git finds renamed between two commits."""
-    out = git.run("diff-tree", "-r", "-z", "--find-renames", "--name-status", old, new)
-    fields = out.decode("utf-8", "surrogateescape").split("\0")
-    renames: dict[str, str] = {}
-    i = 0
-    while i < len(fields) - 1:
-        status = fields[i]
-        if status.startswith(("R", "C")):
-            if status.startswith("R"):
-                renames[fields[i + 1]] = fields[i + 2]
-            i += 3
-        else:
-            i += 2
-    return renames
 
 
 def _path(item: str, renames: dict[str, str]) -> str:

@@ -12,15 +12,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from pq.errors import ConfigError, GitError, OperationFailed
-from pq.git.repo import DIFF_CONFIG, DIFF_OPTIONS, CommitId, Git, Person, TreeId
+from pq.git.objects import CommitId, Person
+from pq.git.repo import Git
 from pq.model import dep3, layers, patchfile
 from pq.model import diff as diffs
 from pq.model.patchfile import PatchFile
 from pq.model.series import PATCHES_DIR, PatchEntry, Series
 from pq.queue import identity
 from pq.queue.files import Queue, read_tree
-
-_SHA_LINE = re.compile(rb"^[0-9a-f]{40}(?:[0-9a-f]{24})?$")
 
 
 @dataclass(frozen=True)
@@ -60,10 +59,7 @@ def read_stack(git: Git, base: str, tip: str, queue_paths: Sequence[str]) -> lis
                      "available; nothing was written")
     if not revs:
         return []
-    stdin = "".join(f"{c}\n" for c, _ in revs).encode()
-    out = git.run_sealed("diff", *DIFF_CONFIG, "diff-tree", "--stdin", "--always", "-p",
-                  *DIFF_OPTIONS, "--", *exclude_pathspec(queue_paths), input=stdin)
-    diffs = _split_by_commit(out)
+    diffs = git.commit_patches([c for c, _ in revs], exclude_pathspec(queue_paths))
     result = []
     for commit, parents in revs:
         diff = diffs.get(commit, b"")
@@ -76,24 +72,6 @@ def read_stack(git: Git, base: str, tip: str, queue_paths: Sequence[str]) -> lis
         result.append(StackCommit(commit, parents[0], patchfile.strip_index_lines(diff), name,
                                   message, info.author, info.encoding))
     return result
-
-
-def _split_by_commit(out: bytes) -> dict[str, bytes]:
-    diffs: dict[str, bytes] = {}
-    current: str | None = None
-    chunks: list[bytes] = []
-    for line in out.splitlines(keepends=True):
-        stripped = line.rstrip(b"\n")
-        if _SHA_LINE.match(stripped):
-            if current is not None:
-                diffs[current] = b"".join(chunks)
-            current = stripped.decode()
-            chunks = []
-        else:
-            chunks.append(line)
-    if current is not None:
-        diffs[current] = b"".join(chunks)
-    return diffs
 
 
 # -- commits to patches ---------------------------------------------------------
@@ -144,8 +122,8 @@ def hand_edits(git: Git, base: str, tip: str, committed: Queue,
     for name, data in sorted(committed.files.items()):
         if last[1].files.get(name, data) == data:
             continue
-        changed = git.text("rev-list", "-1", f"{last[0]}..{tip}", "--",
-                           f"{PATCHES_DIR}/{name}").strip()
+        changed = next(iter(git.rev_list(f"{last[0]}..{tip}", [f"{PATCHES_DIR}/{name}"],
+                                         max_count=1)), "")
         if changed and changed not in exported:
             exported[changed] = _export_at(git, base, changed)
         fresh = exported.get(changed)
@@ -258,15 +236,14 @@ def materialise(
         for i, (entry, pf) in enumerate(parsed):
             if progress:
                 progress(i, len(parsed), entry.name)
-            proc = git.run_proc("apply", "--cached", "--binary", "--whitespace=nowarn", "-",
-                                input=pf.diff, env=env) if pf.diff else None
-            if proc is not None and proc.returncode != 0:
-                reason = proc.stderr.decode(errors="replace").strip().splitlines()
+            error = git.apply_cached(pf.diff, env) if pf.diff else None
+            if error is not None:
+                reason = error.splitlines()
                 raise OperationFailed(
                     f"{PATCHES_DIR}/{entry.name} (patch {i + 1}) does not apply onto "
                     f"{onto[:12]}: {reason[-1] if reason else 'git apply failed'}",
                     hint=f"`pq rebase {onto[:12]}` replays the series with three-way merges")
-            tree = TreeId(git.text("write-tree", env=env).strip())
+            tree = git.write_tree(env)
             message = patchfile.add_trailer(pf.message, entry.name)
             parent = git.write_commit(tree, [parent], pf.author, committer, message,
                                       pf.encoding)

@@ -11,14 +11,15 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from pq.errors import ConfigError, GitError
-from pq.git.repo import DIFF_CONFIG, DIFF_OPTIONS, MERGER, CommitId, Git, Person, as_git_commits
+from pq.git.objects import MERGER, Change, CommitId, Entry, Person, as_git_commits
+from pq.git.repo import Git
 from pq.git.trees import TreeCollision, Trees
 from pq.model import patchfile
 from pq.model.series import PATCHES_DIR, SERIES_FILE
 from pq.oplog.txn import Transaction, settle_stopped
+from pq.queue import bookkeeping, renames
 from pq.queue import files as queuefiles
 from pq.queue import ops as queueops
-from pq.queue import renames
 from pq.queue import stack as stack_mod
 from pq.queue.files import Queue, read_worktree
 from pq.rebase import rangediff
@@ -26,7 +27,7 @@ from pq.rebase import rerere as rerere_mod
 from pq.rebase import state as rs
 from pq.rebase import status as rebase_status
 from pq.rebase.rangediff import PatchReport, RebaseReport
-from pq.rebase.state import Change, Entry, RebaseState, Step
+from pq.rebase.state import RebaseState, Step
 
 Progress = Callable[[int, int, str], None]
 
@@ -80,7 +81,8 @@ def start(git: Git, upstream: str | None = None, *, gate: bool = False,
             onto=onto, onto_ref=ref, upstream_count=0,
             prev_orig_head=git.try_resolve(rs.orig_head_ref(branch)),
             prev_legacy_orig_head=git.try_resolve(rs.ORIG_HEAD_REF),
-            queue_before=rs.save_queue_files(git, trees.queue_blobs(head)), steps=steps,
+            queue_before=rs.save_queue_files(git, bookkeeping.queue_blobs(trees, head)),
+            steps=steps,
             tip=onto, gate=gate, index_before=queuefiles.index_entries(git), rerere=rerere)
         rs.save(git, state)
         with rs.cleanup_unless_touched(git, state):
@@ -425,13 +427,13 @@ def _finish(git: Git, state: RebaseState, trees: Trees, old: Queue, committer: P
     new_stack = _new_stack(git, trees, state, qp, diffs or {})
     # The workaround paths follow the files upstream renamed, as the patches did.
     followed = renames.follow(old.series,
-                              renames.upstream_renames(git, state.old_base, state.onto))
+                              git.renamed_paths(state.old_base, state.onto))
     queue = stack_mod.export(git, new_stack, followed, state.onto,
                              names=[s.name for s in state.steps if s.new_commit])
     previous = state.new_tip  # where a landing that git refused may have got to
-    state.new_tip = trees.bookkeeping_commit(
-        state.tip, state.orig_head, queue, committer,
-        f"pq: rebase series onto {state.onto[:12]}\n")
+    state.new_tip = bookkeeping.bookkeeping_commit(
+        git, state.tip, state.orig_head, queue, committer,
+        f"pq: rebase series onto {state.onto[:12]}\n", trees)
     # Landing checks out the bookkeeping commit: series.yaml and patches/ are then `queue`
     # byte for byte (what `queuefiles.write_worktree` would write, without a second dump).
     rs.land(git, state, previous)
@@ -447,19 +449,11 @@ def _new_stack(git: Git, trees: Trees, state: RebaseState, qp: tuple[str, ...],
     again = [s for s in kept if not (s.outcome == "clean" and s.commit in diffs)]
     fresh: dict[str, bytes] = {}
     if again:
-        out = git.run_sealed("diff", *DIFF_CONFIG, "diff-tree", "--stdin", "--always", "-p",
-                             *DIFF_OPTIONS, "--", *stack_mod.exclude_pathspec(qp),
-                             input="".join(f"{s.new_commit}\n" for s in again).encode())
-        out = b"\n" + out
-        starts: list[int] = []
-        for s in again:  # each commit's id line, in order, then its diff
+        patches = git.commit_patches([s.new_commit for s in again if s.new_commit],
+                                     stack_mod.exclude_pathspec(qp))
+        for s in again:
             assert s.new_commit is not None
-            starts.append(out.index(f"\n{s.new_commit}\n".encode(), starts[-1] if starts else 0))
-        for i, s in enumerate(again):
-            assert s.new_commit is not None
-            end = starts[i + 1] + 1 if i + 1 < len(again) else len(out)
-            fresh[s.commit] = patchfile.strip_index_lines(
-                out[starts[i] + len(s.new_commit) + 2:end])
+            fresh[s.commit] = patchfile.strip_index_lines(patches[s.new_commit])
     result = []
     parent = state.onto
     for s in kept:

@@ -9,11 +9,12 @@ import difflib
 import re
 from dataclasses import dataclass, field
 
-from pq.git.repo import DIFF_CONFIG, DIFF_OPTIONS, Git
+from pq.git.objects import Change
+from pq.git.repo import Git
 from pq.model import diff as diffs
 from pq.queue import stack as stack_mod
 from pq.rebase.rerere import Resolution
-from pq.rebase.state import Change, RebaseState
+from pq.rebase.state import RebaseState
 
 OUTCOMES = ("clean", "merged", "dropped", "conflict", "skipped")
 _COMMIT_LINE = re.compile(rb"(?m)^commit [0-9a-f]{40,64}$")
@@ -124,17 +125,8 @@ class UpstreamMatches:
 
     def _upstream(self) -> list[tuple[str, frozenset[str]]]:
         if self._log is None:
-            out = self.git.run("log", "-z", "--topo-order", "--format=%x01%H", "--name-only",
-                               "--no-renames", "--diff-merges=off", "--no-show-signature",
-                               f"{self.state.old_base}..{self.state.onto}")
-            log: list[tuple[str, set[str]]] = []
-            for field in out.split(b"\0"):
-                field = field.lstrip(b"\n")
-                if field.startswith(b"\x01"):
-                    log.append((field[1:].decode(), set()))
-                elif field and log:
-                    log[-1][1].add(field.decode("utf-8", "surrogateescape"))
-            self._log = [(c, frozenset(files)) for c, files in reversed(log)]
+            self._log = [(str(c), files) for c, files in
+                         self.git.log_files(f"{self.state.old_base}..{self.state.onto}")]
             self._files_of = dict(self._log)
             for c, files in self._log:
                 self._by_files.setdefault(files, []).append(c)
@@ -185,22 +177,21 @@ class UpstreamMatches:
             return
         text = b""
         if upstream:
-            text = self.git.run_sealed("diff", *DIFF_CONFIG, "diff-tree", "--stdin", "-p",
-                                       "--format=commit %H", *DIFF_OPTIONS,
-                                input="".join(c + "\n" for c in upstream).encode())
+            text = _as_log(self.git.commit_patches(upstream))
         if mine and self.diffs is not None and all(c in self.diffs for c in mine):
             text += b"".join(b"commit " + c.encode() + b"\n" + self.diffs[c] for c in mine)
         elif mine:
-            text += self.git.run_sealed("diff", *DIFF_CONFIG, "diff-tree", "--stdin", "-p",
-                                        "--format=commit %H", *DIFF_OPTIONS, "--",
-                                 *stack_mod.exclude_pathspec(self.queue_paths),
-                                 input="".join(c + "\n" for c in mine).encode())
+            text += _as_log(self.git.commit_patches(
+                mine, stack_mod.exclude_pathspec(self.queue_paths)))
         self._read.update(upstream + mine)
         self._lines.update(changed_lines(text))
-        ids = self.git.run_sealed("diff", "patch-id", "--stable", input=text).decode()
-        for line in ids.splitlines():
-            pid, _, commit = line.partition(" ")
-            self._ids[commit] = pid
+        self._ids.update(self.git.patch_ids(text))
+
+
+def _as_log(patches: dict[str, bytes]) -> bytes:
+    """`git log -p`-style text (`commit <id>` headers) of {commit: diff}; empty ones left
+    out, as `diff-tree --stdin` without `--always` leaves them."""
+    return b"".join(b"commit " + c.encode() + b"\n" + d for c, d in patches.items() if d)
 
 
 def _flip(line: bytes) -> bytes:

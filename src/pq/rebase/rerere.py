@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pq.errors import ConfigError, GitError
+from pq.git.gateway import zsplit
 from pq.git.repo import Git
 from pq.oplog.txn import Transaction, current_record_id
 
@@ -60,13 +61,7 @@ def _settings(git: Git) -> dict[str, str]:
     """The configuration that decides how pq uses rerere (read once per Git object)."""
     found = _config.get(git)
     if found is None:
-        out = git.run_proc("config", "-z", "--get-regexp", _CONFIG_KEYS).stdout
-        found = {}
-        for item in out.split(b"\0"):
-            key, _, value = item.decode("utf-8", "surrogateescape").partition("\n")
-            if key:
-                found[key] = value
-        _config[git] = found
+        found = _config[git] = git.config_matching(_CONFIG_KEYS)
     return found
 
 
@@ -203,7 +198,7 @@ def reused_in_worktree(git: Git, paths: list[str]) -> list[Resolution]:
         target = git.root / path
         resolved = target.read_bytes()
         try:
-            git.run("--literal-pathspecs", "checkout", "-m", "--", path)
+            git.checkout_paths([path], merge=True)
             conflicted = target.read_bytes()
         except GitError:
             conflicted = b""
@@ -220,7 +215,7 @@ def reused_in_worktree(git: Git, paths: list[str]) -> list[Resolution]:
                                                               post.read_bytes())))
             break
     if paths:
-        git.run("--literal-pathspecs", "add", "--", *paths)
+        git.add(paths)
     return found
 
 
@@ -278,10 +273,10 @@ def merge_rr(git: Git) -> dict[str, str]:
     except FileNotFoundError:
         return {}
     result = {}
-    for item in raw.split(b"\0"):
-        rid, tab, path = item.partition(b"\t")
+    for item in zsplit(raw):
+        rid, tab, path = item.partition("\t")
         if tab:
-            result[path.decode("utf-8", "surrogateescape")] = rid.decode()
+            result[path] = rid
     return result
 
 

@@ -30,8 +30,6 @@ from pq.queue.files import (
 from pq.rebase import rerere as rerere_mod
 
 STATE_VERSION = 1
-Entry = tuple[str, str]  # (mode, object id) of a path in a tree
-Change = tuple[str, "Entry | None", "Entry | None"]  # path, before, after (None: absent)
 # The tip a branch had before pq last moved it: refs/pq/orig-head/<branch>. Older pq kept
 # one ref for all branches, refs/pq/orig-head: still read, and removed on the next write
 # (git cannot keep a ref and a folder of refs under the same name).
@@ -198,8 +196,7 @@ def require_clean_queue_dirs(git: Git, folders: list[str]) -> None:
     conflict; uncommitted edits there would stop that, so refuse them up front."""
     if not folders:
         return
-    out = git.run("diff", "--name-only", "-z", "HEAD", "--", *folders)
-    dirty = [p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p]
+    dirty = git.diff_names("HEAD", paths=folders)
     if dirty:
         raise ConfigError(f"uncommitted changes in {dirty[0]}; pq rebase would not carry "
                           "them", hint="commit them first, then run it again")
@@ -278,17 +275,13 @@ def cleanup_unless_touched(git: Git, state: RebaseState) -> Iterator[None]:
 def require_nothing_in_the_way(git: Git, state: RebaseState, target: str) -> None:
     """Refuse, before HEAD moves to `target`, when untracked files stand where `target`
     has files (git would refuse halfway); pq's own queue files are dealt with apart."""
-    out = git.run("diff-tree", "-r", "-z", "--name-only", "--no-renames", "--diff-filter=A",
-                  "HEAD", target)
-    added = [p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p]
+    added = git.changed_paths("HEAD", target, diff_filter="A")
     # Once HEAD is detached pq has cleared the queue files: any there now are in the way.
     present = [p for p in added if os.path.lexists(git.root / p) and (
         state.detached or (p != SERIES_FILE and not p.startswith(PATCHES_DIR + "/")))]
     if not present:
         return
-    out = git.run("--literal-pathspecs", "ls-files", "-z", "--others", "--exclude-standard",
-                  "--", *present)
-    in_way = sorted({p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p})
+    in_way = sorted(set(git.ls_files(present, others=True, literal=True)))
     if in_way:
         again = ("then `pq rebase --continue`" if state.detached
                  else "then run `pq rebase` again")
@@ -312,7 +305,7 @@ def show_conflict(git: Git, state: RebaseState, pick: str
     if first:
         clear_queue_files(git)
     try:
-        git.run("checkout", "-q", "--detach", state.tip, env={"GIT_REFLOG_ACTION": "pq rebase"})
+        git.checkout(state.tip, detach=True, env={"GIT_REFLOG_ACTION": "pq rebase"})
     except GitError as exc:
         raise OperationFailed(f"cannot show the conflict in the working tree: {exc.message}",
                               hint="move the files in the way aside, then `pq rebase --abort` "
@@ -320,14 +313,13 @@ def show_conflict(git: Git, state: RebaseState, pick: str
     on = rerere_mod.enabled(git, state.rerere)
     # Without autoupdate the reused files stay unmerged until staged below, so that their
     # conflicts can be written again to name the resolutions.
-    proc = git.run_proc("-c", f"rerere.enabled={'true' if on else 'false'}",
-                        "-c", "rerere.autoupdate=false", "cherry-pick", "--no-commit", pick,
-                        env={"GIT_REFLOG_ACTION": "pq rebase"})
-    stderr = proc.stderr.decode("utf-8", "replace")
+    returncode, stderr = git.cherry_pick_no_commit(
+        pick, (f"rerere.enabled={'true' if on else 'false'}", "rerere.autoupdate=false"),
+        env={"GIT_REFLOG_ACTION": "pq rebase"})
     reused = _reused_paths(stderr)
     resolutions = rerere_mod.reused_in_worktree(git, reused)
     unmerged = unmerged_paths(git)
-    if proc.returncode not in (0, 1) or (proc.returncode == 1 and not unmerged
+    if returncode not in (0, 1) or (returncode == 1 and not unmerged
                                          and not reused):
         last = stderr.strip().splitlines()[-1:] or ["(no message)"]
         raise OperationFailed(f"git cherry-pick of {pick[:12]} failed: {last[0]}",
@@ -347,17 +339,14 @@ def _reused_paths(stderr: str) -> list[str]:
 
 
 def unmerged_paths(git: Git) -> list[str]:
-    out = git.run("diff", "--name-only", "-z", "--diff-filter=U")
-    return sorted({p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p})
+    return sorted(set(git.diff_names(diff_filter="U")))
 
 
 def unstaged_paths(git: Git) -> tuple[list[str], list[str]]:
     """(unmerged paths, paths with changes not added to the index)."""
-    out = git.run("diff", "--name-status", "-z")
-    fields = [f.decode("utf-8", "surrogateescape") for f in out.split(b"\0") if f]
     unmerged: list[str] = []
     changed: list[str] = []
-    for status, path in zip(fields[0::2], fields[1::2], strict=True):
+    for status, path in git.diff_name_status():
         (unmerged if status == "U" else changed).append(path)
     return sorted(set(unmerged)), sorted(set(changed))
 
@@ -366,16 +355,16 @@ def write_index_tree(git: Git, state: RebaseState) -> str:
     """Record the resolution for git rerere (unless it is off), then the index as a tree."""
     if rerere_mod.enabled(git, state.rerere):
         before = rerere_mod.merge_rr(git)
-        git.run("-c", "rerere.enabled=true", "rerere")
+        git.rerere()
         rerere_mod.remember(git, [r for r in (rerere_mod.recorded(git, rid, path)
                                               for path, rid in sorted(before.items()))
                                   if r is not None])
-    return git.text("write-tree").strip()
+    return git.write_tree()
 
 
 def reset_to(git: Git, commit: str) -> None:
     """Drop the conflicted state pq created: index and working tree back to `commit`."""
-    git.run("reset", "--hard", "-q", commit, env={"GIT_REFLOG_ACTION": "pq rebase"})
+    git.reset("hard", commit, env={"GIT_REFLOG_ACTION": "pq rebase"})
     clear_git_merge_files(git)
 
 
@@ -404,15 +393,14 @@ def land(git: Git, state: RebaseState, previous: str | None = None) -> None:
         expected = previous
     try:
         if state.detached:
-            git.run("checkout", "-q", "--detach", state.new_tip, env=env)
-            git.run("update-ref", "-m", env["GIT_REFLOG_ACTION"], state.branch,
-                    state.new_tip, expected)
-            git.run("symbolic-ref", "-m", env["GIT_REFLOG_ACTION"], "HEAD", state.branch)
+            git.checkout(state.new_tip, detach=True, env=env)
+            git.update_ref(state.branch, state.new_tip, expected, env["GIT_REFLOG_ACTION"])
+            git.symbolic_ref("HEAD", state.branch, env["GIT_REFLOG_ACTION"])
             clear_git_merge_files(git)
         else:
             # Uncommitted queue files (kept in the state) would stop `reset --keep`.
             clear_queue_files(git)
-            git.run("reset", "--keep", "-q", state.new_tip, env=env)
+            git.reset("keep", state.new_tip, env=env)
     except GitError as exc:
         raise ConfigError(f"cannot move {state.short_branch} to the rebased stack: "
                           f"{exc.message}",
@@ -424,19 +412,18 @@ def land(git: Git, state: RebaseState, previous: str | None = None) -> None:
 def restore(git: Git, state: RebaseState) -> None:
     """Everything as it was before the rebase: branch, HEAD, index, working tree, queue."""
     if git.try_resolve(state.branch) != state.orig_head:
-        git.run("update-ref", "-m", "pq rebase --abort", state.branch, state.orig_head)
+        git.update_ref(state.branch, state.orig_head, message="pq rebase --abort")
     if git.current_branch() != state.branch:
-        git.run("symbolic-ref", "-m", "pq rebase --abort", "HEAD", state.branch)
+        git.symbolic_ref("HEAD", state.branch, "pq rebase --abort")
     if state.touched:
-        git.run("reset", "--hard", "-q", state.orig_head,
-                env={"GIT_REFLOG_ACTION": "pq rebase --abort"})
+        git.reset("hard", state.orig_head, env={"GIT_REFLOG_ACTION": "pq rebase --abort"})
         clear_git_merge_files(git)
     set_queue_files(git, dict(state.queue_before))
     if state.index_before is not None:
         set_index(git, index_entries(git), state.index_before, refresh=False)
-        git.run("update-index", "-q", "--refresh", ok_codes=(0, 1))
+        git.refresh_index()
     set_orig_head(git, state.branch, state.prev_orig_head, "pq rebase --abort")
     legacy = state.prev_legacy_orig_head
-    if legacy and git.try_resolve(ORIG_HEAD_REF) is None and not git.text(
-            "for-each-ref", "--count=1", "--format=x", ORIG_HEAD_REF + "/").strip():
+    if legacy and git.try_resolve(ORIG_HEAD_REF) is None and not git.has_refs_under(
+            ORIG_HEAD_REF + "/"):
         git.update_ref(ORIG_HEAD_REF, legacy, message="pq rebase --abort")

@@ -172,8 +172,7 @@ def added_conflict_markers(git: Git, tip: str) -> list[tuple[str, int]]:
     `git diff --cached --check` finds them (conflict-marker-size attributes included), in
     files where at least one is a `<<<<<<<` or `>>>>>>>` line: a lone `=======` or
     `|||||||` line is far more often a heading's underline than a leftover conflict."""
-    out = git.text("-c", "core.quotePath=false", "diff", "--cached", "--check", "--no-color",
-                   tip, "--", ok_codes=(0, 1, 2))
+    out = git.check_cached(tip)
     found: dict[str, list[int]] = {}
     for line in out.splitlines():
         m = _MARKER.match(line)

@@ -1,0 +1,296 @@
+"""The process gateway: how pq runs git, and the repository's objects through `ObjectDB`.
+
+`Gateway` opens a repository and runs git in it (`run`, `run_proc`, `text`, `run_sealed`);
+every failure raises `GitError` with the command, exit code and stderr. `zsplit` is the one
+reader of git's NUL-separated output. Named verbs are built on this in pq.git.merge and
+pq.git.repo; nothing outside pq.git spells a git command line.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Self
+
+from pq.errors import ConfigError, GitError
+from pq.faults import checkpoint
+from pq.git.objects import BlobId, Commit, CommitId, Person, TreeId, parse_commit
+from pq.git.odb import ObjectDB
+
+# Variables git exports to hooks and aliases; pq always names its repository explicitly.
+_SCRUBBED = {
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_PREFIX",
+    "GIT_COMMON_DIR",
+    "GIT_NAMESPACE",
+    "GIT_CEILING_DIRECTORIES",
+    "GIT_DISCOVERY_ACROSS_FILESYSTEM",
+}
+
+STDERR_REASON_CHARS = 600  # how much of git's stderr a GitError message keeps
+
+
+def zsplit(out: bytes | str) -> list[str]:
+    """The non-empty fields of git's `-z` output, as text (surrogateescaped bytes)."""
+    text = out.decode("utf-8", "surrogateescape") if isinstance(out, bytes) else out
+    return [f for f in text.split("\0") if f]
+
+
+def stderr_reason(stderr: bytes) -> str:
+    """git's whole stderr as one line, up to a bound: the reason (`error: ... would be
+    overwritten`, the paths) comes first and `Aborting` last, so no line is dropped;
+    git's `hint:` lines are advice for git commands and are left out."""
+    lines = [ln.strip() for ln in stderr.decode("utf-8", "replace").splitlines()]
+    text = "; ".join(ln for ln in lines if ln and not ln.startswith("hint:"))
+    text = text.replace(":; ", ": ")
+    if not text:
+        return "(no message)"
+    return text if len(text) <= STDERR_REASON_CHARS else text[:STDERR_REASON_CHARS] + " ..."
+
+
+def clean_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in _SCRUBBED}
+    env["LC_ALL"] = "C"
+    env["GIT_TERMINAL_PROMPT"] = "0"
+    if extra:
+        env.update(extra)
+    return env
+
+
+def _failed(args: Sequence[str], proc: subprocess.CompletedProcess[bytes]) -> GitError:
+    return GitError(f"`git {' '.join(args)}` failed with exit {proc.returncode}: "
+                    f"{stderr_reason(proc.stderr)}")
+
+
+class Gateway:
+    """One repository, addressed by its top-level working directory."""
+
+    def __init__(self, root: Path, git_dir: Path, common_dir: Path) -> None:
+        self.root = root
+        self.git_dir = git_dir
+        self.common_dir = common_dir
+        self.env = clean_env()
+        self._odb: ObjectDB | None = None
+        self._version: tuple[int, int] | None = None
+        self._format: str | None = None
+        self._sealed: dict[str, tuple[Path, dict[str, str]]] = {}
+        tmp = common_dir / "pq" / "tmp"
+        if tmp.is_dir():  # temp indexes of a pq that was killed
+            _remove_stale_temp(tmp)
+
+    # -- opening and closing -------------------------------------------------
+
+    @classmethod
+    def open(cls, path: str | Path = ".") -> Self:
+        path = Path(path)
+        if not path.is_dir():
+            raise ConfigError(f"{path}: not a directory", hint="run pq inside a git repository")
+        proc = subprocess.run(
+            ["git", "-C", str(path), "rev-parse", "--show-toplevel", "--absolute-git-dir",
+             "--git-common-dir"],
+            capture_output=True,
+            env=clean_env(),
+        )
+        if proc.returncode != 0:
+            raise ConfigError(
+                f"{path.resolve()}: not a git repository",
+                hint="run pq inside a git repository's working tree, or `git init` one",
+            )
+        lines = proc.stdout.decode().splitlines()
+        if len(lines) != 3:
+            raise ConfigError(f"{path.resolve()}: a bare repository has no working tree for pq")
+        root, git_dir, common = lines
+        common_path = Path(common)
+        if not common_path.is_absolute():
+            common_path = (path / common_path).resolve()
+        return cls(Path(root), Path(git_dir), common_path)
+
+    def close(self) -> None:
+        if self._odb is not None:
+            self._odb.close()
+            self._odb = None
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- the process gateway ---------------------------------------------------
+
+    def run(
+        self,
+        *args: str,
+        input: bytes | None = None,
+        env: dict[str, str] | None = None,
+        ok_codes: Sequence[int] = (0,),
+        cwd: Path | None = None,
+    ) -> bytes:
+        """Run git in this repository; raise GitError unless the exit code is in ok_codes."""
+        proc = self.run_proc(*args, input=input, env=env, cwd=cwd)
+        if proc.returncode not in ok_codes:
+            raise _failed(args, proc)
+        return proc.stdout
+
+    def run_proc(
+        self,
+        *args: str,
+        input: bytes | None = None,
+        env: dict[str, str] | None = None,
+        cwd: Path | None = None,
+    ) -> subprocess.CompletedProcess[bytes]:
+        checkpoint("git " + (args[0] if args[0] != "-c" else next(
+            (a for a in args if not a.startswith("-") and "=" not in a), "?")))
+        full_env = dict(self.env)
+        if env:
+            full_env.update(env)
+        return subprocess.run(
+            ["git", *args],
+            input=input,
+            capture_output=True,
+            env=full_env,
+            cwd=str(cwd or self.root),
+        )
+
+    def text(self, *args: str, input: bytes | None = None, env: dict[str, str] | None = None,
+             ok_codes: Sequence[int] = (0,)) -> str:
+        return self.run(*args, input=input, env=env, ok_codes=ok_codes).decode(
+            "utf-8", "surrogateescape")
+
+    def run_sealed(self, kind: str, *args: str, input: bytes | None = None,
+                   attributes: bytes = b"", ok_codes: Sequence[int] = (0,)) -> bytes:
+        """Run git on this repository's objects in a sealed git directory (pq.git.sealed):
+        `diff` sees no configuration and no attributes, so its output is the same for
+        everyone; `merge` sees the repository's configuration and exactly `attributes`."""
+        from pq.git import sealed
+
+        if kind not in self._sealed:
+            root = sealed.prepare(self.common_dir, self.git_dir, kind, self.object_format())
+            self._sealed[kind] = (root, sealed.env(root, self.common_dir, kind))
+        root, env = self._sealed[kind]
+        if kind == "merge":
+            sealed.set_attributes(root, attributes)
+        return self.run(*args, input=input, env=env, ok_codes=ok_codes, cwd=root)
+
+    # -- facts about the repository -------------------------------------------
+
+    def version(self) -> tuple[int, int]:
+        if self._version is None:
+            out = self.text("version")
+            m = re.search(r"(\d+)\.(\d+)", out)
+            self._version = (int(m.group(1)), int(m.group(2))) if m else (0, 0)
+        return self._version
+
+    def object_format(self) -> str:
+        """`sha1` or `sha256`."""
+        if self._format is None:
+            self._format = self.text("rev-parse", "--show-object-format").strip() or "sha1"
+        return self._format
+
+    def null_id(self) -> str:
+        """The all-zero id ("no object") of this repository's object format."""
+        return "0" * (64 if self.object_format() == "sha256" else 40)
+
+    def pq_dir(self) -> Path:
+        """pq's private state, shared by all worktrees of the repository."""
+        return self.common_dir / "pq"
+
+    # -- objects (pq.git.odb) -----------------------------------------------------
+
+    @property
+    def odb(self) -> ObjectDB:
+        if self._odb is None:
+            self._odb = ObjectDB(self.root, self.common_dir, self.env, self.object_format(),
+                                 self._hash_object_w)
+        return self._odb
+
+    def _hash_object_w(self, kind: str, data: bytes) -> str:
+        return self.text("hash-object", "-w", "-t", kind, "--stdin", input=data).strip()
+
+    def read_object(self, rev: str) -> tuple[str, str, bytes]:
+        return self.odb.read(rev)
+
+    def commit(self, rev: str) -> Commit:
+        sha, kind, data = self.odb.read(rev)
+        if kind != "commit":
+            raise GitError(f"{rev} is a {kind}, not a commit")
+        return parse_commit(CommitId(sha), data)
+
+    def blob(self, rev: str) -> bytes:
+        _, kind, data = self.odb.read(rev)
+        if kind != "blob":
+            raise GitError(f"{rev} is a {kind}, not a blob")
+        return data
+
+    def tree_of(self, rev: str) -> TreeId:
+        return self.commit(rev).tree
+
+    def hash_blob(self, data: bytes) -> str:
+        """The id git gives a blob holding `data`, computed without git."""
+        return self.odb.hash_object("blob", data)
+
+    def write_object(self, kind: str, data: bytes) -> str:
+        return self.odb.write(kind, data)
+
+    def write_blob(self, data: bytes) -> BlobId:
+        return BlobId(self.odb.write("blob", data))
+
+    def write_commit(self, tree: str, parents: Sequence[str], author: Person,
+                     committer: Person, message: str, encoding: str | None = None) -> CommitId:
+        """A commit object of exactly these fields (text is surrogateescaped bytes)."""
+        lines = [f"tree {tree}"]
+        lines += [f"parent {p}" for p in parents]
+        lines.append(f"author {author.ident()}")
+        lines.append(f"committer {committer.ident()}")
+        if encoding is not None:
+            lines.append(f"encoding {encoding}")
+        body = "\n".join(lines) + "\n\n" + message
+        return CommitId(self.odb.write("commit", body.encode("utf-8", "surrogateescape")))
+
+    def empty_tree(self) -> TreeId:
+        return TreeId(self.odb.write("tree", b""))
+
+
+def run_in(cwd: Path, *args: str, env: dict[str, str] | None = None,
+           input: bytes | None = None) -> bytes:
+    """Run git in a folder that need not be a repository yet (init, clone)."""
+    checkpoint("git " + args[0])
+    proc = subprocess.run(["git", *args], cwd=str(cwd), input=input, capture_output=True,
+                          env=clean_env(env))
+    if proc.returncode != 0:
+        raise _failed(args, proc)
+    return proc.stdout
+
+
+def _remove_stale_temp(parent: Path) -> None:
+    """Remove `index-<pid>-*` folders under `parent` whose process no longer runs."""
+    for entry in parent.iterdir():
+        parts = entry.name.split("-")
+        if len(parts) < 3 or parts[0] != "index" or not parts[1].isdigit():
+            continue
+        pid = int(parts[1])
+        if pid == os.getpid() or pid_alive(pid):
+            continue
+        shutil.rmtree(entry, ignore_errors=True)
+    with contextlib.suppress(OSError):
+        parent.rmdir()  # only when empty
+
+
+def pid_alive(pid: object) -> bool:
+    """Whether a process with this id runs on this machine (another user's counts)."""
+    if not isinstance(pid, int) or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

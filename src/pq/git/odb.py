@@ -1,0 +1,181 @@
+"""The object layer: every object pq reads or writes goes through one `ObjectDB`.
+
+Reads: ONE persistent `git cat-file --batch` per repository, with a cache of the objects
+read by id (objects never change); `read_many` reads many through it.
+Writes: in-process through gitdb's loose object store (the object database GitPython is
+built on) on SHA-1 repositories; `git hash-object -w` where gitdb cannot write (SHA-256,
+an alternate object directory). Ids are computed without git (`hash_object`), so writing
+an object that exists costs nothing. git-revise's odb.py is the model.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import subprocess
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import IO
+
+from pq.errors import GitError
+from pq.faults import checkpoint
+
+_HEX = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
+
+# (id, kind, data): one object as cat-file gives it.
+RawObject = tuple[str, str, bytes]
+
+
+class ObjectDB:
+    """The objects of one repository: read through one cat-file, cached, written lazily."""
+
+    def __init__(self, root: Path, common_dir: Path, env: dict[str, str],
+                 object_format: str,
+                 hash_object_w: Callable[[str, bytes], str]) -> None:
+        self.root = root
+        self.common_dir = common_dir
+        self.env = env
+        self.object_format = object_format
+        self._hash_object_w = hash_object_w  # git's own writer (the gateway's verb)
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._cache: dict[str, RawObject] = {}
+        self._loose: object | None = None
+
+    # -- reading ---------------------------------------------------------------------
+
+    def read(self, rev: str) -> RawObject:
+        """(id, kind, data) of `rev` (an id, or any name cat-file takes)."""
+        found = self.read_many([rev])[0]
+        if found is None:
+            raise GitError(f"object {rev} not found")
+        return found
+
+    def read_many(self, revs: Sequence[str]) -> list[RawObject | None]:
+        """Each of `revs` (None: missing or ambiguous), through the one cat-file process."""
+        result: list[RawObject | None] = []
+        for rev in revs:
+            found = self._cache.get(rev)
+            if found is None:
+                # One request at a time: writing them all first could fill both pipes
+                # (cat-file waiting for us to read, we for it to read) on a large batch.
+                proc = self._batch()
+                assert proc.stdin is not None and proc.stdout is not None
+                proc.stdin.write(rev.encode("utf-8", "surrogateescape") + b"\n")
+                proc.stdin.flush()
+                found = self._read_one(proc.stdout, rev)
+                if found is not None:
+                    self._remember(rev, found)
+            result.append(found)
+        return result
+
+    def kind(self, oid: str) -> str | None:
+        """The kind of object `oid` ('blob', 'tree', ...), or None when it is missing."""
+        found = self.read_many([oid])[0]
+        return None if found is None else found[1]
+
+    def _remember(self, rev: str, obj: RawObject) -> None:
+        self._cache[obj[0]] = obj
+        if rev != obj[0] and _HEX.match(rev):  # an abbreviated id: the same object
+            self._cache[rev] = obj
+
+    def _batch(self) -> subprocess.Popen[bytes]:
+        if self._proc is None:
+            checkpoint("git cat-file")
+            self._proc = subprocess.Popen(
+                ["git", "-C", str(self.root), "cat-file", "--batch"],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=self.env)
+        return self._proc
+
+    @staticmethod
+    def _read_one(stream: IO[bytes], rev: str) -> RawObject | None:
+        header = stream.readline()
+        if not header:
+            raise GitError(f"git cat-file ended early (reading {rev})")
+        parts = header.decode("utf-8", "surrogateescape").split()
+        if len(parts) != 3:  # "<name> missing", "<name> ambiguous"
+            return None
+        sha, kind, size = parts
+        data = _read_exact(stream, int(size) + 1)[:-1]
+        return sha, kind, data
+
+    def close(self) -> None:
+        if self._proc is not None:
+            if self._proc.stdin:
+                self._proc.stdin.close()
+            self._proc.wait()
+            if self._proc.stdout:
+                self._proc.stdout.close()
+            self._proc = None
+
+    # -- writing -----------------------------------------------------------------------
+
+    def hash_object(self, kind: str, data: bytes) -> str:
+        """The id git gives an object of `kind` holding `data`, computed without git."""
+        algo = hashlib.sha256 if self.object_format == "sha256" else hashlib.sha1
+        return algo(kind.encode() + b" %d\0" % len(data) + data).hexdigest()
+
+    def write(self, kind: str, data: bytes) -> str:
+        """Write one object (unless this process has it already) and return its id."""
+        oid = self.hash_object(kind, data)
+        if oid in self._cache:
+            return oid
+        checkpoint("write " + kind)
+        if self._loose is None:
+            if self.object_format != "sha1" or os.environ.get("GIT_OBJECT_DIRECTORY"):
+                self._loose = False
+            else:
+                from gitdb import LooseObjectDB
+
+                self._loose = LooseObjectDB(str(self.common_dir / "objects"))
+        if self._loose is False:
+            written = self._hash_object_w(kind, data)
+        else:
+            from io import BytesIO
+
+            from gitdb.base import IStream
+
+            istream = IStream(kind.encode(), len(data), BytesIO(data))
+            self._loose.store(istream)  # type: ignore[union-attr]
+            sha = istream.hexsha
+            written = sha.decode() if isinstance(sha, bytes) else sha
+        if written != oid:
+            raise GitError(f"writing a {kind} gave {written}, expected {oid}")
+        self._cache[oid] = (oid, kind, data)
+        return oid
+
+
+def _read_exact(stream: IO[bytes], n: int) -> bytes:
+    chunks = []
+    while n:
+        chunk = stream.read(n)
+        if not chunk:
+            raise GitError("git cat-file ended early")
+        chunks.append(chunk)
+        n -= len(chunk)
+    return b"".join(chunks)
+
+
+def tree_entries(data: bytes, id_len: int) -> dict[bytes, tuple[bytes, str]]:
+    """{name: (mode, id)} of a tree object's data; `id_len` is the hex length of an id."""
+    size = id_len // 2
+    entries = {}
+    i = 0
+    while i < len(data):
+        sp = data.index(b" ", i)
+        nul = data.index(b"\0", sp)
+        entries[data[sp + 1:nul]] = (data[i:sp], data[nul + 1:nul + 1 + size].hex())
+        i = nul + 1 + size
+    return entries
+
+
+def tree_data(entries: dict[bytes, tuple[bytes, str]]) -> bytes:
+    """A tree object's data for {name: (mode, id)}, in git's order (folders sort as name/)."""
+    ordered = sorted(entries.items(),
+                     key=lambda kv: kv[0] + b"/" if is_tree_mode(kv[1][0]) else kv[0])
+    return b"".join(mode + b" " + name + b"\0" + bytes.fromhex(obj)
+                    for name, (mode, obj) in ordered)
+
+
+def is_tree_mode(mode: bytes) -> bool:
+    return mode in (b"40000", b"040000")

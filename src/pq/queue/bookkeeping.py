@@ -1,0 +1,91 @@
+"""The bookkeeping commit: a commit that carries the queue (series.yaml, patches/*.patch,
+the other queue folders such as mre/), built in memory with pq.git.trees.
+
+`queue.ops` (export --commit, apply) and the rebase both make it here; the folders other
+than series.yaml and patches/ come from a commit, or from the working tree.
+"""
+
+from __future__ import annotations
+
+import os
+
+from pq.git.objects import CommitId, Entry, Person
+from pq.git.odb import is_tree_mode
+from pq.git.repo import Git
+from pq.git.trees import Trees
+from pq.model.series import PATCHES_DIR, SERIES_FILE
+from pq.queue.files import Queue
+
+
+def queue_blobs(trees: Trees, commit: str) -> dict[str, str]:
+    """{path: blob} of series.yaml and patches/* as committed in `commit`."""
+    tree = trees.tree_of(commit)
+    blobs: dict[str, str] = {}
+    series = trees.lookup(tree, SERIES_FILE)
+    if series is not None and not is_tree_mode(series[0].encode()):
+        blobs[SERIES_FILE] = series[1]
+    patches = trees.lookup(tree, PATCHES_DIR)
+    if patches is not None and is_tree_mode(patches[0].encode()):
+        for name, (mode, obj) in trees.entries(patches[1]).items():
+            if not is_tree_mode(mode) and name.endswith(b".patch"):
+                blobs[f"{PATCHES_DIR}/{name.decode('utf-8', 'surrogateescape')}"] = obj
+    return blobs
+
+
+def bookkeeping_commit(git: Git, last: str, source: str | None, queue: Queue,
+                       committer: Person, message: str, trees: Trees | None = None
+                       ) -> CommitId:
+    """A commit on `last` carrying `queue`'s files, with the other queue folders (mre/) as
+    they are in the commit `source`, or in the working tree when `source` is None; `last`
+    itself when that changes nothing. The user's own files in patches/ (not *.patch) stay
+    as `source` (or HEAD) has them."""
+    trees = trees or Trees(git)
+    qp = queue.series.queue_paths
+    last_tree = trees.tree_of(last)
+    source_tree = trees.tree_of(source if source is not None else git.head())
+    known = set(queue_blobs(trees, source).values()) if source is not None else set()
+    changes: dict[str, Entry | None] = {p: None for p in qp
+                                        if trees.lookup(last_tree, p) is not None}
+    others = [p for p in qp if p not in (SERIES_FILE, PATCHES_DIR)]
+    if source is not None:
+        for p in others:
+            entry = trees.lookup(source_tree, p)
+            if entry is not None:
+                changes[p] = entry
+    else:
+        changes.update(worktree_entries(git, others))
+    patches = {name.encode("utf-8", "surrogateescape"): (b"100644", _blob(git, data, known))
+               for name, data in queue.files.items()}
+    kept = trees.lookup(source_tree, PATCHES_DIR)
+    if kept is not None and is_tree_mode(kept[0].encode()):
+        for name, item in trees.entries(kept[1]).items():
+            if is_tree_mode(item[0]) or not name.endswith(b".patch"):
+                patches.setdefault(name, item)
+    if patches:
+        changes[PATCHES_DIR] = ("40000", trees.write_tree(patches))
+    changes[SERIES_FILE] = ("100644", _blob(git, queue.series.dumps(), known))
+    tree = trees.edit(last_tree, changes)
+    if tree == last_tree:
+        return CommitId(last)
+    return git.write_commit(tree, [last], committer, committer, message)
+
+
+def worktree_entries(git: Git, paths: list[str]) -> dict[str, Entry]:
+    """{path: (mode, blob)} for the files under `paths` in the working tree, tracked or
+    not (ignored files excepted); blobs are written."""
+    if not paths:
+        return {}
+    entries: dict[str, Entry] = {}
+    for rel in sorted(set(git.ls_files(paths, cached=True, others=True))):
+        p = git.root / rel
+        if p.is_symlink():
+            entries[rel] = ("120000", git.write_blob(os.readlink(p).encode()))
+        elif p.is_file():
+            mode = "100755" if os.access(p, os.X_OK) else "100644"
+            entries[rel] = (mode, git.write_blob(p.read_bytes()))
+    return entries
+
+
+def _blob(git: Git, data: bytes, known: set[str]) -> str:
+    oid = git.hash_blob(data)
+    return oid if oid in known else git.write_blob(data)

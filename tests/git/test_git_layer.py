@@ -1,0 +1,141 @@
+"""The git layer on its own: zsplit, the object layer, in-memory trees and the verbs, on
+real temporary repositories (SHA-1 and SHA-256)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from gitrepo import commit_all, git, write
+
+from pq.errors import GitError
+from pq.git.gateway import zsplit
+from pq.git.objects import CommitId
+from pq.git.repo import Git
+from pq.git.trees import Trees
+
+
+def _repo(tmp_path: Path, fmt: str = "sha1") -> Path:
+    root = tmp_path / f"repo-{fmt}"
+    root.mkdir()
+    git(root, "init", "-q", f"--object-format={fmt}", "-b", "main")
+    write(root, "a.txt", "one\n")
+    write(root, "dir/b.txt", "two\n")
+    commit_all(root, "first")
+    return root
+
+
+def test_zsplit_drops_empty_fields_and_keeps_any_bytes() -> None:
+    assert zsplit(b"a\0b c\0\0") == ["a", "b c"]
+    assert zsplit(b"") == []
+    assert zsplit(b"\xff\0") == ["\udcff"]  # surrogateescaped: the bytes round trip
+    assert zsplit("x\0y") == ["x", "y"]
+
+
+@pytest.mark.parametrize("fmt", ["sha1", "sha256"])
+def test_odb_reads_writes_and_hashes_as_git_does(tmp_path: Path, fmt: str) -> None:
+    root = _repo(tmp_path, fmt)
+    with Git.open(root) as g:
+        assert g.object_format() == fmt
+        data = b"hello\r\nworld\0bytes"
+        oid = g.write_blob(data)
+        assert len(oid) == (64 if fmt == "sha256" else 40)
+        assert oid == g.hash_blob(data)
+        assert git(root, "cat-file", "-t", oid) == "blob"  # git sees the written object
+        assert git(root, "hash-object", "--stdin", input=data) == oid
+        head = g.commit("HEAD")
+        assert head.tree == git(root, "rev-parse", "HEAD^{tree}")
+        assert g.blob("HEAD:a.txt") == b"one\n"
+        commit = g.write_commit(head.tree, [head.id], head.author, head.committer, "again\n")
+        assert git(root, "log", "-1", "--format=%s", commit) == "again"
+        assert git(root, "rev-parse", f"{commit}^") == head.id
+
+
+def test_odb_read_many_reports_missing_and_caches(tmp_path: Path) -> None:
+    root = _repo(tmp_path)
+    with Git.open(root) as g:
+        found = g.odb.read_many(["HEAD:a.txt", "HEAD:nope", "HEAD:dir"])
+        assert found[0] is not None and found[0][1:] == ("blob", b"one\n")
+        assert found[1] is None
+        assert found[2] is not None and found[2][1] == "tree"
+        blob_id = found[0][0]
+        # Objects never change: once read, an id is answered from the cache, even after
+        # the object is gone from disk.
+        obj_file = root / ".git" / "objects" / blob_id[:2] / blob_id[2:]
+        obj_file.chmod(0o644)
+        obj_file.unlink()
+        assert g.blob(blob_id) == b"one\n"
+        assert g.odb.kind("0" * 40) is None
+        with pytest.raises(GitError):
+            g.blob("HEAD:nope")
+        with pytest.raises(GitError):
+            g.commit("HEAD:a.txt")
+
+
+def test_trees_edit_writes_the_tree_git_would(tmp_path: Path) -> None:
+    root = _repo(tmp_path)
+    with Git.open(root) as g:
+        trees = Trees(g)
+        head = g.head()
+        tree = trees.tree_of(head)
+        new_blob = g.write_blob(b"three\n")
+        edited = trees.edit(tree, {"dir/c.txt": ("100644", new_blob), "a.txt": None,
+                                   "dir/sub/d.txt": ("100755", new_blob)})
+        listing = git(root, "ls-tree", "-r", edited).splitlines()
+        assert [line.split("\t")[1] for line in listing] == [
+            "dir/b.txt", "dir/c.txt", "dir/sub/d.txt"]
+        assert listing[2].startswith("100755 blob " + new_blob)
+        assert git(root, "fsck", "--no-dangling", "--strict") == ""
+        assert trees.lookup(edited, "dir/c.txt") == ("100644", new_blob)
+        assert trees.lookup(edited, "a.txt") is None
+        assert trees.without(edited, ("dir",)) == g.empty_tree()
+
+
+def test_commit_changes_and_commit_patches_parse_each_commit(tmp_path: Path) -> None:
+    root = _repo(tmp_path)
+    first = git(root, "rev-parse", "HEAD")
+    write(root, "a.txt", "one\nmore\n")
+    write(root, "dir/b.txt", "two\nmore\n")
+    second = commit_all(root, "second")
+    git(root, "commit", "-q", "--allow-empty", "-m", "empty")
+    third = git(root, "rev-parse", "HEAD")
+    with Git.open(root) as g:
+        changes = g.commit_changes([second, third])
+        assert [c[0] for c in changes[second]] == ["a.txt", "dir/b.txt"]
+        assert changes[third] == []
+        patches = g.commit_patches([second, third, first], exclude=[":(exclude)dir"])
+        assert patches[second].startswith(b"diff --git a/a.txt b/a.txt\n")
+        assert b"+more\n" in patches[second] and second.encode() not in patches[second]
+        assert patches[third] == b""
+        assert b"dir/b.txt" not in patches[second]  # excluded
+        assert patches[first] == b""  # a root commit: diff-tree shows it only with --root
+
+
+def test_verbs_index_refs_and_notes(tmp_path: Path) -> None:
+    root = _repo(tmp_path)
+    with Git.open(root) as g:
+        head = g.head()
+        write(root, "new file.txt", "x\n")
+        write(root, "a.txt", "changed\n")
+        assert g.ls_files(others=True) == ["new file.txt"]
+        assert g.diff_names() == ["a.txt"]
+        assert ("??", "new file.txt") in g.status_porcelain(untracked=True)
+        g.add(["new file.txt"])
+        assert "new file.txt" in g.diff_names("HEAD", paths=["new file.txt"]) or \
+            g.ls_files(["new file.txt"], stage=True)[0].endswith("\tnew file.txt")
+        tree = g.write_tree()
+        assert [e[3] for e in g.ls_tree(tree)] == ["a.txt", "dir/b.txt", "new file.txt"]
+        assert g.changed_paths(g.tree_of(head), tree, diff_filter="A") == ["new file.txt"]
+        assert g.rev_list("HEAD", ["a.txt"], max_count=1) == [head]
+        assert not g.has_refs_under("refs/pq/")
+        g.update_ref("refs/pq/x", head)
+        assert g.has_refs_under("refs/pq/") and g.ref_exists("refs/pq/x")
+        assert g.notes("refs/notes/t") == []
+        blob = g.write_blob(b"{}")
+        g.add_note("refs/notes/t", head, blob)
+        assert g.notes("refs/notes/t") == [(blob, head)]
+        assert g.notes("refs/notes/t", head) == [(blob, head)]
+        assert g.notes("refs/notes/t", g.tree_of(head)) == []
+        git(root, "config", "pq.one", "1")
+        assert g.config_matching(r"^pq\.") == {"pq.one": "1"}
+        assert g.log_files("HEAD") == [(CommitId(head), frozenset({"a.txt", "dir/b.txt"}))]
