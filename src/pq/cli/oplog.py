@@ -9,8 +9,9 @@ import click
 
 from pq.cli.common import emit_json, open_repo, plural, short
 from pq.git.repo import pid_alive
+from pq.oplog import log as oplog
 from pq.oplog import undo as undo_mod
-from pq.oplog.txn import lock_holder, read_records
+from pq.oplog.lock import lock_holder
 from pq.rebase import status as rebase_status
 
 
@@ -21,8 +22,6 @@ def register(main: click.Group) -> None:
 
 def _status(record: dict[str, Any], h: undo_mod.History, holder: dict[str, Any] | None) -> str:
     status = str(record.get("status"))
-    if status == "unreadable":
-        return status
     if status == "started":
         running = holder is not None and holder.get("pid") == record.get("pid")
         return "running" if running and pid_alive(record.get("pid")) else "interrupted"
@@ -64,7 +63,7 @@ def _changes(record: dict[str, Any]) -> dict[str, Any]:
 def log(limit: int | None, as_json: bool) -> None:
     """List pq's operations, newest first: what each changed, and which are undone."""
     with open_repo() as git:
-        records = read_records(git)
+        records = [oplog.load(git, r) for r in oplog.read(git)]
         holder = lock_holder(git)
         st = rebase_status.status(git)
     h = undo_mod.history(records)
