@@ -25,7 +25,6 @@ from pq.oplog.snapshot import (
     write_state,
 )
 from pq.oplog.txn import Transaction
-from pq.rebase import rerere
 
 Record = dict[str, Any]
 _SAFE_PATH = re.compile(r"^(?!/)(?!.*(?:^|/)\.\.?(?:/|$))[^\0]+$")
@@ -218,9 +217,9 @@ class UndoResult:
     head: tuple[str, str] | None  # (from, to) when HEAD was moved to another branch
     files: list[str]
     rebase: bool = False  # a rebase is in progress again (stopped where it was)
-    # Paths whose resolutions the operations taken back recorded or reused (git rerere
-    # keeps them): `pq rebase --forget` removes them.
-    rerere_paths: list[str] = field(default_factory=list)
+    # The operations taken back (none for a redo): git rerere keeps the resolutions they
+    # recorded or reused (pq.rebase.rerere.paths_of_operation names them).
+    taken_back: list[int] = field(default_factory=list)
 
 
 def run(git: Git, kind: str = "undo", op: int | None = None, force: bool = False) -> UndoResult:
@@ -243,10 +242,8 @@ def run(git: Git, kind: str = "undo", op: int | None = None, force: bool = False
             (current["head"], p.target["head"]) if "HEAD" in p.changed else None, files,
             REBASE_STATE in p.target["state"] and "state" in p.changed)
         if p.kind != "redo":
-            taken_back = [result.target_id] if p.kind == "undo" else [
+            result.taken_back = [result.target_id] if p.kind == "undo" else [
                 rid for rid in history(log.read(git)).records if rid >= result.target_id]
-            result.rerere_paths = sorted({path for rid in taken_back
-                                          for path in rerere.paths_of_operation(git, rid)})
     return result
 
 
