@@ -12,14 +12,16 @@ StGit's stack log is the model: each entry commit contains the complete state. I
         queue/..., state/...                      the queue files and .git/pq state files
         worktree/paths, worktree/index, worktree/files/...   (only while a rebase is stopped)
 
-The first parent is the previous entry. The commits a snapshot names must stay reachable
-for `git gc` (a gitlink would not keep them): those the previous entry's snapshots named are
-kept through the first-parent chain, so an entry adds as parents only the commits that are
-new since it. At most PARENT_CAP parents per commit: when more are new (the first entry on
-a fork with 200 branches) they hang from a balanced tree of "anchor" commits of at most
-PARENT_CAP parents each. An entry is replaced only while its operation runs (when it ends);
-a commit of pq's earlier log format (pins, subject "pq oplog: ...") ends the chain: the
-log before it, and a legacy `.git/pq/oplog/` directory, are not read (and left alone).
+The first parent is the previous entry (record/previous names it; the first entry has
+none). The commits a snapshot names must stay reachable for `git gc` (a gitlink would not
+keep them): those the previous entry's snapshots named are kept through the first-parent
+chain, so an entry adds as parents only the commits that are new since it. At most
+PARENT_CAP parents per commit: when more are new (the first entry on a fork with 200
+branches) they hang from a balanced tree of "anchor" commits of at most PARENT_CAP parents
+each. An entry is replaced only while its operation runs (when it ends).
+A log of pq's earlier format (JSON records in `.git/pq/oplog/`, pin commits with subjects
+"pq oplog: ..." on the ref) is not read and is left alone: the first new entry keeps the
+old tip reachable as an extra parent, and its id follows the last JSON record's.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from pq.errors import ConfigError
 from pq.git.repo import Git, Person
-from pq.oplog.snapshot import LOG_REF, Snapshot
+from pq.oplog.snapshot import LOG_REF, Snapshot, stored_blob
 
 if TYPE_CHECKING:
     from pq.git.trees import Trees
@@ -207,12 +209,19 @@ def write(git: Git, record: Record, commits: set[str], previous: str | None,
     record["previous"] = previous
     kept = _named(git, previous) if previous is not None else set()
     who = Person("pq", "pq@localhost", f"{int(time.time())} +0000")
-    flat = _record_entries(git, record)
+    trees = _trees(git)
+    written = record.setdefault("_trees", {})  # (snapshot, its tree) written already
+    files: dict[str, tuple[str, str] | None] = {
+        f"record/{name}": entry for name, entry in _record_entries(git, record).items()}
     for side in ("before", "after"):
-        if record.get(side) is not None:
-            flat.update(_snapshot_entries(git, side, record[side]))
-    files: dict[str, tuple[str, str] | None] = dict(flat)
-    tree = _trees(git).edit_new(files)
+        snap = record.get(side)
+        if snap is None:
+            continue
+        if side not in written or written[side][0] is not snap:
+            side_files: dict[str, tuple[str, str] | None] = dict(_snapshot_entries(git, snap))
+            written[side] = (snap, trees.edit_new(side_files))
+        files[side] = ("40000", written[side][1])
+    tree = trees.edit_new(files)
     room = PARENT_CAP - (1 if previous is not None else 0)
     extra = _hang(git, sorted(commits - kept), room, who)
     entry = git.write_commit(tree, ([previous] if previous else []) + extra, who, who,
@@ -263,7 +272,7 @@ def _named(git: Git, entry: str) -> set[str]:
 
 
 def _text(git: Git, value: str) -> tuple[str, str]:
-    return ("100644", git.write_blob(value.encode("utf-8", "surrogateescape")))
+    return ("100644", stored_blob(git, value.encode("utf-8", "surrogateescape")))
 
 
 def _record_entries(git: Git, record: Record) -> Entries:
@@ -278,27 +287,27 @@ def _record_entries(git: Git, record: Record) -> Entries:
     if record.get("settles"):
         fields["settles"] = "".join(f"{rid} {status}\n"
                                     for rid, status in sorted(record["settles"].items()))
-    return {f"record/{key}": _text(git, value) for key, value in fields.items()}
+    return {key: _text(git, value) for key, value in fields.items()}
 
 
-def _snapshot_entries(git: Git, side: str, snap: Snapshot) -> Entries:
-    out = {f"{side}/head": _text(git, snap["head"]),
-           f"{side}/refs": _text(git, "".join(f"{sha} {name}\n"
-                                              for name, sha in sorted(snap["refs"].items()))),
-           f"{side}/index": _text(git, "\0".join(snap["index"]))}
+def _snapshot_entries(git: Git, snap: Snapshot) -> Entries:
+    out = {"head": _text(git, snap["head"]),
+           "refs": _text(git, "".join(f"{sha} {name}\n"
+                                      for name, sha in sorted(snap["refs"].items()))),
+           "index": _text(git, "\0".join(snap["index"]))}
     if snap.get("head_commit"):
-        out[f"{side}/head-commit"] = _text(git, snap["head_commit"])
+        out["head-commit"] = _text(git, snap["head_commit"])
 
     def files(prefix: str, specs: dict[str, str]) -> None:
         for path, spec in specs.items():
             mode, obj = spec.split()
             out[f"{prefix}/{path}"] = (mode, obj)
 
-    files(f"{side}/queue", snap["files"])
-    files(f"{side}/state", snap["state"])
+    files("queue", snap["files"])
+    files("state", snap["state"])
     worktree = snap.get("worktree") or {}
     if worktree:
-        out[f"{side}/worktree/paths"] = _text(git, "\0".join(worktree["paths"]))
-        out[f"{side}/worktree/index"] = _text(git, "\0".join(worktree["index"]))
-        files(f"{side}/worktree/files", worktree["files"])
+        out["worktree/paths"] = _text(git, "\0".join(worktree["paths"]))
+        out["worktree/index"] = _text(git, "\0".join(worktree["index"]))
+        files("worktree/files", worktree["files"])
     return out

@@ -90,7 +90,7 @@ def _conflict(git: Git, queue_paths: tuple[str, ...]) -> dict[str, Any]:
     return {"paths": paths, "index": sorted(e for e in listed if e), "files": files}
 
 
-def _blob(git: Git, data: bytes) -> str:
+def stored_blob(git: Git, data: bytes) -> str:
     """The blob id of `data`, written only if the repository does not have it yet."""
     sha = git.hash_blob(data)
     try:
@@ -118,14 +118,14 @@ def _store_tree(git: Git, path: Path, rel: str, max_bytes: int | None = None
         return out
     if stat.S_ISLNK(st.st_mode):
         target = os.readlink(path).encode("utf-8", "surrogateescape")
-        out[rel] = f"120000 {_blob(git, target)}"
+        out[rel] = f"120000 {stored_blob(git, target)}"
     elif stat.S_ISREG(st.st_mode):
         if path.name.endswith(".tmp") and path.name.startswith("."):
             return out  # an atomic write's temporary file, never part of the state
         if max_bytes is not None and st.st_size > max_bytes:
             return out
         mode = "100755" if st.st_mode & 0o111 else "100644"
-        out[rel] = f"{mode} {_blob(git, path.read_bytes())}"
+        out[rel] = f"{mode} {stored_blob(git, path.read_bytes())}"
     elif stat.S_ISDIR(st.st_mode):
         for child in sorted(path.iterdir()):
             out.update(_store_tree(git, child, f"{rel}/{child.name}", max_bytes))
