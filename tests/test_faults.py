@@ -40,8 +40,8 @@ State = dict[str, object]
 def repo_state(root: Path) -> State:
     """Everything a user could lose: refs, HEAD, index, working tree files, pq's state.
 
-    The operation log itself (.git/pq/oplog and refs/pq/oplog) is left out: it records the
-    killed command and its undo, which is the point of it.
+    The operation log itself (refs/pq/oplog) is left out: it records the killed command and
+    its undo, which is the point of it.
     """
     refs = [ln for ln in git(root, "for-each-ref", "--format=%(refname) %(objectname)")
             .splitlines() if not ln.startswith("refs/pq/oplog")]
@@ -78,8 +78,10 @@ def run_pq(root: Path, args: list[str], **env: str) -> subprocess.CompletedProce
 
 
 def oplog_count(root: Path) -> int:
-    d = root / ".git" / "pq" / "oplog"
-    return len(list(d.glob("*.json"))) if d.is_dir() else 0
+    """How many entries the operation log (refs/pq/oplog, first-parent chain) holds."""
+    if not git(root, "for-each-ref", "refs/pq/oplog"):
+        return 0
+    return int(git(root, "rev-list", "--first-parent", "--count", "refs/pq/oplog"))
 
 
 def rebase_in_progress(root: Path) -> bool:

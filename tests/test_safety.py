@@ -15,7 +15,8 @@ from gitrepo import commit_all, git, make_fork, pq, write
 from test_faults import PQ, base_fork, conflict_fork, repo_state, run_pq
 
 from pq.git.repo import Git
-from pq.oplog.txn import Transaction, read_records
+from pq.oplog import log as oplog
+from pq.oplog.txn import Transaction
 
 
 @pytest.fixture
@@ -189,12 +190,12 @@ def test_undo_refuses_to_overwrite_uncommitted_changes(fork: Path) -> None:
     pq(fork, "apply", "--onto", "upstream/main")
     write(fork, "csrc/extra.cc", "my edit of a file the undo removes\n")
     state = repo_state(fork)
-    records = len(read_records(Git.open(fork)))
+    records = len(oplog.read(Git.open(fork)))
     one_line_error(pq(fork, "undo", ok=False), 2,
                    "uncommitted changes in csrc/extra.cc would be overwritten",
                    "operation 2", "git stash")
     assert repo_state(fork) == state
-    assert len(read_records(Git.open(fork))) == records  # the refused undo left no trace
+    assert len(oplog.read(Git.open(fork))) == records  # the refused undo left no trace
     assert not (fork / ".git/pq/lock").exists()
 
 
@@ -243,7 +244,7 @@ def first_checkpoint_after_logging(fork: Path, args: list[str]) -> int:
     labels = [ln.split(" ", 1)[1] for ln in log.read_text().splitlines()]
     shutil.rmtree(trial)
     log.unlink()
-    return labels.index("rename 000002.json") + 2
+    return labels.index("git update-ref") + 2  # the first: the log entry at the start
 
 
 def test_an_interrupted_operation_shows_and_undoes(fork: Path) -> None:
@@ -259,27 +260,69 @@ def test_an_interrupted_operation_shows_and_undoes(fork: Path) -> None:
     assert repo_state(fork) == expected
 
 
-def test_hand_edited_log_records_cannot_escape(fork: Path) -> None:
+def _edit_entry(fork: Path, path: str, blob: str | None) -> None:
+    """Replace the newest log entry by a copy whose tree has `path` set to `blob` (or
+    removed), as a hand edit of refs/pq/oplog would."""
+    env = {**os.environ, "GIT_INDEX_FILE": str(fork / ".git/pq-test-index")}
+    tip = git(fork, "rev-parse", "refs/pq/oplog")
+
+    def run(*args: str, input: bytes | None = None) -> str:
+        return subprocess.run(["git", *args], cwd=fork, env=env, input=input, check=True,
+                              capture_output=True).stdout.decode().strip()
+
+    run("read-tree", f"{tip}^{{tree}}")
+    if blob is None:
+        run("rm", "-q", "--cached", "--", path)
+    else:
+        run("update-index", "--add", "--cacheinfo", f"100644,{blob},{path}")
+    tree = run("write-tree")
+    parents = [a for p in git(fork, "rev-parse", f"{tip}^@").split() for a in ("-p", p)]
+    new = run("commit-tree", tree, *parents, "-m", "edited", input=b"")
+    git(fork, "update-ref", "refs/pq/oplog", new)
+
+
+def test_hand_edited_log_entries_cannot_escape(fork: Path) -> None:
     new_commit(fork)
     pq(fork, "export")
-    path = fork / ".git/pq/oplog/000002.json"
-    record = json.loads(path.read_text())
-    record["before"]["files"]["../outside.txt"] = record["before"]["files"]["series.yaml"]
-    path.write_text(json.dumps(record))
-    one_line_error(pq(fork, "undo", ok=False), 2, "'../outside.txt', outside the queue")
-    assert not (fork.parent / "outside.txt").exists()
+    series = git(fork, "rev-parse", "refs/pq/oplog:before/queue/series.yaml")
+    _edit_entry(fork, "before/queue/outside.txt", series)  # (git writes no `..` in a tree)
+    one_line_error(pq(fork, "undo", ok=False), 2, "'outside.txt', outside the queue")
+    assert not (fork / "outside.txt").exists()
 
 
-def test_unreadable_record_is_listed_not_fatal(fork: Path) -> None:
-    (fork / ".git/pq/oplog/000007.json").write_bytes(b"\xff{not json")
-    wrong = json.loads((fork / ".git/pq/oplog/000001.json").read_text())
-    wrong["id"], wrong["before"]["refs"], wrong["after"]["files"] = 8, "x", {"a": "b c d"}
-    (fork / ".git/pq/oplog/000008.json").write_text(json.dumps(wrong))
-    ops = log_json(fork)["operations"]
-    assert [(op["id"], op["status"]) for op in ops[:2]] == [(8, "unreadable"),
-                                                            (7, "unreadable")]
-    pq(fork, "undo")  # undoes operation 1, skipping what it cannot read
-    assert not (fork / "series.yaml").exists()
+def test_foreign_log_entry_is_one_line_naming_the_ref_and_the_fix(fork: Path) -> None:
+    new_commit(fork)
+    pq(fork, "export")
+    parent = git(fork, "rev-parse", "refs/pq/oplog^")
+    _edit_entry(fork, "record/kind", None)
+    for args in (["log"], ["undo"], ["export"]):
+        one_line_error(pq(fork, *args, ok=False), 2, "refs/pq/oplog: entry",
+                       "record/kind is missing", f"git update-ref refs/pq/oplog {parent}")
+    git(fork, "update-ref", "refs/pq/oplog", parent)  # the fix the message names
+    assert [op["id"] for op in log_json(fork)["operations"]] == [1]
+    foreign = git(fork, "commit-tree", git(fork, "rev-parse", "HEAD^{tree}"), "-m", "x")
+    git(fork, "update-ref", "refs/pq/oplog", foreign)
+    one_line_error(pq(fork, "log", ok=False), 2, "has no record/ folder",
+                   "git update-ref -d refs/pq/oplog")
+
+
+def test_a_legacy_json_log_is_left_alone(fork: Path) -> None:
+    """A repository logged by the JSON format: its records are not read (nor touched), its
+    pin chain stays reachable under the new log, and numbering goes on after it."""
+    legacy = fork / ".git/pq/oplog"
+    legacy.mkdir(parents=True)
+    (legacy / "000041.json").write_text("{}")
+    empty = git(fork, "hash-object", "-t", "tree", "-w", "/dev/null")
+    pin = git(fork, "commit-tree", empty, "-p", "HEAD", "-m", "pq oplog: 41 pq x (after)")
+    git(fork, "update-ref", "refs/pq/oplog", pin)
+    assert log_json(fork)["operations"] == []
+    new_commit(fork)
+    pq(fork, "export")
+    assert [op["id"] for op in log_json(fork)["operations"]] == [42]
+    assert (legacy / "000041.json").read_text() == "{}"
+    git(fork, "merge-base", "--is-ancestor", pin, "refs/pq/oplog")
+    pq(fork, "undo")
+    assert log_json(fork)["undo"] is None  # nothing before the new log's first entry
 
 
 def test_nested_transactions_make_one_record(fork: Path) -> None:
@@ -290,10 +333,11 @@ def test_nested_transactions_make_one_record(fork: Path) -> None:
                 g.update_ref("refs/pq/test", g.head())
                 inner.done()
             outer.done()
-        records = read_records(g)
+        records = oplog.read(g)
+        last = oplog.load(g, records[-1])
     assert [r["command"] for r in records] == ["pq init --upstream upstream/main --commit",
                                                "pq outer"]
-    assert records[-1]["after"]["refs"]["refs/pq/test"] == records[-1]["before"]["head_commit"]
+    assert last["after"]["refs"]["refs/pq/test"] == last["before"]["head_commit"]
 
 
 # -- the lock --------------------------------------------------------------------------------------
@@ -302,7 +346,7 @@ def test_nested_transactions_make_one_record(fork: Path) -> None:
 HOLD = """
 import sys
 from pathlib import Path
-from pq.oplog.txn import Lock
+from pq.oplog.lock import Lock
 lock = Lock(Path(sys.argv[1]), "pq rebase upstream/main")
 lock.acquire()
 print("held", flush=True)

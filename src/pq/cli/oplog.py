@@ -8,9 +8,11 @@ from typing import Any
 import click
 
 from pq.cli.common import emit_json, open_repo, plural, short
-from pq.git.repo import pid_alive
+from pq.git.repo import Git, pid_alive
+from pq.oplog import log as oplog
 from pq.oplog import undo as undo_mod
-from pq.oplog.txn import lock_holder, read_records
+from pq.oplog.lock import lock_holder
+from pq.rebase import rerere
 from pq.rebase import status as rebase_status
 
 
@@ -21,8 +23,6 @@ def register(main: click.Group) -> None:
 
 def _status(record: dict[str, Any], h: undo_mod.History, holder: dict[str, Any] | None) -> str:
     status = str(record.get("status"))
-    if status == "unreadable":
-        return status
     if status == "started":
         running = holder is not None and holder.get("pid") == record.get("pid")
         return "running" if running and pid_alive(record.get("pid")) else "interrupted"
@@ -64,7 +64,7 @@ def _changes(record: dict[str, Any]) -> dict[str, Any]:
 def log(limit: int | None, as_json: bool) -> None:
     """List pq's operations, newest first: what each changed, and which are undone."""
     with open_repo() as git:
-        records = read_records(git)
+        records = [oplog.load(git, r) for r in oplog.read(git)]
         holder = lock_holder(git)
         st = rebase_status.status(git)
     h = undo_mod.history(records)
@@ -127,7 +127,14 @@ def forget_command(paths: list[str]) -> str | None:
     return "pq rebase " + " ".join(f"--forget {shlex.quote(p)}" for p in paths)
 
 
-def _render(result: undo_mod.UndoResult, as_json: bool) -> None:
+def _rerere_paths(git: Git, result: undo_mod.UndoResult) -> list[str]:
+    """Paths whose resolutions the operations taken back recorded or reused (git rerere
+    keeps them): `pq rebase --forget` removes them."""
+    return sorted({path for rid in result.taken_back
+                   for path in rerere.paths_of_operation(git, rid)})
+
+
+def _render(result: undo_mod.UndoResult, rerere_paths: list[str], as_json: bool) -> None:
     if as_json:
         emit_json({"operation": result.record_id, "kind": result.kind,
                    "target": result.target_id, "target_command": result.target_command,
@@ -135,8 +142,8 @@ def _render(result: undo_mod.UndoResult, as_json: bool) -> None:
                    "head": {"old": result.head[0], "new": result.head[1]}
                    if result.head else None,
                    "files": result.files, "rebase_in_progress": result.rebase,
-                   "rerere_paths": result.rerere_paths,
-                   "rerere_forget": forget_command(result.rerere_paths)})
+                   "rerere_paths": rerere_paths,
+                   "rerere_forget": forget_command(rerere_paths)})
         return
     verb = {"undo": "undid", "redo": "redid", "restore": "restored the state before"}
     click.echo(f"{verb[result.kind]} operation {result.target_id} "
@@ -150,10 +157,10 @@ def _render(result: undo_mod.UndoResult, as_json: bool) -> None:
     if result.rebase:
         click.echo("  a pq rebase is in progress again, stopped where it was: "
                    "`pq rebase --continue` or `pq rebase --abort`")
-    if result.rerere_paths:
-        click.echo(f"  git rerere keeps the resolution(s) of {', '.join(result.rerere_paths)} "
+    if rerere_paths:
+        click.echo(f"  git rerere keeps the resolution(s) of {', '.join(rerere_paths)} "
                    "that it recorded or reused, and will reuse them; "
-                   f"`{forget_command(result.rerere_paths)}` forgets them")
+                   f"`{forget_command(rerere_paths)}` forgets them")
     if result.kind == "redo":
         click.echo("  `pq undo` takes it back again")
     else:
@@ -177,7 +184,8 @@ def undo(op: int | None, force: bool, as_json: bool) -> None:
     """
     with open_repo() as git:
         result = undo_mod.run(git, "undo", op, force)
-    _render(result, as_json)
+        paths = _rerere_paths(git, result)
+    _render(result, paths, as_json)
 
 
 @click.command()
@@ -188,4 +196,5 @@ def redo(force: bool, as_json: bool) -> None:
     """Revert the most recent `pq undo` (repeatable while only undos happened since)."""
     with open_repo() as git:
         result = undo_mod.run(git, "redo", None, force)
-    _render(result, as_json)
+        paths = _rerere_paths(git, result)
+    _render(result, paths, as_json)

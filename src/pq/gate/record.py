@@ -9,12 +9,11 @@ records of an equal tree.
 from __future__ import annotations
 
 import json
-import os
 from typing import Any
 
 from pq.gate import result as R
 from pq.git.repo import Git
-from pq.oplog.txn import Transaction
+from pq.oplog.txn import Transaction, in_transaction
 
 NOTES_REF = "refs/notes/pq-gate"
 FORMAT = 1
@@ -127,7 +126,7 @@ def save(git: Git, commit: str, record: Record) -> None:
     note = dict(record)
     note["history"] = history[:HISTORY_MAX]
     data = (json.dumps(note, indent=1, ensure_ascii=False) + "\n").encode("utf-8")
-    if _lock_held_here(git):
+    if in_transaction(git):
         _write(git, commit, data)  # inside the caller's transaction (pq rebase --gate)
         return
     with Transaction(git, "pq gate") as txn:
@@ -147,11 +146,3 @@ def _superseded(old: Record, new: Record) -> bool:
         return False
     return set(stage_statuses(old)) <= set(stage_statuses(new))
 
-
-def _lock_held_here(git: Git) -> bool:
-    try:
-        with open(git.pq_dir() / "lock") as f:
-            holder = json.load(f)
-    except (OSError, ValueError):
-        return False
-    return isinstance(holder, dict) and holder.get("pid") == os.getpid()

@@ -6,27 +6,25 @@
 
 from __future__ import annotations
 
-import os
 import re
-import stat
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from pq.errors import ConfigError
-from pq.faults import checkpoint
 from pq.git.repo import Git
-from pq.oplog.txn import (
-    QUEUE_PATHS,
+from pq.model.series import PATCHES_DIR, SERIES_FILE
+from pq.oplog import log
+from pq.oplog.snapshot import (
     REBASE_STATE,
     Snapshot,
-    Transaction,
-    read_records,
-    snapshot,
-    state_children,
+    clear_queue,
+    read_refs,
+    take,
+    write_conflict,
+    write_queue,
+    write_state,
 )
-from pq.queue.files import set_index, write_atomic
-from pq.rebase import rerere
+from pq.oplog.txn import Transaction
 
 Record = dict[str, Any]
 _SAFE_PATH = re.compile(r"^(?!/)(?!.*(?:^|/)\.\.?(?:/|$))[^\0]+$")
@@ -56,8 +54,6 @@ def history(records: list[Record]) -> History:
     for record in records:
         rid = int(record["id"])
         h.before[rid] = (list(h.view), list(h.redo))
-        if record.get("status") == "unreadable":
-            continue
         kind = record.get("kind", "command")
         target = record.get("target")
         if acts_as_command(record):
@@ -105,7 +101,10 @@ class Plan:
 
 def plan(git: Git, kind: str, op: int | None, current: Snapshot, force: bool) -> Plan:
     """Choose the record to restore and check that nothing else changed since it ran."""
-    h = history(read_records(git))
+    records = log.read(git)
+    if records:
+        log.load(git, records[-1])  # whether it brought a rebase back (_reverts_a_stop)
+    h = history(records)
     if REBASE_STATE in current["state"] and not _reverts_a_stop(h, kind, op):
         raise ConfigError(f"a pq rebase is in progress; pq {kind} would step into the middle "
                           "of it", hint="finish it with `pq rebase --continue` or end it with "
@@ -126,10 +125,7 @@ def plan(git: Git, kind: str, op: int | None, current: Snapshot, force: bool) ->
             raise ConfigError(f"no operation {op} in the log", hint="`pq log` lists them")
         rid = op
         kind = "restore"
-    record = h.records[rid]
-    if record.get("status") == "unreadable" or not isinstance(record.get("before"), dict):
-        raise ConfigError(f"operation {rid} cannot be undone: its log record "
-                          f"(.git/pq/oplog/{rid:06d}.json) is unreadable")
+    record = log.load(git, h.records[rid])
     before: Snapshot = record["before"]
     _check_paths(before, rid)
     # A finished operation is undone against what it left; anything else against now.
@@ -183,7 +179,7 @@ def _describe_drift(component: str, now: Snapshot, then: Snapshot) -> str:
     if component == "HEAD":
         return f"HEAD has changed (it is {now['head']}, was {then['head']})"
     if component == "queue":
-        return "series.yaml or patches/ changed"
+        return f"{SERIES_FILE} or {PATCHES_DIR}/ changed"
     return "pq's state in .git/pq changed"
 
 
@@ -194,16 +190,17 @@ def _short(sha: str | None) -> str:
 def _check_paths(snap: Snapshot, rid: int) -> None:
     paths = list(snap["files"]) + [e.split("\t", 1)[-1] for e in snap["index"]]
     for p in paths:
-        if not _SAFE_PATH.match(p) or not (p == "series.yaml" or p.startswith("patches/")):
-            raise ConfigError(f"operation {rid}'s log record names {p!r}, outside the queue",
-                              hint="the record was edited by hand; pq will not restore it")
+        if not _SAFE_PATH.match(p) or not (p == SERIES_FILE
+                                           or p.startswith(PATCHES_DIR + "/")):
+            raise ConfigError(f"operation {rid}'s log entry names {p!r}, outside the queue",
+                              hint="the entry was edited by hand; pq will not restore it")
     for p in snap["state"]:
         if not _SAFE_PATH.match(p) or p.split("/")[0] in ("oplog", "lock"):
-            raise ConfigError(f"operation {rid}'s log record names state file {p!r}")
+            raise ConfigError(f"operation {rid}'s log entry names state file {p!r}")
     worktree = snap.get("worktree") or {}
     for p in [*worktree.get("paths", []), *worktree.get("files", {})]:
         if not _SAFE_PATH.match(p) or p.split("/")[0].lower() == ".git":
-            raise ConfigError(f"operation {rid}'s log record names {p!r}, outside the "
+            raise ConfigError(f"operation {rid}'s log entry names {p!r}, outside the "
                               "working tree")
 
 
@@ -220,19 +217,20 @@ class UndoResult:
     head: tuple[str, str] | None  # (from, to) when HEAD was moved to another branch
     files: list[str]
     rebase: bool = False  # a rebase is in progress again (stopped where it was)
-    # Paths whose resolutions the operations taken back recorded or reused (git rerere
-    # keeps them): `pq rebase --forget` removes them.
-    rerere_paths: list[str] = field(default_factory=list)
+    # The operations taken back (none for a redo): git rerere keeps the resolutions they
+    # recorded or reused (pq.rebase.rerere.paths_of_operation names them).
+    taken_back: list[int] = field(default_factory=list)
 
 
 def run(git: Git, kind: str = "undo", op: int | None = None, force: bool = False) -> UndoResult:
     command = "pq " + kind + (f" --op {op}" if op is not None else "")
     with Transaction(git, command, mutating=False) as t:
-        current = snapshot(git)
+        commits: set[str] = set()
+        current = take(git, commits)
         p = plan(git, kind, op, current, force)
         if not force:
             _refuse_past_an_unlogged_kill(git, t.lock.stale_holder, p)
-        t.begin(kind=p.kind, target=int(p.record["id"]), before=current)
+        t.begin(kind=p.kind, target=int(p.record["id"]), before=current, commits=commits)
         restore(git, p, current)
         t.done()
         final = p.target["files"] if "queue" in p.changed else current["files"]
@@ -244,10 +242,8 @@ def run(git: Git, kind: str = "undo", op: int | None = None, force: bool = False
             (current["head"], p.target["head"]) if "HEAD" in p.changed else None, files,
             REBASE_STATE in p.target["state"] and "state" in p.changed)
         if p.kind != "redo":
-            taken_back = [result.target_id] if p.kind == "undo" else [
-                rid for rid in history(read_records(git)).records if rid >= result.target_id]
-            result.rerere_paths = sorted({path for rid in taken_back
-                                          for path in rerere.paths_of_operation(git, rid)})
+            result.taken_back = [result.target_id] if p.kind == "undo" else [
+                rid for rid in history(log.read(git)).records if rid >= result.target_id]
     return result
 
 
@@ -262,7 +258,7 @@ def _refuse_past_an_unlogged_kill(git: Git, holder: dict[str, Any] | None, p: Pl
         return  # an undo killed early: running it again is what the user wants
     started = str(holder.get("started", ""))
     if any(r.get("pid") == holder.get("pid") and str(r.get("time", "")) >= started
-           for r in read_records(git)):
+           for r in log.read(git)):
         return  # it logged a record: that record is what undo (or --abort) handles
     raise ConfigError(
         f"`{command}` (pid {holder.get('pid')}, started {started or '?'}) was killed before "
@@ -308,7 +304,7 @@ def restore(git: Git, p: Plan, current: Snapshot) -> None:
         assert commit_now is not None and commit_then is not None
         # Files whose stat data changed but whose bytes did not must not count as edits.
         git.run("update-index", "-q", "--refresh", ok_codes=(0, 1))
-        _clear_queue(git, commit_now, current)
+        clear_queue(git, commit_now, current)
         if head_then == head_now and head_then != "HEAD":
             args = ["reset", "--keep", "-q", commit_then]
         elif head_then == "HEAD":
@@ -319,51 +315,21 @@ def restore(git: Git, p: Plan, current: Snapshot) -> None:
             args = ["checkout", "-q", head_then.removeprefix("refs/heads/")]
         proc = git.run_proc(*args, env=env)
         if proc.returncode != 0:
-            _write_queue(git, current["files"], current["index"])
+            write_queue(git, current["files"], current["index"])
             raise ConfigError(_checkout_failure(proc.stderr, p),
                               hint="commit or stash those changes (`git stash`), then run it "
                                    "again")
     # 2. Every other ref, in one atomic update (the branch HEAD moved with is done).
-    refs_now = snapshot_refs(git) if moving else current["refs"]
+    refs_now = read_refs(git) if moving else current["refs"]
     _update_refs(git, {ref: value for ref, value in p.refs.items()
                        if not (moving and ref == head_then)}, refs_now, env)
     # 3. The queue files and their index entries, byte for byte; then pq's state files.
     if "queue" in p.changed or moving:
-        _write_queue(git, *queue)
+        write_queue(git, *queue)
     if "state" in p.changed:
-        _write_state(git, target["state"])
+        write_state(git, target["state"])
     if "worktree" in p.changed:
-        _write_conflict(git, target.get("worktree") or {})
-
-
-def _write_conflict(git: Git, worktree: dict[str, Any]) -> None:
-    """Index entries (all stages) and files of a rebase's conflict, as recorded."""
-    paths = worktree.get("paths", [])
-    if not paths:
-        return
-    removed = [f"0 {git.null_id()}\t{p}" for p in paths]
-    git.run("update-index", "-z", "--index-info",
-            input="".join(x + "\0" for x in removed + sorted(worktree["index"])).encode(
-                "utf-8", "surrogateescape"))
-    for p in paths:
-        path = git.root / p
-        if p in worktree["files"]:
-            mode, blob = worktree["files"][p].split()
-            _write_file(git, path, mode, blob)
-        elif path.is_symlink() or path.is_file():
-            checkpoint("unlink " + p)
-            path.unlink()
-
-
-
-def snapshot_refs(git: Git) -> dict[str, str]:
-    out = git.text("for-each-ref", "--format=%(refname) %(objectname)", "refs/heads/",
-                   "refs/pq/")
-    refs = {}
-    for line in out.splitlines():
-        name, _, sha = line.partition(" ")
-        refs[name] = sha
-    return refs
+        write_conflict(git, target.get("worktree") or {})
 
 
 def _update_refs(git: Git, refs: dict[str, str | None], now: dict[str, str],
@@ -393,106 +359,3 @@ def _checkout_failure(stderr: bytes, p: Plan) -> str:
         return f"uncommitted changes in {paths[0]}{more} would be overwritten by {verb} {what}"
     last = [ln for ln in text.splitlines() if ln.strip()]
     return f"{verb} {what} failed: {last[-1] if last else 'git checkout failed'}"
-
-
-def _clear_queue(git: Git, commit: str, current: Snapshot) -> None:
-    """Make the queue files clean against `commit`, so moving HEAD never trips over them:
-    their index entries become the commit's and the files go (they are in `current`)."""
-    entries = [f"{mode} {obj} 0\t{path}" for mode, _, obj, path in git.ls_tree(commit,
-                                                                                  QUEUE_PATHS)]
-    set_index(git, current["index"], entries, refresh=False)
-    for rel in current["files"]:
-        checkpoint("unlink " + rel)
-        (git.root / rel).unlink(missing_ok=True)
-
-
-def _write_queue(git: Git, files: dict[str, str], index: list[str]) -> None:
-    """series.yaml and patches/ exactly as recorded: files written, extra files removed."""
-    root = git.root
-    for rel, spec in sorted(files.items()):
-        mode, blob = spec.split()
-        _write_file(git, root / rel, mode, blob)
-    for rel in sorted(_present_files(root) - set(files)):
-        checkpoint("unlink " + rel)
-        (root / rel).unlink(missing_ok=True)
-    pdir = root / "patches"
-    if pdir.is_dir() and not pdir.is_symlink():
-        for d in sorted((p for p in pdir.rglob("*") if p.is_dir() and not p.is_symlink()),
-                        key=lambda p: -len(p.parts)):
-            if not any(d.iterdir()):
-                d.rmdir()
-        if not any(pdir.iterdir()):
-            pdir.rmdir()
-    now = [e for e in git.text("ls-files", "-s", "-z", "--", *QUEUE_PATHS).split("\0") if e]
-    if sorted(now) != sorted(index):
-        set_index(git, now, index, refresh=False)
-    git.run("update-index", "-q", "--refresh", ok_codes=(0, 1))
-
-
-def _present_files(root: Path) -> set[str]:
-    """The queue files in the working tree now, plus leftovers of interrupted writes."""
-    present: set[str] = set()
-    for p in root.glob(".series.yaml.*.tmp"):
-        present.add(p.name)
-    sp = root / "series.yaml"
-    if sp.is_file() or sp.is_symlink():
-        present.add("series.yaml")
-    pdir = root / "patches"
-    if pdir.is_dir() and not pdir.is_symlink():
-        for p in pdir.rglob("*"):
-            if p.is_symlink() or p.is_file():
-                present.add(p.relative_to(root).as_posix())
-    elif pdir.is_symlink() or pdir.is_file():
-        present.add("patches")
-    return present
-
-
-def _write_file(git: Git, path: Path, mode: str, blob: str) -> None:
-    data = git.blob(blob)
-    if mode == "120000":
-        if path.is_symlink() and os.readlink(path).encode("utf-8", "surrogateescape") == data:
-            return
-        checkpoint("symlink " + path.name)
-        path.unlink(missing_ok=True)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        os.symlink(data.decode("utf-8", "surrogateescape"), path)
-        return
-    same = False
-    try:
-        st = path.lstat()
-        same = stat.S_ISREG(st.st_mode) and path.read_bytes() == data and (
-            bool(st.st_mode & 0o111) == (mode == "100755"))
-    except OSError:
-        pass
-    if same:
-        return
-    if path.is_symlink() or path.is_dir():
-        checkpoint("unlink " + path.name)
-        if path.is_dir() and not path.is_symlink():
-            raise ConfigError(f"{path} is a folder; pq would restore a file there",
-                              hint="move it away, then run it again")
-        path.unlink()
-    write_atomic(path, data)
-    os.chmod(path, 0o755 if mode == "100755" else 0o644)
-
-
-def _write_state(git: Git, files: dict[str, str]) -> None:
-    """pq's own state in .git/pq (a rebase in progress, ...) as recorded."""
-    base = git.pq_dir()
-    for rel, spec in sorted(files.items()):
-        mode, blob = spec.split()
-        _write_file(git, base / rel, mode, blob)
-    for child in state_children(base):
-        if child.is_dir() and not child.is_symlink():
-            present = sorted(p for p in child.rglob("*") if p.is_file() or p.is_symlink())
-            dirs = sorted((p for p in child.rglob("*") if p.is_dir() and not p.is_symlink()),
-                          key=lambda p: -len(p.parts)) + [child]
-        else:
-            present, dirs = [child], []
-        for p in present:
-            if p.relative_to(base).as_posix() not in files:
-                checkpoint("unlink " + p.name)
-                p.unlink()
-        for d in dirs:
-            if not any(d.iterdir()):
-                d.rmdir()

@@ -1,0 +1,267 @@
+"""Snapshots: everything pq can change, taken as data and put back file by file.
+
+A snapshot (a plain dict, see `take`) holds HEAD, every `refs/heads/*` and `refs/pq/*` ref,
+the queue files (`series.yaml`, `patches/`; their bytes stored as blobs) with their index
+entries, pq's own state files in `.git/pq`, and while a rebase is in progress the conflict
+in the working tree. `pq.oplog.log` stores snapshots in log entries; `pq.oplog.undo` puts
+one back with the `write_*` functions here.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+from pq.errors import ConfigError, GitError
+from pq.faults import checkpoint
+from pq.git.repo import Git
+from pq.model.series import PATCHES_DIR, SERIES_FILE
+from pq.queue.files import set_index, write_atomic
+
+QUEUE_PATHS = (SERIES_FILE, PATCHES_DIR)
+LOG_REF = "refs/pq/oplog"  # the log's own ref (pq.oplog.log): no snapshot records it
+STATE_SKIP = ("oplog", "lock", "sealed", "tmp", "gate")  # .git/pq entries no snapshot
+# carries: a legacy log, the lock, sealed copies, temporary indexes and the gate's stage logs
+STATE_MAX_BYTES = 1024 * 1024
+REBASE_STATE = "rebase/state.json"  # pq.rebase.state keeps a rebase in progress there
+
+Snapshot = dict[str, Any]
+
+
+def take(git: Git, commits: set[str] | None = None,
+         queue_paths: tuple[str, ...] = QUEUE_PATHS) -> Snapshot:
+    """Everything pq can change: HEAD, every branch and refs/pq/* ref, the queue files
+    (bytes stored as blobs) and their index entries, and pq's own state files.
+
+    `commits`, when given, receives the ids of the commits the snapshot names (the log
+    keeps those reachable)."""
+    head_ref = None
+    refs: dict[str, str] = {}
+    named = commits if commits is not None else set()
+    out = git.text("for-each-ref", "--format=%(HEAD)\t%(objecttype)\t%(objectname)\t%(refname)",
+                   "refs/heads/", "refs/pq/")
+    for line in out.splitlines():
+        current, kind, sha, name = line.split("\t", 3)
+        if name != LOG_REF and not name.startswith(LOG_REF + "/"):
+            refs[name] = sha
+            if kind == "commit":
+                named.add(sha)
+            if current == "*":
+                head_ref = name
+    head_commit = refs.get(head_ref) if head_ref else None
+    if head_ref is None:
+        head_ref = git.current_branch()  # an unborn branch, or (usually) a detached HEAD
+        if head_ref is None:
+            head_commit = git.try_resolve("HEAD")
+            if head_commit:
+                named.add(head_commit)
+    files: dict[str, str] = {}
+    for qp in queue_paths:
+        files.update(_store_tree(git, git.root / qp, qp))
+    index = sorted(git.text("ls-files", "-s", "-z", "--", *queue_paths).split("\0"))
+    state: dict[str, str] = {}
+    for child in state_children(git.pq_dir()):
+        state.update(_store_tree(git, child, child.name, STATE_MAX_BYTES))
+    worktree = _conflict(git, queue_paths) if REBASE_STATE in state else {}
+    return {"head": head_ref or "HEAD", "head_commit": head_commit, "refs": refs,
+            "files": files, "index": [e for e in index if e], "state": state,
+            "worktree": worktree}
+
+
+def _conflict(git: Git, queue_paths: tuple[str, ...]) -> dict[str, Any]:
+    """While a rebase is in progress: every other path whose index entry or file differs
+    from HEAD (a conflict shown in the working tree, a resolution being staged), exactly."""
+    env = {"GIT_LITERAL_PATHSPECS": "1"}
+    changed = set()
+    for args in (("diff-index", "--cached", "--name-only", "-z", "HEAD"),
+                 ("diff-files", "--name-only", "-z")):
+        out = git.run_proc(*args, env=env).stdout
+        changed |= {p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p}
+    paths = sorted(p for p in changed
+                   if not any(p == q or p.startswith(q + "/") for q in queue_paths))
+    if not paths:
+        return {}
+    listed = git.text("ls-files", "-s", "-z", "--", *paths, env=env).split("\0")
+    files: dict[str, str] = {}
+    for p in paths:
+        files.update(_store_tree(git, git.root / p, p))
+    return {"paths": paths, "index": sorted(e for e in listed if e), "files": files}
+
+
+def stored_blob(git: Git, data: bytes) -> str:
+    """The blob id of `data`, written only if the repository does not have it yet."""
+    sha = git.hash_blob(data)
+    try:
+        kind = git.read_object(sha)[1]
+    except GitError:
+        kind = None
+    return sha if kind == "blob" else git.write_blob(data)
+
+
+def state_children(pq_dir: Path) -> list[Path]:
+    """The entries of .git/pq that snapshots carry: all but the log, the lock and caches."""
+    if not pq_dir.is_dir():
+        return []
+    return sorted(p for p in pq_dir.iterdir()
+                  if not p.name.startswith(STATE_SKIP) and "cache" not in p.name)
+
+
+def _store_tree(git: Git, path: Path, rel: str, max_bytes: int | None = None
+                ) -> dict[str, str]:
+    """Regular files and links at or under `path`, as {relative path: "mode blob"}."""
+    out: dict[str, str] = {}
+    try:
+        st = path.lstat()
+    except OSError:
+        return out
+    if stat.S_ISLNK(st.st_mode):
+        target = os.readlink(path).encode("utf-8", "surrogateescape")
+        out[rel] = f"120000 {stored_blob(git, target)}"
+    elif stat.S_ISREG(st.st_mode):
+        if path.name.endswith(".tmp") and path.name.startswith("."):
+            return out  # an atomic write's temporary file, never part of the state
+        if max_bytes is not None and st.st_size > max_bytes:
+            return out
+        mode = "100755" if st.st_mode & 0o111 else "100644"
+        out[rel] = f"{mode} {stored_blob(git, path.read_bytes())}"
+    elif stat.S_ISDIR(st.st_mode):
+        for child in sorted(path.iterdir()):
+            out.update(_store_tree(git, child, f"{rel}/{child.name}", max_bytes))
+    return out
+
+
+# -- putting it back -------------------------------------------------------------------
+
+
+def read_refs(git: Git) -> dict[str, str]:
+    out = git.text("for-each-ref", "--format=%(refname) %(objectname)", "refs/heads/",
+                   "refs/pq/")
+    refs = {}
+    for line in out.splitlines():
+        name, _, sha = line.partition(" ")
+        refs[name] = sha
+    return refs
+
+
+def clear_queue(git: Git, commit: str, current: Snapshot) -> None:
+    """Make the queue files clean against `commit`, so moving HEAD never trips over them:
+    their index entries become the commit's and the files go (they are in `current`)."""
+    entries = [f"{mode} {obj} 0\t{path}" for mode, _, obj, path in git.ls_tree(commit,
+                                                                                  QUEUE_PATHS)]
+    set_index(git, current["index"], entries, refresh=False)
+    for rel in current["files"]:
+        checkpoint("unlink " + rel)
+        (git.root / rel).unlink(missing_ok=True)
+
+
+def write_conflict(git: Git, worktree: dict[str, Any]) -> None:
+    """Index entries (all stages) and files of a rebase's conflict, as recorded."""
+    paths = worktree.get("paths", [])
+    if not paths:
+        return
+    removed = [f"0 {git.null_id()}\t{p}" for p in paths]
+    git.run("update-index", "-z", "--index-info",
+            input="".join(x + "\0" for x in removed + sorted(worktree["index"])).encode(
+                "utf-8", "surrogateescape"))
+    for p in paths:
+        path = git.root / p
+        if p in worktree["files"]:
+            mode, blob = worktree["files"][p].split()
+            _write_file(git, path, mode, blob)
+        elif path.is_symlink() or path.is_file():
+            checkpoint("unlink " + p)
+            path.unlink()
+
+
+def write_queue(git: Git, files: dict[str, str], index: list[str]) -> None:
+    """series.yaml and patches/ exactly as recorded: files written, extra files removed."""
+    root = git.root
+    for rel, spec in sorted(files.items()):
+        mode, blob = spec.split()
+        _write_file(git, root / rel, mode, blob)
+    for rel in sorted(_present_files(root) - set(files)):
+        checkpoint("unlink " + rel)
+        (root / rel).unlink(missing_ok=True)
+    pdir = root / PATCHES_DIR
+    if pdir.is_dir() and not pdir.is_symlink():
+        for d in sorted((p for p in pdir.rglob("*") if p.is_dir() and not p.is_symlink()),
+                        key=lambda p: -len(p.parts)):
+            if not any(d.iterdir()):
+                d.rmdir()
+        if not any(pdir.iterdir()):
+            pdir.rmdir()
+    now = [e for e in git.text("ls-files", "-s", "-z", "--", *QUEUE_PATHS).split("\0") if e]
+    if sorted(now) != sorted(index):
+        set_index(git, now, index, refresh=False)
+    git.run("update-index", "-q", "--refresh", ok_codes=(0, 1))
+
+
+def _present_files(root: Path) -> set[str]:
+    """The queue files in the working tree now, plus leftovers of interrupted writes."""
+    present: set[str] = set()
+    for p in root.glob(f".{SERIES_FILE}.*.tmp"):
+        present.add(p.name)
+    sp = root / SERIES_FILE
+    if sp.is_file() or sp.is_symlink():
+        present.add(SERIES_FILE)
+    pdir = root / PATCHES_DIR
+    if pdir.is_dir() and not pdir.is_symlink():
+        for p in pdir.rglob("*"):
+            if p.is_symlink() or p.is_file():
+                present.add(p.relative_to(root).as_posix())
+    elif pdir.is_symlink() or pdir.is_file():
+        present.add(PATCHES_DIR)
+    return present
+
+
+def _write_file(git: Git, path: Path, mode: str, blob: str) -> None:
+    data = git.blob(blob)
+    if mode == "120000":
+        if path.is_symlink() and os.readlink(path).encode("utf-8", "surrogateescape") == data:
+            return
+        checkpoint("symlink " + path.name)
+        path.unlink(missing_ok=True)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        os.symlink(data.decode("utf-8", "surrogateescape"), path)
+        return
+    same = False
+    try:
+        st = path.lstat()
+        same = stat.S_ISREG(st.st_mode) and path.read_bytes() == data and (
+            bool(st.st_mode & 0o111) == (mode == "100755"))
+    except OSError:
+        pass
+    if same:
+        return
+    if path.is_symlink() or path.is_dir():
+        checkpoint("unlink " + path.name)
+        if path.is_dir() and not path.is_symlink():
+            raise ConfigError(f"{path} is a folder; pq would restore a file there",
+                              hint="move it away, then run it again")
+        path.unlink()
+    write_atomic(path, data)
+    os.chmod(path, 0o755 if mode == "100755" else 0o644)
+
+
+def write_state(git: Git, files: dict[str, str]) -> None:
+    """pq's own state in .git/pq (a rebase in progress, ...) as recorded."""
+    base = git.pq_dir()
+    for rel, spec in sorted(files.items()):
+        mode, blob = spec.split()
+        _write_file(git, base / rel, mode, blob)
+    for child in state_children(base):
+        if child.is_dir() and not child.is_symlink():
+            present = sorted(p for p in child.rglob("*") if p.is_file() or p.is_symlink())
+            dirs = sorted((p for p in child.rglob("*") if p.is_dir() and not p.is_symlink()),
+                          key=lambda p: -len(p.parts)) + [child]
+        else:
+            present, dirs = [child], []
+        for p in present:
+            if p.relative_to(base).as_posix() not in files:
+                checkpoint("unlink " + p.name)
+                p.unlink()
+        for d in dirs:
+            if not any(d.iterdir()):
+                d.rmdir()

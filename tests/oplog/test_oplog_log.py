@@ -1,0 +1,160 @@
+"""The operation log's format: entries on refs/pq/oplog, read and written (real repos)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from gitrepo import commit_all, git, write
+
+from pq.git.repo import Git
+from pq.oplog import log
+from pq.oplog.snapshot import take
+from pq.oplog.txn import Transaction, settle_stopped
+from pq.oplog.undo import run as undo
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    root = tmp_path / "repo"
+    root.mkdir()
+    git(root, "init", "-q")
+    write(root, "a.txt", "a\n")
+    commit_all(root, "base")
+    return root
+
+
+def branch_commit(root: Path, name: str) -> str:
+    tree = git(root, "rev-parse", "HEAD^{tree}")
+    sha = git(root, "commit-tree", tree, "-p", "HEAD", "-m", name)
+    git(root, "update-ref", f"refs/heads/{name}", sha)
+    return sha
+
+
+def parents(root: Path, rev: str) -> list[str]:
+    return git(root, "rev-list", "--no-walk", "--parents", rev).split()[1:]
+
+
+def test_an_entry_holds_its_record_and_both_snapshots_in_its_tree(repo: Path) -> None:
+    with Git.open(repo) as g:
+        before = take(g)
+        with Transaction(g, "pq test") as t:
+            write(repo, "series.yaml", "ref: main  # a comment\n")
+            write(repo, "patches/one.patch", "x\n")
+            g.update_ref("refs/pq/test", g.head())
+            t.done()
+        after = take(g)
+        [record] = log.read(g)
+        assert {k: record[k] for k in ("id", "command", "kind", "status", "target")} == {
+            "id": 1, "command": "pq test", "kind": "command", "status": "done",
+            "target": None}
+        assert "before" not in record  # snapshots are read on demand
+        log.load(g, record)
+        assert record["before"] == before and record["after"] == after
+    paths = git(repo, "ls-tree", "-r", "--name-only", "refs/pq/oplog").splitlines()
+    assert {"record/id", "record/command", "record/status", "before/refs", "after/refs",
+            "after/queue/series.yaml", "after/queue/patches/one.patch"} <= set(paths)
+    assert not any(p.startswith("before/queue/") for p in paths)
+    assert git(repo, "show", "refs/pq/oplog:after/queue/series.yaml") == \
+        "ref: main  # a comment"
+
+
+def test_first_parent_is_the_previous_entry_and_only_new_tips_are_parents(
+        repo: Path) -> None:
+    with Git.open(repo) as g:
+        with Transaction(g, "pq one") as t:
+            branch_commit(repo, "b1")
+            t.done()
+        first = git(repo, "rev-parse", "refs/pq/oplog")
+        with Transaction(g, "pq two") as t:
+            tip = branch_commit(repo, "b2")
+            t.done()
+        second = git(repo, "rev-parse", "refs/pq/oplog")
+        assert [r["id"] for r in log.read(g)] == [1, 2]
+    assert parents(repo, second) == [first, tip]  # main and b1 are kept through `first`
+    main = git(repo, "rev-parse", "main")
+    assert parents(repo, first) == sorted([main, git(repo, "rev-parse", "b1")])
+
+
+def test_an_operation_that_changed_nothing_leaves_no_entry(repo: Path) -> None:
+    with Git.open(repo) as g:
+        with Transaction(g, "pq one") as t:
+            branch_commit(repo, "b1")
+            t.done()
+        tip = git(repo, "rev-parse", "refs/pq/oplog")
+        with Transaction(g, "pq nothing") as t:
+            t.done()
+        assert git(repo, "rev-parse", "refs/pq/oplog") == tip
+        with Transaction(g, "pq first") as t:
+            pass
+        assert [r["command"] for r in log.read(g)] == ["pq one"]
+
+
+def test_two_hundred_branches_hang_from_anchors_and_survive_gc(repo: Path) -> None:
+    base = git(repo, "rev-parse", "HEAD")
+    blob = git(repo, "rev-parse", "HEAD:a.txt")
+    stream = "".join(f"commit refs/heads/b{i:03}\ncommitter C <c@x> 1700000000 +0000\n"
+                     f"data 4\nb{i:03}\nfrom {base}\nM 100644 {blob} f{i}.txt\n\n"
+                     for i in range(200))
+    git(repo, "fast-import", "--quiet", input=stream.encode())
+    tips = git(repo, "for-each-ref", "--format=%(objectname)", "refs/heads/b*").split()
+    assert len(set(tips)) == 200
+    with Git.open(repo) as g, Transaction(g, "pq delete them") as t:
+        git(repo, "update-ref", "--stdin",
+            input="".join(f"delete refs/heads/b{i:03}\n" for i in range(200)).encode())
+        t.done()
+    for line in git(repo, "rev-list", "--parents", "refs/pq/oplog", "--not", base
+                    ).splitlines():
+        assert len(line.split()) - 1 <= log.PARENT_CAP, line
+    assert len(parents(repo, "refs/pq/oplog")) <= log.PARENT_CAP
+    git(repo, "reflog", "expire", "--expire=now", "--all")
+    git(repo, "gc", "-q", "--prune=now")
+    assert git(repo, "cat-file", "--batch-check", input="\n".join(tips).encode()
+               ).count(" commit ") == 200
+    with Git.open(repo) as g:
+        result = undo(g)
+    assert result.target_id == 1 and len(result.refs) == 200
+    assert sorted(git(repo, "for-each-ref", "--format=%(objectname)", "refs/heads/b*"
+                      ).split()) == sorted(tips)
+
+
+def test_a_stop_is_settled_by_the_operation_that_ends_it(repo: Path) -> None:
+    with Git.open(repo) as g:
+        with Transaction(g, "pq rebase main") as t:
+            branch_commit(repo, "b1")
+            t.done("stopped")
+        with Transaction(g, "pq rebase --continue") as t:
+            branch_commit(repo, "b2")
+            settle_stopped(g, "done")
+        assert [(r["id"], r["status"]) for r in log.read(g)] == [(1, "done"), (2, "done")]
+        with Transaction(g, "pq rebase main") as t:
+            branch_commit(repo, "b3")
+            t.done("stopped")
+        with Transaction(g, "pq rebase --abort") as t:
+            branch_commit(repo, "b4")
+            settle_stopped(g, "aborted")
+        assert [r["status"] for r in log.read(g)] == ["done", "done", "aborted", "done"]
+
+
+def test_an_entry_out_of_order_is_refused_with_the_fix(repo: Path) -> None:
+    with Git.open(repo) as g:
+        for name in ("b1", "b2"):
+            with Transaction(g, "pq " + name) as t:
+                branch_commit(repo, name)
+                t.done()
+    env_tree = git(repo, "rev-parse", "refs/pq/oplog^{tree}")
+    # A copy of entry 2 whose record says 1: ids must go down along the chain.
+    one = git(repo, "hash-object", "-w", "--stdin", input=b"1")
+    listing = git(repo, "ls-tree", "refs/pq/oplog:record").replace(
+        git(repo, "rev-parse", "refs/pq/oplog:record/id"), one)
+    record = git(repo, "mktree", input=(listing + "\n").encode())
+    top = git(repo, "ls-tree", env_tree).replace(
+        git(repo, "rev-parse", "refs/pq/oplog:record"), record)
+    tree = git(repo, "mktree", input=(top + "\n").encode())
+    prev = git(repo, "rev-parse", "refs/pq/oplog^")
+    bad = git(repo, "commit-tree", tree, "-p", prev, "-m", "x")
+    git(repo, "update-ref", "refs/pq/oplog", bad)
+    with Git.open(repo) as g, pytest.raises(log.LogCorrupt) as info:
+        log.read(g)
+    assert "refs/pq/oplog: entry" in info.value.render()
+    assert "git update-ref -d refs/pq/oplog" in info.value.render()

@@ -1,0 +1,91 @@
+"""Undo planning: which operation undo/redo/--op restore, and what refuses (real repos)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from gitrepo import commit_all, git, write
+
+from pq.errors import ConfigError
+from pq.git.repo import Git
+from pq.oplog import log
+from pq.oplog.snapshot import take
+from pq.oplog.txn import Transaction
+from pq.oplog.undo import history, plan, run
+
+
+def rec(rid: int, kind: str = "command", target: int | None = None,
+        status: str = "done") -> dict[str, object]:
+    return {"id": rid, "kind": kind, "target": target, "status": status}
+
+
+def test_history_walks_back_through_undos_and_redos() -> None:
+    h = history([rec(1), rec(2), rec(3, "undo", 2), rec(4, "undo", 1)])
+    assert h.view == [] and h.redo == [3, 4]
+    h = history([rec(1), rec(2), rec(3, "undo", 2), rec(4, "undo", 1), rec(5, "redo", 4)])
+    assert h.view == [1] and h.redo == [3]
+    h = history([rec(1), rec(2), rec(3, "undo", 2), rec(4)])  # a new command ends redo
+    assert h.view == [1, 4] and h.redo == []
+    assert h.undone(2) and not h.undone(4)
+
+
+def test_history_restore_and_unfinished_undo() -> None:
+    h = history([rec(1), rec(2), rec(3), rec(4, "restore", 2)])
+    assert h.view == [1] and h.redo == []
+    h = history([rec(1), rec(2, "undo", 1, status="started")])  # killed: acts as a command
+    assert h.view == [1, 2]
+    h = history([rec(1), rec(2, "note")])
+    assert h.view == [1]  # notes are stepped over
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    root = tmp_path / "repo"
+    root.mkdir()
+    git(root, "init", "-q")
+    write(root, "a.txt", "a\n")
+    commit_all(root, "base")
+    with Git.open(root) as g:
+        for n in (1, 2):
+            with Transaction(g, f"pq op{n}") as t:
+                write(root, "series.yaml", f"version {n}\n")
+                g.update_ref(f"refs/pq/op{n}", g.head())
+                t.done()
+    return root
+
+
+def test_plan_undoes_the_newest_operation_still_in_effect(repo: Path) -> None:
+    with Git.open(repo) as g:
+        p = plan(g, "undo", None, take(g), False)
+        assert p.record["id"] == 2 and p.kind == "undo"
+        assert p.changed == ["queue", "ref refs/pq/op2"] and p.drift == []
+        assert p.refs == {"refs/pq/op2": None}
+        p = plan(g, "undo", 1, take(g), False)
+        assert p.kind == "restore" and p.target["files"] == {}
+        with pytest.raises(ConfigError, match="nothing to redo"):
+            plan(g, "redo", None, take(g), False)
+        with pytest.raises(ConfigError, match="no operation 9 in the log"):
+            plan(g, "undo", 9, take(g), False)
+
+
+def test_plan_refuses_what_changed_since_unless_forced(repo: Path) -> None:
+    moved = git(repo, "commit-tree", "HEAD^{tree}", "-p", "HEAD", "-m", "someone else")
+    with Git.open(repo) as g:
+        git(repo, "update-ref", "refs/pq/op2", moved)
+        with pytest.raises(ConfigError, match=r"refs/pq/op2 has moved .* since operation 2"):
+            plan(g, "undo", None, take(g), False)
+        assert plan(g, "undo", None, take(g), True).drift == ["ref refs/pq/op2"]
+
+
+def test_undo_then_redo_is_logged_and_restores_exactly(repo: Path) -> None:
+    with Git.open(repo) as g:
+        now = take(g)
+        result = run(g, "undo")
+        assert (result.kind, result.target_id, result.record_id) == ("undo", 2, 3)
+        assert (repo / "series.yaml").read_text() == "version 1\n"
+        assert plan(g, "redo", None, take(g), False).record["id"] == 3
+        run(g, "redo")
+        assert take(g) == now
+        assert [(r["kind"], r["target"]) for r in log.read(g)] == [
+            ("command", None), ("command", None), ("undo", 2), ("redo", 3)]
