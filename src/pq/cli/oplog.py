@@ -8,9 +8,9 @@ from typing import Any
 import click
 
 from pq.cli.common import emit_json, open_repo, plural, short
-from pq.git.repo import pid_alive
 from pq.oplog import undo as undo_mod
 from pq.oplog.txn import lock_holder, read_records
+from pq.process import pid_alive
 from pq.rebase import status as rebase_status
 
 

@@ -30,6 +30,7 @@ from pq.git.objects import Person as Person
 from pq.git.objects import TreeId as TreeId
 from pq.git.objects import as_git_commits as as_git_commits
 from pq.git.objects import parse_commit as parse_commit
+from pq.process import pid_alive
 
 # Variables git exports to hooks and aliases; pq always names its repository explicitly.
 _SCRUBBED = {
@@ -560,16 +561,3 @@ def _remove_stale_temp(parent: Path) -> None:
         shutil.rmtree(entry, ignore_errors=True)
     with contextlib.suppress(OSError):
         parent.rmdir()  # only when empty
-
-
-def pid_alive(pid: object) -> bool:
-    """Whether a process with this id runs on this machine (another user's counts)."""
-    if not isinstance(pid, int) or pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
