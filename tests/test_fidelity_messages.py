@@ -12,7 +12,7 @@ from gitrepo import commit_all, git, make_fork, pq, snapshot_queue, write
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from pq.git.repo import Person
+from pq.git.objects import Person
 from pq.model import patchfile
 from pq.model.patchfile import PatchFile
 

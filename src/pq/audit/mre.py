@@ -2,24 +2,22 @@
 
 A reproducer is a folder with `run.sh` (exit 0: the API works now, the gap is closed;
 non-zero: the gap is still there) or a single `.sh`/`.py` script. Each run copies it to a
-temporary folder and runs it there with `PYTHON` set, a timeout and its output captured.
+temporary folder and runs it there with `PYTHON` set, a timeout and its output captured
+(pq.process: its own process group, stopped as one on timeout).
 """
 
 from __future__ import annotations
 
 import os
 import shutil
-import signal
-import subprocess
 import tempfile
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from pq import process
 from pq.audit.conditions import MreOutcome
-from pq.git.gateway import clean_env
 from pq.git.repo import Git
 
 ENTRY = "run.sh"
@@ -171,36 +169,13 @@ def run(source: Source, path: str, *, python: str, timeout: float,
         if path.endswith((".py", ".sh")):
             work = Path(tmp) / "mre"
         source.copy(path, work)
-        env = clean_env({"PYTHON": python, "PQ_MRE": path, **(extra_env or {})})
-        env.pop("LC_ALL", None)
-        start = time.monotonic()
+        env = process.scrubbed_env({"PYTHON": python, "PQ_MRE": path, **(extra_env or {})})
+        env.pop("LC_ALL", None)  # git's C locale is pq's, not the reproducer's
         try:
-            proc = subprocess.Popen(argv, cwd=work, env=env, stdin=subprocess.DEVNULL,
-                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                    start_new_session=True)
+            done = process.run(argv, timeout=timeout, cwd=str(work), env=env)
         except OSError as exc:
             return MreRun(path, shown, None, False, 0.0, "", f"cannot start: {exc.strerror}")
-        try:
-            out, _ = proc.communicate(timeout=timeout)
-            timed_out = False
-        except subprocess.TimeoutExpired:
-            _kill_group(proc)
-            try:
-                out, _ = proc.communicate(timeout=10)
-            except subprocess.TimeoutExpired:  # a descendant left the group, holding the pipe
-                proc.kill()
-                out = b""
-            timed_out = True
-        seconds = time.monotonic() - start
-    text = out.decode("utf-8", "replace")
+    text = done.stdout.decode("utf-8", "replace")
     if len(text) > OUTPUT_LIMIT:
         text = "...\n" + text[-OUTPUT_LIMIT:]
-    return MreRun(path, shown, None if timed_out else proc.returncode, timed_out, seconds,
-                  text)
-
-
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        proc.kill()
+    return MreRun(path, shown, done.code, done.timed_out, done.seconds, text)

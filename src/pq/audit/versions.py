@@ -1,51 +1,22 @@
 """The versions an audit and a Paddle issue need: Paddle, PyTorch, Python, CUDA, driver.
 
-Distributions are read from package metadata (no `import paddle`, which takes seconds);
-another interpreter (`--python`) is asked once; CUDA and the driver come from nvcc and
-nvidia-smi only when they are on PATH.
+The probe itself is pq.toolchain's (shared with the gate): package metadata, never
+`import paddle`; another interpreter (`--python`) is asked once; CUDA and the driver from
+nvcc and nvidia-smi when they are there. This module adds the audit's shape (Versions) and
+the fast scan for the installed Paddle wheel.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import platform
-import re
 import shutil
-import subprocess
 import sys
 from dataclasses import dataclass
+from typing import Any
 
-PADDLE_DISTS = ("paddlepaddle", "paddlepaddle-gpu")
-
-
-def _collect() -> dict[str, str | None]:
-    """Runs in-process, or as source in another interpreter: keep it self-contained."""
-    import re
-    import sys
-    from importlib import metadata
-
-    out: dict[str, str | None] = {"python": sys.version.split()[0], "paddle": None,
-                                  "paddle_dist": None, "paddle_commit": None, "torch": None}
-    for name in ("paddlepaddle", "paddlepaddle-gpu"):
-        try:
-            dist = metadata.distribution(name)
-        except metadata.PackageNotFoundError:
-            continue
-        out["paddle"], out["paddle_dist"] = dist.version, name
-        try:
-            with open(str(dist.locate_file("paddle/version/__init__.py")),
-                      encoding="utf-8") as f:
-                m = re.search(r"^commit\s*=\s*'([0-9a-f]+)'", f.read(), re.MULTILINE)
-            out["paddle_commit"] = m.group(1) if m else None
-        except OSError:
-            pass
-        break
-    try:
-        out["torch"] = metadata.version("torch")
-    except metadata.PackageNotFoundError:
-        pass
-    return out
+from pq import toolchain
+from pq.toolchain import PADDLE_DISTS
 
 
 @dataclass(frozen=True)
@@ -69,20 +40,11 @@ def same_interpreter(python: str | None) -> bool:
 
 def probe(python: str | None) -> Versions:
     """Python, Paddle and PyTorch versions of `python` (the running one when None)."""
-    data: dict[str, str | None]
+    data: dict[str, Any]
     if python is None or same_interpreter(python):
-        data = _collect()
+        data = toolchain.collect()
     else:
-        import inspect
-
-        script = ("from __future__ import annotations\n" + inspect.getsource(_collect)
-                  + "\nimport json\nprint(json.dumps(_collect()))\n")
-        try:
-            proc = subprocess.run([python, "-c", script], capture_output=True, timeout=60,
-                                  check=False)
-            data = json.loads(proc.stdout.decode()) if proc.returncode == 0 else {}
-        except (OSError, subprocess.TimeoutExpired, ValueError):
-            data = {}
+        data = toolchain.ask(python).facts or {}
     return Versions(python=data.get("python"), paddle=data.get("paddle"),
                     paddle_dist=data.get("paddle_dist"),
                     paddle_commit=data.get("paddle_commit"), torch=data.get("torch"),
@@ -134,20 +96,4 @@ def _scan_dist_info() -> list[tuple[str, str]]:
 
 def gpu() -> tuple[str | None, str | None]:
     """(CUDA toolkit version from nvcc, driver version from nvidia-smi), when present."""
-    cuda = driver = None
-    if shutil.which("nvcc"):
-        out = _run(["nvcc", "--version"])
-        m = re.search(r"release (\d+\.\d+)", out)
-        cuda = m.group(1) if m else None
-    if shutil.which("nvidia-smi"):
-        out = _run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"])
-        driver = out.strip().splitlines()[0].strip() if out.strip() else None
-    return cuda, driver
-
-
-def _run(argv: list[str]) -> str:
-    try:
-        proc = subprocess.run(argv, capture_output=True, timeout=30, check=False)
-    except (OSError, subprocess.TimeoutExpired):
-        return ""
-    return proc.stdout.decode("utf-8", "replace") if proc.returncode == 0 else ""
+    return toolchain.cuda_version(), toolchain.gpus()[1]

@@ -3,7 +3,8 @@
 It builds the example operator library's upstream repository with history, a fork whose
 branch is that upstream plus the migration series, moves upstream forward (an unrelated
 change, a change next to a patched line, a change that adopts a patch), then runs the
-main job with the real `pq` command: `pq rebase upstream/main` and `pq audit workarounds`.
+main job with the real `pq` command, as a user would (a child process through pq.process,
+never pq.cli in-process): `pq rebase upstream/main` and `pq audit workarounds`.
 """
 
 from __future__ import annotations
@@ -11,17 +12,16 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import click
-
+from pq import process
 from pq.errors import ConfigError
-from pq.git.repo import run_in
+from pq.git.gateway import run_in
 
+PQ_TIMEOUT_S = 600
 EXAMPLE = Path(__file__).parent / "example"
 UPSTREAM_TREE = EXAMPLE / "upstream"
 UPSTREAM_MOVES = EXAMPLE / "upstream-moves"
@@ -47,7 +47,6 @@ class DemoResult:
     audit_exit: int | None = None
     planted_rules: list[str] = field(default_factory=list)
     unexpected: list[str] = field(default_factory=list)
-    stopped_after_apply: bool = False
 
     @property
     def ok(self) -> bool:
@@ -56,7 +55,7 @@ class DemoResult:
 
 def series_source() -> Path:
     """The folder holding the example's series.yaml, patches/ and mre/ (pq's own checkout)."""
-    root = Path(__file__).resolve().parents[3]
+    root = Path(__file__).resolve().parents[3]  # src/pq/demo/build.py -> the checkout
     if (root / "series.yaml").is_file() and (root / "patches").is_dir():
         return root
     raise ConfigError("the example series (series.yaml, patches/) was not found next to pq",
@@ -73,29 +72,31 @@ def _env(who: str, when: int) -> dict[str, str]:
 
 
 def _pq_command() -> list[str]:
+    """pq as a user runs it: the installed script next to this interpreter, else `pq` on
+    PATH, else `python -m pq`."""
     exe = Path(sys.executable).parent / "pq"
     if exe.exists():
         return [str(exe)]
     found = shutil.which("pq")
     if found:
         return [found]
-    return [sys.executable, "-c", "from pq.cli import main; main()"]
+    return [sys.executable, "-m", "pq"]
 
 
-def _run_pq(cwd: Path, args: list[str], say: Say, env: dict[str, str]) -> tuple[int, str]:
+def _pq(cwd: Path, args: list[str], env: dict[str, str]) -> process.Finished:
+    return process.run(_pq_command() + args, timeout=PQ_TIMEOUT_S, cwd=str(cwd),
+                       env={**os.environ, **env}, merge_stderr=False)
+
+
+def _run_pq(cwd: Path, args: list[str], say: Say, env: dict[str, str]) -> int | None:
     say(f"$ pq {' '.join(args)}")
-    proc = subprocess.run(_pq_command() + args, cwd=cwd, capture_output=True, text=True,
-                          env={**os.environ, **env})
-    out = (proc.stdout + proc.stderr).rstrip()
+    done = _pq(cwd, args, env)
+    out = (done.stdout + done.stderr).decode("utf-8", "replace").rstrip()
     if out:
         say("\n".join("  " + line for line in out.splitlines()))
-    return proc.returncode, proc.stdout
-
-
-def _has_command(name: str) -> bool:
-    from pq.cli import main
-
-    return main.get_command(click.Context(main), name) is not None
+    if done.timed_out:
+        say(f"  (stopped after {PQ_TIMEOUT_S} s)")
+    return done.code
 
 
 def run(directory: Path | None, say: Say) -> DemoResult:
@@ -136,7 +137,7 @@ def run(directory: Path | None, say: Say) -> DemoResult:
 
     text = re.sub(r"(?m)^(\s*base:\s*)[0-9a-f]{40,64}\s*$", lambda m: m.group(1) + v1, text)
     (fork / "series.yaml").write_text(text)
-    code, _ = _run_pq(fork, ["apply", "--branch", "paddle"], say, fenv)
+    code = _run_pq(fork, ["apply", "--branch", "paddle"], say, fenv)
     if code != 0:
         raise ConfigError("the example series did not apply onto tinyop v1",
                           hint="run `pq series` in the fork to see which patch")
@@ -147,7 +148,7 @@ def run(directory: Path | None, say: Say) -> DemoResult:
     (fork / PLANTED_FILE).write_text(PLANTED_TEXT)
     run_in(fork, "add", PLANTED_FILE, env=fenv)
     run_in(fork, "commit", "-q", "-m", PLANTED_SUBJECT, env=fenv)
-    code, _ = _run_pq(fork, ["export", "--commit"], say, fenv)
+    _run_pq(fork, ["export", "--commit"], say, fenv)
 
     # 3. Upstream moves forward.
     moves = sorted(UPSTREAM_MOVES.glob("*.patch"))
@@ -159,25 +160,17 @@ def run(directory: Path | None, say: Say) -> DemoResult:
     run_in(fork, "fetch", "-q", "upstream", env=fenv)
 
     # 4. The main job.
-    if not _has_command("rebase"):
-        say("[4/5] pq rebase is not available in this pq yet: the demo stops after `pq apply`")
-        result.stopped_after_apply = True
-        return result
     say("[4/5] the weekly sync:")
-    result.rebase_exit, _ = _run_pq(fork, ["rebase", "upstream/main"], say, fenv)
+    result.rebase_exit = _run_pq(fork, ["rebase", "upstream/main"], say, fenv)
     if result.rebase_exit != 0:
         result.unexpected.append(f"pq rebase exited {result.rebase_exit}")
         return result
 
-    if not _has_command("audit"):
-        say("[5/5] pq audit is not available in this pq yet: the demo stops after the rebase")
-        return result
     say("[5/5] which workarounds are still needed:")
-    result.audit_exit, _ = _run_pq(fork, ["audit", "workarounds"], say, fenv)
-    proc = subprocess.run(_pq_command() + ["audit", "workarounds", "--json"], cwd=fork,
-                          capture_output=True, text=True, env={**os.environ, **fenv})
+    result.audit_exit = _run_pq(fork, ["audit", "workarounds"], say, fenv)
+    proc = _pq(fork, ["audit", "workarounds", "--json"], fenv)
     try:
-        findings = json.loads(proc.stdout).get("findings", [])
+        findings = json.loads(proc.stdout.decode("utf-8", "replace")).get("findings", [])
     except ValueError:
         findings = []
         result.unexpected.append("pq audit workarounds --json printed no JSON")

@@ -1,6 +1,7 @@
 """Running the stages: a throwaway worktree of the tip, one `bash -c` per stage, logs kept.
 
-Each stage runs in its own process group with its timeout (the whole group is killed),
+Each stage runs through pq.process in its own process group with its timeout (the whole
+group is stopped: TERM, a grace, KILL),
 its output streamed straight to a log file (large build logs never sit in memory), and the
 run stops at the first failure. The worktree is always removed, also after a crash.
 """
@@ -11,24 +12,21 @@ import hashlib
 import os
 import re
 import shutil
-import signal
-import subprocess
 import tempfile
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from pq import process
 from pq.gate import result as R
 from pq.gate.config import Stage
 from pq.gate.symbols import shared_objects
-from pq.git.repo import Git, pid_alive
+from pq.git.repo import Git
 
 Progress = Callable[[int, int, str], None]
 SymbolCheck = Callable[[Path, dict[str, str], dict[str, tuple[int, int, int]]], list[str]]
 
-KILL_GRACE_S = 5.0
 TAIL_LINES = 30
 MAX_ERROR_LINES = 12
 _ERROR_LINE = re.compile(rb"(\b[Ee]rror\b\s*[:(]|: [Ee]rror\b|undefined reference|"
@@ -36,12 +34,6 @@ _ERROR_LINE = re.compile(rb"(\b[Ee]rror\b\s*[:(]|: [Ee]rror\b|undefined referenc
 _ERROR_NEEDLES = (b"rror", b"undefined reference", b"FAILED: ")
 KEEP_LOG_TIPS = 20
 _WORKTREE_PREFIX = "pq-gate-"
-# Variables that would point the stage's git at the user's repository instead of the worktree.
-_REPO_VARS = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_PREFIX", "GIT_COMMON_DIR",
-              "GIT_NAMESPACE", "GIT_OBJECT_DIRECTORY", "GIT_ALTERNATE_OBJECT_DIRECTORIES",
-              "GIT_CEILING_DIRECTORIES", "GIT_DISCOVERY_ACROSS_FILESYSTEM", "PQ_FAULT_AT")
-
-
 @dataclass(frozen=True)
 class RunContext:
     """What every stage shares: where it runs, which interpreter, where logs go."""
@@ -86,7 +78,7 @@ def remove_stale_worktrees(git: Git) -> None:
             continue
         path = Path(line[len("worktree "):])
         m = re.match(rf"^{_WORKTREE_PREFIX}(\d+)-", path.parent.name)
-        if m and not pid_alive(int(m.group(1))):
+        if m and not process.pid_alive(int(m.group(1))):
             _remove_worktree(git, path)
             shutil.rmtree(path.parent, ignore_errors=True)
 
@@ -94,9 +86,7 @@ def remove_stale_worktrees(git: Git) -> None:
 def base_env(python: str) -> dict[str, str]:
     """The caller's environment, minus variables pointing at the user's repository, with
     the interpreter as PQ_PYTHON/PYTHON and its folder first on PATH."""
-    env = {k: v for k, v in os.environ.items() if k not in _REPO_VARS}
-    env["PQ_PYTHON"] = python
-    env["PYTHON"] = python
+    env = process.scrubbed_env({"PQ_PYTHON": python, "PYTHON": python})
     env["PATH"] = os.path.dirname(python) + os.pathsep + env.get("PATH", os.defpath)
     return env
 
@@ -155,7 +145,7 @@ def run_stage(ctx: RunContext, stage: Stage, index: int, total: int,
         res.detail = f"timed out after {_seconds(stage.timeout_s)} s"
     elif code != 0:
         res.status = R.FAILED
-        res.detail = _exit_detail(code)
+        res.detail = process.exit_detail(code)
     elif stage.check_symbols and check_symbols is not None:
         tick(duration)
         findings = check_symbols(ctx.worktree, env, before)
@@ -175,63 +165,14 @@ def run_stage(ctx: RunContext, stage: Stage, index: int, total: int,
 def run_command(command: str, cwd: Path, env: dict[str, str], timeout_s: float,
                 log_path: Path, tick: Callable[[float], None]) -> tuple[int | None, float, bool]:
     """(exit code, seconds, timed out) of `bash -c command`, its output in log_path."""
-    start = time.monotonic()
-    deadline = start + timeout_s
-    timed_out = False
     with open(log_path, "wb") as log:
         log.write(f"# pq gate: $ {command}\n".encode("utf-8", "surrogateescape"))
         log.flush()
-        proc = subprocess.Popen(["bash", "-c", command], cwd=str(cwd), env=env,
-                                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                start_new_session=True)
-        try:
-            while True:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    timed_out = True
-                    _kill_group(proc)
-                    break
-                try:
-                    proc.wait(timeout=min(1.0, remaining))
-                    break
-                except subprocess.TimeoutExpired:
-                    tick(time.monotonic() - start)
-        except BaseException:
-            _kill_group(proc)
-            raise
-        finally:
-            _signal_group(proc.pid, signal.SIGKILL)  # whatever the stage left behind
-        duration = time.monotonic() - start
-        code = proc.returncode
-        log.write(f"\n# pq gate: {'timed out' if timed_out else _exit_detail(code)} after "
-                  f"{duration:.1f} s\n".encode())
-    return (None if timed_out else code), duration, timed_out
-
-
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    _signal_group(proc.pid, signal.SIGTERM)
-    try:
-        proc.wait(timeout=KILL_GRACE_S)
-    except subprocess.TimeoutExpired:
-        pass
-    _signal_group(proc.pid, signal.SIGKILL)
-    proc.wait()
-
-
-def _signal_group(pgid: int, sig: int) -> None:
-    try:
-        os.killpg(pgid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-def _exit_detail(code: int | None) -> str:
-    if code is not None and code < 0:
-        try:
-            return f"killed by {signal.Signals(-code).name}"
-        except ValueError:
-            return f"killed by signal {-code}"
-    return f"exit {code}"
+        done = process.run(["bash", "-c", command], timeout=timeout_s, cwd=str(cwd), env=env,
+                           log=log, tick=tick)
+        how = "timed out" if done.timed_out else process.exit_detail(done.code)
+        log.write(f"\n# pq gate: {how} after {done.seconds:.1f} s\n".encode())
+    return done.code, done.seconds, done.timed_out
 
 
 def _seconds(value: float) -> str:

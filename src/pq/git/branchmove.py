@@ -9,7 +9,8 @@ commit is never thrown away: pq refuses instead.
 from __future__ import annotations
 
 from pq.errors import ConfigError
-from pq.git.repo import CommitId, Git
+from pq.git.objects import CommitId
+from pq.git.repo import Git
 
 
 def _moved(branch: str, now: str | None, then: str, command: str,

@@ -21,6 +21,7 @@ from pq.errors import ConfigError, GitError
 from pq.faults import checkpoint
 from pq.git.objects import BlobId, Commit, CommitId, Person, TreeId, parse_commit
 from pq.git.odb import ObjectDB
+from pq.process import pid_alive
 
 # Variables git exports to hooks and aliases; pq always names its repository explicitly.
 _SCRUBBED = {
@@ -281,16 +282,3 @@ def _remove_stale_temp(parent: Path) -> None:
         shutil.rmtree(entry, ignore_errors=True)
     with contextlib.suppress(OSError):
         parent.rmdir()  # only when empty
-
-
-def pid_alive(pid: object) -> bool:
-    """Whether a process with this id runs on this machine (another user's counts)."""
-    if not isinstance(pid, int) or pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

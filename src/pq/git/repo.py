@@ -11,14 +11,9 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from pq.errors import ConfigError, GitError
-from pq.git.gateway import Gateway, clean_env, pid_alive, run_in, zsplit
+from pq.git.gateway import zsplit
 from pq.git.merge import Merging
-from pq.git.objects import Change, CommitId, Person, TreeId
-
-# Imported from here by modules other sessions are moving (push/, oplog/, gate/runner,
-# cli/oplog, demo): they are defined in pq.git.gateway and pq.git.objects.
-__all__ = ["Git", "Gateway", "Person", "CommitId", "TreeId", "clean_env", "pid_alive",
-           "run_in", "zsplit"]
+from pq.git.objects import Change, CommitId, Person
 
 # Diff options pinned so that user configuration never changes a patch file's bytes.
 DIFF_CONFIG = (

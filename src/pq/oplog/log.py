@@ -30,7 +30,8 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from pq.errors import ConfigError
-from pq.git.repo import Git, Person
+from pq.git.objects import Person
+from pq.git.repo import Git
 from pq.oplog.snapshot import LOG_REF, Snapshot, stored_blob
 
 if TYPE_CHECKING:

@@ -10,7 +10,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from pq.errors import ConfigError, OperationFailed
-from pq.git.repo import CommitId, Git, Person, TreeId
+from pq.git.objects import CommitId, Person, TreeId
+from pq.git.repo import Git
 from pq.push.registry import CheckContext, CheckFailure, CheckUnavailable, check
 
 if TYPE_CHECKING:

@@ -19,7 +19,9 @@ from typing import TYPE_CHECKING, Any
 
 from pq import __version__
 from pq.errors import ConfigError
-from pq.git.repo import CommitId, Git, clean_env
+from pq.git.gateway import clean_env
+from pq.git.objects import CommitId
+from pq.git.repo import Git
 from pq.push.refs import SKIP_ENV, RefUpdate, parse_push_lines, parse_skip, updates_from_env
 
 if TYPE_CHECKING:

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 import pq
 from pq.errors import ConfigError, PqError
-from pq.git.repo import CommitId, Git, TreeId
+from pq.git.objects import CommitId, TreeId
+from pq.git.repo import Git
 
 if TYPE_CHECKING:
     from pq.queue.files import Queue

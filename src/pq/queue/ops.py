@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 
 from pq.errors import ConfigError
 from pq.git.branchmove import checkout_moved, require_unmoved, swap_branch
-from pq.git.repo import CommitId, Git
+from pq.git.objects import CommitId
+from pq.git.repo import Git
 from pq.model.series import PATCHES_DIR, SERIES_FILE, PatchEntry, Series, new_series
 from pq.oplog.txn import Transaction
 from pq.queue import stack as stack_mod

@@ -1,0 +1,144 @@
+"""Child processes other than git: the one place (besides pq/git/) that starts them.
+
+A command runs in its own process group with a timeout, its output captured or streamed
+to a file, and is stopped by ONE policy: SIGTERM to the whole group, a grace period for
+it to exit, then SIGKILL to the group. After the command ends, however it ends, whatever
+it left running in its group is SIGKILLed. Also here: `pid_alive` and `scrubbed_env`.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import IO
+
+GRACE_S = 5.0  # between SIGTERM and SIGKILL
+TICK_S = 1.0  # how often a streaming run reports progress
+
+# Variables that would point a child's git at the caller's repository instead of its own
+# folder (git exports them to hooks and aliases), and pq's own fault injection.
+REPO_VARS = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_PREFIX", "GIT_COMMON_DIR",
+             "GIT_NAMESPACE", "GIT_OBJECT_DIRECTORY", "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+             "GIT_CEILING_DIRECTORIES", "GIT_DISCOVERY_ACROSS_FILESYSTEM", "PQ_FAULT_AT")
+
+
+@dataclass(frozen=True)
+class Finished:
+    """How a command ended. `code` is None when it timed out (negative: killed by a signal)."""
+
+    code: int | None
+    seconds: float
+    timed_out: bool
+    stdout: bytes = b""  # empty when streamed to a file
+    stderr: bytes = b""  # empty when merged into stdout
+
+
+def scrubbed_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The caller's environment without REPO_VARS, then `extra` on top."""
+    env = {k: v for k, v in os.environ.items() if k not in REPO_VARS}
+    env.update(extra or {})
+    return env
+
+
+def pid_alive(pid: object) -> bool:
+    """Whether a process with this id runs on this machine (another user's counts)."""
+    if not isinstance(pid, int) or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def run(argv: Sequence[str], *, timeout: float, cwd: str | None = None,
+        env: Mapping[str, str] | None = None, log: IO[bytes] | None = None,
+        merge_stderr: bool = True, input: bytes | None = None,
+        tick: Callable[[float], None] | None = None, grace: float = GRACE_S) -> Finished:
+    """Run argv in a new process group; stop the group after `timeout` seconds.
+
+    Output goes to `log` (an open binary file: streamed, never held in memory) or is
+    captured; stderr joins stdout unless `merge_stderr` is False. `tick(elapsed)` is called
+    about every TICK_S seconds while it runs. OSError when the command cannot start."""
+    start = time.monotonic()
+    deadline = start + timeout
+    stdout: IO[bytes] | int = subprocess.PIPE if log is None else log
+    stderr = subprocess.PIPE if log is None and not merge_stderr else subprocess.STDOUT
+    proc = subprocess.Popen(list(argv), cwd=cwd, env=None if env is None else dict(env),
+                            stdin=subprocess.DEVNULL if input is None else subprocess.PIPE,
+                            stdout=stdout, stderr=stderr, start_new_session=True)
+    out: bytes | None = b""
+    errs: bytes | None = b""
+    timed_out = False
+    try:
+        first = input
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                timed_out = True
+                stop_group(proc, grace)
+                break
+            try:
+                out, errs = proc.communicate(first, timeout=min(TICK_S, remaining))
+                break
+            except subprocess.TimeoutExpired:
+                first = None  # already written; communicate() keeps what it has read
+                if tick is not None:
+                    tick(time.monotonic() - start)
+        if timed_out and log is None:
+            try:
+                out, errs = proc.communicate(timeout=grace)
+            except subprocess.TimeoutExpired:  # a descendant left the group with the pipe
+                proc.kill()
+                out, errs = b"", b""
+    except BaseException:
+        stop_group(proc, grace)
+        raise
+    finally:
+        signal_group(proc.pid, signal.SIGKILL)  # whatever it left behind in its group
+        proc.wait()
+    return Finished(None if timed_out else proc.returncode, time.monotonic() - start,
+                    timed_out, out or b"", errs or b"")
+
+
+def output(argv: Sequence[str], *, timeout: float = 30.0, cwd: str | None = None,
+           env: Mapping[str, str] | None = None) -> Finished | None:
+    """run() with stdout and stderr captured apart; None when it cannot start."""
+    try:
+        return run(argv, timeout=timeout, cwd=cwd, env=env, merge_stderr=False)
+    except OSError:
+        return None
+
+
+def stop_group(proc: subprocess.Popen[bytes], grace: float = GRACE_S) -> None:
+    """The stop policy: SIGTERM to the group, up to `grace` seconds, SIGKILL to the group."""
+    signal_group(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        pass
+    signal_group(proc.pid, signal.SIGKILL)
+    proc.wait()
+
+
+def signal_group(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def exit_detail(code: int | None) -> str:
+    """`exit N` or `killed by SIGNAME` for a return code."""
+    if code is not None and code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit {code}"

@@ -1,0 +1,137 @@
+"""The toolchain a command runs with: interpreter, torch, paddle, CUDA, driver and GPUs.
+
+The one probe shared by `pq audit` (the versions an issue names) and `pq gate` (the
+fingerprint a result holds for). Distributions are read from package metadata, never by
+importing torch or paddle (seconds each); another interpreter is asked once with a small
+`python -c`; CUDA comes from `nvcc --version`, the GPUs and driver from `nvidia-smi`.
+
+CUDA is spelled as nvcc's full toolkit version, `V12.4.131` -> "12.4.131" (not the
+release "12.4"): two toolkits of one release can build differently, so a gate result
+must not carry over between them, and the issue text names the exact toolkit.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import os
+import re
+import shutil
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pq import process
+
+PADDLE_DISTS = ("paddlepaddle", "paddlepaddle-gpu")
+
+
+def collect() -> dict[str, Any]:
+    """The running interpreter's facts. Runs in-process, or as source in another (>= 3.8)
+    interpreter: keep it self-contained."""
+    import importlib.metadata as md
+    import os
+    import platform
+    import re
+    import sys
+    import sysconfig
+
+    out: dict[str, Any] = {"python": platform.python_version(), "torch": None,
+                           "paddle": None, "paddle_dist": None, "paddle_commit": None}
+    for name in ("paddlepaddle", "paddlepaddle-gpu"):
+        try:
+            dist = md.distribution(name)
+        except md.PackageNotFoundError:
+            continue
+        out["paddle"], out["paddle_dist"] = dist.version, name
+        try:
+            with open(str(dist.locate_file("paddle/version/__init__.py")),
+                      encoding="utf-8") as f:
+                m = re.search(r"^commit\s*=\s*'([0-9a-f]+)'", f.read(), re.MULTILINE)
+            out["paddle_commit"] = m.group(1) if m else None
+        except OSError:
+            pass
+        break
+    try:
+        out["torch"] = md.version("torch")
+    except md.PackageNotFoundError:
+        pass
+    libc = platform.libc_ver()
+    lib = None
+    if sysconfig.get_config_var("Py_ENABLE_SHARED"):
+        soname = (sysconfig.get_config_var("INSTSONAME")
+                  or sysconfig.get_config_var("LDLIBRARY"))
+        libdir = sysconfig.get_config_var("LIBDIR")
+        if soname and libdir and os.path.exists(os.path.join(libdir, soname)):
+            lib = os.path.join(libdir, soname)
+    out.update({"os": platform.system(), "machine": platform.machine(),
+                "libc": (libc[0] + " " + libc[1]).strip() or None,
+                "executable": os.path.realpath(sys.executable), "libpython": lib})
+    return out
+
+
+@dataclass(frozen=True)
+class Asked:
+    """Another interpreter's facts, or why it gave none (`failed`: it ran and exited
+    non-zero, e.g. too old for the script; otherwise it did not run or answer)."""
+
+    facts: dict[str, Any] | None
+    problem: str = ""
+    failed: bool = False
+
+
+def ask(python: str, timeout: float = 60.0) -> Asked:
+    """Run `python` once (in /, so no local module shadows the standard library)."""
+    script = ("from __future__ import annotations\n" + inspect.getsource(collect)
+              + "\nimport json\nprint(json.dumps(collect()))\n")
+    try:
+        done = process.run([python, "-c", script], timeout=timeout, cwd="/",
+                           merge_stderr=False)
+    except OSError as exc:
+        return Asked(None, str(exc))
+    if done.timed_out:
+        return Asked(None, f"no answer within {timeout:g} s")
+    if done.code != 0:
+        lines = done.stderr.decode(errors="replace").strip().splitlines()
+        return Asked(None, lines[-1] if lines else process.exit_detail(done.code), True)
+    try:
+        facts = json.loads(done.stdout.decode().strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        return Asked(None, "it printed no answer")
+    return Asked(facts if isinstance(facts, dict) else None)
+
+
+def cuda_version(path_env: str | None = None) -> str | None:
+    """The CUDA toolkit of the `nvcc` on path_env (default PATH), else of $CUDA_HOME or
+    $CUDA_PATH; its full version, e.g. "12.4.131"."""
+    nvcc = shutil.which("nvcc", path=path_env)
+    home = os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH")
+    if nvcc is None and home and os.access(os.path.join(home, "bin", "nvcc"), os.X_OK):
+        nvcc = os.path.join(home, "bin", "nvcc")
+    if nvcc is None:
+        return None
+    m = re.search(r"release [\d.]+, V([\d.]+)", _output([nvcc, "--version"]) or "")
+    return m.group(1) if m else None
+
+
+def gpus() -> tuple[list[str], str | None]:
+    """(GPU names, driver version) from nvidia-smi; ([], None) without it."""
+    if shutil.which("nvidia-smi") is None:
+        return [], None
+    out = _output(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"])
+    rows = [[c.strip() for c in line.split(",")] for line in (out or "").splitlines() if line]
+    driver = rows[0][1] if rows and len(rows[0]) > 1 else None
+    return [r[0] for r in rows], driver
+
+
+def gpu_listed() -> bool:
+    """Whether `nvidia-smi -L` lists at least one GPU."""
+    out = _output(["nvidia-smi", "-L"])
+    return out is not None and any(line.startswith("GPU ") for line in out.splitlines())
+
+
+def _output(argv: list[str], env: Mapping[str, str] | None = None) -> str | None:
+    done = process.output(argv, timeout=30, env=env)
+    if done is None or done.code != 0:
+        return None
+    return done.stdout.decode("utf-8", "replace")
