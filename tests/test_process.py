@@ -162,23 +162,3 @@ def test_another_interpreter_answers_like_the_running_one(tmp_path: Path) -> Non
     assert (bad.facts, bad.problem, bad.failed) == (None, "SyntaxError: too old", True)
     missing = toolchain.ask(str(tmp_path / "none"))
     assert missing.facts is None and not missing.failed and missing.problem
-
-
-# Modules that still start processes themselves; owned elsewhere, to move onto pq.process.
-# This list may only shrink.
-_NOT_YET = {"gate/symbols.py", "push/hook.py"}
-
-
-def test_only_pq_git_and_pq_process_start_processes() -> None:
-    src = Path(process.__file__).parent
-    found = set()
-    for path in src.rglob("*.py"):
-        rel = path.relative_to(src).as_posix()
-        if rel.startswith("git/") or rel == "process.py":
-            continue
-        text = path.read_text()
-        if any(needle in text for needle in ("import subprocess", "from subprocess",
-                                              "os.system(", "os.popen(", "os.exec",
-                                              "os.spawn", "os.killpg(")):
-            found.add(rel)
-    assert found <= _NOT_YET, sorted(found - _NOT_YET)

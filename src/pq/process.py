@@ -108,12 +108,20 @@ def run(argv: Sequence[str], *, timeout: float, cwd: str | None = None,
 
 
 def output(argv: Sequence[str], *, timeout: float = 30.0, cwd: str | None = None,
-           env: Mapping[str, str] | None = None) -> Finished | None:
+           env: Mapping[str, str] | None = None, input: bytes | None = None
+           ) -> Finished | None:
     """run() with stdout and stderr captured apart; None when it cannot start."""
     try:
-        return run(argv, timeout=timeout, cwd=cwd, env=env, merge_stderr=False)
+        return run(argv, timeout=timeout, cwd=cwd, env=env, merge_stderr=False, input=input)
     except OSError:
         return None
+
+
+def passthrough(argv: Sequence[str], *, input: bytes | None = None) -> int:
+    """Run argv on the caller's terminal (its stdout and stderr are the caller's), feeding
+    it `input`; its exit code. No timeout: what it waits for is the user. OSError when it
+    cannot start."""
+    return subprocess.run(list(argv), input=input, check=False).returncode
 
 
 def stop_group(proc: subprocess.Popen[bytes], grace: float = GRACE_S) -> None:

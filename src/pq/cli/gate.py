@@ -7,12 +7,12 @@ from pathlib import Path
 
 import click
 
+from pq.atomic import write_atomic
 from pq.cli.common import emit_json, open_repo, progress_printer
 from pq.cli.failure import Failure
 from pq.cli.render_gate import report_text, status_text
 from pq.errors import ConfigError
 from pq.gate import api, junit
-from pq.queue.files import write_atomic
 
 
 def register(main: click.Group) -> None:

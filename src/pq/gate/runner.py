@@ -56,30 +56,19 @@ def throwaway_worktree(git: Git, tip: str) -> Iterator[Path]:
     path = holder / (git.root.name or "src")
     try:
         # No hooks: a post-checkout hook of the user's has no business in a gate run.
-        git.run("-c", "core.hooksPath=/dev/null", "worktree", "add", "--detach", "--force",
-                str(path), tip)
+        git.add_worktree(path, tip)
         yield path
     finally:
-        _remove_worktree(git, path)
+        git.remove_worktree(path)
         shutil.rmtree(holder, ignore_errors=True)
-
-
-def _remove_worktree(git: Git, path: Path) -> None:
-    git.run_proc("worktree", "remove", "--force", "--force", str(path))
-    shutil.rmtree(path, ignore_errors=True)
-    git.run_proc("worktree", "prune")
 
 
 def remove_stale_worktrees(git: Git) -> None:
     """Worktrees left by a gate run that was killed (its process is gone)."""
-    out = git.run_proc("worktree", "list", "--porcelain").stdout.decode("utf-8", "replace")
-    for line in out.splitlines():
-        if not line.startswith("worktree "):
-            continue
-        path = Path(line[len("worktree "):])
+    for path in git.worktree_paths():
         m = re.match(rf"^{_WORKTREE_PREFIX}(\d+)-", path.parent.name)
         if m and not process.pid_alive(int(m.group(1))):
-            _remove_worktree(git, path)
+            git.remove_worktree(path)
             shutil.rmtree(path.parent, ignore_errors=True)
 
 

@@ -11,10 +11,11 @@ import hashlib
 import os
 import re
 import shutil
-import subprocess
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+
+from pq import process
 
 SOURCE_SUFFIXES = (".c", ".cc", ".cpp", ".cxx", ".c++", ".cu", ".cuh", ".h", ".hh", ".hpp",
                    ".hxx", ".inl", ".cuinl", ".tpp")
@@ -108,10 +109,8 @@ def check(root: Path, libraries: list[str], env: dict[str, str], *,
 
 
 def _ldd_undefined(path: Path, env: dict[str, str]) -> tuple[list[str], tuple[str, ...]]:
-    try:
-        proc = subprocess.run(["ldd", "-r", str(path)], capture_output=True, env=env,
-                              timeout=120, check=False)
-    except (OSError, subprocess.TimeoutExpired):
+    proc = process.output(["ldd", "-r", str(path)], timeout=120, env=env)
+    if proc is None or proc.timed_out:
         return [], ()
     text = (proc.stdout + proc.stderr).decode("utf-8", "replace")
     symbols: list[str] = []
@@ -131,10 +130,8 @@ def exported_symbols(paths: Iterable[str]) -> set[str]:
     """The dynamic symbols these ELF files define (`nm -D --defined-only`)."""
     out: set[str] = set()
     for path in paths:
-        try:
-            proc = subprocess.run(["nm", "-D", "--defined-only", path], capture_output=True,
-                                  timeout=120, check=False)
-        except (OSError, subprocess.TimeoutExpired):
+        proc = process.output(["nm", "-D", "--defined-only", path], timeout=120)
+        if proc is None or proc.timed_out:
             continue
         for line in proc.stdout.decode("utf-8", "replace").splitlines():
             parts = line.split()
@@ -149,13 +146,11 @@ def demangle(symbols: list[str]) -> dict[str, str]:
     mangled = [s for s in symbols if s.startswith("_Z")]
     if not mangled:
         return names
-    try:
-        proc = subprocess.run(["c++filt"], input="\n".join(mangled).encode() + b"\n",
-                              capture_output=True, timeout=60, check=False)
-    except (OSError, subprocess.TimeoutExpired):
+    proc = process.output(["c++filt"], timeout=60, input="\n".join(mangled).encode() + b"\n")
+    if proc is None or proc.timed_out:
         return names
     lines = proc.stdout.decode("utf-8", "replace").splitlines()
-    if proc.returncode == 0 and len(lines) == len(mangled):
+    if proc.code == 0 and len(lines) == len(mangled):
         names.update(zip(mangled, lines))
     return names
 

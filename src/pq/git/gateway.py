@@ -13,7 +13,7 @@ import os
 import re
 import shutil
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Self
 
@@ -42,6 +42,11 @@ def zsplit(out: bytes | str) -> list[str]:
     """The non-empty fields of git's `-z` output, as text (surrogateescaped bytes)."""
     text = out.decode("utf-8", "surrogateescape") if isinstance(out, bytes) else out
     return [f for f in text.split("\0") if f]
+
+
+def stdin_lines(items: Iterable[str]) -> bytes:
+    """`items` one per line, as git's `--stdin` options read them."""
+    return "".join(i + "\n" for i in items).encode("utf-8", "surrogateescape")
 
 
 def stderr_reason(stderr: bytes) -> str:

@@ -7,13 +7,13 @@ operation, not per caller) and return data: ids, paths, parsed records.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 from pq.errors import ConfigError, GitError
-from pq.git.gateway import zsplit
-from pq.git.merge import Merging
+from pq.git.gateway import stdin_lines, zsplit
 from pq.git.objects import Change, CommitId, Person
+from pq.git.worktree import WorkingTree
 
 # Diff options pinned so that user configuration never changes a patch file's bytes.
 DIFF_CONFIG = (
@@ -39,11 +39,7 @@ DIFF_OPTIONS = (
 )
 
 
-def _lines(ids: Iterable[str]) -> bytes:
-    return "".join(i + "\n" for i in ids).encode("utf-8", "surrogateescape")
-
-
-class Git(Merging):
+class Git(WorkingTree):
     """One repository: the gateway, merges, and the named verbs below."""
 
     # -- revisions ----------------------------------------------------------------
@@ -169,7 +165,7 @@ class Git(Merging):
         if not commits:
             return result
         fields = self.run("diff-tree", "--stdin", "-r", "-z", "--no-renames",
-                          input=_lines(commits)).split(b"\0")
+                          input=stdin_lines(commits)).split(b"\0")
         current = ""
         i = 0
         while i < len(fields):
@@ -194,7 +190,7 @@ class Git(Merging):
         if not commits:
             return result
         out = self.run_sealed("diff", *DIFF_CONFIG, "diff-tree", "--stdin", "--always", "-p",
-                              *DIFF_OPTIONS, "--", *exclude, input=_lines(commits))
+                              *DIFF_OPTIONS, "--", *exclude, input=stdin_lines(commits))
         current: str | None = None
         chunks: list[bytes] = []
         for line in out.splitlines(keepends=True):
@@ -235,81 +231,6 @@ class Git(Merging):
         return self.text("-c", "core.quotePath=false", "diff", "--cached", "--check",
                          "--no-color", rev, "--", ok_codes=(0, 1, 2))
 
-    # -- index and working tree ---------------------------------------------------------
-
-    def status_porcelain(self, untracked: bool = False, paths: Sequence[str] = (),
-                         all_untracked: bool = False, renames: bool = True
-                         ) -> list[tuple[str, str]]:
-        """(two-letter status code, path) of every changed path, as `git status` sees it."""
-        args = ["--literal-pathspecs", "status", "--porcelain=v1", "-z"]
-        args.append("--untracked-files=all" if all_untracked else
-                    "--untracked-files=normal" if untracked else "--untracked-files=no")
-        if not renames:
-            args.append("--no-renames")
-        fields = zsplit(self.run(*args, "--", *paths))
-        entries = []
-        i = 0
-        while i < len(fields):
-            code, path = fields[i][:2], fields[i][3:]
-            i += 2 if code[0] in "RC" else 1  # a rename's source follows as its own field
-            entries.append((code, path))
-        return entries
-
-    def ls_files(self, paths: Sequence[str] = (), *, stage: bool = False,
-                 cached: bool = False, others: bool = False, literal: bool = False,
-                 env: dict[str, str] | None = None) -> list[str]:
-        """`git ls-files` records (`-s`: "mode id stage\\tpath"); `others`: untracked
-        files, ignored ones left out."""
-        args = ["--literal-pathspecs"] if literal else []
-        args += ["ls-files", "-z"]
-        args += ["-s"] if stage else []
-        args += ["--cached"] if cached else []
-        args += ["--others", "--exclude-standard"] if others else []
-        return zsplit(self.run(*args, "--", *paths, env=env))
-
-    def add(self, paths: Sequence[str], *, all: bool = False) -> None:
-        """Stage `paths` (literal paths; `all`: removals too)."""
-        self.run("--literal-pathspecs", "add", *(["-A"] if all else []), "--", *paths)
-
-    def refresh_index(self) -> None:
-        self.run("update-index", "-q", "--refresh", ok_codes=(0, 1))
-
-    def hash_files(self, paths: Sequence[str]) -> list[str]:
-        """The blob id `git add` would give each working-tree file (filters applied)."""
-        return self.text("-c", "core.safecrlf=false", "hash-object", "--stdin-paths",
-                         input=_lines(paths)).split()
-
-    def store_file(self, path: str) -> None:
-        """Write the blob `git add` would make of a working-tree file."""
-        self.run("-c", "core.safecrlf=false", "hash-object", "-w", "--", path)
-
-    def checkout(self, rev: str, detach: bool = False, env: dict[str, str] | None = None
-                 ) -> None:
-        """Switch HEAD to `rev` (a branch name; `detach`: any commit), updating the files."""
-        self.run("checkout", "-q", *(["--detach"] if detach else []), rev, env=env)
-
-    def checkout_paths(self, paths: Sequence[str], rev: str | None = None,
-                       merge: bool = False) -> None:
-        """Write `paths` from `rev` (or the index) into the working tree (`merge`: the
-        conflict again, from the index's stages)."""
-        self.run("--literal-pathspecs", "checkout", *(["-m"] if merge else ["-q"]),
-                 *([rev] if rev else []), "--", *paths)
-
-    def reset(self, mode: str, rev: str, env: dict[str, str] | None = None) -> None:
-        """`git reset --<mode>` (hard, keep) of the current branch to `rev`."""
-        self.run("reset", f"--{mode}", "-q", rev, env=env)
-
-    def cherry_pick_no_commit(self, pick: str, config: Sequence[str] = (),
-                              env: dict[str, str] | None = None) -> tuple[int, str]:
-        """`git cherry-pick --no-commit` with `-c` settings: (exit code, git's stderr)."""
-        settings = [a for c in config for a in ("-c", c)]
-        proc = self.run_proc(*settings, "cherry-pick", "--no-commit", pick, env=env)
-        return proc.returncode, proc.stderr.decode("utf-8", "replace")
-
-    def rerere(self) -> None:
-        """Record the resolutions of the conflicts git rerere follows."""
-        self.run("-c", "rerere.enabled=true", "rerere")
-
     # -- refs and notes -------------------------------------------------------------
 
     def update_ref(self, ref: str, new: str, old: str | None = None, message: str = "pq") -> None:
@@ -320,6 +241,28 @@ class Git(Merging):
 
     def delete_ref(self, ref: str) -> None:
         self.run("update-ref", "-d", ref)
+
+    def list_refs(self, *prefixes: str) -> list[tuple[str, str, str, bool]]:
+        """(ref name, object type, object id, whether HEAD is that branch) of every ref
+        under `prefixes` (`refs/heads/`, say), in git's order."""
+        out = self.text("for-each-ref",
+                        "--format=%(refname)\t%(objecttype)\t%(objectname)\t%(HEAD)",
+                        *prefixes)
+        found = []
+        for line in out.splitlines():
+            name, kind, oid, head = line.rsplit("\t", 3)
+            found.append((name, kind, oid, head == "*"))
+        return found
+
+    def update_refs(self, updates: Sequence[tuple[str, str | None, str]], message: str,
+                    env: dict[str, str] | None = None) -> None:
+        """One atomic `update-ref --stdin`: each (ref, new or None to delete, expected old
+        value: the null id for "must not exist") or none of them."""
+        lines = [f"delete {ref} {old}\n" if new is None else f"update {ref} {new} {old}\n"
+                 for ref, new, old in updates]
+        if lines:
+            self.run("update-ref", "-m", message, "--stdin", input="".join(lines).encode(),
+                     env=env)
 
     def symbolic_ref(self, ref: str, target: str, message: str) -> None:
         self.run("symbolic-ref", "-m", message, ref, target)

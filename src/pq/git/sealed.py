@@ -12,7 +12,7 @@ import os
 import re
 from pathlib import Path
 
-from pq.queue.files import write_atomic
+from pq.atomic import write_atomic
 
 # "diff": no configuration and no attributes at all (patch bytes, patch ids, `git apply`).
 # "merge": the repository's configuration (merge drivers, rename limits) and the

@@ -14,11 +14,11 @@ import stat
 from pathlib import Path
 from typing import Any
 
+from pq.atomic import write_atomic
 from pq.errors import ConfigError, GitError
 from pq.faults import checkpoint
 from pq.git.repo import Git
 from pq.model.series import PATCHES_DIR, SERIES_FILE
-from pq.queue.files import set_index, write_atomic
 
 QUEUE_PATHS = (SERIES_FILE, PATCHES_DIR)
 LOG_REF = "refs/pq/oplog"  # the log's own ref (pq.oplog.log): no snapshot records it
@@ -40,15 +40,12 @@ def take(git: Git, commits: set[str] | None = None,
     head_ref = None
     refs: dict[str, str] = {}
     named = commits if commits is not None else set()
-    out = git.text("for-each-ref", "--format=%(HEAD)\t%(objecttype)\t%(objectname)\t%(refname)",
-                   "refs/heads/", "refs/pq/")
-    for line in out.splitlines():
-        current, kind, sha, name = line.split("\t", 3)
+    for name, kind, sha, is_head in git.list_refs("refs/heads/", "refs/pq/"):
         if name != LOG_REF and not name.startswith(LOG_REF + "/"):
             refs[name] = sha
             if kind == "commit":
                 named.add(sha)
-            if current == "*":
+            if is_head:
                 head_ref = name
     head_commit = refs.get(head_ref) if head_ref else None
     if head_ref is None:
@@ -60,7 +57,7 @@ def take(git: Git, commits: set[str] | None = None,
     files: dict[str, str] = {}
     for qp in queue_paths:
         files.update(_store_tree(git, git.root / qp, qp))
-    index = sorted(git.text("ls-files", "-s", "-z", "--", *queue_paths).split("\0"))
+    index = sorted(git.ls_files(queue_paths, stage=True))
     state: dict[str, str] = {}
     for child in state_children(git.pq_dir()):
         state.update(_store_tree(git, child, child.name, STATE_MAX_BYTES))
@@ -74,16 +71,12 @@ def _conflict(git: Git, queue_paths: tuple[str, ...]) -> dict[str, Any]:
     """While a rebase is in progress: every other path whose index entry or file differs
     from HEAD (a conflict shown in the working tree, a resolution being staged), exactly."""
     env = {"GIT_LITERAL_PATHSPECS": "1"}
-    changed = set()
-    for args in (("diff-index", "--cached", "--name-only", "-z", "HEAD"),
-                 ("diff-files", "--name-only", "-z")):
-        out = git.run_proc(*args, env=env).stdout
-        changed |= {p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p}
+    changed = git.changed_from_head(env)
     paths = sorted(p for p in changed
                    if not any(p == q or p.startswith(q + "/") for q in queue_paths))
     if not paths:
         return {}
-    listed = git.text("ls-files", "-s", "-z", "--", *paths, env=env).split("\0")
+    listed = git.ls_files(paths, stage=True, env=env)
     files: dict[str, str] = {}
     for p in paths:
         files.update(_store_tree(git, git.root / p, p))
@@ -136,13 +129,7 @@ def _store_tree(git: Git, path: Path, rel: str, max_bytes: int | None = None
 
 
 def read_refs(git: Git) -> dict[str, str]:
-    out = git.text("for-each-ref", "--format=%(refname) %(objectname)", "refs/heads/",
-                   "refs/pq/")
-    refs = {}
-    for line in out.splitlines():
-        name, _, sha = line.partition(" ")
-        refs[name] = sha
-    return refs
+    return {name: sha for name, _, sha, _ in git.list_refs("refs/heads/", "refs/pq/")}
 
 
 def clear_queue(git: Git, commit: str, current: Snapshot) -> None:
@@ -150,7 +137,7 @@ def clear_queue(git: Git, commit: str, current: Snapshot) -> None:
     their index entries become the commit's and the files go (they are in `current`)."""
     entries = [f"{mode} {obj} 0\t{path}" for mode, _, obj, path in git.ls_tree(commit,
                                                                                   QUEUE_PATHS)]
-    set_index(git, current["index"], entries, refresh=False)
+    git.set_index_entries(current["index"], entries, refresh=False)
     for rel in current["files"]:
         checkpoint("unlink " + rel)
         (git.root / rel).unlink(missing_ok=True)
@@ -162,9 +149,7 @@ def write_conflict(git: Git, worktree: dict[str, Any]) -> None:
     if not paths:
         return
     removed = [f"0 {git.null_id()}\t{p}" for p in paths]
-    git.run("update-index", "-z", "--index-info",
-            input="".join(x + "\0" for x in removed + sorted(worktree["index"])).encode(
-                "utf-8", "surrogateescape"))
+    git.update_index_info(removed + sorted(worktree["index"]))
     for p in paths:
         path = git.root / p
         if p in worktree["files"]:
@@ -192,10 +177,9 @@ def write_queue(git: Git, files: dict[str, str], index: list[str]) -> None:
                 d.rmdir()
         if not any(pdir.iterdir()):
             pdir.rmdir()
-    now = [e for e in git.text("ls-files", "-s", "-z", "--", *QUEUE_PATHS).split("\0") if e]
-    if sorted(now) != sorted(index):
-        set_index(git, now, index, refresh=False)
-    git.run("update-index", "-q", "--refresh", ok_codes=(0, 1))
+    now = git.ls_files(QUEUE_PATHS, stage=True)
+    git.set_index_entries(now, index, refresh=False)
+    git.refresh_index()
 
 
 def _present_files(root: Path) -> set[str]:

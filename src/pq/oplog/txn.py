@@ -26,7 +26,7 @@ from pq.oplog.snapshot import Snapshot, take
 
 _active: dict[str, Transaction] = {}
 _invocation: list[str | None] = [None]  # the command line as the user typed it
-_TEMP_NAME = re.compile(r"^\..+\.[A-Za-z0-9_]{8}\.tmp$")  # queue.files.write_atomic's
+_TEMP_NAME = re.compile(r"^\..+\.[A-Za-z0-9_]{8}\.tmp$")  # pq.atomic.write_atomic's
 
 
 def set_invocation(command: str | None) -> None:

@@ -303,20 +303,15 @@ def restore(git: Git, p: Plan, current: Snapshot) -> None:
     if moving:
         assert commit_now is not None and commit_then is not None
         # Files whose stat data changed but whose bytes did not must not count as edits.
-        git.run("update-index", "-q", "--refresh", ok_codes=(0, 1))
+        git.refresh_index()
         clear_queue(git, commit_now, current)
-        if head_then == head_now and head_then != "HEAD":
-            args = ["reset", "--keep", "-q", commit_then]
-        elif head_then == "HEAD":
-            args = ["checkout", "-q", "--detach", commit_then]
-        elif current["refs"].get(head_then) != commit_then:
-            args = ["checkout", "-q", "-B", head_then.removeprefix("refs/heads/"), commit_then]
-        else:
-            args = ["checkout", "-q", head_then.removeprefix("refs/heads/")]
-        proc = git.run_proc(*args, env=env)
-        if proc.returncode != 0:
+        branch = None if head_then == "HEAD" else head_then.removeprefix("refs/heads/")
+        moved, stderr = git.try_move_head(
+            commit_then, branch, keep=head_then == head_now and branch is not None,
+            create=current["refs"].get(head_then) != commit_then, env=env)
+        if not moved:
             write_queue(git, current["files"], current["index"])
-            raise ConfigError(_checkout_failure(proc.stderr, p),
+            raise ConfigError(_checkout_failure(stderr, p),
                               hint="commit or stash those changes (`git stash`), then run it "
                                    "again")
     # 2. Every other ref, in one atomic update (the branch HEAD moved with is done).
@@ -335,17 +330,10 @@ def restore(git: Git, p: Plan, current: Snapshot) -> None:
 def _update_refs(git: Git, refs: dict[str, str | None], now: dict[str, str],
                  env: dict[str, str]) -> None:
     """One atomic `update-ref --stdin`, each update checked against the value we saw."""
-    lines = []
-    for ref, value in sorted(refs.items()):
-        old = now.get(ref) or git.null_id()
-        if value is None:
-            if ref in now:
-                lines.append(f"delete {ref} {old}\n")
-        elif value != now.get(ref):
-            lines.append(f"update {ref} {value} {old}\n")
-    if lines:
-        git.run("update-ref", "-m", env["GIT_REFLOG_ACTION"], "--stdin",
-                input="".join(lines).encode())
+    updates = [(ref, value, now.get(ref) or git.null_id())
+               for ref, value in sorted(refs.items())
+               if ((ref in now) if value is None else value != now.get(ref))]
+    git.update_refs(updates, env["GIT_REFLOG_ACTION"])
 
 
 def _checkout_failure(stderr: bytes, p: Plan) -> str:

@@ -10,14 +10,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import subprocess
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pq import __version__
+from pq import __version__, process
 from pq.errors import ConfigError
 from pq.git.gateway import clean_env
 from pq.git.objects import CommitId
@@ -107,7 +106,7 @@ def _load_cache(git: Git) -> list[dict[str, Any]]:
 
 
 def _store_cache(git: Git, entries: list[dict[str, Any]]) -> None:
-    from pq.queue.files import write_atomic
+    from pq.atomic import write_atomic
 
     data = {"version": 1, "passed": entries[-CACHE_ENTRIES:]}
     try:
@@ -213,7 +212,7 @@ def run_chained(path: str, args: Sequence[str], stdin: bytes) -> tuple[str, int]
     if not os.access(path, os.X_OK):
         return (path, 0)  # git ignores a hook that is not executable; so does pq
     try:
-        rc = subprocess.run([path, *args], input=stdin, check=False).returncode
+        rc = process.passthrough([path, *args], input=stdin)
     except OSError as exc:
         raise ConfigError(f"cannot run the chained hook {path}: {exc.strerror}",
                           hint="make it an executable script, or `pq hook uninstall`") from None

@@ -8,10 +8,10 @@ series no longer lists, so an interrupted write never leaves a half-written file
 from __future__ import annotations
 
 import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from pq.atomic import write_atomic
 from pq.errors import ConfigError
 from pq.faults import checkpoint
 from pq.git.repo import Git
@@ -120,50 +120,6 @@ def _read(path: Path) -> bytes:
         raise ConfigError(f"cannot read: {exc.strerror}", path=str(path)) from None
 
 
-def write_atomic(path: Path, data: bytes) -> None:
-    """Replace `path` with `data` so that readers see the old or the new file, never half."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if path.is_file() and not path.is_symlink():
-        try:
-            if path.read_bytes() == data:
-                return
-        except OSError:
-            pass
-    checkpoint("write " + path.name)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        checkpoint("rename " + path.name)
-        if path.exists():
-            os.chmod(tmp, path.stat().st_mode & 0o777)
-        else:
-            os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    _fsync_dir(path.parent)
-
-
-def _fsync_dir(path: Path) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
 def is_queue_file(path: str) -> bool:
     """series.yaml, or a patch file (patches/*.patch); other files in patches/ are the
     user's, and pq leaves them alone."""
@@ -177,17 +133,6 @@ def index_entries(git: Git) -> list[str]:
                   if is_queue_file(e.split("\t", 1)[1]))
 
 
-def set_index(git: Git, now: list[str], entries: list[str], refresh: bool = True) -> None:
-    """Replace the index entries `now` (`git ls-files -s` lines) with `entries`; with
-    `refresh`, stat data is refreshed, so that unchanged files do not look modified."""
-    if sorted(now) == sorted(entries):
-        return
-    lines = [f"0 {git.null_id()}\t{path}" for path in sorted({e.split("\t", 1)[1] for e in now})]
-    git.update_index_info(lines + sorted(entries))
-    if refresh:
-        git.refresh_index()
-
-
 def reset_to_head(git: Git, paths: list[str]) -> None:
     """Make the files `paths` as HEAD has them, in the index and the working tree, so that
     moving HEAD neither refuses nor leaves them behind: HEAD's are checked out again by git
@@ -198,7 +143,7 @@ def reset_to_head(git: Git, paths: list[str]) -> None:
     head = {path for *_, path in git.ls_tree("HEAD", paths)} & set(paths)
     gone = sorted(set(paths) - head)
     if gone:
-        set_index(git, git.ls_files(gone, stage=True, literal=True), [], refresh=False)
+        git.set_index_entries(git.ls_files(gone, stage=True, literal=True), [], refresh=False)
         for path in gone:
             if os.path.lexists(git.root / path):
                 checkpoint("unlink " + path)

@@ -24,7 +24,6 @@ from pq.queue.files import (
     read_tree,
     read_worktree,
     reset_to_head,
-    set_index,
     write_worktree,
 )
 
@@ -219,7 +218,7 @@ def commit_queue(git: Git, message: str, queue: Queue | None = None,
              for name, data in queue.files.items()]
     assert queue.series_bytes is not None
     exact.append(f"100644 {git.write_blob(queue.series_bytes)} 0\t{SERIES_FILE}")
-    set_index(git, index_entries(git), exact)
+    git.set_index_entries(index_entries(git), exact)
     staged = []
     for rec in git.ls_files(qp, stage=True):
         meta, path = rec.split("\t", 1)

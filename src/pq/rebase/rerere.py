@@ -296,7 +296,7 @@ def _read_cache(git: Git) -> dict[str, dict[str, Any]]:
 
 
 def _write_cache(git: Git, data: dict[str, dict[str, Any]]) -> None:
-    from pq.queue.files import write_atomic
+    from pq.atomic import write_atomic
 
     write_atomic(_cache_path(git), (json.dumps(data, indent=1, sort_keys=True) + "\n").encode())
 

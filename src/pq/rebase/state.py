@@ -15,18 +15,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pq.atomic import write_atomic
 from pq.errors import ConfigError, GitError, OperationFailed
 from pq.faults import checkpoint
 from pq.git.repo import Git
 from pq.model import series as series_mod
 from pq.model.series import PATCHES_DIR, SERIES_FILE
-from pq.queue.files import (
-    Queue,
-    index_entries,
-    reset_to_head,
-    set_index,
-    write_atomic,
-)
+from pq.queue.files import Queue, index_entries, reset_to_head
 from pq.rebase import rerere as rerere_mod
 
 STATE_VERSION = 1
@@ -420,7 +415,7 @@ def restore(git: Git, state: RebaseState) -> None:
         clear_git_merge_files(git)
     set_queue_files(git, dict(state.queue_before))
     if state.index_before is not None:
-        set_index(git, index_entries(git), state.index_before, refresh=False)
+        git.set_index_entries(index_entries(git), state.index_before, refresh=False)
         git.refresh_index()
     set_orig_head(git, state.branch, state.prev_orig_head, "pq rebase --abort")
     legacy = state.prev_legacy_orig_head

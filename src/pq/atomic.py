@@ -1,0 +1,58 @@
+"""Atomic file writes: a reader sees the old file or the new one, never half of either.
+
+The one writer of every file pq keeps (series.yaml, patches/, its own state under
+`.git/pq/`): a temporary file in the same folder, fsync, rename, fsync of the folder; an
+unchanged file is not rewritten. Each step is a fault-injection checkpoint (pq.faults).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+from pq.faults import checkpoint
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Replace `path` with `data` so that readers see the old or the new file, never half."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.is_file() and not path.is_symlink():
+        try:
+            if path.read_bytes() == data:
+                return
+        except OSError:
+            pass
+    checkpoint("write " + path.name)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        checkpoint("rename " + path.name)
+        if path.exists():
+            os.chmod(tmp, path.stat().st_mode & 0o777)
+        else:
+            os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    _fsync_dir(path.parent)
+
+
+def _fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

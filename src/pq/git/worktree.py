@@ -1,0 +1,147 @@
+"""Verbs on the index and the working tree: listing, staging, checking out, moving HEAD
+with the files, cherry-picks and rerere, and the throwaway worktrees of the gate.
+
+A mixin of `pq.git.repo.Git`; every verb here changes or reads what a user sees in
+`git status`, so each is one git command that refuses rather than overwrite their work.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Sequence
+from pathlib import Path
+
+from pq.git.gateway import stdin_lines, zsplit
+from pq.git.merge import Merging
+
+
+class WorkingTree(Merging):
+    def status_porcelain(self, untracked: bool = False, paths: Sequence[str] = (),
+                         all_untracked: bool = False, renames: bool = True
+                         ) -> list[tuple[str, str]]:
+        """(two-letter status code, path) of every changed path, as `git status` sees it."""
+        args = ["--literal-pathspecs", "status", "--porcelain=v1", "-z"]
+        args.append("--untracked-files=all" if all_untracked else
+                    "--untracked-files=normal" if untracked else "--untracked-files=no")
+        if not renames:
+            args.append("--no-renames")
+        fields = zsplit(self.run(*args, "--", *paths))
+        entries = []
+        i = 0
+        while i < len(fields):
+            code, path = fields[i][:2], fields[i][3:]
+            i += 2 if code[0] in "RC" else 1  # a rename's source follows as its own field
+            entries.append((code, path))
+        return entries
+
+    def ls_files(self, paths: Sequence[str] = (), *, stage: bool = False,
+                 cached: bool = False, others: bool = False, literal: bool = False,
+                 env: dict[str, str] | None = None) -> list[str]:
+        """`git ls-files` records (`-s`: "mode id stage\\tpath"); `others`: untracked
+        files, ignored ones left out."""
+        args = ["--literal-pathspecs"] if literal else []
+        args += ["ls-files", "-z"]
+        args += ["-s"] if stage else []
+        args += ["--cached"] if cached else []
+        args += ["--others", "--exclude-standard"] if others else []
+        return zsplit(self.run(*args, "--", *paths, env=env))
+
+    def add(self, paths: Sequence[str], *, all: bool = False) -> None:
+        """Stage `paths` (literal paths; `all`: removals too)."""
+        self.run("--literal-pathspecs", "add", *(["-A"] if all else []), "--", *paths)
+
+    def refresh_index(self) -> None:
+        self.run("update-index", "-q", "--refresh", ok_codes=(0, 1))
+
+    def hash_files(self, paths: Sequence[str]) -> list[str]:
+        """The blob id `git add` would give each working-tree file (filters applied)."""
+        return self.text("-c", "core.safecrlf=false", "hash-object", "--stdin-paths",
+                         input=stdin_lines(paths)).split()
+
+    def store_file(self, path: str) -> None:
+        """Write the blob `git add` would make of a working-tree file."""
+        self.run("-c", "core.safecrlf=false", "hash-object", "-w", "--", path)
+
+    def checkout(self, rev: str, detach: bool = False, env: dict[str, str] | None = None
+                 ) -> None:
+        """Switch HEAD to `rev` (a branch name; `detach`: any commit), updating the files."""
+        self.run("checkout", "-q", *(["--detach"] if detach else []), rev, env=env)
+
+    def checkout_paths(self, paths: Sequence[str], rev: str | None = None,
+                       merge: bool = False) -> None:
+        """Write `paths` from `rev` (or the index) into the working tree (`merge`: the
+        conflict again, from the index's stages)."""
+        self.run("--literal-pathspecs", "checkout", *(["-m"] if merge else ["-q"]),
+                 *([rev] if rev else []), "--", *paths)
+
+    def reset(self, mode: str, rev: str, env: dict[str, str] | None = None) -> None:
+        """`git reset --<mode>` (hard, keep) of the current branch to `rev`."""
+        self.run("reset", f"--{mode}", "-q", rev, env=env)
+
+    def cherry_pick_no_commit(self, pick: str, config: Sequence[str] = (),
+                              env: dict[str, str] | None = None) -> tuple[int, str]:
+        """`git cherry-pick --no-commit` with `-c` settings: (exit code, git's stderr)."""
+        settings = [a for c in config for a in ("-c", c)]
+        proc = self.run_proc(*settings, "cherry-pick", "--no-commit", pick, env=env)
+        return proc.returncode, proc.stderr.decode("utf-8", "replace")
+
+    def rerere(self) -> None:
+        """Record the resolutions of the conflicts git rerere follows."""
+        self.run("-c", "rerere.enabled=true", "rerere")
+
+    def set_index_entries(self, now: list[str], entries: list[str], refresh: bool = True
+                          ) -> None:
+        """Replace the index entries `now` (`git ls-files -s` lines) with `entries`; with
+        `refresh`, stat data is refreshed, so that unchanged files do not look modified."""
+        if sorted(now) == sorted(entries):
+            return
+        gone = sorted({e.split("\t", 1)[1] for e in now})
+        self.update_index_info([f"0 {self.null_id()}\t{path}" for path in gone] + sorted(entries))
+        if refresh:
+            self.refresh_index()
+
+    def changed_from_head(self, env: dict[str, str] | None = None) -> set[str]:
+        """Paths whose index entry differs from HEAD's or whose file differs from the
+        index's: what `git status` lists as staged or not staged."""
+        changed: set[str] = set()
+        for args in (("diff-index", "--cached", "--name-only", "-z", "HEAD"),
+                     ("diff-files", "--name-only", "-z")):
+            changed.update(zsplit(self.run_proc(*args, env=env).stdout))
+        return changed
+
+    def try_move_head(self, commit: str, branch: str | None, *, keep: bool = False,
+                      create: bool = False, env: dict[str, str] | None = None
+                      ) -> tuple[bool, bytes]:
+        """Move HEAD, the index and the working tree to `commit` in one git command, which
+        refuses rather than overwrite uncommitted work: `keep` resets the current branch
+        (`reset --keep`); otherwise `branch` (None: detached) is checked out, made to
+        point at `commit` first when `create`. (done, git's stderr)."""
+        if keep:
+            args = ["reset", "--keep", "-q", commit]
+        elif branch is None:
+            args = ["checkout", "-q", "--detach", commit]
+        elif create:
+            args = ["checkout", "-q", "-B", branch, commit]
+        else:
+            args = ["checkout", "-q", branch]
+        proc = self.run_proc(*args, env=env)
+        return proc.returncode == 0, proc.stderr
+
+    def add_worktree(self, path: Path, commit: str) -> None:
+        """A detached worktree of `commit` at `path`, with no hook of the user's run."""
+        self.run("-c", "core.hooksPath=/dev/null", "worktree", "add", "--detach", "--force",
+                 str(path), commit)
+
+    def remove_worktree(self, path: Path) -> None:
+        """Remove a worktree (dirty or locked alike), its folder even where git could not,
+        and what git keeps about it."""
+        self.run_proc("worktree", "remove", "--force", "--force", str(path))
+        shutil.rmtree(path, ignore_errors=True)
+        self.run_proc("worktree", "prune")
+
+    def worktree_paths(self) -> list[Path]:
+        """The folders of every worktree git knows, the main one first."""
+        out = self.run_proc("worktree", "list", "--porcelain").stdout
+        return [Path(line[len("worktree "):]) for line in
+                out.decode("utf-8", "surrogateescape").splitlines()
+                if line.startswith("worktree ")]
