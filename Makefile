@@ -1,11 +1,12 @@
-# Entry points: `make demo` (its own environment, then the demo), `make test`, and
+# Entry points: `make demo` (its own environment, then the demo), `make test` (the whole
+# suite), `make test-fast` (the edit loop: no compat, no slow end-to-end modules), and
 # `make docs` (rewrites the output of every example session in README.md and docs/*.md).
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.pq-installed
 
-.PHONY: demo test lint bench docs clean
+.PHONY: demo test test-fast lint bench docs clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -17,6 +18,9 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest -q
+
+test-fast: $(STAMP)
+	$(PY) -m pytest -q -m "not compat and not slow"
 
 docs: $(STAMP)
 	$(PY) -m tests.transcripts --update

@@ -1,4 +1,6 @@
-"""Hermetic git for every test: a private HOME, no system config, fixed identities and dates."""
+"""Hermetic git for every test: a private HOME, no system config, fixed identities and dates.
+Also the `slow` mark: the end-to-end modules that `make test-fast` leaves out (tests/ mirrors
+the package: model/ and queue/ hold fast unit tests; test files need unique base names)."""
 
 from __future__ import annotations
 
@@ -34,3 +36,15 @@ def hermetic_git(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.M
         "[init]\n\tdefaultBranch = main\n[advice]\n\tdetachedHead = false\n"
         "[core]\n\tautocrlf = false\n")
     yield
+
+
+# End-to-end modules that dominate the suite's time (measured; see `make test-fast`).
+SLOW_MODULES = frozenset({
+    "test_faults.py", "test_hostile.py", "test_transcripts.py", "test_hostile_content.py",
+})
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.path.name in SLOW_MODULES:
+            item.add_marker(pytest.mark.slow)

@@ -16,7 +16,7 @@ from pq.git.objects import Person
 from pq.model import patchfile
 from pq.model.patchfile import PatchFile
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 # -- the property: parse(render(p)) == p ------------------------------------------------
 

@@ -20,7 +20,7 @@ from typing import Any
 import yaml
 from gitrepo import commit_all, git, make_fork, make_upstream, pq, write
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 REAL_MRE = ROOT / "mre"
 ISSUE = "https://github.com/PaddlePaddle/Paddle/issues/{}"
 

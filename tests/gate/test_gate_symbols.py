@@ -127,7 +127,7 @@ def test_paddle_compat_build_names_the_api_that_dies_at_load(tmp_path: Path) -> 
     pytest.importorskip("paddle")
     import sys
 
-    example = Path(__file__).parent.parent / "src/pq/demo/example/upstream"
+    example = Path(__file__).parents[2] / "src/pq/demo/example/upstream"
     files = {str(p.relative_to(example)): p.read_text() for p in example.rglob("*")
              if p.is_file() and "__pycache__" not in p.parts}
     files["setup.py"] = "import paddle\npaddle.enable_compat()\n" + files["setup.py"].replace(

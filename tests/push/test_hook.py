@@ -16,7 +16,7 @@ from gitrepo import commit_all, git, make_fork, origin_with_hook, pq, write
 
 from pq.push import install
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 # -- scenario helpers --------------------------------------------------------------------

@@ -229,7 +229,7 @@ def test_gate_docs_note_example_matches_what_pq_writes() -> None:
 
     from pq.gate import result as R
 
-    doc = (Path(__file__).parent.parent / "docs" / "gate.md").read_text()
+    doc = (Path(__file__).parents[2] / "docs" / "gate.md").read_text()
     session = re.search(r"### An example session\n\n(?:<!--.*?-->\n)?```\n\$ pq gate\n(.*?)\n\$ echo", doc, re.S)
     assert session is not None
     summary_line = next(ln for ln in session.group(1).splitlines()
@@ -253,7 +253,7 @@ def test_gate_docs_note_example_matches_what_pq_writes() -> None:
 def test_environment_variables_and_log_options_are_documented() -> None:
     import re
 
-    root = Path(__file__).parent.parent
+    root = Path(__file__).parents[2]
     docs = (root / "README.md").read_text() + "".join(
         p.read_text() for p in sorted((root / "docs").glob("*.md")))
     used = {m for p in (root / "src" / "pq").rglob("*.py")
@@ -338,7 +338,7 @@ def test_workaround_paths_follow_an_upstream_rename(tmp_path: Path) -> None:
 def test_item_13_plain_cpp_is_kernel_and_the_readme_says_so() -> None:
     from pq.model import layers
 
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     assert layers.classify_path("csrc/kernel/scale_add.cc", b"float f(float x) { return x; }\n") \
         == "kernel"
     assert layers.classify_path("csrc/ops.cc", b"#include <torch/extension.h>\nat::Tensor t;\n") \

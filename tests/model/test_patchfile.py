@@ -1,0 +1,149 @@
+"""pq.model.patchfile without a repository: render/parse round trips exactly, what
+`git format-patch` writes reads as git means it, refusals name file and line, and the
+Pq-Patch trailer round trips."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pq.errors import ConfigError
+from pq.git.objects import Person
+from pq.model import patchfile
+from pq.model.patchfile import PatchFile
+
+AUTHOR = Person("A U Thor", "author@example.com", "1700000000 +0100")
+DIFF = (b"diff --git a/pkg/x.py b/pkg/x.py\n--- a/pkg/x.py\n+++ b/pkg/x.py\n"
+        b"@@ -1 +1 @@\n-old\n+new\n")
+
+
+def roundtrip(patch: PatchFile) -> PatchFile:
+    return patchfile.parse(patchfile.render(patch), "patches/0001-x.patch")
+
+
+@pytest.mark.parametrize("message", [
+    "subject only\n",
+    "subject\n\nbody line\n\nSigned-off-by: A <a@b>\n",
+    "no final newline",
+    "trailing spaces  \n\nbody  \n",
+    "crlf\r\n\r\nbody\r\n",
+    "two\nsubject lines\n",
+    "dashes\n\n---\ndiff --git a/x b/x\nin the message\n",
+    "umlauts äö\n\nbody ü\n",
+    "bytes \udcff\udcfe not UTF-8\n",
+    "[PATCH] looks like a prefix\n",
+    "\n\nleading blank lines\n",
+])
+def test_messages_round_trip(message: str) -> None:
+    patch = PatchFile(AUTHOR, message, DIFF)
+    assert roundtrip(patch) == patch
+
+
+@pytest.mark.parametrize("author", [
+    Person("Müller, Jörg", "jm@example.com", "1700000000 -0530"),
+    Person("", "", "0 +0000"),
+    Person("名前", "ünicode@exämple.com", "1700000000 +1400"),
+])
+def test_authors_round_trip(author: Person) -> None:
+    patch = PatchFile(author, "s\n", DIFF)
+    assert roundtrip(patch).author == author
+
+
+def test_empty_diff_headers_and_encoding_round_trip() -> None:
+    patch = PatchFile(AUTHOR, "empty commit\n", b"", headers=(("X-Custom", "kept ü"),),
+                      encoding="ISO-8859-1")
+    assert roundtrip(patch) == patch
+
+
+@settings(max_examples=200, deadline=None)
+@given(message=st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=1),
+       name=st.text(st.characters(exclude_characters="<>\n\r\x00", codec="utf-8",
+                                  exclude_categories=("Cs", "Cc")), max_size=20))
+def test_any_message_and_name_round_trip(message: str, name: str) -> None:
+    patch = PatchFile(Person(name, "a@b.c", "1700000000 +0000"), message, DIFF)
+    assert roundtrip(patch) == patch
+
+
+def test_plain_patch_is_plain_mail() -> None:
+    data = patchfile.render(PatchFile(AUTHOR, "glue: scoped compat\n\nWhy.\n", DIFF))
+    assert data == (patchfile.MBOX_FROM
+                    + b"From: A U Thor <author@example.com>\n"
+                      b"Date: Tue, 14 Nov 2023 23:13:20 +0100\n"
+                      b"Subject: [PATCH] glue: scoped compat\n\nWhy.\n---\n" + DIFF)
+
+
+def test_reads_what_git_format_patch_writes() -> None:
+    data = (b"From 1234567890123456789012345678901234567890 Mon Sep 17 00:00:00 2001\n"
+            b"From: =?UTF-8?q?J=C3=B6rg=20M=C3=BCller?= <jm@example.com>\n"
+            b"Date: Tue, 14 Nov 2023 23:13:20 +0100\n"
+            b"Subject: [PATCH 2/3] a subject that is long enough to be\n folded by git\n"
+            b"MIME-Version: 1.0\nContent-Type: text/plain; charset=UTF-8\n"
+            b"Content-Transfer-Encoding: 8bit\n\nThe body.\n---\n" + DIFF)
+    patch = patchfile.parse(data, "p.patch")
+    assert patch.author == Person("Jörg Müller", "jm@example.com", "1700000000 +0100")
+    assert patch.message == "a subject that is long enough to be folded by git\n\nThe body.\n"
+    assert patch.diff == DIFF and patch.headers == ()
+
+
+@pytest.mark.parametrize("data,expected", [
+    (b"garbage", "p.patch:1: no mail header"),
+    (b"From: a <a@b>\nSubject: s\n\n---\n", "p.patch:1: missing `Date:` header"),
+    (b"From: a <a@b>\nDate: yesterday\nSubject: s\n\n", "p.patch:1: bad Date: header"),
+    (b"From: a <a@b>\nnot a header\n\n", "p.patch:3: bad header line 'not a header'"),
+    (b"From: a <a@b>\nDate: Tue, 14 Nov 2023 23:13:20 +0100\nSubject: s\n\nbody\n",
+     "p.patch:5: no diff found"),
+    (b"From: a <a@b>\nDate: Tue, 14 Nov 2023 23:13:20 +0100\nSubject: s\nX-Pq-Message: 99\n"
+     b"\nshort\n---\n", "p.patch:6: the message is not 99 bytes"),
+    (b"From: a <a@b>\nDate: Tue, 14 Nov 2023 23:13:20 +0100\nSubject: s\n\n---\n"
+     b"diff --git a/x b/x\n--- a/x\n+++ b/../x\n@@ -1 +1 @@\n-a\n+b\n",
+     "p.patch:8: "),
+])
+def test_refusals_name_the_line(data: bytes, expected: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        patchfile.parse(data, "p.patch")
+    assert str(info.value).startswith(expected), str(info.value)
+
+
+def test_escaping_path_is_refused() -> None:
+    data = (b"From: a <a@b>\nDate: Tue, 14 Nov 2023 23:13:20 +0100\nSubject: s\n\n---\n"
+            b'diff --git "a/\\056\\056/x" "b/\\056\\056/x"\nnew file mode 100644\n')
+    with pytest.raises(ConfigError, match="outside the repository"):
+        patchfile.parse(data, "p.patch")
+
+
+@pytest.mark.parametrize("message", [
+    "s\n", "s", "s\n\nbody\n", "s\n\nSigned-off-by: a <b>\n", "s\n\nbody\n\n",
+    "s\n\nAcked-by: x\nSigned-off-by: y\n",
+])
+def test_trailer_round_trips(message: str) -> None:
+    with_trailer = patchfile.add_trailer(message, "0001-x.patch")
+    assert with_trailer.rstrip("\n").endswith("Pq-Patch: 0001-x.patch")
+    assert patchfile.strip_trailer(with_trailer) == (message, "0001-x.patch")
+    assert patchfile.strip_trailer(message) == (message, None)
+
+
+def test_trailer_joins_a_trailer_paragraph() -> None:
+    assert patchfile.add_trailer("s\n\nSigned-off-by: y\n", "n.patch") == \
+        "s\n\nSigned-off-by: y\nPq-Patch: n.patch\n"
+    assert patchfile.strip_trailer("s\n\nPq-Patch: n.patch\nSigned-off-by: y\n") == \
+        ("s\n\nSigned-off-by: y\n", "n.patch")
+
+
+def test_index_lines_go_except_on_binary_diffs() -> None:
+    text = b"diff --git a/x b/x\nindex 1234567..89abcde 100644\n--- a/x\n+++ b/x\n" \
+           b"@@ -1 +1 @@\n-index a\n+index b\n"
+    binary = b"diff --git a/y b/y\nindex 1111111..2222222 100644\nGIT binary patch\nliteral 1\n"
+    assert patchfile.strip_index_lines(text + binary) == (
+        b"diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1 +1 @@\n-index a\n+index b\n" + binary)
+    assert patchfile.split_sections(text + binary) == [text, binary]
+
+
+@pytest.mark.parametrize("raw,path", [
+    (b"plain/name", "plain/name"),
+    (b'"tab\\there"', "tab\there"),
+    (b'"\\303\\244"', "ä"),
+    (b'"quote\\"d"', 'quote"d'),
+])
+def test_unquote_path_reads_git_quoting(raw: bytes, path: str) -> None:
+    assert patchfile.unquote_path(raw) == path

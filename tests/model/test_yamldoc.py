@@ -1,0 +1,80 @@
+"""pq.model.yamldoc without a repository: located values, the refusals (each with its
+file:line:column), and the deterministic dump."""
+
+from __future__ import annotations
+
+import pytest
+
+from pq.errors import ConfigError
+from pq.model import yamldoc
+
+
+def error_of(text: bytes) -> str:
+    with pytest.raises(ConfigError) as info:
+        yamldoc.load(text, "f.yaml")
+    return str(info.value)
+
+
+def test_values_and_their_positions() -> None:
+    doc = yamldoc.load(b"a: 1\nb:\n  - x\n  - {c: true, d: null}\n", "f.yaml")
+    assert doc.data == {"a": 1, "b": ["x", {"c": True, "d": None}]}
+    assert doc.marks[("a",)] == (1, 4)
+    assert doc.marks[("b", 0)] == (3, 5)
+    assert doc.marks[("b", 1, "d")] == (4, 18)
+    assert doc.where(("b", 1, "missing", "deeper")) == (4, 5)  # the nearest located parent
+    assert doc.text.startswith("a: 1\n") and doc.filename == "f.yaml"
+
+
+def test_empty_document_is_none() -> None:
+    assert yamldoc.load(b"", "f.yaml").data is None
+    assert yamldoc.load(b"# only a comment\n", "f.yaml").data is None
+
+
+def test_dates_and_binary_stay_text() -> None:
+    assert yamldoc.load(b"d: 2024-01-02\n", "f.yaml").data == {"d": "2024-01-02"}
+
+
+def test_located_error_names_file_line_column() -> None:
+    doc = yamldoc.load(b"a:\n  b: 2\n", "f.yaml")
+    err = doc.error(("a", "b"), "bad b", hint="fix b")
+    assert str(err) == "f.yaml:2:6: bad b" and err.hint == "fix b"
+    assert (err.path, err.line, err.column) == ("f.yaml", 2, 6)
+
+
+@pytest.mark.parametrize("text,expected", [
+    (b"a: &x 1\nb: *x\n", "f.yaml:1:4: invalid YAML: anchors and aliases are not allowed"),
+    (b"a: 1\na: 2\n", "f.yaml:2:1: duplicate key 'a'"),
+    (b"base: {x: 1}\nother:\n  <<: {y: 2}\n", "f.yaml:3:3: YAML merge keys (<<)"),
+    (b"? [a]\n: 1\n", "f.yaml:1:3: mapping keys must be plain strings"),
+    (b"a: [1, 2\n", "f.yaml:2:1: invalid YAML:"),
+    (b"a: 1\n---\nb: 2\n", "f.yaml:2:1: invalid YAML:"),
+    (b"ok: 1\nbad: \xff\n", "f.yaml:2:6: not valid UTF-8 (byte 0xff)"),
+    pytest.param(b"a: !!int x\n", "f.yaml:1:4: bad value:", marks=pytest.mark.xfail(
+        raises=ValueError, strict=True,
+        reason="known bug: yamldoc._build catches only YAMLError; PyYAML's int constructor "
+               "raises ValueError, which reaches the user as an internal error")),
+])
+def test_refusals_are_located(text: bytes, expected: str) -> None:
+    assert error_of(text).startswith(expected)
+
+
+def test_depth_limit_is_exact() -> None:
+    def nested(n: int) -> bytes:
+        return b"[" * n + b"]" * n
+
+    assert yamldoc.load(nested(yamldoc.MAX_DEPTH), "f.yaml").data is not None
+    assert f"nested deeper than {yamldoc.MAX_DEPTH} levels" in error_of(
+        nested(yamldoc.MAX_DEPTH + 1))
+
+
+def test_size_limits() -> None:
+    assert "more than pq reads" in error_of(b"#" * (yamldoc.MAX_BYTES + 1))
+    assert "too many nodes" in error_of(b"- a\n" * yamldoc.MAX_NODES)
+
+
+def test_dump_is_deterministic_block_yaml_that_loads_back() -> None:
+    shared = {"k": "v"}
+    data = {"z": 1, "a": [shared, shared], "text": "two\nlines\n", "u": "ümlaut"}
+    out = yamldoc.dump(data)
+    assert out == ("z: 1\na:\n  - k: v\n  - k: v\ntext: |\n  two\n  lines\nu: ümlaut\n")
+    assert yamldoc.load(out.encode(), "f.yaml").data == data
