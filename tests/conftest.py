@@ -41,6 +41,7 @@ def hermetic_git(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.M
 # End-to-end modules that dominate the suite's time (measured; see `make test-fast`).
 SLOW_MODULES = frozenset({
     "test_faults.py", "test_hostile.py", "test_transcripts.py", "test_hostile_content.py",
+    "test_demo.py",
 })
 
 
