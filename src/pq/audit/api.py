@@ -242,7 +242,8 @@ def patch_input(series: Series, index: int, queue: Queue, wa: Workaround | None 
             return SERIES_FILE
         return f"{SERIES_FILE}:{line}" + (f":{col}" if col is not None else "")
 
-    problem = source.problem(wa.mre) if source and wa is not None and wa.mre else None
+    problem = (source.problem(wa.mre) if source is not None and wa is not None and wa.mre
+               else None)
     return PatchInput(entry=entry, index=index, workaround=wa,
                       files=pf.files, headers=pf.headers,
                       mre_problem=problem, locate=locate)
