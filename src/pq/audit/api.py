@@ -50,6 +50,10 @@ class Acknowledged:
     reason: str
     location: str  # where the acknowledgement is written
 
+    def to_data(self) -> dict[str, str | None]:
+        return {**self.finding.to_data(), "reason": self.reason,
+                "acknowledged_at": self.location}
+
 
 @dataclass(frozen=True)
 class AuditReport:
@@ -112,7 +116,7 @@ def run_audit(
         source = mre.WorktreeSource(git.root)
     else:
         source = mre.TreeSource(git, rev, [w.mre for w in workarounds.values() if w.mre])
-    inputs = [_input(series, i, queue, workarounds.get(e.name), source)
+    inputs = [patch_input(series, i, queue, workarounds.get(e.name), source)
               for i, e in enumerate(series.patches)]
     inputs = copied_lines(git, series.base, inputs)
     facts = _facts(git, series, workarounds, upstream_rev=upstream_rev,
@@ -136,8 +140,8 @@ def run_audit(
         overall = conditions.combine(list(st))
         removal[name] = (overall, "; ".join(f"{s.condition.text}: {s.detail or s.state}"
                                             for s in st))
-    findings, acknowledged, unused = _acknowledge(rules.check_all(inputs, removal, strict),
-                                                  acks)
+    findings, acknowledged, unused = acknowledge(rules.check_all(inputs, removal, strict),
+                                                 acks, rules.AUDIT_IDS)
     by_patch: dict[str, list[str]] = {}
     for f in findings:
         by_patch.setdefault(f.patch, []).append(f.rule_id)
@@ -159,10 +163,12 @@ def run_audit(
         acknowledged=tuple(acknowledged), unused_acknowledgements=tuple(unused))
 
 
-def _acknowledge(findings: list[Finding], acks: list[metadata.Acknowledgement]
-                 ) -> tuple[list[Finding], list[Acknowledged], list[metadata.Acknowledgement]]:
+def acknowledge(findings: list[Finding], acks: list[metadata.Acknowledgement],
+                ran: Collection[str]
+                ) -> tuple[list[Finding], list[Acknowledged], list[metadata.Acknowledgement]]:
     """Split off the findings series.yaml acknowledges (same patch, same rule); also the
-    acknowledgements that match no finding any more (reported, so that they get removed)."""
+    acknowledgements of rules in `ran` (the rule ids the caller checked) that match no
+    finding any more (reported, so that they get removed). Shared by audit and lint."""
     by_key = {(a.patch, a.rule): a for a in acks}
     used: set[tuple[str, str]] = set()
     kept, acked = [], []
@@ -173,7 +179,7 @@ def _acknowledge(findings: list[Finding], acks: list[metadata.Acknowledgement]
         else:
             used.add((a.patch, a.rule))
             acked.append(Acknowledged(f, a.reason, a.location))
-    return kept, acked, [a for a in acks if (a.patch, a.rule) not in used]
+    return kept, acked, [a for a in acks if (a.patch, a.rule) not in used and a.rule in ran]
 
 
 def origins(path: str, old_path: str | None, upstream: Collection[str],
@@ -208,7 +214,7 @@ def copied_lines(git: Git, base: str, inputs: list[PatchInput]) -> list[PatchInp
             by_tail.setdefault(q.split("/", 1)[1], []).append(q)
     sources = {(f.path, f.old_path): origins(f.path, f.old_path, upstream, by_tail)
                for _i, f in wanted}
-    blobs = _read_files(git, base, sorted({q for qs in sources.values() for q in qs}))
+    blobs = read_files(git, base, sorted({q for qs in sources.values() for q in qs}))
     lines: dict[str, frozenset[str]] = {
         q: frozenset(data.decode("utf-8", "replace").splitlines())
         for q, data in blobs.items() if data is not None}
@@ -222,8 +228,9 @@ def copied_lines(git: Git, base: str, inputs: list[PatchInput]) -> list[PatchInp
             for i, p in enumerate(inputs)]
 
 
-def _input(series: Series, index: int, queue: Queue, wa: Workaround | None,
-           source: mre.Source) -> PatchInput:
+def patch_input(series: Series, index: int, queue: Queue, wa: Workaround | None = None,
+                source: mre.Source | None = None) -> PatchInput:
+    """One patch as the rules read it; its patch file is parsed here, once per run."""
     entry = series.patches[index]
     pf = patchfile.parse(queue.files[entry.name], f"{PATCHES_DIR}/{entry.name}")
 
@@ -233,7 +240,8 @@ def _input(series: Series, index: int, queue: Queue, wa: Workaround | None,
             return SERIES_FILE
         return f"{SERIES_FILE}:{line}" + (f":{col}" if col is not None else "")
 
-    problem = source.problem(wa.mre) if wa is not None and wa.mre else None
+    problem = (source.problem(wa.mre) if source is not None and wa is not None and wa.mre
+               else None)
     return PatchInput(entry=entry, index=index, workaround=wa,
                       files=pf.files, headers=pf.headers,
                       mre_problem=problem, locate=locate)
@@ -256,13 +264,13 @@ def _facts(git: Git, series: Series, workarounds: dict[str, Workaround], *,
     files: dict[str, bytes | None] = {}
     wanted = sorted({c.file for c in conds if c.kind == conditions.UPSTREAM_CONTAINS})
     if commit is not None and wanted:
-        files = _read_files(git, commit, wanted)
+        files = read_files(git, commit, wanted)
     return Facts(paddle_version=version, paddle_source=where if version else "",
                  upstream_ref=ref, upstream_commit=commit, upstream_files=files,
                  run_mre=run_mre)
 
 
-def _read_files(git: Git, commit: str, paths: list[str]) -> dict[str, bytes | None]:
+def read_files(git: Git, commit: str, paths: list[str]) -> dict[str, bytes | None]:
     """The blobs at `paths` in `commit` (None: absent, or not a file), with one batched
     `git cat-file` rather than a round trip per file."""
     found = git.odb.read_many([f"{commit}:{p}" for p in paths])

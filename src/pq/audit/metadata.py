@@ -230,12 +230,17 @@ ACK_FIELDS = ("rule", "reason")
 @dataclass(frozen=True)
 class Acknowledgement:
     """`acknowledged: [{rule: WA014, reason: "..."}]` in a patch's entry: a reviewed finding
-    that is reported as acknowledged and does not fail the audit or the hook."""
+    (of any rule in pq.audit.rules.REGISTRY, audit or lint) that is reported as acknowledged
+    and does not fail the audit, lint or the hook."""
 
     patch: str
     rule: str
     reason: str
     location: str  # series.yaml:LINE:COL of the item
+
+    def to_data(self) -> dict[str, str]:
+        return {"rule_id": self.rule, "patch": self.patch, "reason": self.reason,
+                "location": self.location}
 
 
 def read_acknowledgements(series: Series, rule_ids: Collection[str]) -> list[Acknowledgement]:
@@ -263,7 +268,8 @@ def read_acknowledgements(series: Series, rule_ids: Collection[str]) -> list[Ack
             if not isinstance(rule, str) or rule.strip() not in rule_ids:
                 close = difflib.get_close_matches(str(rule), list(rule_ids), n=1)
                 hint = (f"did you mean {close[0]}?" if close else
-                        "`pq audit workarounds` names each finding's rule id (WA001..WA017)")
+                        "`pq audit workarounds` and `pq lint` name each finding's rule id "
+                        "(WA001..WA017, LN001..LN013)")
                 raise series.error(at + (j, "rule") if "rule" in item else at + (j,),
                                    f"patch {entry.name}: `{ACK_KEY}` names "
                                    + (f"no rule {rule!r}" if "rule" in item else "no `rule`"),

@@ -49,10 +49,7 @@ def data(report: AuditReport) -> dict[str, Any]:
                     "acknowledged": len(report.acknowledged)},
         "workarounds": [_row_data(w) for w in report.workarounds],
         "findings": [f.to_data() for f in report.findings],
-        "acknowledged": [{**a.finding.to_data(), "reason": a.reason,
-                          "acknowledged_at": a.location} for a in report.acknowledged],
-        "unused_acknowledgements": [{"rule_id": u.rule, "patch": u.patch, "reason": u.reason,
-                                     "location": u.location}
-                                    for u in report.unused_acknowledgements],
+        "acknowledged": [a.to_data() for a in report.acknowledged],
+        "unused_acknowledgements": [u.to_data() for u in report.unused_acknowledgements],
         "exit_code": report.exit_code,
     }

@@ -1,4 +1,10 @@
-"""The audit's rules: each a stable id, a name, a severity and the one-line fix.
+"""The one rule registry of `pq audit` and `pq lint`, the one finding type, and the audit's
+rules.
+
+Every rule has a stable id, a name, a severity and the one-line fix: `WA...` rules are the
+audit's (`RULES`), `LN...` rules lint's (`LINT_RULES`, checked in pq.lint); `REGISTRY` and
+`BY_ID` hold both, so that one `acknowledged` mechanism in series.yaml serves both. WA010
+(global compat) is run by both commands (`Rule.lint`).
 
 Rules are pure: they read a patch's entry, its parsed diff, its workaround metadata and
 its patch-file headers, and return findings. No git, no processes, no printing.
@@ -28,6 +34,7 @@ class Rule:
     severity: str
     checks: str
     fix: str
+    lint: bool = False  # `pq lint` runs it too (the LN rules, and WA010)
 
 
 RULES = (
@@ -55,7 +62,8 @@ RULES = (
          "declare `covers` and `remove_when` for it, or replace it with a local shim"),
     Rule("WA010", "global-compat", ERROR,
          "`paddle.enable_compat()` without `scope=` outside a build entry point",
-         "use `paddle.enable_compat(scope={\"<package>\"})`; keep global compat in setup.py"),
+         "use `paddle.enable_compat(scope={\"<package>\"})`; keep global compat in setup.py",
+         lint=True),
     Rule("WA011", "pattern-spread", WARNING, "the same added line appears in 3 or more files",
          "stop patching: write the reproducer and fix the gap once (escalation signal)"),
     Rule("WA012", "kernel-edit", WARNING, "a workaround edits kernel files",
@@ -75,7 +83,46 @@ RULES = (
     Rule("WA017", "removable", ERROR, "(--strict) the removal condition is met",
          "drop the patch (or revert the workaround) and rerun the tests"),
 )
-BY_ID = {r.id: r for r in RULES}
+LINT_RULES = tuple(Rule(*args, lint=True) for args in (
+    ("LN001", "layer-mismatch", WARNING,
+     "the declared layer differs from the one pq infers from the patch's files",
+     "set the patch's `layer` in series.yaml to the inferred one, or move the change"),
+    ("LN002", "mixed-layers", WARNING, "the patch changes files of more than one layer",
+     "split it: `pq split <patch> --by-layer`"),
+    ("LN003", "formatting-only", ERROR,
+     "a hunk changes only whitespace or layout (the same tokens)",
+     "drop the hunk: keep upstream's formatting"),
+    ("LN004", "upstream-file-moved", ERROR, "the patch deletes, renames or moves an upstream file",
+     "keep upstream's file where it is; add new code beside it"),
+    ("LN005", "public-api-change", ERROR,
+     "a public top-level Python def/class of the package is removed or renamed, or an "
+     "`m.def(...)` schema string changes",
+     "keep upstream's public API and op schemas; add a wrapper instead of changing them"),
+    ("LN006", "kernel-layer-edit", WARNING, "the patch edits kernel-layer code",
+     "leave kernels as upstream wrote them; bridge at the cpp-compat or python-glue layer"),
+    ("LN007", "mass-translation", WARNING, "lines whose only change is `torch` -> `paddle`",
+     "keep upstream's `torch` spelling: the compat layer maps it"),
+    ("LN008", "patch-too-large", WARNING,
+     "the patch changes more lines than `lint: max_patch_lines` (default 300)",
+     "split the patch, or raise `lint: {max_patch_lines: N}` in series.yaml"),
+    ("LN009", "commented-out-code", WARNING, "added comment lines that are code",
+     "delete the dead code (git keeps the history)"),
+    ("LN010", "debug-print", WARNING, "added debug output (`print(`, `printf(`, `std::cout`)",
+     "remove the debug output"),
+    ("LN011", "build-product", ERROR,
+     "the patch adds build products (*.egg-info/, PKG-INFO, __pycache__/, *.so, build/)",
+     "remove the file from the patch and add it to .gitignore"),
+    ("LN012", "deprecated-compat-spelling", WARNING,
+     "`paddle.compat.enable_torch_proxy` / `disable_torch_proxy` (older Paddle spelling)",
+     "use `paddle.enable_compat(...)` / `paddle.disable_compat()`"),
+    ("LN013", "lazy-torch-import", WARNING,
+     "`import torch` inside a function of a package under scoped compat",
+     "import torch at module level: a lazy import gets the proxy or real torch by import order"),
+))
+REGISTRY = RULES + LINT_RULES
+BY_ID = {r.id: r for r in REGISTRY}
+AUDIT_IDS = frozenset(r.id for r in RULES)
+LINT_IDS = frozenset(r.id for r in REGISTRY if r.lint)
 
 
 @dataclass(frozen=True)
@@ -212,16 +259,23 @@ def _code_rules(p: PatchInput) -> list[Finding]:
     if excepts:
         out.append(finding("WA008", name, f"{name} adds a handler that swallows every "
                            f"exception: {_listing(excepts)}", excepts[0].where))
-    calls = p.own([s for f in p.files if not signals.is_build_entry(f.path)
-                   for s in signals.global_compat_calls(f)])
-    if calls:
-        out.append(finding("WA010", name, f"{name} enables compat globally outside a build "
-                           f"entry point: {_listing(calls)}", calls[0].where))
+    out += global_compat(p)
     private = p.own([s for f in p.files for s in signals.paddle_private(f)])
     if private:
         out.append(finding("WA013", name, f"{name} relies on Paddle internals: "
                            f"{_listing(private)}", private[0].where))
     return out
+
+
+def global_compat(p: PatchInput) -> list[Finding]:
+    """WA010, shared by the audit and lint."""
+    name = p.entry.name
+    calls = p.own([s for f in p.files if not signals.is_build_entry(f.path)
+                   for s in signals.global_compat_calls(f)])
+    if not calls:
+        return []
+    return [finding("WA010", name, f"{name} enables compat globally outside a build "
+                    f"entry point: {_listing(calls)}", calls[0].where)]
 
 
 def _norm(value: str) -> str:

@@ -1,12 +1,18 @@
 """The audit as people read it: the terminal table of `pq audit workarounds`, and Markdown
 for a pull request (`--markdown`). The JSON (`--json`) is `pq.audit.report.data`.
+
+The findings block, the acknowledgement block and the counts line are the one output format
+of findings: `pq lint` prints them too (pq.cli.lint).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
-from pq.audit.api import AuditReport, WorkaroundRow
+from pq.audit.api import Acknowledged, AuditReport, WorkaroundRow
+from pq.audit.metadata import Acknowledgement
+from pq.audit.rules import ERROR, WARNING, Finding
 from pq.cli.common import plural
 
 
@@ -35,12 +41,18 @@ def _mre_short(row: WorkaroundRow) -> str:
     return "timeout" if run.timed_out else f"exit {run.exit_code}"
 
 
-def _summary(report: AuditReport) -> str:
-    n_err, n_warn = len(report.errors), len(report.warnings)
-    text = (f"{plural(len(report.findings), 'finding')} ({plural(n_err, 'error')}, "
+def counts(findings: Sequence[Finding], acknowledged: Sequence[Acknowledged]) -> str:
+    n_err = sum(f.severity == ERROR for f in findings)
+    n_warn = sum(f.severity == WARNING for f in findings)
+    text = (f"{plural(len(findings), 'finding')} ({plural(n_err, 'error')}, "
             f"{plural(n_warn, 'warning')})")
-    if report.acknowledged:
-        text += f", {len(report.acknowledged)} acknowledged (not counted)"
+    if acknowledged:
+        text += f", {len(acknowledged)} acknowledged (not counted)"
+    return text
+
+
+def _summary(report: AuditReport) -> str:
+    text = counts(report.findings, report.acknowledged)
     text += f"; {plural(len(report.removable), 'workaround')} removable"
     if report.strict:
         text += " (--strict)"
@@ -57,19 +69,34 @@ def _heading(report: AuditReport) -> str:
             f"{tip}; {paddle})")
 
 
-def _ack_lines(report: AuditReport) -> list[str]:
+def finding_lines(findings: Sequence[Finding]) -> list[str]:
+    """The `findings:` block: each finding, its message and its fix."""
+    if not findings:
+        return []
+    lines = ["findings:"]
+    for f in findings:
+        where = f"  {f.location}" if f.location else ""
+        lines.append(f"  {f.severity:<7}  {f.rule_id} {f.rule}  {f.patch}{where}")
+        lines.append(f"           {f.message}")
+        lines.append(f"           fix: {f.fix}")
+    lines.append("")
+    return lines
+
+
+def ack_lines(acknowledged: Sequence[Acknowledged],
+              unused: Sequence[Acknowledgement]) -> list[str]:
     lines = []
-    if report.acknowledged:
+    if acknowledged:
         lines.append("acknowledged in series.yaml (reported, not counted):")
-        for a in report.acknowledged:
+        for a in acknowledged:
             f = a.finding
             lines.append(f"  {f.severity:<7}  {f.rule_id} {f.rule}  {f.patch}  {a.location}")
             lines.append(f"           {f.message}")
             lines.append(f"           reason: {a.reason}")
         lines.append("")
-    if report.unused_acknowledgements:
+    if unused:
         lines.append("acknowledgements that match no finding (remove them):")
-        for u in report.unused_acknowledgements:
+        for u in unused:
             lines.append(f"  {u.rule}  {u.patch}  {u.location}")
         lines.append("")
     return lines
@@ -101,15 +128,8 @@ def table(report: AuditReport) -> str:
                 lines.append(f"    {s.condition.text.ljust(cw)}  {s.state.ljust(7)}{detail}"
                              .rstrip())
         lines.append("")
-    if report.findings:
-        lines.append("findings:")
-        for f in report.findings:
-            where = f"  {f.location}" if f.location else ""
-            lines.append(f"  {f.severity:<7}  {f.rule_id} {f.rule}  {f.patch}{where}")
-            lines.append(f"           {f.message}")
-            lines.append(f"           fix: {f.fix}")
-        lines.append("")
-    lines += _ack_lines(report)
+    lines += finding_lines(report.findings)
+    lines += ack_lines(report.acknowledged, report.unused_acknowledgements)
     lines.append(_summary(report))
     return "\n".join(lines)
 
