@@ -291,3 +291,24 @@ class Git(WorkingTree):
     def add_note(self, ref: str, commit: str, blob: str) -> None:
         """Attach `blob` as it is (no clean-up) as `commit`'s note in `ref`, replacing any."""
         self.run("notes", f"--ref={ref}", "add", "-f", "-C", blob, commit)
+
+    # -- verbs added for rebase --
+    # The tip a branch had before pq last moved it (`pq apply`, `pq rebase`):
+    # refs/pq/orig-head/<branch>. Older pq kept one ref for all branches, refs/pq/orig-head:
+    # removed on the next write (git cannot keep a ref and a folder of refs of one name).
+    ORIG_HEAD_REF = "refs/pq/orig-head"
+
+    def orig_head_ref(self, branch: str) -> str:
+        return f"{self.ORIG_HEAD_REF}/{branch.removeprefix('refs/heads/')}"
+
+    def set_orig_head(self, branch: str, commit: str | None, message: str) -> None:
+        """Set (None: delete) refs/pq/orig-head/<branch>; the old all-branches ref goes."""
+        ref = self.orig_head_ref(branch)
+        if commit is None:
+            if self.try_resolve(ref) is not None:
+                self.delete_ref(ref)
+            return
+        if self.try_resolve(self.ORIG_HEAD_REF) is not None:
+            self.delete_ref(self.ORIG_HEAD_REF)
+        if self.try_resolve(ref) != commit:
+            self.update_ref(ref, commit, message=message)

@@ -285,15 +285,13 @@ def apply(git: Git, onto: str | None = None, *, branch: str | None = None,
         target = f"refs/heads/{branch}" if branch else current
         require_unmoved(git, current, head, "pq apply")
         t.begin()
-        from pq.rebase.state import set_orig_head
-
         if branch:
-            set_orig_head(git, target, head, "pq apply: previous tip")
+            git.set_orig_head(target, head, "pq apply: previous tip")
             clear_queue_files_for(git, tip, series.queue_paths)
             git.update_ref(target, tip, git.null_id(), "pq apply")
             git.checkout(branch.removeprefix("refs/heads/"))
         else:
-            set_orig_head(git, target, head, "pq apply: previous tip")
+            git.set_orig_head(target, head, "pq apply: previous tip")
             clear_queue_files_for(git, tip, series.queue_paths)
             swap_branch(git, current, head, tip, "pq apply")
             checkout_moved(git, current, head, tip, "pq apply")

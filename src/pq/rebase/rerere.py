@@ -156,7 +156,7 @@ def normalize(data: bytes, object_format: str = "sha1",
 
 def hunks(preimage: bytes, postimage: bytes) -> list[str]:
     """What the resolution changed in the conflicted file, as the range-diff shows lines."""
-    from pq.rebase.rangediff import summary  # rangediff imports rebase_state, which imports us
+    from pq.rebase.rangediff import summary  # rangediff imports us (Resolution)
 
     return summary(preimage, postimage, max_lines=None)
 

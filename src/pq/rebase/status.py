@@ -13,6 +13,7 @@ from typing import Any
 from pq.errors import ConfigError, OperationFailed
 from pq.git.repo import Git
 from pq.rebase import state as rs
+from pq.rebase import worktree
 
 # `git status --porcelain` codes of unmerged paths, for a patch cherry-picked onto the
 # rebased stack: "us" is the stack so far (upstream and the earlier patches), "them" the
@@ -143,7 +144,7 @@ def refuse_while_rebasing(git: Git, command: str) -> None:
 def require_resolved(git: Git, state: rs.RebaseState) -> None:
     """--continue takes the index: every conflict resolved and added, and no conflict
     marker in it (as `git diff --cached --check` against the stack's tip finds them)."""
-    unmerged, changed = rs.unstaged_paths(git)
+    unmerged, changed = worktree.unstaged_paths(git)
     if unmerged:
         files = [c for c in conflicts(git) if c.path in unmerged]
         raise ConfigError(f"{rs.list_paths(unmerged)} still unmerged",

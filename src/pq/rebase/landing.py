@@ -1,0 +1,114 @@
+"""Landing a finished replay: the queue exported again from the new commits (patch files
+re-diffed only where the replay changed them, workaround paths following upstream's
+renames), the bookkeeping commit on top, and the branch moved there with index and
+working tree (the old tip kept as refs/pq/orig-head/<branch>); and the report of a
+rebase, finished or stopped.
+"""
+
+from __future__ import annotations
+
+from pq.errors import ConfigError, GitError
+from pq.git.objects import CommitId, Person
+from pq.git.repo import Git
+from pq.git.trees import Trees
+from pq.model import patchfile
+from pq.queue import bookkeeping, renames
+from pq.queue import stack as stack_mod
+from pq.queue.files import Queue
+from pq.rebase import rangediff, worktree
+from pq.rebase import state as rs
+from pq.rebase.rangediff import RebaseReport
+from pq.rebase.state import RebaseState
+
+
+def finish(git: Git, state: RebaseState, trees: Trees, old: Queue, committer: Person,
+           diffs: dict[str, bytes] | None) -> RebaseReport:
+    qp = old.series.queue_paths
+    new_stack = _new_stack(git, trees, state, qp, diffs or {})
+    # The workaround paths follow the files upstream renamed, as the patches did.
+    followed = renames.follow(old.series,
+                              git.renamed_paths(state.old_base, state.onto))
+    queue = stack_mod.export(git, new_stack, followed, state.onto,
+                             names=[s.name for s in state.steps if s.new_commit])
+    previous = state.new_tip  # where a landing that git refused may have got to
+    state.new_tip = bookkeeping.bookkeeping_commit(
+        git, state.tip, state.orig_head, queue, committer,
+        f"pq: rebase series onto {state.onto[:12]}\n", trees)
+    # Landing checks out the bookkeeping commit: series.yaml and patches/ are then `queue`
+    # byte for byte (what `queuefiles.write_worktree` would write, without a second dump).
+    land(git, state, previous)
+    rs.remove(git)
+    return report(git, state, "done", old, queue)
+
+
+def _new_stack(git: Git, trees: Trees, state: RebaseState, qp: tuple[str, ...],
+               diffs: dict[str, bytes]) -> list[stack_mod.StackCommit]:
+    """What `stack.read_stack(onto, tip)` returns, from what the replay already knows: a
+    clean patch's diff is its old one; the others are diffed again (one process)."""
+    kept = [s for s in state.steps if s.new_commit]
+    again = [s for s in kept if not (s.outcome == "clean" and s.commit in diffs)]
+    fresh: dict[str, bytes] = {}
+    if again:
+        patches = git.commit_patches([s.new_commit for s in again if s.new_commit],
+                                     stack_mod.exclude_pathspec(qp))
+        for s in again:
+            assert s.new_commit is not None
+            fresh[s.commit] = patchfile.strip_index_lines(patches[s.new_commit])
+    result = []
+    parent = state.onto
+    for s in kept:
+        assert s.new_commit is not None
+        diff = fresh[s.commit] if s.commit in fresh else diffs[s.commit]
+        # Every kept step is a patch: one that became empty was dropped; one that started
+        # empty (no diff) is kept, as `git rebase` keeps it.
+        info = trees.commit(s.new_commit)
+        message, name = patchfile.strip_trailer(info.message)
+        result.append(stack_mod.StackCommit(CommitId(s.new_commit), CommitId(parent), diff,
+                                            name, message, info.author, info.encoding))
+        parent = s.new_commit
+    return result
+
+
+def land(git: Git, state: RebaseState, previous: str | None = None) -> None:
+    """Move the branch to state.new_tip, with index and working tree; the old tip is kept.
+
+    When git refuses (files in the way), the state stays in `landing` with the replayed
+    stack, every resolution included, and `pq rebase --continue` lands again; `previous`
+    is the new tip an earlier landing may already have moved the branch to.
+    """
+    assert state.new_tip is not None
+    worktree.require_nothing_in_the_way(git, state, state.new_tip)
+    state.phase = "landing"
+    state.touched = True
+    rs.save(git, state)
+    git.set_orig_head(state.branch, state.orig_head, "pq rebase: previous tip")
+    env = {"GIT_REFLOG_ACTION": f"pq rebase onto {state.onto[:12]}"}
+    expected = state.orig_head
+    if previous is not None and git.try_resolve(state.branch) == previous:
+        expected = previous
+    try:
+        if state.detached:
+            git.checkout(state.new_tip, detach=True, env=env)
+            git.update_ref(state.branch, state.new_tip, expected, env["GIT_REFLOG_ACTION"])
+            git.symbolic_ref("HEAD", state.branch, env["GIT_REFLOG_ACTION"])
+            worktree.clear_git_merge_files(git)
+        else:
+            # Uncommitted queue files (kept in the state) would stop `reset --keep`.
+            worktree.clear_queue_files(git)
+            git.reset("keep", state.new_tip, env=env)
+    except GitError as exc:
+        raise ConfigError(f"cannot move {state.short_branch} to the rebased stack: "
+                          f"{exc.message}",
+                          hint="deal with what git names (move the files aside), then "
+                               "`pq rebase --continue` lands it, resolutions included; or "
+                               "`pq rebase --abort`") from None
+
+
+def report(git: Git, state: RebaseState, status: str, old: Queue,
+           new: Queue | None) -> RebaseReport:
+    subjects = {c: git.commit(c).subject for s in state.steps
+                for c in (s.upstream_commit, s.applied_in, s.reverted_in) if c}
+    result = rangediff.report(state, status, old.files, new.files if new else None, subjects)
+    for p, step in zip(result.patches, state.steps, strict=True):
+        p.source = step.commit
+    return result

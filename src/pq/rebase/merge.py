@@ -1,0 +1,170 @@
+"""How one patch commit lands on the stack so far, in memory: directly where upstream left
+its files as the patch found them (unless git's directory renames could move one), else
+by git's three-way merge (`merge-tree`), many such merges batched into one run
+(BatchMerge).
+"""
+
+from __future__ import annotations
+
+from pq.errors import GitError
+from pq.git.objects import MERGER, Change, Entry
+from pq.git.repo import Git
+from pq.git.trees import TreeCollision, Trees
+from pq.queue import stack as stack_mod
+from pq.rebase.state import Step
+
+
+def cherry_pick(git: Git, trees: Trees, batch: BatchMerge, step: Step, tip: str,
+                changes: list[Change], qp: tuple[str, ...]) -> tuple[str, str | None]:
+    """(outcome, new tree) of one patch on `tip`, in memory."""
+    tip_tree = trees.tree_of(tip)
+    own = [c for c in changes if not stack_mod.is_queue_path(c[0], qp)]
+    direct = None  # the patch applied to the tip as it is, path by path
+    if all(trees.lookup(tip_tree, path) == old for path, old, _ in own):
+        # Upstream left every file the patch touches as the patch found it: no merge needed,
+        # unless git's directory rename detection could move one of the files.
+        try:
+            direct = trees.edit(tip_tree, {path: new for path, _, new in own})
+        except TreeCollision:
+            pass  # a file became a folder or the other way round: let git's merge decide
+        else:
+            if not _directory_renames_possible(trees, step, tip_tree, own):
+                return "clean", direct
+    merged = batch.result(step.commit, tip_tree)
+    if merged is not None:
+        tree, clean = merged, True
+    else:
+        tree, clean = _merge(git, batch, step, tip, tip_tree)
+    if not clean:
+        return "conflict", None
+    if tree == tip_tree:
+        return "dropped", None
+    return ("clean" if tree == direct else "merged"), tree
+
+
+def _directory_renames_possible(trees: Trees, step: Step, tip_tree: str,
+                                own: list[Change]) -> bool:
+    """Whether git's merge (merge-ort) could move a file of this cherry-pick elsewhere, for
+    a patch whose files upstream left as they were.
+
+    Such a patch is no file rename's source or target on upstream's side, and its own file
+    renames meet nothing upstream changed, so file renames cannot matter; directory renames
+    can. merge-ort takes a folder as renamed on one side only where that side no longer
+    has it (as a folder), and then moves into the new place the paths the OTHER side adds
+    (or renames) into it. So the merge can differ from the direct edit only where
+      * the patch adds a path under a folder its parent had and the tip has not (upstream
+        renamed, or deleted, the folder or one above it); or
+      * the patch removes a folder (every file of it) in which upstream added or renamed
+        something (the tip's folder differs from the parent's).
+    """
+    base = trees.tree_of(step.parent)
+    pick: str | None = None
+    for path, old, new in own:
+        if old is not None and new is not None:
+            continue
+        folders = [path[:i] for i in range(len(path)) if path[i] == "/"]
+        for folder in folders:
+            was = trees.lookup(base, folder)
+            if was is None or not _is_folder(was):
+                break  # a folder the parent lacked: nothing below it can have been renamed
+            now = trees.lookup(tip_tree, folder)
+            if old is None and (now is None or not _is_folder(now)):
+                return True
+            if new is None and now != was:
+                pick = pick or trees.tree_of(step.pick)
+                after = trees.lookup(pick, folder)
+                if after is None or not _is_folder(after):
+                    return True
+    return False
+
+
+def _is_folder(entry: Entry) -> bool:
+    return entry[0] in ("40000", "040000")
+
+
+def _merge(git: Git, batch: BatchMerge, step: Step, tip: str, tip_tree: str
+           ) -> tuple[str, bool]:
+    """(tree, clean) of the patch cherry-picked onto `tip` by git's merge, in memory."""
+    result = git.merge_trees(step.parent, tip, step.pick, ours_tree=tip_tree,
+                             attributes=batch.attributes(tip_tree))
+    return result.tree, result.clean
+
+
+class BatchMerge:
+    """The three-way content merges of many patches, in one `git merge-tree` run.
+
+    A patch that only modifies files, each of which upstream still has at the same path,
+    merges file by file: its merge on the tip is git's content merge of (its parent's
+    blob, the tip's blob, its own blob) for each file, and the tip elsewhere. While the tip
+    still holds upstream's blob for those files, that merge is the same one as on the new
+    upstream commit, which is done here for all such patches at once, in trees holding just
+    their files. Patches sharing a file, renames, additions and deletions are left to the
+    per-patch merge. Renames cannot move such a patch's files: every one exists on all
+    three sides (no rename source or target), and git's directory renames only move paths
+    one side adds into a folder the other side no longer has.
+    """
+
+    def __init__(self, git: Git, trees: Trees, steps: list[Step],
+                 changes: dict[str, list[Change]], onto: str, tip: str,
+                 qp: tuple[str, ...]) -> None:
+        self.git = git
+        self.trees = trees
+        self.onto_tree = trees.tree_of(onto)
+        # Where .gitattributes files can be in the trees merged onto from here on: the
+        # tip's, and those the patches still to replay touch (one process for the run).
+        self._attribute_paths = git.attribute_paths(trees.tree_of(tip)) | {
+            path for cs in changes.values() for path, _, _ in cs
+            if path.rpartition("/")[2] == ".gitattributes"}
+        self.merged: dict[str, dict[str, Entry | None]] = {}
+        wanted: dict[str, list[tuple[str, Entry, Entry, Entry]]] = {}
+        users: dict[str, int] = {}
+        for step in steps:
+            own = [c for c in changes.get(step.commit, []) if not stack_mod.is_queue_path(c[0], qp)]
+            files = []
+            for path, old, new in own:
+                now = trees.lookup(self.onto_tree, path)
+                if old is None or new is None or now is None or not all(
+                        e[0].startswith(("100", "120")) for e in (old, new, now)):
+                    break
+                files.append((path, old, now, new))
+                users[path] = users.get(path, 0) + 1
+            else:
+                if files and any(now != old for _, old, now, _ in files):
+                    wanted[step.commit] = files
+        wanted = {c: f for c, f in wanted.items() if all(users[p] == 1 for p, *_ in f)}
+        if len(wanted) < 2:
+            return  # one merge costs the same either way
+        sides = [trees.edit_new({p: e[i] for f in wanted.values() for p, *e in f})
+                 for i in range(3)]
+        base = git.write_commit(sides[0], [], MERGER, MERGER, "pq rebase: base\n")
+        ours, theirs = (git.write_commit(t, [base], MERGER, MERGER, "pq rebase\n")
+                        for t in sides[1:])
+        try:
+            merged = git.merge_commits(ours, theirs, self.attributes(self.onto_tree))
+        except GitError:
+            return  # each patch is merged on its own instead
+        conflicted = set(merged.conflicted_paths)
+        result = merged.tree
+        for commit, files in wanted.items():
+            if not any(p in conflicted for p, *_ in files):
+                self.merged[commit] = {p: trees.lookup(result, p) for p, *_ in files}
+
+    def attributes(self, tree: str) -> bytes:
+        """The attributes git's merge reads with `tree` checked out (see gitio)."""
+        files = {}
+        for path in self._attribute_paths:
+            entry = self.trees.lookup(tree, path)
+            if entry is not None and entry[0] in ("100644", "100755"):
+                files[path] = entry[1]
+        return self.git.attributes_from(files)
+
+    def result(self, commit: str, tip_tree: str) -> str | None:
+        """The patch merged onto `tip_tree`, or None when it must be merged on its own."""
+        files = self.merged.get(commit)
+        if files is None or any(self.trees.lookup(tip_tree, p) != self.trees.lookup(
+                self.onto_tree, p) for p in files):
+            return None
+        if self.attributes(tip_tree) != self.attributes(self.onto_tree):
+            return None  # an earlier patch changed how these files merge
+        return self.trees.edit(tip_tree, files)
+

@@ -1,0 +1,108 @@
+"""The replay loop of `pq rebase`: each patch commit in turn onto the stack so far, in
+memory (rebase/merge.py merges one), with upstream's copies of a patch dropped, a conflict
+resolved from recorded resolutions (rerere) in memory where it can be, else shown in the
+working tree (the loop stops and saves the state), and each kept patch written as a new
+commit; after the last one, rebase/landing.py lands the stack.
+"""
+
+from __future__ import annotations
+
+from pq.git.objects import Change, Person, as_git_commits
+from pq.git.repo import Git
+from pq.git.trees import Trees
+from pq.queue.files import Queue
+from pq.queue.ops import Progress
+from pq.rebase import landing, rangediff, worktree
+from pq.rebase import rerere as rerere_mod
+from pq.rebase import state as rs
+from pq.rebase.merge import BatchMerge, cherry_pick
+from pq.rebase.rangediff import RebaseReport
+from pq.rebase.state import RebaseState, Step
+
+
+def run(git: Git, state: RebaseState, trees: Trees, changes: dict[str, list[Change]],
+        upstream: rangediff.UpstreamMatches, progress: Progress | None, old: Queue,
+        committer: Person) -> RebaseReport:
+    qp = old.series.queue_paths
+    total = len(state.steps)
+    batch = BatchMerge(git, trees, state.steps[state.index:], changes, state.onto,
+                       state.tip, qp)
+    while state.index < total:
+        step = state.steps[state.index]
+        if progress:
+            progress(state.index, total, step.name)
+        outcome, tree = cherry_pick(git, trees, batch, step, state.tip, changes[step.commit], qp)
+        if outcome == "dropped":
+            step.upstream_commit = upstream.carrying(step.commit)
+        else:
+            # Upstream has the patch (same patch-id, not reverted since): dropped, as git
+            # rebase drops it, even where it conflicts or would apply again. Applied and
+            # reverted upstream: kept (the fork still needs it), and reported.
+            step.upstream_commit, undone = upstream.status(step.commit)
+            if step.upstream_commit:
+                outcome, tree = "dropped", None
+            elif undone:
+                step.applied_in, step.reverted_in = undone
+        shown = False
+        if outcome == "conflict":
+            reused = _reuse(git, trees, batch, state, step)
+            if reused is None:
+                unmerged, resolutions = worktree.show_conflict(git, state, step.pick)
+                step.rerere_files = [r.to_dict() for r in resolutions]
+                if unmerged:
+                    state.phase = "conflict"
+                    state.conflict_paths = unmerged
+                    rs.save(git, state)
+                    return landing.report(git, state, "conflict", old, None)
+                # git rerere resolved every conflict from a recorded resolution: take it.
+                shown = True
+                tree = trees.without(worktree.write_index_tree(git, state), qp)
+            else:
+                tree, resolutions = reused
+                rerere_mod.remember(git, resolutions)
+                step.rerere_files = [r.to_dict() for r in resolutions]
+            outcome, step.rerere = "merged", bool(resolutions)
+            if tree == trees.tree_of(state.tip):
+                outcome = "dropped"
+        step.outcome = outcome
+        if tree is not None and outcome != "dropped":
+            step.new_commit = commit_pick(git, trees, tree, state.tip, step.commit, committer)
+            state.tip = step.new_commit
+        state.index += 1
+        if shown:
+            state.phase = "replaying"
+            rs.save(git, state)
+            worktree.reset_to(git, state.tip)
+    return landing.finish(git, state, trees, old, committer, upstream.diffs)
+
+
+def _reuse(git: Git, trees: Trees, batch: BatchMerge, state: RebaseState, step: Step
+           ) -> tuple[str, list[rerere_mod.Resolution]] | None:
+    """The conflicted patch resolved in memory from recorded resolutions (rerere), or None
+    to let git rerere try in the working tree: where rerere is off, nothing is recorded,
+    checkout could change bytes, or a conflict is not a plain content conflict."""
+    if not rerere_mod.enabled(git, state.rerere) or not rerere_mod.rr_cache(git).is_dir():
+        return None
+    tip_tree = trees.tree_of(state.tip)
+    attributes = batch.attributes(tip_tree)
+    if attributes or not rerere_mod.plain_checkout(git):
+        return None
+    result = git.merge_trees(step.parent, state.tip, step.pick, ours_tree=tip_tree,
+                             attributes=attributes)
+    if result.clean:
+        return None
+    return rerere_mod.resolve_tree(git, trees, result.tree, result.conflicted_paths,
+                                   (tip_tree, trees.tree_of(step.pick)))
+
+
+
+def commit_pick(git: Git, trees: Trees, tree: str, parent: str, original: str,
+                committer: Person) -> str:
+    """`original` as a commit of `tree` on `parent`: its author and message (re-encoded as
+    git writes them), `committer` now."""
+    info = trees.commit(original)
+    author, message = as_git_commits(info.author, info.message, info.encoding)
+    commit = git.write_commit(tree, [parent], author, committer, message)
+    trees.commit_trees[commit] = tree
+    return commit
+
