@@ -117,10 +117,12 @@ class ObjectDB:
 
     def write(self, kind: str, data: bytes) -> str:
         """Write one object (unless this process has it already) and return its id."""
+        # A checkpoint even when the write is skipped: whether this process holds the
+        # object can depend on the clock (an oplog record's time), the checkpoints may not.
+        checkpoint("write " + kind)
         oid = self.hash_object(kind, data)
         if oid in self._cache:
             return oid
-        checkpoint("write " + kind)
         if self._loose is None:
             if self.object_format != "sha1" or os.environ.get("GIT_OBJECT_DIRECTORY"):
                 self._loose = False
