@@ -25,7 +25,7 @@ LOG_REF = "refs/pq/oplog"  # the log's own ref (pq.oplog.log): no snapshot recor
 STATE_SKIP = ("oplog", "lock", "sealed", "tmp", "gate")  # .git/pq entries no snapshot
 # carries: a legacy log, the lock, sealed copies, temporary indexes and the gate's stage logs
 STATE_MAX_BYTES = 1024 * 1024
-REBASE_STATE = "rebase/state.json"  # pq.rebase.state keeps a rebase in progress there
+REBASE_STATE = "rebase/state.json"  # under .git/pq: a rebase in progress (pq.rebase.state)
 
 Snapshot = dict[str, Any]
 

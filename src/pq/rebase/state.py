@@ -21,6 +21,7 @@ from pq.faults import checkpoint
 from pq.git.repo import Git
 from pq.model import series as series_mod
 from pq.model.series import PATCHES_DIR, SERIES_FILE
+from pq.oplog.snapshot import REBASE_STATE
 from pq.queue.files import Queue
 
 STATE_VERSION = 1
@@ -102,7 +103,7 @@ class RebaseState:
 
 
 def state_path(git: Git) -> Path:
-    return git.pq_dir() / "rebase" / "state.json"
+    return git.pq_dir() / REBASE_STATE
 
 
 def load(git: Git) -> RebaseState | None:
