@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from pq.errors import ConfigError
 from pq.git.objects import Person
+from pq.model import diff as diffs
 from pq.model import patchfile
 from pq.model.patchfile import PatchFile
 
@@ -136,7 +137,7 @@ def test_index_lines_go_except_on_binary_diffs() -> None:
     binary = b"diff --git a/y b/y\nindex 1111111..2222222 100644\nGIT binary patch\nliteral 1\n"
     assert patchfile.strip_index_lines(text + binary) == (
         b"diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1 +1 @@\n-index a\n+index b\n" + binary)
-    assert patchfile.split_sections(text + binary) == [text, binary]
+    assert diffs.split_sections(text + binary) == [text, binary]
 
 
 @pytest.mark.parametrize("raw,path", [
@@ -146,4 +147,4 @@ def test_index_lines_go_except_on_binary_diffs() -> None:
     (b'"quote\\"d"', 'quote"d'),
 ])
 def test_unquote_path_reads_git_quoting(raw: bytes, path: str) -> None:
-    assert patchfile.unquote_path(raw) == path
+    assert diffs.unquote_path(raw) == path

@@ -49,10 +49,9 @@ def test_located_error_names_file_line_column() -> None:
     (b"a: [1, 2\n", "f.yaml:2:1: invalid YAML:"),
     (b"a: 1\n---\nb: 2\n", "f.yaml:2:1: invalid YAML:"),
     (b"ok: 1\nbad: \xff\n", "f.yaml:2:6: not valid UTF-8 (byte 0xff)"),
-    pytest.param(b"a: !!int x\n", "f.yaml:1:4: bad value:", marks=pytest.mark.xfail(
-        raises=ValueError, strict=True,
-        reason="known bug: yamldoc._build catches only YAMLError; PyYAML's int constructor "
-               "raises ValueError, which reaches the user as an internal error")),
+    (b"a: !!int x\n", "f.yaml:1:4: bad value:"),
+    (b"a: !!float y\n", "f.yaml:1:4: bad value:"),
+    (b"a: !!bool maybe\n", "f.yaml:1:4: bad value:"),
 ])
 def test_refusals_are_located(text: bytes, expected: str) -> None:
     assert error_of(text).startswith(expected)

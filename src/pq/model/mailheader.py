@@ -70,9 +70,13 @@ def read_address(value: str) -> tuple[str, str] | None:
     if m:
         mail = m.group(2)
         return decode(m.group(1)), decode(mail) if _ENCODED_WORD.fullmatch(mail) else mail
+    if "@" not in value and not re.search(r"<[^>]*>", value):
+        return None  # git's mailinfo finds no sender in it either: `git am` refuses it
     name, mail = email.utils.parseaddr(value)
     if not mail and not re.search(r"<\s*>\s*$", value):
         return None
+    if not name.strip() and not mail:
+        return None  # git refuses an empty identity
     return decode(name), mail
 
 

@@ -131,10 +131,13 @@ def _build(node: yaml.Node, path: Path, doc: Located, depth: int, counter: list[
     assert isinstance(node, yaml.ScalarNode)
     try:
         value = _constructor.construct_object(node, deep=True)
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"bad value: {str(exc).splitlines()[0]}", path=doc.filename,
-                          line=node.start_mark.line + 1,
-                          column=node.start_mark.column + 1) from None
+    except Exception as exc:  # noqa: BLE001 - PyYAML's constructors raise ValueError,
+        # KeyError, ... for a tagged scalar (`!!int x`, `!!bool maybe`): all the file's fault
+        first = (str(exc).splitlines() or [type(exc).__name__])[0]
+        raise ConfigError(f"bad value: {first}", path=doc.filename,
+                          line=node.start_mark.line + 1, column=node.start_mark.column + 1,
+                          hint=f"write a plain value there (no `{node.tag.rsplit(':', 1)[-1]}` "
+                               "tag), or quote it") from None
     # Dates and binary scalars become strings: pq files hold only plain data.
     if not isinstance(value, (str, int, float, bool, type(None))):
         value = str(node.value)
