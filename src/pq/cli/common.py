@@ -5,14 +5,17 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from pq.git.repo import Git
+if TYPE_CHECKING:
+    from pq.git.repo import Git
 
 
 def open_repo() -> Git:
+    from pq.git.repo import Git  # here: `pq --version` and `--help` need no git layer
+
     return Git.open(".")
 
 

@@ -7,7 +7,6 @@ imports click, both ask `failure_of` what an exception means; neither maps error
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from typing import Any
 
 from pq.errors import PqError
@@ -17,14 +16,18 @@ EXIT_INTERNAL = 2
 EXIT_BROKEN_PIPE = 1
 
 
-@dataclass(frozen=True)
 class Failure:
-    """What an exception means for the user: the message, the exit code, the PqError."""
+    """What an exception means for the user: the message, the exit code, the PqError.
+    (A plain class: this module is on the hook's fast path, which skips `dataclasses`.)"""
 
-    message: str
-    exit_code: int
-    error: PqError | None = None
-    quiet: bool = False  # stdout went away (a closed pipe): leave without a word
+    __slots__ = ("message", "exit_code", "error", "quiet")
+
+    def __init__(self, message: str, exit_code: int, error: PqError | None = None,
+                 quiet: bool = False) -> None:
+        self.message = message
+        self.exit_code = exit_code
+        self.error = error
+        self.quiet = quiet  # stdout went away (a closed pipe): leave without a word
 
     def line(self) -> str | None:
         """The one stderr line: `pq: error: ...`, `pq: interrupted`, or None when quiet."""
