@@ -21,6 +21,8 @@ COMMANDS = {
     "init": "queue", "export": "queue", "apply": "queue", "series": "queue",
     "rebase": "rebase", "audit": "audit", "gate": "gate", "hook": "hook", "check": "hook",
     "log": "oplog", "undo": "oplog", "redo": "oplog", "demo": "demo", "status": "rebase",
+    "classify": "classify", "split": "classify",
+    "report": "report",
 }
 
 
