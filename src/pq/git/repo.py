@@ -445,8 +445,9 @@ class Git:
         """base_tree with every path under `remove` dropped and (mode, blob, path) added."""
         with self.temp_index(base_tree) as env:
             if remove:
-                self.run("rm", "-r", "-q", "--cached", "--ignore-unmatch", "--", *remove,
-                         env=env)
+                # -f: a private index of another tree; its entries need not match HEAD's
+                self.run("rm", "-r", "-q", "--cached", "-f", "--ignore-unmatch", "--",
+                         *remove, env=env)
             if add:
                 info = "".join(f"{mode} {obj}\t{path}\0" for mode, obj, path in add)
                 self.run("update-index", "-z", "--index-info",

@@ -9,6 +9,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from gitrepo import pq
+
 from pq.demo import build
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -32,6 +34,5 @@ def example_fork(tmp: Path) -> Path:
     text = (fork / "series.yaml").read_text()
     text = re.sub(r"(?m)^(\s*base:\s*)[0-9a-f]{40,64}\s*$", lambda m: m.group(1) + v1, text)
     (fork / "series.yaml").write_text(text)
-    subprocess.run(["pq", "apply", "--branch", "paddle"], cwd=fork, check=True,
-                   capture_output=True)
+    pq(fork, "apply", "--branch", "paddle")
     return fork
