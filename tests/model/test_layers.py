@@ -1,48 +1,72 @@
-"""pq.model.layers: the layer guess for paths and contents, and its priority order."""
+"""The layer classifier: each rule decides what it says, per hunk where content matters."""
 
 from __future__ import annotations
 
-import pytest
-
-from pq.model import layers
+from pq.model import diff, layers
 
 
-@pytest.mark.parametrize("path,content,added,layer", [
-    ("setup.py", b"", None, "build"),
-    ("CMakeLists.txt", b"", None, "build"),
-    ("cmake/FindTorch.cmake", b"", None, "build"),
-    ("tools/x.bzl", b"", None, "build"),
-    ("csrc/op.cu", b"", None, "kernel"),
-    ("csrc/op.cu", b"", ["  out[i] = a[i] * 2;"], "kernel"),
-    ("csrc/op.cu", b"", ['#include <ATen/ATen.h>', "  auto t = at::empty({1});",
-                         "// plumbing"], "cpp-compat"),
-    ("csrc/op.cu", b"", ["", "// only a comment"], "kernel"),
-    ("csrc/op.cc", b"int f() { return 1; }\n", None, "kernel"),
-    ("csrc/op.cc", b"torch::Tensor f();\n", None, "cpp-compat"),
-    ("csrc/op.h", b"TORCH_CHECK(x);\n", None, "cpp-compat"),
-    ("docs/guide.txt", b"", None, layers.DOCS),
-    ("README", b"", None, layers.DOCS),
-    ("pkg/notes.rst", b"", None, layers.DOCS),
-    ("pkg/__init__.py", b"", None, "python-glue"),
-])
-def test_classify_path(path: str, content: bytes, added: list[str] | None, layer: str) -> None:
-    assert layers.classify_path(path, content, added) == layer
+def test_each_rule_by_path_and_content() -> None:
+    d = layers.decide
+    assert d("setup.py") == layers.Decision("build", "build-file")
+    assert d("cmake/FindCUDA.cmake") == layers.Decision("build", "build-file")
+    assert d("pyproject.toml") == layers.Decision("build", "build-file")
+    assert d("csrc/ops.cc", b"#include <torch/extension.h>\nat::Tensor t;\n") == \
+        layers.Decision("cpp-compat", "cpp-api-file")
+    assert d("csrc/kernel/add.cc", b"float f(float x) { return x; }\n") == \
+        layers.Decision("kernel", "cpp-compute")
+    assert d("csrc/kernel/add.cc", b"", ["  at::Tensor y = x;"]) == \
+        layers.Decision("cpp-compat", "cpp-api-hunk")
+    assert d("csrc/bind.cpp", b"PYBIND11_MODULE(m, x) {}\n") == \
+        layers.Decision("cpp-compat", "cpp-api-file")
+    assert d("README.md") == layers.Decision(layers.DOCS, layers.DOCS_ONLY)
+    assert d("docs/usage.txt") == layers.Decision(layers.DOCS, layers.DOCS_ONLY)
+    assert d("pkg/runtime/stream.py") == layers.Decision("python-glue", "python-glue")
+    assert d("tests/test_op.py") == layers.Decision("python-glue", "python-glue")
+    assert set(layers.RULES) >= {"build-file", "cuda-api-hunk", "cuda-kernel-hunk",
+                                 "cpp-api-hunk", "cpp-api-file", "cpp-compute",
+                                 layers.DOCS_ONLY, "python-glue"}
 
 
-def test_priority_kernel_over_cpp_over_build_over_glue() -> None:
-    glue = ("pkg/a.py", b"")
-    build = ("setup.py", b"")
-    cpp = ("csrc/a.cc", b"at::Tensor t;")
-    kernel = ("csrc/a.cu", b"")
-    assert layers.classify([glue, build, cpp, kernel]) == "kernel"
-    assert layers.classify([glue, build, cpp]) == "cpp-compat"
-    assert layers.classify([glue, build]) == "build"
-    assert layers.classify([glue]) == "python-glue"
+def test_a_cuda_hunk_is_decided_by_its_changed_lines() -> None:
+    # `changed`: the hunk's removed and added lines, without their `-`/`+`.
+    swap = ["  auto s = at::cuda::getCurrentCUDAStream();",
+            "  auto s = phi::GetCurrentStream();", "  // the compat stream"]
+    compute = ["  x[i] = a[i] + b[i];", "  x[i] = a[i] * b[i];"]
+    assert layers.decide("csrc/k.cu", b"", swap) == layers.Decision("cpp-compat",
+                                                                    "cuda-api-hunk")
+    assert layers.decide("csrc/k.cuh", b"", compute) == layers.Decision("kernel",
+                                                                        "cuda-kernel-hunk")
+    assert layers.decide("csrc/k.cu", b"", swap + compute).layer == "kernel"
+    assert layers.decide("csrc/k.cu").layer == "kernel"  # no hunk: a kernel source
 
 
-def test_documentation_follows_the_rest_or_is_docs_only() -> None:
+def test_classify_hunks_and_the_patch_layer() -> None:
+    text = (b"diff --git a/csrc/k.cu b/csrc/k.cu\n--- a/csrc/k.cu\n+++ b/csrc/k.cu\n"
+            b"@@ -1,2 +1,2 @@\n-  x = a + b;\n+  x = a * b;\n ctx\n"
+            b"@@ -10,2 +10,2 @@\n ctx\n-  at::Tensor t;\n+  paddle::Tensor t;\n"
+            b"diff --git a/README.md b/README.md\n--- a/README.md\n+++ b/README.md\n"
+            b"@@ -1 +1 @@\n-a\n+b\n")
+    asked: list[str] = []
+
+    def content(f: diff.FileDiff) -> bytes:
+        asked.append(f.path)
+        return b""
+
+    hunks = layers.classify_hunks(diff.parse(text), content)
+    assert [(h.path, h.hunk, h.header, h.layer, h.rule) for h in hunks] == [
+        ("csrc/k.cu", 0, "@@ -1,2 +1,2 @@", "kernel", "cuda-kernel-hunk"),
+        ("csrc/k.cu", 1, "@@ -10,2 +10,2 @@", "cpp-compat", "cuda-api-hunk"),
+        ("README.md", 0, "@@ -1,1 +1,1 @@", layers.DOCS, layers.DOCS_ONLY)]
+    assert asked == []  # only C/C++ sources' content is read
+    assert layers.patch_layer(hunks) == layers.Decision("kernel", "cuda-kernel-hunk")
+    assert layers.patch_layer(hunks[1:]) == layers.Decision("cpp-compat", "cuda-api-hunk")
+    assert layers.patch_layer(hunks[2:]) == layers.Decision("python-glue", layers.DOCS_ONLY)
+
+
+def test_the_signatures_lint_uses_keep_their_answers() -> None:
+    assert layers.classify_path("csrc/k.cu", b"", ["  at::Tensor t;"]) == "cpp-compat"
+    assert layers.classify_path("csrc/k.cu", b"", ["  x = 1;"]) == "kernel"
+    assert layers.classify_path("README.md") == layers.DOCS
+    assert layers.explain([("README.md", b"", None)]) == ("python-glue", layers.DOCS_ONLY)
     assert layers.explain([("README.md", b"", None), ("setup.py", b"", None)]) == (
-        "build", "highest-priority file")
-    assert layers.explain([("README.md", b"", None), ("docs/x.md", b"", None)]) == (
-        "python-glue", layers.DOCS_ONLY)
-    assert layers.explain([]) == ("python-glue", "default")
+        "build", "build-file")

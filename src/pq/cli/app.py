@@ -22,6 +22,8 @@ COMMANDS = {
     "rebase": "rebase", "audit": "audit", "gate": "gate", "hook": "hook", "check": "hook",
     "log": "oplog", "undo": "oplog", "redo": "oplog", "demo": "demo", "status": "rebase",
     "lint": "lint",
+    "classify": "classify", "split": "classify",
+    "report": "report",
 }
 
 

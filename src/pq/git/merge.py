@@ -99,7 +99,7 @@ class Merging(Gateway):
         """base_tree with every path under `remove` dropped and (mode, blob, path) added."""
         with self.temp_index(base_tree) as env:
             if remove:
-                self.run("rm", "-r", "-q", "--cached", "--ignore-unmatch", "--", *remove,
+                self.run("rm", "-r", "-q", "--cached", "-f", "--ignore-unmatch", "--", *remove,
                          env=env)
             if add:
                 self.update_index_info([f"{mode} {obj}\t{path}" for mode, obj, path in add],

@@ -199,20 +199,24 @@ def summary_of(message: str) -> str:
 
 
 def guess_layer(git: Git, sc: StackCommit) -> str:
-    """The layer pq guesses for a new commit (rules in pq.model.layers): paths, the post-image of
-    C++ sources, and the lines the commit adds to kernel sources."""
-    files: list[tuple[str, bytes, list[str] | None]] = []
-    for f in diffs.parse(sc.diff):
-        content = b""
-        if f.path.endswith(layers.CPP_SUFFIXES):
-            for rev in (sc.commit, sc.parent):  # the post-image, or a deleted file's pre-image
-                try:
-                    content = git.blob(f"{rev}:{f.path}")
-                    break
-                except GitError:
-                    continue
-        files.append((f.path, content, [ln.text for ln in f.added()]))
-    return layers.explain(files)[0]
+    """The layer pq guesses for a new commit: pq.model.layers decides each hunk (by path, the
+    post-image of C/C++ sources and the hunk's changed lines) and the patch takes the most
+    specific."""
+    return layers.patch_layer(
+        layers.classify_hunks(diffs.parse(sc.diff), post_image(git, sc))).layer
+
+
+def post_image(git: Git, sc: StackCommit) -> Callable[[diffs.FileDiff], bytes]:
+    """A file's content after `sc` (before it, for a deleted file; b'' when neither is a
+    blob): what the classifier reads of C/C++ sources."""
+    def content(f: diffs.FileDiff) -> bytes:
+        for rev in (sc.commit, sc.parent):
+            try:
+                return git.blob(f"{rev}:{f.path}")
+            except GitError:
+                continue
+        return b""
+    return content
 
 
 # -- patches to commits ---------------------------------------------------------

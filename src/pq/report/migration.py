@@ -1,0 +1,202 @@
+"""The migration report's data: the four parts of a migration answer, as plain data.
+
+1. the plan: the patches in order with their layer, grouped by layer, and the first landing
+   point (the upstream commit the series applies onto and the patch that lands first);
+2. the minimal-modification boundary: the upstream files at the base, which the series
+   touches and which it leaves alone, per layer, and the upstream top-level folders no
+   patch touches;
+3. the verification path: the gate's stages and, when a gate record of HEAD's tree exists,
+   each stage's latest result;
+4. the compat-gap strategy: every workaround with its kind, scope, removal condition,
+   issue and reproducer.
+
+It sits above audit and gate (it reads the gate's configuration and records) and below
+cli, which renders it (Markdown or JSON). It changes nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from pq.gate import api as gate_api
+from pq.gate import config as gate_config
+from pq.gate import record as gate_record
+from pq.git.repo import Git
+from pq.model import patchfile
+from pq.model.series import LAYERS, PATCHES_DIR, Series
+from pq.queue import stack as stack_mod
+from pq.queue.files import Queue, read_worktree
+
+
+@dataclass(frozen=True)
+class PlannedPatch:
+    index: int
+    name: str
+    layer: str
+    summary: str
+    files: tuple[str, ...]
+    added: int
+    removed: int
+    workaround: str | None  # its kind, when the patch is a workaround
+
+
+@dataclass(frozen=True)
+class LayerBoundary:
+    layer: str
+    patches: int
+    files: tuple[str, ...]  # the upstream files its patches touch
+    added: int
+    removed: int
+
+
+@dataclass(frozen=True)
+class StageResult:
+    name: str
+    requires: tuple[str, ...]
+    kind: str | None
+    status: str | None  # the latest record's, or None without one
+
+
+@dataclass(frozen=True)
+class Workaround:
+    patch: str
+    layer: str
+    kind: str
+    scope: tuple[str, ...]
+    remove_when: tuple[str, ...]
+    issue: str | None
+    reproducer: str | None
+    reason: str | None
+
+
+@dataclass
+class MigrationReport:
+    upstream_ref: str
+    base: str
+    plan: list[PlannedPatch]
+    upstream_files: int
+    touched: list[str]
+    created: list[str]  # files the series adds (not upstream's)
+    layers: list[LayerBoundary]
+    top_level: list[tuple[str, bool]]  # every upstream top-level entry, and whether touched
+    stages: list[StageResult] = field(default_factory=list)
+    gate_configured: bool = False
+    gate_record: dict[str, Any] | None = None  # tip, tree, status, finished of the latest
+    workarounds: list[Workaround] = field(default_factory=list)
+
+    @property
+    def untouched(self) -> int:
+        return self.upstream_files - len([p for p in self.touched if p not in self.created])
+
+    def layers_in_order(self) -> list[tuple[str, list[PlannedPatch]]]:
+        return [(layer, [p for p in self.plan if p.layer == layer]) for layer in LAYERS
+                if any(p.layer == layer for p in self.plan)]
+
+    def to_json(self) -> dict[str, Any]:
+        touched_upstream = [p for p in self.touched if p not in self.created]
+        return {
+            "upstream": self.upstream_ref, "base": self.base,
+            "plan": {"patches": [vars(p) | {"files": list(p.files)} for p in self.plan],
+                     "by_layer": {layer: [p.name for p in ps]
+                                  for layer, ps in self.layers_in_order()},
+                     "first_landing_point": {"base": self.base,
+                                             "patch": self.plan[0].name if self.plan
+                                             else None}},
+            "boundary": {"upstream_files": self.upstream_files,
+                         "touched": touched_upstream, "created": self.created,
+                         "untouched": self.untouched,
+                         "layers": [{"layer": b.layer, "patches": b.patches,
+                                     "files": list(b.files), "added": b.added,
+                                     "removed": b.removed} for b in self.layers],
+                         "untouched_top_level": [n for n, t in self.top_level if not t],
+                         "touched_top_level": [n for n, t in self.top_level if t]},
+            "verification": {"configured": self.gate_configured,
+                             "stages": [{"name": s.name, "requires": list(s.requires),
+                                         "kind": s.kind, "status": s.status}
+                                        for s in self.stages],
+                             "record": self.gate_record},
+            "workarounds": [{"patch": w.patch, "layer": w.layer, "kind": w.kind,
+                             "scope": list(w.scope), "remove_when": list(w.remove_when),
+                             "issue": w.issue, "reproducer": w.reproducer,
+                             "reason": w.reason} for w in self.workarounds],
+        }
+
+
+def build(git: Git, queue: Queue | None = None) -> MigrationReport:
+    """The report of `queue` (default: the working tree's series) against its base."""
+    queue = queue or read_worktree(git)
+    series = queue.series
+    base = git.resolve(series.base, "series base (upstream.base in series.yaml)")
+    upstream = [p for _m, _k, _o, p in git.ls_tree(base)
+                if not stack_mod.is_queue_path(p, series.queue_paths)]
+    known = set(upstream)
+    plan: list[PlannedPatch] = []
+    per_layer: dict[str, tuple[set[str], int, int, int]] = {}
+    for i, entry in enumerate(series.patches, start=1):
+        pf = patchfile.parse(queue.files[entry.name], f"{PATCHES_DIR}/{entry.name}")
+        paths = tuple(dict.fromkeys(p for f in pf.files for p in (f.old, f.new) if p))
+        added = sum(len(f.added()) for f in pf.files)
+        removed = sum(len(f.removed()) for f in pf.files)
+        kind = entry.workaround.get("kind") if entry.workaround else None
+        plan.append(PlannedPatch(i, entry.name, entry.layer, entry.summary, paths, added,
+                                 removed, str(kind) if kind is not None else None))
+        files, n, a, r = per_layer.get(entry.layer, (set(), 0, 0, 0))
+        per_layer[entry.layer] = (files | set(paths), n + 1, a + added, r + removed)
+    touched = sorted({p for pp in plan for p in pp.files})
+    tops = sorted({p.split("/", 1)[0] for p in upstream})
+    report = MigrationReport(
+        series.upstream_ref, base, plan, len(upstream), touched,
+        [p for p in touched if p not in known],
+        [LayerBoundary(layer, n, tuple(sorted(f)), a, r)
+         for layer in LAYERS if layer in per_layer
+         for f, n, a, r in [per_layer[layer]]],
+        [(t, any(p == t or p.startswith(t + "/") for p in touched)) for t in tops],
+        workarounds=_workarounds(series))
+    _verification(git, series, queue.series_bytes, report)
+    return report
+
+
+def _strings(value: Any) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, list):
+        return tuple(str(v) for v in value)
+    return (str(value),)
+
+
+def _workarounds(series: Series) -> list[Workaround]:
+    out = []
+    for e in series.patches:
+        wa = e.workaround
+        if wa is None:
+            continue
+        issue, mre = wa.get("issue"), wa.get("mre")
+        reason = wa.get("reason")
+        out.append(Workaround(e.name, e.layer, str(wa.get("kind", "workaround")),
+                              _strings(wa.get("covers")), _strings(wa.get("remove_when")),
+                              str(issue) if issue is not None else None,
+                              str(mre) if mre is not None else None,
+                              str(reason) if reason is not None else None))
+    return out
+
+
+def _verification(git: Git, series: Series, text: bytes | None,
+                  report: MigrationReport) -> None:
+    """The gate's stages (from the working tree's series.yaml) and the latest record of
+    HEAD's tree, when there is one."""
+    if series.gate is None:
+        return
+    config = gate_config.parse(series, "the working tree", text)
+    report.gate_configured = True
+    statuses: dict[str, str] = {}
+    head = git.try_resolve("HEAD")
+    if head is not None:
+        status = gate_api.read_status(git)
+        if status.record is not None:
+            statuses = gate_record.stage_statuses(status.record)
+            report.gate_record = {"commit": status.found_on, "tree": status.tree,
+                                  "status": status.record.get("status"),
+                                  "finished": status.record.get("finished")}
+    report.stages = [StageResult(s.name, s.requires, s.kind, statuses.get(s.name))
+                     for s in config.stages]

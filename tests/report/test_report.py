@@ -1,0 +1,57 @@
+"""`pq report`: the shipped example's report is the golden docs/example-report.md, and
+the verification part shows the latest gate record.
+
+After a deliberate change of the report (or of the example series), regenerate the golden
+file with `UPDATE_GOLDEN=1 python -m pytest tests/report/test_report.py`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+from gitrepo import commit_all, git, make_fork, make_upstream, pq, write
+from report_example import ROOT, example_fork
+
+GOLDEN = ROOT / "docs" / "example-report.md"
+_SHA = re.compile(r"\b[0-9a-f]{12}\b")
+
+
+def _same_base(text: str) -> str:
+    """The base commit's id depends on how git wrote tinyop v1 here: compare without it."""
+    return _SHA.sub("<base>", text)
+
+
+def test_the_example_report_is_the_golden_file(tmp_path: Path) -> None:
+    fork = example_fork(tmp_path)
+    out = pq(fork, "report").output
+    if os.environ.get("UPDATE_GOLDEN"):
+        GOLDEN.write_text(out)
+    assert _same_base(out) == _same_base(GOLDEN.read_text())
+    data = json.loads(pq(fork, "report", "--json").output)
+    assert data["boundary"]["untouched_top_level"] == ["README.md", "tinyop"]
+    assert [w["patch"][:4] for w in data["workarounds"]] == ["0001", "0002", "0003", "0005"]
+    assert data["plan"]["first_landing_point"]["patch"].startswith("0001-")
+
+
+def test_the_verification_path_reads_the_latest_gate_record(tmp_path: Path) -> None:
+    fork = make_fork(tmp_path, make_upstream(tmp_path / "upstream"))
+    write(fork, "pkg/__init__.py", "import torch\n\n\ndef op(x):\n    return x + 1\n")
+    commit_all(fork, "glue: add one")
+    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    with (fork / "series.yaml").open("a") as f:
+        f.write("gate:\n  stages:\n    - name: check\n      run: 'true'\n"
+                "    - name: never\n      run: 'false'\n")
+    commit_all(fork, "pq: a gate")
+    before = pq(fork, "report").output
+    assert "| check | — | not run |" in before and "no gate record of this tree yet" in before
+    pq(fork, "gate", ok=False)
+    data = json.loads(pq(fork, "report", "--json").output)["verification"]
+    assert [(s["name"], s["status"]) for s in data["stages"]] == [("check", "passed"),
+                                                                   ("never", "failed")]
+    assert data["record"]["commit"] == git(fork, "rev-parse", "HEAD")
+    assert data["record"]["status"] == "failed"
+    text = pq(fork, "report").output
+    assert "| check | — | passed |" in text and "Latest gate record of this tree: failed" in text

@@ -1,0 +1,119 @@
+"""`pq split <patch> --by-layer` on real repositories: the parts, their metadata, and the
+final tree, which must not change by one byte."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from gitrepo import commit_all, git, make_fork, make_upstream, pq, write
+
+from pq.model import series as series_mod
+
+CU = "".join(f"// line {i}\n" for i in range(1, 21))
+KERNEL = ("__global__ void k(float* x) {\n  x[0] = 1.0f;\n}\n" + CU
+          + "void launch(at::Tensor t) {\n  auto s = at::cuda::getCurrentCUDAStream();\n}\n")
+UPSTREAM = {
+    "setup.py": "from setuptools import setup\n\nsetup(name='x')\n",
+    "pkg/__init__.py": "import torch\n\n\ndef op(x):\n    return x\n",
+    "csrc/k.cu": KERNEL,
+    "README.md": "upstream\n",
+    "data.bin": "\0\1\2",
+}
+
+
+def _fork(tmp: Path) -> Path:
+    fork = make_fork(tmp, make_upstream(tmp / "upstream", dict(UPSTREAM)))
+    write(fork, "setup.py", "import paddle\nfrom setuptools import setup\n\nsetup(name='x')\n")
+    write(fork, "pkg/__init__.py", "import torch\n\n\ndef op(x):\n    return x + 0\n")
+    write(fork, "csrc/k.cu", KERNEL.replace("x[0] = 1.0f;", "x[0] = 2.0f;").replace(
+        "at::cuda::getCurrentCUDAStream()", "phi::GetCurrentStream()"))
+    write(fork, "README.md", "upstream\nruns on paddle\n")
+    write(fork, "data.bin", "\0\1\3\r\n")
+    commit_all(fork, "mixed: everything at once")
+    write(fork, "pkg/__init__.py", "import torch\n\n\ndef op(x):\n    return x + 1\n")
+    commit_all(fork, "glue: after the mixed one")
+    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    return fork
+
+
+def _series(fork: Path) -> series_mod.Series:
+    return series_mod.loads((fork / "series.yaml").read_bytes())
+
+
+def test_split_by_layer_keeps_the_tree_and_the_metadata(tmp_path: Path) -> None:
+    fork = _fork(tmp_path)
+    before = git(fork, "rev-parse", "HEAD~1^{tree}")  # the last patch commit's
+    text = (fork / "series.yaml").read_text().replace(
+        "summary: 'mixed: everything at once'",
+        "summary: 'mixed: everything at once'\n    reviewer: kim")
+    write(fork, "series.yaml", text)
+    commit_all(fork, "pq: reviewer")
+    name = "0001-mixed-everything-at-once.patch"
+    assert _series(fork).entry(name).layer == "kernel"  # type: ignore[union-attr]
+
+    out = pq(fork, "split", f"patches/{name}", "--by-layer", "--json").output
+    parts = json.loads(out)["parts"]
+    # Parts in the order of their first hunk (git orders files by path); the declared
+    # layer's part keeps the name.
+    assert [(p["name"], p["layer"], p["files"]) for p in parts] == [
+        (name, "kernel", ["README.md", "csrc/k.cu"]),
+        ("0001-mixed-everything-at-once-cpp-compat.patch", "cpp-compat", ["csrc/k.cu"]),
+        ("0001-mixed-everything-at-once-python-glue.patch", "python-glue",
+         ["data.bin", "pkg/__init__.py"]),
+        ("0001-mixed-everything-at-once-build.patch", "build", ["setup.py"])]
+    # The CUDA file is split per hunk: the kernel edit and the stream swap, one hunk each;
+    # the documentation hunk goes with the part that keeps the name.
+    assert [p["hunks"] for p in parts] == [2, 1, 2, 1]
+    # The last patch commit's tree is byte for byte what it was; one bookkeeping commit on it.
+    assert git(fork, "rev-parse", "HEAD~1^{tree}") == before
+    s = _series(fork)
+    assert [e.name for e in s.patches][-1] == "0002-glue-after-the-mixed-one.patch"
+    assert s.entry(name).raw.get("reviewer") == "kim"  # type: ignore[union-attr]
+    build = s.entry(parts[3]["name"])
+    assert build is not None and build.summary == "mixed: everything at once (build part)"
+    cpp = (fork / "patches" / parts[1]["name"]).read_text()
+    assert "+  auto s = phi::GetCurrentStream();" in cpp and "2.0f" not in cpp
+    assert "Subject: [PATCH] mixed: everything at once (cpp-compat part)" in cpp
+    assert git(fork, "status", "--porcelain") == ""
+    # The new series applies and reproduces the same tree.
+    pq(fork, "apply", "--branch", "again")
+    assert git(fork, "rev-parse", "HEAD~1^{tree}") == before
+    assert git(fork, "rev-list", "--count", "upstream/main..HEAD") == "6"
+
+
+def test_split_is_undone_by_pq_undo(tmp_path: Path) -> None:
+    fork = _fork(tmp_path)
+    head = git(fork, "rev-parse", "HEAD")
+    queue = (fork / "series.yaml").read_bytes()
+    pq(fork, "split", "0001-mixed-everything-at-once.patch", "--by-layer")
+    assert git(fork, "rev-parse", "HEAD") != head
+    pq(fork, "undo")
+    assert git(fork, "rev-parse", "HEAD") == head
+    assert (fork / "series.yaml").read_bytes() == queue
+    assert not list((fork / "patches").glob("*-build.patch"))
+
+
+def test_split_refuses_a_patch_of_one_layer(tmp_path: Path) -> None:
+    fork = _fork(tmp_path)
+    head = git(fork, "rev-parse", "HEAD")
+    r = pq(fork, "split", "0002-glue-after-the-mixed-one.patch", "--by-layer", ok=False)
+    assert r.exit_code == 2
+    assert r.output.strip().splitlines() == [
+        "pq: error: patches/0002-glue-after-the-mixed-one.patch has one layer (python-glue); "
+        "there is nothing to split (`pq classify` shows each hunk's layer)"]
+    assert git(fork, "rev-parse", "HEAD") == head
+    r = pq(fork, "split", "nope.patch", "--by-layer", ok=False)
+    assert r.exit_code == 2 and "nope.patch is not a patch of the series" in r.output
+    r = pq(fork, "split", "0002-glue-after-the-mixed-one.patch", ok=False)
+    assert r.exit_code == 2 and "--by-layer" in r.output
+
+
+def test_split_refuses_a_branch_that_differs_from_the_series(tmp_path: Path) -> None:
+    fork = _fork(tmp_path)
+    write(fork, "pkg/extra.py", "x = 1\n")
+    commit_all(fork, "glue: not exported")
+    head = git(fork, "rev-parse", "HEAD")
+    r = pq(fork, "split", "0001-mixed-everything-at-once.patch", "--by-layer", ok=False)
+    assert r.exit_code == 2 and "run `pq export` first" in r.output
+    assert git(fork, "rev-parse", "HEAD") == head
