@@ -30,6 +30,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from pq.errors import ConfigError
+from pq.git.gateway import zsplit
 from pq.git.objects import Person
 from pq.git.repo import Git
 from pq.oplog.snapshot import LOG_REF, Snapshot, stored_blob
@@ -178,12 +179,12 @@ def _snapshot(git: Git, trees: Trees, record: Record, top: dict[bytes, tuple[byt
     worktree: dict[str, Any] = {}
     paths = text("worktree/paths", required=False)
     if paths is not None:
-        worktree = {"paths": [p for p in paths.split("\0") if p],
-                    "index": [e for e in (text("worktree/index") or "").split("\0") if e],
+        worktree = {"paths": zsplit(paths),
+                    "index": zsplit(text("worktree/index") or ""),
                     "files": files("worktree/files/")}
     return {"head": text("head"), "head_commit": text("head-commit", required=False),
             "refs": refs, "files": files("queue/"),
-            "index": [e for e in (text("index") or "").split("\0") if e],
+            "index": zsplit(text("index") or ""),
             "state": files("state/"), "worktree": worktree}
 
 

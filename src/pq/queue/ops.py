@@ -264,7 +264,7 @@ def apply(git: Git, onto: str | None = None, *, branch: str | None = None,
         head = git.head()
         if branch is None:
             # Moving this branch must not drop commits that the series does not hold.
-            if git.is_ancestor(series.base, head) and not _holds_only_series(git, head, queue):
+            if git.is_ancestor(series.base, head) and not holds_only_series(git, head, queue):
                 raise ConfigError(
                     f"{current.removeprefix('refs/heads/')} has commits that differ from "
                     f"{SERIES_FILE}; applying would drop them",
@@ -301,7 +301,7 @@ def apply(git: Git, onto: str | None = None, *, branch: str | None = None,
                        target.removeprefix("refs/heads/"))
 
 
-def _holds_only_series(git: Git, head: CommitId, queue: Queue) -> bool:
+def holds_only_series(git: Git, head: CommitId, queue: Queue) -> bool:
     """Whether base..head holds no commit the series lacks: its commits are the series'
     patches, or exactly what pq last wrote (the patch files were edited since)."""
     series = queue.series

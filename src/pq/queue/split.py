@@ -107,7 +107,7 @@ def split(git: Git, patch: str) -> SplitResult:
         ops.require_clean(git, series.queue_paths, "pq split")
         branch = ops.require_branch(git)
         head = git.head()
-        if not ops._holds_only_series(git, head, queue):
+        if not ops.holds_only_series(git, head, queue):
             raise ConfigError(f"{branch.removeprefix('refs/heads/')} has commits that differ "
                               f"from {SERIES_FILE}; splitting would drop them",
                               hint="run `pq export` first, then split")
