@@ -421,7 +421,8 @@ def judge_patch(fork: Path, data: bytes) -> None:
     refuses to read the diff (truncated garbage) `pq series` may list it or refuse it.
     `pq export` refuses every hand-edited patch file. Refusals are one line and write
     nothing."""
-    assume(data != valid_patch(fork))
+    if data == valid_patch(fork):
+        return  # unchanged: nothing to judge
     headers_ok = _headers_ok(data)
     apply_ok = headers_ok and git_am_accepts(fork, data)
     series_ok: bool | None = (None if headers_ok and not git_reads_the_diff(fork, data)
