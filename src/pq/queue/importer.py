@@ -186,7 +186,8 @@ def _regroup(git: Git, base: CommitId, tip: CommitId,
                               "exactly; nothing was written",
                               hint="import with `--keep-commits`, or linearise the branch "
                                    "(`git rebase`) and run `pq init`")
-    parent, kept = base, {}
+    parent = base
+    kept: dict[str, CommitId | None] = {}
     for part, tree in zip(grouping.parts, trees, strict=True):
         kept[part.name] = None
         if part.kept_from is not None and _same_files(git, part.kept_from, tip, part.files):
