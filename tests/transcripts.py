@@ -287,6 +287,25 @@ def _adopt_acknowledged(tmp: Path, env: dict[str, str]) -> Path:
     return fork
 
 
+@scenario("merge-fork")
+def _merge_fork(tmp: Path, env: dict[str, str]) -> Path:
+    """A fork kept alive by merging upstream: build and glue commits between two merges,
+    a TODO guard, a fork-only file (docs/import.md)."""
+    up = make_upstream(tmp / "upstream", dict(SMALL_UPSTREAM))
+    fork = make_fork(tmp, up)
+    write(fork, "setup.py", set_line(SETUP, 3, "import paddle; paddle.enable_compat()"))
+    commit_all(fork, "build: enable compat")
+    write(up, "pkg/util.py", "def helper():\n    return 3\n")
+    commit_all(up, "upstream: helper 3")
+    sh(fork, "git fetch -q upstream && git merge -q --no-edit upstream/main", env)
+    write(fork, "pkg/__init__.py", set_line(GLUE, 5, "glue_5 = 'scoped'  # TODO: paddle op"))
+    write(fork, "pkg/paddle_only.py", "PADDLE = True\n")
+    commit_all(fork, "glue: scoped compat")
+    write(fork, "csrc/ops.cc", "#include <torch/extension.h>\n\nint f() { return 2; }\n")
+    commit_all(fork, "kernel: f returns 2")
+    return fork
+
+
 @scenario("unexported-edit")
 def _unexported_edit(tmp: Path, env: dict[str, str]) -> Path:
     """A fork with its series committed, the hook, a remote, and one unexported commit."""

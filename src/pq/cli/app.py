@@ -24,6 +24,7 @@ COMMANDS = {
     "lint": "lint",
     "classify": "classify", "split": "classify",
     "report": "report",
+    "import": "queue",
 }
 
 

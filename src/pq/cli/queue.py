@@ -1,6 +1,9 @@
-"""`pq init`, `pq export`, `pq apply`, `pq series`: the queue and its round trip."""
+"""`pq init`, `pq import`, `pq export`, `pq apply`, `pq series`: the queue and its round
+trip."""
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 import click
 
@@ -9,9 +12,13 @@ from pq.queue import ops as queueops
 from pq.rebase import state as rs
 from pq.rebase import status as rebase_status
 
+if TYPE_CHECKING:
+    from pq.model.diff import FileDiff
+    from pq.queue.importer import ImportResult
+
 
 def register(main: click.Group) -> None:
-    for command in (init, export, apply, series):
+    for command in (init, import_, export, apply, series):
         main.add_command(command)
 
 
@@ -70,6 +77,74 @@ def init(upstream: str, force: bool, do_commit: bool, as_json: bool) -> None:
         had_series = (git.root / SERIES_FILE).exists()
         result = queueops.init(git, upstream, force=force, commit=do_commit)
     _render_export(result, as_json, "initialised", had_series)
+
+
+@click.command("import")
+@click.option("--upstream", "upstream", required=True, metavar="REF",
+              help="The upstream ref the fork merges, e.g. upstream/main.")
+@click.argument("branch", required=False, metavar="[BRANCH]")
+@click.option("--dry-run", is_flag=True, help="Print the plan; write nothing.")
+@click.option("--keep-commits", is_flag=True,
+              help="One patch per fork commit, when they replay cleanly linearised.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+def import_(upstream: str, branch: str | None, dry_run: bool, keep_commits: bool,
+            as_json: bool) -> None:
+    """Turn a merge-maintained fork branch into a layer-tagged series (base = the newest
+    upstream commit merged into BRANCH, default the current branch)."""
+    from pq.audit import signals
+    from pq.queue import importer
+
+    def detect(f: FileDiff) -> list[tuple[str, int, str]]:
+        found = signals.todo_comments(f) + signals.guards(f) + signals.monkey_patches(f)
+        return [(s.path, s.line, s.code) for s in found]
+
+    with open_repo() as git:
+        rebase_status.refuse_while_rebasing(git, "pq import")
+        result = importer.import_fork(git, upstream, branch, dry_run=dry_run,
+                                      keep_commits=keep_commits, detect=detect)
+    _render_import(result, as_json)
+
+
+def _render_import(r: ImportResult, as_json: bool) -> None:
+    totals = r.layer_totals()
+    if as_json:
+        emit_json({
+            "upstream": r.upstream, "base": r.base, "branch": r.branch,
+            "original": r.original, "mode": r.mode, "reason": r.reason,
+            "dry_run": r.tip is None, "tip": r.tip,
+            "layers": {k: {"files": f, "added": a, "removed": d}
+                       for k, (f, a, d) in totals.items()},
+            "patches": [{"name": p.name, "layer": p.layer, "summary": p.summary,
+                         "files": list(p.files), "added": p.added, "removed": p.removed,
+                         "kept_from": p.kept_from} for p in r.patches],
+            "workaround_candidates": [{"patch": c.patch, "path": c.path, "line": c.line,
+                                       "code": c.code} for c in r.candidates],
+        })
+        return
+    verb = "would import" if r.tip is None else "imported"
+    click.echo(f"{verb} {r.branch} ({short(r.original)}): "
+               f"{plural(len(r.patches), 'patch', 'patches')} on "
+               f"{base_label(r.base, r.upstream)}")
+    click.echo(f"  mode: {r.mode}: {r.reason}")
+    for layer, (files, added, removed) in totals.items():
+        click.echo(f"  {layer:<11}  {plural(files, 'file'):>9}  +{added} -{removed}")
+    width = max((len(p.name) for p in r.patches), default=10)
+    for p in r.patches:
+        kept = f"  (message of {short(p.kept_from)})" if p.kept_from else ""
+        click.echo(f"  {p.name:<{width}}  {p.layer:<11}  {plural(len(p.files), 'file')} "
+                   f"+{p.added} -{p.removed}{kept}")
+    if r.candidates:
+        click.echo(f"  {plural(len(r.candidates), 'workaround candidate')} "
+                   f"(draft `workaround` blocks {'to write' if r.tip is None else 'written'}, "
+                   "marked for review):")
+        for c in r.candidates:
+            code = " ".join(c.code.split())
+            click.echo(f"    {c.patch}  {c.path}:{c.line}  {code[:60]}")
+    if r.tip is None:
+        click.echo("  dry run: nothing written")
+    else:
+        click.echo(f"  committed as {short(r.tip)}; the previous tip is kept as "
+                   f"refs/pq/orig-head/{r.branch}; `pq undo` goes back")
 
 
 @click.command()

@@ -172,11 +172,25 @@ def _part_message(message: str, layer: str) -> str:
 def _part_trees(git: Git, name: str, sc: stack_mod.StackCommit, files: tuple[diffs.FileDiff, ...],
                 where: dict[tuple[str, int | None], str], order: list[str]) -> list[TreeId]:
     """The tree after each part: every file as the parts up to it leave it."""
-    base_tree = git.tree_of(sc.parent)
-    want = git.tree_of(sc.commit)
+    trees = part_trees(git, sc.parent, sc.commit, files, where, order)
+    if trees[-1] != git.tree_of(sc.commit):
+        raise ConfigError(f"splitting {PATCHES_DIR}/{name} by layer "
+                          "would not rebuild its tree exactly; nothing was changed",
+                          hint="split it by hand: `git rebase -i` and `pq export`")
+    return trees
+
+
+def part_trees(git: Git, parent: str, commit: str, files: tuple[diffs.FileDiff, ...],
+               where: dict[tuple[str, int | None], str], order: list[str]) -> list[TreeId]:
+    """The tree after each part of the change parent..commit (`files`, its parsed diff):
+    part `order[k]` holds the hunks `where` gives it ((path, hunk index or None for a file
+    without hunks) -> part); every file is as the parts up to it leave it, its hunks applied
+    by line number to the real blobs (`apply_hunks`). The last tree is `commit`'s when every
+    hunk has a part in `order`; callers check."""
+    base_tree = git.tree_of(parent)
     paths = sorted({p for f in files for p in (f.old, f.new) if p is not None})
-    before = {p: (m, o) for m, _k, o, p in git.ls_tree(sc.parent, paths)} if paths else {}
-    after = {p: (m, o) for m, _k, o, p in git.ls_tree(sc.commit, paths)} if paths else {}
+    before = {p: (m, o) for m, _k, o, p in git.ls_tree(parent, paths)} if paths else {}
+    after = {p: (m, o) for m, _k, o, p in git.ls_tree(commit, paths)} if paths else {}
     zero = "0" * len(base_tree)  # `update-index --index-info` drops an entry of mode 0
     trees = []
     for k in range(len(order)):
@@ -196,8 +210,4 @@ def _part_trees(git: Git, name: str, sc: stack_mod.StackCommit, files: tuple[dif
                 obj = git.write_blob(apply_hunks(old, git.blob(obj), f.hunks, set(mine)))
             add[f.new] = (mode, obj, f.new)
         trees.append(git.build_tree(base_tree, add=list(add.values())))
-    if trees[-1] != want:
-        raise ConfigError(f"splitting {PATCHES_DIR}/{name} by layer "
-                          "would not rebuild its tree exactly; nothing was changed",
-                          hint="split it by hand: `git rebase -i` and `pq export`")
     return trees

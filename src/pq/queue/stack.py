@@ -55,8 +55,8 @@ def read_stack(git: Git, base: str, tip: str, queue_paths: Sequence[str]) -> lis
             raise ConfigError(
                 f"commit {commit[:12]} in {base[:12]}..{tip[:12]} is a merge; pq will not "
                 "guess how to split merged history into patches",
-                hint="linearise the branch first (`git rebase`), or use `pq import` when "
-                     "available; nothing was written")
+                hint="`pq import --upstream <ref>` turns a merge-maintained branch into a "
+                     "series; nothing was written")
     if not revs:
         return []
     diffs = git.commit_patches([c for c, _ in revs], exclude_pathspec(queue_paths))

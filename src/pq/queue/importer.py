@@ -1,0 +1,272 @@
+"""`pq import`: a merge-maintained fork branch becomes a layer-tagged series in one step.
+
+The base is merge-base(branch, upstream): for a fork kept alive by merging upstream, the
+newest upstream commit merged in. The migration is the branch's tree against the base. By
+default it is cut into parts by layer and topic (pq.queue.topics); with `keep_commits`,
+the fork's non-merge commits are kept one patch each when they replay, linearised, onto the
+base and rebuild the branch's tree exactly (else the default runs, and the result says
+why). Either way the patches are rendered, applied onto the base again (as `pq apply`
+would) and must rebuild the branch's tree byte for byte, or nothing is written
+(OperationFailed, exit 1). Edits that look like workarounds (the detector is the caller's:
+the audit's signals) get a draft `workaround` block marked for review. The branch becomes
+base..patches plus a bookkeeping commit; the old tip is kept as refs/pq/orig-head/<branch>;
+one transaction, so `pq undo` restores the branch and removes the queue files.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+
+from pq.errors import ConfigError, OperationFailed
+from pq.git.branchmove import checkout_moved, require_unmoved, swap_branch
+from pq.git.objects import CommitId, Person
+from pq.git.repo import Git
+from pq.model import diff as diffs
+from pq.model import layers
+from pq.model.series import PATCHES_DIR, SERIES_FILE, new_series
+from pq.oplog.txn import Transaction
+from pq.queue import ops, topics
+from pq.queue import stack as stack_mod
+from pq.queue.bookkeeping import bookkeeping_commit
+from pq.queue.files import Queue, write_worktree
+from pq.queue.split import part_trees
+
+# (path, line, code) of each added line that looks like a workaround, for one file's diff.
+Detector = Callable[[diffs.FileDiff], Sequence[tuple[str, int, str]]]
+REVIEW = "manual: review this draft written by pq import"
+
+
+@dataclass(frozen=True)
+class Candidate:
+    patch: str
+    path: str
+    line: int
+    code: str
+
+
+@dataclass(frozen=True)
+class ImportedPatch:
+    name: str
+    layer: str
+    summary: str
+    files: tuple[str, ...]
+    added: int
+    removed: int
+    kept_from: str | None  # the fork commit whose message it keeps
+
+
+@dataclass(frozen=True)
+class ImportResult:
+    upstream: str
+    base: CommitId
+    branch: str
+    original: CommitId  # the branch tip that was imported
+    mode: str  # "topics" or "commits"
+    reason: str  # why that mode ran
+    patches: tuple[ImportedPatch, ...]
+    candidates: tuple[Candidate, ...]
+    tip: CommitId | None  # the new branch tip; None for a dry run
+
+    def layer_totals(self) -> dict[str, tuple[int, int, int]]:
+        """{layer: (files, added, removed)} in layer order."""
+        out: dict[str, tuple[int, int, int]] = {}
+        for layer in topics.ORDER:
+            mine = [p for p in self.patches if p.layer == layer]
+            if mine:
+                out[layer] = (len({f for p in mine for f in p.files}),
+                              sum(p.added for p in mine), sum(p.removed for p in mine))
+        return out
+
+
+def import_fork(git: Git, upstream: str, branch: str | None = None, *, dry_run: bool = False,
+                keep_commits: bool = False, detect: Detector | None = None) -> ImportResult:
+    with Transaction(git, f"pq import --upstream {upstream}", mutating=False) as t:
+        upstream_id = git.resolve(upstream, "upstream ref")
+        current = ops.require_branch(git)
+        name = current.removeprefix("refs/heads/")
+        if branch is not None and branch.removeprefix("refs/heads/") != name:
+            raise ConfigError(f"pq import works on the checked-out branch; {branch} is not "
+                              f"checked out ({name} is)",
+                              hint=f"`git switch {branch.removeprefix('refs/heads/')}` first")
+        queue_paths = new_series(upstream, upstream_id).queue_paths
+        tip = git.head()
+        if (git.root / SERIES_FILE).exists() or git.ls_tree(tip, [SERIES_FILE]):
+            raise ConfigError(f"{SERIES_FILE} already exists: {name} already has a series",
+                              path=SERIES_FILE,
+                              hint="`pq export` refreshes it; `git rm series.yaml patches` "
+                                   "and commit first to import again")
+        ops.require_clean(git, queue_paths, "pq import")
+        base = git.merge_base(tip, upstream_id)
+        if base is None:
+            raise ConfigError(f"{name} and {upstream} share no history",
+                              hint="is the upstream remote fetched? `git fetch upstream`")
+        target = git.tree_of(tip)
+        if target == git.tree_of(base):
+            raise ConfigError(f"{name} has no changes against {upstream} (base {base[:12]}); "
+                              "there is nothing to import",
+                              hint=f"start a series with `pq init --upstream {upstream}`")
+        committer = git.committer_now()
+        log = git.log_files(f"{upstream_id}..{tip}")
+        mode, reason, last = "topics", "", base
+        names: list[str] | None = None
+        kept: dict[str, CommitId | None] = {}
+        if keep_commits:
+            replayed, reason = _replay(git, base, target, [c for c, _ in log], committer)
+            if replayed is not None:
+                mode, last = "commits", replayed
+        if mode == "topics":
+            last, names, kept = _regroup(git, base, tip, log, name, committer)
+            reason = ((reason + "; regrouped by layer and topic instead") if keep_commits
+                      else "regrouped by layer and topic (--keep-commits keeps the fork's "
+                           "commits when they replay cleanly)")
+        stack = stack_mod.read_stack(git, base, last, queue_paths)
+        queue = stack_mod.export(git, stack, new_series(upstream, base), base, names=names)
+        queue, candidates = _drafts(git, stack, queue, detect)
+        _verify(git, queue, base, target, committer, name)
+        patches = _summaries(stack, queue, mode, kept)
+        result = ImportResult(upstream, base, name, tip, mode, reason, patches, candidates,
+                              None)
+        if dry_run:
+            return result
+        new_tip = bookkeeping_commit(git, last, None, queue, committer,
+                                     f"pq: import {name} as a series on {base[:12]}\n")
+        require_unmoved(git, current, tip, "pq import")
+        t.begin()
+        git.set_orig_head(current, tip, "pq import: previous tip")
+        ops.clear_queue_files_for(git, new_tip, queue_paths)
+        swap_branch(git, current, tip, new_tip, "pq import")
+        checkout_moved(git, current, tip, new_tip, "pq import")
+        write_worktree(git, queue)
+        t.done()
+    return replace(result, tip=new_tip)
+
+
+def _replay(git: Git, base: CommitId, target: str, commits: Sequence[CommitId],
+            committer: Person) -> tuple[CommitId | None, str]:
+    """The fork's non-merge commits applied in order onto the base, one commit each, and
+    why they were kept; (None, why not) when one does not apply or the tree differs."""
+    if not commits:
+        return None, "--keep-commits: the branch has no non-merge commits of its own"
+    patches = git.commit_patches(commits)
+    parent = base
+    with git.temp_index(git.tree_of(base)) as env:
+        for commit in commits:
+            if not patches[commit].strip():
+                continue
+            error = git.apply_cached(patches[commit], env)
+            if error is not None:
+                return None, (f"--keep-commits: fork commit {commit[:12]} does not apply "
+                              "linearised onto the base (a merge resolved it)")
+            info = git.commit(commit)
+            parent = git.write_commit(git.write_tree(env), [parent], info.author, committer,
+                                      info.message, info.encoding)
+    if git.tree_of(parent) != target:
+        return None, ("--keep-commits: the fork's commits replayed linearised do not rebuild "
+                      "the branch's tree (merges changed it too)")
+    return parent, (f"kept the {len(commits)} non-merge commits: they replay linearised onto "
+                    "the base and rebuild the branch's tree exactly")
+
+
+def _regroup(git: Git, base: CommitId, tip: CommitId,
+             log: Sequence[tuple[CommitId, frozenset[str]]], branch: str, committer: Person
+             ) -> tuple[CommitId, list[str], dict[str, CommitId | None]]:
+    """One commit per part (pq.queue.topics) on the base; the last one and the names."""
+    whole = git.write_commit(git.tree_of(tip), [base], committer, committer,
+                             "pq import: the whole migration\n")
+    diff = git.commit_patches([whole])[whole]
+    files = diffs.parse(diff, f"{base[:12]}..{tip[:12]}")
+    sc = stack_mod.StackCommit(whole, base, diff, None, "", committer)
+    decisions = layers.classify_hunks(files, stack_mod.post_image(git, sc))
+    grouping = topics.group(files, decisions, log)
+    order = [p.key for p in grouping.parts]
+    trees = part_trees(git, base, whole, files, grouping.where, order)
+    if trees[-1] != git.tree_of(tip):
+        raise OperationFailed(f"the parts of {branch}'s migration do not rebuild its tree "
+                              "exactly; nothing was written",
+                              hint="import with `--keep-commits`, or linearise the branch "
+                                   "(`git rebase`) and run `pq init`")
+    parent = base
+    kept: dict[str, CommitId | None] = {}
+    for part, tree in zip(grouping.parts, trees, strict=True):
+        kept[part.name] = None
+        if part.kept_from is not None and _same_files(git, part.kept_from, tip, part.files):
+            info, kept[part.name] = git.commit(part.kept_from), part.kept_from
+            author, message, encoding = info.author, info.message, info.encoding
+        else:
+            author = git.commit(part.commits[-1]).author if part.commits else committer
+            message = topics.part_message(part, branch, _subject(git))
+            encoding = None
+        parent = git.write_commit(tree, [parent], author, committer, message, encoding)
+    return parent, [p.name for p in grouping.parts], kept
+
+
+def _same_files(git: Git, a: str, b: str, paths: Sequence[str]) -> bool:
+    """Whether `a` and `b` hold `paths` alike (a commit maps cleanly onto a part only when
+    it leaves the part's files as the branch has them: no merge changed them since)."""
+    return git.ls_tree(a, paths) == git.ls_tree(b, paths)
+
+
+def _subject(git: Git) -> Callable[[CommitId], str]:
+    return lambda c: stack_mod.summary_of(git.commit(c).message)
+
+
+def _drafts(git: Git, stack: Sequence[stack_mod.StackCommit], queue: Queue,
+            detect: Detector | None) -> tuple[Queue, tuple[Candidate, ...]]:
+    """The queue with a draft `workaround` block on each patch whose added lines look like
+    a workaround, and those lines."""
+    if detect is None:
+        return queue, ()
+    entries, found = [], []
+    for entry, sc in zip(queue.series.patches, stack, strict=True):
+        sigs = [s for f in diffs.parse(sc.diff, f"{PATCHES_DIR}/{entry.name}")
+                for s in detect(f)]
+        sigs = sorted(set(sigs))
+        found += [Candidate(entry.name, p, n, code.strip()) for p, n, code in sigs]
+        if sigs:
+            p, n, code = sigs[0]
+            entry = replace(entry, workaround={
+                "kind": "compat-gap",
+                "covers": sorted({s[0] for s in sigs}),
+                "reason": f"DRAFT by pq import, review: {p}:{n} `{' '.join(code.split())}`",
+                "remove_when": [REVIEW],
+            })
+        entries.append(entry)
+    if not found:
+        return queue, ()
+    series = replace(queue.series, patches=tuple(entries))
+    fresh = stack_mod.export(git, stack, series, series.base, names=[e.name for e in entries])
+    return fresh, tuple(found)
+
+
+def _verify(git: Git, queue: Queue, base: CommitId, target: str, committer: Person,
+            branch: str) -> None:
+    """The rendered patch files, applied onto the base, rebuild the branch's tree."""
+    try:
+        applied = stack_mod.materialise(git, queue, base, committer)
+    except OperationFailed as exc:
+        raise OperationFailed(f"import of {branch} not verified: {exc.message}; nothing was "
+                              "written", hint="report this as a pq bug, with the branch") \
+            from exc
+    tree = git.tree_of(applied[-1][1]) if applied else git.tree_of(base)
+    if tree != target:
+        differ = git.diff_names(tree, target)
+        raise OperationFailed(
+            f"import of {branch} not verified: the patches applied onto {base[:12]} differ "
+            f"from the branch in {', '.join(differ[:3]) or 'its tree'}; nothing was written",
+            hint="report this as a pq bug; meanwhile `pq import --keep-commits` or "
+                 "linearise the branch and `pq init`")
+
+
+def _summaries(stack: Sequence[stack_mod.StackCommit], queue: Queue, mode: str,
+               kept: dict[str, CommitId | None]) -> tuple[ImportedPatch, ...]:
+    out = []
+    for entry, sc in zip(queue.series.patches, stack, strict=True):
+        files = diffs.parse(sc.diff, f"{PATCHES_DIR}/{entry.name}")
+        source = sc.commit if mode == "commits" else kept.get(entry.name)
+        out.append(ImportedPatch(entry.name, entry.layer, entry.summary,
+                                 tuple(f.path for f in files),
+                                 sum(len(f.added()) for f in files),
+                                 sum(len(f.removed()) for f in files), source))
+    return tuple(out)
+

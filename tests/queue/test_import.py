@@ -1,0 +1,178 @@
+"""`pq import`: a merge-maintained fork becomes a layer-tagged series (issue 15)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pq.git.repo import Git
+from pq.model import diff as diffs
+from pq.model import layers
+from pq.queue import topics
+from tests.gitrepo import commit_all, git, make_fork, pq, write
+
+NON_UTF8 = "café".encode("latin-1") + b"\n"
+
+
+def merge_upstream(fork: Path, message: str = "Merge upstream") -> None:
+    git(fork, "fetch", "-q", "upstream")
+    git(fork, "merge", "-q", "--no-edit", "-m", message, "upstream/main", check=False)
+
+
+def grown_fork(tmp_path: Path) -> tuple[Path, Path]:
+    """A fork grown the way real ones are: migration commits interleaved with merges from
+    upstream (one conflict resolved inside the merge), a fork-only file, a deleted upstream
+    file, a mode change, a binary file, a rename and non-UTF-8 text."""
+    fork = make_fork(tmp_path)
+    up = tmp_path / "upstream"
+    write(up, "tools/run.sh", "echo run\n")
+    write(up, "pkg/old.py", "OLD = 1\n")
+    write(up, "pkg/legacy.py", "def legacy():\n    return 0\n")
+    commit_all(up, "upstream: tools")
+    merge_upstream(fork)
+    write(fork, "setup.py", "from paddle.utils import cpp_extension\n\nsetup(name='x')\n")
+    write(fork, "csrc/ops.cc", "#include <torch/extension.h>\n\nint f() { return at::k(); }\n")
+    commit_all(fork, "Build and bind against Paddle")
+    write(fork, "pkg/__init__.py", "import torch\n\n\ndef op(x):\n    # TODO: paddle has no "
+          "op yet\n    if hasattr(torch, 'op'):\n        return x\n    return x\n")
+    write(fork, "pkg/paddle_only.py", "PADDLE = True\n")
+    commit_all(fork, "Glue: route op through paddle")
+    write(up, "pkg/util.py", "def helper():\n    return 3\n")
+    write(up, "README.md", "upstream v2\n")
+    commit_all(up, "upstream: helper 3")
+    write(fork, "pkg/util.py", "def helper():\n    return 20\n")
+    commit_all(fork, "Fork: helper 20")
+    merge_upstream(fork)  # conflicts in pkg/util.py: resolved inside the merge
+    write(fork, "pkg/util.py", "def helper():\n    return 30\n")
+    git(fork, "add", "pkg/util.py")
+    git(fork, "commit", "-q", "--no-edit")
+    (fork / "pkg/old.py").unlink()
+    (fork / "tools/run.sh").chmod(0o755)
+    write(fork, "data/blob.bin", bytes(range(256)) * 4)
+    git(fork, "mv", "pkg/legacy.py", "pkg/compat_legacy.py")
+    write(fork, "pkg/latin.txt", NON_UTF8)
+    commit_all(fork, "Fork-only: delete, chmod, binary, rename, latin-1")
+    return fork, up
+
+
+def tree(fork: Path, rev: str) -> dict[str, str]:
+    out = {}
+    for line in git(fork, "ls-tree", "-r", "--full-tree", rev).splitlines():
+        meta, path = line.split("\t", 1)
+        if path != "series.yaml" and not path.startswith("patches/"):
+            out[path] = meta
+    return out
+
+
+def test_import_reproduces_the_tree_splits_by_layer_and_rebases(tmp_path: Path) -> None:
+    fork, up = grown_fork(tmp_path)
+    before = git(fork, "rev-parse", "HEAD")
+    result = pq(fork, "import", "--upstream", "upstream/main", "--json")
+    data = json.loads(result.output)
+    assert data["mode"] == "topics" and data["branch"] == "paddle"
+    assert data["base"] == git(fork, "rev-parse", "upstream/main")
+    assert tree(fork, "HEAD") == tree(fork, before)  # byte for byte: same blob ids, modes
+    assert git(fork, "rev-parse", "refs/pq/orig-head/paddle") == before
+    assert git(fork, "status", "--porcelain") == ""
+    with Git.open(fork) as g:  # no patch mixes layers
+        for p in data["patches"]:
+            text = (fork / "patches" / p["name"]).read_bytes()
+            files = diffs.parse(text.split(b"\n---\n", 1)[1] if b"\n---\n" in text else text)
+            got = {d.layer for d in layers.classify_hunks(
+                files, lambda f: g.blob(f"HEAD:{f.path}"))} - {layers.DOCS}
+            assert got <= {p["layer"]}, p
+    assert {"build", "cpp-compat", "python-glue"} <= set(data["layers"])
+    assert any(c["path"] == "pkg/__init__.py" for c in data["workaround_candidates"])
+    assert "workaround:" in (fork / "series.yaml").read_text()
+    pq(fork, "series")  # the series is valid and matches the branch
+    # a later upstream commit: pq rebase works on the imported series right away
+    write(up, "pkg/new_upstream.py", "X = 1\n")
+    commit_all(up, "upstream: more")
+    git(fork, "fetch", "-q", "upstream")
+    pq(fork, "rebase", "upstream/main")
+    assert (fork / "pkg/new_upstream.py").exists()
+    assert (fork / "pkg/latin.txt").read_bytes() == NON_UTF8
+
+
+def test_undo_restores_the_branch_and_dry_run_writes_nothing(tmp_path: Path) -> None:
+    fork, _up = grown_fork(tmp_path)
+    before = git(fork, "rev-parse", "HEAD")
+    dry = pq(fork, "import", "--upstream", "upstream/main", "--dry-run")
+    assert "dry run: nothing written" in dry.output and "mode: topics" in dry.output
+    assert git(fork, "rev-parse", "HEAD") == before
+    assert not (fork / "series.yaml").exists() and not (fork / "patches").exists()
+    pq(fork, "import", "--upstream", "upstream/main")
+    assert git(fork, "rev-parse", "HEAD") != before
+    pq(fork, "undo")
+    assert git(fork, "rev-parse", "HEAD") == before
+    assert not (fork / "series.yaml").exists()
+    assert git(fork, "status", "--porcelain") == ""
+
+
+def test_keep_commits_on_a_linear_fork_keeps_one_patch_per_commit(tmp_path: Path) -> None:
+    fork = make_fork(tmp_path)
+    write(fork, "setup.py", "from paddle.utils import cpp_extension\n\nsetup(name='x')\n")
+    commit_all(fork, "Build against Paddle")
+    write(fork, "pkg/__init__.py", "import paddle\n\n\ndef op(x):\n    return x\n")
+    write(fork, "setup.py", "from paddle.utils import cpp_extension\n\nsetup(name='y')\n")
+    commit_all(fork, "Mixed commit")
+    before = git(fork, "rev-parse", "HEAD")
+    data = json.loads(pq(fork, "import", "--upstream", "upstream/main", "--keep-commits",
+                         "--json").output)
+    assert data["mode"] == "commits" and "replay" in data["reason"]
+    assert [p["summary"] for p in data["patches"]] == ["Build against Paddle", "Mixed commit"]
+    assert tree(fork, "HEAD") == tree(fork, before)
+
+
+def test_keep_commits_falls_back_when_a_merge_resolved_a_conflict(tmp_path: Path) -> None:
+    fork, _up = grown_fork(tmp_path)
+    out = pq(fork, "import", "--upstream", "upstream/main", "--keep-commits").output
+    assert "mode: topics: --keep-commits:" in out and "regrouped by layer and topic" in out
+
+
+def test_a_single_commit_topic_keeps_its_message(tmp_path: Path) -> None:
+    fork, _up = grown_fork(tmp_path)
+    data = json.loads(pq(fork, "import", "--upstream", "upstream/main", "--json").output)
+    kept = {p["summary"] for p in data["patches"] if p["kept_from"]}
+    assert "Glue: route op through paddle" in kept
+    assert "Fork: helper 20" not in kept  # the merge changed pkg/util.py since
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--upstream", "nope/main"], "nope/main"),
+    (["--upstream", "upstream/main", "other"], "git switch other"),
+])
+def test_bad_input_exits_2_with_one_line(tmp_path: Path, args: list[str], message: str) -> None:
+    fork, _up = grown_fork(tmp_path)
+    result = pq(fork, "import", *args, ok=False)
+    assert result.exit_code == 2 and message in result.output
+
+
+def test_dirty_tree_and_existing_series_are_refused(tmp_path: Path) -> None:
+    fork, _up = grown_fork(tmp_path)
+    write(fork, "setup.py", "dirty\n")
+    result = pq(fork, "import", "--upstream", "upstream/main", ok=False)
+    assert result.exit_code == 2 and "uncommitted changes in setup.py" in result.output
+    git(fork, "checkout", "--", "setup.py")
+    pq(fork, "import", "--upstream", "upstream/main")
+    again = pq(fork, "import", "--upstream", "upstream/main", ok=False)
+    assert again.exit_code == 2 and "series.yaml already exists" in again.output
+
+
+def test_topics_group_co_changed_files_and_never_mix_layers() -> None:
+    text = (b"diff --git a/a.py b/a.py\n--- a/a.py\n+++ b/a.py\n@@ -1 +1 @@\n-x\n+y\n"
+            b"diff --git a/b.py b/b.py\n--- a/b.py\n+++ b/b.py\n@@ -1 +1 @@\n-x\n+y\n"
+            b"diff --git a/setup.py b/setup.py\n--- a/setup.py\n+++ b/setup.py\n"
+            b"@@ -1 +1 @@\n-x\n+y\n"
+            b"diff --git a/c.py b/c.py\n--- a/c.py\n+++ b/c.py\n@@ -1 +1 @@\n-x\n+y\n")
+    files = diffs.parse(text)
+    decisions = layers.classify_hunks(files, lambda f: b"")
+    log = [("1" * 40, frozenset({"a.py", "b.py", "setup.py"})), ("2" * 40, frozenset({"c.py"}))]
+    g = topics.group(files, decisions, log)  # type: ignore[arg-type]
+    assert [(p.layer, p.files) for p in g.parts] == [
+        ("build", ("setup.py",)), ("python-glue", ("a.py", "b.py")),
+        ("python-glue", ("c.py",))]
+    assert [p.kept_from for p in g.parts] == [None, None, "2" * 40]
+    assert g.parts[0].name == "0001-build-setup.patch"
