@@ -18,8 +18,9 @@ from dataclasses import dataclass, replace
 
 from pq.errors import ConfigError
 from pq.git.branchmove import checkout_moved, require_unmoved, swap_branch
-from pq.git.objects import CommitId, TreeId
+from pq.git.objects import CommitId, Entry, TreeId
 from pq.git.repo import Git
+from pq.git.trees import Trees
 from pq.model import diff as diffs
 from pq.model import layers, patchfile
 from pq.model.series import NAME_RE, PATCHES_DIR, SERIES_FILE, PatchEntry
@@ -191,23 +192,23 @@ def part_trees(git: Git, parent: str, commit: str, files: tuple[diffs.FileDiff, 
     paths = sorted({p for f in files for p in (f.old, f.new) if p is not None})
     before = {p: (m, o) for m, _k, o, p in git.ls_tree(parent, paths)} if paths else {}
     after = {p: (m, o) for m, _k, o, p in git.ls_tree(commit, paths)} if paths else {}
-    zero = "0" * len(base_tree)  # `update-index --index-info` drops an entry of mode 0
+    editor = Trees(git)  # trees edited in memory: no process per part
     trees = []
     for k in range(len(order)):
         upto = set(order[:k + 1])
-        add: dict[str, tuple[str, str, str]] = {}
+        changes: dict[str, Entry | None] = {}
         for f in files:
             mine = [i for i in range(len(f.hunks)) if where[(f.path, i)] in upto]
             if not (mine or (not f.hunks and where[(f.path, None)] in upto)):
                 continue
             if f.old is not None:
-                add[f.old] = ("0", zero, f.old)
+                changes[f.old] = None
             if f.new is None:
                 continue
             mode, obj = after[f.new]
             if len(mine) < len(f.hunks) and mode != GITLINK:
                 old = git.blob(before[f.old][1]) if f.old in before else b""
                 obj = git.write_blob(apply_hunks(old, git.blob(obj), f.hunks, set(mine)))
-            add[f.new] = (mode, obj, f.new)
-        trees.append(git.build_tree(base_tree, add=list(add.values())))
+            changes[f.new] = (mode, obj)
+        trees.append(TreeId(editor.edit(base_tree, changes)))
     return trees

@@ -98,12 +98,23 @@ def group(files: Sequence[diffs.FileDiff], decisions: Sequence[layers.HunkDecisi
     for (path, _h), key in where.items():
         parts_of_path.setdefault(path, set()).add(key)
     alias = {p: f.path for f in files for p in (f.old, f.new) if p is not None}
+    keys_of_path: dict[str, set[str]] = {}
+    for key, in_part in part_files.items():
+        for path in in_part:
+            keys_of_path.setdefault(path, set()).add(key)
+    touching_of: dict[str, list[tuple[CommitId, set[str]]]] = {key: [] for key in keys}
+    for c, ps in log:  # one pass over the log, whatever the number of parts
+        hit: set[str] = set()
+        for p in ps:
+            hit |= keys_of_path.get(alias.get(p, ""), set())
+        aliased = {alias[p] for p in ps if p in alias}
+        for key in hit:
+            touching_of[key].append((c, aliased))
     parts = []
     for i, key in enumerate(keys, 1):
         layer = key.split(" ", 1)[0]
         paths = tuple(part_files[key])
-        touching = [(c, {alias[p] for p in ps if p in alias}) for c, ps in log
-                    if any(alias.get(p) in part_files[key] for p in ps)]
+        touching = touching_of[key]
         kept = None
         if len(touching) == 1 and all(parts_of_path[p] == {key} for p in touching[0][1]):
             kept = touching[0][0]
