@@ -33,6 +33,7 @@ bench: $(STAMP)
 	$(PY) bench/rebase.py
 	$(PY) bench/audit.py
 	$(PY) bench/hook.py
+	$(PY) bench/import.py
 
 clean:
 	rm -rf $(VENV) demo build
