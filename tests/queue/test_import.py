@@ -176,3 +176,23 @@ def test_topics_group_co_changed_files_and_never_mix_layers() -> None:
         ("python-glue", ("c.py",))]
     assert [p.kept_from for p in g.parts] == [None, None, "2" * 40]
     assert g.parts[0].name == "0001-build-setup.patch"
+
+
+def test_files_under_the_queue_paths_are_refused_and_nothing_written(
+        tmp_path: Path) -> None:
+    """Files under the queue's own paths (mre/) never go into patches, so a branch that
+    changes them cannot be reproduced: pq import says so in one line (the file, the fix)
+    and writes nothing."""
+    fork, _up = grown_fork(tmp_path)
+    write(fork, "mre/x/run.sh", "echo reproducer\n")
+    commit_all(fork, "a reproducer tracked in the fork")
+    refs = git(fork, "for-each-ref", "--format=%(refname) %(objectname)")
+    files = sorted(str(p.relative_to(fork)) for p in fork.rglob("*") if ".git" not in p.parts)
+    result = pq(fork, "import", "--upstream", "upstream/main", ok=False)
+    lines = [ln for ln in result.output.splitlines() if ln.strip()]
+    assert result.exit_code == 2 and len(lines) == 1 and lines[0].startswith("pq: error: ")
+    assert "mre/x/run.sh" in lines[0] and "git mv" in lines[0]
+    assert git(fork, "for-each-ref", "--format=%(refname) %(objectname)") == refs
+    assert sorted(str(p.relative_to(fork)) for p in fork.rglob("*")
+                  if ".git" not in p.parts) == files
+    assert git(fork, "status", "--porcelain") == ""

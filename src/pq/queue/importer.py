@@ -106,6 +106,15 @@ def import_fork(git: Git, upstream: str, branch: str | None = None, *, dry_run: 
             raise ConfigError(f"{name} has no changes against {upstream} (base {base[:12]}); "
                               "there is nothing to import",
                               hint=f"start a series with `pq init --upstream {upstream}`")
+        own = [p for p in git.changed_paths(base, tip)
+               if stack_mod.is_queue_path(p, queue_paths)]
+        if own:
+            raise ConfigError(f"{name} changes {own[0]}"
+                              + (f" and {len(own) - 1} more" if len(own) > 1 else "")
+                              + f" under pq's own paths ({', '.join(queue_paths)}), which a "
+                              "patch cannot carry", path=own[0],
+                              hint="move those files elsewhere (`git mv`) and commit, then "
+                                   "run `pq import` again")
         committer = git.committer_now()
         log = git.log_files(f"{upstream_id}..{tip}")
         mode, reason, last = "topics", "", base
