@@ -5,7 +5,9 @@ is a checkpoint. With PQ_FAULT_AT=N in the environment, pq SIGKILLs itself at th
 checkpoint; PQ_FAULT_LOG=FILE appends each checkpoint's label, to count them first.
 With PQ_FAULT_RUN=CMD as well, pq runs the shell command CMD at that checkpoint and goes on
 instead (tests use it to change the repository, say `git commit`, while pq works); its
-output goes to pq's stderr. (This module sits just above pq.process, below pq.git.)
+output goes to pq's stderr. This module starts no process itself: pq.git.process, the one
+place that does, registers the runner for PQ_FAULT_RUN when it loads (every checkpoint is
+reached through the git layer or after it has loaded).
 """
 
 from __future__ import annotations
@@ -13,10 +15,15 @@ from __future__ import annotations
 import os
 import signal
 import sys
-
-from pq import process
+from collections.abc import Callable
 
 _count = 0
+_shell: Callable[[str], bytes] | None = None  # runs PQ_FAULT_RUN's command; its output
+
+
+def set_shell(run: Callable[[str], bytes]) -> None:
+    global _shell
+    _shell = run
 
 
 def checkpoint(label: str) -> None:
@@ -32,7 +39,8 @@ def checkpoint(label: str) -> None:
     if at and _count == int(at):
         run = os.environ.get("PQ_FAULT_RUN")
         if run:
-            done = process.run(["/bin/sh", "-c", run], timeout=600)  # a test's own command
-            sys.stderr.write(done.stdout.decode("utf-8", "replace"))
+            if _shell is None:
+                raise RuntimeError("PQ_FAULT_RUN reached before pq.git.process loaded")
+            sys.stderr.write(_shell(run).decode("utf-8", "replace"))  # a test's own command
         else:
             os.kill(os.getpid(), signal.SIGKILL)

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pq import process
+from pq.git import process
 
 PADDLE_DISTS = ("paddlepaddle", "paddlepaddle-gpu")
 

@@ -3,7 +3,7 @@
 A reproducer is a folder with `run.sh` (exit 0: the API works now, the gap is closed;
 non-zero: the gap is still there) or a single `.sh`/`.py` script. Each run copies it to a
 temporary folder and runs it there with `PYTHON` set, a timeout and its output captured
-(pq.process: its own process group, stopped as one on timeout).
+(pq.git.process: its own process group, stopped as one on timeout).
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from pq import process
 from pq.audit.conditions import MreOutcome
+from pq.git import process
 from pq.git.repo import Git
 
 ENTRY = "run.sh"

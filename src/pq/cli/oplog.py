@@ -8,11 +8,11 @@ from typing import Any
 import click
 
 from pq.cli.common import emit_json, open_repo, plural, short
+from pq.git.process import pid_alive
 from pq.git.repo import Git
 from pq.oplog import log as oplog
 from pq.oplog import undo as undo_mod
 from pq.oplog.lock import lock_holder
-from pq.process import pid_alive
 from pq.rebase import rerere
 from pq.rebase import status as rebase_status
 

@@ -3,7 +3,7 @@
 It builds the example operator library's upstream repository with history, a fork whose
 branch is that upstream plus the migration series, moves upstream forward (an unrelated
 change, a change next to a patched line, a change that adopts a patch), then runs the
-main job with the real `pq` command, as a user would (a child process through pq.process,
+main job with the real `pq` command, as a user would (a child process through pq.git.process,
 never pq.cli in-process): `pq rebase upstream/main` and `pq audit workarounds`.
 """
 
@@ -17,8 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pq import process
 from pq.errors import ConfigError
+from pq.git import process
 from pq.git.gateway import run_in
 
 PQ_TIMEOUT_S = 600

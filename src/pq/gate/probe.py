@@ -13,8 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pq import process, toolchain
+from pq import toolchain
 from pq.errors import ConfigError
+from pq.git import process
 
 _LIBDIRS_SCRIPT = r"""
 import importlib.util, os, sys

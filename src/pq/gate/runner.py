@@ -1,6 +1,6 @@
 """Running the stages: a throwaway worktree of the tip, one `bash -c` per stage, logs kept.
 
-Each stage runs through pq.process in its own process group with its timeout (the whole
+Each stage runs through pq.git.process in its own process group with its timeout (the whole
 group is stopped: TERM, a grace, KILL),
 its output streamed straight to a log file (large build logs never sit in memory), and the
 run stops at the first failure. The worktree is always removed, also after a crash.
@@ -18,10 +18,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from pq import process
 from pq.gate import result as R
 from pq.gate.config import Stage
 from pq.gate.symbols import shared_objects
+from pq.git import process
 from pq.git.repo import Git
 
 Progress = Callable[[int, int, str], None]

@@ -21,7 +21,7 @@ from pq.errors import ConfigError, GitError
 from pq.faults import checkpoint
 from pq.git.objects import BlobId, Commit, CommitId, Person, TreeId, parse_commit
 from pq.git.odb import ObjectDB
-from pq.process import pid_alive
+from pq.git.process import pid_alive
 
 # Variables git exports to hooks and aliases; pq always names its repository explicitly.
 _SCRUBBED = {

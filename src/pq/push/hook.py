@@ -16,8 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pq import __version__, process
+from pq import __version__
 from pq.errors import ConfigError
+from pq.git import process
 from pq.git.gateway import clean_env
 from pq.git.objects import CommitId
 from pq.git.repo import Git

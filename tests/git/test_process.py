@@ -1,4 +1,4 @@
-"""pq.process: the runner's stop policy (TERM, grace, KILL, the whole group) with real
+"""pq.git.process: the runner's stop policy (TERM, grace, KILL, the whole group) with real
 processes, and pq.toolchain: one probe and one CUDA spelling for audit and gate."""
 
 from __future__ import annotations
@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from pq import process, toolchain
+from pq import toolchain
 from pq.audit import versions
 from pq.gate import probe
+from pq.git import process
 
 
 def gone(pid: int) -> bool:

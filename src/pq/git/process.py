@@ -1,4 +1,4 @@
-"""Child processes other than git: the one place (besides pq/git/) that starts them.
+"""Child processes other than git, started by the one process gateway, pq/git/.
 
 A command runs in its own process group with a timeout, its output captured or streamed
 to a file, and is stopped by ONE policy: SIGTERM to the whole group, a grace period for
@@ -15,6 +15,8 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import IO
+
+from pq import faults
 
 GRACE_S = 5.0  # between SIGTERM and SIGKILL
 TICK_S = 1.0  # how often a streaming run reports progress
@@ -150,3 +152,11 @@ def exit_detail(code: int | None) -> str:
         except ValueError:
             return f"killed by signal {-code}"
     return f"exit {code}"
+
+
+def _fault_shell(command: str) -> bytes:
+    """PQ_FAULT_RUN's command (pq.faults), run at its checkpoint: its output."""
+    return run(["/bin/sh", "-c", command], timeout=600).stdout
+
+
+faults.set_shell(_fault_shell)
