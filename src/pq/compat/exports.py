@@ -36,12 +36,13 @@ def libraries(paddle_root: Path) -> list[Path]:
 
 
 def read_exports(libs: Sequence[Path], timeout: float = 60.0
-                 ) -> tuple[dict[str, list[str]], dict[str, int]]:
-    """({qualified name: sorted demangled signatures}, {library file name: symbol count})
-    for the at::/c10::/torch:: symbols the libraries define."""
+                 ) -> tuple[dict[str, list[str]], dict[str, list[str]], dict[str, int]]:
+    """({qualified name: sorted demangled signatures}, {qualified name: libraries},
+    {library file name: symbol count}) for the at::/c10::/torch:: symbols defined."""
     with ThreadPoolExecutor(max_workers=4) as pool:
         mangled = list(pool.map(lambda p: _mangled(p, timeout), libs))
     table: dict[str, set[str]] = {}
+    where: dict[str, set[str]] = {}
     counts: dict[str, int] = {}
     for lib, names in zip(libs, mangled):
         if not names:
@@ -51,8 +52,10 @@ def read_exports(libs: Sequence[Path], timeout: float = 60.0
             qname = qualified_name(sig)
             if qname and qname.split("::")[0] in NAMESPACES:
                 table.setdefault(qname, set()).add(sig)
+                where.setdefault(qname, set()).add(lib.name)
                 counts[lib.name] += 1
-    return {k: sorted(v) for k, v in sorted(table.items())}, counts
+    return ({k: sorted(v) for k, v in sorted(table.items())},
+            {k: sorted(v) for k, v in sorted(where.items())}, counts)
 
 
 def _mangled(lib: Path, timeout: float) -> list[bytes]:

@@ -17,7 +17,7 @@ INCLUDE_ROOTS = ("", "torch/csrc/api/include/")  # the two -I roots Paddle's bui
 _COMPAT_DIRS = ("ATen", "c10", "torch", "caffe2")
 _MACRO = re.compile(r"[A-Z][A-Z0-9_]*")
 _MACRO_PREFIXES = ("TORCH_", "AT_", "C10_", "CAFFE2_")
-_TYPES = ("class", "struct", "union", "enum", "alias", "namespace", "variable", "enumerator")
+_DYNAMIC = ("torch.ops",)  # attributes made by __getattr__: dir() cannot list them
 
 
 def _plain(name: str) -> str:
@@ -51,6 +51,7 @@ class SurfaceIndex:
     macros: dict[str, Decl]
     exports: dict[str, tuple[str, ...]]
     libraries: dict[str, int]
+    export_libs: dict[str, tuple[str, ...]]  # qualified name -> the libraries defining it
     proxy: dict[str, Any]
     cache_path: str | None = None
     build_seconds: float | None = None
@@ -134,8 +135,8 @@ class SurfaceIndex:
             return [], []
         ds = self.decls.get(q, ())
         real = [d for d in ds if d.kind != "alias"]
-        if real:
-            return [], real
+        if real:  # a forward declaration `class X;` last
+            return [], sorted(real, key=lambda d: d.kind == "class" and d.inline is False)
         for d in ds:
             target = self._resolve(d.target or "", d.context)
             if target is None or target == q:
@@ -185,9 +186,10 @@ class SurfaceIndex:
         owner = bodyless[0].qname
         if exported:
             n = len(self.exports[exported[0]])
+            libs = ", ".join(self.export_libs.get(exported[0], ()))
             return Coverage(asked, kind, Status.COVERED, first.header, first.text, True,
-                            detail=f"{via}declared in the header, {n} exported symbol(s) "
-                                   f"of {owner} in {', '.join(sorted(self.libraries))}")
+                            detail=f"{via}declared in the header; {libs} exports {n} "
+                                   f"symbol(s) of {owner}")
         d = bodyless[0]
         inline = len(funcs) - len(bodyless)
         more = f"; {inline} overload(s) with a body are fine" if inline else ""
@@ -223,13 +225,18 @@ class SurfaceIndex:
             info = modules.get(mod)
             if info is None:
                 continue
-            if "error" in info:
+            if "attrs" not in info:
                 return Coverage(dotted, "python", Status.MISSING,
                                 detail=f"import {mod} fails under the proxy: {info['error']}")
             rest = parts[k:]
             if not rest:
-                return Coverage(dotted, "python", Status.COVERED,
-                                detail=f"module {mod} imports under the proxy")
+                how = (f"the proxy provides {mod} (an attribute; import {mod} fails)"
+                       if "error" in info else f"module {mod} imports under the proxy")
+                return Coverage(dotted, "python", Status.COVERED, detail=how)
+            if mod in _DYNAMIC:
+                return Coverage(dotted, "python", Status.UNKNOWN,
+                                detail=f"{mod} makes its attributes on demand (op "
+                                       "registration); the probe cannot list them")
             if rest[0] not in info.get("attrs", ()):
                 return Coverage(dotted, "python", Status.MISSING,
                                 detail=f"the proxy's {mod} has no attribute {rest[0]}")

@@ -168,3 +168,93 @@ def split_bases(tokens: list[str]) -> list[str]:
         else:
             cur.append(t)
     return out
+
+
+@dataclass(frozen=True)
+class Macro:
+    """A `#define`: parameters (None: object-like) and body tokens."""
+
+    params: tuple[str, ...] | None
+    body: tuple[str, ...]
+
+
+_DEFINE_LINE = re.compile(r"\s*#\s*define\s+([A-Za-z_]\w*)(\(([^)]*)\))?(.*)", re.DOTALL)
+
+
+def defines(stripped: str) -> dict[str, Macro]:
+    """The macros a (stripped) source defines; a later definition wins."""
+    out: dict[str, Macro] = {}
+    lines = stripped.split("\n")
+    no = 0
+    while no < len(lines):
+        line = lines[no]
+        while line.rstrip().endswith("\\") and no + 1 < len(lines):
+            no += 1
+            line = line.rstrip()[:-1] + " " + lines[no]
+        no += 1
+        m = _DEFINE_LINE.match(line)
+        if m is None:
+            continue
+        params = None
+        if m.group(2) is not None:
+            params = tuple("__VA_ARGS__" if p.strip() == "..." else p.strip()
+                           for p in m.group(3).split(",") if p.strip())
+        out[m.group(1)] = Macro(params, tuple(_TOKEN.findall(m.group(4))))
+    return out
+
+
+def call_args(toks: list[tuple[str, int]], at: int) -> tuple[list[list[str]], int] | None:
+    """The arguments of a macro call whose `(` is at toks[at], and the index after `)`."""
+    args: list[list[str]] = [[]]
+    depth = 0
+    for k in range(at, len(toks)):
+        t = toks[k][0]
+        if t in CLOSE:
+            depth += 1
+            if depth == 1:
+                continue
+        elif t in (")", "]", "}"):
+            depth -= 1
+            if depth == 0:
+                return ([] if args == [[]] else args), k + 1
+        elif t == "," and depth == 1:
+            args.append([])
+            continue
+        args[-1].append(t)
+    return None
+
+
+def substitute(macro: Macro, args: list[list[str]]) -> list[str]:
+    """The body of a function-like macro with its arguments put in (`#x` becomes an empty
+    string, `a ## b` pastes); the result is scanned again by the caller."""
+    params = macro.params or ()
+    mapping: dict[str, list[str]] = {}
+    for n, p in enumerate(params):
+        if p == "__VA_ARGS__":
+            rest: list[str] = []
+            for a in args[n:]:
+                rest.extend(([","] if rest else []) + a)
+            mapping[p] = rest
+        else:
+            mapping[p] = args[n] if n < len(args) else []
+    body = macro.body
+    out: list[str] = []
+    k = 0
+    while k < len(body):
+        t = body[k]
+        if t == "#" and k + 1 < len(body) and body[k + 1] == "#":
+            nxt = mapping.get(body[k + 2], [body[k + 2]]) if k + 2 < len(body) else []
+            if out and nxt:
+                out[-1] += nxt[0]
+                out.extend(nxt[1:])
+            else:
+                out.extend(nxt)
+            k += 3
+            continue
+        if t == "#" and k + 1 < len(body) and body[k + 1] in mapping:
+            out.append('""')
+            k += 2
+            continue
+        out.extend(mapping.get(t, [t]))
+        k += 1
+    return out

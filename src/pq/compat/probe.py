@@ -108,13 +108,21 @@ def _walk(modules: list[str]) -> dict[str, Any]:
         except Exception as exc:  # noqa: BLE001 - reported, not raised
             first = (str(exc).splitlines() or [""])[0]
             return {"error": f"{type(exc).__name__}: {first}"}
+        found: dict[str, Any] = {}
         for name in modules:
             try:
                 mod = importlib.import_module(name)
             except Exception as exc:  # noqa: BLE001
                 first = (str(exc).splitlines() or [""])[0]
                 out[name] = {"error": f"{type(exc).__name__}: {first}"}
+                parent, _, attr = name.rpartition(".")
+                try:  # `torch.ops` is an attribute of the proxy, not an importable module
+                    mod = getattr(found[parent], attr)
+                except (KeyError, AttributeError):
+                    continue
+                out[name]["attrs"] = sorted(a for a in dir(mod) if not a.startswith("__"))
                 continue
+            found[name] = mod
             out[name] = {"attrs": sorted(a for a in dir(mod) if not a.startswith("__"))}
     return {"modules": out}
 

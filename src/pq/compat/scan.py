@@ -9,6 +9,7 @@ skipped by brace matching. Enough for the compat headers' real shapes (nested an
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from pq.compat.lexer import (
@@ -16,16 +17,21 @@ from pq.compat.lexer import (
     IDENT,
     Group,
     Item,
+    Macro,
+    call_args,
+    defines,
     drop_macro_calls,
     function_name,
     spell,
     split_bases,
     strip_source,
+    substitute,
     tokens,
     untemplate,
 )
 
 _DEFINE = re.compile(r"#\s*define\s+([A-Za-z_]\w*)(\()?")
+_MAX_EXPANSIONS = 20000  # per header: a guard against self-referencing macros
 _SPECIFIERS = frozenset({"inline", "static", "extern", "constexpr", "virtual", "explicit",
                          "friend", "typename", "consteval", "constinit", "mutable"})
 _CLASS_KEYS = ("class", "struct", "union", "enum")
@@ -83,17 +89,24 @@ def macros_of(header: str, text: str) -> list[Decl]:
     return out
 
 
-def scan_header(header: str, text: str, into: Scanned) -> None:
-    """Add the declarations of one header (`header`: its include path) to `into`."""
-    _Parser(header, text, into).run()
+def scan_header(header: str, text: str, into: Scanned,
+                macros: Mapping[str, Macro] | None = None) -> None:
+    """Add the declarations of one header (`header`: its include path) to `into`;
+    statement-level calls of `macros` (default: the header's own) are expanded."""
+    stripped = strip_source(text)
+    _Parser(header, text, stripped, into,
+            defines(stripped) if macros is None else macros).run()
 
 
 class _Parser:
-    def __init__(self, header: str, text: str, into: Scanned) -> None:
+    def __init__(self, header: str, text: str, stripped: str, into: Scanned,
+                 macros: Mapping[str, Macro]) -> None:
         self.header = header
         self.lines = text.splitlines()
-        self.toks = tokens(strip_source(text))
+        self.toks = tokens(stripped)
         self.into = into
+        self.macros = macros
+        self.expansions = 0
         self.stack: list[_Scope] = [_Scope("ns", "", "")]
         self.i = 0
 
@@ -124,10 +137,28 @@ class _Parser:
             body.append(t)
         return Group(open_, body[1:])
 
+    def expand(self) -> bool:
+        """Replace a function-like macro call at self.i by its expansion (X-macros such
+        as `AT_FORALL_SCALAR_TYPES(DEFINE_CONSTANT)` declare real names)."""
+        tok, line = self.toks[self.i]
+        macro = self.macros.get(tok)
+        if (macro is None or macro.params is None or self.expansions > _MAX_EXPANSIONS
+                or self.i + 1 >= len(self.toks) or self.toks[self.i + 1][0] != "("):
+            return False
+        call = call_args(self.toks, self.i + 1)
+        if call is None:
+            return False
+        args, end = call
+        self.toks[self.i:end] = [(t, line) for t in substitute(macro, args)]
+        self.expansions += 1
+        return True
+
     def run(self) -> None:
         pending: list[Item] = []
         lines: list[int] = []
         while self.i < len(self.toks):
+            if self.expand():
+                continue
             tok, line = self.toks[self.i]
             if tok in ("(", "["):
                 lines.append(line)
@@ -239,6 +270,8 @@ class _Parser:
         expect = True
         depth = 0
         while self.i < len(self.toks):
+            if self.expand():
+                continue
             tok, line = self.toks[self.i]
             self.i += 1
             if tok in CLOSE:

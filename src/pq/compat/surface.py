@@ -17,11 +17,12 @@ from typing import Any
 from pq.atomic import write_atomic
 from pq.compat.exports import libraries, read_exports
 from pq.compat.index import SurfaceIndex
+from pq.compat.lexer import Macro, defines, strip_source
 from pq.compat.probe import Installed, find_paddle, probe_proxy
 from pq.compat.scan import Decl, Scanned, ScopeInfo, macros_of, scan_header
 from pq.errors import ConfigError
 
-SCHEMA = 1
+SCHEMA = 2
 _DECL_FIELDS = ("qname", "kind", "header", "line", "text", "inline", "target", "context")
 
 
@@ -55,14 +56,15 @@ def build_data(inst: Installed) -> dict[str, Any]:
     with ThreadPoolExecutor(max_workers=1) as pool:
         proxy = pool.submit(probe_proxy, inst.python)
         headers, scanned, macros = scan_tree(compat)
-        exports, libs = read_exports(libraries(inst.root))
+        exports, where, libs = read_exports(libraries(inst.root))
         proxy_data = proxy.result()
     return {"schema": SCHEMA, "key": inst.key, "paddle_version": inst.version,
-            "headers": headers, "decls": [_decl_row(d) for d in scanned.decls],
+            "headers": headers, "decls": _unique([_decl_row(d) for d in scanned.decls]),
             "scopes": {k: [v.kind, list(v.bases), list(v.usings), v.context]
                        for k, v in sorted(scanned.scopes.items())},
             "macros": [_decl_row(d) for d in macros],
-            "exports": exports, "libraries": libs, "proxy": proxy_data}
+            "exports": exports, "export_libs": where, "libraries": libs,
+            "proxy": proxy_data}
 
 
 def scan_tree(compat: Path) -> tuple[list[str], Scanned, list[Decl]]:
@@ -75,13 +77,29 @@ def scan_tree(compat: Path) -> tuple[list[str], Scanned, list[Decl]]:
                 headers.append(os.path.relpath(os.path.join(folder, f), compat)
                                .replace(os.sep, "/"))
     headers.sort()
+    texts = {rel: (compat / rel).read_text(encoding="utf-8", errors="replace")
+             for rel in headers}
+    table: dict[str, Macro] = {}
+    for text in texts.values():
+        table.update(defines(strip_source(text)))
     scanned = Scanned()
     macros: list[Decl] = []
-    for rel in headers:
-        text = (compat / rel).read_text(encoding="utf-8", errors="replace")
-        scan_header(rel, text, scanned)
+    for rel, text in texts.items():
+        scan_header(rel, text, scanned, table)
         macros.extend(macros_of(rel, text))
     return headers, scanned, macros
+
+
+def _unique(rows: list[list[Any]]) -> list[list[Any]]:
+    """Rows in order, each once (a macro expansion repeats identical declarations)."""
+    seen: set[str] = set()
+    out = []
+    for row in rows:
+        key = json.dumps(row)
+        if key not in seen:
+            seen.add(key)
+            out.append(row)
+    return out
 
 
 def _decl_row(d: Decl) -> list[Any]:
@@ -115,5 +133,7 @@ def _index(data: dict[str, Any], inst: Installed, path: str, seconds: float | No
         interpreter=inst.python, headers=tuple(data["headers"]),
         decls={k: tuple(v) for k, v in decls.items()}, scopes=scopes, macros=macros,
         exports={k: tuple(v) for k, v in data["exports"].items()},
-        libraries=dict(data["libraries"]), proxy=dict(data["proxy"]), cache_path=path,
+        libraries=dict(data["libraries"]),
+        export_libs={k: tuple(v) for k, v in data["export_libs"].items()},
+        proxy=dict(data["proxy"]), cache_path=path,
         build_seconds=seconds, rebuilt=rebuilt)
