@@ -85,7 +85,8 @@ def find_paddle(python: str | None = None, timeout: float = 60.0) -> Installed:
         facts = locate()
         python = sys.executable
     else:
-        source = inspect.getsource(locate) + "\nimport json\nprint(json.dumps(locate()))\n"
+        source = ("from __future__ import annotations\nfrom typing import Any\n"
+                  + inspect.getsource(locate) + "\nimport json\nprint(json.dumps(locate()))\n")
         facts = _ask(python, source, "the Paddle lookup", timeout)
     if "error" in facts:
         raise ConfigError(f"{python}: {facts['error']}",

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -31,15 +32,19 @@ def cache_dir() -> Path:
     return Path(base) / "pq" / "compat-surface"
 
 
-def load_surface(paddle_python: str | None = None, *, rebuild: bool = False) -> SurfaceIndex:
+def load_surface(paddle_python: str | None = None, *, rebuild: bool = False,
+                 progress: Callable[[str], None] | None = None) -> SurfaceIndex:
     """The surface of the Paddle that `paddle_python` (None: this interpreter) imports:
-    from the cache when it holds this version and wheel, else built and cached."""
+    from the cache when it holds this version and wheel, else built (`progress` is told
+    first) and cached."""
     inst = find_paddle(paddle_python)
     path = cache_dir() / f"{inst.key}.json"
     if not rebuild:
         cached = _read(path, inst)
         if cached is not None:
             return cached
+    if progress is not None:
+        progress(f"measuring the compat surface of Paddle {inst.version} ...")
     start = time.monotonic()
     data = build_data(inst)
     write_atomic(path, (json.dumps(data, sort_keys=True, indent=1) + "\n").encode())
