@@ -221,7 +221,7 @@ class _Parser:
             self.function(items, lines, fn, inline=True)
             self.group()
             return [], []
-        key = next((k for k in _CLASS_KEYS if k in head), None)
+        key = "enum" if "enum" in head else next((k for k in _CLASS_KEYS if k in head), None)
         if key is not None:
             self.open_class(items, lines, key)
             return [], []

@@ -48,7 +48,7 @@ def load_surface(paddle_python: str | None = None, *, rebuild: bool = False,
     start = time.monotonic()
     data = build_data(inst)
     write_atomic(path, (json.dumps(data, sort_keys=True, indent=1) + "\n").encode())
-    return _index(data, inst, str(path), time.monotonic() - start, rebuilt=True)
+    return index_of(data, inst, str(path), time.monotonic() - start, rebuilt=True)
 
 
 def build_data(inst: Installed) -> dict[str, Any]:
@@ -116,12 +116,12 @@ def _read(path: Path, inst: Installed) -> SurfaceIndex | None:
         data = json.loads(path.read_text(encoding="utf-8"))
         if data.get("schema") != SCHEMA or data.get("key") != inst.key:
             return None
-        return _index(data, inst, str(path), None, rebuilt=False)
+        return index_of(data, inst, str(path), None, rebuilt=False)
     except (OSError, ValueError, TypeError, KeyError, AttributeError):
         return None
 
 
-def _index(data: dict[str, Any], inst: Installed, path: str, seconds: float | None,
+def index_of(data: dict[str, Any], inst: Installed, path: str, seconds: float | None,
            rebuilt: bool) -> SurfaceIndex:
     decls: dict[str, list[Decl]] = {}
     for row in data["decls"]:
