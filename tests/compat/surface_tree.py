@@ -25,12 +25,18 @@ class PADDLE_API TensorBase {
   const T* const_data_ptr() const;
   template <typename T>
   T* mutable_data_ptr() const;
+  template <typename T>
+  T* data_ptr() const;
   const void* raw() const {
     return nullptr;
   }
  protected:
   int x_{0};
 };
+template <typename T>
+T* TensorBase::data_ptr() const {
+  return nullptr;
+}
 }  // namespace at
 """
 

@@ -91,6 +91,7 @@ def test_declared_but_not_exported(planted: tuple[Path, Path]) -> None:
     assert s.method("Tensor.const_data_ptr").status is Status.NOT_EXPORTED
     assert s.method("mutable_data_ptr").status is Status.NOT_EXPORTED  # base, no export
     assert s.method(".numel").status is Status.COVERED
+    assert s.method(".data_ptr").status is Status.COVERED  # its body is after the class
     assert s.cxx("c10::cuda::CUDAGuard::set_index").status is Status.NOT_EXPORTED
     assert s.cxx("at::Tensor::operator==").status is Status.NOT_EXPORTED
     assert s.cxx("torch::Library::def").exported is True
@@ -140,3 +141,17 @@ def test_no_compat_tree_is_one_line_error(planted: tuple[Path, Path]) -> None:
     shutil.rmtree(planted[1] / "include")
     with pytest.raises(ConfigError, match="ships no compat headers"):
         surface(planted)
+
+
+def test_failed_probe_is_not_cached(planted: tuple[Path, Path]) -> None:
+    python = planted[0]
+    script = python.read_text()
+    python.write_text(script.replace("*enable_compat*) cat", "*enable_compat*) exit 3; cat"))
+    s = surface(planted)
+    assert s.rebuilt and s.cache_path is None
+    assert "error" in s.proxy
+    assert s.python("torch.zeros").status is Status.UNKNOWN
+    assert s.cxx("at::cuda::CUDAGuard").status is Status.COVERED  # the rest is measured
+    assert not cache_dir().exists() or not any(cache_dir().iterdir())
+    python.write_text(script)
+    assert surface(planted).cache_path is not None

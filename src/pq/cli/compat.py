@@ -84,5 +84,5 @@ def _summary_text(s: dict[str, Any]) -> str:
         f"headers: {c['headers']}  declarations: {c['declarations']}  macros: {c['macros']}",
         f"exported at::/c10::/torch:: symbols: {c['exports']} in {libs}",
         f"python proxy: {c['python_modules']} modules, {c['python_attrs']} attributes",
-        f"cache: {s['cache']} ({how})",
+        f"cache: {s['cache'] or 'not written: the proxy probe failed'} ({how})",
     ])

@@ -173,7 +173,9 @@ class SurfaceIndex:
         first = hops[0] if hops else final[0]
         via = f"alias of {final[0].qname}; " if hops else ""
         funcs = [d for d in final if d.kind == "function"]
-        bodyless = [d for d in funcs if not d.inline]
+        # a body outside the class (`T X::f() const {...}`) defines what X declares
+        bodyless = [] if any(d.out_of_class for d in funcs) else \
+            [d for d in funcs if not d.inline]
         if not funcs:
             what = final[0].kind if final[0].kind != "alias" else \
                 f"alias of {final[0].target}"

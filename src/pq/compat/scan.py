@@ -52,6 +52,7 @@ class Decl:
     inline: bool | None = None
     target: str | None = None
     context: str = ""
+    out_of_class: bool = False  # `T X::f() {...}`: the body of a member declared in X
 
 
 @dataclass(frozen=True)
@@ -360,7 +361,8 @@ class _Parser:
         if not returns and not ctor and "::" not in name:
             return  # `MACRO(args);`: a macro call at statement level, not a declaration
         line = lines[min(idx, len(lines) - 1)] if lines else 0
-        self.add(self.qual(name), "function", line, inline=inline or "constexpr" in before)
+        self.add(self.qual(name), "function", line, inline=inline or "constexpr" in before,
+                 out_of_class=inline and "::" in name)
 
     def variable(self, items: list[Item], lines: list[int]) -> None:
         names: list[tuple[str, int]] = []

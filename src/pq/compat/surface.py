@@ -23,8 +23,9 @@ from pq.compat.probe import Installed, find_paddle, probe_proxy
 from pq.compat.scan import Decl, Scanned, ScopeInfo, macros_of, scan_header
 from pq.errors import ConfigError
 
-SCHEMA = 2
-_DECL_FIELDS = ("qname", "kind", "header", "line", "text", "inline", "target", "context")
+SCHEMA = 3
+_DECL_FIELDS = ("qname", "kind", "header", "line", "text", "inline", "target", "context",
+                "out_of_class")
 
 
 def cache_dir() -> Path:
@@ -47,6 +48,8 @@ def load_surface(paddle_python: str | None = None, *, rebuild: bool = False,
         progress(f"measuring the compat surface of Paddle {inst.version} ...")
     start = time.monotonic()
     data = build_data(inst)
+    if "error" in data["proxy"]:  # a failed probe (a timeout on a busy machine) is not kept
+        return index_of(data, inst, None, time.monotonic() - start, rebuilt=True)
     write_atomic(path, (json.dumps(data, sort_keys=True, indent=1) + "\n").encode())
     return index_of(data, inst, str(path), time.monotonic() - start, rebuilt=True)
 
@@ -121,7 +124,7 @@ def _read(path: Path, inst: Installed) -> SurfaceIndex | None:
         return None
 
 
-def index_of(data: dict[str, Any], inst: Installed, path: str, seconds: float | None,
+def index_of(data: dict[str, Any], inst: Installed, path: str | None, seconds: float | None,
            rebuilt: bool) -> SurfaceIndex:
     decls: dict[str, list[Decl]] = {}
     for row in data["decls"]:
