@@ -134,6 +134,16 @@ namespace torch {
 class Library { public: Library& def(const char* schema) &; };
 Library& Library::def(const char*) & { return *this; }
 }
+namespace c10 {
+struct Sink {};
+struct PADDLE_API Device {
+  explicit operator bool() const;
+  ~Device();
+};
+Device::operator bool() const { return true; }
+Device::~Device() {}
+PADDLE_API Sink& operator<<(Sink& s, const Device&) { return s; }
+}
 namespace other { int helper() { return 1; } }
 """
 

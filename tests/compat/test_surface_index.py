@@ -79,6 +79,9 @@ def test_declared_but_not_exported(planted: tuple[Path, Path]) -> None:
     s = surface(planted)
     assert "at::TensorBase::const_data_ptr" in s.exports
     assert "other::helper" not in s.exports  # only at::/c10::/torch:: are kept
+    assert {"c10::Device::operator bool", "c10::Device::~Device", "c10::operator<<",
+            "torch::Library::def"} <= set(s.exports)
+    assert s.export_libs["torch::Library::def"] == ("libphi_core.so",)
     base = s.cxx("at::TensorBase::const_data_ptr")
     assert (base.status, base.exported) == (Status.COVERED, True)
     # at::Tensor declares its own const_data_ptr<T> without a body: the library's

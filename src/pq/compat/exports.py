@@ -116,7 +116,10 @@ def qualified_name(signature: str) -> str:
             depth -= 1
         elif depth == 0:
             out.append(ch)
-    name = "".join(out).strip().split(" ")[-1]
+    words = "".join(out).strip().split(" ")
+    name = words[-1]
+    if len(words) > 1 and words[-2].endswith("operator"):  # `X::operator bool`
+        name = f"{words[-2]} {name}"
     for key, op in marks.items():
         name = name.replace(key, op)
     if "{" in name or "(" in name.replace("operator()", ""):
