@@ -56,6 +56,10 @@ def test_namespaces_classes_aliases(planted: tuple[Path, Path]) -> None:
     assert s.cxx("at::Tensor::raw").status is Status.COVERED  # from the base class
     assert s.cxx("at::Tensor::operator=").status is Status.COVERED
     assert s.cxx("at::Tensor::sum").status is Status.NOT_DECLARED
+    assert s.cxx("at::kEmpty").exported is None  # a variable, `= Tensor()` no function
+    assert s.cxx("at::traits").status is Status.COVERED
+    assert s.cxx("at::R").status is Status.NOT_DECLARED  # inside template arguments
+    assert s.cxx("at::convert").status is Status.COVERED  # `template <>` with a body
     assert s.cxx("at::DeviceGuard").status is Status.NOT_DECLARED
     assert s.cxx("std::vector").status is Status.UNKNOWN
 
@@ -97,7 +101,10 @@ def test_declared_but_not_exported(planted: tuple[Path, Path]) -> None:
     assert s.method(".data_ptr").status is Status.COVERED  # its body is after the class
     assert s.cxx("c10::cuda::CUDAGuard::set_index").status is Status.NOT_EXPORTED
     assert s.cxx("at::Tensor::operator==").status is Status.NOT_EXPORTED
+    assert s.cxx("at::operator<<").status is Status.NOT_EXPORTED
+    assert s.cxx("c10::operator<<").status is Status.NOT_DECLARED  # the library's, no header
     assert s.cxx("torch::Library::def").exported is True
+    assert s.cxx("torch::Library::find_operator").exported is True  # no operator()
 
 
 def test_python_proxy(planted: tuple[Path, Path]) -> None:

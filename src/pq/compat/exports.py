@@ -88,10 +88,10 @@ def qualified_name(signature: str) -> str:
     s = _ABI.sub("", signature).strip()
     marks: dict[str, str] = {}
     for n, op in enumerate(_OPERATORS):
-        if op in s:
-            key = f"operator@{n}@"
+        key = f"operator@{n}@"
+        s, found = re.subn(r"(?<!\w)" + re.escape(op), key, s)
+        if found:
             marks[key] = op
-            s = s.replace(op, key)
     s = re.sub(r"\s*(?:const|volatile|&&|&)\s*$", "", s)
     while True:  # trailing cv/ref qualifiers, repeatedly: `() const &`
         t = re.sub(r"\s*(?:const|volatile|&&|&)\s*$", "", s)
