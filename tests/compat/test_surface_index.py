@@ -96,6 +96,7 @@ def test_declared_but_not_exported(planted: tuple[Path, Path]) -> None:
     assert "const_data_ptr() const;" in (t.declaration or "")
     assert "will fail at load" in t.detail
     assert s.method("Tensor.const_data_ptr").status is Status.NOT_EXPORTED
+    assert s.method("out.const_data_ptr<float>()").status is Status.NOT_EXPORTED
     assert s.method("mutable_data_ptr").status is Status.NOT_EXPORTED  # base, no export
     assert s.method(".numel").status is Status.COVERED
     assert s.method(".data_ptr").status is Status.COVERED  # its body is after the class

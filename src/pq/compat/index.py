@@ -102,8 +102,8 @@ class SurfaceIndex:
         return self._coverage(qualified, "cxx", q)
 
     def method(self, name: str) -> Coverage:
-        short = _plain(name.strip().removeprefix("x.").split("(")[0])
-        short = short.removeprefix("Tensor.").removeprefix(".").split("::")[-1]
+        call = name.strip().split("(")[0].split("<")[0]  # `x.const_data_ptr<float>()`
+        short = _plain(call.rsplit(".", 1)[-1]).split("::")[-1]
         return self._coverage(name, "method", "at::Tensor::" + short)
 
     def _macro(self, asked: str, name: str) -> Coverage:
