@@ -56,6 +56,18 @@ class Tensor : public TensorBase {
  private:
   int y_;
 };
+const Tensor kEmpty = Tensor();
+template <typename R>
+struct traits {};
+template <typename R, typename... Args>
+struct traits<R (*)(Args...)> : public traits<R(Args...)> {};
+template <typename T>
+T convert(const Tensor& t, int tag);
+template <>
+inline int convert(const Tensor& t, int tag) {
+  return tag;
+}
+std::ostream& operator<<(std::ostream& os, const Tensor& t);
 }  // namespace at
 namespace torch {
 using at::Tensor;
@@ -107,6 +119,7 @@ namespace torch {
 class Library {
  public:
   Library& def(const char* schema) &;
+  int find_operator();
 };
 }  // namespace torch
 #define TORCH_LIBRARY(ns, m) static void TORCH_LIBRARY_init_##ns(torch::Library& m)
@@ -131,8 +144,19 @@ class PADDLE_API TensorBase {
 template <> const float* TensorBase::const_data_ptr<float, 0>() const { return nullptr; }
 }
 namespace torch {
-class Library { public: Library& def(const char* schema) &; };
+class Library { public: Library& def(const char* schema) &; int find_operator(); };
 Library& Library::def(const char*) & { return *this; }
+int Library::find_operator() { return 0; }
+}
+namespace c10 {
+struct Sink {};
+struct PADDLE_API Device {
+  explicit operator bool() const;
+  ~Device();
+};
+Device::operator bool() const { return true; }
+Device::~Device() {}
+PADDLE_API Sink& operator<<(Sink& s, const Device&) { return s; }
 }
 namespace other { int helper() { return 1; } }
 """

@@ -56,6 +56,10 @@ def test_namespaces_classes_aliases(planted: tuple[Path, Path]) -> None:
     assert s.cxx("at::Tensor::raw").status is Status.COVERED  # from the base class
     assert s.cxx("at::Tensor::operator=").status is Status.COVERED
     assert s.cxx("at::Tensor::sum").status is Status.NOT_DECLARED
+    assert s.cxx("at::kEmpty").exported is None  # a variable, `= Tensor()` no function
+    assert s.cxx("at::traits").status is Status.COVERED
+    assert s.cxx("at::R").status is Status.NOT_DECLARED  # inside template arguments
+    assert s.cxx("at::convert").status is Status.COVERED  # `template <>` with a body
     assert s.cxx("at::DeviceGuard").status is Status.NOT_DECLARED
     assert s.cxx("std::vector").status is Status.UNKNOWN
 
@@ -79,6 +83,9 @@ def test_declared_but_not_exported(planted: tuple[Path, Path]) -> None:
     s = surface(planted)
     assert "at::TensorBase::const_data_ptr" in s.exports
     assert "other::helper" not in s.exports  # only at::/c10::/torch:: are kept
+    assert {"c10::Device::operator bool", "c10::Device::~Device", "c10::operator<<",
+            "torch::Library::def"} <= set(s.exports)
+    assert s.export_libs["torch::Library::def"] == ("libphi_core.so",)
     base = s.cxx("at::TensorBase::const_data_ptr")
     assert (base.status, base.exported) == (Status.COVERED, True)
     # at::Tensor declares its own const_data_ptr<T> without a body: the library's
@@ -89,12 +96,16 @@ def test_declared_but_not_exported(planted: tuple[Path, Path]) -> None:
     assert "const_data_ptr() const;" in (t.declaration or "")
     assert "will fail at load" in t.detail
     assert s.method("Tensor.const_data_ptr").status is Status.NOT_EXPORTED
+    assert s.method("out.const_data_ptr<float>()").status is Status.NOT_EXPORTED
     assert s.method("mutable_data_ptr").status is Status.NOT_EXPORTED  # base, no export
     assert s.method(".numel").status is Status.COVERED
     assert s.method(".data_ptr").status is Status.COVERED  # its body is after the class
     assert s.cxx("c10::cuda::CUDAGuard::set_index").status is Status.NOT_EXPORTED
     assert s.cxx("at::Tensor::operator==").status is Status.NOT_EXPORTED
+    assert s.cxx("at::operator<<").status is Status.NOT_EXPORTED
+    assert s.cxx("c10::operator<<").status is Status.NOT_DECLARED  # the library's, no header
     assert s.cxx("torch::Library::def").exported is True
+    assert s.cxx("torch::Library::find_operator").exported is True  # no operator()
 
 
 def test_python_proxy(planted: tuple[Path, Path]) -> None:

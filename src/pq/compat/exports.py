@@ -88,10 +88,10 @@ def qualified_name(signature: str) -> str:
     s = _ABI.sub("", signature).strip()
     marks: dict[str, str] = {}
     for n, op in enumerate(_OPERATORS):
-        if op in s:
-            key = f"operator@{n}@"
+        key = f"operator@{n}@"
+        s, found = re.subn(r"(?<!\w)" + re.escape(op), key, s)
+        if found:
             marks[key] = op
-            s = s.replace(op, key)
     s = re.sub(r"\s*(?:const|volatile|&&|&)\s*$", "", s)
     while True:  # trailing cv/ref qualifiers, repeatedly: `() const &`
         t = re.sub(r"\s*(?:const|volatile|&&|&)\s*$", "", s)
@@ -116,7 +116,10 @@ def qualified_name(signature: str) -> str:
             depth -= 1
         elif depth == 0:
             out.append(ch)
-    name = "".join(out).strip().split(" ")[-1]
+    words = "".join(out).strip().split(" ")
+    name = words[-1]
+    if len(words) > 1 and words[-2].endswith("operator"):  # `X::operator bool`
+        name = f"{words[-2]} {name}"
     for key, op in marks.items():
         name = name.replace(key, op)
     if "{" in name or "(" in name.replace("operator()", ""):

@@ -16,15 +16,21 @@ from pq.compat.scan import Decl, ScopeInfo
 INCLUDE_ROOTS = ("", "torch/csrc/api/include/")  # the two -I roots Paddle's build adds
 _COMPAT_DIRS = ("ATen", "c10", "torch", "caffe2")
 _MACRO = re.compile(r"[A-Z][A-Z0-9_]*")
+_OPERATOR = re.compile(r"(?<![\w])operator(?![\w])")
 _MACRO_PREFIXES = ("TORCH_", "AT_", "C10_", "CAFFE2_")
 _DYNAMIC = ("torch.ops",)  # attributes made by __getattr__: dir() cannot list them
 
 
 def _plain(name: str) -> str:
-    """`::at::Tensor::const_data_ptr<float>()` -> "at::Tensor::const_data_ptr"."""
+    """`::at::Tensor::const_data_ptr<float>()` -> "at::Tensor::const_data_ptr";
+    operator names keep their symbols (`c10::operator<<`)."""
     s = name.strip()
-    if s.endswith("()"):
+    if s.endswith("()") and not s.endswith("operator()"):
         s = s[:-2]
+    m = _OPERATOR.search(s)
+    if m:
+        head, tail = s[:m.start()], s[m.start():].replace(" ", "")
+        return _plain(head).rstrip(":") + "::" + tail if head else tail
     out, depth = [], 0
     for ch in s:
         if ch == "<":
@@ -96,8 +102,8 @@ class SurfaceIndex:
         return self._coverage(qualified, "cxx", q)
 
     def method(self, name: str) -> Coverage:
-        short = _plain(name.strip().removeprefix("x.").split("(")[0])
-        short = short.removeprefix("Tensor.").removeprefix(".").split("::")[-1]
+        call = name.strip().split("(")[0].split("<")[0]  # `x.const_data_ptr<float>()`
+        short = _plain(call.rsplit(".", 1)[-1]).split("::")[-1]
         return self._coverage(name, "method", "at::Tensor::" + short)
 
     def _macro(self, asked: str, name: str) -> Coverage:

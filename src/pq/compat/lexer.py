@@ -96,8 +96,13 @@ def function_name(items: list[Item]) -> tuple[int, str] | None:
     """(index of the parameter group, the possibly qualified name) of a function
     declarator, or None."""
     found: list[tuple[int, str]] = []
+    angle = 0  # inside `<...>` template arguments: `traits<R (*)(Args...)>` is no function
     for k, x in enumerate(items):
-        if not (isinstance(x, Group) and x.open == "(") or k == 0:
+        if x in ("<", ">") and not _after_operator(items, k):
+            angle += 1 if x == "<" else -1
+        if x == "=" and angle == 0 and not _after_operator(items, k):
+            break  # an initializer follows: `T x = T();` declares no function
+        if not (isinstance(x, Group) and x.open == "(") or k == 0 or angle > 0:
             continue
         prev = items[k - 1]
         if isinstance(prev, Group):
@@ -121,6 +126,14 @@ def function_name(items: list[Item]) -> tuple[int, str] | None:
     if real:
         return real[0]
     return None
+
+
+def _after_operator(items: list[Item], k: int) -> bool:
+    """Whether items[k] is a symbol of an operator name: `operator==`, `operator<=`."""
+    j = k - 1
+    while j >= 0 and isinstance(items[j], str) and not IDENT.fullmatch(str(items[j])):
+        j -= 1
+    return j >= 0 and items[j] == "operator"
 
 
 def _qualified_back(items: list[Item], k: int) -> str:

@@ -52,7 +52,9 @@ class Decl:
     inline: bool | None = None
     target: str | None = None
     context: str = ""
-    out_of_class: bool = False  # `T X::f() {...}`: the body of a member declared in X
+    # a body apart from the declaration: `T X::f() {...}` after class X, or an explicit
+    # specialization `template <> T f<int>(...) {...}` of a template declared without one
+    out_of_class: bool = False
 
 
 @dataclass(frozen=True)
@@ -186,10 +188,12 @@ class _Parser:
 
     # -- a `{`: what it opens ------------------------------------------------------------
     def brace(self, pending: list[Item], lines: list[int]) -> tuple[list[Item], list[int]]:
-        items, _dropped = untemplate(drop_macro_calls(pending))
+        unmacroed = drop_macro_calls(pending)
+        specialization = unmacroed[:3] == ["template", "<", ">"]
+        items, _dropped = untemplate(unmacroed)
         lines = lines[len(pending) - len(items):]
-        fn = function_name(items)
         head = [x for x in items if isinstance(x, str)]
+        fn = None if head[:1] and head[0] in _CLASS_KEYS else function_name(items)
         if head[:1] == ["namespace"] or head[:2] == ["inline", "namespace"]:
             self.i += 1
             names = head[head.index("namespace") + 1:]
@@ -219,7 +223,7 @@ class _Parser:
                 lines.append(self.toks[self.i][1])
                 pending.append(self.group())  # a braced member initializer `b_{1}`
                 return pending, lines
-            self.function(items, lines, fn, inline=True)
+            self.function(items, lines, fn, inline=True, apart=specialization)
             self.group()
             return [], []
         key = "enum" if "enum" in head else next((k for k in _CLASS_KEYS if k in head), None)
@@ -346,7 +350,7 @@ class _Parser:
             self.add(self.qual(name), "alias", line, target=target, context=ctx)
 
     def function(self, items: list[Item], lines: list[int], fn: tuple[int, str],
-                 inline: bool) -> None:
+                 inline: bool, apart: bool = False) -> None:
         idx, name = fn
         tail = [x for x in items[idx + 1:] if isinstance(x, str)]
         if "=" in tail:
@@ -362,7 +366,7 @@ class _Parser:
             return  # `MACRO(args);`: a macro call at statement level, not a declaration
         line = lines[min(idx, len(lines) - 1)] if lines else 0
         self.add(self.qual(name), "function", line, inline=inline or "constexpr" in before,
-                 out_of_class=inline and "::" in name)
+                 out_of_class=inline and ("::" in name or apart))
 
     def variable(self, items: list[Item], lines: list[int]) -> None:
         names: list[tuple[str, int]] = []
