@@ -145,7 +145,9 @@ def _sequence(i: int, a: tuple[dict[str, Any], ...], b: tuple[dict[str, Any], ..
         msg = f"torch records {label(x)} where paddle records {label(y)} (observation {i + 1})"
         obs = label(x)
     tsite, psite = _site(x, ctx.torch_roots), _site(y, ctx.paddle_roots)
-    return Divergence(i, SEQUENCE, obs, "", msg, psite or tsite, tsite,
+    # A missing call is shown where torch made it; an extra or different one where paddle did.
+    shown = tsite if "missing" in msg else psite or tsite
+    return Divergence(i, SEQUENCE, obs, "", msg, shown, tsite,
                       torch_value=label(x) if x else None, paddle_value=label(y) if y else None)
 
 

@@ -221,7 +221,9 @@ def wrap_package(tracer: Tracer, package: str, ns: str, torch: Any) -> dict[str,
         code = fn.__code__
         definition = {"file": os.path.abspath(code.co_filename), "line": code.co_firstlineno}
         setattr(module, name, recorded(tracer, "call", f"{package}.{name}", fn, definition))
-    setattr(torch.ops, ns, Namespace(getattr(torch.ops, ns), ns, tracer))
+    real = getattr(getattr(torch, "ops", None), ns, None)
+    if real is not None:  # a package without custom ops has no namespace (stand-ins)
+        setattr(torch.ops, ns, Namespace(real, ns, tracer))
     return {"package_file": os.path.abspath(getattr(module, "__file__", "") or "")}
 
 
@@ -243,6 +245,16 @@ def start(side: str, seed: int) -> Any:
 
     torch.manual_seed(seed)
     return torch
+
+
+def script_error(exc: BaseException) -> str:
+    """The traceback as the script's author reads it: without this bootstrap's frames."""
+    te = traceback.TracebackException.from_exception(exc)
+    skip = {HERE, os.path.abspath(runpy.__file__)}
+    te.stack = traceback.StackSummary.from_list(
+        [f for f in te.stack if os.path.abspath(f.filename) not in skip
+         and f.filename != "<frozen runpy>"])
+    return "".join(te.format())
 
 
 def main(argv: list[str]) -> int:
@@ -276,11 +288,10 @@ def main(argv: list[str]) -> int:
         runpy.run_path(script, run_name="__main__")
     except SystemExit as exc:
         if exc.code not in (None, 0):
-            tracer.write({"kind": "error", "stage": "script",
-                          "traceback": traceback.format_exc()})
+            tracer.write({"kind": "error", "stage": "script", "traceback": script_error(exc)})
             return 3
-    except BaseException:
-        tracer.write({"kind": "error", "stage": "script", "traceback": traceback.format_exc()})
+    except BaseException as exc:
+        tracer.write({"kind": "error", "stage": "script", "traceback": script_error(exc)})
         return 3
     tracer.write({"kind": "end"})
     return 0
