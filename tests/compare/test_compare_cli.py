@@ -53,7 +53,7 @@ def test_first_value_divergence_names_the_line_and_errors(tmp_path: Path, fw: Pa
     assert d["index"] == 1 and d["what"] == "values" and d["where"] == "result"
     assert d["site"]["file"] == "run.py" and d["site"]["line"] == planted
     assert d["max_abs_error"] == pytest.approx(0.5) and d["max_rel_error"] == pytest.approx(0.25)
-    assert (d["torch"], d["paddle"]) == (2.0, 2.5)
+    assert (d["torch"]["value"], d["paddle"]["value"]) == (2.0, 2.5)
 
 
 def test_tolerance_option_and_bad_tolerance(tmp_path: Path, fw: Path) -> None:

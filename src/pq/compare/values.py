@@ -98,7 +98,7 @@ def compare(a: Any, b: Any, path: str, tols: Mapping[str, Tolerance]) -> Mismatc
                 return found
         return None
     if ta == "scalar":
-        return _scalars(a.get("value"), b.get("value"), path, tols)
+        return _scalars(a, b, path, tols)
     return None if a == b else Mismatch("values", path, "objects differ", a, b)
 
 
@@ -110,16 +110,18 @@ def _kind(s: dict[str, Any]) -> str:
     return f"a {s.get('class') or s.get('type')}"
 
 
-def _scalars(x: Any, y: Any, path: str, tols: Mapping[str, Tolerance]) -> Mismatch | None:
+def _scalars(a: dict[str, Any], b: dict[str, Any], path: str,
+             tols: Mapping[str, Tolerance]) -> Mismatch | None:
+    x, y = a.get("value"), b.get("value")
     floats = isinstance(x, float) or isinstance(y, float)
     if floats and isinstance(x, (int, float)) and isinstance(y, (int, float)):
         found = _close([x], [y], tols.get("float64", EXACT))
         if found is None:
             return None
-        return Mismatch("values", path, f"{x!r} vs {y!r}", x, y, found[0], found[1])
+        return Mismatch("values", path, f"{x!r} vs {y!r}", a, b, found[0], found[1])
     if x == y:
         return None
-    return Mismatch("values", path, f"{x!r} vs {y!r}", x, y)
+    return Mismatch("values", path, f"{x!r} vs {y!r}", a, b)
 
 
 def _tensors(a: dict[str, Any], b: dict[str, Any], path: str,
