@@ -3,9 +3,9 @@ series agrees with upstream; planted changes in the Python wrapper and in the C+
 are found at their line and layer; the at::sum int32 divergence between the frameworks,
 a shape mismatch and a missing call are reported as such.
 
-Built once per module: upstream against torch (plus an op `total` = at::sum), the shipped
-series against Paddle compat; each planted change copies the Paddle tree (a C++ change
-rebuilds only that copy)."""
+Built once per module, side by side: upstream against torch (plus an op `total` =
+at::sum), the shipped series against Paddle compat, and two Paddle variants (a planted
+C++ change; the op `total`). A planted Python change copies the built Paddle tree."""
 
 from __future__ import annotations
 
@@ -21,8 +21,9 @@ from pathlib import Path
 import pytest
 import yaml
 from fixtures.compare.stubs import line_of, script
-from gitrepo import pq
 
+from pq.cli.compare import text as render
+from pq.compare import api
 from pq.demo.build import UPSTREAM_TREE, series_source
 
 pytestmark = [
@@ -50,11 +51,14 @@ AGREE = """
 """
 
 
-def build(tree: Path) -> None:
-    done = subprocess.run([sys.executable, "setup.py", "build_ext", "--inplace"], cwd=tree,
-                          env={**os.environ, "CFLAGS": "-g0"}, capture_output=True, text=True,
-                          timeout=900)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+def build(*trees: Path) -> None:
+    """Build the trees' extensions in place, side by side."""
+    procs = [subprocess.Popen([sys.executable, "setup.py", "build_ext", "--inplace"], cwd=tree,
+                              env={**os.environ, "CFLAGS": "-g0"}, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT) for tree in trees]
+    for proc in procs:
+        out, _ = proc.communicate(timeout=900)
+        assert proc.returncode == 0, out.decode(errors="replace")[-4000:]
 
 
 def add_total_op(tree: Path) -> None:
@@ -75,7 +79,13 @@ def add_total_op(tree: Path) -> None:
 class Trees:
     torch: Path  # upstream (+ the op `total`), built against torch
     paddle: Path  # upstream + the shipped series, built against Paddle compat
+    cc_planted: Path  # the shipped series with a planted change in csrc/ops.cc
+    cc_line: int  # the planted line
+    total: Path  # the shipped series plus the op `total`
     tmp: Path
+
+
+CC_OLD, CC_NEW = "static_cast<float>(alpha),", "static_cast<float>(alpha) * 2.0f,"
 
 
 @pytest.fixture(scope="module")
@@ -84,38 +94,43 @@ def trees(tmp_path_factory: pytest.TempPathFactory) -> Trees:
     torch_tree, paddle_tree = tmp / "torch", tmp / "paddle"
     shutil.copytree(UPSTREAM_TREE, torch_tree, ignore=IGNORE)
     add_total_op(torch_tree)
-    build(torch_tree)
     shutil.copytree(UPSTREAM_TREE, paddle_tree, ignore=IGNORE)
     source = series_source()
     series = yaml.safe_load((source / "series.yaml").read_text())
     for entry in series["patches"]:
         subprocess.run(["git", "apply", str(source / "patches" / entry["name"])],
                        cwd=paddle_tree, check=True)
-    build(paddle_tree)
-    return Trees(torch_tree, paddle_tree, tmp)
+    cc, total = tmp / "cc-planted", tmp / "with-total"
+    shutil.copytree(paddle_tree, cc)
+    cc_line = plant(cc, "csrc/ops.cc", CC_OLD, CC_NEW)
+    shutil.copytree(paddle_tree, total)
+    add_total_op(total)
+    build(torch_tree, paddle_tree, cc, total)
+    return Trees(torch_tree, paddle_tree, cc, cc_line, total, tmp)
 
 
-def variant(trees: Trees, name: str, rel: str, old: str, new: str,
-            rebuild: bool = False) -> tuple[Path, int]:
-    """A copy of the Paddle tree with `old` replaced by `new` in `rel`; the changed line."""
-    tree = trees.tmp / name
-    shutil.copytree(trees.paddle, tree, ignore=IGNORE if rebuild else None)
+def plant(tree: Path, rel: str, old: str, new: str) -> int:
+    """Replace `old` by `new` in tree/rel; the changed line."""
     text = (tree / rel).read_text()
     assert text.count(old) == 1
     (tree / rel).write_text(text.replace(old, new))
-    if rebuild:
-        build(tree)
-    line = next(i for i, t in enumerate((tree / rel).read_text().splitlines(), 1) if new in t)
-    return tree, line
+    return line_of((tree / rel).read_text().splitlines(), new)
+
+
+def variant(trees: Trees, name: str, rel: str, old: str, new: str) -> tuple[Path, int]:
+    """A copy of the built Paddle tree with a planted Python change; the changed line."""
+    tree = trees.tmp / name
+    shutil.copytree(trees.paddle, tree)
+    return tree, plant(tree, rel, old, new)
 
 
 def run(trees: Trees, paddle_tree: Path, body: str) -> tuple[int, dict, list[str], str]:
+    """One comparison: its exit code, its --json data, the script's lines, its text."""
     path, lines = script(trees.tmp / f"s-{paddle_tree.name}", "check.py", body)
-    args = ["compare", "--package", "tinyop", "--torch-path", str(trees.torch),
-            "--paddle-path", str(paddle_tree), str(path)]
-    result = pq(path.parent, *args, "--json", ok=False)
-    text = pq(path.parent, *args, ok=False).output if result.exit_code == 1 else ""
-    return result.exit_code, json.loads(result.stdout), lines, text
+    sides = (api.Side("torch", sys.executable, (str(trees.torch),)),
+             api.Side("paddle", sys.executable, (str(paddle_tree),)))
+    result = api.run_compare(path, sides, package="tinyop", cwd=path.parent)
+    return result.exit_code, result.to_json(), lines, render(result)
 
 
 def op_line(tree: Path) -> int:
@@ -145,9 +160,7 @@ def test_planted_python_wrapper_change_is_found_at_its_line(trees: Trees) -> Non
 
 
 def test_planted_cpp_wrapper_change_is_found_at_its_line(trees: Trees) -> None:
-    old = "static_cast<float>(alpha),"
-    tree, planted = variant(trees, "cc-planted", "csrc/ops.cc", old,
-                            "static_cast<float>(alpha) * 2.0f,", rebuild=True)
+    tree, planted = trees.cc_planted, trees.cc_line
     code, data, _, text = run(trees, tree, AGREE)
     assert code == 1
     d = data["divergence"]
@@ -162,10 +175,7 @@ def test_planted_cpp_wrapper_change_is_found_at_its_line(trees: Trees) -> None:
 
 
 def test_at_sum_of_int32_is_pinpointed_as_a_framework_dtype_difference(trees: Trees) -> None:
-    tree = trees.tmp / "with-total"
-    shutil.copytree(trees.paddle, tree, ignore=IGNORE)
-    add_total_op(tree)
-    build(tree)
+    tree = trees.total
     code, data, lines, text = run(trees, tree, """
         import torch
         import tinyop
@@ -196,7 +206,7 @@ def test_shape_mismatch_and_missing_call(trees: Trees) -> None:
     assert (d["implementation"]["file"], d["implementation"]["line"]) == (
         "tinyop/__init__.py", planted)
 
-    tree, _ = variant(trees, "no-op-call", "tinyop/__init__.py", OP_CALL, "x + alpha * y")
+    tree, _ = variant(trees, "no-op-call", "tinyop/__init__.py", OP_CALL, "(x + alpha * y)")
     code, data, _, _ = run(trees, tree, AGREE)
     d = data["divergence"]
     assert code == 1 and d["what"] == "call sequence"

@@ -194,14 +194,16 @@ def observer(tracer: Tracer) -> Any:
 
 def install_observe(tracer: Tracer) -> None:
     """`import pq; pq.observe(name, value)` works in the script, pq installed or not."""
+    import importlib
+
     module = sys.modules.get("pq")
     if module is None:
         try:
-            import pq as module  # type: ignore[no-redef]
+            module = importlib.import_module("pq")
         except ImportError:
             module = types.ModuleType("pq", "pq.observe for scripts run by `pq compare`")
             sys.modules["pq"] = module
-    module.observe = observer(tracer)  # type: ignore[attr-defined]
+    setattr(module, "observe", observer(tracer))  # noqa: B010 (a module attribute)
 
 
 def public_functions(module: Any) -> list[str]:
