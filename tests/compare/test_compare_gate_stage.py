@@ -4,6 +4,7 @@ the first divergence."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -64,7 +65,9 @@ def test_compare_stage_passes_then_fails_at_the_divergence(tmp_path: Path) -> No
     assert result.exit_code == 0, result.stdout
     stages = {s["name"]: s for s in data["stages"]}
     assert stages["compare"]["status"] == "passed" and data["status"] == "passed"
-    log = json.loads(Path(stages["compare"]["log"]).read_text().split("\n", 1)[1])
+    log_text = Path(stages["compare"]["log"]).read_text()
+    assert stages["compare"]["log_sha256"] == hashlib.sha256(log_text.encode()).hexdigest()
+    log = json.loads(log_text.split("\n", 1)[1])
     assert log["status"] == "agree" and log["observations"] == {"torch": 2, "paddle": 2}
 
     planted = CHECK.replace('pq.observe("second", 2.0)',
@@ -79,6 +82,7 @@ def test_compare_stage_passes_then_fails_at_the_divergence(tmp_path: Path) -> No
     assert compare["status"] == "failed" and compare["exit_code"] == 1
     assert "observe second: result: 2.0 vs 2.5" in compare["detail"]
     assert f"at check.py:{line} (python-glue)" in compare["detail"]
+    assert "result: failed" in result.output and compare["detail"] in result.output
 
 
 def test_compare_stage_without_keys_stays_not_available(tmp_path: Path) -> None:

@@ -31,15 +31,13 @@ class Tracer:
         self.max_values = max_values
         self.seq = 0
         self.tensor: tuple[type, ...] = ()
-        self.depth = 0
 
     def write(self, record: dict[str, Any]) -> None:
         self.out.write(json.dumps(record, sort_keys=True, allow_nan=True) + "\n")
         self.out.flush()
 
     def event(self, kind: str, name: str, site: dict[str, Any], **data: Any) -> None:
-        self.write({"kind": kind, "name": name, "seq": self.seq, "site": site,
-                    "depth": self.depth, **data})
+        self.write({"kind": kind, "name": name, "seq": self.seq, "site": site, **data})
         self.seq += 1
 
     def summary(self, value: Any, depth: int = 0) -> dict[str, Any]:
@@ -145,28 +143,41 @@ def call_site() -> dict[str, Any]:
 
 def recorded(tracer: Tracer, kind: str, name: str, fn: Any,
              definition: dict[str, Any] | None = None) -> Any:
-    """`fn`, recording each call: its arguments, its result (or exception), its call site."""
+    """`fn`, recording each call: its arguments (as they are when the call is made), its
+    result (or exception), its call site."""
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         site = call_site()
-        tracer.depth += 1
+        record = {"args": [tracer.summary(a) for a in args],
+                  "kwargs": {k: tracer.summary(v) for k, v in kwargs.items()},
+                  "definition": definition}
         try:
             result = fn(*args, **kwargs)
         except Exception as exc:
-            tracer.depth -= 1
-            tracer.event(kind, name, site, args=[tracer.summary(a) for a in args],
-                         kwargs={k: tracer.summary(v) for k, v in kwargs.items()},
-                         error=f"{type(exc).__name__}: {exc}", definition=definition)
+            tracer.event(kind, name, site, error=f"{type(exc).__name__}: {exc}", **record)
             raise
-        tracer.depth -= 1
-        tracer.event(kind, name, site, args=[tracer.summary(a) for a in args],
-                     kwargs={k: tracer.summary(v) for k, v in kwargs.items()},
-                     result=tracer.summary(result), definition=definition)
+        tracer.event(kind, name, site, result=tracer.summary(result), **record)
         return result
 
-    wrapper.__pq_compare__ = True  # type: ignore[attr-defined]
     return wrapper
+
+
+class RecordedOp:
+    """An op of `torch.ops.<ns>`, recorded when called; its overloads (`.default`) too."""
+
+    def __init__(self, tracer: Tracer, name: str, real: Any) -> None:
+        self._call = recorded(tracer, "op", name, real)
+        self._tracer, self._name, self._real = tracer, name, real
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._call(*args, **kwargs)
+
+    def __getattr__(self, attr: str) -> Any:
+        value = getattr(self._real, attr)
+        if attr.startswith("_") or not callable(value):
+            return value
+        return recorded(self._tracer, "op", self._name, value)
 
 
 class Namespace(types.ModuleType):
@@ -179,7 +190,7 @@ class Namespace(types.ModuleType):
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__"):
             return getattr(self._real, name)
-        op = recorded(self._tracer, "op", f"{self._ns}.{name}", getattr(self._real, name))
+        op = RecordedOp(self._tracer, f"{self._ns}.{name}", getattr(self._real, name))
         setattr(self, name, op)
         return op
 

@@ -6,6 +6,7 @@ Paths (script, torch_path, paddle_path) are relative to the worktree of the tip.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -100,12 +101,21 @@ def run(options: dict[str, Any], name: str, worktree: Path, python: str,
                                  seed=options.get("seed", 0), timeout_s=timeout_s,
                                  cwd=worktree)
     except PqError as exc:
-        write_atomic(log_path, (f"# pq gate: compare: {exc.render()}\n").encode())
-        return R.StageResult(name, R.FAILED, detail=exc.render(), exit_code=exc.exit_code,
-                             log=str(log_path))
-    data = result.to_json()
-    write_atomic(log_path, (f"# pq gate: compare: {result.summary()}\n"
-                            + json.dumps(data, indent=2, sort_keys=True) + "\n").encode())
+        return _result(name, R.FAILED, exc.render(), exc.exit_code, log_path,
+                       f"# pq gate: compare: {exc.render()}\n")
     status = R.PASSED if result.status == api.AGREE else R.FAILED
-    return R.StageResult(name, status, detail="" if status == R.PASSED else result.summary(),
-                         exit_code=result.exit_code, log=str(log_path))
+    trace = result.error.traceback.rstrip() + "\n" if result.error else ""
+    res = _result(name, status, "" if status == R.PASSED else result.summary(),
+                  result.exit_code, log_path, f"# pq gate: compare: {result.summary()}\n"
+                  + json.dumps(result.to_json(), indent=2, sort_keys=True) + "\n" + trace)
+    if res.failed:
+        res.tail = result.summary() + ("\n" + trace.rstrip() if trace else "")
+    return res
+
+
+def _result(name: str, status: str, detail: str, code: int, log_path: Path,
+            log: str) -> R.StageResult:
+    data = log.encode("utf-8", "replace")
+    write_atomic(log_path, data)
+    return R.StageResult(name, status, detail=detail, exit_code=code, log=str(log_path),
+                         log_sha256=hashlib.sha256(data).hexdigest())
