@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from pq.cli.common import emit_json, plural
+from pq.cli.common import emit_json, plural, progress_printer
 
 VALUES_SHOWN = 8
 
@@ -62,7 +62,8 @@ def compare(ctx: click.Context, script: Path, args: tuple[str, ...], torch_pytho
              api.Side("paddle", api.resolve_python(paddle_python or sys.executable, "paddle"),
                       paddle_path))
     result = api.run_compare(script, sides, package=package, namespace=namespace, args=args,
-                             tolerance=tols, seed=seed, timeout_s=timeout)
+                             tolerance=tols, seed=seed, timeout_s=timeout,
+                             progress=progress_printer("compare"))
     if as_json:
         emit_json(result.to_json())
     else:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +27,7 @@ EXIT = {AGREE: 0, DIVERGE: 1, ERROR: 2}
 DEFAULT_TIMEOUT_S = 600.0
 DEFAULT_MAX_VALUES = 4096
 TRACEBACK_CHARS = 8000
+Progress = Callable[[int, int, str], None]
 
 
 @dataclass(frozen=True)
@@ -105,7 +106,7 @@ def run_compare(script: Path, sides: tuple[Side, Side], *, package: str | None =
                 namespace: str | None = None, args: tuple[str, ...] = (),
                 tolerance: Mapping[str, Tolerance] | None = None, seed: int = 0,
                 max_values: int = DEFAULT_MAX_VALUES, timeout_s: float = DEFAULT_TIMEOUT_S,
-                cwd: Path | None = None) -> Comparison:
+                cwd: Path | None = None, progress: Progress | None = None) -> Comparison:
     """Both sides run in parallel (each its own process); then the traces are aligned."""
     cwd = (cwd or Path.cwd()).resolve()
     script = (cwd / script).resolve() if not script.is_absolute() else script
@@ -119,6 +120,8 @@ def run_compare(script: Path, sides: tuple[Side, Side], *, package: str | None =
         def one(side: Side) -> tuple[align.Trace, SideError | None]:
             return _run_side(side, script, args, env, Path(tmp), cwd, timeout_s)
 
+        if progress is not None:
+            progress(0, 2, "running the script under torch and under Paddle")
         with ThreadPoolExecutor(max_workers=2) as pool:
             (torch, terr), (paddle, perr) = pool.map(one, sides)
     counts = (len(torch.events), len(paddle.events))
@@ -134,6 +137,8 @@ def run_compare(script: Path, sides: tuple[Side, Side], *, package: str | None =
     ctx = align.Context(
         torch_roots=_roots(sides[0], torch, cwd), paddle_roots=_roots(sides[1], paddle, cwd),
         torch_root=torch.root, paddle_root=paddle.root)
+    if progress is not None:
+        progress(1, 2, "aligning the traces")
     found = align.first_divergence(torch, paddle, tols, ctx)
     return result(DIVERGE if found else AGREE, divergence=found)
 

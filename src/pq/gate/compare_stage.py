@@ -88,13 +88,17 @@ def run(options: dict[str, Any], name: str, worktree: Path, python: str,
     if not options:
         return R.StageResult(name, R.NOT_AVAILABLE, detail="`kind: compare` without `script`: "
                              "nothing to compare (see docs/compare.md)")
+    def interpreter(side: str) -> str:
+        given = options.get(f"{side}_python")
+        if given is None:
+            return api.resolve_python(python, side)
+        if "/" in given and not Path(given).is_absolute():
+            given = str(worktree / given)  # relative to the repository, like gate.python
+        return api.resolve_python(given, side)
+
     try:
-        sides = (api.Side("torch", api.resolve_python(options.get("torch_python", python),
-                                                      "torch"),
-                          options.get("torch_path", ())),
-                 api.Side("paddle", api.resolve_python(options.get("paddle_python", python),
-                                                       "paddle"),
-                          options.get("paddle_path", (".",))))
+        sides = (api.Side("torch", interpreter("torch"), options.get("torch_path", ())),
+                 api.Side("paddle", interpreter("paddle"), options.get("paddle_path", (".",))))
         result = api.run_compare(Path(options["script"]), sides, package=options.get("package"),
                                  namespace=options.get("namespace"),
                                  tolerance=options.get("tolerance"),
