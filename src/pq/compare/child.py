@@ -252,7 +252,10 @@ def start(side: str, seed: int) -> Any:
     if side == "paddle":
         import paddle
 
-        paddle.enable_compat()
+        enable = getattr(paddle, "enable_compat", None)
+        if enable is None:  # before Paddle 3.3 the proxy was spelled differently
+            enable = getattr(paddle.compat, "enable_torch_proxy")  # noqa: B009
+        enable()
         paddle.seed(seed)
     import torch
 
