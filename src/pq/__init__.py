@@ -5,3 +5,12 @@ The fork's migration edits live as an ordered series of small patches (`series.y
 """
 
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> object:
+    """`pq.observe`, loaded on first use (`import pq` stays light)."""
+    if name == "observe":
+        from pq.compare.observe import observe
+
+        return observe
+    raise AttributeError(f"module 'pq' has no attribute {name!r}")

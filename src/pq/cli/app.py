@@ -26,6 +26,7 @@ COMMANDS = {
     "report": "report",
     "import": "queue",
     "compat-surface": "compat",
+    "compare": "compare",
 }
 
 

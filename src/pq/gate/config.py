@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pq.errors import ConfigError
+from pq.gate import compare_stage
 from pq.model.series import SERIES_FILE, Series
 
 DEFAULT_ORDER = ("build", "import", "smoke", "tests", "compare")
@@ -20,7 +21,8 @@ REQUIREMENTS = ("gpu",)
 SYMBOL_CHECK_STAGE = "build"
 
 _TOP_KEYS = ("python", "required_for_push", "stages")
-_STAGE_KEYS = ("name", "run", "kind", "requires", "timeout", "env", "check_symbols")
+_STAGE_KEYS = ("name", "run", "kind", "requires", "timeout", "env",
+               "check_symbols") + compare_stage.KEYS
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 _ENV_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -42,6 +44,7 @@ class Stage:
     timeout_s: float = DEFAULT_TIMEOUT_S
     env: dict[str, str] = field(default_factory=dict)
     check_symbols: bool = False
+    options: dict[str, Any] = field(default_factory=dict)  # a built-in kind's own keys
 
     @property
     def needs_gpu(self) -> bool:
@@ -190,6 +193,7 @@ def _stage(series: Series, lines: list[str], i: int, item: Any) -> Stage:
         timeout_s=_timeout(series, path, name, item.get("timeout")),
         env=_env(series, path, name, item.get("env")),
         check_symbols=_check_symbols(series, path, name, item),
+        options=compare_stage.parse(series, path, name, item),
     )
 
 

@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from pq.gate import compare_stage
 from pq.gate import result as R
 from pq.gate.config import Stage
 from pq.gate.symbols import shared_objects
@@ -112,6 +113,9 @@ def run_stage(ctx: RunContext, stage: Stage, index: int, total: int,
     if stage.needs_gpu and not ctx.gpu:
         return R.StageResult(stage.name, R.SKIPPED_NO_GPU, stage.requires,
                              detail="no CUDA GPU visible (nvidia-smi -L lists none)")
+    if stage.kind == compare_stage.KIND:
+        return compare_stage.run(stage.options, stage.name, ctx.worktree, ctx.python,
+                                 ctx.log_dir / f"{stage.name}.log", stage.timeout_s)
     if stage.run is None:
         return R.StageResult(stage.name, R.NOT_AVAILABLE, stage.requires,
                              detail=f"built-in stage kind `{stage.kind}` is not available in "
