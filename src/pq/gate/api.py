@@ -160,10 +160,9 @@ def _plan(git: Git, stages: list[str] | tuple[str, ...] | None, python: str | No
             raise queue.series.error(("gate", "python"), message, hint)
         raise ConfigError(message + (" (from --python)" if python else " (python3 on PATH)"),
                           hint=hint)
-    interp = probe.inspect(path)
-    gpu = probe.gpu_visible()
-    fingerprint = probe.fingerprint(interp, runner.base_env(path)["PATH"], gpu)
-    return _Plan(tip, tree, config, selected, interp, gpu, fingerprint)
+    found = probe.environment(path, runner.base_env(path)["PATH"],
+                              git.pq_dir() / "gate" / probe.PROBE_FILE)
+    return _Plan(tip, tree, config, selected, found.interpreter, found.gpu, found.fingerprint)
 
 
 def _cache_bytes(settings: dict[str, str]) -> int:

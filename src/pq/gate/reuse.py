@@ -162,8 +162,10 @@ class StageCache:
         """Restore a passing run's artifacts into the worktree; None when there is none (a
         damaged entry is removed, and anything it had restored is taken back)."""
         key = self.key(stage)
-        entry = self.root / key if key and self.lookup else None
-        if entry is None or not (entry / _META).is_file():
+        if key is None or not self.lookup:
+            return None
+        entry = self.root / key
+        if not (entry / _META).is_file():
             return None
         start = time.monotonic()
         placed: list[Path] = []
