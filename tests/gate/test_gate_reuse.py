@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 import stat
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -179,3 +182,19 @@ def test_glob_patterns() -> None:
     assert matches("build/lib/x.o", ["build/"]) and not matches("buildx/a", ["build/"])
     assert matches("setup.py", ["setup.py"]) and not matches("pkg/setup.py", ["setup.py"])
     assert not matches("csrc/a.cc", ["*.cc"]) and matches("a.cc", ["./*.cc"])
+
+
+def test_the_toolchain_probe_is_remembered_until_the_interpreter_changes(tmp_path: Path
+                                                                         ) -> None:
+    calls = tmp_path / "probes.txt"
+    py = tmp_path / "bin" / "python3"
+    write(tmp_path, "bin/python3", f'#!/bin/sh\necho probe >> "{calls}"\n'
+          f'exec "{sys.executable}" "$@"\n', mode=0o755)
+    fork = gate_fork(tmp_path, stage_lines(stage("tests", "echo ok"), python=str(py)))
+    for _ in range(3):
+        assert gate(fork, "--force")["status"] == "passed"
+    assert calls.read_text().count("probe") == 1
+    os.utime(py, ns=(time.time_ns(), time.time_ns() + 10**9))  # as a reinstall would
+    report = gate(fork, "--force")
+    assert calls.read_text().count("probe") == 2
+    assert report["fingerprint"]["python"] == platform.python_version()
