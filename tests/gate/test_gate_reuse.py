@@ -16,7 +16,9 @@ import pytest
 from fixtures.gate.gatefork import gate_fork, set_gate, stage, stage_lines
 from gitrepo import commit_all, git, pq, write
 
+from pq.gate import api
 from pq.gate.reuse import matches
+from pq.git.repo import Git
 
 # The build writes an artifact from a native source; `use` needs it; both count their runs.
 BUILD = 'echo run >> "{runs}"; mkdir -p out; cat csrc/ops.cc > out/ext.so; echo built'
@@ -66,6 +68,9 @@ def test_python_glue_change_reuses_the_build_and_restores_its_artifacts(tmp_path
     assert build["status"] == "reused" and build["reused_from"] == first_tip
     assert build["inputs"] == stages(first)["build"]["inputs"]
     assert report["status"] == "passed"
+    # A reused stage counts as passed for the pre-push hook's required stages.
+    ok, why = api.record_ok(Git.open(fork), "HEAD", ["build", "use"])
+    assert ok, why
 
 
 @pytest.mark.parametrize("what", ["input file", "command", "env", "toolchain"])
