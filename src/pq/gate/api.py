@@ -2,7 +2,8 @@
 
 `run_gate` reads the gate configuration from the series committed at the tip, reuses a
 passing record of the same tree and environment, or runs the stages in a throwaway worktree
-(restoring reusable stages whose inputs did not change) and records the result as a git note. It never changes a ref besides refs/notes/pq-gate.
+(restoring reusable stages whose inputs did not change) and records the result as a git
+note. It never changes a ref besides refs/notes/pq-gate.
 The reports are data; `pq.cli.render_gate` says what they mean.
 """
 
