@@ -208,10 +208,10 @@ def main() -> None:
     if not ccache:
         print("note: ccache is not on PATH: the C++ case rebuilt without a compiler cache")
     width = max(len(r[0]) for r in rows)
-    print(f"{'case'.ljust(width)} | seconds | target          | ok?")
+    print(f"{'case'.ljust(width)} | seconds | target             | ok?")
     for name, seconds, target, ok in rows:
         mark = "-" if ok is None else ("ok" if ok else "MISSED")
-        print(f"{name.ljust(width)} | {seconds:7.2f} | {target.ljust(15)} | {mark}")
+        print(f"{name.ljust(width)} | {seconds:7.2f} | {target.ljust(18)} | {mark}")
     if any(ok is False for *_, ok in rows):
         print("TARGET MISSED")
         sys.exit(1)
