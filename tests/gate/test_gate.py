@@ -256,7 +256,8 @@ def test_builtin_kind_is_reported_not_available(tmp_path: Path) -> None:
 
 def test_cache_reuse_and_force(tmp_path: Path) -> None:
     counter = tmp_path / "runs.txt"
-    fork = gate_fork(tmp_path, stage_lines(stage("build", f"echo run >> {counter}")))
+    # Named `tests` (no inputs): never reused on its own, only with the whole record.
+    fork = gate_fork(tmp_path, stage_lines(stage("tests", f"echo run >> {counter}")))
     pq(fork, "gate")
     second = pq(fork, "gate")
     assert "cached" in second.output and counter.read_text().count("run") == 1

@@ -1,5 +1,6 @@
 """The build/test gate: the series' stages run in a throwaway worktree of the branch tip.
 
-`config` reads the `gate` block of series.yaml, `runner` runs the stages, `symbols` checks
-built extension modules, `record` keeps the result as a git note, `api` ties them together.
+`config` reads the `gate` block of series.yaml, `runner` runs the stages (`reuse` restores
+unchanged ones, `ccache` caches compilers), `symbols` checks built extension modules,
+`record` keeps the result as a git note, `api` ties them together.
 """

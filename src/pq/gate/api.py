@@ -2,12 +2,14 @@
 
 `run_gate` reads the gate configuration from the series committed at the tip, reuses a
 passing record of the same tree and environment, or runs the stages in a throwaway worktree
-and records the result as a git note. It never changes a ref besides refs/notes/pq-gate.
+(restoring reusable stages whose inputs did not change) and records the result as a git
+note. It never changes a ref besides refs/notes/pq-gate.
 The reports are data; `pq.cli.render_gate` says what they mean.
 """
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,7 +17,7 @@ from typing import Any
 
 from pq import __version__
 from pq.errors import ConfigError, PqError
-from pq.gate import probe, record, runner, symbols
+from pq.gate import ccache, probe, record, reuse, runner, symbols
 from pq.gate import result as R
 from pq.gate.config import GateConfig, Stage, parse
 from pq.git.repo import Git
@@ -107,15 +109,29 @@ def run_gate(git: Git, *, stages: list[str] | tuple[str, ...] | None = None,
         if hit is not None:
             return _cached_report(plan, names, partial, *hit)
     logs = runner.log_dir(git, plan.tip)
-    sources = [p for _, kind, _, p in git.ls_tree(plan.tip) if kind == "blob"
+    entries = git.ls_tree(plan.tip)
+    sources = [p for _, kind, _, p in entries if kind == "blob"
                and p.lower().endswith(symbols.SOURCE_SUFFIXES)]
+    settings = git.config_matching(r"^pq\.gate\.")
+    path_env = runner.base_env(plan.interpreter.path)["PATH"]
+    keys = reuse.stage_keys(plan.stages, entries, plan.fingerprint, plan.interpreter.path,
+                            os.environ)
+    cache = reuse.StageCache(git.pq_dir() / reuse.CACHE_DIR, keys, _cache_bytes(settings),
+                             lookup=not force)
     with runner.throwaway_worktree(git, plan.tip) as worktree:
-        ctx = runner.RunContext(worktree, plan.tip, plan.interpreter.path, logs, plan.gpu)
+        wiring = ccache.wire(git.pq_dir(), worktree, path_env, dict(os.environ),
+                             settings.get("pq.gate.ccachesize", ccache.DEFAULT_MAX_SIZE))
+        ctx = runner.RunContext(worktree, plan.tip, plan.interpreter.path, logs, plan.gpu,
+                                wiring.env)
         results = runner.run_stages(ctx, plan.stages, progress=progress,
-                                    check_symbols=_symbol_checker(plan.interpreter, sources))
+                                    check_symbols=_symbol_checker(plan.interpreter, sources),
+                                    cache=cache)
     status = R.overall(results)
     report = GateReport(plan.tip, plan.tree, status, results, plan.fingerprint,
                         time=_now(), partial=partial, log_dir=str(logs))
+    report.warnings.extend(cache.notes)
+    if not wiring.on and any(s.inputs and s.status != R.REUSED for s in results):
+        report.warnings.append(wiring.note)
     if git.status_porcelain():
         report.warnings.append(f"uncommitted changes are not part of this result: the gate ran "
                                f"on the committed tip {plan.tip[:12]}")
@@ -145,10 +161,15 @@ def _plan(git: Git, stages: list[str] | tuple[str, ...] | None, python: str | No
             raise queue.series.error(("gate", "python"), message, hint)
         raise ConfigError(message + (" (from --python)" if python else " (python3 on PATH)"),
                           hint=hint)
-    interp = probe.inspect(path)
-    gpu = probe.gpu_visible()
-    fingerprint = probe.fingerprint(interp, runner.base_env(path)["PATH"], gpu)
-    return _Plan(tip, tree, config, selected, interp, gpu, fingerprint)
+    found = probe.environment(path, runner.base_env(path)["PATH"],
+                              git.pq_dir() / "gate" / probe.PROBE_FILE)
+    return _Plan(tip, tree, config, selected, found.interpreter, found.gpu, found.fingerprint)
+
+
+def _cache_bytes(settings: dict[str, str]) -> int:
+    """`git config pq.gate.cacheSize` (`2G`, `500M`, bytes), else 2 GiB."""
+    size = reuse.parse_size(settings.get("pq.gate.cachesize", ""))
+    return size if size is not None else reuse.DEFAULT_MAX_BYTES
 
 
 def _series_text(git: Git, rev: str) -> bytes | None:

@@ -19,10 +19,11 @@ DEFAULT_TIMEOUT_S = 600.0
 BUILTIN_KINDS = ("compare",)
 REQUIREMENTS = ("gpu",)
 SYMBOL_CHECK_STAGE = "build"
+BUILD_STAGE = "build"  # reusable by default: its inputs are the native sources (gate/reuse)
 
 _TOP_KEYS = ("python", "required_for_push", "stages")
-_STAGE_KEYS = ("name", "run", "kind", "requires", "timeout", "env",
-               "check_symbols") + compare_stage.KEYS
+_STAGE_KEYS = ("name", "run", "kind", "requires", "timeout", "env", "check_symbols", "inputs",
+               "artifacts") + compare_stage.KEYS
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 _ENV_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -45,10 +46,17 @@ class Stage:
     env: dict[str, str] = field(default_factory=dict)
     check_symbols: bool = False
     options: dict[str, Any] = field(default_factory=dict)  # a built-in kind's own keys
+    inputs: tuple[str, ...] | None = None  # glob patterns; None: the default (gate/reuse)
+    artifacts: tuple[str, ...] | None = None  # glob patterns; None: all the stage wrote
 
     @property
     def needs_gpu(self) -> bool:
         return "gpu" in self.requires
+
+    @property
+    def reusable(self) -> bool:
+        """Whether a passing run with the same input fingerprint may stand for this one."""
+        return self.run is not None and (self.inputs is not None or self.name == BUILD_STAGE)
 
 
 @dataclass(frozen=True)
@@ -194,7 +202,25 @@ def _stage(series: Series, lines: list[str], i: int, item: Any) -> Stage:
         env=_env(series, path, name, item.get("env")),
         check_symbols=_check_symbols(series, path, name, item),
         options=compare_stage.parse(series, path, name, item),
+        inputs=_globs(series, path, name, item, "inputs"),
+        artifacts=_globs(series, path, name, item, "artifacts"),
     )
+
+
+def _globs(series: Series, path: tuple[str | int, ...], name: str, item: dict[str, Any],
+           key: str) -> tuple[str, ...] | None:
+    value = item.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+        raise series.error(path + (key,), f"gate stage {name!r}: `{key}` must be a list of "
+                           "glob patterns", hint="e.g. [csrc/**, setup.py]")
+    for j, pattern in enumerate(value):
+        if pattern.startswith("/") or ".." in pattern.split("/"):
+            raise series.error(path + (key, j), f"gate stage {name!r}: `{key}` pattern "
+                               f"{pattern!r} leaves the repository",
+                               hint="patterns are relative to the repository's top folder")
+    return tuple(value)
 
 
 def _requires(series: Series, path: tuple[str | int, ...], name: str,

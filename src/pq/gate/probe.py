@@ -7,13 +7,17 @@ shared libraries, the PQ_GPU override and the fingerprint a recorded result hold
 
 from __future__ import annotations
 
+import glob
+import hashlib
+import json
 import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pq import toolchain
+from pq import __version__, toolchain
+from pq.atomic import write_atomic
 from pq.errors import ConfigError
 from pq.git import process
 
@@ -106,3 +110,71 @@ def fingerprint(interp: Interpreter, path_env: str, gpu: bool) -> dict[str, Any]
         "machine": facts.get("machine"),
         "libc": facts.get("libc"),
     }
+
+
+# -- the probe, remembered -------------------------------------------------------------------
+
+PROBE_FILE = "probe.json"
+_PROBE_ENV = ("PYTHONPATH", "PYTHONHOME", "PYTHONUSERBASE", "PQ_GPU", "CUDA_HOME",
+              "CUDA_PATH", "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES")
+
+
+@dataclass(frozen=True)
+class Environment:
+    interpreter: Interpreter
+    gpu: bool
+    fingerprint: dict[str, Any]
+
+
+def environment(path: str, path_env: str, cache_file: Path) -> Environment:
+    """inspect + gpu_visible + fingerprint, remembered in `cache_file` for as long as nothing
+    they read changed: the interpreter and its site-packages folders (a pip install changes
+    their mtime), nvcc and nvidia-smi on PATH, the GPU device nodes, the boot, and the
+    variables in _PROBE_ENV. Saves the interpreter and nvcc/nvidia-smi runs of every gate."""
+    key = _probe_key(path, path_env)
+    try:
+        data = json.loads(cache_file.read_text(encoding="utf-8"))
+        if data.get("key") == key:
+            return Environment(Interpreter(path, data["facts"]), bool(data["gpu"]),
+                               dict(data["fingerprint"]))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        pass
+    interp = inspect(path)
+    gpu = gpu_visible()
+    found = Environment(interp, gpu, fingerprint(interp, path_env, gpu))
+    text = json.dumps({"key": key, "facts": interp.facts, "gpu": gpu,
+                       "fingerprint": found.fingerprint}, indent=1, sort_keys=True)
+    try:
+        write_atomic(cache_file, text.encode() + b"\n")
+    except OSError:
+        pass  # only a cache
+    return found
+
+
+def _probe_key(path: str, path_env: str) -> str:
+    real = os.path.realpath(path)
+    files = [path, real, os.path.join(os.path.dirname(os.path.dirname(path)), "pyvenv.cfg")]
+    for prefix in {os.path.dirname(os.path.dirname(p)) for p in (path, real)}:
+        for pattern in ("lib*/python3*/site-packages", "lib*/python3*/dist-packages",
+                        "lib/python3/dist-packages"):
+            files += sorted(glob.glob(os.path.join(prefix, pattern)))
+    files += sorted(glob.glob(os.path.expanduser("~/.local/lib/python3*/site-packages")))
+    for tool in ("nvcc", "nvidia-smi"):
+        found = shutil.which(tool, path=path_env)
+        files += [found, os.path.realpath(found)] if found else []
+    files += sorted(glob.glob("/dev/nvidia*")) + ["/proc/sys/kernel/random/boot_id"]
+    stamps = []
+    for name in files:
+        try:
+            st = os.stat(name)
+            stamps.append(f"{name}:{st.st_mtime_ns}:{st.st_size}:{st.st_ino}")
+        except OSError:
+            stamps.append(f"{name}:-")
+    try:
+        with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as f:
+            stamps.append(f.read().strip())
+    except OSError:
+        pass
+    env = [f"{k}={os.environ.get(k)}" for k in _PROBE_ENV]
+    text = "\n".join([__version__, path_env, *env, *stamps])
+    return hashlib.sha256(text.encode()).hexdigest()

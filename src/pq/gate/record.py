@@ -18,7 +18,7 @@ from pq.oplog.txn import Transaction, in_transaction
 NOTES_REF = "refs/notes/pq-gate"
 FORMAT = 1
 HISTORY_MAX = 10
-_OK_STAGE = (R.PASSED, R.SKIPPED_NO_GPU, R.NOT_AVAILABLE)
+_OK_STAGE = (*R.STAGE_OK, R.SKIPPED_NO_GPU, R.NOT_AVAILABLE)
 
 Record = dict[str, Any]
 
@@ -109,7 +109,7 @@ def covers(git: Git, commit: str, tree: str, required: tuple[str, ...]) -> tuple
     missing: list[str] = []
     for name in required:
         seen = [stage_statuses(r).get(name) for _, r in records]
-        if R.PASSED not in seen:
+        if not any(s in R.STAGE_OK for s in seen):
             last = next((s for s in seen if s), None)
             missing.append(f"{name} ({R.StageResult(name, last).display()})" if last
                            else f"{name} (never run)")

@@ -15,7 +15,9 @@ TIMED_OUT = "timed-out"
 SKIPPED_NO_GPU = "skipped-no-gpu"
 NOT_AVAILABLE = "not-available"
 NOT_RUN = "not-run"
-STAGE_STATUSES = (PASSED, FAILED, TIMED_OUT, SKIPPED_NO_GPU, NOT_AVAILABLE, NOT_RUN)
+REUSED = "reused"  # a passing run with the same input fingerprint; its artifacts restored
+STAGE_STATUSES = (PASSED, FAILED, TIMED_OUT, SKIPPED_NO_GPU, NOT_AVAILABLE, NOT_RUN, REUSED)
+STAGE_OK = (PASSED, REUSED)
 
 # Overall statuses.
 GATE_PASSED = "passed"
@@ -36,6 +38,8 @@ class StageResult:
     log: str | None = None
     log_sha256: str | None = None
     tail: str = field(default="", compare=False)
+    inputs: str | None = None  # the input fingerprint of a reusable stage (gate/reuse)
+    reused_from: str | None = None  # the commit whose passing run was reused
 
     @property
     def failed(self) -> bool:
@@ -53,6 +57,8 @@ class StageResult:
             return "not available"
         if self.status == NOT_RUN:
             return "not run"
+        if self.status == REUSED:
+            return f"reused from {(self.reused_from or '?')[:12]}"
         if self.status == TIMED_OUT:
             return self.detail or "timed out"
         if self.status == FAILED:
@@ -71,6 +77,8 @@ class StageResult:
             "detail": self.detail,
             "log_sha256": self.log_sha256,
             "requires": list(self.requires),
+            "inputs": self.inputs,
+            "reused_from": self.reused_from,
         }
 
     @classmethod
@@ -85,7 +93,13 @@ class StageResult:
             detail=str(data.get("detail") or ""),
             log_sha256=data.get("log_sha256") if isinstance(data.get("log_sha256"), str)
             else None,
+            inputs=_text(data.get("inputs")),
+            reused_from=_text(data.get("reused_from")),
         )
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
 
 
 def overall(stages: list[StageResult]) -> str:

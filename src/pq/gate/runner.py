@@ -15,12 +15,13 @@ import shutil
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from pq.gate import compare_stage
 from pq.gate import result as R
 from pq.gate.config import Stage
+from pq.gate.reuse import StageCache, reused_result
 from pq.gate.symbols import shared_objects
 from pq.git import process
 from pq.git.repo import Git
@@ -44,6 +45,7 @@ class RunContext:
     python: str
     log_dir: Path
     gpu: bool
+    extra_env: dict[str, str] = field(default_factory=dict)  # compiler caching (gate/ccache)
 
 
 # -- the worktree --------------------------------------------------------------------------
@@ -86,13 +88,16 @@ def stage_env(ctx: RunContext, stage: Stage) -> dict[str, str]:
     env["PQ_GATE_STAGE"] = stage.name
     env["PQ_GATE_TIP"] = ctx.tip
     env["PQ_GATE_WORKTREE"] = str(ctx.worktree)
+    env.update(ctx.extra_env)
     env.update(stage.env)
     return env
 
 
 def run_stages(ctx: RunContext, stages: tuple[Stage, ...], *, progress: Progress | None = None,
-               check_symbols: SymbolCheck | None = None) -> list[R.StageResult]:
-    """Every stage in order; after the first failure the rest are `not-run`."""
+               check_symbols: SymbolCheck | None = None, cache: StageCache | None = None
+               ) -> list[R.StageResult]:
+    """Every stage in order; after the first failure the rest are `not-run`. A reusable
+    stage with a cached passing run is restored from `cache` instead of run."""
     ctx.log_dir.mkdir(parents=True, exist_ok=True)
     results: list[R.StageResult] = []
     failed = False
@@ -100,7 +105,17 @@ def run_stages(ctx: RunContext, stages: tuple[Stage, ...], *, progress: Progress
         if failed:
             results.append(R.StageResult(stage.name, R.NOT_RUN, stage.requires))
             continue
+        key = cache.key(stage) if cache is not None else None
+        hit = cache.restore(stage, ctx.worktree) if cache is not None and key else None
+        if hit is not None and key is not None:
+            results.append(reused_result(stage, key, hit))
+            continue
+        if cache is not None:
+            cache.before(stage, ctx.worktree)
         res = run_stage(ctx, stage, i, len(stages), progress, check_symbols)
+        res.inputs = key
+        if cache is not None and res.status == R.PASSED:
+            cache.save(stage, ctx.worktree, ctx.tip)
         results.append(res)
         failed = res.failed
     if progress is not None and stages:

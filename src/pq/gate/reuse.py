@@ -1,0 +1,277 @@
+"""Stage reuse: the input fingerprint of a stage, and the artifact cache under .git/pq.
+
+A reusable stage (`inputs:`, or the stage named `build`) whose fingerprint matches a passing
+run is not run again: that run's artifacts are restored and it is reported `reused`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from pq.gate import result as R
+from pq.gate.config import Stage
+from pq.model.layers import classify_path
+
+FORMAT = 1
+DEFAULT_LAYERS = ("kernel", "build", "cpp-compat")
+# Variables of the caller's environment that change what a compiler produces.
+BUILD_ENV = ("CC", "CXX", "CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS", "LDSHARED", "NVCC_FLAGS",
+             "CUDA_HOME", "CUDA_PATH", "TORCH_CUDA_ARCH_LIST", "CMAKE_ARGS")
+DEFAULT_MAX_BYTES = 2 << 30
+CACHE_DIR = "gate-cache"
+_META = "meta.json"
+_FILES = "files"
+
+Entries = Sequence[tuple[str, str, str, str]]  # (mode, type, object, path), as git ls-tree
+Snapshot = dict[str, tuple[int, int, int]]
+
+
+# -- which files a pattern names ---------------------------------------------------------------
+
+
+@lru_cache(maxsize=256)
+def _compile(pattern: str) -> re.Pattern[str]:
+    """A glob over repository paths: `**` any folders (none included), `*` and `?` within one
+    name; a pattern ending in `/`, or naming a folder, takes everything under it."""
+    pat = pattern.strip()
+    pat = pat[2:] if pat.startswith("./") else pat
+    out, i = "", 0
+    while i < len(pat):
+        if pat.startswith("**/", i):
+            out, i = out + "(?:.*/)?", i + 3
+        elif pat.startswith("**", i):
+            out, i = out + ".*", i + 2
+        elif pat[i] == "*":
+            out, i = out + "[^/]*", i + 1
+        elif pat[i] == "?":
+            out, i = out + "[^/]", i + 1
+        else:
+            out, i = out + re.escape(pat[i]), i + 1
+    if out.endswith("/"):
+        out = out[:-1]
+    return re.compile(rf"^{out}(?:/.*)?$", re.DOTALL)
+
+
+def matches(path: str, patterns: Iterable[str]) -> bool:
+    return any(_compile(p).match(path) for p in patterns)
+
+
+def input_files(stage: Stage, entries: Entries) -> list[tuple[str, str, str]]:
+    """(path, mode, blob) of the tip's files that are the stage's inputs, in path order."""
+    picked = []
+    for mode, kind, obj, path in entries:
+        if kind != "blob" and kind != "commit":
+            continue
+        if stage.inputs is not None:
+            if not matches(path, stage.inputs):
+                continue
+        elif classify_path(path) not in DEFAULT_LAYERS:
+            continue
+        picked.append((path, mode, obj))
+    return sorted(picked)
+
+
+def stage_keys(stages: Sequence[Stage], entries: Entries, toolchain: Mapping[str, Any],
+               python: str, environ: Mapping[str, str]) -> dict[str, str]:
+    """The input fingerprint of every reusable stage: its input files (path, blob), command,
+    env, the interpreter, the build variables of the caller's environment, the toolchain
+    fingerprint and the fingerprints of the reusable stages before it."""
+    keys: dict[str, str] = {}
+    caller = {k: environ[k] for k in BUILD_ENV if k in environ}
+    for stage in stages:
+        if not stage.reusable:
+            continue
+        data = {"format": FORMAT, "stage": stage.name, "run": stage.run,
+                "env": dict(sorted(stage.env.items())), "python": python, "caller_env": caller,
+                "toolchain": dict(toolchain), "inputs": input_files(stage, entries),
+                "artifacts": list(stage.artifacts) if stage.artifacts is not None else None,
+                "after": list(keys.values())}
+        text = json.dumps(data, sort_keys=True, separators=(",", ":"))
+        keys[stage.name] = hashlib.sha256(text.encode()).hexdigest()
+    return keys
+
+
+# -- what a stage wrote ----------------------------------------------------------------------
+
+
+def snapshot(root: Path) -> Snapshot:
+    """(mtime ns, size, inode) of every file under root, its `.git` left out."""
+    found: Snapshot = {}
+    for folder, dirs, files in os.walk(root):
+        if folder == str(root):
+            dirs[:] = [d for d in dirs if d != ".git"]
+        rel = os.path.relpath(folder, root)
+        for name in files:
+            if folder == str(root) and name == ".git":
+                continue
+            full = os.path.join(folder, name)
+            try:
+                st = os.lstat(full)
+            except OSError:
+                continue
+            found[name if rel == "." else f"{rel}/{name}"] = (st.st_mtime_ns, st.st_size,
+                                                              st.st_ino)
+    return found
+
+
+def written(root: Path, before: Snapshot, patterns: tuple[str, ...] | None) -> list[str]:
+    """The files under root that are new or changed since `before` (matching `patterns`)."""
+    after = snapshot(root)
+    return sorted(p for p, st in after.items() if before.get(p) != st
+                  and (patterns is None or matches(p, patterns)))
+
+
+# -- the cache -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Hit:
+    commit: str
+    files: int
+    seconds: float
+
+
+class StageCache:
+    """Artifacts of passing runs under `<pq dir>/gate-cache/<fingerprint>/`: meta.json (the
+    commit, the time, each file's size, mode and SHA-256) and the files; LRU by meta.json's
+    mtime, at most `max_bytes` in all."""
+
+    def __init__(self, root: Path, keys: Mapping[str, str], max_bytes: int = DEFAULT_MAX_BYTES,
+                 *, lookup: bool = True) -> None:
+        self.root = root
+        self.lookup = lookup  # False (`--force`): run every stage, refresh the entries
+        self.keys = dict(keys)
+        self.max_bytes = max_bytes
+        self.notes: list[str] = []
+        self._before: Snapshot = {}
+
+    def key(self, stage: Stage) -> str | None:
+        return self.keys.get(stage.name)
+
+    def restore(self, stage: Stage, worktree: Path) -> Hit | None:
+        """Restore a passing run's artifacts into the worktree; None when there is none (a
+        damaged entry is removed, and anything it had restored is taken back)."""
+        key = self.key(stage)
+        if key is None or not self.lookup:
+            return None
+        entry = self.root / key
+        if not (entry / _META).is_file():
+            return None
+        start = time.monotonic()
+        placed: list[Path] = []
+        try:
+            meta = json.loads((entry / _META).read_text(encoding="utf-8"))
+            if meta.get("format") != FORMAT or meta.get("key") != key:
+                raise ValueError("not an entry of this pq")
+            for item in meta["files"]:
+                rel, digest, mode = str(item["path"]), str(item["sha256"]), int(item["mode"])
+                if rel.startswith("/") or ".." in rel.split("/"):
+                    raise ValueError(f"bad path {rel!r}")
+                target = worktree / rel
+                target.parent.mkdir(parents=True, exist_ok=True)
+                placed.append(target)
+                if _copy(entry / _FILES / rel, target) != digest:
+                    raise ValueError(f"{rel}: content differs from its checksum")
+                os.chmod(target, mode & 0o7777)
+            commit = str(meta["commit"])
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            for path in placed:
+                path.unlink(missing_ok=True)
+            shutil.rmtree(entry, ignore_errors=True)
+            self.notes.append(f"stage {stage.name}: damaged cache entry {key[:12]} removed "
+                              f"({exc}); the stage ran")
+            return None
+        os.utime(entry / _META)  # most recently used
+        return Hit(commit, len(placed), time.monotonic() - start)
+
+    def before(self, stage: Stage, worktree: Path) -> None:
+        self._before = snapshot(worktree) if self.key(stage) else {}
+
+    def save(self, stage: Stage, worktree: Path, commit: str) -> None:
+        """Keep what a passing run of a reusable stage wrote, for the next run to restore."""
+        key = self.key(stage)
+        if key is None:
+            return
+        files = written(worktree, self._before, stage.artifacts)
+        size = sum((worktree / f).stat().st_size for f in files)
+        if size > self.max_bytes:
+            self.notes.append(f"stage {stage.name}: artifacts of {size >> 20} MiB exceed the "
+                              f"gate cache size ({self.max_bytes >> 20} MiB); not cached")
+            return
+        final = self.root / key
+        tmp = self.root / f".tmp-{os.getpid()}-{key[:16]}"
+        shutil.rmtree(tmp, ignore_errors=True)
+        items = []
+        for rel in files:
+            src = worktree / rel
+            if src.is_symlink() or not src.is_file():
+                continue
+            dst = tmp / _FILES / rel
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            items.append({"path": rel, "sha256": _copy(src, dst), "size": src.stat().st_size,
+                          "mode": src.stat().st_mode & 0o7777})
+        meta = {"format": FORMAT, "key": key, "stage": stage.name, "commit": commit,
+                "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "size": size,
+                "files": items}
+        tmp.mkdir(parents=True, exist_ok=True)
+        (tmp / _META).write_text(json.dumps(meta, indent=1, sort_keys=True) + "\n")
+        shutil.rmtree(final, ignore_errors=True)
+        try:
+            os.rename(tmp, final)
+        except OSError:
+            shutil.rmtree(tmp, ignore_errors=True)
+        prune(self.root, self.max_bytes)
+
+
+def prune(root: Path, max_bytes: int) -> None:
+    """Remove the least recently used entries until the cache holds at most max_bytes."""
+    entries = []
+    for entry in root.iterdir() if root.is_dir() else ():
+        try:
+            meta = entry / _META
+            size = int(json.loads(meta.read_text(encoding="utf-8")).get("size", 0))
+            entries.append((meta.stat().st_mtime_ns, size, entry))
+        except (OSError, ValueError, AttributeError):
+            if not entry.name.startswith(".tmp-"):
+                shutil.rmtree(entry, ignore_errors=True)  # damaged: nothing to restore
+    total = sum(size for _, size, _ in entries)
+    for _, size, entry in sorted(entries, key=lambda e: e[0]):
+        if total <= max_bytes:
+            break
+        shutil.rmtree(entry, ignore_errors=True)
+        total -= size
+
+
+def _copy(src: Path, dst: Path) -> str:
+    """Copy a file, returning the SHA-256 of what was copied."""
+    digest = hashlib.sha256()
+    with open(src, "rb") as fin, open(dst, "wb") as fout:
+        for chunk in iter(lambda: fin.read(1 << 20), b""):
+            digest.update(chunk)
+            fout.write(chunk)
+    return digest.hexdigest()
+
+
+def reused_result(stage: Stage, key: str, hit: Hit) -> R.StageResult:
+    return R.StageResult(stage.name, R.REUSED, stage.requires, duration_s=round(hit.seconds, 3),
+                         detail=f"reused from {hit.commit} ({hit.files} artifact files "
+                         "restored)", inputs=key, reused_from=hit.commit)
+
+
+def parse_size(text: str) -> int | None:
+    """`2G`, `500M`, `1048576` -> bytes; None when it is not a size."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kKmMgGtT]?)i?[bB]?\s*", text)
+    if not m:
+        return None
+    scale = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}[m.group(2).lower()]
+    return int(float(m.group(1)) * scale)

@@ -1,0 +1,205 @@
+"""Stage reuse on real repositories: a build stage whose inputs did not change is restored
+from the artifact cache and reported `reused from <commit>`; anything that feeds its
+fingerprint (an input file, the command, the env, the toolchain) makes it run again."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import stat
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from fixtures.gate.gatefork import gate_fork, set_gate, stage, stage_lines
+from gitrepo import commit_all, git, pq, write
+
+from pq.gate import api
+from pq.gate.reuse import matches
+from pq.git.repo import Git
+
+# The build writes an artifact from a native source; `use` needs it; both count their runs.
+BUILD = 'echo run >> "{runs}"; mkdir -p out; cat csrc/ops.cc > out/ext.so; echo built'
+
+
+def fork_with_build(tmp: Path, build: str = BUILD, **extra: str) -> tuple[Path, Path]:
+    runs = tmp / "runs.txt"
+    fork = gate_fork(tmp, stage_lines(
+        stage("build", build.format(runs=runs), **extra),
+        stage("use", 'cmp out/ext.so csrc/ops.cc && echo "using out/ext.so"')))
+    return fork, runs
+
+
+def count(runs: Path) -> int:
+    return runs.read_text().count("run") if runs.exists() else 0
+
+
+def gate(fork: Path, *args: str) -> dict:
+    result = pq(fork, "gate", "--json", *args, ok=False)
+    return json.loads(result.stdout)
+
+
+def stages(report: dict) -> dict[str, dict]:
+    return {s["name"]: s for s in report["stages"]}
+
+
+def change(fork: Path, rel: str, text: str, message: str) -> str:
+    path = fork / rel
+    write(fork, rel, (path.read_text() if path.exists() else "") + text)
+    return commit_all(fork, message)
+
+
+def test_python_glue_change_reuses_the_build_and_restores_its_artifacts(tmp_path: Path) -> None:
+    fork, runs = fork_with_build(tmp_path)
+    first_tip = git(fork, "rev-parse", "HEAD")
+    first = gate(fork)
+    assert first["status"] == "passed" and count(runs) == 1
+    assert stages(first)["build"]["inputs"] and stages(first)["use"]["inputs"] is None
+
+    change(fork, "pkg/__init__.py", "\n# python-glue only\n", "python-glue: a comment")
+    text = pq(fork, "gate").output
+    assert count(runs) == 1, text
+    assert f"build  reused from {first_tip[:12]}" in text
+    assert "use    passed" in text  # it found out/ext.so: the artifact was restored
+    report = json.loads(pq(fork, "gate", "--status", "--json").output)["record"]
+    build = stages(report)["build"]
+    assert build["status"] == "reused" and build["reused_from"] == first_tip
+    assert build["inputs"] == stages(first)["build"]["inputs"]
+    assert report["status"] == "passed"
+    # A reused stage counts as passed for the pre-push hook's required stages.
+    ok, why = api.record_ok(Git.open(fork), "HEAD", ["build", "use"])
+    assert ok, why
+
+
+@pytest.mark.parametrize("what", ["input file", "command", "env", "toolchain"])
+def test_a_changed_fingerprint_runs_the_build_again(tmp_path: Path, what: str,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    fork, runs = fork_with_build(tmp_path)
+    gate(fork)
+    if what == "input file":
+        change(fork, "csrc/ops.cc", "// one line\n", "cpp-compat: a comment")
+    elif what == "command":
+        set_gate(fork, stage_lines(
+            stage("build", BUILD.format(runs=runs) + "; echo again"),
+            stage("use", "cmp out/ext.so csrc/ops.cc")))
+    elif what == "env":
+        set_gate(fork, stage_lines(
+            stage("build", BUILD.format(runs=runs), env='{OPT: "2"}'),
+            stage("use", "cmp out/ext.so csrc/ops.cc")))
+    else:  # another CUDA toolkit on PATH: the toolchain fingerprint changes
+        bin_dir = tmp_path / "cuda" / "bin"
+        write(bin_dir, "nvcc", "#!/bin/sh\necho 'Cuda compilation tools, release 11.8, "
+              "V11.8.89'\n", mode=0o755)
+        monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+        change(fork, "pkg/__init__.py", "\n# glue\n", "python-glue: a comment")
+    report = gate(fork)
+    assert report["status"] == "passed", report
+    assert count(runs) == 2
+    assert stages(report)["build"]["status"] == "passed"
+    if what == "toolchain":
+        assert report["fingerprint"]["cuda"] == "11.8.89"
+
+
+def test_a_failed_run_is_never_reused(tmp_path: Path) -> None:
+    flag = tmp_path / "may-pass"
+    fork, runs = fork_with_build(tmp_path, build=f'test -f "{flag}" || exit 3; ' + BUILD)
+    assert gate(fork)["status"] == "failed"
+    assert not (fork / ".git/pq/gate-cache").exists() or not any(
+        p for p in (fork / ".git/pq/gate-cache").iterdir() if not p.name.startswith("."))
+    flag.write_text("")
+    change(fork, "pkg/__init__.py", "\n# glue\n", "python-glue: a comment")
+    report = gate(fork)
+    assert stages(report)["build"]["status"] == "passed" and count(runs) == 1
+
+
+def test_a_damaged_cache_entry_is_rebuilt_not_a_crash(tmp_path: Path) -> None:
+    fork, runs = fork_with_build(tmp_path)
+    gate(fork)
+    (artifact,) = (fork / ".git/pq/gate-cache").glob("*/files/out/ext.so")
+    os.chmod(artifact, stat.S_IRUSR | stat.S_IWUSR)
+    artifact.write_text("bit rot\n")
+    change(fork, "pkg/__init__.py", "\n# glue\n", "python-glue: a comment")
+    report = gate(fork)
+    assert report["status"] == "passed" and count(runs) == 2
+    assert stages(report)["build"]["status"] == "passed"
+    assert any("damaged cache entry" in w for w in report["warnings"]), report["warnings"]
+    # The fresh run replaced the entry: the next glue change reuses it again.
+    change(fork, "pkg/__init__.py", "\n# more glue\n", "python-glue: another comment")
+    assert stages(gate(fork))["build"]["status"] == "reused" and count(runs) == 2
+
+
+def test_declared_inputs_and_artifacts(tmp_path: Path) -> None:
+    runs = tmp_path / "runs.txt"
+    fork = gate_fork(tmp_path, stage_lines(
+        stage("gen", f'echo run >> "{runs}"; cp data/in.txt gen.txt; echo x > junk.txt',
+              inputs="[data/**]", artifacts="[gen.txt]"),
+        stage("check", "ls *.txt")),
+        files={"data/in.txt": "one\n"})
+    assert gate(fork)["status"] == "passed"
+    change(fork, "csrc/ops.cc", "// native, but not an input of gen\n", "cpp-compat: comment")
+    report = gate(fork)
+    assert stages(report)["gen"]["status"] == "reused" and report["status"] == "passed"
+    listed = Path(stages(report)["check"]["log"]).read_text().splitlines()
+    assert "gen.txt" in listed and "junk.txt" not in listed  # only the declared artifacts
+    change(fork, "data/in.txt", "two\n", "python-glue: data")
+    assert stages(gate(fork))["gen"]["status"] == "passed" and count(runs) == 2
+
+
+def test_stages_without_inputs_always_run_and_force_runs_everything(tmp_path: Path) -> None:
+    fork, runs = fork_with_build(tmp_path)
+    gate(fork)
+    change(fork, "pkg/__init__.py", "\n# glue\n", "python-glue: a comment")
+    report = gate(fork, "--force")
+    assert count(runs) == 2 and stages(report)["build"]["status"] == "passed"
+    assert stages(report)["use"]["status"] == "passed"
+
+
+def test_ccache_is_wired_when_on_path_and_said_off_when_not(tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch
+                                                            ) -> None:
+    show = ('echo "dir=$CCACHE_DIR base=$CCACHE_BASEDIR max=$CCACHE_MAXSIZE '
+            'gcc=$(readlink "$(command -v gcc)") launcher=$CMAKE_CXX_COMPILER_LAUNCHER"')
+    fork = gate_fork(tmp_path, stage_lines(stage("build", show)))
+    tools = tmp_path / "tools"
+    bare = os.pathsep.join(p for p in os.environ["PATH"].split(os.pathsep)
+                           if not os.path.exists(os.path.join(p, "ccache")))
+    monkeypatch.setenv("PATH", bare)
+    off = pq(fork, "gate").output
+    assert off.count("ccache not found on PATH") == 1, off
+
+    write(tools, "ccache", "#!/bin/sh\nexec \"$@\"\n", mode=0o755)
+    monkeypatch.setenv("PATH", f"{tools}{os.pathsep}{bare}")
+    git(fork, "config", "pq.gate.ccacheSize", "300M")
+    report = gate(fork, "--force")
+    log = Path(stages(report)["build"]["log"]).read_text()
+    assert f"dir={fork / '.git/pq/ccache/cache'} " in log
+    assert f"max=300M gcc={tools / 'ccache'} launcher={tools / 'ccache'}" in log
+    base = log.split("base=")[-1].split()[0]
+    assert "pq-gate-" in base and not os.path.exists(base)
+    assert not any("ccache" in w for w in report["warnings"])
+
+
+def test_glob_patterns() -> None:
+    assert matches("csrc/a/b.cc", ["csrc/**"]) and matches("csrc/b.cc", ["csrc"])
+    assert matches("x/y/_C.so", ["**/*.so"]) and matches("_C.so", ["**/*.so"])
+    assert matches("build/lib/x.o", ["build/"]) and not matches("buildx/a", ["build/"])
+    assert matches("setup.py", ["setup.py"]) and not matches("pkg/setup.py", ["setup.py"])
+    assert not matches("csrc/a.cc", ["*.cc"]) and matches("a.cc", ["./*.cc"])
+
+
+def test_the_toolchain_probe_is_remembered_until_the_interpreter_changes(tmp_path: Path
+                                                                         ) -> None:
+    calls = tmp_path / "probes.txt"
+    py = tmp_path / "bin" / "python3"
+    write(tmp_path, "bin/python3", f'#!/bin/sh\necho probe >> "{calls}"\n'
+          f'exec "{sys.executable}" "$@"\n', mode=0o755)
+    fork = gate_fork(tmp_path, stage_lines(stage("tests", "echo ok"), python=str(py)))
+    for _ in range(3):
+        assert gate(fork, "--force")["status"] == "passed"
+    assert calls.read_text().count("probe") == 1
+    os.utime(py, ns=(time.time_ns(), time.time_ns() + 10**9))  # as a reinstall would
+    report = gate(fork, "--force")
+    assert calls.read_text().count("probe") == 2
+    assert report["fingerprint"]["python"] == platform.python_version()
