@@ -78,27 +78,35 @@ class Asked:
     facts: dict[str, Any] | None
     problem: str = ""
     failed: bool = False
+    ran: bool = True  # False: it could not be started at all
 
 
 def ask(python: str, timeout: float = 60.0) -> Asked:
-    """Run `python` once (in /, so no local module shadows the standard library)."""
-    script = ("from __future__ import annotations\n" + inspect.getsource(collect)
+    """This interpreter's facts (`collect`) as `python` sees them."""
+    source = ("from __future__ import annotations\n" + inspect.getsource(collect)
               + "\nimport json\nprint(json.dumps(collect()))\n")
+    return ask_source(python, source, timeout)
+
+
+def ask_source(python: str, source: str, timeout: float = 60.0) -> Asked:
+    """Run `source` in `python` once (in /, so no local module shadows the standard
+    library); its answer is the JSON object on the last line it prints."""
     try:
-        done = process.run([python, "-c", script], timeout=timeout, cwd="/",
+        done = process.run([python, "-c", source], timeout=timeout, cwd="/",
                            merge_stderr=False)
     except OSError as exc:
-        return Asked(None, str(exc))
+        return Asked(None, exc.strerror or str(exc), ran=False)
     if done.timed_out:
         return Asked(None, f"no answer within {timeout:g} s")
     if done.code != 0:
         lines = done.stderr.decode(errors="replace").strip().splitlines()
         return Asked(None, lines[-1] if lines else process.exit_detail(done.code), True)
     try:
-        facts = json.loads(done.stdout.decode().strip().splitlines()[-1])
+        facts = json.loads(done.stdout.decode(errors="replace").strip().splitlines()[-1])
     except (ValueError, IndexError):
         return Asked(None, "it printed no answer")
-    return Asked(facts if isinstance(facts, dict) else None)
+    return Asked(facts if isinstance(facts, dict) else None,
+                 "" if isinstance(facts, dict) else "it printed no answer")
 
 
 def cuda_version(path_env: str | None = None) -> str | None:

@@ -6,14 +6,13 @@ the target interpreter in a child process: `import torch` yields Paddle's proxy)
 from __future__ import annotations
 
 import inspect
-import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pq import toolchain
 from pq.errors import ConfigError
-from pq.git import process
 
 COMPAT_DIR = "include/paddle/phi/api/include/compat"  # under the paddle package
 # the public modules walked under the proxy; anything deeper is UNKNOWN
@@ -59,24 +58,13 @@ class Installed:
 
 
 def _ask(python: str, source: str, what: str, timeout: float) -> dict[str, Any]:
-    try:
-        done = process.run([python, "-c", source], timeout=timeout, cwd="/",
-                           merge_stderr=False)
-    except OSError as exc:
-        raise ConfigError(f"--paddle-python {python}: cannot run it ({exc.strerror})",
-                          hint="give the path of a Python interpreter") from None
-    if done.timed_out:
-        raise ConfigError(f"{python}: no answer to {what} within {timeout:g} s")
-    lines = done.stdout.decode("utf-8", "replace").strip().splitlines()
-    try:
-        answer = json.loads(lines[-1]) if lines else None
-    except ValueError:
-        answer = None
-    if not isinstance(answer, dict):
-        err = done.stderr.decode("utf-8", "replace").strip().splitlines()
-        raise ConfigError(f"{python}: {what} failed: "
-                          f"{err[-1] if err else process.exit_detail(done.code)}")
-    return answer
+    asked = toolchain.ask_source(python, source, timeout)
+    if asked.facts is None:
+        if not asked.ran:
+            raise ConfigError(f"--paddle-python {python}: cannot run it ({asked.problem})",
+                              hint="give the path of a Python interpreter")
+        raise ConfigError(f"{python}: {what} failed: {asked.problem}")
+    return asked.facts
 
 
 def find_paddle(python: str | None = None, timeout: float = 60.0) -> Installed:
