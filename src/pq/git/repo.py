@@ -205,6 +205,27 @@ class Git(WorkingTree):
             result[current] = b"".join(chunks)
         return result
 
+    def range_diffs(self, old: str, new: str, context: int = 0) -> list[tuple[CommitId, bytes]]:
+        """(commit, its diff against its first parent, `context` lines around each change,
+        binary files as one line) for each non-merge commit of old..new, oldest first, with
+        pq's pinned diff options (one sealed process)."""
+        options = [o for o in DIFF_OPTIONS if o != "--binary"]
+        config = DIFF_CONFIG[:-2]  # `log` refuses an empty diff.orderFile; sealed: none set
+        out = self.run_sealed("diff", *config, "log", "--no-merges", "--reverse",
+                              "--topo-order", "--format=%x01%H", "-p", f"-U{context}",
+                              *options, f"{old}..{new}", "--")
+        found = []
+        for chunk in (b"\n" + out).split(b"\n\x01")[1:]:
+            head, _, body = chunk.partition(b"\n")
+            found.append((CommitId(head.decode().strip()), body.lstrip(b"\n")))
+        return found
+
+    def diff_commits(self, old: str, new: str, paths: Sequence[str]) -> bytes:
+        """The diff of `paths` from commit `old` to commit `new`, with pq's pinned diff
+        options (b"" when they are the same)."""
+        return self.run_sealed("diff", *DIFF_CONFIG, "diff", *DIFF_OPTIONS, old, new, "--",
+                               *paths)
+
     def patch_ids(self, text: bytes) -> dict[str, str]:
         """{commit: stable patch id} of `git log -p`-style text with `commit <id>` headers."""
         ids: dict[str, str] = {}
