@@ -24,6 +24,9 @@ DIFF_CONFIG = (
     "-c", "core.quotePath=true",
     "-c", "diff.orderFile=",
 )
+# `git log -p` and `git diff` refuse an empty diff.orderFile (only diff-tree takes it); in a
+# sealed directory no configuration sets one.
+PORCELAIN_DIFF_CONFIG = DIFF_CONFIG[:-2]
 DIFF_OPTIONS = (
     "--no-color",
     "--no-ext-diff",
@@ -210,8 +213,7 @@ class Git(WorkingTree):
         binary files as one line) for each non-merge commit of old..new, oldest first, with
         pq's pinned diff options (one sealed process)."""
         options = [o for o in DIFF_OPTIONS if o != "--binary"]
-        config = DIFF_CONFIG[:-2]  # `log` refuses an empty diff.orderFile; sealed: none set
-        out = self.run_sealed("diff", *config, "log", "--no-merges", "--reverse",
+        out = self.run_sealed("diff", *PORCELAIN_DIFF_CONFIG, "log", "--no-merges", "--reverse",
                               "--topo-order", "--format=%x01%H", "-p", f"-U{context}",
                               *options, f"{old}..{new}", "--")
         found = []
@@ -223,7 +225,7 @@ class Git(WorkingTree):
     def diff_commits(self, old: str, new: str, paths: Sequence[str]) -> bytes:
         """The diff of `paths` from commit `old` to commit `new`, with pq's pinned diff
         options (b"" when they are the same)."""
-        return self.run_sealed("diff", *DIFF_CONFIG, "diff", *DIFF_OPTIONS, old, new, "--",
+        return self.run_sealed("diff", *PORCELAIN_DIFF_CONFIG, "diff", *DIFF_OPTIONS, old, new, "--",
                                *paths)
 
     def patch_ids(self, text: bytes) -> dict[str, str]:
