@@ -213,8 +213,8 @@ class Git(WorkingTree):
         binary files as one line) for each non-merge commit of old..new, oldest first, with
         pq's pinned diff options (one sealed process)."""
         options = [o for o in DIFF_OPTIONS if o != "--binary"]
-        out = self.run_sealed("diff", *PORCELAIN_DIFF_CONFIG, "log", "--no-merges", "--reverse",
-                              "--topo-order", "--format=%x01%H", "-p", f"-U{context}",
+        out = self.run_sealed("diff", *PORCELAIN_DIFF_CONFIG, "log", "--no-merges",
+                              "--reverse", "--topo-order", "--format=%x01%H", "-p", f"-U{context}",
                               *options, f"{old}..{new}", "--")
         found = []
         for chunk in (b"\n" + out).split(b"\n\x01")[1:]:
@@ -225,8 +225,8 @@ class Git(WorkingTree):
     def diff_commits(self, old: str, new: str, paths: Sequence[str]) -> bytes:
         """The diff of `paths` from commit `old` to commit `new`, with pq's pinned diff
         options (b"" when they are the same)."""
-        return self.run_sealed("diff", *PORCELAIN_DIFF_CONFIG, "diff", *DIFF_OPTIONS, old, new, "--",
-                               *paths)
+        return self.run_sealed("diff", *PORCELAIN_DIFF_CONFIG, "diff", *DIFF_OPTIONS, old,
+                               new, "--", *paths)
 
     def patch_ids(self, text: bytes) -> dict[str, str]:
         """{commit: stable patch id} of `git log -p`-style text with `commit <id>` headers."""
