@@ -14,6 +14,19 @@ COPY_ORIGIN = "tests/test_ops.py"
 COPY = "paddle_tests/test_ops.py"
 ORIGIN_TEXT = "import torch\n\n\ndef test_op():\n    x = torch.ones(3)\n    assert x.sum() == 3\n"
 OLD_SPELLING = "paddle.compat.enable_torch_proxy"
+# New API upstream starts using: covered, not exported, a missing header, a container call.
+GUARD_CC = """#include <torch/extension.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <torch/script.h>
+
+at::Tensor scale(const at::Tensor& x) {
+  at::cuda::CUDAGuard guard(x.device());
+  const float* p = x.const_data_ptr<float>();
+  std::vector<int> v;
+  v.size();
+  return x;
+}
+"""
 
 
 @dataclass

@@ -9,6 +9,7 @@ from pathlib import Path
 from driftrepo import (
     COPY,
     COPY_ORIGIN,
+    GUARD_CC,
     OLD_SPELLING,
     ORIGIN_TEXT,
     TableSurface,
@@ -23,19 +24,6 @@ from pq.drift import index, scan
 from pq.drift.scan import DriftReport, Item
 from pq.git.repo import Git
 from pq.queue.files import read_worktree
-
-GUARD_CC = """#include <torch/extension.h>
-#include <c10/cuda/CUDAGuard.h>
-#include <torch/script.h>
-
-at::Tensor scale(const at::Tensor& x) {
-  at::cuda::CUDAGuard guard(x.device());
-  const float* p = x.const_data_ptr<float>();
-  std::vector<int> v;
-  v.size();
-  return x;
-}
-"""
 
 
 def run(fork: Path, old: str, new: str = "upstream/main", table: bool = True) -> DriftReport:
