@@ -8,19 +8,15 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from pq.drift.renames import RenameHit, hits, rewrite
-from pq.errors import ConfigError
-from pq.git.branchmove import checkout_moved, require_unmoved, swap_branch
+from pq.drift.renames import RenameHit, hits, respell
 from pq.git.objects import CommitId, Entry
 from pq.git.repo import Git
 from pq.git.trees import Trees
 from pq.model import patchfile
-from pq.model.series import SERIES_FILE
 from pq.oplog.txn import Transaction
-from pq.queue import ops
+from pq.queue import rewrite
 from pq.queue import stack as stack_mod
-from pq.queue.bookkeeping import bookkeeping_commit
-from pq.queue.files import read_worktree, write_worktree
+from pq.queue.files import read_worktree
 
 SUMMARY = "Follow Paddle's renamed compat entry points"
 
@@ -41,24 +37,14 @@ def fix_renames(git: Git) -> FixResult:
         found = tuple(hits(queue))
         if not found:
             return FixResult(found)
-        ops.require_clean(git, series.queue_paths, "pq fix-renames")
-        branch = ops.require_branch(git)
-        head = git.head()
-        if not ops.holds_only_series(git, head, queue):
-            raise ConfigError(f"{branch.removeprefix('refs/heads/')} has commits that differ "
-                              f"from {SERIES_FILE}; adding a patch would drop them",
-                              hint="run `pq export` first, then `pq fix-renames`")
-        stack = stack_mod.read_stack(git, series.base, head, series.queue_paths)
-        if len(stack) != len(series.patches):
-            raise ConfigError(f"{branch.removeprefix('refs/heads/')} does not hold one commit "
-                              f"per patch of {SERIES_FILE}",
-                              hint="run `pq export` (or `pq apply`) first, then fix-renames")
+        branch, head, stack = rewrite.series_stack(git, queue, "pq fix-renames",
+                                                   "adding a patch")
         last = stack[-1].commit
         paths = sorted({h.file for h in found})
         changes: dict[str, Entry | None] = {}
         for mode, _kind, obj, path in git.ls_tree(last, paths):
             data = git.blob(obj)
-            new = rewrite(data)
+            new = respell(data)
             if new != data:
                 changes[path] = (mode, git.write_blob(new))
         if not changes:  # a later patch took the lines out again
@@ -70,18 +56,9 @@ def fix_renames(git: Git) -> FixResult:
         committer = git.committer_now()
         tree = Trees(git).edit(git.tree_of(last), changes)
         commit = git.write_commit(tree, [last], git.author_now(), committer, message)
-        fresh = stack_mod.read_stack(git, series.base, commit, series.queue_paths)
-        refreshed = stack_mod.export(git, fresh, series, series.base,
-                                     names=[e.name for e in series.patches] + [name])
-        tip = bookkeeping_commit(git, commit, None, refreshed, committer,
-                                 "pq: fix-renames\n")
-        require_unmoved(git, branch, head, "pq fix-renames")
-        t.begin()
-        ops.clear_queue_files_for(git, tip, series.queue_paths)
-        swap_branch(git, branch, head, tip, "pq fix-renames")
-        checkout_moved(git, branch, head, tip, "pq fix-renames")
-        write_worktree(git, refreshed)
-        t.done()
+        tip = rewrite.land(git, t, branch, head, commit, series,
+                           [e.name for e in series.patches] + [name], committer,
+                           "pq fix-renames", "pq: fix-renames\n")
     return FixResult(found, name, tuple(sorted(changes)), tip,
                      branch.removeprefix("refs/heads/"))
 

@@ -66,7 +66,7 @@ def hits(queue: Queue) -> list[RenameHit]:
     return [hit for hit, _ in found]
 
 
-def rewrite(data: bytes) -> bytes:
+def respell(data: bytes) -> bytes:
     """`data` with every old spelling replaced by the new one (other bytes unchanged)."""
     text = data.decode("utf-8", "surrogateescape")
     for r, pattern in _PATTERNS:
