@@ -120,3 +120,20 @@ def test_export_proposes_a_copies_declaration(tmp_path: Path) -> None:
     data = json.loads(pq(fork, "export", "--json").output)
     [proposal] = data["copies_proposed"]
     assert (proposal["copy"], proposal["origin"]) == (COPY, COPY_ORIGIN)
+
+
+def test_init_and_import_propose_a_copies_declaration(tmp_path: Path) -> None:
+    from driftrepo import ORIGIN_TEXT
+
+    up = tmp_path / "upstream"
+    fork = make_fork(tmp_path)
+    write(up, COPY_ORIGIN, ORIGIN_TEXT)
+    commit_all(up, "upstream: tests")
+    git(fork, "pull", "-q", "upstream", "main")
+    write(fork, COPY, ORIGIN_TEXT.replace("torch.ones(3)", "torch.ones([3])"))
+    commit_all(fork, "Paddle copy of the test")
+    data = json.loads(pq(fork, "import", "--upstream", "upstream/main", "--dry-run",
+                         "--json").output)
+    assert [(c["copy"], c["origin"]) for c in data["copies_proposed"]] == [(COPY, COPY_ORIGIN)]
+    assert f"copies: {{{COPY}: {COPY_ORIGIN}}}" in pq(fork, "init", "--upstream",
+                                                      "upstream/main").output
