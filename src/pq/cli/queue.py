@@ -69,9 +69,8 @@ def _render_export(result: queueops.ExportResult, as_json: bool, verb: str,
 
 def _render_copies(copies: Sequence[CopyProposal]) -> None:
     for c in copies:
-        click.echo(f"  copy?    {c.patch} adds {c.copy}, {round(c.similarity * 100)}% like "
-                   f"upstream {c.origin}: add `{c.declaration()}` to its entry in series.yaml "
-                   "(`pq drift` then reports it stale when upstream changes the origin)")
+        click.echo(f"  copy?    {c.copy} is {round(c.similarity * 100)}% upstream's {c.origin}: "
+                   f"add `{c.declaration()}` to {c.patch} in series.yaml (docs/drift.md)")
 
 
 @click.command()
