@@ -271,21 +271,26 @@ def test_series_truncated(fork: Path, cut: float) -> None:
     judge_series(fork, text[:int(len(text) * cut)])
 
 
-@SETTINGS
-@given(st.data())
-def test_series_mutated_bytes(fork: Path, data: st.DataObject) -> None:
-    text = bytearray(valid_series(fork))
+def mutated(data: st.DataObject, original: bytes, alphabet: bytes) -> bytes:
+    """`original` with 1 to 8 bytes replaced, inserted or deleted, drawn from `alphabet`."""
+    text = bytearray(original)
     for _ in range(data.draw(st.integers(1, 8))):
         i = data.draw(st.integers(0, len(text) - 1))
         op = data.draw(st.sampled_from(["replace", "insert", "delete"]))
-        b = data.draw(st.sampled_from(list(b"\x00\xff\xc3\x80\t\n\r:-[]{}&*!|>'\"%@`#, ")))
+        b = data.draw(st.sampled_from(list(alphabet)))
         if op == "replace":
             text[i] = b
         elif op == "insert":
             text.insert(i, b)
         else:
             del text[i]
-    judge_series(fork, bytes(text))
+    return bytes(text)
+
+
+@SETTINGS
+@given(st.data())
+def test_series_mutated_bytes(fork: Path, data: st.DataObject) -> None:
+    judge_series(fork, mutated(data, valid_series(fork), b"\x00\xff\xc3\x80\t\n\r:-[]{}&*!|>'\"%@`#, "))
 
 
 @SETTINGS
@@ -379,16 +384,34 @@ def _headers_ok(data: bytes) -> bool:
     head, sep, body = text.partition(b"\n\n")
     if not sep:
         return False
+    head = head.replace(b"\r", b" ")  # git's mailinfo reads a CR in a header as a space
     msg = email.message_from_bytes(head + b"\n\n", policy=email.policy.compat32)
     if msg.defects or any(not re.fullmatch(rb"[A-Za-z0-9-]+:.*|[ \t].*", ln)
                           for ln in head.split(b"\n")):
         return False
     sender, date = msg.get("From"), msg.get("Date")
-    return (isinstance(sender, str)  # an address, possibly an empty `<>` (git allows it)
+    return (isinstance(sender, str) and _git_finds_a_sender(sender)
+            # an address, possibly an empty `<>` (git allows it)
             and bool(email.utils.parseaddr(sender)[1] or re.search(r"<\s*>\s*$", sender))
-            and isinstance(date, str) and email.utils.parsedate_tz(date) is not None
+            and isinstance(date, str) and _a_real_date(date)
             and msg.get("Subject") is not None
             and re.search(rb"(?m)^---\n(?=diff --git |\Z)", body) is not None)
+
+
+def _git_finds_a_sender(value: str) -> bool:
+    """git's rule (mailinfo): a sender is an `@` address or anything inside `<...>` (even
+    an empty `<>`); a header that is neither names no one."""
+    return "@" in value or re.search(r"<[^>]*>", value) is not None
+
+
+def _a_real_date(value: str) -> bool:
+    """An RFC 2822 date that names a real moment (`parsedate_tz` alone accepts `2313:20`
+    as a time of day)."""
+    try:
+        email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, OverflowError):
+        return False
+    return True
 
 
 def git_am_accepts(fork: Path, data: bytes) -> bool:
@@ -469,18 +492,7 @@ def test_patch_truncated(fork: Path, cut: float) -> None:
 @SETTINGS
 @given(st.data())
 def test_patch_mutated_bytes(fork: Path, data: st.DataObject) -> None:
-    text = bytearray(valid_patch(fork))
-    for _ in range(data.draw(st.integers(1, 8))):
-        i = data.draw(st.integers(0, len(text) - 1))
-        op = data.draw(st.sampled_from(["replace", "insert", "delete"]))
-        b = data.draw(st.sampled_from(list(b"\x00\xff\xc3\x80\n\r:-+@ /\\\".ab")))
-        if op == "replace":
-            text[i] = b
-        elif op == "insert":
-            text.insert(i, b)
-        else:
-            del text[i]
-    judge_patch(fork, bytes(text))
+    judge_patch(fork, mutated(data, valid_patch(fork), b"\x00\xff\xc3\x80\n\r:-+@ /\\\".ab"))
 
 
 # Paths that leave the repository or reach into .git, in every spelling a diff can carry.

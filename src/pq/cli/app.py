@@ -26,6 +26,7 @@ COMMANDS = {
     "report": "report",
     "import": "queue",
     "drift": "drift", "fix-renames": "drift",
+    "compat-surface": "compat",
 }
 
 

@@ -1,0 +1,45 @@
+"""One name asked of a compat surface, its kind read from its spelling: a header path
+(`c10/cuda/CUDAGuard.h`), a Python path (`torch.cuda.Stream`), a C++ name or macro
+(`at::cuda::CUDAGuard`, `TORCH_LIBRARY`), a tensor method (`Tensor.const_data_ptr`).
+"""
+
+from __future__ import annotations
+
+import re
+
+from pq.compat.coverage import Coverage, Surface
+from pq.errors import ConfigError
+
+_HEADER_SUFFIXES = (".h", ".hpp", ".cuh", ".hh")
+_MACRO = re.compile(r"[A-Z][A-Z0-9_]*")
+
+
+def kind_of(name: str) -> str | None:
+    """"header", "python", "cxx" or "method"; None when the spelling says nothing."""
+    s = name.strip().strip("<>\"")
+    if "/" in s or s.endswith(_HEADER_SUFFIXES):
+        return "header"
+    if s.startswith("torch.") or s == "torch":
+        return "python"
+    if "::" in s or _MACRO.fullmatch(s):
+        return "cxx"
+    if s.startswith((".", "Tensor.")) and len(s.rsplit(".", 1)[-1]) > 0:
+        return "method"
+    return None
+
+
+def ask(surface: Surface, name: str) -> Coverage:
+    """The coverage of one name; ConfigError (exit 2) when its kind cannot be told."""
+    kind = kind_of(name)
+    if kind == "header":
+        return surface.header(name)
+    if kind == "python":
+        return surface.python(name.strip())
+    if kind == "cxx":
+        return surface.cxx(name)
+    if kind == "method":
+        return surface.method(name)
+    raise ConfigError(f"{name!r}: cannot tell what this name is",
+                      hint="give a header (c10/cuda/CUDAGuard.h), a C++ name "
+                           "(at::cuda::CUDAGuard), a macro (TORCH_LIBRARY), a tensor method "
+                           "(Tensor.const_data_ptr) or a Python path (torch.cuda.Stream)")
