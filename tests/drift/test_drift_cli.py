@@ -10,6 +10,8 @@ from pathlib import Path
 from driftrepo import COPY, COPY_ORIGIN, OLD_SPELLING, fork_with_series, upstream_commit
 from gitrepo import commit_all, git, make_fork, pq, snapshot_queue, write
 
+# These tests ask no Paddle (test_drift_compat.py does): an interpreter that is not there.
+NO_PADDLE = ("--paddle-python", "/nonexistent/python")
 JSON_KEYS = {"old", "new", "commits", "surface", "risky", "breaking", "items", "stale_copies",
              "touched_both", "renames"}
 
@@ -29,10 +31,11 @@ def test_nothing_risky_exits_0_and_json_keys_are_stable(tmp_path: Path) -> None:
     pq(fork, "init", "--upstream", "upstream/main", "--commit")
     old = git(fork, "rev-parse", "upstream/main")
     upstream_commit(fork, {"README.md": "upstream moved\n"}, "docs")
-    r = pq(fork, "drift", f"{old}..upstream/main")
+    r = pq(fork, "drift", f"{old}..upstream/main", *NO_PADDLE)
     assert r.exit_code == 0 and "nothing risky" in r.output
-    data = json.loads(pq(fork, "drift", f"{old}..upstream/main", "--json").output)
+    data = json.loads(pq(fork, "drift", f"{old}..upstream/main", "--json", *NO_PADDLE).output)
     assert set(data) == JSON_KEYS and data["commits"] == 1 and data["risky"] is False
+    assert data["surface"].startswith("compat surface unavailable: ")
 
 
 def test_something_reported_exits_1_with_each_section(tmp_path: Path) -> None:
@@ -41,11 +44,12 @@ def test_something_reported_exits_1_with_each_section(tmp_path: Path) -> None:
     upstream_commit(fork, {"csrc/guard.cc": "#include <c10/cuda/CUDAGuard.h>\n"
                            "void g(at::Tensor& x) { at::cuda::CUDAGuard guard(x.device()); }\n"},
                     "guard")
-    r = pq(fork, "drift", f"{old}..upstream/main", ok=False)
+    r = pq(fork, "drift", f"{old}..upstream/main", *NO_PADDLE, ok=False)
     assert r.exit_code == 1
     assert "csrc/guard.cc:2 at::cuda::CUDAGuard" in r.output
     assert f"{COPY}:" in r.output and OLD_SPELLING in r.output
-    data = json.loads(pq(fork, "drift", f"{old}..upstream/main", "--json", ok=False).output)
+    data = json.loads(pq(fork, "drift", f"{old}..upstream/main", "--json", *NO_PADDLE,
+                         ok=False).output)
     item = next(i for i in data["items"] if i["name"] == "at::cuda::CUDAGuard")
     assert set(item) == {"kind", "name", "file", "line", "commit", "status", "breaks",
                          "header", "detail"}
@@ -81,7 +85,8 @@ def test_fix_renames_adds_one_patch_that_applies_and_undoes(tmp_path: Path) -> N
     assert "summary: Follow Paddle's renamed compat entry points" in series
     assert pq(fork, "fix-renames").output.startswith("nothing to rewrite")
     old = git(fork, "rev-parse", "upstream/main")
-    assert "old Paddle spellings" not in pq(fork, "drift", f"{old}..upstream/main").output
+    assert "old Paddle spellings" not in pq(fork, "drift", f"{old}..upstream/main",
+                                            *NO_PADDLE).output
     # the series still applies: onto its base, and rebased onto a new upstream
     pq(fork, "apply")
     assert OLD_SPELLING not in (fork / COPY).read_text()

@@ -11,8 +11,9 @@ import pytest
 from driftrepo import GUARD_CC, fork_with_series, plant
 from gitrepo import git, pq
 
+from pq.compat.surface import load_surface
+
 pytestmark = pytest.mark.compat
-surface_mod = pytest.importorskip("pq.compat.surface")  # the index (pq.compat.surface)
 
 
 def test_real_surface_statuses_of_planted_uses(tmp_path: Path) -> None:
@@ -24,7 +25,7 @@ def test_real_surface_statuses_of_planted_uses(tmp_path: Path) -> None:
     data = json.loads(r.output)
     assert data["surface"].startswith("paddle 3.3")
     items = {i["name"]: i for i in data["items"]}
-    surface = surface_mod.load_surface()
+    surface = load_surface()
     cuda_guard = items["at::cuda::CUDAGuard"]
     assert (cuda_guard["file"], cuda_guard["line"], cuda_guard["commit"]) == (
         guard.file, guard.line, guard.commit)
@@ -39,8 +40,16 @@ def test_real_surface_statuses_of_planted_uses(tmp_path: Path) -> None:
     assert not text.splitlines()[first].strip().startswith(("covered", "unknown"))
 
 
-def test_rebase_report_asks_the_real_surface(tmp_path: Path) -> None:
+def test_rebase_report_asks_the_measured_surface(tmp_path: Path) -> None:
     fork = fork_with_series(tmp_path)
     plant(fork, "csrc/guard.cc", GUARD_CC, "const_data_ptr", "use a guard")
+    # not measured yet (a fresh HOME): the report says so and goes on, statuses unknown
     out = pq(fork, "rebase", "upstream/main").output
-    assert "will fail at load" in out and "compat surface: paddle 3.3" in out
+    assert "is not measured yet (`pq compat-surface` measures it once)" in out
+    assert "unknown: csrc/guard.cc" in out
+    pq(fork, "undo")
+    pq(fork, "compat-surface", "at::Tensor")
+    out = pq(fork, "rebase", "upstream/main").output
+    assert "compat surface: paddle 3.3" in out
+    section = out[out.index("drift: "):].splitlines()
+    assert section[1].strip().startswith("will fail at load")

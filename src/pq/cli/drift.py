@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 
 import click
 
@@ -40,7 +41,8 @@ def drift(range_: str, paddle_python: str | None, as_json: bool) -> None:
         old_id = git.resolve(old, "upstream revision")
         new_id = git.resolve(new, "upstream revision")
         queue = queuefiles.read_worktree(git) if queuefiles.exists(git.root) else None
-        report = scan.drift(git, old_id, new_id, queue, index.load(paddle_python))
+        report = scan.drift(git, old_id, new_id, queue, index.load(paddle_python,
+                                                                   progress=_progress()))
     if as_json:
         emit_json(report.to_json())
     else:
@@ -50,6 +52,13 @@ def drift(range_: str, paddle_python: str | None, as_json: bool) -> None:
             click.echo(line)
     if report.risky:
         sys.exit(EXIT_FINDINGS)
+
+
+def _progress() -> Callable[[str], None] | None:
+    """The surface's first measurement takes a while: say so on a terminal."""
+    if not sys.stderr.isatty():
+        return None
+    return lambda text: click.echo(text, err=True)
 
 
 @click.command("fix-renames")

@@ -113,7 +113,7 @@ def _drift(git: Git, report: RebaseReport) -> DriftReport | str | None:
 
     try:
         return scan.drift(git, report.old_base, report.onto, queuefiles.read_worktree(git),
-                          index.load())
+                          index.load(measure=False))
     except PqError as exc:
         return f"drift: not computed: {exc.render()}"
 

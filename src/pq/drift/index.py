@@ -1,13 +1,12 @@
-"""The compat surface as drift asks it: the installed Paddle's index when there is one
-(pq.compat.surface, cached there), else nothing and one line saying why, so that a drift
+"""The compat surface as drift asks it: the installed Paddle's index (pq.compat.surface,
+cached per version) when there is one, else nothing and one line saying why, so that a drift
 report (and the rebase report's drift section) never fails for want of Paddle.
 """
 
 from __future__ import annotations
 
-import importlib
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import cast
 
 from pq.compat.coverage import Coverage, Status, Surface
 from pq.errors import PqError
@@ -19,23 +18,30 @@ class Loaded:
     note: str  # "paddle 3.3.1", or why there is no surface
 
 
-def load(paddle_python: str | None = None) -> Loaded:
-    """The surface of the Paddle that `paddle_python` (default: pq's toolchain probe) has."""
+def load(paddle_python: str | None = None, *, measure: bool = True,
+         progress: Callable[[str], None] | None = None) -> Loaded:
+    """The surface of the Paddle that `paddle_python` (None: pq's own interpreter) imports;
+    `measure` False: only a surface already measured and cached (no minutes-long build
+    inside another command's report)."""
+    from pq.compat import surface as surface_mod
+    from pq.compat.probe import find_paddle
+
     try:
-        module = importlib.import_module("pq.compat.surface")
-    except ImportError:
-        return Loaded(None, "the compat surface index is not part of this pq")
-    try:
-        surface = cast(Surface, module.load_surface(paddle_python))
+        if not measure:
+            inst = find_paddle(paddle_python)
+            if not (surface_mod.cache_dir() / f"{inst.key}.json").is_file():
+                return Loaded(None, f"the compat surface of Paddle {inst.version} is not "
+                                    "measured yet (`pq compat-surface` measures it once)")
+        found: Surface = surface_mod.load_surface(paddle_python, progress=progress)
     except (PqError, OSError) as exc:
         why = exc.render() if isinstance(exc, PqError) else str(exc)
         return Loaded(None, f"compat surface unavailable: {why}")
-    return Loaded(surface, f"paddle {surface.paddle_version}")
+    return Loaded(found, f"paddle {found.paddle_version}")
 
 
 def coverage(surface: Surface | None, kind: str, name: str) -> Coverage:
     """How `name` (a use of `kind`, see pq.drift.extract.Use) stands against `surface`."""
-    if surface is None:  # the report says why once (`note`), not on every item
+    if surface is None:  # the report says why once (its note), not on every item
         return Coverage(name, kind, Status.UNKNOWN)
     if kind == "header":
         return surface.header(name)
