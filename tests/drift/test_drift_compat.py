@@ -44,9 +44,12 @@ def test_rebase_report_asks_the_measured_surface(tmp_path: Path) -> None:
     fork = fork_with_series(tmp_path)
     plant(fork, "csrc/guard.cc", GUARD_CC, "const_data_ptr", "use a guard")
     # not measured yet (a fresh HOME): the report says so and goes on, statuses unknown
+    data = json.loads(pq(fork, "rebase", "upstream/main", "--json").output)["drift"]
+    assert "is not measured yet (`pq compat-surface` measures it once)" in data["surface"]
+    assert {i["status"] for i in data["items"]} == {"unknown"}
+    pq(fork, "undo")
     out = pq(fork, "rebase", "upstream/main").output
-    assert "is not measured yet (`pq compat-surface` measures it once)" in out
-    assert "unknown: csrc/guard.cc" in out
+    assert "compat surface: none asked" in out and "unknown: csrc/guard.cc" in out
     pq(fork, "undo")
     pq(fork, "compat-surface", "at::Tensor")
     out = pq(fork, "rebase", "upstream/main").output

@@ -23,7 +23,9 @@ def item_line(i: Item) -> str:
             f"{short(i.commit)}){where}{detail}")
 
 
-def headline(r: DriftReport) -> str:
+def headline(r: DriftReport, why: bool = True) -> str:
+    """The counts, and the surface asked (`why` False: no reason when there was none; the
+    rebase report's text then reads the same with or without Paddle)."""
     parts = [f"{plural(len(r.items), 'new API use')} ({r.breaking} will break)"]
     if r.stale:
         parts.append(plural(len(r.stale), "stale copy", "stale copies"))
@@ -31,7 +33,9 @@ def headline(r: DriftReport) -> str:
         parts.append(plural(len(r.touched), "file") + " touched on both sides")
     if r.renames:
         parts.append(plural(len(r.renames), "old Paddle spelling"))
-    return "drift: " + ", ".join(parts) + f"; compat surface: {r.surface}"
+    surface = r.surface if r.asked or why else (
+        "none asked (statuses unknown; `pq drift` says why)")
+    return "drift: " + ", ".join(parts) + f"; compat surface: {surface}"
 
 
 def full(r: DriftReport) -> list[str]:
@@ -64,7 +68,7 @@ def full(r: DriftReport) -> list[str]:
 
 def summary(r: DriftReport, top: int = 5) -> list[str]:
     """The rebase report's drift section."""
-    out = [headline(r)]
+    out = [headline(r, why=False)]
     out += [f"  {item_line(i)}" for i in r.items[:top]]
     out += [f"  stale copy: {s.copy} copies {s.origin}" for s in r.stale[:top]]
     out += [f"  old spelling: {h.file}:{h.line} {h.old}" for h in r.renames[:top]]

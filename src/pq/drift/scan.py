@@ -8,7 +8,7 @@ The rules (which files, which names, what counts as new, what is risky) are in d
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pq.compat.coverage import Coverage, Status, Surface
@@ -73,6 +73,7 @@ class DriftReport:
     stale: tuple[StaleCopy, ...] = ()
     touched: tuple[Touched, ...] = ()
     renames: tuple[RenameHit, ...] = ()
+    asked: bool = False  # whether a compat surface was asked (else every status is unknown)
 
     @property
     def breaking(self) -> int:
@@ -112,12 +113,11 @@ def drift(git: Git, old: str, new: str, queue: Queue | None, loaded: index.Loade
         items.append(Item(use.kind, use.name, path, line, commit, cov.status, cov.header,
                           detail))
     items.sort(key=lambda i: (i.status.rank, i.file, i.line, i.name))
-    report = DriftReport(old, new, len(range_), note, tuple(items))
+    report = DriftReport(old, new, len(range_), note, tuple(items), asked=surface is not None)
     if queue is None:
         return report
-    return DriftReport(report.old, report.new, report.commits, report.surface, report.items,
-                       tuple(_stale(git, old, new, queue, changed)),
-                       tuple(_touched(queue, changed)), tuple(hits(queue)))
+    return replace(report, stale=tuple(_stale(git, old, new, queue, changed)),
+                   touched=tuple(_touched(queue, changed)), renames=tuple(hits(queue)))
 
 
 Found = tuple[extract.Use, str, int, str]
