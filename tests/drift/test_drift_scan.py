@@ -75,6 +75,7 @@ def test_only_new_names_in_built_files_count(tmp_path: Path) -> None:
     upstream_commit(fork, {"csrc/ops.cc": moved_from}, "move the include")
     py = plant(fork, "pkg/streams.py",
                "import torch\nimport torch._dynamo\n\n# torch.nope in a comment\n"
+               "msg = 'torch.fake in a string'\n"
                "s = torch.cuda.Stream()\nt = torch.testing.assert_close\n",
                "torch.testing", "streams")
     report = run(fork, old)

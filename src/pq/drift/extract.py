@@ -43,6 +43,7 @@ _PY_IMPORT = re.compile(r"^\s*import\s+(torch\.[\w.]+)")
 _PY_ATTR = re.compile(r"(?<![\w.])torch(?:\.[A-Za-z_]\w*)+")
 _CXX_COMMENT = re.compile(r"//.*$|/\*.*?\*/")
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+_PY_STRING = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'')
 
 
 @dataclass(frozen=True)
@@ -97,4 +98,4 @@ def _python(text: str) -> list[Use]:
     m = _PY_IMPORT.match(code)
     if m:
         return [Use("python", m.group(1))]
-    return [Use("python", m.group(0)) for m in _PY_ATTR.finditer(_STRING.sub('""', code))]
+    return [Use("python", m.group(0)) for m in _PY_ATTR.finditer(_PY_STRING.sub("''", code))]
