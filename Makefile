@@ -34,6 +34,7 @@ bench: $(STAMP)
 	$(PY) bench/audit.py
 	$(PY) bench/hook.py
 	$(PY) bench/import.py
+	$(PY) bench/drift.py
 
 clean:
 	rm -rf $(VENV) demo build

@@ -25,6 +25,7 @@ COMMANDS = {
     "classify": "classify", "split": "classify",
     "report": "report",
     "import": "queue",
+    "drift": "drift", "fix-renames": "drift",
     "compat-surface": "compat",
     "compare": "compare",
 }

@@ -13,7 +13,10 @@ from pq.rebase import state as rs
 from pq.rebase import status as rebase_status
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from pq.model.diff import FileDiff
+    from pq.queue.copies import CopyProposal
     from pq.queue.importer import ImportResult
 
 
@@ -36,6 +39,7 @@ def _render_export(result: queueops.ExportResult, as_json: bool, verb: str,
             "dropped": [{"name": n, "what": w} for n, w in result.dropped],
             "changed": result.changed,
             "commit": result.commit,
+            "copies_proposed": [c.to_json() for c in result.copies],
         })
         return
     click.echo(f"{verb}: {plural(len(s.patches), 'patch', 'patches')} on "
@@ -55,11 +59,18 @@ def _render_export(result: queueops.ExportResult, as_json: bool, verb: str,
         click.echo("  `pq undo` restores the previous series.yaml and patches/")
     elif result.changed:
         click.echo("  `pq undo` removes the new series.yaml and patches/ again")
+    _render_copies(result.copies)
     if result.commit:
         click.echo(f"  committed as {short(result.commit)}")
     elif result.changed:
         click.echo("  next: git add series.yaml patches && git commit -m 'pq: update series' "
                    "(or rerun with --commit)")
+
+
+def _render_copies(copies: Sequence[CopyProposal]) -> None:
+    for c in copies:
+        click.echo(f"  copy?    {c.copy} is {round(c.similarity * 100)}% upstream's {c.origin}: "
+                   f"add `{c.declaration()}` to {c.patch} in series.yaml (docs/drift.md)")
 
 
 @click.command()
@@ -119,6 +130,7 @@ def _render_import(r: ImportResult, as_json: bool) -> None:
                          "kept_from": p.kept_from} for p in r.patches],
             "workaround_candidates": [{"patch": c.patch, "path": c.path, "line": c.line,
                                        "code": c.code} for c in r.candidates],
+            "copies_proposed": [c.to_json() for c in r.copies],
         })
         return
     verb = "would import" if r.tip is None else "imported"
@@ -140,6 +152,7 @@ def _render_import(r: ImportResult, as_json: bool) -> None:
         for c in r.candidates:
             code = " ".join(c.code.split())
             click.echo(f"    {c.patch}  {c.path}:{c.line}  {code[:60]}")
+    _render_copies(r.copies)
     if r.tip is None:
         click.echo("  dry run: nothing written")
     else:

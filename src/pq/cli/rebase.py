@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -15,6 +15,9 @@ from pq.rebase import engine as rebase_mod
 from pq.rebase import rerere
 from pq.rebase import status as rebase_status
 from pq.rebase.rangediff import PatchReport, RebaseReport, trim
+
+if TYPE_CHECKING:
+    from pq.drift.scan import DriftReport
 
 RANGE_DIFF_LINES = 12
 RERERE_LINES = 6  # of each reused file's resolution, in the text report
@@ -76,8 +79,13 @@ def rebase(upstream: str | None, continue_: bool, skip: bool, abort: bool, gate:
             report = rebase_mod.start(git, upstream, gate=gate, progress=progress, force=force,
                                       rerere=not no_rerere)
         conflicted = (rebase_status.conflicts(git) if report.status == "conflict" else [])
+        drift = _drift(git, report)
         if not as_json:
             render(report)  # the rebase's outcome first, whatever the gate does
+            if drift is not None:
+                from pq.cli.render_drift import summary
+
+                click.echo("\n".join([drift] if isinstance(drift, str) else summary(drift)))
         gate_result = None
         if report.status == "done" and (gate or report.gate):
             gate_result = _run_gate(git, as_json)
@@ -86,11 +94,28 @@ def rebase(upstream: str | None, continue_: bool, skip: bool, abort: bool, gate:
     if as_json:
         data = to_json(report)
         data["gate"] = gate_result
+        data["drift"] = ({"error": drift} if isinstance(drift, str)
+                         else drift.to_json() if drift is not None else None)
         emit_json(data)
     if report.status == "conflict":
         raise _conflict_error(report, conflicted)
     if gate_result is not None and gate_result["exit_code"] != 0:
         sys.exit(int(gate_result["exit_code"]))
+
+
+def _drift(git: Git, report: RebaseReport) -> DriftReport | str | None:
+    """The drift of the upstream range a completed rebase crossed (after the patch
+    outcomes); a line saying why when it cannot be computed; None for no range."""
+    if report.status != "done" or report.old_base == report.onto:
+        return None
+    from pq.drift import index, scan
+    from pq.queue import files as queuefiles
+
+    try:
+        return scan.drift(git, report.old_base, report.onto, queuefiles.read_worktree(git),
+                          index.load(measure=False))
+    except PqError as exc:
+        return f"drift: not computed: {exc.render()}"
 
 
 def _forget(paths: list[str], as_json: bool) -> None:

@@ -24,6 +24,9 @@ DIFF_CONFIG = (
     "-c", "core.quotePath=true",
     "-c", "diff.orderFile=",
 )
+# `git log -p` and `git diff` refuse an empty diff.orderFile (only diff-tree takes it); in a
+# sealed directory no configuration sets one.
+PORCELAIN_DIFF_CONFIG = DIFF_CONFIG[:-2]
 DIFF_OPTIONS = (
     "--no-color",
     "--no-ext-diff",
@@ -204,6 +207,26 @@ class Git(WorkingTree):
         if current is not None:
             result[current] = b"".join(chunks)
         return result
+
+    def range_diffs(self, old: str, new: str, context: int = 0) -> list[tuple[CommitId, bytes]]:
+        """(commit, its diff against its first parent, `context` lines around each change,
+        binary files as one line) for each non-merge commit of old..new, oldest first, with
+        pq's pinned diff options (one sealed process)."""
+        options = [o for o in DIFF_OPTIONS if o != "--binary"]
+        out = self.run_sealed("diff", *PORCELAIN_DIFF_CONFIG, "log", "--no-merges",
+                              "--reverse", "--topo-order", "--format=%x01%H", "-p", f"-U{context}",
+                              *options, f"{old}..{new}", "--")
+        found = []
+        for chunk in (b"\n" + out).split(b"\n\x01")[1:]:
+            head, _, body = chunk.partition(b"\n")
+            found.append((CommitId(head.decode().strip()), body.lstrip(b"\n")))
+        return found
+
+    def diff_commits(self, old: str, new: str, paths: Sequence[str]) -> bytes:
+        """The diff of `paths` from commit `old` to commit `new`, with pq's pinned diff
+        options (b"" when they are the same)."""
+        return self.run_sealed("diff", *PORCELAIN_DIFF_CONFIG, "diff", *DIFF_OPTIONS, old,
+                               new, "--", *paths)
 
     def patch_ids(self, text: bytes) -> dict[str, str]:
         """{commit: stable patch id} of `git log -p`-style text with `commit <id>` headers."""

@@ -25,7 +25,7 @@ LAYERS = ("kernel", "build", "cpp-compat", "python-glue")
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*\.patch$")
 SHA_RE = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
 
-_ENTRY_KEYS = ("name", "layer", "summary", "workaround")
+_ENTRY_KEYS = ("name", "layer", "summary", "workaround", "copies")
 _TOP_KEYS = ("version", "upstream", "queue_paths", "patches", "gate")
 
 
@@ -36,11 +36,16 @@ class PatchEntry:
     summary: str
     workaround: dict[str, Any] | None = None
     raw: dict[str, Any] = field(default_factory=dict, compare=False)
+    # {file the patch adds: the upstream file it is a copy of}; `pq drift` reports it stale
+    # when upstream changes the origin.
+    copies: dict[str, str] | None = None
 
     def to_data(self) -> dict[str, Any]:
         known: dict[str, Any] = {"name": self.name, "layer": self.layer, "summary": self.summary}
         if self.workaround is not None:
             known["workaround"] = self.workaround
+        if self.copies is not None:
+            known["copies"] = self.copies
         return _merge_ordered(self.raw, known, _ENTRY_KEYS)
 
     @property
@@ -228,7 +233,28 @@ def _entry(doc: yamldoc.Located, i: int, item: Any) -> PatchEntry:
     workaround = item.get("workaround")
     if workaround is not None and not isinstance(workaround, dict):
         raise doc.error(path + ("workaround",), f"patch {name}: `workaround` must be a mapping")
-    return PatchEntry(name=name, layer=layer, summary=summary, workaround=workaround, raw=item)
+    return PatchEntry(name=name, layer=layer, summary=summary, workaround=workaround, raw=item,
+                      copies=_copies(doc, path, name, item))
+
+
+def _copies(doc: yamldoc.Located, path: yamldoc.Path, name: str, item: dict[str, Any]
+            ) -> dict[str, str] | None:
+    """An entry's `copies:` block: {copy: origin}, both paths inside the repository."""
+    if "copies" not in item:
+        return None
+    copies = item["copies"]
+    hint = "write `copies: {paddle_tests/lib.py: tests/lib.py}` (the patch's file: upstream's)"
+    if not isinstance(copies, dict):
+        raise doc.error(path + ("copies",), f"patch {name}: `copies` must be a mapping of "
+                        "the file the patch adds to the upstream file it copies", hint=hint)
+    for copy, origin in copies.items():
+        for p in (copy, origin):
+            if not isinstance(p, str) or not p or p.startswith("/") or ".." in p.split("/"):
+                raise doc.error(path + ("copies", copy) if isinstance(copy, str) else
+                                path + ("copies",),
+                                f"patch {name}: `copies` entry {copy!r}: {origin!r} must name "
+                                "two files inside the repository", hint=hint)
+    return dict(copies)
 
 
 def check_files(series: Series, files: Iterable[str]) -> None:

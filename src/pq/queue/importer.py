@@ -29,6 +29,8 @@ from pq.oplog.txn import Transaction
 from pq.queue import ops, topics
 from pq.queue import stack as stack_mod
 from pq.queue.bookkeeping import bookkeeping_commit
+from pq.queue.copies import CopyProposal
+from pq.queue.copies import propose as propose_copies
 from pq.queue.files import Queue, write_worktree
 from pq.queue.split import part_trees
 
@@ -67,6 +69,7 @@ class ImportResult:
     patches: tuple[ImportedPatch, ...]
     candidates: tuple[Candidate, ...]
     tip: CommitId | None  # the new branch tip; None for a dry run
+    copies: tuple[CopyProposal, ...] = ()  # proposed `copies:` declarations
 
     def layer_totals(self) -> dict[str, tuple[int, int, int]]:
         """{layer: (files, added, removed)} in layer order."""
@@ -135,7 +138,7 @@ def import_fork(git: Git, upstream: str, branch: str | None = None, *, dry_run: 
         _verify(git, queue, base, target, committer, name)
         patches = _summaries(stack, queue, mode, kept)
         result = ImportResult(upstream, base, name, tip, mode, reason, patches, candidates,
-                              None)
+                              None, tuple(propose_copies(git, queue)))
         if dry_run:
             return result
         new_tip = bookkeeping_commit(git, last, None, queue, committer,

@@ -18,6 +18,8 @@ from pq.model.series import PATCHES_DIR, SERIES_FILE, PatchEntry, Series, new_se
 from pq.oplog.txn import Transaction
 from pq.queue import stack as stack_mod
 from pq.queue.bookkeeping import bookkeeping_commit
+from pq.queue.copies import CopyProposal
+from pq.queue.copies import propose as propose_copies
 from pq.queue.files import (
     Queue,
     index_entries,
@@ -39,6 +41,7 @@ class ExportResult:
     commit: CommitId | None = None
     # Removed entries that carried more than a name, layer and summary: (name, what).
     dropped: list[tuple[str, str]] = field(default_factory=list)
+    copies: list[CopyProposal] = field(default_factory=list)  # proposed `copies:` blocks
 
 
 def _metadata(entry: PatchEntry) -> str:
@@ -189,6 +192,7 @@ def _write_export(git: Git, queue: Queue, old: Series, t: Transaction, commit: b
     result = ExportResult(queue, added=sorted(after - before), removed=sorted(before - after))
     result.dropped = [(e.name, what) for e in old.patches
                       if e.name in result.removed and (what := _metadata(e))]
+    result.copies = propose_copies(git, queue)
     command = t.command.split()[1] if len(t.command.split()) > 1 else "export"
     branch = git.current_branch()
     if branch is not None:

@@ -17,7 +17,6 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from pq.errors import ConfigError
-from pq.git.branchmove import checkout_moved, require_unmoved, swap_branch
 from pq.git.objects import CommitId, Entry, TreeId
 from pq.git.repo import Git
 from pq.git.trees import Trees
@@ -25,10 +24,9 @@ from pq.model import diff as diffs
 from pq.model import layers, patchfile
 from pq.model.series import NAME_RE, PATCHES_DIR, SERIES_FILE, PatchEntry
 from pq.oplog.txn import Transaction
-from pq.queue import ops
+from pq.queue import rewrite
 from pq.queue import stack as stack_mod
-from pq.queue.bookkeeping import bookkeeping_commit
-from pq.queue.files import read_worktree, write_worktree
+from pq.queue.files import read_worktree
 
 GITLINK = "160000"
 
@@ -105,18 +103,7 @@ def split(git: Git, patch: str) -> SplitResult:
         if entry is None:
             raise ConfigError(f"{name} is not a patch of the series", path=SERIES_FILE,
                               hint="`pq series` lists the patches; give one of those names")
-        ops.require_clean(git, series.queue_paths, "pq split")
-        branch = ops.require_branch(git)
-        head = git.head()
-        if not ops.holds_only_series(git, head, queue):
-            raise ConfigError(f"{branch.removeprefix('refs/heads/')} has commits that differ "
-                              f"from {SERIES_FILE}; splitting would drop them",
-                              hint="run `pq export` first, then split")
-        stack = stack_mod.read_stack(git, series.base, head, series.queue_paths)
-        if len(stack) != len(series.patches):
-            raise ConfigError(f"{branch.removeprefix('refs/heads/')} does not hold one commit "
-                              f"per patch of {SERIES_FILE}",
-                              hint="run `pq export` (or `pq apply`) first, then split")
+        branch, head, stack = rewrite.series_stack(git, queue, "pq split", "splitting")
         index = series.index_of(name)
         sc = stack[index]
         files = diffs.parse(sc.diff, f"{PATCHES_DIR}/{name}")
@@ -147,18 +134,9 @@ def split(git: Git, patch: str) -> SplitResult:
             n, layer, f"{entry.summary} ({layer} part)") for layer, n in zip(order, names)]
         entries[index:index + 1] = new
         new_series = replace(series, patches=tuple(entries))
-        all_names = [e.name for e in entries]
-        fresh = stack_mod.read_stack(git, series.base, parent, series.queue_paths)
-        refreshed = stack_mod.export(git, fresh, new_series, series.base, names=all_names)
-        tip = bookkeeping_commit(git, parent, None, refreshed, committer,
-                                 f"pq: split {name} by layer\n")
-        require_unmoved(git, branch, head, "pq split")
-        t.begin()
-        ops.clear_queue_files_for(git, tip, series.queue_paths)
-        swap_branch(git, branch, head, tip, "pq split")
-        checkout_moved(git, branch, head, tip, "pq split")
-        write_worktree(git, refreshed)
-        t.done()
+        tip = rewrite.land(git, t, branch, head, parent, new_series,
+                           [e.name for e in entries], committer, "pq split",
+                           f"pq: split {name} by layer\n")
     parts = tuple(Part(n, layer, sum(1 for w in where.values() if w == layer),
                        tuple(dict.fromkeys(p for (p, _), w in where.items() if w == layer)))
                   for layer, n in zip(order, names))

@@ -1,0 +1,101 @@
+"""Which framework names a line of source uses: `#include`s of ATen/c10/torch headers,
+qualified C++ names, tensor method calls, TORCH_LIBRARY schemas and macros, `torch.` uses
+in Python; and which files count at all (the ones the fork builds or imports).
+
+Pure text: no git, no Paddle. The rules are documented in docs/drift.md.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from pq.model import layers
+
+CXX_SUFFIXES = (".cc", ".cpp", ".cxx", ".cu", ".cuh", ".h", ".hpp", ".hh")
+VENDORED = frozenset({"third_party", "third-party", "thirdparty", "3rdparty", "vendor",
+                      "vendored", "external", "extern", "deps"})
+
+# Tensor methods reported even when the compat surface cannot be asked (torch's at::Tensor
+# API, names distinctive enough not to be a std:: container's). Others are reported only
+# when the surface knows at::Tensor has them.
+TENSOR_METHODS = frozenset({
+    "data_ptr", "const_data_ptr", "mutable_data_ptr", "numel", "dim", "ndimension", "sizes",
+    "strides", "stride", "scalar_type", "dtype", "options", "device", "is_cuda", "is_cpu",
+    "is_contiguous", "contiguous", "reshape", "view", "permute", "transpose", "narrow",
+    "index_select", "unsqueeze", "squeeze", "expand", "flatten", "element_size", "nbytes",
+    "storage_offset", "item", "sum", "abs", "clamp", "copy_", "fill_", "zero_", "cuda", "cpu",
+    "layout", "requires_grad", "is_same_size", "slice", "masked_fill", "index_put_",
+    "repeat", "chunk", "split", "view_as", "type_as", "new_empty", "new_zeros", "matmul",
+})
+_STL_WORDS = frozenset({"size", "data", "empty", "begin", "end", "at", "get", "push_back",
+                        "emplace_back", "find", "insert", "erase", "clear", "reset", "count",
+                        "front", "back", "c_str", "str", "first", "second", "value", "to"})
+
+_INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]((?:ATen|c10|torch)/[^>"]+)[>"]')
+_QUALIFIED = re.compile(r"(?<![\w:])(?:at|c10|torch)(?:::\w+)+")
+_METHOD = re.compile(r"(?:\.|->)\s*([A-Za-z_]\w*)\s*(?:<[^<>();]*>)?\s*\(")
+_MACRO = re.compile(r"\b(TORCH_LIBRARY\w*|AT_DISPATCH\w*|TORCH_CHECK\w*|C10_CUDA_\w+)\s*\(")
+_SCHEMA = re.compile(r'\.def\(\s*"([A-Za-z_][\w.]*)(\([^"]*\)[^"]*)"')
+_PY_FROM = re.compile(r"^\s*from\s+(torch(?:\.\w+)*)\s+import\s+\(?([\w\s,]+?)\)?\s*(?:#.*)?$")
+_PY_IMPORT = re.compile(r"^\s*import\s+(torch\.[\w.]+)")
+_PY_ATTR = re.compile(r"(?<![\w.])torch(?:\.[A-Za-z_]\w*)+")
+_CXX_COMMENT = re.compile(r"//.*$|/\*.*?\*/")
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+_PY_STRING = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'')
+
+
+@dataclass(frozen=True)
+class Use:
+    kind: str  # "header" | "cxx" | "macro" | "method" | "schema" | "python"
+    name: str  # as the surface is asked: "c10/cuda/CUDAGuard.h", "at::cuda::CUDAGuard", ...
+    detail: str = ""  # the schema's signature, for "schema"
+
+
+def language(path: str) -> str | None:
+    """"cxx" or "python" for a file the fork builds or imports; None for any other file
+    (documentation, vendored third-party code, data)."""
+    parts = path.lower().split("/")
+    if VENDORED & set(parts[:-1]) or layers.is_doc(path):
+        return None
+    name = parts[-1]
+    if name.endswith(CXX_SUFFIXES):
+        return "cxx"
+    if name.endswith(".py"):
+        return "python"
+    return None
+
+
+def uses(lang: str, text: str, tensor_method: Callable[[str], bool] = TENSOR_METHODS.__contains__
+         ) -> list[Use]:
+    """The framework names one line of `lang` source uses, in order, each once; a call
+    `.name(` or `->name<T>(` counts as a tensor method when `tensor_method(name)` says so."""
+    found = _cxx(text, tensor_method) if lang == "cxx" else _python(text)
+    return list(dict.fromkeys(found))
+
+
+def _cxx(text: str, tensor_method: Callable[[str], bool]) -> list[Use]:
+    m = _INCLUDE.match(text)
+    if m:
+        return [Use("header", m.group(1))]
+    found = [Use("schema", s.group(1), s.group(1) + s.group(2))
+             for s in _SCHEMA.finditer(_CXX_COMMENT.sub("", text))]
+    code = _STRING.sub('""', _CXX_COMMENT.sub("", text))
+    found += [Use("macro", m.group(1)) for m in _MACRO.finditer(code)]
+    found += [Use("cxx", m.group(0)) for m in _QUALIFIED.finditer(code)]
+    found += [Use("method", m.group(1)) for m in _METHOD.finditer(code)
+              if m.group(1) not in _STL_WORDS and tensor_method(m.group(1))]
+    return found
+
+
+def _python(text: str) -> list[Use]:
+    code = text.split(" #", 1)[0] if not text.lstrip().startswith("#") else ""
+    m = _PY_FROM.match(code)
+    if m:
+        names = [n.split()[0] for n in m.group(2).split(",") if n.strip()]
+        return [Use("python", f"{m.group(1)}.{n}") for n in names if n != "*"]
+    m = _PY_IMPORT.match(code)
+    if m:
+        return [Use("python", m.group(1))]
+    return [Use("python", m.group(0)) for m in _PY_ATTR.finditer(_PY_STRING.sub("''", code))]

@@ -1,0 +1,63 @@
+"""The compat surface as drift asks it: the installed Paddle's index (pq.compat.surface,
+cached per version) when there is one, else nothing and one line saying why, so that a drift
+report (and the rebase report's drift section) never fails for want of Paddle.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from pq.compat.coverage import Coverage, Status, Surface
+from pq.errors import PqError
+
+
+@dataclass(frozen=True)
+class Loaded:
+    surface: Surface | None
+    note: str  # "paddle 3.3.1", or why there is no surface
+
+
+def load(paddle_python: str | None = None, *, measure: bool = True,
+         progress: Callable[[str], None] | None = None) -> Loaded:
+    """The surface of the Paddle that `paddle_python` (None: pq's own interpreter) imports;
+    `measure` False: only a surface already measured and cached (no minutes-long build
+    inside another command's report)."""
+    from pq.compat import surface as surface_mod
+    from pq.compat.probe import find_paddle
+
+    try:
+        if not measure:
+            inst = find_paddle(paddle_python)
+            if not (surface_mod.cache_dir() / f"{inst.key}.json").is_file():
+                return Loaded(None, f"the compat surface of Paddle {inst.version} is not "
+                                    "measured yet (`pq compat-surface` measures it once)")
+        found: Surface = surface_mod.load_surface(paddle_python, progress=progress)
+    except (PqError, OSError) as exc:
+        why = exc.render() if isinstance(exc, PqError) else str(exc)
+        return Loaded(None, f"compat surface unavailable: {why}")
+    return Loaded(found, f"paddle {found.paddle_version}")
+
+
+def coverage(surface: Surface | None, kind: str, name: str) -> Coverage:
+    """How `name` (a use of `kind`, see pq.drift.extract.Use) stands against `surface`."""
+    if surface is None:  # the report says why once (its note), not on every item
+        return Coverage(name, kind, Status.UNKNOWN)
+    if kind == "header":
+        return surface.header(name)
+    if kind in ("cxx", "macro"):
+        return surface.cxx(name)
+    if kind == "method":
+        return surface.method(name)
+    if kind == "python":
+        return surface.python(name)
+    return Coverage(name, kind, Status.UNKNOWN,
+                    detail="a new or changed op schema: check its defaults (Paddle's "
+                           "torch.ops ignores schema default arguments)")
+
+
+def knows_method(surface: Surface | None, name: str) -> bool:
+    """Whether the surface knows at::Tensor (or a base) declares `name`."""
+    if surface is None:
+        return False
+    return surface.method(name).status in (Status.COVERED, Status.NOT_EXPORTED)

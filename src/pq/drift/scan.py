@@ -1,0 +1,180 @@
+"""`pq drift OLD..NEW`: one pass over the upstream range's diffs gives the new framework API
+(with its compat status), the files upstream changed; the queue gives the patches' files,
+their declared copies and the old Paddle spellings they still carry.
+
+The rules (which files, which names, what counts as new, what is risky) are in docs/drift.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from pq.compat.coverage import Coverage, Status, Surface
+from pq.drift import extract, index
+from pq.drift.renames import RenameHit, hits
+from pq.git.repo import Git
+from pq.model import diff as diffs
+from pq.model import patchfile
+from pq.model.series import PATCHES_DIR
+from pq.queue.files import Queue
+
+
+@dataclass(frozen=True)
+class Item:
+    kind: str  # see pq.drift.extract.Use
+    name: str
+    file: str
+    line: int
+    commit: str  # the upstream commit that added the line
+    status: Status
+    header: str | None
+    detail: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "name": self.name, "file": self.file, "line": self.line,
+                "commit": self.commit, "status": self.status.value,
+                "breaks": self.status.breaks, "header": self.header, "detail": self.detail}
+
+
+@dataclass(frozen=True)
+class StaleCopy:
+    patch: str
+    copy: str
+    origin: str
+    commits: tuple[str, ...]  # the upstream commits that changed the origin, oldest first
+    diff: str  # upstream's diff of the origin, OLD..NEW
+
+    def to_json(self) -> dict[str, Any]:
+        return {"patch": self.patch, "copy": self.copy, "origin": self.origin,
+                "commits": list(self.commits), "diff": self.diff}
+
+
+@dataclass(frozen=True)
+class Touched:
+    file: str
+    layer: str  # the layer of the (first) patch that changes it
+    patches: tuple[str, ...]
+    commits: tuple[str, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"file": self.file, "layer": self.layer, "patches": list(self.patches),
+                "commits": list(self.commits)}
+
+
+@dataclass(frozen=True)
+class DriftReport:
+    old: str
+    new: str
+    commits: int
+    surface: str  # "paddle 3.3.1", or why there was no surface to ask
+    items: tuple[Item, ...] = ()
+    stale: tuple[StaleCopy, ...] = ()
+    touched: tuple[Touched, ...] = ()
+    renames: tuple[RenameHit, ...] = ()
+    asked: bool = False  # whether a compat surface was asked (else every status is unknown)
+
+    @property
+    def breaking(self) -> int:
+        return sum(1 for i in self.items if i.status.breaks)
+
+    @property
+    def risky(self) -> bool:
+        """Anything a person should look at: an item that breaks, a stale copy, a file
+        touched on both sides, an old spelling (covered and unknown items alone are not)."""
+        return bool(self.breaking or self.stale or self.touched or self.renames)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"old": self.old, "new": self.new, "commits": self.commits,
+                "surface": self.surface, "risky": self.risky, "breaking": self.breaking,
+                "items": [i.to_json() for i in self.items],
+                "stale_copies": [s.to_json() for s in self.stale],
+                "touched_both": [t.to_json() for t in self.touched],
+                "renames": [r.to_json() for r in self.renames]}
+
+
+def drift(git: Git, old: str, new: str, queue: Queue | None, loaded: index.Loaded
+          ) -> DriftReport:
+    """The drift of upstream `old`..`new` (commit ids) for the fork whose queue is `queue`
+    (None: no series, only the new API is reported), asking `loaded`'s surface (none:
+    every status is unknown, and its note says why)."""
+    surface, note = loaded.surface, loaded.note
+    range_ = git.range_diffs(old, new)
+    uses, changed = _new_uses(range_, surface)
+    items = []
+    asked: dict[tuple[str, str], Coverage] = {}
+    for use, path, line, commit in uses:
+        key = (use.kind, use.name)
+        if key not in asked:
+            asked[key] = index.coverage(surface, use.kind, use.name)
+        cov = asked[key]
+        detail = use.detail + (": " if use.detail and cov.detail else "") + cov.detail
+        items.append(Item(use.kind, use.name, path, line, commit, cov.status, cov.header,
+                          detail))
+    items.sort(key=lambda i: (i.status.rank, i.file, i.line, i.name))
+    report = DriftReport(old, new, len(range_), note, tuple(items), asked=surface is not None)
+    if queue is None:
+        return report
+    return replace(report, stale=tuple(_stale(git, old, new, queue, changed)),
+                   touched=tuple(_touched(queue, changed)), renames=tuple(hits(queue)))
+
+
+Found = tuple[extract.Use, str, int, str]
+
+
+def _new_uses(range_: Sequence[tuple[str, bytes]], surface: Surface | None
+              ) -> tuple[list[Found], dict[str, list[str]]]:
+    """The first use of each name per file on an added line whose name the same commit
+    does not remove from the same file; and {path: the commits that change it}."""
+    known: dict[str, bool] = {}
+
+    def is_method(name: str) -> bool:
+        if name not in known:
+            known[name] = name in extract.TENSOR_METHODS or index.knows_method(surface, name)
+        return known[name]
+
+    found: list[Found] = []
+    seen: set[tuple[str, str, str]] = set()
+    changed: dict[str, list[str]] = {}
+    for commit, diff in range_:
+        for f in diffs.parse(diff):
+            for p in dict.fromkeys(x for x in (f.old, f.new) if x is not None):
+                changed.setdefault(p, []).append(commit)
+            lang = extract.language(f.path)
+            if lang is None or f.deleted or f.binary:
+                continue
+            removed = {u for ln in f.removed() for u in extract.uses(lang, ln.text, is_method)}
+            for ln in f.added():
+                for use in extract.uses(lang, ln.text, is_method):
+                    key = (f.path, use.kind, use.name)
+                    if use not in removed and key not in seen:
+                        seen.add(key)
+                        found.append((use, f.path, ln.number, commit))
+    return found, changed
+
+
+def _stale(git: Git, old: str, new: str, queue: Queue, changed: dict[str, list[str]]
+           ) -> list[StaleCopy]:
+    found = []
+    for entry in queue.series.patches:
+        for copy, origin in sorted((entry.copies or {}).items()):
+            if origin not in changed:
+                continue
+            diff = git.diff_commits(old, new, [origin])
+            if diff.strip():
+                found.append(StaleCopy(entry.name, copy, origin, tuple(changed[origin]),
+                                       diff.decode("utf-8", "replace")))
+    return found
+
+
+def _touched(queue: Queue, changed: dict[str, list[str]]) -> list[Touched]:
+    by_file: dict[str, list[tuple[str, str]]] = {}
+    for entry in queue.series.patches:
+        pf = patchfile.parse(queue.files[entry.name], f"{PATCHES_DIR}/{entry.name}")
+        for f in pf.files:
+            for p in dict.fromkeys(x for x in (f.old, f.new) if x is not None):
+                if p in changed:
+                    by_file.setdefault(p, []).append((entry.name, entry.layer))
+    return [Touched(p, found[0][1], tuple(dict.fromkeys(n for n, _ in found)),
+                    tuple(changed[p])) for p, found in sorted(by_file.items())]

@@ -1,0 +1,144 @@
+"""`pq drift` and `pq fix-renames` as users run them (real repositories, real git): exit
+codes, --json keys, the rebase report's drift section, `copies:` in series.yaml and its
+proposal, the rename patch that still applies and undoes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from driftrepo import COPY, COPY_ORIGIN, OLD_SPELLING, fork_with_series, upstream_commit
+from gitrepo import commit_all, git, make_fork, pq, snapshot_queue, write
+
+# These tests ask no Paddle (test_drift_compat.py does): an interpreter that is not there.
+NO_PADDLE = ("--paddle-python", "/nonexistent/python")
+JSON_KEYS = {"old", "new", "commits", "surface", "risky", "breaking", "items", "stale_copies",
+             "touched_both", "renames"}
+
+
+def test_bad_ranges_exit_2_in_one_line(tmp_path: Path) -> None:
+    fork = fork_with_series(tmp_path)
+    for arg in ("upstream/main", "nope..upstream/main", "upstream/main...HEAD", "..HEAD"):
+        r = pq(fork, "drift", arg, ok=False)
+        assert r.exit_code == 2, (arg, r.output)
+        assert len(r.output.strip().splitlines()) == 1 and "Traceback" not in r.output
+
+
+def test_nothing_risky_exits_0_and_json_keys_are_stable(tmp_path: Path) -> None:
+    fork = make_fork(tmp_path)
+    write(fork, "pkg/glue.py", "GLUE = 1\n")
+    commit_all(fork, "Glue")
+    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    old = git(fork, "rev-parse", "upstream/main")
+    upstream_commit(fork, {"README.md": "upstream moved\n"}, "docs")
+    r = pq(fork, "drift", f"{old}..upstream/main", *NO_PADDLE)
+    assert r.exit_code == 0 and "nothing risky" in r.output
+    data = json.loads(pq(fork, "drift", f"{old}..upstream/main", "--json", *NO_PADDLE).output)
+    assert set(data) == JSON_KEYS and data["commits"] == 1 and data["risky"] is False
+    assert data["surface"].startswith("compat surface unavailable: ")
+
+
+def test_something_reported_exits_1_with_each_section(tmp_path: Path) -> None:
+    fork = fork_with_series(tmp_path)
+    old = git(fork, "rev-parse", "upstream/main")
+    upstream_commit(fork, {"csrc/guard.cc": "#include <c10/cuda/CUDAGuard.h>\n"
+                           "void g(at::Tensor& x) { at::cuda::CUDAGuard guard(x.device()); }\n"},
+                    "guard")
+    r = pq(fork, "drift", f"{old}..upstream/main", *NO_PADDLE, ok=False)
+    assert r.exit_code == 1
+    assert "csrc/guard.cc:2 at::cuda::CUDAGuard" in r.output
+    assert f"{COPY}:" in r.output and OLD_SPELLING in r.output
+    data = json.loads(pq(fork, "drift", f"{old}..upstream/main", "--json", *NO_PADDLE,
+                         ok=False).output)
+    item = next(i for i in data["items"] if i["name"] == "at::cuda::CUDAGuard")
+    assert set(item) == {"kind", "name", "file", "line", "commit", "status", "breaks",
+                         "header", "detail"}
+    assert item["commit"] == git(fork, "rev-parse", "upstream/main")
+
+
+def test_rebase_report_has_a_drift_section_after_the_outcomes(tmp_path: Path) -> None:
+    fork = fork_with_series(tmp_path)
+    old = git(fork, "rev-parse", "upstream/main")
+    upstream_commit(fork, {"setup.py": "from torch.utils import cpp_extension  # v2\n"
+                           "\n\n\n\nsetup(name='x')\n"}, "touch setup.py")
+    r = pq(fork, "rebase", "upstream/main")
+    lines = r.output.splitlines()
+    at = next(i for i, ln in enumerate(lines) if ln.startswith("drift: "))
+    assert at > next(i for i, ln in enumerate(lines) if ln.strip().startswith("merged"))
+    assert "1 file touched on both sides" in lines[at]
+    assert f"run `pq drift {old[:12]}..{git(fork, 'rev-parse', 'upstream/main')[:12]}`" \
+        in r.output
+    pq(fork, "undo")
+    data = json.loads(pq(fork, "rebase", "upstream/main", "--json").output)
+    assert [t["file"] for t in data["drift"]["touched_both"]] == ["setup.py"]
+
+
+def test_fix_renames_adds_one_patch_that_applies_and_undoes(tmp_path: Path) -> None:
+    fork = fork_with_series(tmp_path)
+    before = snapshot_queue(fork)
+    tip = git(fork, "rev-parse", "HEAD")
+    r = pq(fork, "fix-renames")
+    assert "new patch patches/" in r.output
+    assert OLD_SPELLING not in (fork / COPY).read_text()
+    assert "paddle.enable_compat(scope=" in (fork / COPY).read_text()
+    series = (fork / "series.yaml").read_text()
+    assert "summary: Follow Paddle's renamed compat entry points" in series
+    assert pq(fork, "fix-renames").output.startswith("nothing to rewrite")
+    old = git(fork, "rev-parse", "upstream/main")
+    assert "old Paddle spellings" not in pq(fork, "drift", f"{old}..upstream/main",
+                                            *NO_PADDLE).output
+    # the series still applies: onto its base, and rebased onto a new upstream
+    pq(fork, "apply")
+    assert OLD_SPELLING not in (fork / COPY).read_text()
+    upstream_commit(fork, {"pkg/new.py": "y = 2\n"}, "upstream moves")
+    assert "rebased paddle" in pq(fork, "rebase", "upstream/main").output
+    assert OLD_SPELLING not in (fork / COPY).read_text()
+    for _ in range(3):  # the rebase, the apply, the fix
+        pq(fork, "undo")
+    assert git(fork, "rev-parse", "HEAD") == tip
+    assert snapshot_queue(fork) == before
+
+
+def test_copies_in_series_yaml_are_kept_and_checked(tmp_path: Path) -> None:
+    fork = fork_with_series(tmp_path)
+    series = fork / "series.yaml"
+    text = series.read_text().replace(
+        "summary: Paddle copy of the op test\n",
+        f"summary: Paddle copy of the op test\n    copies: {{{COPY}: {COPY_ORIGIN}}}\n")
+    series.write_text(text)
+    pq(fork, "export")
+    assert series.read_text() == text
+    bad = text.replace(f"{{{COPY}: {COPY_ORIGIN}}}", f"{{{COPY}: ../outside.py}}")
+    series.write_text(bad)
+    r = pq(fork, "export", ok=False)
+    line = next(i for i, ln in enumerate(bad.splitlines(), 1) if "copies:" in ln)
+    assert r.exit_code == 2 and f"series.yaml:{line}:" in r.output
+    series.write_text(text.replace(f"{{{COPY}: {COPY_ORIGIN}}}", "[a, b]"))
+    r = pq(fork, "series", ok=False)
+    assert r.exit_code == 2 and "`copies` must be a mapping" in r.output
+
+
+def test_export_proposes_a_copies_declaration(tmp_path: Path) -> None:
+    fork = fork_with_series(tmp_path)
+    r = pq(fork, "export")
+    assert f"copies: {{{COPY}: {COPY_ORIGIN}}}" in r.output
+    data = json.loads(pq(fork, "export", "--json").output)
+    [proposal] = data["copies_proposed"]
+    assert (proposal["copy"], proposal["origin"]) == (COPY, COPY_ORIGIN)
+
+
+def test_init_and_import_propose_a_copies_declaration(tmp_path: Path) -> None:
+    from driftrepo import ORIGIN_TEXT
+
+    up = tmp_path / "upstream"
+    fork = make_fork(tmp_path)
+    write(up, COPY_ORIGIN, ORIGIN_TEXT)
+    commit_all(up, "upstream: tests")
+    git(fork, "pull", "-q", "upstream", "main")
+    write(fork, COPY, ORIGIN_TEXT.replace("torch.ones(3)", "torch.ones([3])"))
+    commit_all(fork, "Paddle copy of the test")
+    data = json.loads(pq(fork, "import", "--upstream", "upstream/main", "--dry-run",
+                         "--json").output)
+    assert [(c["copy"], c["origin"]) for c in data["copies_proposed"]] == [(COPY, COPY_ORIGIN)]
+    assert f"copies: {{{COPY}: {COPY_ORIGIN}}}" in pq(fork, "init", "--upstream",
+                                                      "upstream/main").output

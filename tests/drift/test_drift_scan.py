@@ -1,0 +1,150 @@
+"""pq.drift.scan on real repositories with a small explicit compat surface (a data table):
+new framework API with file, line, upstream commit and status; what is not new or not built
+is left out; stale copies with upstream's diff; files touched on both sides; old spellings."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from driftrepo import (
+    COPY,
+    COPY_ORIGIN,
+    GUARD_CC,
+    OLD_SPELLING,
+    ORIGIN_TEXT,
+    TableSurface,
+    fork_with_series,
+    plant,
+    upstream_commit,
+)
+from gitrepo import git
+
+from pq.compat.coverage import Status
+from pq.drift import index, scan
+from pq.drift.scan import DriftReport, Item
+from pq.git.repo import Git
+from pq.queue.files import read_worktree
+
+
+def run(fork: Path, old: str, new: str = "upstream/main", table: bool = True) -> DriftReport:
+    with Git.open(fork) as g:
+        loaded = index.Loaded(TableSurface() if table else None, "table" if table else "none")
+        return scan.drift(g, g.resolve(old), g.resolve(new), read_worktree(g), loaded)
+
+
+def find(report: DriftReport, name: str) -> Item:
+    found = [i for i in report.items if i.name == name]
+    assert len(found) == 1, [i.name for i in report.items]
+    return found[0]
+
+
+def test_new_cxx_api_is_reported_with_file_line_commit_and_status(tmp_path: Path) -> None:
+    fork = fork_with_series(tmp_path)
+    old = git(fork, "rev-parse", "upstream/main")
+    guard = plant(fork, "csrc/guard.cc", GUARD_CC, "at::cuda::CUDAGuard", "use a guard")
+    report = run(fork, old)
+    table = TableSurface()
+    item = find(report, "at::cuda::CUDAGuard")
+    assert (item.file, item.line, item.commit) == (guard.file, guard.line, guard.commit)
+    assert item.status == table.cxx("at::cuda::CUDAGuard").status
+    ptr = find(report, "const_data_ptr")
+    assert ptr.line == GUARD_CC.splitlines().index(
+        next(ln for ln in GUARD_CC.splitlines() if "const_data_ptr" in ln)) + 1
+    assert ptr.status == Status.NOT_EXPORTED and ptr.status.breaks
+    script = find(report, "torch/script.h")
+    assert script.kind == "header" and script.status == Status.HEADER_MISSING
+    assert find(report, "c10/cuda/CUDAGuard.h").status == Status.COVERED
+    # a std::vector's size() is no tensor method
+    assert "size" not in {i.name for i in report.items}
+    # what will break comes first
+    ranks = [i.status.rank for i in report.items]
+    assert ranks == sorted(ranks) and report.items[0].status.breaks
+    assert report.breaking == sum(1 for i in report.items if i.status.breaks) >= 2
+    assert report.risky
+
+
+def test_only_new_names_in_built_files_count(tmp_path: Path) -> None:
+    fork = fork_with_series(tmp_path)
+    old = git(fork, "rev-parse", "upstream/main")
+    # documentation and vendored code are not built; a line moved within a commit is not new
+    upstream_commit(fork, {"third_party/lib/x.cc": "at::Tensor vendored();\n",
+                           "docs/api.md": "Call `torch.cuda.Stream()`.\n",
+                           "csrc/ops.cc": "#include <torch/extension.h>\n\n"
+                                          "int f() { return 1; }\n"}, "vendor, docs")
+    moved_from = "int f() { return 1; }\n\n#include <torch/extension.h>\n"
+    upstream_commit(fork, {"csrc/ops.cc": moved_from}, "move the include")
+    py = plant(fork, "pkg/streams.py",
+               "import torch\nimport torch._dynamo\n\n# torch.nope in a comment\n"
+               "msg = 'torch.fake in a string'\n"
+               "s = torch.cuda.Stream()\nt = torch.testing.assert_close\n",
+               "torch.testing", "streams")
+    report = run(fork, old)
+    files = {i.file for i in report.items}
+    assert files == {py.file}
+    names = {i.name: i for i in report.items}
+    assert set(names) == {"torch._dynamo", "torch.cuda.Stream", "torch.testing.assert_close"}
+    assert names["torch.testing.assert_close"].status == Status.MISSING
+    assert names["torch.testing.assert_close"].line == py.line
+    # the first of two commits adding a name in the same file is the one reported
+    second = upstream_commit(fork, {"pkg/streams.py": "import torch\nimport torch._dynamo\n\n"
+                                    "s = torch.cuda.Stream()\nu = torch.cuda.Stream()\n"},
+                             "again")
+    again = find(run(fork, old), "torch.cuda.Stream")
+    assert again.commit == py.commit != second
+
+
+def test_without_a_surface_every_status_is_unknown(tmp_path: Path) -> None:
+    fork = fork_with_series(tmp_path)
+    old = git(fork, "rev-parse", "upstream/main")
+    plant(fork, "csrc/guard.cc", GUARD_CC, "CUDAGuard", "use a guard")
+    report = run(fork, old, table=False)
+    assert report.items and {i.status for i in report.items} == {Status.UNKNOWN}
+    assert report.breaking == 0 and report.surface == "none"
+    # methods only from torch's Tensor API list without a surface
+    assert "const_data_ptr" in {i.name for i in report.items}
+
+
+def test_stale_copy_comes_with_upstreams_diff_of_the_origin(tmp_path: Path) -> None:
+    fork = fork_with_series(tmp_path)
+    text = (fork / "series.yaml").read_text().replace(
+        "summary: Paddle copy of the op test\n",
+        f"summary: Paddle copy of the op test\n    copies: {{{COPY}: {COPY_ORIGIN}}}\n")
+    (fork / "series.yaml").write_text(text)
+    old = git(fork, "rev-parse", "upstream/main")
+    assert run(fork, old).stale == ()
+    changed = upstream_commit(fork, {COPY_ORIGIN: ORIGIN_TEXT + "\n\ndef test_two():\n"
+                                     "    assert True\n"}, "another test")
+    report = run(fork, old)
+    [stale] = report.stale
+    assert (stale.copy, stale.origin, stale.commits) == (COPY, COPY_ORIGIN, (changed,))
+    assert stale.patch == next(p.name for p in (fork / "patches").iterdir()
+                               if "paddle-copy" in p.name)
+    expected = git(fork, "diff", "--full-index", old, "upstream/main", "--", COPY_ORIGIN)
+    assert stale.diff.strip() == expected.strip()
+    assert report.risky
+
+
+def test_files_touched_by_upstream_and_a_patch_are_listed_by_layer(tmp_path: Path) -> None:
+    fork = fork_with_series(tmp_path)
+    old = git(fork, "rev-parse", "upstream/main")
+    sha = upstream_commit(fork, {"setup.py": "from torch.utils import cpp_extension  # v2\n"
+                                 "\n\n\n\nsetup(name='x')\n", "pkg/other.py": "x = 1\n"},
+                          "touch setup.py")
+    report = run(fork, old)
+    [touched] = report.touched
+    assert touched.file == "setup.py" and touched.commits == (sha,)
+    with Git.open(fork) as g:
+        queue = read_worktree(g)
+    [entry] = [e for e in queue.series.patches if "setup.py" in queue.files[e.name].decode()]
+    assert touched.patches == (entry.name,) and touched.layer == entry.layer
+
+
+def test_old_spellings_in_patches_are_reported(tmp_path: Path) -> None:
+    fork = fork_with_series(tmp_path)
+    old = git(fork, "rev-parse", "upstream/main")
+    report = run(fork, old)
+    [hit] = report.renames
+    copy = (fork / COPY).read_text().splitlines()
+    assert hit.file == COPY and OLD_SPELLING in copy[hit.line - 1]
+    assert hit.new == "paddle.enable_compat"
+    assert report.items == () and report.commits == 0 and report.risky
