@@ -3,36 +3,18 @@ export is idempotent (also after apply), and nothing is ever lost."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
-from gitrepo import commit_all, git, make_fork, pq, snapshot_queue, tree_without_queue, write
-
-
-def migrate(fork: Path) -> str:
-    """A migration touching every kind of change git can carry; returns the tip."""
-    write(fork, "setup.py", "import paddle\npaddle.enable_compat()\n"
-          "from torch.utils import cpp_extension\n\nsetup(name='x')\n")
-    commit_all(fork, "build: enable compat in setup.py\n\nThe build entry point.")
-    write(fork, "assets/blob.bin", bytes(range(256)) * 4)
-    write(fork, "tools/run.sh", "#!/bin/sh\necho hi\n", mode=0o755)
-    commit_all(fork, "python-glue: binary asset and an executable script")
-    os.chmod(fork / "tools/run.sh", 0o644)
-    git(fork, "mv", "pkg/util.py", "pkg/helpers.py")
-    git(fork, "rm", "-q", "README.md")
-    commit_all(fork, "python-glue: rename util, drop readme, chmod")
-    os.symlink("helpers.py", fork / "pkg/alias.py")
-    write(fork, "data/latin1.txt", "caf\xe9 cr\xe8me\n".encode("latin-1"))
-    commit_all(fork, "Ünïcode subject: symlink and latin-1 text")
-    write(fork, "assets/blob.bin", bytes(reversed(range(256))) * 4)
-    write(fork, "csrc/ops.cc", "#include <torch/extension.h>\n#include <torch/library.h>\n\n"
-          "int f() { return 1; }\n")
-    env_author = ["-c", "user.name=Jörg Ümlaut"]
-    git(fork, "add", "-A")
-    git(fork, *env_author, "commit", "-q", "--author", "Jörg Ümlaut <j@example.com>",
-        "-m", "[cpp-compat] include torch/library.h\n\nBody line one.\n---\nnot a separator\n\n"
-        "Signed-off-by: Jörg Ümlaut <j@example.com>")
-    return git(fork, "rev-parse", "HEAD")
+from gitrepo import (
+    commit_all,
+    git,
+    make_fork,
+    migrate,
+    pq,
+    snapshot_queue,
+    tree_without_queue,
+    write,
+)
 
 
 def test_init_export_apply_round_trip(tmp_path: Path) -> None:

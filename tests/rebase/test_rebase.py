@@ -414,7 +414,7 @@ def test_merges_give_what_git_rebase_gives(tmp_path: Path) -> None:
 
 def test_every_kind_of_change_replays_like_git_rebase(tmp_path: Path) -> None:
     """Binary files, modes, renames, deletions, links, latin-1 and non-ASCII authors."""
-    from test_roundtrip import migrate
+    from gitrepo import migrate
 
     fork = make_fork(tmp_path)
     orig = migrate(fork)
