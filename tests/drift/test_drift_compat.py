@@ -49,7 +49,7 @@ def test_rebase_report_asks_the_measured_surface(tmp_path: Path) -> None:
     assert {i["status"] for i in data["items"]} == {"unknown"}
     pq(fork, "undo")
     out = pq(fork, "rebase", "upstream/main").output
-    assert "compat surface: none asked" in out and "unknown: csrc/guard.cc" in out
+    assert "compat surface: not measured yet" in out and "unknown: csrc/guard.cc" in out
     pq(fork, "undo")
     pq(fork, "compat-surface", "at::Tensor")
     out = pq(fork, "rebase", "upstream/main").output

@@ -34,7 +34,7 @@ def headline(r: DriftReport, why: bool = True) -> str:
     if r.renames:
         parts.append(plural(len(r.renames), "old Paddle spelling"))
     surface = r.surface if r.asked or why else (
-        "none asked (statuses unknown; `pq drift` says why)")
+        "not measured yet (statuses unknown; `pq drift` measures it)")
     return "drift: " + ", ".join(parts) + f"; compat surface: {surface}"
 
 
