@@ -4,7 +4,6 @@ with this checkout's series.yaml, patches/ and mre/ applied on branch `paddle`."
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -26,13 +25,6 @@ def example_fork(tmp: Path) -> Path:
     v1 = subprocess.run(["git", "rev-parse", "HEAD"], cwd=up, capture_output=True, text=True,
                         check=True).stdout.strip()
     subprocess.run(["git", "clone", "-q", "-o", "upstream", str(up), str(fork)], check=True)
-    for name in ("series.yaml", "patches", "mre"):
-        if (ROOT / name).is_dir():
-            shutil.copytree(ROOT / name, fork / name)
-        else:
-            shutil.copy2(ROOT / name, fork / name)
-    text = (fork / "series.yaml").read_text()
-    text = re.sub(r"(?m)^(\s*base:\s*)[0-9a-f]{40,64}\s*$", lambda m: m.group(1) + v1, text)
-    (fork / "series.yaml").write_text(text)
+    build.copy_series(ROOT, fork, v1)
     pq(fork, "apply", "--branch", "paddle")
     return fork

@@ -38,6 +38,27 @@ except Exception:
 PLANTED_SUBJECT = "glue: silence a missing torch._dynamo at import"
 
 Say = Callable[[str], None]
+SERIES_FILES = ("series.yaml", "patches", "mre", ".pq")  # the example's queue, as shipped
+
+
+def copy_series(source: Path, fork: Path, base: str) -> None:
+    """The example's queue (series.yaml, patches/, mre/, .pq/) from `source` into `fork`,
+    its `upstream.base` set to `base` (the upstream commit the fork was cloned at)."""
+    import re
+
+    for name in SERIES_FILES:
+        src = source / name
+        if src.is_dir():
+            shutil.copytree(src, fork / name, ignore=shutil.ignore_patterns("__pycache__"))
+        elif src.is_file():
+            shutil.copy2(src, fork / name)
+    path = fork / "series.yaml"
+    text, count = re.subn(r"(?m)^(\s*base:\s*)[0-9a-f]{40,64}\s*$",
+                          lambda m: m.group(1) + base, path.read_text())
+    if count != 1:
+        raise ConfigError(f"{path}: no `base:` line to point at the upstream commit",
+                          hint="restore series.yaml from pq's checkout")
+    path.write_text(text)
 
 
 @dataclass
@@ -54,7 +75,8 @@ class DemoResult:
 
 
 def series_source() -> Path:
-    """The folder holding the example's series.yaml, patches/ and mre/ (pq's own checkout)."""
+    """The folder holding the example's series.yaml, patches/, mre/ and .pq/ (pq's own
+    checkout)."""
     root = Path(__file__).resolve().parents[3]  # src/pq/demo/build.py -> the checkout
     if (root / "series.yaml").is_file() and (root / "patches").is_dir():
         return root
@@ -126,17 +148,7 @@ def run(directory: Path | None, say: Say) -> DemoResult:
     # 2. The fork: a clone with the migration series applied as commits on branch `paddle`.
     fenv = _env("tinyop paddle port", 1_767_312_000)
     run_in(directory, "clone", "-q", "-o", "upstream", str(up), str(fork), env=fenv)
-    for name in ("series.yaml", "patches", "mre"):
-        src = source / name
-        if src.is_dir():
-            shutil.copytree(src, fork / name)
-        elif src.is_file():
-            shutil.copy2(src, fork / name)
-    text = (fork / "series.yaml").read_text()
-    import re
-
-    text = re.sub(r"(?m)^(\s*base:\s*)[0-9a-f]{40,64}\s*$", lambda m: m.group(1) + v1, text)
-    (fork / "series.yaml").write_text(text)
+    copy_series(source, fork, v1)
     code = _run_pq(fork, ["apply", "--branch", "paddle"], say, fenv)
     if code != 0:
         raise ConfigError("the example series did not apply onto tinyop v1",
