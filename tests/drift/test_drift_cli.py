@@ -35,7 +35,7 @@ def test_nothing_risky_exits_0_and_json_keys_are_stable(tmp_path: Path) -> None:
     assert r.exit_code == 0 and "nothing risky" in r.output
     data = json.loads(pq(fork, "drift", f"{old}..upstream/main", "--json", *NO_PADDLE).output)
     assert set(data) == JSON_KEYS and data["commits"] == 1 and data["risky"] is False
-    assert data["surface"].startswith("compat surface unavailable: ")
+    assert data["surface"].startswith("unavailable: ")
 
 
 def test_something_reported_exits_1_with_each_section(tmp_path: Path) -> None:

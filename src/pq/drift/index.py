@@ -35,7 +35,7 @@ def load(paddle_python: str | None = None, *, measure: bool = True,
         found: Surface = surface_mod.load_surface(paddle_python, progress=progress)
     except (PqError, OSError) as exc:
         why = exc.render() if isinstance(exc, PqError) else str(exc)
-        return Loaded(None, f"compat surface unavailable: {why}")
+        return Loaded(None, f"unavailable: {why}")
     return Loaded(found, f"paddle {found.paddle_version}")
 
 
