@@ -45,6 +45,19 @@ def progress_printer(label: str) -> Callable[[int, int, str], None] | None:
     return show
 
 
+def note_printer() -> Callable[[str], None] | None:
+    """Lines about a slow step (the compat surface's first measurement) on a terminal's
+    stderr; nothing in a pipe."""
+    if not sys.stderr.isatty():
+        return None
+
+    def show(text: str) -> None:
+        sys.stderr.write(text + "\n")
+        sys.stderr.flush()
+
+    return show
+
+
 def plural(n: int, word: str, many: str | None = None) -> str:
     """`1 patch`, `2 patches`: a count and its noun in the right number."""
     return f"{n} {word if n == 1 else many or word + 's'}"

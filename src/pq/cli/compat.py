@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from pq.cli.common import emit_json
+from pq.cli.common import emit_json, note_printer
 
 
 def register(main: click.Group) -> None:
@@ -18,14 +18,7 @@ def register(main: click.Group) -> None:
 
 
 def _progress(as_json: bool) -> Any:
-    if as_json or not sys.stderr.isatty():
-        return None
-
-    def show(text: str) -> None:
-        sys.stderr.write(text + "\n")
-        sys.stderr.flush()
-
-    return show
+    return None if as_json else note_printer()
 
 
 @click.command("compat-surface")

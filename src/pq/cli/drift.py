@@ -4,11 +4,10 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
 
 import click
 
-from pq.cli.common import emit_json, open_repo, plural, short
+from pq.cli.common import emit_json, note_printer, open_repo, plural, short
 from pq.errors import EXIT_FINDINGS, ConfigError
 
 
@@ -42,7 +41,7 @@ def drift(range_: str, paddle_python: str | None, as_json: bool) -> None:
         new_id = git.resolve(new, "upstream revision")
         queue = queuefiles.read_worktree(git) if queuefiles.exists(git.root) else None
         report = scan.drift(git, old_id, new_id, queue, index.load(paddle_python,
-                                                                   progress=_progress()))
+                                                                   progress=note_printer()))
     if as_json:
         emit_json(report.to_json())
     else:
@@ -52,13 +51,6 @@ def drift(range_: str, paddle_python: str | None, as_json: bool) -> None:
             click.echo(line)
     if report.risky:
         sys.exit(EXIT_FINDINGS)
-
-
-def _progress() -> Callable[[str], None] | None:
-    """The surface's first measurement takes a while: say so on a terminal."""
-    if not sys.stderr.isatty():
-        return None
-    return lambda text: click.echo(text, err=True)
 
 
 @click.command("fix-renames")
