@@ -148,3 +148,30 @@ def test_old_spellings_in_patches_are_reported(tmp_path: Path) -> None:
     assert hit.file == COPY and OLD_SPELLING in copy[hit.line - 1]
     assert hit.new == "paddle.enable_compat"
     assert report.items == () and report.commits == 0 and report.risky
+
+
+def test_a_merge_counts_and_its_own_lines_are_scanned(tmp_path: Path) -> None:
+    """A clean merge adds nothing of its own; a conflict's resolution that brings in new API
+    is reported at the merge (git log --remerge-diff); the range counts every commit as
+    `git rev-list --count` does."""
+    fork = fork_with_series(tmp_path)
+    old = git(fork, "rev-parse", "upstream/main")
+    up = fork.parent / "upstream"
+    base = "int a = 1;\nint b = 2;\n"
+    upstream_commit(fork, {"csrc/merged.cc": base}, "a file both sides edit")
+    git(up, "switch", "-q", "-c", "side")
+    upstream_commit(fork, {"csrc/merged.cc": base.replace("1", "10"),
+                           "csrc/side.cc": "#include <c10/cuda/CUDAGuard.h>\n"}, "side edit")
+    git(up, "switch", "-q", "main")
+    upstream_commit(fork, {"csrc/merged.cc": base.replace("1", "100")}, "main edit")
+    git(up, "merge", "-q", "side", check=False)  # conflicts in csrc/merged.cc
+    (up / "csrc/merged.cc").write_text("#include <torch/script.h>\nint a = 1000;\nint b = 2;\n")
+    git(up, "add", "csrc/merged.cc")
+    git(up, "commit", "-q", "--no-edit")
+    merge = git(up, "rev-parse", "HEAD")
+    git(fork, "fetch", "-q", "upstream")
+    report = run(fork, old)
+    assert report.commits == int(git(fork, "rev-list", "--count", f"{old}..upstream/main")) == 4
+    script = find(report, "torch/script.h")
+    assert (script.file, script.line, script.commit) == ("csrc/merged.cc", 1, merge)
+    assert find(report, "c10/cuda/CUDAGuard.h").commit != merge  # the side commit's, not the merge's

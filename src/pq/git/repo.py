@@ -209,11 +209,13 @@ class Git(WorkingTree):
         return result
 
     def range_diffs(self, old: str, new: str, context: int = 0) -> list[tuple[CommitId, bytes]]:
-        """(commit, its diff against its first parent, `context` lines around each change,
-        binary files as one line) for each non-merge commit of old..new, oldest first, with
-        pq's pinned diff options (one sealed process)."""
+        """(commit, its diff, `context` lines around each change, binary files as one line)
+        for each commit of old..new, oldest first, with pq's pinned diff options (one sealed
+        process). A commit's diff is against its parent; a merge's is what its author
+        changed beyond git's own merge of its parents (`--remerge-diff`: empty for a clean
+        merge; a conflict's resolution, or an evil merge's own lines, otherwise)."""
         options = [o for o in DIFF_OPTIONS if o != "--binary"]
-        out = self.run_sealed("diff", *PORCELAIN_DIFF_CONFIG, "log", "--no-merges",
+        out = self.run_sealed("diff", *PORCELAIN_DIFF_CONFIG, "log", "--diff-merges=remerge",
                               "--reverse", "--topo-order", "--format=%x01%H", "-p", f"-U{context}",
                               *options, f"{old}..{new}", "--")
         found = []
