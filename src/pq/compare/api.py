@@ -177,7 +177,9 @@ def _run_side(side: Side, script: Path, args: tuple[str, ...], common: dict[str,
                                 f"{last}", text)
     if done.code != 0 or end is None:
         err = done.stderr.decode("utf-8", "replace")[-TRACEBACK_CHARS:]
+        why = (": the script ended the process itself (os._exit?); return from it or call "
+               "sys.exit instead") if done.code == 0 else ""
         return trace, SideError(side.name, "crash", f"the {side.name} side died "
-                                f"({process.exit_detail(done.code)}) before its trace ended",
-                                err)
+                                f"({process.exit_detail(done.code)}) before its trace ended"
+                                f"{why}", err)
     return trace, None
