@@ -2,10 +2,11 @@
 
 Reads: ONE persistent `git cat-file --batch` per repository, with a cache of the objects
 read by id (objects never change); `read_many` reads many through it.
-Writes: in-process through gitdb's loose object store (the object database GitPython is
-built on) on SHA-1 repositories; `git hash-object -w` where gitdb cannot write (SHA-256,
-an alternate object directory). Ids are computed without git (`hash_object`), so writing
-an object that exists costs nothing. git-revise's odb.py is the model.
+Writes: in-process as loose objects (zlib at git's `core.looseCompression` default, written
+to a temporary file and renamed into place) on SHA-1 repositories; `git hash-object -w`
+otherwise (SHA-256, an object directory set by the environment). Ids are computed without
+git (`hash_object`), so writing an object that exists costs nothing.
+git-revise's odb.py is the model.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import hashlib
 import os
 import re
 import subprocess
+import zlib
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import IO
@@ -40,7 +42,7 @@ class ObjectDB:
         self._hash_object_w = hash_object_w  # git's own writer (the gateway's verb)
         self._proc: subprocess.Popen[bytes] | None = None
         self._cache: dict[str, RawObject] = {}
-        self._loose: object | None = None
+        self._loose: Path | bool | None = None  # the objects folder, or False: use git
 
     # -- reading ---------------------------------------------------------------------
 
@@ -120,31 +122,49 @@ class ObjectDB:
         # A checkpoint even when the write is skipped: whether this process holds the
         # object can depend on the clock (an oplog record's time), the checkpoints may not.
         checkpoint("write " + kind)
-        oid = self.hash_object(kind, data)
+        raw = kind.encode() + b" %d\0" % len(data) + data
+        oid = (hashlib.sha256 if self.object_format == "sha256" else hashlib.sha1)(
+            raw).hexdigest()
         if oid in self._cache:
             return oid
         if self._loose is None:
-            if self.object_format != "sha1" or os.environ.get("GIT_OBJECT_DIRECTORY"):
-                self._loose = False
-            else:
-                from gitdb import LooseObjectDB
-
-                self._loose = LooseObjectDB(str(self.common_dir / "objects"))
+            plain = self.object_format == "sha1" and not os.environ.get(
+                "GIT_OBJECT_DIRECTORY")
+            self._loose = (self.common_dir / "objects") if plain else False
         if self._loose is False:
             written = self._hash_object_w(kind, data)
         else:
-            from io import BytesIO
-
-            from gitdb.base import IStream
-
-            istream = IStream(kind.encode(), len(data), BytesIO(data))
-            self._loose.store(istream)  # type: ignore[union-attr]
-            sha = istream.hexsha
-            written = sha.decode() if isinstance(sha, bytes) else sha
+            assert isinstance(self._loose, Path)
+            _write_loose(self._loose, oid, raw)
+            written = oid
         if written != oid:
             raise GitError(f"writing a {kind} gave {written}, expected {oid}")
         self._cache[oid] = (oid, kind, data)
         return oid
+
+
+_tmp_counter = [0]
+
+
+def _write_loose(objects: Path, oid: str, raw: bytes) -> None:
+    """One loose object, as git writes it: compressed (level 1, git's default for loose
+    objects) into a temporary file next to its place, read-only, then renamed into place.
+    An object already there is left alone."""
+    folder = objects / oid[:2]
+    final = folder / oid[2:]
+    if final.exists():
+        return
+    folder.mkdir(exist_ok=True)
+    _tmp_counter[0] += 1
+    tmp = folder / f"tmp_obj_pq{os.getpid()}_{_tmp_counter[0]}"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o444)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(zlib.compress(raw, 1))
+        os.rename(tmp, final)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def _read_exact(stream: IO[bytes], n: int) -> bytes:
