@@ -11,6 +11,7 @@ git-revise's odb.py is the model.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
@@ -42,7 +43,7 @@ class ObjectDB:
         self._hash_object_w = hash_object_w  # git's own writer (the gateway's verb)
         self._proc: subprocess.Popen[bytes] | None = None
         self._cache: dict[str, RawObject] = {}
-        self._loose: Path | bool | None = None  # the objects folder, or False: use git
+        self._loose: str | bool | None = None  # the objects folder, or False: use git
 
     # -- reading ---------------------------------------------------------------------
 
@@ -130,11 +131,11 @@ class ObjectDB:
         if self._loose is None:
             plain = self.object_format == "sha1" and not os.environ.get(
                 "GIT_OBJECT_DIRECTORY")
-            self._loose = (self.common_dir / "objects") if plain else False
+            self._loose = str(self.common_dir / "objects") if plain else False
         if self._loose is False:
             written = self._hash_object_w(kind, data)
         else:
-            assert isinstance(self._loose, Path)
+            assert isinstance(self._loose, str)
             _write_loose(self._loose, oid, raw)
             written = oid
         if written != oid:
@@ -144,26 +145,34 @@ class ObjectDB:
 
 
 _tmp_counter = [0]
+_folders: set[str] = set()  # fan-out folders known to exist
 
 
-def _write_loose(objects: Path, oid: str, raw: bytes) -> None:
+def _write_loose(objects: str, oid: str, raw: bytes) -> None:
     """One loose object, as git writes it: compressed (level 1, git's default for loose
     objects) into a temporary file next to its place, read-only, then renamed into place.
     An object already there is left alone."""
-    folder = objects / oid[:2]
-    final = folder / oid[2:]
-    if final.exists():
+    folder = f"{objects}/{oid[:2]}"
+    final = f"{folder}/{oid[2:]}"
+    if os.path.exists(final):
         return
-    folder.mkdir(exist_ok=True)
+    if folder not in _folders:
+        os.makedirs(folder, exist_ok=True)
+        _folders.add(folder)
     _tmp_counter[0] += 1
-    tmp = folder / f"tmp_obj_pq{os.getpid()}_{_tmp_counter[0]}"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o444)
+    tmp = f"{folder}/tmp_obj_pq{os.getpid()}_{_tmp_counter[0]}"
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o444)
+    except FileNotFoundError:  # the folder went away meanwhile (a `git prune`)
+        os.makedirs(folder, exist_ok=True)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o444)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(zlib.compress(raw, 1))
         os.rename(tmp, final)
     except BaseException:
-        tmp.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
         raise
 
 

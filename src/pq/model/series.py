@@ -146,12 +146,18 @@ def loads(text: bytes, filename: str = SERIES_FILE) -> Series:
     """Parse and validate a series file; every problem is a ConfigError at file:line:col.
 
     A Series is immutable: the same bytes read again (the working tree's, HEAD's, the last
-    export's) give the same object, parsed once."""
-    return _loads_cached(text, filename)
+    export's, under other file labels) are parsed once."""
+    try:
+        series = _loads_cached(text)
+    except ConfigError:  # again, to name `filename` in the error
+        return _loads_cached.__wrapped__(text, filename)
+    if series.doc is not None and series.doc.filename != filename:
+        series = replace(series, doc=replace(series.doc, filename=filename))
+    return series
 
 
 @lru_cache(maxsize=8)
-def _loads_cached(text: bytes, filename: str) -> Series:
+def _loads_cached(text: bytes, filename: str = SERIES_FILE) -> Series:
     doc = yamldoc.load(text, filename)
     data = doc.data
     if not isinstance(data, dict):
