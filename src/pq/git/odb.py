@@ -16,6 +16,7 @@ import hashlib
 import os
 import re
 import subprocess
+import threading
 import zlib
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -57,9 +58,13 @@ class ObjectDB:
     def read_many(self, revs: Sequence[str]) -> list[RawObject | None]:
         """Each of `revs` (None: missing or ambiguous), through the one cat-file process."""
         result: list[RawObject | None] = []
+        missing = [r for r in dict.fromkeys(revs) if r not in self._cache]
+        fetched = self._pipelined(missing) if len(missing) > 1 else {}
         for rev in revs:
             found = self._cache.get(rev)
-            if found is None:
+            if found is None and rev in fetched:
+                found = fetched[rev]
+            elif found is None:
                 # One request at a time: writing them all first could fill both pipes
                 # (cat-file waiting for us to read, we for it to read) on a large batch.
                 proc = self._batch()
@@ -71,6 +76,32 @@ class ObjectDB:
                     self._remember(rev, found)
             result.append(found)
         return result
+
+    def _pipelined(self, revs: list[str]) -> dict[str, RawObject | None]:
+        """Many requests in one stream: a thread writes them while this one reads the
+        answers (writing them all first could fill both pipes on a large batch)."""
+        proc = self._batch()
+        assert proc.stdin is not None and proc.stdout is not None
+        stdin = proc.stdin
+        data = b"".join(r.encode("utf-8", "surrogateescape") + b"\n" for r in revs)
+
+        def write() -> None:
+            with contextlib.suppress(OSError):  # cat-file died: the reader says so
+                stdin.write(data)
+                stdin.flush()
+
+        writer = threading.Thread(target=write, daemon=True)
+        writer.start()
+        out: dict[str, RawObject | None] = {}
+        try:
+            for rev in revs:
+                found = self._read_one(proc.stdout, rev)
+                if found is not None:
+                    self._remember(rev, found)
+                out[rev] = found
+        finally:
+            writer.join()
+        return out
 
     def kind(self, oid: str) -> str | None:
         """The kind of object `oid` ('blob', 'tree', ...), or None when it is missing."""

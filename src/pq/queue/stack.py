@@ -61,6 +61,7 @@ def read_stack(git: Git, base: str, tip: str, queue_paths: Sequence[str]) -> lis
     if not revs:
         return []
     diffs = git.commit_patches([c for c, _ in revs], exclude_pathspec(queue_paths))
+    git.odb.read_many([c for c, _ in revs])  # every commit in one stream, then cached
     result = []
     for commit, parents in revs:
         diff = diffs.get(commit, b"")
