@@ -30,6 +30,7 @@ lint: $(STAMP)
 	$(PY) -m mypy
 
 bench: $(STAMP)
+	$(PY) bench/speed.py
 	$(PY) bench/rebase.py
 	$(PY) bench/audit.py
 	$(PY) bench/hook.py

@@ -51,6 +51,24 @@ def test_odb_reads_writes_and_hashes_as_git_does(tmp_path: Path, fmt: str) -> No
         assert git(root, "rev-parse", f"{commit}^") == head.id
 
 
+def test_odb_writes_loose_objects_git_accepts(tmp_path: Path) -> None:
+    root = _repo(tmp_path)
+    objects = root / ".git" / "objects"
+    with Git.open(root) as g:
+        oid = g.write_blob(b"loose\n" * 1000)
+        tree = g.write_object("tree", b"100644 x\0" + bytes.fromhex(oid))
+    path = objects / oid[:2] / oid[2:]
+    assert path.is_file() and not path.stat().st_mode & 0o222  # read-only, as git's
+    assert not list(objects.glob("*/tmp_obj_*"))  # nothing left half-written
+    assert git(root, "cat-file", "-p", oid) == "loose\n" * 999 + "loose"
+    assert git(root, "ls-tree", tree) == f"100644 blob {oid}\tx"
+    git(root, "fsck", "--strict", "--no-dangling")
+    with Git.open(root) as g:  # a second process writing the same object leaves it be
+        before = path.stat().st_mtime_ns
+        assert g.write_blob(b"loose\n" * 1000) == oid
+    assert path.stat().st_mtime_ns == before
+
+
 def test_odb_read_many_reports_missing_and_caches(tmp_path: Path) -> None:
     root = _repo(tmp_path)
     with Git.open(root) as g:

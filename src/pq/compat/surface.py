@@ -19,18 +19,13 @@ from pq.atomic import write_atomic
 from pq.compat.exports import libraries, read_exports
 from pq.compat.index import SurfaceIndex
 from pq.compat.lexer import Macro, defines, strip_source
-from pq.compat.probe import Installed, find_paddle, probe_proxy
+from pq.compat.probe import Installed, cache_dir, find_paddle, probe_proxy
 from pq.compat.scan import Decl, Scanned, ScopeInfo, macros_of, scan_header
 from pq.errors import ConfigError
 
 SCHEMA = 4  # bump whenever pq measures differently: an older cache is rebuilt
 _DECL_FIELDS = ("qname", "kind", "header", "line", "text", "inline", "target", "context",
                 "out_of_class")
-
-
-def cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "pq" / "compat-surface"
 
 
 def load_surface(paddle_python: str | None = None, *, rebuild: bool = False,

@@ -23,15 +23,17 @@ def load(paddle_python: str | None = None, *, measure: bool = True,
     """The surface of the Paddle that `paddle_python` (None: pq's own interpreter) imports;
     `measure` False: only a surface already measured and cached (no minutes-long build
     inside another command's report)."""
-    from pq.compat import surface as surface_mod
-    from pq.compat.probe import find_paddle
+    from pq.compat.probe import cache_dir, find_paddle
 
     try:
         if not measure:
             inst = find_paddle(paddle_python)
-            if not (surface_mod.cache_dir() / f"{inst.key}.json").is_file():
+            if not (cache_dir() / f"{inst.key}.json").is_file():
                 return Loaded(None, f"the compat surface of Paddle {inst.version} is not "
                                     "measured yet (`pq compat-surface` measures it once)")
+        # Loaded only here: a rebase with no measured surface never imports the scanner.
+        from pq.compat import surface as surface_mod
+
         found: Surface = surface_mod.load_surface(paddle_python, progress=progress)
     except (PqError, OSError) as exc:
         why = exc.render() if isinstance(exc, PqError) else str(exc)

@@ -99,8 +99,8 @@ class Gateway:
         if not path.is_dir():
             raise ConfigError(f"{path}: not a directory", hint="run pq inside a git repository")
         proc = subprocess.run(
-            ["git", "-C", str(path), "rev-parse", "--show-toplevel", "--absolute-git-dir",
-             "--git-common-dir"],
+            ["git", "-C", str(path), "rev-parse", "--show-object-format", "--show-toplevel",
+             "--absolute-git-dir", "--git-common-dir"],
             capture_output=True,
             env=clean_env(),
         )
@@ -110,13 +110,15 @@ class Gateway:
                 hint="run pq inside a git repository's working tree, or `git init` one",
             )
         lines = proc.stdout.decode().splitlines()
-        if len(lines) != 3:
+        if len(lines) != 4:
             raise ConfigError(f"{path.resolve()}: a bare repository has no working tree for pq")
-        root, git_dir, common = lines
+        object_format, root, git_dir, common = lines
         common_path = Path(common)
         if not common_path.is_absolute():
             common_path = (path / common_path).resolve()
-        return cls(Path(root), Path(git_dir), common_path)
+        opened = cls(Path(root), Path(git_dir), common_path)
+        opened._format = object_format or "sha1"
+        return opened
 
     def close(self) -> None:
         if self._odb is not None:

@@ -2,18 +2,22 @@
 
 Reads: ONE persistent `git cat-file --batch` per repository, with a cache of the objects
 read by id (objects never change); `read_many` reads many through it.
-Writes: in-process through gitdb's loose object store (the object database GitPython is
-built on) on SHA-1 repositories; `git hash-object -w` where gitdb cannot write (SHA-256,
-an alternate object directory). Ids are computed without git (`hash_object`), so writing
-an object that exists costs nothing. git-revise's odb.py is the model.
+Writes: in-process as loose objects (zlib at git's `core.looseCompression` default, written
+to a temporary file and renamed into place) on SHA-1 repositories; `git hash-object -w`
+otherwise (SHA-256, an object directory set by the environment). Ids are computed without
+git (`hash_object`), so writing an object that exists costs nothing.
+git-revise's odb.py is the model.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
 import subprocess
+import threading
+import zlib
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import IO
@@ -40,7 +44,7 @@ class ObjectDB:
         self._hash_object_w = hash_object_w  # git's own writer (the gateway's verb)
         self._proc: subprocess.Popen[bytes] | None = None
         self._cache: dict[str, RawObject] = {}
-        self._loose: object | None = None
+        self._loose: str | bool | None = None  # the objects folder, or False: use git
 
     # -- reading ---------------------------------------------------------------------
 
@@ -54,9 +58,13 @@ class ObjectDB:
     def read_many(self, revs: Sequence[str]) -> list[RawObject | None]:
         """Each of `revs` (None: missing or ambiguous), through the one cat-file process."""
         result: list[RawObject | None] = []
+        missing = [r for r in dict.fromkeys(revs) if r not in self._cache]
+        fetched = self._pipelined(missing) if len(missing) > 1 else {}
         for rev in revs:
             found = self._cache.get(rev)
-            if found is None:
+            if found is None and rev in fetched:
+                found = fetched[rev]
+            elif found is None:
                 # One request at a time: writing them all first could fill both pipes
                 # (cat-file waiting for us to read, we for it to read) on a large batch.
                 proc = self._batch()
@@ -68,6 +76,32 @@ class ObjectDB:
                     self._remember(rev, found)
             result.append(found)
         return result
+
+    def _pipelined(self, revs: list[str]) -> dict[str, RawObject | None]:
+        """Many requests in one stream: a thread writes them while this one reads the
+        answers (writing them all first could fill both pipes on a large batch)."""
+        proc = self._batch()
+        assert proc.stdin is not None and proc.stdout is not None
+        stdin = proc.stdin
+        data = b"".join(r.encode("utf-8", "surrogateescape") + b"\n" for r in revs)
+
+        def write() -> None:
+            with contextlib.suppress(OSError):  # cat-file died: the reader says so
+                stdin.write(data)
+                stdin.flush()
+
+        writer = threading.Thread(target=write, daemon=True)
+        writer.start()
+        out: dict[str, RawObject | None] = {}
+        try:
+            for rev in revs:
+                found = self._read_one(proc.stdout, rev)
+                if found is not None:
+                    self._remember(rev, found)
+                out[rev] = found
+        finally:
+            writer.join()
+        return out
 
     def kind(self, oid: str) -> str | None:
         """The kind of object `oid` ('blob', 'tree', ...), or None when it is missing."""
@@ -120,31 +154,57 @@ class ObjectDB:
         # A checkpoint even when the write is skipped: whether this process holds the
         # object can depend on the clock (an oplog record's time), the checkpoints may not.
         checkpoint("write " + kind)
-        oid = self.hash_object(kind, data)
+        raw = kind.encode() + b" %d\0" % len(data) + data
+        oid = (hashlib.sha256 if self.object_format == "sha256" else hashlib.sha1)(
+            raw).hexdigest()
         if oid in self._cache:
             return oid
         if self._loose is None:
-            if self.object_format != "sha1" or os.environ.get("GIT_OBJECT_DIRECTORY"):
-                self._loose = False
-            else:
-                from gitdb import LooseObjectDB
-
-                self._loose = LooseObjectDB(str(self.common_dir / "objects"))
+            plain = self.object_format == "sha1" and not os.environ.get(
+                "GIT_OBJECT_DIRECTORY")
+            self._loose = str(self.common_dir / "objects") if plain else False
         if self._loose is False:
             written = self._hash_object_w(kind, data)
         else:
-            from io import BytesIO
-
-            from gitdb.base import IStream
-
-            istream = IStream(kind.encode(), len(data), BytesIO(data))
-            self._loose.store(istream)  # type: ignore[union-attr]
-            sha = istream.hexsha
-            written = sha.decode() if isinstance(sha, bytes) else sha
+            assert isinstance(self._loose, str)
+            _write_loose(self._loose, oid, raw)
+            written = oid
         if written != oid:
             raise GitError(f"writing a {kind} gave {written}, expected {oid}")
         self._cache[oid] = (oid, kind, data)
         return oid
+
+
+_tmp_counter = [0]
+_folders: set[str] = set()  # fan-out folders known to exist
+
+
+def _write_loose(objects: str, oid: str, raw: bytes) -> None:
+    """One loose object, as git writes it: compressed (level 1, git's default for loose
+    objects) into a temporary file next to its place, read-only, then renamed into place.
+    An object already there is left alone."""
+    folder = f"{objects}/{oid[:2]}"
+    final = f"{folder}/{oid[2:]}"
+    if os.path.exists(final):
+        return
+    if folder not in _folders:
+        os.makedirs(folder, exist_ok=True)
+        _folders.add(folder)
+    _tmp_counter[0] += 1
+    tmp = f"{folder}/tmp_obj_pq{os.getpid()}_{_tmp_counter[0]}"
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o444)
+    except FileNotFoundError:  # the folder went away meanwhile (a `git prune`)
+        os.makedirs(folder, exist_ok=True)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o444)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(zlib.compress(raw, 1))
+        os.rename(tmp, final)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
 def _read_exact(stream: IO[bytes], n: int) -> bytes:

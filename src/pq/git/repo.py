@@ -7,6 +7,7 @@ operation, not per caller) and return data: ids, paths, parsed records.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -42,6 +43,11 @@ DIFF_OPTIONS = (
 )
 
 
+# Names cat-file resolves exactly as `rev-parse --verify` does, with no message and no
+# chance of dying on the way: a full object id, HEAD, a full ref name.
+_PLAIN_NAME = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64}|HEAD|refs/[A-Za-z0-9._/-]+)$")
+_HEX_ID = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
+
 class Git(WorkingTree):
     """One repository: the gateway, merges, and the named verbs below."""
 
@@ -55,6 +61,9 @@ class Git(WorkingTree):
         return found
 
     def try_resolve(self, rev: str) -> CommitId | None:
+        if _PLAIN_NAME.match(rev):  # asked of the running cat-file: no process
+            found = self.odb.read_many([rev + "^{commit}"])[0]
+            return CommitId(found[0]) if found is not None and found[1] == "commit" else None
         proc = self.run_proc("rev-parse", "--verify", "--quiet", "--end-of-options",
                              rev + "^{commit}")
         return CommitId(proc.stdout.decode().strip()) if proc.returncode == 0 else None
@@ -67,6 +76,15 @@ class Git(WorkingTree):
         return bool(self.text("for-each-ref", "--count=1", "--format=x", prefix).strip())
 
     def current_branch(self) -> str | None:
+        try:  # HEAD as git keeps it: `ref: refs/heads/<name>`, or an id when detached
+            head = (self.git_dir / "HEAD").read_bytes().decode()
+        except (OSError, UnicodeDecodeError):
+            head = ""
+        if head.endswith("\n") and head.count("\n") == 1:
+            if head.startswith("ref: refs/"):
+                return head[5:-1]
+            if _HEX_ID.match(head[:-1]):
+                return None
         proc = self.run_proc("symbolic-ref", "--quiet", "HEAD")
         return proc.stdout.decode().strip() if proc.returncode == 0 else None
 

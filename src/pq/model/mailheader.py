@@ -13,6 +13,7 @@ import email.header
 import email.utils
 import re
 from datetime import datetime, timedelta, timezone
+from functools import lru_cache
 
 _ENC = ("utf-8", "surrogateescape")
 
@@ -54,6 +55,7 @@ def _b_word(value: str) -> str:
     return f"=?{charset}?B?{base64.b64encode(raw).decode('ascii')}?="
 
 
+@lru_cache(maxsize=1024)  # a series has few authors: each is written once
 def address(name: str, mail: str) -> str:
     if is_ascii(name) and is_ascii(mail):
         plain = email.utils.formataddr((name, mail))
@@ -64,6 +66,7 @@ def address(name: str, mail: str) -> str:
     return f"{_b_word(name)} <{_b_word(mail)}>"
 
 
+@lru_cache(maxsize=1024)  # ... and read once
 def read_address(value: str) -> tuple[str, str] | None:
     """(name, e-mail) of a From: header; None if it names no address."""
     m = re.fullmatch(r"(=\?[^?\s]*\?[bBqQ]\?[^?\s]*\?=) <(.*)>", value)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 from pq.errors import ConfigError
 from pq.git.objects import Person
@@ -168,7 +168,15 @@ def strip_trailer(message: str) -> tuple[str, str | None]:
 
 
 def parse(data: bytes, filename: str) -> PatchFile:
-    """Read a patch file pq (or `git format-patch`) wrote; ConfigError naming the line if not."""
+    """Read a patch file pq (or `git format-patch`) wrote; ConfigError naming the line if not.
+
+    A PatchFile is immutable, so the same bytes read again (the worktree's queue, HEAD's,
+    the last export's: mostly the same files) give the same object, parsed once."""
+    return _parse_cached(data, filename)
+
+
+@lru_cache(maxsize=16384)
+def _parse_cached(data: bytes, filename: str) -> PatchFile:
     if len(data) > MAX_PATCH_BYTES:
         raise ConfigError(f"patch is {len(data)} bytes, more than pq reads", path=filename)
     text = data

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
+from functools import cached_property, lru_cache
 from typing import Any
 
 from pq.errors import ConfigError
@@ -70,17 +71,20 @@ class Series:
         return DEFAULT_QUEUE_PATHS + tuple(p for p in self.queue_extra
                                            if p not in DEFAULT_QUEUE_PATHS)
 
+    @cached_property
+    def _positions(self) -> dict[str, int]:
+        """{name: index} (the first entry of a name), built once per series."""
+        found: dict[str, int] = {}
+        for i, e in enumerate(self.patches):
+            found.setdefault(e.name, i)
+        return found
+
     def entry(self, name: str) -> PatchEntry | None:
-        for e in self.patches:
-            if e.name == name:
-                return e
-        return None
+        i = self._positions.get(name)
+        return None if i is None else self.patches[i]
 
     def index_of(self, name: str) -> int:
-        for i, e in enumerate(self.patches):
-            if e.name == name:
-                return i
-        raise KeyError(name)
+        return self._positions[name]
 
     def locate(self, path: yamldoc.Path) -> tuple[int | None, int | None]:
         return self.doc.where(path) if self.doc else (None, None)
@@ -139,7 +143,21 @@ def _merge_ordered(raw: dict[str, Any], known: dict[str, Any],
 
 
 def loads(text: bytes, filename: str = SERIES_FILE) -> Series:
-    """Parse and validate a series file; every problem is a ConfigError at file:line:col."""
+    """Parse and validate a series file; every problem is a ConfigError at file:line:col.
+
+    A Series is immutable: the same bytes read again (the working tree's, HEAD's, the last
+    export's, under other file labels) are parsed once."""
+    try:
+        series = _loads_cached(text)
+    except ConfigError:  # again, to name `filename` in the error
+        return _loads_cached.__wrapped__(text, filename)
+    if series.doc is not None and series.doc.filename != filename:
+        series = replace(series, doc=replace(series.doc, filename=filename))
+    return series
+
+
+@lru_cache(maxsize=8)
+def _loads_cached(text: bytes, filename: str = SERIES_FILE) -> Series:
     doc = yamldoc.load(text, filename)
     data = doc.data
     if not isinstance(data, dict):

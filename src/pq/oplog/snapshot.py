@@ -109,25 +109,31 @@ def state_children(pq_dir: Path) -> list[Path]:
 def _store_tree(git: Git, path: Path, rel: str, max_bytes: int | None = None
                 ) -> dict[str, str]:
     """Regular files and links at or under `path`, as {relative path: "mode blob"}."""
-    out: dict[str, str] = {}
+    found: list[tuple[str, str, bytes]] = []
+    _collect(path, rel, max_bytes, found)
+    # Which blobs the repository has already: asked in one stream, not one by one.
+    git.odb.read_many([git.hash_blob(data) for _, _, data in found])
+    return {r: f"{mode} {stored_blob(git, data)}" for r, mode, data in found}
+
+
+def _collect(path: Path, rel: str, max_bytes: int | None,
+             found: list[tuple[str, str, bytes]]) -> None:
+    """(relative path, mode, bytes) of the regular files and links at or under `path`."""
     try:
         st = path.lstat()
     except OSError:
-        return out
+        return
     if stat.S_ISLNK(st.st_mode):
-        target = os.readlink(path).encode("utf-8", "surrogateescape")
-        out[rel] = f"120000 {stored_blob(git, target)}"
+        found.append((rel, "120000", os.readlink(path).encode("utf-8", "surrogateescape")))
     elif stat.S_ISREG(st.st_mode):
         if path.name.endswith(".tmp") and path.name.startswith("."):
-            return out  # an atomic write's temporary file, never part of the state
+            return  # an atomic write's temporary file, never part of the state
         if max_bytes is not None and st.st_size > max_bytes:
-            return out
-        mode = "100755" if st.st_mode & 0o111 else "100644"
-        out[rel] = f"{mode} {stored_blob(git, path.read_bytes())}"
+            return
+        found.append((rel, "100755" if st.st_mode & 0o111 else "100644", path.read_bytes()))
     elif stat.S_ISDIR(st.st_mode):
         for child in sorted(path.iterdir()):
-            out.update(_store_tree(git, child, f"{rel}/{child.name}", max_bytes))
-    return out
+            _collect(child, f"{rel}/{child.name}", max_bytes, found)
 
 
 # -- putting it back -------------------------------------------------------------------

@@ -221,8 +221,11 @@ def check_markers(git: Git, ctx: CheckContext) -> list[CheckFailure]:
     failures = []
     for entry in queue.series.patches:
         name = f"patches/{entry.name}"
+        data = queue.files[entry.name]
+        if b"\n+<<<<<<<" not in data and b"\n+>>>>>>>" not in data:
+            continue  # no added line starts with a < or > marker: nothing to read
         try:
-            files = patchfile.parse(queue.files[entry.name], name).files
+            files = patchfile.parse(data, name).files
         except ConfigError:
             continue  # the series check reports patch files that do not parse
         found = []

@@ -37,6 +37,8 @@ def propose(git: Git, queue: Queue) -> list[CopyProposal]:
     added = []
     for entry in queue.series.patches:
         declared = entry.copies or {}
+        if b"\nnew file mode " not in queue.files[entry.name]:
+            continue  # adds no file: no need to read its hunks
         pf = patchfile.parse(queue.files[entry.name], f"{PATCHES_DIR}/{entry.name}")
         added += [(entry.name, f.path, [ln.text for ln in f.added()]) for f in pf.files
                   if f.created and not f.binary and f.path not in declared]

@@ -109,6 +109,7 @@ def read_tree(git: Git, rev: str) -> Queue | None:
     names = [p[len(PATCHES_DIR) + 1:] for p in blobs if p.startswith(PATCHES_DIR + "/")]
     names = [n for n in names if "/" not in n]
     series_mod.check_files(series, names)
+    git.odb.read_many([blobs[f"{PATCHES_DIR}/{e.name}"] for e in series.patches])  # one stream
     return Queue(series, {e.name: git.blob(blobs[f"{PATCHES_DIR}/{e.name}"])
                           for e in series.patches})
 

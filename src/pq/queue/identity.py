@@ -52,8 +52,12 @@ def match(stack: Sequence[StackCommit], entries: Sequence[PatchEntry],
     known = {e.name for e in entries}
     claimed: set[str] = set()
     trailers = [sc.trailer_name for sc in stack]
+    first: dict[str, int] = {}
     for i, name in enumerate(trailers):
-        if name and NAME_RE.match(name) and trailers.index(name) == i:
+        if name:
+            first.setdefault(name, i)
+    for i, name in enumerate(trailers):
+        if name and NAME_RE.match(name) and first[name] == i:
             names[i] = name
             claimed.add(name)
     parsed: dict[str, list[PatchFile]] = {}
@@ -77,6 +81,10 @@ def match(stack: Sequence[StackCommit], entries: Sequence[PatchEntry],
             for k in dict.fromkeys(key(pf) for pf in parsed[n]):
                 by_key.setdefault(k, []).append(n)
         cands = {i: by_key.get(key(stack[i]), []) for i in open_commits}
+        wanted: dict[str, list[int]] = {}  # entry name: the open commits it could be
+        for i in open_commits:
+            for n in cands[i]:
+                wanted.setdefault(n, []).append(i)
         for i in open_commits:
             options = [n for n in cands[i] if n not in claimed]
             if not options:
@@ -84,8 +92,8 @@ def match(stack: Sequence[StackCommit], entries: Sequence[PatchEntry],
             if len(options) > 1 and len({raw[n] for n in options}) > 1:
                 raise _ambiguous(stack[i], options, what)
             name = options[0]
-            rivals = [j for j in open_commits if j != i and names[j] is None
-                      and name in cands[j] and stack[j].diff != stack[i].diff]
+            rivals = [j for j in wanted[name] if j != i and names[j] is None
+                      and stack[j].diff != stack[i].diff]
             if rivals:
                 raise _two_commits(stack[i], stack[rivals[0]], name, what)
             names[i] = name

@@ -17,6 +17,7 @@ from pq.git.repo import Git
 from pq.model.series import PATCHES_DIR, SERIES_FILE, PatchEntry, Series, new_series
 from pq.oplog.txn import Transaction
 from pq.queue import stack as stack_mod
+from pq.queue import verified
 from pq.queue.bookkeeping import bookkeeping_commit
 from pq.queue.copies import CopyProposal
 from pq.queue.copies import propose as propose_copies
@@ -123,10 +124,13 @@ def compute_export(git: Git, tip: str, old: Series, *queues: Queue | None) -> Qu
 def export(git: Git, *, commit: bool = False, force: bool = False) -> ExportResult:
     with Transaction(git, "pq export", mutating=False) as t:  # the lock first
         current = read_worktree(git)
+        head = git.head()
+        if not commit and verified.known(git, head, current):
+            # Exporting this very commit gave these very bytes before: nothing to write.
+            return ExportResult(current, copies=propose_copies(git, current))
         if not force:
             _refuse_hand_edited_patches(git, current)
         series = current.series
-        head = git.head()
         committed = _committed(git)
         last = stack_mod.last_written(git, series.base, head) if git.is_ancestor(
             series.base, head) else None
@@ -136,7 +140,10 @@ def export(git: Git, *, commit: bool = False, force: bool = False) -> ExportResu
         queue = stack_mod.export(git, stack, series, series.base, recorded=recorded)
         if not force and committed is not None and last is not None:
             _refuse_committed_patch_edits(git, committed, last, queue)
-        return _write_export(git, queue, series, t, commit, head, previous=current)
+        result = _write_export(git, queue, series, t, commit, head, previous=current)
+        if not force and not (result.changed or result.added or result.removed):
+            verified.remember(git, head, current)  # checked in full: the next one need not
+        return result
 
 
 def _committed(git: Git) -> Queue | None:

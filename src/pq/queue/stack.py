@@ -14,7 +14,8 @@ from dataclasses import dataclass, replace
 from pq.errors import ConfigError, GitError, OperationFailed
 from pq.git.objects import CommitId, Person
 from pq.git.repo import Git
-from pq.model import dep3, layers, patchfile
+from pq.git.trees import TreeCollision, Trees
+from pq.model import dep3, hunkapply, layers, patchfile
 from pq.model import diff as diffs
 from pq.model.patchfile import PatchFile
 from pq.model.series import PATCHES_DIR, PatchEntry, Series
@@ -60,6 +61,7 @@ def read_stack(git: Git, base: str, tip: str, queue_paths: Sequence[str]) -> lis
     if not revs:
         return []
     diffs = git.commit_patches([c for c, _ in revs], exclude_pathspec(queue_paths))
+    git.odb.read_many([c for c, _ in revs])  # every commit in one stream, then cached
     result = []
     for commit, parents in revs:
         diff = diffs.get(commit, b"")
@@ -236,20 +238,57 @@ def materialise(
                                               f"{PATCHES_DIR}/{entry.name}")))
     result: list[tuple[PatchEntry, CommitId]] = []
     parent = onto
-    with git.temp_index(git.tree_of(onto)) as env:
-        for i, (entry, pf) in enumerate(parsed):
-            if progress:
-                progress(i, len(parsed), entry.name)
-            error = git.apply_cached(pf.diff, env) if pf.diff else None
-            if error is not None:
+    trees = Trees(git)
+    tree = trees.tree_of(onto)
+    for i, (entry, pf) in enumerate(parsed):
+        if progress:
+            progress(i, len(parsed), entry.name)
+        applied = _apply_in_memory(git, trees, tree, pf) if pf.diff else tree
+        if applied is None:  # what only git apply reads exactly: ask it
+            applied, error = git.apply_to_tree(tree, pf.diff)
+            if applied is None:
                 reason = error.splitlines()
                 raise OperationFailed(
                     f"{PATCHES_DIR}/{entry.name} (patch {i + 1}) does not apply onto "
                     f"{onto[:12]}: {reason[-1] if reason else 'git apply failed'}",
                     hint=f"`pq rebase {onto[:12]}` replays the series with three-way merges")
-            tree = git.write_tree(env)
-            message = patchfile.add_trailer(pf.message, entry.name)
-            parent = git.write_commit(tree, [parent], pf.author, committer, message,
-                                      pf.encoding)
-            result.append((entry, parent))
+        tree = applied
+        message = patchfile.add_trailer(pf.message, entry.name)
+        parent = git.write_commit(tree, [parent], pf.author, committer, message,
+                                  pf.encoding)
+        result.append((entry, parent))
     return result
+
+
+def _apply_in_memory(git: Git, trees: Trees, tree: str, pf: PatchFile) -> str | None:
+    """`tree` with `pf`'s diff applied without a process: text files modified in place or
+    added, every hunk exactly where it says (pq.model.hunkapply); None for anything else
+    (renames, deletions, modes, binary, symlinks, a hunk that moved), which git applies."""
+    if any(odd in pf.diff for odd in (b"\n\\ ", b"\0")):
+        return None
+    changes: dict[str, tuple[str, str] | None] = {}
+    try:
+        files = pf.files
+    except ConfigError:
+        return None
+    for f in files:
+        if f.binary or f.path in changes or f.status not in ("modified", "added"):
+            return None
+        current = trees.lookup(tree, f.path)
+        if f.status == "added":
+            if current is not None or f.new_mode not in ("100644", "100755"):
+                return None
+            mode, data = f.new_mode, b""
+        else:
+            if current is None or current[0] not in ("100644", "100755") or (
+                    f.new_mode is not None and f.new_mode != f.old_mode):
+                return None
+            mode, data = current[0], git.blob(current[1])
+        new = hunkapply.apply_hunks(data, f.hunks)
+        if new is None:
+            return None
+        changes[f.path] = (mode, git.write_blob(new))
+    try:
+        return trees.edit(tree, changes)
+    except TreeCollision:
+        return None

@@ -15,7 +15,7 @@ from pq.git.repo import Git
 from pq.git.trees import Trees
 from pq.model.series import PATCHES_DIR, SERIES_FILE
 from pq.oplog.txn import Transaction, settle_stopped
-from pq.queue import bookkeeping
+from pq.queue import bookkeeping, verified
 from pq.queue import files as queuefiles
 from pq.queue import ops as queueops
 from pq.queue import stack as stack_mod
@@ -53,12 +53,16 @@ def start(git: Git, upstream: str | None = None, *, gate: bool = False,
                           hint=f"check the ref (`git fetch` it?); `pq rebase --force {ref}` "
                                "rebases onto it anyway")
     stack = stack_mod.read_stack(git, old_base, head, qp)
-    fresh = stack_mod.export(git, stack, series, old_base,
-                             recorded=stack_mod.recorded_files(queue))
-    if fresh.files != queue.files or [e.name for e in fresh.series.patches] != [
-            e.name for e in series.patches]:
-        raise ConfigError(f"{branch.removeprefix('refs/heads/')} has commits that differ from "
-                          f"{SERIES_FILE}; rebasing would lose them", hint="run `pq export` first")
+    if not verified.known(git, head, queue):  # else this very check passed before
+        fresh = stack_mod.export(git, stack, series, old_base,
+                                 recorded=stack_mod.recorded_files(queue))
+        if fresh.files != queue.files or [e.name for e in fresh.series.patches] != [
+                e.name for e in series.patches]:
+            raise ConfigError(f"{branch.removeprefix('refs/heads/')} has commits that differ "
+                              f"from {SERIES_FILE}; rebasing would lose them",
+                              hint="run `pq export` first")
+        if fresh.series.dumps() == queue.series_bytes:  # what `pq export` would write
+            verified.remember(git, head, queue)
     if onto == old_base:
         return RebaseReport("up-to-date", branch.removeprefix("refs/heads/"), ref, old_base,
                             onto, 0, head, head, [PatchReport(e.name, e.layer, "clean")
@@ -70,7 +74,7 @@ def start(git: Git, upstream: str | None = None, *, gate: bool = False,
         trees.read_commits([sc.commit for sc in stack])
         steps = [Step(entry.name, layers[entry.name], sc.commit, sc.parent,
                       _queue_free_pick(git, trees, sc.commit, sc.parent, changes[sc.commit], qp))
-                 for entry, sc in zip(fresh.series.patches, stack, strict=True)]
+                 for entry, sc in zip(series.patches, stack, strict=True)]
         state = RebaseState(
             command=f"pq rebase {ref}", branch=branch, orig_head=head, old_base=old_base,
             onto=onto, onto_ref=ref, upstream_count=0,

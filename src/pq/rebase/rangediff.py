@@ -84,6 +84,8 @@ class UpstreamMatches:
         self._ids: dict[str, str] = {}  # commit: patch-id
         self._lines: dict[str, dict[str, set[bytes]]] = {}  # commit: {path: changed lines}
         self._read: set[str] = set()  # commits diffed so far
+        self._files_cache: dict[str, frozenset[str]] = {}
+        self._prefetched = False  # the candidates of every pending patch were read
 
     def count(self) -> int:
         """The number of commits in old_base..onto."""
@@ -133,8 +135,12 @@ class UpstreamMatches:
         return self._log
 
     def _files(self, commit: str) -> frozenset[str]:
-        return frozenset(path for path, _, _ in self.changes.get(commit, [])
-                         if not stack_mod.is_queue_path(path, self.queue_paths))
+        found = self._files_cache.get(commit)
+        if found is None:
+            found = self._files_cache[commit] = frozenset(
+                path for path, _, _ in self.changes.get(commit, [])
+                if not stack_mod.is_queue_path(path, self.queue_paths))
+        return found
 
     def _matches(self, commit: str) -> list[str]:
         """Upstream commits with the patch's patch-id, oldest first."""
@@ -143,12 +149,16 @@ class UpstreamMatches:
         self._upstream()
         if not self._by_files.get(self._files(commit)):
             return []
-        # The first time: the candidates of every patch still to replay, in one go.
-        pending = [s.commit for s in self.state.steps[self.state.index:]]
-        if commit not in pending:
-            pending.append(commit)
-        self._read_diffs([u for c in pending for u in self._by_files.get(self._files(c), [])
-                          if self._files(c)], pending)
+        if self._prefetched:
+            self._read_diffs(self._by_files[self._files(commit)], [commit])
+        else:
+            # The first time: the candidates of every patch still to replay, in one go.
+            self._prefetched = True
+            pending = [s.commit for s in self.state.steps[self.state.index:]]
+            if commit not in pending:
+                pending.append(commit)
+            self._read_diffs([u for c in pending for u in self._by_files.get(self._files(c), [])
+                              if self._files(c)], pending)
         pid = self._ids.get(commit)
         return [u for u in self._by_files[self._files(commit)]
                 if pid is not None and self._ids.get(u) == pid]

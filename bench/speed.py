@@ -1,0 +1,316 @@
+#!/usr/bin/env python3
+"""Benchmark: every speed ratio of issue 17, pq against git, side by side in one run.
+
+Builds, in a temporary folder (bench/_fixture.py, through `git fast-import`), forks of 10,
+100 and 1000 small patches on an upstream of 2,000 files (and of 10 and 100 patches on
+20,000 files) whose upstream then moved by 320 commits far from every hunk. Then, in
+alternating order, several rounds of each case, timing the installed `pq` console script
+and git doing the same job on the same commits:
+
+  rebase N patches      `pq rebase upstream/main`        `git rebase` of the same commits
+  conflict stop         `pq rebase` stopping at patch 50  `git rebase` stopping there
+  --abort after it      `pq rebase --abort`              `git rebase --abort`
+  apply 1000            `pq apply -b NAME`               `git am` of format-patch's mbox
+  export 1000 (same)    `pq export`, nothing changed     `git format-patch` of the commits
+  hook, uncached, 1000  `git push` through pq's hook     `git push --no-verify`
+  rerere replay         `pq rebase` reusing resolutions  `git rebase` with rerere (2 patches)
+
+Each round checks that pq's trees are git's (and the same stop, the same conflicted files)
+and that no patch file changed a byte. Prints every median ratio beside its target with
+ok/NO. `--huge` times a 10,000-patch series instead (rebase, export, audit); `--quick` runs a
+smaller set (300 patches instead of 1000, no 20,000-file forks, one round by default).
+
+Usage: python bench/speed.py [--rounds N] [--quick] [--huge] [--keep]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import _fixture as fixture
+import rebase as rebase_bench  # the sibling bench/rebase.py (its folder is on sys.path)
+import rerere as rerere_bench
+
+EXCLUDE = [":(exclude)series.yaml", ":(exclude)patches"]
+
+
+@dataclass
+class Case:
+    name: str
+    target: float  # the largest acceptable pq/git ratio
+    pq: list[float] = field(default_factory=list)
+    git: list[float] = field(default_factory=list)
+    same: list[bool] = field(default_factory=list)
+    churned: int = 0
+
+    def ratio(self) -> float:
+        return statistics.median(p / g for p, g in zip(self.pq, self.git, strict=True))
+
+    def ok(self) -> bool:
+        return self.ratio() <= self.target and all(self.same) and self.churned == 0
+
+
+class Bench:
+    def __init__(self, root: Path) -> None:
+        home = root / "home"
+        home.mkdir()
+        self.root = root
+        self.run = rebase_bench.Runner(home)
+        self.env = self.run.env
+        self.pq = rebase_bench.pq_command()
+
+    def git(self, cwd: Path, *args: str) -> str:
+        return self.run.git(cwd, *args)
+
+    def timed(self, cwd: Path, argv: list[str], ok: tuple[int, ...] = (0,)
+              ) -> tuple[float, str]:
+        start = time.perf_counter()
+        proc = subprocess.run(argv, check=False, cwd=cwd, capture_output=True, env=self.env)
+        elapsed = time.perf_counter() - start
+        if proc.returncode not in ok:
+            sys.exit(f"{' '.join(argv)} failed ({proc.returncode}):\n"
+                     f"{proc.stdout.decode()[-2000:]}{proc.stderr.decode()[-2000:]}")
+        return elapsed, proc.stdout.decode() + proc.stderr.decode()
+
+    def same_tree(self, cwd: Path, a: str, b: str) -> bool:
+        return subprocess.run(["git", "diff", "--quiet", a, b, "--", ".", *EXCLUDE],
+                              check=False, cwd=cwd, env=self.env).returncode == 0
+
+    def patch_bytes(self, fork: Path) -> dict[str, bytes]:
+        return {p.name: p.read_bytes() for p in (fork / "patches").iterdir()}
+
+    def churn(self, fork: Path, before: dict[str, bytes]) -> int:
+        now = self.patch_bytes(fork)
+        return sum(1 for n, b in before.items() if now.get(n) != b) + len(set(now) - set(before))
+
+
+def alternate(r: int) -> tuple[str, str]:
+    return ("pq", "git") if r % 2 == 0 else ("git", "pq")
+
+
+def rebase_case(b: Bench, fork: fixture.Fork, rounds: int) -> Case:
+    case = Case(f"rebase {fork.patches} patches, {fork.files:,} files", 1.0
+                if fork.patches <= 10 else 0.5)
+    originals = b.patch_bytes(fork.path)
+    onto = b.git(fork.path, "rev-parse", "upstream/main").strip()
+    for r in range(rounds):
+        for which in alternate(r):
+            if which == "pq":
+                b.git(fork.path, "checkout", "-q", "-B", f"bench-pq-{r}", fork.tip)
+                t, _ = b.timed(fork.path, [b.pq, "rebase", "upstream/main"])
+                case.pq.append(t)
+                case.churned = max(case.churned, b.churn(fork.path, originals))
+            else:
+                b.git(fork.path, "checkout", "-q", "-B", f"bench-git-{r}", fork.last_patch)
+                t, _ = b.timed(fork.path, ["git", "-c", "rebase.autoSquash=false", "rebase",
+                                           "--no-autostash", "-q", onto])
+                case.git.append(t)
+        case.same.append(b.same_tree(fork.path, f"bench-git-{r}", f"bench-pq-{r}"))
+    b.git(fork.path, "checkout", "-q", "-B", "paddle", fork.tip)
+    return case
+
+
+def conflicted(b: Bench, fork: Path) -> str:
+    return b.git(fork, "diff", "--name-only", "--diff-filter=U")
+
+
+def conflict_cases(b: Bench, fork: fixture.Fork, rounds: int) -> tuple[Case, Case]:
+    stop = Case(f"stop at a conflict (patch {fork.conflict_at} of {fork.patches})", 1.0)
+    abort = Case("--abort after it", 2.0)
+    onto = b.git(fork.path, "rev-parse", "upstream/conflict").strip()
+    originals = b.patch_bytes(fork.path)
+    for r in range(rounds):
+        seen: dict[str, tuple[str, str]] = {}
+        back = True
+        for which in alternate(r):
+            if which == "pq":
+                b.git(fork.path, "checkout", "-q", "-B", f"stop-pq-{r}", fork.tip)
+                t, said = b.timed(fork.path, [b.pq, "rebase", "upstream/conflict"], ok=(1,))
+                stop.pq.append(t)
+                seen["pq"] = (b.git(fork.path, "rev-parse", "HEAD^{tree}"),
+                              conflicted(b, fork.path))
+                t, _ = b.timed(fork.path, [b.pq, "rebase", "--abort"])
+                abort.pq.append(t)
+                back &= b.git(fork.path, "rev-parse", "HEAD").strip() == fork.tip
+                abort.churned = max(abort.churned, b.churn(fork.path, originals))
+            else:
+                b.git(fork.path, "checkout", "-q", "-B", f"stop-git-{r}", fork.last_patch)
+                t, _ = b.timed(fork.path, ["git", "-c", "rebase.autoSquash=false", "rebase",
+                                           "--no-autostash", "-q", onto], ok=(1,))
+                stop.git.append(t)
+                seen["git"] = (b.git(fork.path, "rev-parse", "HEAD^{tree}"),
+                               conflicted(b, fork.path))
+                t, _ = b.timed(fork.path, ["git", "rebase", "--abort"])
+                abort.git.append(t)
+                back &= b.git(fork.path, "rev-parse", "HEAD").strip() == fork.last_patch
+            back &= b.git(fork.path, "status", "--porcelain") == ""
+        stop.same.append(seen["pq"] == seen["git"] and bool(seen["pq"][1]))
+        abort.same.append(back)
+    b.git(fork.path, "checkout", "-q", "-B", "paddle", fork.tip)
+    return stop, abort
+
+
+def apply_case(b: Bench, fork: fixture.Fork, rounds: int) -> Case:
+    case = Case(f"pq apply {fork.patches} vs git am", 1.0)
+    mbox = b.root / "series.mbox"
+    mbox.write_bytes(subprocess.run(
+        ["git", "format-patch", "--stdout", f"{fork.base}..{fork.last_patch}"],
+        check=True, cwd=fork.path, capture_output=True, env=b.env).stdout)
+    for r in range(rounds):
+        for which in alternate(r):
+            if which == "pq":
+                b.git(fork.path, "checkout", "-q", "-B", "paddle", fork.tip)
+                t, _ = b.timed(fork.path, [b.pq, "apply", "-b", f"apply-pq-{r}"])
+                case.pq.append(t)
+            else:
+                b.git(fork.path, "checkout", "-q", "-B", f"am-git-{r}", fork.base)
+                t, _ = b.timed(fork.path, ["git", "am", "-q", str(mbox)])
+                case.git.append(t)
+        case.same.append(b.same_tree(fork.path, f"am-git-{r}", f"apply-pq-{r}"))
+    b.git(fork.path, "checkout", "-q", "-B", "paddle", fork.tip)
+    return case
+
+
+def export_case(b: Bench, fork: fixture.Fork, rounds: int) -> Case:
+    case = Case(f"pq export {fork.patches}, nothing changed, vs git format-patch", 1.5)
+    b.git(fork.path, "checkout", "-q", "-B", "paddle", fork.tip)
+    originals = b.patch_bytes(fork.path)
+    out = b.root / "format-patch"
+    for r in range(rounds):
+        for which in alternate(r):
+            if which == "pq":
+                t, said = b.timed(fork.path, [b.pq, "export"])
+                case.pq.append(t)
+                case.churned = max(case.churned, b.churn(fork.path, originals))
+                clean = b.git(fork.path, "status", "--porcelain") == ""
+            else:
+                shutil.rmtree(out, ignore_errors=True)
+                t, _ = b.timed(fork.path, ["git", "format-patch", "-q", "-o", str(out),
+                                           f"{fork.base}..{fork.last_patch}"])
+                case.git.append(t)
+        case.same.append(clean and "already up to date" in said)
+    return case
+
+
+def hook_case(b: Bench, fork: fixture.Fork, rounds: int) -> Case:
+    case = Case(f"push through the hook, uncached, {fork.patches} patches", 2.0)
+    b.git(fork.path, "checkout", "-q", "-B", "paddle", fork.tip)
+    b.timed(fork.path, [b.pq, "hook", "install"])
+    cache = fork.path / ".git/pq/hook-cache.json"
+    for r in range(rounds):
+        for which in alternate(r):
+            remote = b.root / f"remote-{which}-{r}.git"
+            b.git(b.root, "init", "-q", "--bare", str(remote))
+            if which == "pq":
+                cache.unlink(missing_ok=True)
+                t, said = b.timed(fork.path, ["git", "push", "-q", str(remote), "paddle"])
+                case.pq.append(t)
+                case.same.append("consistent" in said and "cached" not in said)
+            else:
+                t, _ = b.timed(fork.path, ["git", "push", "-q", "--no-verify", str(remote),
+                                           "paddle"])
+                case.git.append(t)
+            shutil.rmtree(remote)
+    b.timed(fork.path, [b.pq, "hook", "uninstall"])
+    return case
+
+
+def rerere_case(b: Bench, rounds: int, patches: int = 2) -> Case:
+    case = Case(f"rebase replaying recorded resolutions ({patches} patches)", 1.0)
+    tmp = b.root / "rerere"
+    tmp.mkdir()
+    fork, orig, last_patch = rerere_bench.setup(tmp, patches, b.env, [b.pq])
+    for r in range(rounds):
+        for which in alternate(r):
+            if which == "pq":
+                case.pq.append(rerere_bench.time_pq(fork, orig, b.env, [b.pq])[0])
+            else:
+                case.git.append(rerere_bench.time_git(fork, last_patch, b.env)[0])
+        case.same.append(b.same_tree(fork, "gitside", "paddle"))
+    return case
+
+
+def report(case: Case) -> str:
+    p, g = statistics.median(case.pq), statistics.median(case.git)
+    checks = "same" if all(case.same) else "DIFFERENT"
+    return (f"{case.name:<58} {p:7.3f}s {g:7.3f}s {case.ratio():6.2f}  <= {case.target:<4} "
+            f"{'ok' if case.ok() else 'NO':<3} {checks}, churned {case.churned}")
+
+
+def huge(b: Bench, patches: int) -> None:
+    """One round of a `patches`-patch series: rebase, export and audit, pq alone (git's
+    rebase of 10,000 commits takes minutes more; bench/rebase.py compares per patch)."""
+    t0 = time.perf_counter()
+    fork = fixture.build(b.root / f"huge{patches}", b.run, 2000, patches)
+    print(f"\n{patches:,}-patch series on 2,000 files built in "
+          f"{time.perf_counter() - t0:.1f}s")
+    originals = b.patch_bytes(fork.path)
+    b.git(fork.path, "checkout", "-q", "-B", "huge", fork.tip)
+    t, _ = b.timed(fork.path, [b.pq, "rebase", "upstream/main"])
+    print(f"  pq rebase          {t:7.2f}s  (patch files churned: "
+          f"{b.churn(fork.path, originals)})")
+    t, _ = b.timed(fork.path, [b.pq, "export"])
+    print(f"  pq export (same)   {t:7.2f}s")
+    t, _ = b.timed(fork.path, [b.pq, "audit", "workarounds"], ok=(0, 1))
+    print(f"  pq audit           {t:7.2f}s")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=None, help="rounds per case (default 3)")
+    ap.add_argument("--quick", action="store_true",
+                    help="300 patches instead of 1000, no 20,000-file forks, one round")
+    ap.add_argument("--huge", action="store_true",
+                    help="instead, a 10,000-patch series: pq rebase, export, audit (one round)")
+    ap.add_argument("--keep", action="store_true", help="keep the generated repositories")
+    args = ap.parse_args()
+    rounds = args.rounds or (1 if args.quick else 3)
+    big = 300 if args.quick else 1000
+    root = Path(tempfile.mkdtemp(prefix="pq-bench-speed-"))
+    b = Bench(root)
+    try:
+        if args.huge:
+            huge(b, 10_000)
+            return
+        t0 = time.perf_counter()
+        forks = {(2000, 10): fixture.build(root / "f10", b.run, 2000, 10),
+                 (2000, 100): fixture.build(root / "f100", b.run, 2000, 100, conflict_at=50),
+                 (2000, big): fixture.build(root / "fbig", b.run, 2000, big)}
+        if not args.quick:
+            for n in (10, 100):
+                forks[(20000, n)] = fixture.build(root / f"g{n}", b.run, 20000, n)
+        print(f"setup: {len(forks)} forks ({time.perf_counter() - t0:.1f}s); git "
+              f"{b.git(root, 'version').split()[-1]}, {os.cpu_count()} CPUs, {rounds} "
+              "rounds, medians; each fork's upstream moved by 320 commits")
+        print(f"{'case':<58} {'pq':>8} {'git':>8} {'pq/git':>6}  target  ok  checks")
+        cases = [rebase_case(b, fork, rounds) for fork in forks.values()]
+        for case in cases:
+            print(report(case), flush=True)
+        more = [*conflict_cases(b, forks[(2000, 100)], rounds),
+                apply_case(b, forks[(2000, big)], rounds),
+                export_case(b, forks[(2000, big)], rounds),
+                hook_case(b, forks[(2000, big)], rounds),
+                rerere_case(b, rounds)]
+        for case in more:
+            print(report(case), flush=True)
+        cases += more
+        print(f"load average: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs; "
+              f"{sum(not c.ok() for c in cases)} of {len(cases)} cases miss their target")
+    finally:
+        if args.keep:
+            print(f"repositories kept in {root}")
+        else:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,66 @@
+"""Queue states known to be what `pq export` gives for their branch: a small cache.
+
+Exporting base..HEAD again is the costly half of `pq export` and of `pq rebase`'s check
+that the branch matches its series. Its result depends only on HEAD's commit (which pins
+every commit, HEAD's committed queue and pq's last bookkeeping commit) and on the queue's
+exact bytes in the working tree; so a state where the export changed nothing, or that pq
+just wrote (a rebase, an export, `init --commit`), is remembered by a digest of exactly
+those, pq's version included, in `.git/pq/export-cache.json` (not part of snapshots). Any
+other commit or byte gives another key: a stale entry can only go unused.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+from pq import __version__
+from pq.git.repo import Git
+from pq.queue.files import Queue
+
+CACHE_FILE = "export-cache.json"
+CACHE_ENTRIES = 32
+FORMAT = 1
+
+
+def key(head: str, queue: Queue) -> str | None:
+    """The digest of HEAD's commit and the queue's bytes (None without series bytes)."""
+    if queue.series_bytes is None:
+        return None
+    h = hashlib.sha256(f"pq {__version__} export-cache {FORMAT}\0{head}\0".encode())
+    h.update(b"%d\0" % len(queue.series_bytes) + queue.series_bytes)
+    for name in sorted(queue.files):
+        data = queue.files[name]
+        h.update(name.encode("utf-8", "surrogateescape") + b"\0%d\0" % len(data) + data)
+    return h.hexdigest()
+
+
+def _load(git: Git) -> list[str]:
+    try:
+        data = json.loads((git.pq_dir() / CACHE_FILE).read_bytes())
+    except (OSError, ValueError):
+        return []
+    keys = data.get("verified") if isinstance(data, dict) else None
+    return [k for k in keys if isinstance(k, str)] if isinstance(keys, list) else []
+
+
+def known(git: Git, head: str, queue: Queue) -> bool:
+    """Whether exporting `head` is known to give `queue`, byte for byte."""
+    k = key(head, queue)
+    return k is not None and k in _load(git)
+
+
+def remember(git: Git, head: str, queue: Queue) -> None:
+    """Record that exporting `head` gives `queue` (call it only when it does)."""
+    from pq.atomic import write_atomic
+
+    k = key(head, queue)
+    if k is None:
+        return
+    keys = [e for e in _load(git) if e != k] + [k]
+    data = {"version": FORMAT, "verified": keys[-CACHE_ENTRIES:]}
+    try:
+        git.pq_dir().mkdir(exist_ok=True)
+        write_atomic(git.pq_dir() / CACHE_FILE, (json.dumps(data, indent=1) + "\n").encode())
+    except OSError:
+        pass  # a cache that cannot be written only costs time

@@ -1,0 +1,80 @@
+"""The export cache (pq.queue.verified): a state checked once is not exported again, and
+no change to the branch or the queue files can make pq skip a check it needs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from gitrepo import commit_all, make_fork, migrate, pq, snapshot_queue, write
+
+from pq.git.repo import Git
+from pq.queue import verified
+from pq.queue.files import read_worktree
+
+CACHE = Path(".git/pq") / verified.CACHE_FILE
+
+
+def _fork(tmp_path: Path) -> Path:
+    fork = make_fork(tmp_path)
+    migrate(fork)
+    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    return fork
+
+
+def _keys(fork: Path) -> list[str]:
+    return list(json.loads((fork / CACHE).read_text())["verified"])
+
+
+def test_a_no_op_export_is_remembered_and_answers_the_next_one(tmp_path: Path) -> None:
+    fork = _fork(tmp_path)
+    assert "already up to date" in pq(fork, "export").output
+    with Git.open(fork) as g:
+        assert verified.known(g, g.head(), read_worktree(g))
+    assert len(_keys(fork)) == 1
+    before = snapshot_queue(fork)
+    assert "already up to date" in pq(fork, "export").output  # from the cache
+    assert snapshot_queue(fork) == before
+    assert len(_keys(fork)) == 1
+
+
+def test_an_amended_commit_is_exported_and_refused_by_rebase(tmp_path: Path) -> None:
+    fork = _fork(tmp_path)
+    pq(fork, "export")  # remembered
+    # A commit on top, not exported: HEAD is another commit, so the entry does not apply.
+    write(fork, "pkg/util.py", "def helper():\n    return 3\n")
+    commit_all(fork, "python-glue: change the helper")
+    result = pq(fork, "rebase", "upstream/main", ok=False)
+    assert result.exit_code != 0 and "differ" in result.output
+    assert "already up to date" not in pq(fork, "export").output
+    assert any("change-the-helper" in p for p in snapshot_queue(fork))
+
+
+def test_a_hand_edited_patch_file_is_still_refused(tmp_path: Path) -> None:
+    fork = _fork(tmp_path)
+    pq(fork, "export")  # remembered for the committed bytes
+    patch = sorted((fork / "patches").iterdir())[0]
+    patch.write_bytes(patch.read_bytes().replace(b"+", b"+ ", 1))
+    result = pq(fork, "export", ok=False)
+    assert result.exit_code != 0 and "uncommitted edits" in result.output
+
+
+def test_a_forged_or_broken_cache_changes_nothing(tmp_path: Path) -> None:
+    fork = _fork(tmp_path)
+    (fork / CACHE).parent.mkdir(exist_ok=True)
+    (fork / CACHE).write_text("{not json")
+    assert "already up to date" in pq(fork, "export").output
+    # An entry for this queue at another commit does not vouch for this one.
+    write(fork, "pkg/util.py", "def helper():\n    return 4\n")
+    commit_all(fork, "python-glue: another helper")
+    with Git.open(fork) as g:
+        old = g.resolve("HEAD~1")
+        verified.remember(g, old, read_worktree(g))
+        assert not verified.known(g, g.head(), read_worktree(g))
+    assert "already up to date" not in pq(fork, "export").output
+
+
+def test_force_is_not_remembered(tmp_path: Path) -> None:
+    fork = _fork(tmp_path)
+    pq(fork, "export", "--force")
+    assert not (fork / CACHE).exists()
