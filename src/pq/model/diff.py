@@ -300,6 +300,47 @@ def _hunks(region: bytes, path: str | None, source: str | None) -> tuple[Hunk, .
     return tuple(hunks)
 
 
+_INDEX = re.compile(rb"index [0-9a-f]{7,64}\.\.[0-9a-f]{7,64}( 100644| 100755)?")
+_NEW_INDEX = re.compile(rb"index 0{7,64}\.\.[0-9a-f]{7,64}")
+_PATCH_LIKE = re.compile(rb"(?m)^(?:[-+@]|diff |Binary |GIT binary )")
+
+
+def plain(diff: bytes) -> bool:
+    """Whether `diff` has only the plain shape `git format-patch` writes for text files
+    modified in place or added: per file exactly `diff --git a/P b/P`, an optional `new
+    file mode` and `index` line, `--- a/P` (or `/dev/null`), `+++ b/P`, then hunks, with
+    nothing around them that git could read as another patch. Anything else (renames,
+    modes, quoted names, a header git might read otherwise) is for `git apply` to judge."""
+    sections = split_sections(diff)
+    if sections and not sections[0].startswith(b"diff --git ") and _PATCH_LIKE.search(
+            sections[0]):
+        return False  # a diffstat before the diff is fine; lines git reads as a patch are not
+    for section in sections:
+        if not section.startswith(b"diff --git "):
+            continue
+        lines = section.split(b"\n")
+        i = next((k for k, ln in enumerate(lines) if ln.startswith(b"@@ ")), len(lines))
+        head = lines[:i]
+        m = re.fullmatch(rb"diff --git a/([^\t\n\"]+) b/([^\t\n\"]+)", head[0])
+        if not m or m.group(1) != m.group(2) or i == len(lines):
+            return False
+        name = m.group(1)
+        rest = head[1:]
+        if rest and rest[0] in (b"new file mode 100644", b"new file mode 100755"):
+            rest, old, index = rest[1:], b"--- /dev/null", _NEW_INDEX
+        else:
+            old, index = b"--- a/" + name, _INDEX
+        if rest and index.fullmatch(rest[0]):
+            rest = rest[1:]
+        if rest != [old, b"+++ b/" + name]:
+            return False
+        body = b"\n".join(lines[i:])
+        tail = body[len(_hunk_region(body)):]
+        if any(ln != b"-- " and _PATCH_LIKE.match(ln) for ln in tail.split(b"\n")):
+            return False
+    return True
+
+
 def _hunk_region(region: bytes) -> bytes:
     """`region` up to the end of its last hunk, counted as `git apply` counts (a trailing
     `-- ` signature or other text after the hunks is not part of them)."""

@@ -264,15 +264,17 @@ def _apply_in_memory(git: Git, trees: Trees, tree: str, pf: PatchFile) -> str | 
     """`tree` with `pf`'s diff applied without a process: text files modified in place or
     added, every hunk exactly where it says (pq.model.hunkapply); None for anything else
     (renames, deletions, modes, binary, symlinks, a hunk that moved), which git applies."""
-    if any(odd in pf.diff for odd in (b"\n\\ ", b"\0")):
-        return None
+    if any(odd in pf.diff for odd in (b"\n\\ ", b"\0")) or not pf.diff.endswith(b"\n") or (
+            not diffs.plain(pf.diff)):
+        return None  # `\ No newline`, NUL, a diff cut mid-line, an unusual header: git judges
     changes: dict[str, tuple[str, str] | None] = {}
     try:
         files = pf.files
     except ConfigError:
         return None
     for f in files:
-        if f.binary or f.path in changes or f.status not in ("modified", "added"):
+        if f.binary or f.path in changes or f.status not in ("modified", "added") or (
+                f.status == "modified" and not f.hunks):
             return None
         current = trees.lookup(tree, f.path)
         if f.status == "added":
