@@ -82,3 +82,27 @@ def test_a_broken_diff_git_line_is_not_plain() -> None:
     assert not diffs.plain(good.replace(b"+++ b/p.py", b"+++ b/q.py"))
     assert not diffs.plain(good + b"--- a/x\n+++ b/x\n@@ -1 +1 @@\n-c\n+d\n")
     assert diffs.plain(good + b"-- \n2.39.5\n\n")
+
+
+NAMES = ["pkg//x", "pkg/./x", "./x", "x/", "pkg", "m.txt/y", "pkg/__init__.py/z", "a b",
+         "x\ty", " x", "x ", "PKG/x", "~x", "-x", "..x", "x.", "é", ".gitmodules", "pkg/.git",
+         "pkg/.Git.", "GIT~1/x", "x\r", "back\\slash", "x\x7f"]
+
+
+def test_an_added_file_by_any_name_is_applied_as_git_would(tmp_path: Path) -> None:
+    """A name git refuses (`invalid path`, an empty part) must not become a tree entry."""
+    repo, _ = _repo(tmp_path)
+    g = Git.open(str(repo))
+    base = git(repo, "rev-parse", "HEAD^{tree}")
+    head = (b"From 0 Mon Sep 17 00:00:00 2001\nFrom: x <x@y>\n"
+            b"Date: Wed, 2 Dec 2026 04:47:38 +0000\nSubject: [PATCH] c\n\n---\n")
+    for name in NAMES:
+        n = name.encode()
+        diff = (b"diff --git a/%s b/%s\nnew file mode 100644\n--- /dev/null\n+++ b/%s\n"
+                b"@@ -0,0 +1 @@\n+hi\n" % (n, n, n))
+        try:
+            pf = patchfile.parse(head + diff, "p")
+        except PqError:
+            continue  # refused before any apply
+        tree = _apply_in_memory(g, Trees(g), base, pf)
+        assert tree is None or tree == _git_tree(repo, base, pf.diff), name

@@ -302,6 +302,7 @@ def _hunks(region: bytes, path: str | None, source: str | None) -> tuple[Hunk, .
 
 _INDEX = re.compile(rb"index [0-9a-f]{7,64}\.\.[0-9a-f]{7,64}( 100644| 100755)?")
 _NEW_INDEX = re.compile(rb"index 0{7,64}\.\.[0-9a-f]{7,64}")
+_PLAIN_NAME = re.compile(rb"[\x21-\x5b\x5d-\x7e ]+")  # printable ASCII but `\\`; no empty part
 _PATCH_LIKE = re.compile(rb"(?m)^(?:[-+@]|diff |Binary |GIT binary )")
 
 
@@ -309,8 +310,10 @@ def plain(diff: bytes) -> bool:
     """Whether `diff` has only the plain shape `git format-patch` writes for text files
     modified in place or added: per file exactly `diff --git a/P b/P`, an optional `new
     file mode` and `index` line, `--- a/P` (or `/dev/null`), `+++ b/P`, then hunks, with
-    nothing around them that git could read as another patch. Anything else (renames,
-    modes, quoted names, a header git might read otherwise) is for `git apply` to judge."""
+    nothing around them that git could read as another patch, and names of printable
+    ASCII whose every part git accepts (not empty, `.`, `..`, `.git...`, `git~...`).
+    Anything else (renames, modes, quoted or unusual names, a header git might read
+    otherwise) is for `git apply` to judge."""
     sections = split_sections(diff)
     if sections and not sections[0].startswith(b"diff --git ") and _PATCH_LIKE.search(
             sections[0]):
@@ -325,6 +328,10 @@ def plain(diff: bytes) -> bool:
         if not m or m.group(1) != m.group(2) or i == len(lines):
             return False
         name = m.group(1)
+        if not all(_PLAIN_NAME.fullmatch(part) and part not in (b".", b"..")
+                   and not part.lower().startswith((b".git", b"git~"))
+                   for part in name.split(b"/")):
+            return False  # a name git might refuse or read otherwise (`invalid path`)
         rest = head[1:]
         if rest and rest[0] in (b"new file mode 100644", b"new file mode 100755"):
             rest, old, index = rest[1:], b"--- /dev/null", _NEW_INDEX
