@@ -208,6 +208,77 @@ def test_rebase_onto_an_ancestor_of_the_base_needs_force(tmp_path: Path) -> None
         fork, "rev-parse", "upstream/main~1")
 
 
+def test_rebase_onto_a_copy_of_the_branch_is_refused(tmp_path: Path) -> None:
+    """A ref that holds the branch's own patch commits (the branch, HEAD, a pushed copy) is
+    no upstream: without the check every patch is "already upstream" and the series ends
+    empty, where git says the branch is up to date."""
+    _, fork = make_series(tmp_path)
+    git(fork, "branch", "backup")
+    git(fork, "commit", "-q", "--allow-empty", "-m", "python-glue: later")  # backup != HEAD
+    pq(fork, "export", "--commit")
+    before = whole_state(fork)
+    for ref in ("backup", "HEAD"):
+        refused = pq(fork, "rebase", ref, ok=False)
+        assert refused.exit_code == 2, refused.output
+        assert "already contains paddle's own patch commit" in refused.output
+        assert f"({BUILD})" in refused.output and "pq rebase upstream/main" in refused.output
+        assert whole_state(fork) == before
+    # --force: upstream really merged them; they are dropped as already upstream, as asked
+    forced = pq(fork, "rebase", "--force", "backup")
+    assert "already upstream" in forced.output, forced.output
+
+
+def test_a_commit_on_the_branch_while_stopped_is_never_overwritten(tmp_path: Path) -> None:
+    """The user leaves the stopped rebase for the branch and commits there: --continue,
+    --skip and --abort refuse, naming the commit; --abort --force still goes back."""
+    _, fork = stopped(tmp_path)
+    tip = git(fork, "rev-parse", "HEAD")
+    git(fork, "reset", "-q", "--hard")
+    git(fork, "switch", "-q", "paddle")
+    write(fork, "hotfix.txt", "hotfix\n")
+    hotfix = commit_all(fork, "hotfix on paddle")
+    for action in ("--continue", "--skip", "--abort"):
+        refused = pq(fork, "rebase", action, ok=False)
+        assert refused.exit_code == 2, refused.output
+        assert f"paddle moved to {hotfix[:12]} (hotfix on paddle) while the rebase was " \
+               "stopped" in refused.output
+        assert f"git branch keep-paddle {hotfix[:12]}" in refused.output
+        assert git(fork, "rev-parse", "paddle") == hotfix
+    git(fork, "branch", "keep", hotfix)
+    pq(fork, "rebase", "--abort", "--force")
+    assert git(fork, "rev-parse", "keep") == hotfix
+    assert tip != hotfix
+
+
+def test_commits_made_on_the_stopped_patch(tmp_path: Path) -> None:
+    """One commit on the stopped patch is its resolution; two would be folded into one
+    patch, so --continue refuses and says how to squash them."""
+    _, fork = stopped(tmp_path)
+    tip = git(fork, "rev-parse", "HEAD")
+    write(fork, "setup.py", RESOLVED)
+    git(fork, "add", "setup.py")
+    git(fork, "commit", "-q", "-m", "resolved")
+    write(fork, "extra.txt", "extra\n")
+    extra = commit_all(fork, "extra: made mid-rebase")
+    refused = pq(fork, "rebase", "--continue", ok=False)
+    assert refused.exit_code == 2, refused.output
+    assert (f"2 commits were made on the stopped patch patches/{BUILD} (the last: "
+            f"{extra[:12]} extra: made mid-rebase)") in refused.output
+    assert f"git reset --soft {tip[:12]}" in refused.output
+    git(fork, "reset", "-q", "--hard", "HEAD~1")  # back to the one commit: the resolution
+    pq(fork, "rebase", "--continue")
+    assert git(fork, "show", "HEAD:setup.py") == RESOLVED.rstrip("\n")
+    assert "0001" in git(fork, "show", "HEAD:series.yaml")
+
+
+def test_head_that_left_the_stopped_rebase_is_refused(tmp_path: Path) -> None:
+    _, fork = stopped(tmp_path)
+    git(fork, "reset", "-q", "--hard")
+    git(fork, "checkout", "-q", "--detach", "upstream/main~1")
+    refused = pq(fork, "rebase", "--continue", ok=False)
+    assert refused.exit_code == 2 and "HEAD left the stopped rebase" in refused.output
+
+
 def test_modify_delete_conflict_says_git_rm_or_git_add(tmp_path: Path) -> None:
     up, fork = make_series(tmp_path)
     git(up, "rm", "-q", "setup.py")

@@ -37,7 +37,9 @@ def register(main: click.Group) -> None:
               help="Restore the branch, index, working tree and queue as before the rebase.")
 @click.option("--gate", is_flag=True, help="Run the gate after a successful rebase.")
 @click.option("--force", is_flag=True,
-              help="Rebase even onto an ancestor of the series base (an older upstream).")
+              help="Rebase even onto an ancestor of the series base (an older upstream) "
+                   "or onto a ref that already holds the branch's patch commits; with "
+                   "--abort, abort even when the branch moved while the rebase was stopped.")
 @click.option("--no-rerere", "no_rerere", is_flag=True,
               help="Neither reuse nor record conflict resolutions (git rerere) in this "
                    "rebase, --continue included.")
@@ -72,7 +74,7 @@ def rebase(upstream: str | None, continue_: bool, skip: bool, abort: bool, gate:
     progress = None if as_json else progress_printer("rebasing")
     with open_repo() as git:
         if abort:
-            report = rebase_mod.abort(git)
+            report = rebase_mod.abort(git, force=force)
         elif continue_ or skip:
             report = rebase_mod.resume(git, "continue" if continue_ else "skip", progress)
         else:

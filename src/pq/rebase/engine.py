@@ -63,6 +63,14 @@ def start(git: Git, upstream: str | None = None, *, gate: bool = False,
                               hint="run `pq export` first")
         if fresh.series.dumps() == queue.series_bytes:  # what `pq export` would write
             verified.remember(git, head, queue)
+    if stack and onto != old_base and not force and git.is_ancestor(stack[0].commit, onto):
+        first = stack[0].commit
+        raise ConfigError(
+            f"{ref} ({onto[:12]}) already contains {branch.removeprefix('refs/heads/')}'s own "
+            f"patch commit {first[:12]} ({series.patches[0].name}): it is the branch or a "
+            f"copy of it, not its upstream (series.yaml names {series.upstream_ref})",
+            hint=f"`pq rebase {series.upstream_ref}`; if upstream really merged these "
+                 f"commits, `pq rebase --force {ref}` drops them as already upstream")
     if onto == old_base:
         return RebaseReport("up-to-date", branch.removeprefix("refs/heads/"), ref, old_base,
                             onto, 0, head, head, [PatchReport(e.name, e.layer, "clean")
@@ -131,6 +139,7 @@ def resume(git: Git, action: str, progress: Progress | None = None) -> RebaseRep
         raise ConfigError(f"the last pq rebase was interrupted while {state.phase}",
                           hint="`pq rebase --abort` restores the branch; then run the "
                                "rebase again")
+    rebase_status.require_in_place(git, state, action)
     if action == "continue" and not stopped:
         rebase_status.require_resolved(git, state)
     old = rs.queue_before(git, state)
@@ -168,8 +177,10 @@ def resume(git: Git, action: str, progress: Progress | None = None) -> RebaseRep
                                        committer))
 
 
-def abort(git: Git) -> RebaseReport:
+def abort(git: Git, force: bool = False) -> RebaseReport:
     state = rs.load_required(git)
+    if not force:
+        rebase_status.require_in_place(git, state, "abort")
     with Transaction(git, "pq rebase --abort"):
         worktree.restore(git, state)
         rs.remove(git)

@@ -141,6 +141,46 @@ def refuse_while_rebasing(git: Git, command: str) -> None:
                            "says where it stands")
 
 
+def require_in_place(git: Git, state: rs.RebaseState, action: str) -> None:
+    """Refuse --continue/--skip (and, unless forced, --abort) when the user moved what a
+    stopped rebase holds: the branch (committed to after switching back to it) would be
+    overwritten, and commits made on the stopped patch would be folded into it. One commit
+    on the stopped tip is the resolution committed by hand, and is taken as such."""
+    if state.phase != "conflict" or not state.detached:
+        return
+    name = state.short_branch
+    moved = git.try_resolve(state.branch)
+    if moved != state.orig_head:
+        where = f"to {moved[:12]} ({git.commit(moved).subject})" if moved else "(deleted)"
+        keep = f"`git branch keep-{name} {moved[:12]}` keeps it, " if moved else ""
+        raise ConfigError(
+            f"{name} moved {where} while the rebase was stopped; it was at "
+            f"{state.orig_head[:12]}, and `pq rebase --{action}` would overwrite it",
+            hint=f"{keep}then `pq rebase --abort --force`" if action == "abort" else
+            f"{keep}`git update-ref refs/heads/{name} {state.orig_head[:12]}` puts it back; "
+            f"then `git switch --detach {state.tip[:12]}` and `pq rebase --{action}`")
+    if action == "abort":
+        return  # HEAD goes back to the branch whatever it is
+    head = git.try_resolve("HEAD")
+    if git.current_branch() is not None or head is None or (
+            head != state.tip and not git.is_ancestor(state.tip, head)):
+        raise ConfigError(
+            f"HEAD left the stopped rebase (it was at {state.tip[:12]}, patch "
+            f"patches/{state.steps[state.index].name})",
+            hint=f"`git switch --detach {state.tip[:12]}`, resolve again, then "
+                 f"`pq rebase --{action}`; or `pq rebase --abort`")
+    if head != state.tip:
+        count = git.count(f"{state.tip}..{head}")
+        if count > 1 or len(git.commit(head).parents) != 1:
+            raise ConfigError(
+                f"{count} commits were made on the stopped patch "
+                f"patches/{state.steps[state.index].name} (the last: {head[:12]} "
+                f"{git.commit(head).subject}); pq keeps one commit per patch",
+                hint=f"squash them (`git reset --soft {state.tip[:12]}`) then `pq rebase "
+                     f"--{action}`; a separate change becomes a patch of its own after the "
+                     "rebase")
+
+
 def require_resolved(git: Git, state: rs.RebaseState) -> None:
     """--continue takes the index: every conflict resolved and added, and no conflict
     marker in it (as `git diff --cached --check` against the stack's tip finds them)."""
