@@ -120,3 +120,11 @@ def test_merge_commits_are_not_guessed_at(tmp_path: Path) -> None:
 def test_init_twice_is_refused(fork: Path) -> None:
     one_line_error(pq(fork, "init", "--upstream", "upstream/main", ok=False),
                    "series.yaml already exists", "pq export")
+
+
+@pytest.mark.parametrize("name", ["bad..name", "-x", "a b", "x.lock", "HEAD", "a~1", "x/"])
+def test_apply_to_a_branch_name_git_refuses(fork: Path, name: str) -> None:
+    before = git(fork, "for-each-ref")
+    one_line_error(pq(fork, "apply", "--branch", name, ok=False),
+                   f"{name!r} is not a valid branch name", "git check-ref-format")
+    assert git(fork, "for-each-ref") == before

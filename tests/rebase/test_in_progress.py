@@ -7,6 +7,8 @@ conflicts get their own fix, and the operation log tells a stopped rebase apart.
 from __future__ import annotations
 
 import json
+import shlex
+import subprocess
 from pathlib import Path
 
 from gitrepo import commit_all, git, pq, write
@@ -321,3 +323,28 @@ def test_log_stopped_then_done_or_aborted_with_flags_and_footer(tmp_path: Path) 
         ("pq rebase --continue", "done"), ("pq rebase upstream/main --json", "done")]
     assert pq(fork, "log", "-n", "0").output == ""
     assert "no operations logged yet" not in pq(fork, "log", "-n", "0").output
+
+
+ODD = ["-dash.txt", "dollar$HOME.txt", "quo\"te's.txt", "with space.txt", "ünï.txt"]
+
+
+def test_suggested_git_add_can_be_pasted_for_any_name(tmp_path: Path) -> None:
+    """The `git add ...` a conflict suggests, run by a shell as printed, adds exactly the
+    conflicted files (quoted names, `--` before a name starting with `-`)."""
+    up, fork = make_series(tmp_path)
+    upstream_commit(up, fork, "upstream: odd files", dict.fromkeys(ODD, "a\nb\nc\n"))
+    pq(fork, "rebase", "upstream/main")
+    for n in ODD:
+        write(fork, n, "a\nfork\nc\n")
+    commit_all(fork, "python-glue: odd files")
+    pq(fork, "export", "--commit")
+    upstream_commit(up, fork, "upstream: odd files again", dict.fromkeys(ODD, "a\nup\nc\n"))
+    stop = pq(fork, "rebase", "upstream/main", ok=False)
+    assert stop.exit_code == 1
+    command = stop.output.split("`git add ", 1)[1].split("`", 1)[0]
+    for n in ODD:
+        write(fork, n, "a\nresolved\nc\n")
+    subprocess.run(f"git add {command}", shell=True, cwd=fork, check=True)
+    assert git(fork, "diff", "--name-only", "--diff-filter=U") == ""
+    assert shlex.split(command) == ["--", *sorted(ODD)]
+    pq(fork, "rebase", "--continue")

@@ -95,6 +95,11 @@ class Git(WorkingTree):
         proc = self.run_proc("merge-base", a, b)
         return CommitId(proc.stdout.decode().strip()) if proc.returncode == 0 else None
 
+    def valid_branch_name(self, name: str) -> bool:
+        """Whether `git branch NAME` would take `name` (`git check-ref-format` rules)."""
+        return (not name.startswith("-") and name != "HEAD" and self.run_proc(
+            "check-ref-format", f"refs/heads/{name}").returncode == 0)
+
     def is_ancestor(self, a: str, b: str) -> bool:
         return self.run_proc("merge-base", "--is-ancestor", a, b).returncode == 0
 

@@ -281,6 +281,11 @@ def apply(git: Git, onto: str | None = None, *, branch: str | None = None,
                     f"{SERIES_FILE}; applying would drop them",
                     hint="run `pq export` first, or `pq apply --branch NEW` to build a new "
                          "branch instead")
+        elif not git.valid_branch_name(branch):
+            raise ConfigError(f"{branch!r} is not a valid branch name",
+                              hint="choose a name git accepts (no `..`, spaces, `~^:?*[\\`, "
+                                   "leading `-` or trailing `.lock`; see `git "
+                                   "check-ref-format`)")
         elif git.try_resolve(f"refs/heads/{branch}"):
             raise ConfigError(f"branch {branch!r} already exists",
                               hint="choose another name, or delete it first")

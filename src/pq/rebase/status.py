@@ -7,6 +7,7 @@ resolution would commit.
 from __future__ import annotations
 
 import re
+import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,17 +18,18 @@ from pq.rebase import worktree
 
 # `git status --porcelain` codes of unmerged paths, for a patch cherry-picked onto the
 # rebased stack: "us" is the stack so far (upstream and the earlier patches), "them" the
-# patch. Each gives (what happened, how to resolve it; {p} is the path).
+# patch. Each gives (what happened, how to resolve it; {f} is the path, {p} the path as a
+# shell argument).
 KINDS: dict[str, tuple[str, str]] = {
-    "UU": ("both modified", "edit {p}, then `git add {p}`"),
-    "AA": ("both added", "edit {p}, then `git add {p}`"),
+    "UU": ("both modified", "edit {f}, then `git add {p}`"),
+    "AA": ("both added", "edit {f}, then `git add {p}`"),
     "DU": ("deleted upstream, modified by the patch",
            "`git rm {p}` keeps it deleted, or `git add {p}` keeps the patch's version"),
     "UD": ("modified upstream, deleted by the patch",
            "`git rm {p}` deletes it as the patch does, or `git add {p}` keeps upstream's "
            "version"),
-    "AU": ("added upstream only", "edit {p}, then `git add {p}` (or `git rm {p}`)"),
-    "UA": ("added by the patch only", "edit {p}, then `git add {p}` (or `git rm {p}`)"),
+    "AU": ("added upstream only", "edit {f}, then `git add {p}` (or `git rm {p}`)"),
+    "UA": ("added by the patch only", "edit {f}, then `git add {p}` (or `git rm {p}`)"),
     "DD": ("deleted on both sides", "`git rm {p}`"),
 }
 NEXT_CONFLICT = ["pq rebase --continue", "pq rebase --skip", "pq rebase --abort"]
@@ -86,14 +88,21 @@ def conflicts(git: Git) -> list[ConflictFile]:
     for code, path in git.status_porcelain():
         if code in KINDS:
             kind, fix = KINDS[code]
-            out.append(ConflictFile(path, code, kind, fix.format(p=path)))
+            out.append(ConflictFile(path, code, kind, fix.format(p=shell_args([path]), f=path)))
     return sorted(out, key=lambda c: c.path)
+
+
+def shell_args(paths: list[str]) -> str:
+    """`paths` as a shell reads them back: quoted where needed, after `--` when one of
+    them starts with `-` (so that a suggested `git add ...` can be pasted as it is)."""
+    words = " ".join(shlex.quote(p) for p in paths)
+    return f"-- {words}" if any(p.startswith("-") for p in paths) else words
 
 
 def resolve_hint(files: list[ConflictFile]) -> str:
     """How to resolve `files`: one clause for plain edits, one per file otherwise."""
     plain = [c.path for c in files if c.code in ("UU", "AA")]
-    parts = [f"edit, `git add {' '.join(plain)}`"] if plain else []
+    parts = [f"edit, `git add {shell_args(plain)}`"] if plain else []
     parts += [f"{c.path} ({c.kind}): {c.fix}" for c in files if c.code not in ("UU", "AA")]
     return "; ".join(parts)
 
@@ -202,7 +211,7 @@ def require_resolved(git: Git, state: rs.RebaseState) -> None:
             f"{path}:{line}: conflict marker added{more}; the resolution of "
             f"patches/{state.steps[state.index].name} would commit it",
             hint=f"edit {path} (and any other file `git diff --cached --check` names), "
-                 f"`git add {path}`, then `pq rebase --continue`")
+                 f"`git add {shell_args([path])}`, then `pq rebase --continue`")
 
 
 _MARKER = re.compile(r"^(.*):(\d+): leftover conflict marker$")
