@@ -20,6 +20,7 @@ from test_rebase import (
 )
 
 NEW_PATCH = "patches/0003-cpp-compat-return-2.patch"
+GLUE = "0002-python-glue-scoped-compat.patch"
 
 
 def add_note(fork: Path, note: str) -> None:
@@ -50,6 +51,15 @@ def uncommitted_export(fork: Path) -> None:
     pq(fork, "export")
 
 
+def metadata(fork: Path) -> None:
+    """A summary and a layer changed: headers of the patch files go stale, no commit does."""
+    text = (fork / "series.yaml").read_text()
+    assert "summary: 'build: enable compat'" in text and "layer: python-glue" in text
+    write(fork, "series.yaml", text.replace("summary: 'build: enable compat'",
+                                            "summary: turn the compat layer on")
+          .replace("layer: python-glue", "layer: cpp-compat"))
+
+
 def untracked_note(fork: Path) -> None:
     write(fork, "patches/README", "the user's own notes\n")
 
@@ -59,6 +69,7 @@ DIRT: dict[str, Callable[[Path], None]] = {
     "staged-series": edit_staged,
     "staged-then-unstaged-series": edit_staged_then_more,
     "uncommitted-export": uncommitted_export,
+    "metadata-edit": metadata,
     "untracked-note": untracked_note,
 }
 
@@ -99,6 +110,12 @@ def check_carried(fork: Path, kind: str, before: dict[str, object]) -> None:
     if kind == "uncommitted-export":
         assert "0003-cpp-compat-return-2.patch" in committed
         assert (fork / NEW_PATCH).read_bytes() == files[NEW_PATCH]
+    if kind == "metadata-edit":
+        assert "summary: turn the compat layer on" in committed
+        assert "layer: cpp-compat" in committed
+        assert b"X-Pq-Layer: cpp-compat\n" in (fork / "patches" / GLUE).read_bytes()
+        assert b"Description: turn the compat layer on\n" in (
+            fork / "patches/0001-build-enable-compat.patch").read_bytes()
     if kind == "untracked-note":
         assert (fork / "patches/README").read_bytes() == b"the user's own notes\n"
     assert not (fork / ".git/pq/rebase").exists()

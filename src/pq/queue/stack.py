@@ -169,6 +169,28 @@ def assign_names(stack: Sequence[StackCommit], old: Series | None,
     return names
 
 
+def same_commits(a: Mapping[str, bytes], b: Mapping[str, bytes]) -> bool:
+    """Whether two sets of patch files stand for the same commits: the same names, each
+    with the same author, message, diff and headers, whatever the headers series.yaml
+    writes (Description, X-Pq-Layer, the workaround fields) say. An edit of series.yaml's
+    metadata makes those stale until the next export; it changes no commit."""
+    if a.keys() != b.keys():
+        return False
+    for name, data in a.items():
+        if data == b[name]:
+            continue
+        try:
+            x, y = (patchfile.parse(d, f"{PATCHES_DIR}/{name}") for d in (data, b[name]))
+        except ConfigError:
+            return False
+        own = [h for h in x.headers if h[0] not in dep3.KEYS]
+        if (x.author, x.message, x.diff, x.encoding, own) != (
+                y.author, y.message, y.diff, y.encoding,
+                [h for h in y.headers if h[0] not in dep3.KEYS]):
+            return False
+    return True
+
+
 def export(git: Git, stack: Sequence[StackCommit], old: Series, base: str, *,
            recorded: Recorded | None = None, names: Sequence[str] | None = None) -> Queue:
     """The series and patch files for `stack`, keeping what the user set in `old`.

@@ -56,7 +56,8 @@ def start(git: Git, upstream: str | None = None, *, gate: bool = False,
     if not verified.known(git, head, queue):  # else this very check passed before
         fresh = stack_mod.export(git, stack, series, old_base,
                                  recorded=stack_mod.recorded_files(queue))
-        if fresh.files != queue.files or [e.name for e in fresh.series.patches] != [
+        if not stack_mod.same_commits(fresh.files, queue.files) or [
+                e.name for e in fresh.series.patches] != [
                 e.name for e in series.patches]:
             raise ConfigError(f"{branch.removeprefix('refs/heads/')} has commits that differ "
                               f"from {SERIES_FILE}; rebasing would lose them",
