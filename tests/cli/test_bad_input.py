@@ -128,3 +128,15 @@ def test_apply_to_a_branch_name_git_refuses(fork: Path, name: str) -> None:
     one_line_error(pq(fork, "apply", "--branch", name, ok=False),
                    f"{name!r} is not a valid branch name", "git check-ref-format")
     assert git(fork, "for-each-ref") == before
+
+
+@pytest.mark.parametrize(("args", "needle", "helped"), [
+    (["drift"], "Missing argument 'OLD..NEW'", "pq drift --help"),
+    (["bogus"], "No such command 'bogus'", "pq --help"),
+    (["log", "-n", "-1"], "-1 is not in the range", "pq log --help"),
+    (["-C", "/nonexistent/dir", "series"], "cannot change to /nonexistent/dir", "pq --help"),
+    (["series", "--no-such-flag"], "--no-such-flag", "pq series --help"),
+])
+def test_a_usage_error_is_one_line_too(fork: Path, args: list[str], needle: str,
+                                       helped: str) -> None:
+    one_line_error(pq(fork, *args, ok=False), needle, f"(see `{helped}`)")

@@ -53,5 +53,7 @@ def test_the_verification_path_reads_the_latest_gate_record(tmp_path: Path) -> N
                                                                    ("never", "failed")]
     assert data["record"]["commit"] == git(fork, "rev-parse", "HEAD")
     assert data["record"]["status"] == "failed"
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", data["record"]["finished"])
     text = pq(fork, "report").output
     assert "| check | — | passed |" in text and "Latest gate record of this tree: failed" in text
+    assert f"({data['record']['finished']})" in text

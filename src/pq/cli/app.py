@@ -61,10 +61,13 @@ class PqGroup(click.Group):
             return super().invoke(ctx)
         except (click.exceptions.Exit, click.Abort, SystemExit):
             raise
-        except click.ClickException as exc:
-            if not as_json:
-                raise
-            fail(Failure(exc.format_message(), exc.exit_code), as_json)
+        except click.ClickException as exc:  # usage errors: one line too, with the help
+            message = exc.format_message().rstrip(".")
+            where = getattr(exc, "ctx", None)
+            if isinstance(exc, click.UsageError) and where is not None and not as_json:
+                sub = where.command_path.partition(" ")[2]  # the program is `pq`, always
+                message += f" (see `pq{' ' + sub if sub else ''} --help`)"
+            fail(Failure(message, exc.exit_code), as_json)
         except BaseException as exc:
             failure = failure_of(exc)
             if failure is None:

@@ -59,7 +59,7 @@ def _changes(record: dict[str, Any]) -> dict[str, Any]:
 
 
 @click.command()
-@click.option("-n", "--max-count", "limit", type=int, default=None, metavar="N",
+@click.option("-n", "--max-count", "limit", type=click.IntRange(min=0), default=None, metavar="N",
               help="Show only the N most recent operations.")
 @click.option("--json", "as_json", is_flag=True, help="Print the operations as JSON.")
 def log(limit: int | None, as_json: bool) -> None:

@@ -197,6 +197,6 @@ def _verification(git: Git, series: Series, text: bytes | None,
             statuses = gate_record.stage_statuses(status.record)
             report.gate_record = {"commit": status.found_on, "tree": status.tree,
                                   "status": status.record.get("status"),
-                                  "finished": status.record.get("finished")}
+                                  "finished": status.record.get("time")}
     report.stages = [StageResult(s.name, s.requires, s.kind, statuses.get(s.name))
                      for s in config.stages]
