@@ -157,7 +157,7 @@ def test_conflict_then_continue(tmp_path: Path) -> None:
     assert "<<<<<<<" in text and "import other_framework" in text
     # Not resolved yet: refused, nothing changes.
     again = pq(fork, "rebase", "--continue", ok=False)
-    assert again.exit_code == 2 and "setup.py still unmerged" in again.output
+    assert again.exit_code == 1 and "setup.py still unmerged" in again.output
     write(fork, "setup.py", set_line(SETUP, 3, "import other_framework; paddle.enable_compat()"))
     git(fork, "add", "setup.py")
     result = pq(fork, "rebase", "--continue")

@@ -196,7 +196,7 @@ def require_resolved(git: Git, state: rs.RebaseState) -> None:
     unmerged, changed = worktree.unstaged_paths(git)
     if unmerged:
         files = [c for c in conflicts(git) if c.path in unmerged]
-        raise ConfigError(f"{rs.list_paths(unmerged)} still unmerged",
+        raise OperationFailed(f"{rs.list_paths(unmerged)} still unmerged",  # a conflict: 1
                           hint=f"{resolve_hint(files)}, then "
                                "`pq rebase --continue`")
     if changed:
