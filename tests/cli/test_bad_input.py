@@ -119,7 +119,7 @@ def test_merge_commits_are_not_guessed_at(tmp_path: Path) -> None:
 
 def test_init_twice_is_refused(fork: Path) -> None:
     one_line_error(pq(fork, "init", "--upstream", "upstream/main", ok=False),
-                   "series.yaml already exists", "pq export")
+                   "series.yaml: the fork already has a series", "pq export")
 
 
 @pytest.mark.parametrize("name", ["bad..name", "-x", "a b", "x.lock", "HEAD", "a~1", "x/"])

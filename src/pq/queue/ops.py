@@ -86,7 +86,7 @@ def init(git: Git, upstream: str, *, force: bool = False, commit: bool = False) 
         upstream_id = git.resolve(upstream, "upstream ref")
         head = git.head()
         if (git.root / SERIES_FILE).exists() and not force:
-            raise ConfigError(f"{SERIES_FILE} already exists", path=SERIES_FILE,
+            raise ConfigError("the fork already has a series", path=SERIES_FILE,
                               hint="use `pq export` to refresh it, or `pq init --force` to "
                                    "start over")
         base = git.merge_base(head, upstream_id)
