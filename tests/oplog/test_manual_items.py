@@ -123,6 +123,20 @@ def test_a_commit_made_while_export_computes_is_kept(tmp_path: Path) -> None:
     assert git(fork, "rev-parse", "paddle") == made
 
 
+def test_a_commit_made_while_rebase_computes_is_kept(tmp_path: Path) -> None:
+    """HEAD on the branch, the rebase lands with `reset --keep`: a commit made on the branch
+    while the rebase computed must stop it, not be reset away."""
+    fork = base_fork(tmp_path)
+    labels = checkpoints(fork, ["rebase", "upstream/main"])
+    at = labels.index("write commit") + 1  # the rebased commits, before landing
+    code, out, made = commit_meanwhile(fork, ["rebase", "upstream/main"], at)
+    assert code == 2, out
+    assert f"paddle moved to {made[:12]} (meanwhile) while pq rebase was computing" in out
+    assert git(fork, "rev-parse", "paddle") == made
+    assert (fork / "notes2.txt").read_text() == "meanwhile\n"
+    assert pq(fork, "status").output.startswith("no rebase in progress"), pq(fork, "status").output
+
+
 def test_undo_waits_for_an_apply_that_computes(tmp_path: Path) -> None:
     fork = base_fork(tmp_path)
     labels = checkpoints(fork, ["apply", "--onto", "upstream/main"])

@@ -77,15 +77,23 @@ def land(git: Git, state: RebaseState, previous: str | None = None) -> None:
     is the new tip an earlier landing may already have moved the branch to.
     """
     assert state.new_tip is not None
+    expected = state.orig_head
+    if previous is not None and git.try_resolve(state.branch) == previous:
+        expected = previous
+    now = git.try_resolve(state.branch)
+    if not state.detached and now != expected:
+        # HEAD is on the branch: `reset --keep` below would move it from wherever it is.
+        moved = f"to {now[:12]} ({git.commit(now).subject})" if now else "(deleted)"
+        raise ConfigError(f"{state.short_branch} moved {moved} while pq rebase was "
+                          "computing; nothing was changed",
+                          hint="run `pq export` if that commit belongs to the series, then "
+                               "`pq rebase` again")
     worktree.require_nothing_in_the_way(git, state, state.new_tip)
     state.phase = "landing"
     state.touched = True
     rs.save(git, state)
     git.set_orig_head(state.branch, state.orig_head, "pq rebase: previous tip")
     env = {"GIT_REFLOG_ACTION": f"pq rebase onto {state.onto[:12]}"}
-    expected = state.orig_head
-    if previous is not None and git.try_resolve(state.branch) == previous:
-        expected = previous
     try:
         if state.detached:
             git.checkout(state.new_tip, detach=True, env=env)
