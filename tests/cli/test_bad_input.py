@@ -140,3 +140,22 @@ def test_apply_to_a_branch_name_git_refuses(fork: Path, name: str) -> None:
 def test_a_usage_error_is_one_line_too(fork: Path, args: list[str], needle: str,
                                        helped: str) -> None:
     one_line_error(pq(fork, *args, ok=False), needle, f"(see `{helped}`)")
+
+
+@pytest.mark.parametrize("operation", ["merge", "cherry-pick"])
+def test_a_git_operation_in_progress_is_refused(fork: Path, operation: str) -> None:
+    """A conflicted `git merge`/`git cherry-pick`: a commit pq wrote now would land on it."""
+    git(fork, "checkout", "-q", "-b", "side")
+    write(fork, "pkg/__init__.py", "side\n")
+    side = commit_all(fork, "side")
+    git(fork, "checkout", "-q", "paddle")
+    write(fork, "pkg/__init__.py", "paddle\n")
+    commit_all(fork, "python-glue: paddle")
+    git(fork, operation, side, check=False)
+    head = "MERGE_HEAD" if operation == "merge" else "CHERRY_PICK_HEAD"
+    before = git(fork, "rev-parse", "HEAD")
+    for command in (["export", "--commit"], ["init", "--force", "--upstream",
+                                             "upstream/main", "--commit"], ["undo"]):
+        one_line_error(pq(fork, *command, ok=False), f"git has an operation in progress ({head})",
+                       "finish or abort it first")
+    assert git(fork, "rev-parse", "HEAD") == before

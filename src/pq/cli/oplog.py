@@ -15,6 +15,7 @@ from pq.oplog import undo as undo_mod
 from pq.oplog.lock import lock_holder
 from pq.rebase import rerere
 from pq.rebase import status as rebase_status
+from pq.rebase.state import require_no_git_operation
 
 
 def register(main: click.Group) -> None:
@@ -184,6 +185,7 @@ def undo(op: int | None, force: bool, as_json: bool) -> None:
     overwrite them. The undo is itself logged: `pq redo` reverts it.
     """
     with open_repo() as git:
+        require_no_git_operation(git)  # git's reset would refuse halfway, mid-merge
         result = undo_mod.run(git, "undo", op, force)
         paths = _rerere_paths(git, result)
     _render(result, paths, as_json)
@@ -196,6 +198,7 @@ def undo(op: int | None, force: bool, as_json: bool) -> None:
 def redo(force: bool, as_json: bool) -> None:
     """Revert the most recent `pq undo` (repeatable while only undos happened since)."""
     with open_repo() as git:
+        require_no_git_operation(git)  # git's reset would refuse halfway, mid-merge
         result = undo_mod.run(git, "redo", None, force)
         paths = _rerere_paths(git, result)
     _render(result, paths, as_json)

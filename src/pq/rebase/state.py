@@ -153,7 +153,14 @@ def require_none(git: Git) -> None:
         raise ConfigError("a pq rebase is already in progress",
                           hint="`pq rebase --continue`, `pq rebase --skip` or "
                                "`pq rebase --abort`")
-    for name in ("rebase-merge", "rebase-apply", "MERGE_HEAD", "CHERRY_PICK_HEAD"):
+    require_no_git_operation(git)
+
+
+def require_no_git_operation(git: Git) -> None:
+    """Refuse while git itself is in the middle of a rebase, merge, cherry-pick or revert:
+    a commit pq wrote now would land on a half-done operation."""
+    for name in ("rebase-merge", "rebase-apply", "MERGE_HEAD", "CHERRY_PICK_HEAD",
+                 "REVERT_HEAD"):
         if (git.git_dir / name).exists():
             raise ConfigError(f"git has an operation in progress ({name})",
                               hint="finish or abort it first (`git status` says how)")

@@ -141,6 +141,7 @@ def refuse_while_rebasing(git: Git, command: str) -> None:
     """Every command that rewrites the branch or the queue refuses while a rebase runs."""
     st = status(git)
     if st is None:
+        rs.require_no_git_operation(git)
         return
     where = (f"stopped at patches/{st.patch}" if st.patch else "not landed yet")
     raise ConfigError(f"a pq rebase of {st.branch} is in progress ({where}); {command} would "
