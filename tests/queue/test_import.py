@@ -126,6 +126,28 @@ def test_keep_commits_on_a_linear_fork_keeps_one_patch_per_commit(tmp_path: Path
     assert tree(fork, "HEAD") == tree(fork, before)
 
 
+def test_keep_commits_keeps_empty_commits_and_counts_only_non_merges(tmp_path: Path) -> None:
+    """An empty commit is a patch with no diff (as `pq init` keeps it); a merge of a side
+    branch and one from upstream are not counted as commits of the fork's own."""
+    fork = make_fork(tmp_path)
+    write(fork, "setup.py", "from paddle.utils import cpp_extension\n\nsetup(name='x')\n")
+    commit_all(fork, "Build against Paddle")
+    git(fork, "commit", "-q", "--allow-empty", "-m", "empty: a marker")
+    git(fork, "checkout", "-q", "-b", "side")
+    write(fork, "pkg/side.py", "x = 1\n")
+    commit_all(fork, "side: add")
+    git(fork, "checkout", "-q", "paddle")
+    git(fork, "merge", "-q", "--no-ff", "-m", "Merge side", "side")
+    before = git(fork, "rev-parse", "HEAD")
+    data = json.loads(pq(fork, "import", "--upstream", "upstream/main", "--keep-commits",
+                         "--json").output)
+    assert data["mode"] == "commits", data["reason"]
+    assert "kept the 3 non-merge commits" in data["reason"]
+    assert [p["summary"] for p in data["patches"]] == ["Build against Paddle",
+                                                       "empty: a marker", "side: add"]
+    assert tree(fork, "HEAD") == tree(fork, before)
+
+
 def test_keep_commits_falls_back_when_a_merge_resolved_a_conflict(tmp_path: Path) -> None:
     fork, _up = grown_fork(tmp_path)
     out = pq(fork, "import", "--upstream", "upstream/main", "--keep-commits").output

@@ -294,7 +294,7 @@ def test_modify_delete_conflict_says_git_rm_or_git_add(tmp_path: Path) -> None:
     assert "edit, `git add" not in err
     assert git(fork, "status", "--porcelain", "setup.py").startswith("DU")
     refused = pq(fork, "rebase", "--continue", ok=False)
-    assert refused.exit_code == 2 and "`git rm setup.py`" in refused.output
+    assert refused.exit_code == 1 and "`git rm setup.py`" in refused.output
     git(fork, "rm", "-q", "setup.py")
     pq(fork, "rebase", "--continue")
     assert not (fork / "setup.py").exists()

@@ -125,7 +125,7 @@ class Git(WorkingTree):
         """(commit, the paths it changes) for each non-merge commit of `range_`, oldest
         first."""
         out = self.run("log", "-z", "--topo-order", "--format=%x01%H", "--name-only",
-                       "--no-renames", "--diff-merges=off", "--no-show-signature", range_)
+                       "--no-renames", "--no-merges", "--no-show-signature", range_)
         log: list[tuple[CommitId, set[str]]] = []
         for field in out.split(b"\0"):
             field = field.lstrip(b"\n")

@@ -164,9 +164,8 @@ def _replay(git: Git, base: CommitId, target: str, commits: Sequence[CommitId],
     parent = base
     with git.temp_index(git.tree_of(base)) as env:
         for commit in commits:
-            if not patches[commit].strip():
-                continue
-            error = git.apply_cached(patches[commit], env)
+            # An empty commit stays one: a patch with no diff, as `pq init` keeps it.
+            error = git.apply_cached(patches[commit], env) if patches[commit].strip() else None
             if error is not None:
                 return None, (f"--keep-commits: fork commit {commit[:12]} does not apply "
                               "linearised onto the base (a merge resolved it)")
