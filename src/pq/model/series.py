@@ -283,7 +283,9 @@ def check_files(series: Series, files: Iterable[str]) -> None:
             raise series.error(("patches", i, "name"),
                                f"patch {entry.name} is listed but {PATCHES_DIR}/{entry.name} "
                                "does not exist",
-                               hint="restore the file, or run `pq export` to rewrite the queue")
+                               hint=f"restore it (`git checkout -- {PATCHES_DIR}/"
+                                    f"{entry.name}`), or remove its entry from "
+                                    f"{SERIES_FILE} and run `pq export`")
     listed = {e.name for e in series.patches}
     for name in sorted(present - listed):
         if name.endswith(".patch"):
