@@ -159,3 +159,19 @@ def test_a_git_operation_in_progress_is_refused(fork: Path, operation: str) -> N
         one_line_error(pq(fork, *command, ok=False), f"git has an operation in progress ({head})",
                        "finish or abort it first")
     assert git(fork, "rev-parse", "HEAD") == before
+
+
+def test_init_and_import_never_overwrite_an_untracked_file(tmp_path: Path) -> None:
+    fork = make_fork(tmp_path)
+    write(fork, "setup.py", "import paddle\n")
+    commit_all(fork, "build: enable compat")
+    mine = ["patches/0001-build-enable-compat.patch", "patches/0001-build-setup.patch"]
+    for rel in mine:  # the names init and import give the one patch
+        write(fork, rel, "MY OWN NOTES\n")
+    for command, rel in ((["init", "--upstream", "upstream/main"], mine[0]),
+                         (["import", "--upstream", "upstream/main"], mine[1])):
+        one_line_error(pq(fork, *command, ok=False),
+                       f"{rel}: an untracked file stands where a new patch file goes",
+                       "move it aside")
+        assert all((fork / m).read_text() == "MY OWN NOTES\n" for m in mine)
+        assert not (fork / "series.yaml").exists()

@@ -144,6 +144,8 @@ def import_fork(git: Git, upstream: str, branch: str | None = None, *, dry_run: 
         new_tip = bookkeeping_commit(git, last, None, queue, committer,
                                      f"pq: import {name} as a series on {base[:12]}\n")
         require_unmoved(git, current, tip, "pq import")
+        ops.require_no_untracked_in_the_way(git, queue, [e.name for e in queue.series.patches],
+                                            "pq import")
         t.begin()
         git.set_orig_head(current, tip, "pq import: previous tip")
         ops.clear_queue_files_for(git, new_tip, queue_paths)
