@@ -205,7 +205,7 @@ def export(git: Git, stack: Sequence[StackCommit], old: Series, base: str, *,
         prev = old.entry(name)
         if prev is None:
             entry = PatchEntry(name=name, layer=guess_layer(git, sc),
-                               summary=summary_of(sc.message))
+                               summary=summary_of(sc.message, sc.encoding))
         else:
             entry = prev
         entries.append(entry)
@@ -215,11 +215,19 @@ def export(git: Git, stack: Sequence[StackCommit], old: Series, base: str, *,
     return Queue(series, files)
 
 
-def summary_of(message: str) -> str:
+def summary_of(message: str, encoding: str | None = None) -> str:
     """series.yaml's summary of a message: its subject, as text (bytes that are not UTF-8
-    become U+FFFD, whitespace runs one space)."""
+    read in the commit's declared `encoding`, as `git log` shows them, else U+FFFD;
+    whitespace runs one space)."""
     subject = message.split("\n", 1)[0].encode("utf-8", "surrogateescape")
-    return " ".join(subject.decode("utf-8", "replace").split())
+    try:
+        text = subject.decode("utf-8")
+    except UnicodeDecodeError:
+        try:
+            text = subject.decode(encoding or "utf-8")
+        except (LookupError, UnicodeDecodeError):
+            text = subject.decode("utf-8", "replace")
+    return " ".join(text.split())
 
 
 def guess_layer(git: Git, sc: StackCommit) -> str:
