@@ -358,3 +358,16 @@ def test_item_13_plain_cpp_is_kernel_and_the_readme_says_so() -> None:
     assert layers.classify_path("csrc/ops.cc", b"#include <torch/extension.h>\nat::Tensor t;\n") \
         == "cpp-compat"
     assert "other C/C++" in readme and "that uses no framework API" in readme
+
+
+def test_undo_and_redo_name_an_untracked_file_in_the_way(tmp_path: Path) -> None:
+    fork = base_fork(tmp_path)  # upstream added csrc/extra.cc
+    pq(fork, "rebase", "upstream/main")
+    pq(fork, "undo")
+    write(fork, "csrc/extra.cc", "my own, untracked\n")
+    before = repo_state(fork)
+    line = error_line(pq(fork, "redo", ok=False), 2)
+    assert "untracked csrc/extra.cc would be overwritten by redoing operation" in line
+    assert "move it aside, then run `pq redo` again" in line
+    assert repo_state(fork) == before
+    assert (fork / "csrc/extra.cc").read_text() == "my own, untracked\n"

@@ -302,6 +302,7 @@ def restore(git: Git, p: Plan, current: Snapshot) -> None:
     #    changes: if it refuses (it would overwrite uncommitted work) nothing has.
     if moving:
         assert commit_now is not None and commit_then is not None
+        _require_no_untracked_in_the_way(git, commit_now, commit_then, p)
         # Files whose stat data changed but whose bytes did not must not count as edits.
         git.refresh_index()
         clear_queue(git, commit_now, current)
@@ -334,6 +335,22 @@ def _update_refs(git: Git, refs: dict[str, str | None], now: dict[str, str],
                for ref, value in sorted(refs.items())
                if ((ref in now) if value is None else value != now.get(ref))]
     git.update_refs(updates, env["GIT_REFLOG_ACTION"])
+
+
+def _require_no_untracked_in_the_way(git: Git, now: str, then: str, p: Plan) -> None:
+    """Untracked files where the restored commit has files: git's reset would refuse
+    halfway with a bare `Could not reset index file`; say which, as `git checkout` does."""
+    added = [path for path in git.changed_paths(now, then, diff_filter="A")
+             if path != SERIES_FILE and not path.startswith(PATCHES_DIR + "/")
+             and (git.root / path).is_file()]
+    in_way = sorted(set(git.ls_files(added, others=True, literal=True))) if added else []
+    if in_way:
+        verb = {"undo": "undoing", "redo": "redoing", "restore": "restoring"}[p.kind]
+        more = f" and {len(in_way) - 1} more" if len(in_way) > 1 else ""
+        raise ConfigError(f"untracked {in_way[0]}{more} would be overwritten by {verb} "
+                          f"operation {p.record['id']} (`{p.record.get('command')}`)",
+                          hint="move it aside, then run `pq "
+                               f"{'redo' if p.kind == 'redo' else 'undo'}` again")
 
 
 def _checkout_failure(stderr: bytes, p: Plan) -> str:
