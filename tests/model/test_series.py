@@ -112,7 +112,7 @@ def test_check_files_both_ways() -> None:
     with pytest.raises(ConfigError) as info:
         series.check_files(s, ["0001-build.patch", "0002-glue.patch", "0003-stray.patch"])
     assert "patches/0003-stray.patch is not listed in series.yaml" in str(info.value)
-    assert "git rm patches/0003-stray.patch" in (info.value.hint or "")
+    assert "git rm -f patches/0003-stray.patch" in (info.value.hint or "")
 
 
 def test_unchanged_series_rewrites_to_the_same_bytes() -> None:

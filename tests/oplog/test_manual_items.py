@@ -223,7 +223,7 @@ def test_errors_name_the_place_and_the_fix(tmp_path: Path) -> None:
     line = error_line(pq(fork, "series", ok=False), 2)
     assert line.startswith("pq: error: series.yaml:") and line.split(":")[3].strip().isdigit()
     assert "patches/0009-stray.patch" in line and "- name: 0009-stray.patch" in line
-    assert "git rm patches/0009-stray.patch" in line
+    assert "git rm -f patches/0009-stray.patch" in line
     (fork / "patches" / "0009-stray.patch").unlink()
     write(fork, "series.yaml", series.replace(b"version: 1", b"version: \"1\""))
     line = error_line(pq(fork, "series", ok=False), 2)

@@ -294,7 +294,7 @@ def check_files(series: Series, files: Iterable[str]) -> None:
                 "(under `patches:`)",
                 hint=f"add `- name: {name}` (with its `layer` and `summary`) under "
                      f"`patches:` in the order it applies, or remove the file "
-                     f"(`git rm {PATCHES_DIR}/{name}`)")
+                     f"(`git rm -f {PATCHES_DIR}/{name}` if git tracks it, else `rm`)")
 
 
 def new_series(upstream_ref: str, base: str) -> Series:
