@@ -83,6 +83,8 @@ def test_sha256_base_and_empty_patches() -> None:
      "series.yaml:6:15: queue path '.git/x' escapes the repository"),
     ("patches:\n", "queue_paths: ['']\npatches:\n",
      "series.yaml:6:14: `queue_paths` must be a list of paths"),
+    ("patches:\n", "\0patches:\n", "series.yaml:6:1: invalid YAML: character U+0000 is not "
+     "allowed"),
 ])
 def test_refusals_name_file_line_column(old: str, new: str, expected: str) -> None:
     assert loads_error(edited(old, new)).startswith(expected)

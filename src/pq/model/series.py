@@ -180,7 +180,8 @@ def _loads_cached(text: bytes, filename: str = SERIES_FILE) -> Series:
                         hint="run `pq init --upstream <ref>`")
     ref = upstream.get("ref")
     if not isinstance(ref, str) or not ref.strip():
-        raise doc.error(("upstream", "ref"), "`upstream.ref` must be a non-empty string")
+        raise doc.error(("upstream", "ref"), "`upstream.ref` must be a non-empty string",
+                        hint="name the upstream branch, e.g. `ref: upstream/main`")
     base = upstream.get("base")
     if not isinstance(base, str) or not SHA_RE.match(base):
         raise doc.error(("upstream", "base"), "`upstream.base` must be a full commit id",

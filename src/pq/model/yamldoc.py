@@ -65,6 +65,14 @@ def load(text: bytes, filename: str) -> Located:
                           line=mark.line + 1 if mark else None,
                           column=mark.column + 1 if mark else None,
                           hint="fix the syntax at that position") from None
+    except yaml.reader.ReaderError as exc:  # a character YAML does not allow (NUL, ...)
+        before = decoded[: exc.position]
+        raise ConfigError(f"invalid YAML: character U+{exc.character:04X} is not allowed"
+                          if isinstance(exc.character, int) else
+                          f"invalid YAML: {str(exc).splitlines()[0]}", path=filename,
+                          line=before.count("\n") + 1,
+                          column=exc.position - (before.rfind("\n") + 1) + 1,
+                          hint="remove that character") from None
     except yaml.YAMLError as exc:
         raise ConfigError(f"invalid YAML: {str(exc).splitlines()[0]}", path=filename) from None
     except RecursionError:
