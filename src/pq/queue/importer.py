@@ -31,7 +31,7 @@ from pq.queue import stack as stack_mod
 from pq.queue.bookkeeping import bookkeeping_commit
 from pq.queue.copies import CopyProposal
 from pq.queue.copies import propose as propose_copies
-from pq.queue.files import Queue, write_worktree
+from pq.queue.files import Queue, require_no_untracked_in_the_way, write_worktree
 from pq.queue.split import part_trees
 
 # (path, line, code) of each added line that looks like a workaround, for one file's diff.
@@ -144,8 +144,8 @@ def import_fork(git: Git, upstream: str, branch: str | None = None, *, dry_run: 
         new_tip = bookkeeping_commit(git, last, None, queue, committer,
                                      f"pq: import {name} as a series on {base[:12]}\n")
         require_unmoved(git, current, tip, "pq import")
-        ops.require_no_untracked_in_the_way(git, queue, [e.name for e in queue.series.patches],
-                                            "pq import")
+        require_no_untracked_in_the_way(
+            git, queue, [e.name for e in queue.series.patches], "pq import")
         t.begin()
         git.set_orig_head(current, tip, "pq import: previous tip")
         ops.clear_queue_files_for(git, new_tip, queue_paths)

@@ -26,6 +26,7 @@ from pq.queue.files import (
     index_entries,
     read_tree,
     read_worktree,
+    require_no_untracked_in_the_way,
     reset_to_head,
     write_worktree,
 )
@@ -213,23 +214,6 @@ def _write_export(git: Git, queue: Queue, old: Series, t: Transaction, commit: b
         result.commit = commit_queue(git, f"pq: {command} series", written, expect=head)
     t.done()
     return result
-
-
-def require_no_untracked_in_the_way(git: Git, queue: Queue, names: list[str],
-                                    command: str) -> None:
-    """Refuse before writing new patch files over untracked files of the user's with other
-    bytes (git checkout refuses the same way); nothing is written."""
-    present = [f"{PATCHES_DIR}/{n}" for n in names
-               if (git.root / PATCHES_DIR / n).is_file()]
-    if not present:
-        return
-    clash = sorted(p for p in git.ls_files(present, others=True, literal=True)
-                   if (git.root / p).read_bytes() != queue.files[p.split("/", 1)[1]])
-    if clash:
-        more = f" and {len(clash) - 1} more" if len(clash) > 1 else ""
-        raise ConfigError(f"an untracked file{more} stands where a new patch file goes; "
-                          "writing it would overwrite the file", path=clash[0],
-                          hint=f"move it aside (it is not pq's), then run {command} again")
 
 
 def commit_queue(git: Git, message: str, queue: Queue | None = None,
