@@ -7,6 +7,7 @@ A mixin of `pq.git.repo.Git`; every verb here changes or reads what a user sees 
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Sequence
 from pathlib import Path
@@ -45,6 +46,12 @@ class WorkingTree(Merging):
         args += ["--cached"] if cached else []
         args += ["--others", "--exclude-standard"] if others else []
         return zsplit(self.run(*args, "--", *paths, env=env))
+
+    def untracked(self, paths: Sequence[str]) -> list[str]:
+        """Those of `paths` that stand in the working tree untracked (not ignored), sorted:
+        what a checkout of a commit that has them would refuse to overwrite."""
+        present = [p for p in paths if os.path.lexists(self.root / p)]
+        return sorted(set(self.ls_files(present, others=True, literal=True))) if present else []
 
     def add(self, paths: Sequence[str], *, all: bool = False) -> None:
         """Stage `paths` (literal paths; `all`: removals too)."""

@@ -340,15 +340,11 @@ def _update_refs(git: Git, refs: dict[str, str | None], now: dict[str, str],
 def _require_no_untracked_in_the_way(git: Git, now: str, then: str, p: Plan) -> None:
     """Untracked files where the restored commit has files: git's reset would refuse
     halfway with a bare `Could not reset index file`; say which, as `git checkout` does."""
-    added = [path for path in git.changed_paths(now, then, diff_filter="A")
-             if path != SERIES_FILE and not path.startswith(PATCHES_DIR + "/")
-             and (git.root / path).is_file()]
-    in_way = sorted(set(git.ls_files(added, others=True, literal=True))) if added else []
+    in_way = git.untracked([path for path in git.changed_paths(now, then, diff_filter="A")
+                            if path != SERIES_FILE and not path.startswith(PATCHES_DIR + "/")])
     if in_way:
-        verb = {"undo": "undoing", "redo": "redoing", "restore": "restoring"}[p.kind]
         more = f" and {len(in_way) - 1} more" if len(in_way) > 1 else ""
-        raise ConfigError(f"untracked {in_way[0]}{more} would be overwritten by {verb} "
-                          f"operation {p.record['id']} (`{p.record.get('command')}`)",
+        raise ConfigError(f"untracked {in_way[0]}{more} would be overwritten by {_doing(p)}",
                           hint="move it aside, then run `pq "
                                f"{'redo' if p.kind == 'redo' else 'undo'}` again")
 
@@ -357,10 +353,14 @@ def _checkout_failure(stderr: bytes, p: Plan) -> str:
     text = stderr.decode("utf-8", "replace")
     paths = [ln.strip() for ln in text.splitlines() if ln.startswith("\t")]
     paths += re.findall(r"^error: Entry '(.+)' not uptodate", text, re.MULTILINE)
-    verb = {"undo": "undoing", "redo": "redoing", "restore": "restoring"}[p.kind]
-    what = f"operation {p.record['id']} (`{p.record.get('command')}`)"
     if paths:
         more = f" and {len(paths) - 1} more" if len(paths) > 1 else ""
-        return f"uncommitted changes in {paths[0]}{more} would be overwritten by {verb} {what}"
+        return f"uncommitted changes in {paths[0]}{more} would be overwritten by {_doing(p)}"
     last = [ln for ln in text.splitlines() if ln.strip()]
-    return f"{verb} {what} failed: {last[-1] if last else 'git checkout failed'}"
+    return f"{_doing(p)} failed: {last[-1] if last else 'git checkout failed'}"
+
+
+def _doing(p: Plan) -> str:
+    """`undoing operation 3 (`pq rebase upstream/main`)`: what the plan does, for errors."""
+    verb = {"undo": "undoing", "redo": "redoing", "restore": "restoring"}[p.kind]
+    return f"{verb} operation {p.record['id']} (`{p.record.get('command')}`)"

@@ -197,12 +197,9 @@ def require_no_untracked_in_the_way(git: Git, queue: Queue, names: list[str],
                                     command: str) -> None:
     """Refuse before writing new patch files over untracked files of the user's with other
     bytes (git checkout refuses the same way); nothing is written."""
-    present = [f"{PATCHES_DIR}/{n}" for n in names
-               if (git.root / PATCHES_DIR / n).is_file()]
-    if not present:
-        return
-    clash = sorted(p for p in git.ls_files(present, others=True, literal=True)
-                   if (git.root / p).read_bytes() != queue.files[p.split("/", 1)[1]])
+    clash = [p for p in git.untracked([f"{PATCHES_DIR}/{n}" for n in names])
+             if not (git.root / p).is_file()
+             or (git.root / p).read_bytes() != queue.files.get(p.split("/", 1)[1])]
     if clash:
         more = f" and {len(clash) - 1} more" if len(clash) > 1 else ""
         raise ConfigError(f"an untracked file{more} stands where a new patch file goes; "

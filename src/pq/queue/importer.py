@@ -221,7 +221,11 @@ def _same_files(git: Git, a: str, b: str, paths: Sequence[str]) -> bool:
 
 
 def _subject(git: Git) -> Callable[[CommitId], str]:
-    return lambda c: stack_mod.summary_of(git.commit(c).message, git.commit(c).encoding)
+    def subject(c: CommitId) -> str:
+        info = git.commit(c)
+        return stack_mod.summary_of(info.message, info.encoding)
+
+    return subject
 
 
 def _drafts(git: Git, stack: Sequence[stack_mod.StackCommit], queue: Queue,

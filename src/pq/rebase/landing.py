@@ -77,10 +77,8 @@ def land(git: Git, state: RebaseState, previous: str | None = None) -> None:
     is the new tip an earlier landing may already have moved the branch to.
     """
     assert state.new_tip is not None
-    expected = state.orig_head
-    if previous is not None and git.try_resolve(state.branch) == previous:
-        expected = previous
     now = git.try_resolve(state.branch)
+    expected = previous if previous is not None and now == previous else state.orig_head
     if not state.detached and now != expected:
         # HEAD is on the branch: `reset --keep` below would move it from wherever it is.
         moved = f"to {now[:12]} ({git.commit(now).subject})" if now else "(deleted)"

@@ -180,12 +180,12 @@ def require_in_place(git: Git, state: rs.RebaseState, action: str) -> None:
             hint=f"`git switch --detach {state.tip[:12]}`, resolve again, then "
                  f"`pq rebase --{action}`; or `pq rebase --abort`")
     if head != state.tip:
-        count = git.count(f"{state.tip}..{head}")
-        if count > 1 or len(git.commit(head).parents) != 1:
+        count, last = git.count(f"{state.tip}..{head}"), git.commit(head)
+        if count > 1 or len(last.parents) != 1:
             raise ConfigError(
                 f"{count} commits were made on the stopped patch "
                 f"patches/{state.steps[state.index].name} (the last: {head[:12]} "
-                f"{git.commit(head).subject}); pq keeps one commit per patch",
+                f"{last.subject}); pq keeps one commit per patch",
                 hint=f"squash them (`git reset --soft {state.tip[:12]}`) then `pq rebase "
                      f"--{action}`; a separate change becomes a patch of its own after the "
                      "rebase")

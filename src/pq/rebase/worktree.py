@@ -7,7 +7,6 @@ first (rebase/state.py); landing the finished stack is rebase/landing.py.
 
 from __future__ import annotations
 
-import os
 from contextlib import suppress
 
 from pq.atomic import write_atomic
@@ -94,11 +93,8 @@ def require_nothing_in_the_way(git: Git, state: RebaseState, target: str) -> Non
     has files (git would refuse halfway); pq's own queue files are dealt with apart."""
     added = git.changed_paths("HEAD", target, diff_filter="A")
     # Once HEAD is detached pq has cleared the queue files: any there now are in the way.
-    present = [p for p in added if os.path.lexists(git.root / p) and (
-        state.detached or (p != SERIES_FILE and not p.startswith(PATCHES_DIR + "/")))]
-    if not present:
-        return
-    in_way = sorted(set(git.ls_files(present, others=True, literal=True)))
+    in_way = git.untracked([p for p in added if state.detached or (
+        p != SERIES_FILE and not p.startswith(PATCHES_DIR + "/"))])
     if in_way:
         again = ("then `pq rebase --continue`" if state.detached
                  else "then run `pq rebase` again")
