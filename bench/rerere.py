@@ -9,6 +9,8 @@ alternating, several rounds of the same replay from the old stack:
   * git: `git -c rerere.enabled=true -c rerere.autoupdate=true rebase` of the same commits,
          with `git rebase --continue` after each stop (git rerere resolves, git stops).
 Prints each round, the medians side by side, the ratio pq/git, and pq's time per patch.
+`upstream/merge` edits the same files far from the patches' lines: bench/speed.py times
+`pq rebase` onto it (a three-way merge per patch) against the replay of the resolutions.
 `--pq-src DIR` runs pq from another source tree (e.g. an older commit's `src`), to compare
 before and after.
 
@@ -80,6 +82,13 @@ def setup(tmp: Path, patches: int, e: dict[str, str], pq: list[str]) -> tuple[Pa
     for i in range(patches):
         (up / f"f{i:03d}.txt").write_text(content(i, f"upstream {i}"))
     run(up, ["git", "commit", "-q", "-am", "upstream: edit line 5 everywhere"], e)
+    # upstream/merge: the same files edited far from line 5, so every patch merges cleanly.
+    run(up, ["git", "checkout", "-q", "-b", "merge", "main~1"], e)
+    for i in range(patches):
+        (up / f"f{i:03d}.txt").write_text(content(i, f"file {i} line 5").replace(
+            f"file {i} line {LINES - 5}\n", f"upstream {i} line {LINES - 5}\n"))
+    run(up, ["git", "commit", "-q", "-am", "upstream: edit far from line 5"], e)
+    run(up, ["git", "checkout", "-q", "main"], e)
     run(fork, ["git", "fetch", "-q", "upstream"], e)
     # Record every resolution once, through pq's conflict loop.
     out = subprocess.run(pq + ["rebase", "upstream/main"], cwd=fork, env=e, check=False,
@@ -105,6 +114,20 @@ def time_pq(fork: Path, orig: str, e: dict[str, str], pq: list[str]) -> tuple[fl
     elapsed, used = time.perf_counter() - start, cpu() - used
     if out.count("resolved from a recorded resolution") == 0:
         sys.exit("pq did not reuse the recorded resolutions:\n" + out)
+    return elapsed, used
+
+
+def time_pq_merge(fork: Path, orig: str, e: dict[str, str], pq: list[str], patches: int
+                  ) -> tuple[float, float]:
+    """(wall, CPU) seconds of one `pq rebase` of the same stack onto upstream/merge, where
+    every patch needs a three-way merge and none conflicts: what a merge costs pq."""
+    run(fork, ["git", "checkout", "-q", "paddle"], e)
+    run(fork, ["git", "reset", "-q", "--hard", orig], e)
+    start, used = time.perf_counter(), cpu()
+    out = run(fork, pq + ["rebase", "upstream/merge"], e)
+    elapsed, used = time.perf_counter() - start, cpu() - used
+    if sum(1 for ln in out.splitlines() if ln.split()[:1] == ["merged"]) != patches:
+        sys.exit("pq did not merge every patch onto upstream/merge:\n" + out)
     return elapsed, used
 
 

@@ -142,3 +142,21 @@ def test_init_and_import_propose_a_copies_declaration(tmp_path: Path) -> None:
     assert [(c["copy"], c["origin"]) for c in data["copies_proposed"]] == [(COPY, COPY_ORIGIN)]
     assert f"copies: {{{COPY}: {COPY_ORIGIN}}}" in pq(fork, "init", "--upstream",
                                                       "upstream/main").output
+
+
+def test_the_rebase_reports_the_drift_pq_drift_reports(tmp_path: Path) -> None:
+    """The rebase scans the range in a thread while it replays: the same report."""
+    fork = fork_with_series(tmp_path)
+    old = git(fork, "rev-parse", "upstream/main")
+    upstream_commit(fork, {"csrc/guard.cc": "#include <c10/cuda/CUDAGuard.h>\n"
+                           "void g(at::Tensor& x) { at::cuda::CUDAGuard guard(x.device()); }\n",
+                           "setup.py": "from torch.utils import cpp_extension  # v2\n"
+                                       "\n\n\n\nsetup(name='x')\n"},
+                    "guard, setup")
+    new = git(fork, "rev-parse", "upstream/main")
+    alone = json.loads(pq(fork, "drift", f"{old}..{new}", "--json", *NO_PADDLE,
+                          ok=False).output)
+    during = json.loads(pq(fork, "rebase", "upstream/main", "--json").output)["drift"]
+    assert during["items"] and during["touched_both"]
+    assert {k: v for k, v in during.items() if k != "surface"} == {
+        k: v for k, v in alone.items() if k != "surface"}

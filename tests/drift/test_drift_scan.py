@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from driftrepo import (
     COPY,
     COPY_ORIGIN,
@@ -22,6 +23,7 @@ from gitrepo import git
 from pq.compat.coverage import Status
 from pq.drift import index, scan
 from pq.drift.scan import DriftReport, Item
+from pq.errors import PqError
 from pq.git.repo import Git
 from pq.queue.files import read_worktree
 
@@ -175,3 +177,19 @@ def test_a_merge_counts_and_its_own_lines_are_scanned(tmp_path: Path) -> None:
     script = find(report, "torch/script.h")
     assert (script.file, script.line, script.commit) == ("csrc/merged.cc", 1, merge)
     assert find(report, "c10/cuda/CUDAGuard.h").commit != merge  # the side commit's, not the merge's
+
+
+def test_a_scan_ahead_in_a_thread_is_the_scan_and_hands_back_its_error(tmp_path: Path) -> None:
+    fork = fork_with_series(tmp_path)
+    old = git(fork, "rev-parse", "upstream/main")
+    plant(fork, "csrc/guard.cc", GUARD_CC, "CUDAGuard guard", "guard")
+    loaded = index.Loaded(TableSurface(), "table")
+    with Git.open(fork) as g:
+        new = g.resolve("upstream/main")
+        ahead = scan.Ahead(g, old, new, lambda: loaded)
+        direct = scan.scan_range(g, old, new, loaded)
+        assert ahead.result() == direct and direct.items  # the planted uses, found twice
+        assert scan.report(g, ahead.result(), read_worktree(g)) == run(fork, old)
+        failing = scan.Ahead(g, "0" * 40, new, lambda: loaded)
+        with pytest.raises(PqError):
+            failing.result()

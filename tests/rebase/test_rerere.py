@@ -223,3 +223,28 @@ def test_range_diff_in_full_in_json_cut_in_text(tmp_path: Path) -> None:
     assert out[at + 2:at + 14] == [f"    {ln}" for ln in full[:12]]
     assert out[at + 14] == f"    ... {len(full) - 12} more lines"
 
+
+
+def test_two_conflicting_patches_are_both_resolved_in_memory_as_git_does(tmp_path: Path
+                                                                         ) -> None:
+    """Both patches conflict (each in its own file): their merges are found in one batch,
+    and both recorded resolutions are reused from it, in memory; git's rebase agrees."""
+    up, fork, orig = record_resolution(tmp_path, both=True)
+    git(fork, "reset", "-q", "--hard", orig)
+    copy = tmp_path / "copy"
+    shutil.copytree(fork, copy, symlinks=True)
+    before = len(git(fork, "reflog", "--format=%gs", "HEAD").splitlines())
+    data = json.loads(pq(fork, "rebase", "upstream/main", "--json").output)
+    assert [(p["outcome"], p["rerere"], [f["path"] for f in p["rerere_files"]])
+            for p in data["patches"]] == [("merged", True, ["setup.py"]),
+                                          ("merged", True, ["pkg/__init__.py"])]
+    assert len(git(fork, "reflog", "--format=%gs", "HEAD").splitlines()) == before + 1
+    assert (fork / "setup.py").read_text() == RESOLVED
+    assert (fork / "pkg/__init__.py").read_text() == GLUE_RESOLVED
+    rr = ["-c", "rerere.enabled=true", "-c", "rerere.autoupdate=true"]
+    git(copy, *rr, "rebase", "-q", "upstream/main", check=False)
+    for _ in range(2):
+        git(copy, "commit", "-q", "--no-edit", check=False)
+        git(copy, *rr, "rebase", "--continue", check=False)
+    assert not (copy / ".git/rebase-merge").exists()
+    assert tree_without_queue(fork, "HEAD") == tree_without_queue(copy, "HEAD")

@@ -17,7 +17,7 @@ from pq.rebase import status as rebase_status
 from pq.rebase.rangediff import PatchReport, RebaseReport, trim
 
 if TYPE_CHECKING:
-    from pq.drift.scan import DriftReport
+    from pq.drift.scan import Ahead, DriftReport
 
 RANGE_DIFF_LINES = 12
 RERERE_LINES = 6  # of each reused file's resolution, in the text report
@@ -73,15 +73,16 @@ def rebase(upstream: str | None, continue_: bool, skip: bool, abort: bool, gate:
         return
     progress = None if as_json else progress_printer("rebasing")
     with open_repo() as git:
+        ahead = _DriftAhead(git)
         if abort:
             report = rebase_mod.abort(git, force=force)
         elif continue_ or skip:
             report = rebase_mod.resume(git, "continue" if continue_ else "skip", progress)
         else:
             report = rebase_mod.start(git, upstream, gate=gate, progress=progress, force=force,
-                                      rerere=not no_rerere)
+                                      rerere=not no_rerere, crossing=ahead.start)
         conflicted = (rebase_status.conflicts(git) if report.status == "conflict" else [])
-        drift = _drift(git, report)
+        drift = _drift(git, report, ahead)
         if not as_json:
             render(report)  # the rebase's outcome first, whatever the gate does
             if drift is not None:
@@ -105,7 +106,22 @@ def rebase(upstream: str | None, continue_: bool, skip: bool, abort: bool, gate:
         sys.exit(int(gate_result["exit_code"]))
 
 
-def _drift(git: Git, report: RebaseReport) -> DriftReport | str | None:
+class _DriftAhead:
+    """The drift scan of the range a rebase crosses, started in a thread as the replay
+    begins (`crossing`), so its `git log -p` of upstream's commits overlaps the replay."""
+
+    def __init__(self, git: Git) -> None:
+        self.git = git
+        self.scan: Ahead | None = None
+
+    def start(self, old: str, new: str) -> None:
+        from pq.drift import index
+        from pq.drift.scan import Ahead
+
+        self.scan = Ahead(self.git, old, new, lambda: index.load(measure=False))
+
+
+def _drift(git: Git, report: RebaseReport, ahead: _DriftAhead) -> DriftReport | str | None:
     """The drift of the upstream range a completed rebase crossed (after the patch
     outcomes); a line saying why when it cannot be computed; None for no range."""
     if report.status != "done" or report.old_base == report.onto:
@@ -114,8 +130,14 @@ def _drift(git: Git, report: RebaseReport) -> DriftReport | str | None:
     from pq.queue import files as queuefiles
 
     try:
-        return scan.drift(git, report.old_base, report.onto, queuefiles.read_worktree(git),
-                          index.load(measure=False))
+        started = ahead.scan
+        if started is not None and (started.old, started.new) == (report.old_base,
+                                                                   report.onto):
+            scanned = started.result()
+        else:
+            scanned = scan.scan_range(git, report.old_base, report.onto,
+                                      index.load(measure=False))
+        return scan.report(git, scanned, queuefiles.read_worktree(git))
     except PqError as exc:
         return f"drift: not computed: {exc.render()}"
 

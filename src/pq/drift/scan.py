@@ -7,7 +7,8 @@ The rules (which files, which names, what counts as new, what is risky) are in d
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -99,7 +100,27 @@ def drift(git: Git, old: str, new: str, queue: Queue | None, loaded: index.Loade
     """The drift of upstream `old`..`new` (commit ids) for the fork whose queue is `queue`
     (None: no series, only the new API is reported), asking `loaded`'s surface (none:
     every status is unknown, and its note says why)."""
-    surface, note = loaded.surface, loaded.note
+    return report(git, scan_range(git, old, new, loaded), queue)
+
+
+Found = tuple[extract.Use, str, int, str]
+
+
+@dataclass(frozen=True)
+class RangeScan:
+    """What the upstream range alone gives: its new API uses, asked of the surface, and the
+    files its commits change; `report` adds what the queue gives."""
+    old: str
+    new: str
+    commits: int
+    note: str  # the surface's note (see DriftReport.surface)
+    asked: bool
+    items: tuple[Item, ...]
+    changed: dict[str, list[str]]  # {path: the commits that change it, oldest first}
+
+
+def scan_range(git: Git, old: str, new: str, loaded: index.Loaded) -> RangeScan:
+    surface = loaded.surface
     range_ = git.range_diffs(old, new)
     uses, changed = _new_uses(range_, surface)
     items = []
@@ -113,14 +134,47 @@ def drift(git: Git, old: str, new: str, queue: Queue | None, loaded: index.Loade
         items.append(Item(use.kind, use.name, path, line, commit, cov.status, cov.header,
                           detail))
     items.sort(key=lambda i: (i.status.rank, i.file, i.line, i.name))
-    report = DriftReport(old, new, len(range_), note, tuple(items), asked=surface is not None)
+    return RangeScan(old, new, len(range_), loaded.note, surface is not None, tuple(items),
+                     changed)
+
+
+class Ahead:
+    """`scan_range` computed in a thread while the caller goes on (a rebase replaying its
+    patches, say): the range's `git log -p` runs on another core. The thread uses only
+    processes of its own (no object reader shared with the caller)."""
+
+    def __init__(self, git: Git, old: str, new: str, load: Callable[[], index.Loaded]):
+        self.old, self.new = old, new
+        self._result: RangeScan | BaseException | None = None
+        self._thread = threading.Thread(target=self._run, args=(git, load), daemon=True,
+                                        name="pq drift scan")
+        self._thread.start()
+
+    def _run(self, git: Git, load: Callable[[], index.Loaded]) -> None:
+        try:
+            self._result = scan_range(git, self.old, self.new, load())
+        except BaseException as exc:  # handed to the caller by result()
+            self._result = exc
+
+    def result(self) -> RangeScan:
+        self._thread.join()
+        if isinstance(self._result, BaseException):
+            raise self._result
+        assert self._result is not None
+        return self._result
+
+
+def report(git: Git, scanned: RangeScan, queue: Queue | None) -> DriftReport:
+    """The drift report of a scanned range for the fork whose queue is `queue`."""
+    found = DriftReport(scanned.old, scanned.new, scanned.commits, scanned.note, scanned.items,
+                        asked=scanned.asked)
     if queue is None:
-        return report
-    return replace(report, stale=tuple(_stale(git, old, new, queue, changed)),
+        return found
+    changed = scanned.changed
+    return replace(found, stale=tuple(_stale(git, scanned.old, scanned.new, queue, changed)),
                    touched=tuple(_touched(queue, changed)), renames=tuple(hits(queue)))
 
 
-Found = tuple[extract.Use, str, int, str]
 
 
 def _new_uses(range_: Sequence[tuple[str, bytes]], surface: Surface | None

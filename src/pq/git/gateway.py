@@ -13,6 +13,7 @@ import os
 import re
 import shutil
 import subprocess
+import threading
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Self
@@ -87,6 +88,7 @@ class Gateway:
         self._version: tuple[int, int] | None = None
         self._format: str | None = None
         self._sealed: dict[str, tuple[Path, dict[str, str]]] = {}
+        self._sealing = threading.Lock()  # a scan in a thread may run sealed diffs too
         tmp = common_dir / "pq" / "tmp"
         if tmp.is_dir():  # temp indexes of a pq that was killed
             _remove_stale_temp(tmp)
@@ -179,10 +181,11 @@ class Gateway:
         everyone; `merge` sees the repository's configuration and exactly `attributes`."""
         from pq.git import sealed
 
-        if kind not in self._sealed:
-            root = sealed.prepare(self.common_dir, self.git_dir, kind, self.object_format())
-            self._sealed[kind] = (root, sealed.env(root, self.common_dir, kind))
-        root, env = self._sealed[kind]
+        with self._sealing:
+            if kind not in self._sealed:
+                root = sealed.prepare(self.common_dir, self.git_dir, kind, self.object_format())
+                self._sealed[kind] = (root, sealed.env(root, self.common_dir, kind))
+            root, env = self._sealed[kind]
         if kind == "merge":
             sealed.set_attributes(root, attributes)
         return self.run(*args, input=input, env=env, ok_codes=ok_codes, cwd=root)

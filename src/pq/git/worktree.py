@@ -97,15 +97,17 @@ class WorkingTree(Merging):
         self.run("-c", "rerere.enabled=true", "rerere")
 
     def set_index_entries(self, now: list[str], entries: list[str], refresh: bool = True
-                          ) -> None:
+                          ) -> bool:
         """Replace the index entries `now` (`git ls-files -s` lines) with `entries`; with
-        `refresh`, stat data is refreshed, so that unchanged files do not look modified."""
+        `refresh`, stat data is refreshed, so that unchanged files do not look modified.
+        Whether the index changed."""
         if sorted(now) == sorted(entries):
-            return
+            return False
         gone = sorted({e.split("\t", 1)[1] for e in now})
         self.update_index_info([f"0 {self.null_id()}\t{path}" for path in gone] + sorted(entries))
         if refresh:
             self.refresh_index()
+        return True
 
     def changed_from_head(self, env: dict[str, str] | None = None) -> set[str]:
         """Paths whose index entry differs from HEAD's or whose file differs from the

@@ -9,6 +9,8 @@ end (rebase/worktree.py, rebase/landing.py); aborting restores everything.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from pq.errors import ConfigError
 from pq.git.objects import Change
 from pq.git.repo import Git
@@ -32,7 +34,11 @@ from pq.rebase.state import RebaseState, Step
 
 def start(git: Git, upstream: str | None = None, *, gate: bool = False,
           progress: Progress | None = None, force: bool = False,
-          rerere: bool = True) -> RebaseReport:
+          rerere: bool = True, crossing: Callable[[str, str], None] | None = None
+          ) -> RebaseReport:
+    """Rebase the series onto `upstream` (None: series.yaml's upstream.ref). `crossing` is
+    told (old base, new base) once every check passed and the replay begins, so a caller
+    can start work on the upstream range (its drift scan) alongside."""
     rs.require_none(git)
     branch = queueops.require_branch(git)
     queue = read_worktree(git)
@@ -76,6 +82,8 @@ def start(git: Git, upstream: str | None = None, *, gate: bool = False,
         return RebaseReport("up-to-date", branch.removeprefix("refs/heads/"), ref, old_base,
                             onto, 0, head, head, [PatchReport(e.name, e.layer, "clean")
                                                   for e in series.patches])
+    if crossing is not None:
+        crossing(old_base, onto)
     committer = git.committer_now()
     layers = {e.name: e.layer for e in series.patches}
     with Transaction(git, f"pq rebase {ref}") as txn:

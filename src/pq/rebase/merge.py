@@ -7,7 +7,8 @@ by git's three-way merge (`merge-tree`), many such merges batched into one run
 from __future__ import annotations
 
 from pq.errors import GitError
-from pq.git.objects import MERGER, Change, Entry
+from pq.git.merge import MergeResult
+from pq.git.objects import MERGER, Change, Entry, TreeId
 from pq.git.repo import Git
 from pq.git.trees import TreeCollision, Trees
 from pq.queue import stack as stack_mod
@@ -33,6 +34,8 @@ def cherry_pick(git: Git, trees: Trees, batch: BatchMerge, step: Step, tip: str,
     merged = batch.result(step.commit, tip_tree)
     if merged is not None:
         tree, clean = merged, True
+    elif batch.conflicts_onto(step, tip, tip_tree):
+        return "conflict", None
     else:
         tree, clean = _merge(git, batch, step, tip, tip_tree)
     if not clean:
@@ -85,8 +88,9 @@ def _is_folder(entry: Entry) -> bool:
 def _merge(git: Git, batch: BatchMerge, step: Step, tip: str, tip_tree: str
            ) -> tuple[str, bool]:
     """(tree, clean) of the patch cherry-picked onto `tip` by git's merge, in memory."""
-    result = git.merge_trees(step.parent, tip, step.pick, ours_tree=tip_tree,
-                             attributes=batch.attributes(tip_tree))
+    result = batch.merge(step, tip, tip_tree)
+    if not result.clean:  # kept for the conflict's next reader (replay's rerere reuse)
+        batch.conflicts[(step.commit, tip)] = result
     return result.tree, result.clean
 
 
@@ -109,6 +113,7 @@ class BatchMerge:
                  qp: tuple[str, ...]) -> None:
         self.git = git
         self.trees = trees
+        self.conflicts: dict[tuple[str, str], MergeResult] = {}  # (commit, tip): its merge
         self.onto_tree = trees.tree_of(onto)
         # Where .gitattributes files can be in the trees merged onto from here on: the
         # tip's, and those the patches still to replay touch (one process for the run).
@@ -116,6 +121,7 @@ class BatchMerge:
             path for cs in changes.values() for path, _, _ in cs
             if path.rpartition("/")[2] == ".gitattributes"}
         self.merged: dict[str, dict[str, Entry | None]] = {}
+        self.conflicted: dict[str, tuple[dict[str, Entry | None], tuple[str, ...]]] = {}
         wanted: dict[str, list[tuple[str, Entry, Entry, Entry]]] = {}
         users: dict[str, int] = {}
         for step in steps:
@@ -146,8 +152,12 @@ class BatchMerge:
         conflicted = set(merged.conflicted_paths)
         result = merged.tree
         for commit, files in wanted.items():
-            if not any(p in conflicted for p, *_ in files):
-                self.merged[commit] = {p: trees.lookup(result, p) for p, *_ in files}
+            entries = {p: trees.lookup(result, p) for p, *_ in files}
+            hit = tuple(p for p, *_ in files if p in conflicted)
+            if hit:  # the same content conflict, conflict markers and all, as on its own
+                self.conflicted[commit] = (entries, hit)
+            else:
+                self.merged[commit] = entries
 
     def attributes(self, tree: str) -> bytes:
         """The attributes git's merge reads with `tree` checked out (see gitio)."""
@@ -158,13 +168,39 @@ class BatchMerge:
                 files[path] = entry[1]
         return self.git.attributes_from(files)
 
+    def merge(self, step: Step, tip: str, tip_tree: str) -> MergeResult:
+        """git's merge of `step` cherry-picked onto `tip` (whose tree is `tip_tree`); a
+        conflicted one `cherry_pick` already ran is not run again."""
+        found = self.conflicts.pop((step.commit, tip), None)
+        if found is not None:
+            return found
+        return self.git.merge_trees(step.parent, tip, step.pick, ours_tree=tip_tree,
+                                    attributes=self.attributes(tip_tree))
+
     def result(self, commit: str, tip_tree: str) -> str | None:
         """The patch merged onto `tip_tree`, or None when it must be merged on its own."""
         files = self.merged.get(commit)
-        if files is None or any(self.trees.lookup(tip_tree, p) != self.trees.lookup(
-                self.onto_tree, p) for p in files):
+        if files is None or not self._holds(files, tip_tree):
             return None
-        if self.attributes(tip_tree) != self.attributes(self.onto_tree):
-            return None  # an earlier patch changed how these files merge
         return self.trees.edit(tip_tree, files)
+
+    def conflicts_onto(self, step: Step, tip: str, tip_tree: str) -> bool:
+        """Whether the batch's merge found the patch in conflict on `tip_tree`; that merge
+        (the tip with the patch's files merged, markers in the conflicted ones) is then
+        what `merge` gives for it, without a merge of its own."""
+        found = self.conflicted.get(step.commit)
+        if found is None or not self._holds(found[0], tip_tree):
+            return False
+        files, paths = found
+        self.conflicts[(step.commit, tip)] = MergeResult(
+            TreeId(self.trees.edit(tip_tree, files)), False, paths)
+        return True
+
+    def _holds(self, files: dict[str, Entry | None], tip_tree: str) -> bool:
+        """Whether the batch's merge of `files` is theirs on `tip_tree`: the tip still has
+        upstream's blobs there and merges them with the same attributes."""
+        if any(self.trees.lookup(tip_tree, p) != self.trees.lookup(self.onto_tree, p)
+               for p in files):
+            return False
+        return self.attributes(tip_tree) == self.attributes(self.onto_tree)
 

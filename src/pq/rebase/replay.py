@@ -27,6 +27,7 @@ def run(git: Git, state: RebaseState, trees: Trees, changes: dict[str, list[Chan
     total = len(state.steps)
     batch = BatchMerge(git, trees, state.steps[state.index:], changes, state.onto,
                        state.tip, qp)
+    reused: list[rerere_mod.Resolution] = []  # noted once, not per patch (a file write)
     while state.index < total:
         step = state.steps[state.index]
         if progress:
@@ -45,21 +46,22 @@ def run(git: Git, state: RebaseState, trees: Trees, changes: dict[str, list[Chan
                 step.applied_in, step.reverted_in = undone
         shown = False
         if outcome == "conflict":
-            reused = _reuse(git, trees, batch, state, step)
-            if reused is None:
+            resolved = _reuse(git, trees, batch, state, step)
+            if resolved is None:
                 unmerged, resolutions = worktree.show_conflict(git, state, step.pick)
                 step.rerere_files = [r.to_dict() for r in resolutions]
                 if unmerged:
                     state.phase = "conflict"
                     state.conflict_paths = unmerged
                     rs.save(git, state)
+                    rerere_mod.remember(git, reused)
                     return landing.report(git, state, "conflict", old, None)
                 # git rerere resolved every conflict from a recorded resolution: take it.
                 shown = True
                 tree = trees.without(worktree.write_index_tree(git, state), qp)
             else:
-                tree, resolutions = reused
-                rerere_mod.remember(git, resolutions)
+                tree, resolutions = resolved
+                reused += resolutions
                 step.rerere_files = [r.to_dict() for r in resolutions]
             outcome, step.rerere = "merged", bool(resolutions)
             if tree == trees.tree_of(state.tip):
@@ -73,6 +75,7 @@ def run(git: Git, state: RebaseState, trees: Trees, changes: dict[str, list[Chan
             state.phase = "replaying"
             rs.save(git, state)
             worktree.reset_to(git, state.tip)
+    rerere_mod.remember(git, reused)
     return landing.finish(git, state, trees, old, committer, upstream.diffs)
 
 
@@ -87,8 +90,7 @@ def _reuse(git: Git, trees: Trees, batch: BatchMerge, state: RebaseState, step: 
     attributes = batch.attributes(tip_tree)
     if attributes or not rerere_mod.plain_checkout(git):
         return None
-    result = git.merge_trees(step.parent, state.tip, step.pick, ours_tree=tip_tree,
-                             attributes=attributes)
+    result = batch.merge(step, state.tip, tip_tree)  # the conflict cherry_pick found
     if result.clean:
         return None
     return rerere_mod.resolve_tree(git, trees, result.tree, result.conflicted_paths,

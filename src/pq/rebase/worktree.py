@@ -57,15 +57,19 @@ def save_queue_files(git: Git, committed: dict[str, str]) -> dict[str, str]:
     return saved
 
 
-def set_queue_files(git: Git, wanted: dict[str, str]) -> None:
-    """Make series.yaml and patches/* hold exactly the blobs `wanted` ({path: blob})."""
+def set_queue_files(git: Git, wanted: dict[str, str]) -> bool:
+    """Make series.yaml and patches/* hold exactly the blobs `wanted` ({path: blob});
+    whether any file was written or removed."""
+    changed = False
     for path, data in worktree_queue_files(git).items():
         if path not in wanted:
             (git.root / path).unlink()
+            changed = True
         elif git.hash_blob(data) == wanted[path]:
             del wanted[path]
     for path, oid in sorted(wanted.items()):
         write_atomic(git.root / path, git.blob(oid))
+    return changed or bool(wanted)
 
 
 def clear_queue_files(git: Git) -> None:
@@ -196,10 +200,10 @@ def restore(git: Git, state: RebaseState) -> None:
     if state.touched:
         git.reset("hard", state.orig_head, env={"GIT_REFLOG_ACTION": "pq rebase --abort"})
         clear_git_merge_files(git)
-    set_queue_files(git, dict(state.queue_before))
-    if state.index_before is not None:
-        git.set_index_entries(index_entries(git), state.index_before, refresh=False)
-        git.refresh_index()
+    rewritten = set_queue_files(git, dict(state.queue_before))
+    if state.index_before is not None and (git.set_index_entries(
+            index_entries(git), state.index_before, refresh=False) or rewritten):
+        git.refresh_index()  # else `reset --hard` above left every entry fresh
     git.set_orig_head(state.branch, state.prev_orig_head, "pq rebase --abort")
     legacy = state.prev_legacy_orig_head
     if legacy and git.try_resolve(git.ORIG_HEAD_REF) is None and not git.has_refs_under(
