@@ -160,3 +160,22 @@ def test_the_rebase_reports_the_drift_pq_drift_reports(tmp_path: Path) -> None:
     assert during["items"] and during["touched_both"]
     assert {k: v for k, v in during.items() if k != "surface"} == {
         k: v for k, v in alone.items() if k != "surface"}
+
+
+def test_a_continued_rebase_reports_the_same_drift(tmp_path: Path) -> None:
+    fork = fork_with_series(tmp_path)
+    old = git(fork, "rev-parse", "upstream/main")
+    setup = "from torch.utils import cpp_extension\n\n\n\n\nsetup(name='x')\n"
+    upstream_commit(fork, {"setup.py": setup + "import other  # upstream's own line\n",
+                           "csrc/guard.cc": "#include <c10/cuda/CUDAGuard.h>\n"}, "collide")
+    new = git(fork, "rev-parse", "upstream/main")
+    assert pq(fork, "rebase", "upstream/main", ok=False).exit_code == 1
+    write(fork, "setup.py", setup + "import other  # upstream's own line\n"
+                                    "import paddle  # build with Paddle's compat layer\n")
+    git(fork, "add", "setup.py")
+    during = json.loads(pq(fork, "rebase", "--continue", "--json").output)["drift"]
+    alone = json.loads(pq(fork, "drift", f"{old}..{new}", "--json", *NO_PADDLE,
+                          ok=False).output)
+    assert during["items"] and [t["file"] for t in during["touched_both"]] == ["setup.py"]
+    assert {k: v for k, v in during.items() if k != "surface"} == {
+        k: v for k, v in alone.items() if k != "surface"}

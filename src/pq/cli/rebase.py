@@ -77,7 +77,8 @@ def rebase(upstream: str | None, continue_: bool, skip: bool, abort: bool, gate:
         if abort:
             report = rebase_mod.abort(git, force=force)
         elif continue_ or skip:
-            report = rebase_mod.resume(git, "continue" if continue_ else "skip", progress)
+            report = rebase_mod.resume(git, "continue" if continue_ else "skip", progress,
+                                       crossing=ahead.start)
         else:
             report = rebase_mod.start(git, upstream, gate=gate, progress=progress, force=force,
                                       rerere=not no_rerere, crossing=ahead.start)
@@ -107,8 +108,9 @@ def rebase(upstream: str | None, continue_: bool, skip: bool, abort: bool, gate:
 
 
 class _DriftAhead:
-    """The drift scan of the range a rebase crosses, started in a thread as the replay
-    begins (`crossing`), so its `git log -p` of upstream's commits overlaps the replay."""
+    """The drift scan of the range a rebase crosses, started in a thread when the replay
+    is done and the landing begins (`crossing`): its `git log -p` of upstream's commits
+    and its reading of them overlap the landing's checkout, which runs in git."""
 
     def __init__(self, git: Git) -> None:
         self.git = git

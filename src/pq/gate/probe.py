@@ -145,7 +145,7 @@ def environment(path: str, path_env: str, cache_file: Path) -> Environment:
     text = json.dumps({"key": key, "facts": interp.facts, "gpu": gpu,
                        "fingerprint": found.fingerprint}, indent=1, sort_keys=True)
     try:
-        write_atomic(cache_file, text.encode() + b"\n")
+        write_atomic(cache_file, text.encode() + b"\n", durable=False)
     except OSError:
         pass  # only a cache
     return found

@@ -10,7 +10,6 @@ import errno
 import fcntl
 import json
 import os
-import socket
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -76,10 +75,9 @@ class Lock:
             self.stale_holder = previous or None
             info = json.dumps({"pid": os.getpid(), "command": self.command,
                                "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-                               "host": socket.gethostname()}).encode()
+                               "host": os.uname().nodename}).encode()
             os.ftruncate(fd, 0)
-            os.pwrite(fd, info, 0)
-            os.fsync(fd)
+            os.pwrite(fd, info, 0)  # not fsynced: the flock dies with the machine anyway
             self._fd = fd
             self.held = True
             return

@@ -111,7 +111,8 @@ def _store_cache(git: Git, entries: list[dict[str, Any]]) -> None:
 
     data = {"version": 1, "passed": entries[-CACHE_ENTRIES:]}
     try:
-        write_atomic(git.pq_dir() / CACHE_FILE, (json.dumps(data, indent=1) + "\n").encode())
+        write_atomic(git.pq_dir() / CACHE_FILE, (json.dumps(data, indent=1) + "\n").encode(),
+                     durable=False)
     except OSError:
         pass  # a cache that cannot be written only costs time
 

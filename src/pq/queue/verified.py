@@ -61,6 +61,7 @@ def remember(git: Git, head: str, queue: Queue) -> None:
     data = {"version": FORMAT, "verified": keys[-CACHE_ENTRIES:]}
     try:
         git.pq_dir().mkdir(exist_ok=True)
-        write_atomic(git.pq_dir() / CACHE_FILE, (json.dumps(data, indent=1) + "\n").encode())
+        write_atomic(git.pq_dir() / CACHE_FILE, (json.dumps(data, indent=1) + "\n").encode(),
+                     durable=False)
     except OSError:
         pass  # a cache that cannot be written only costs time

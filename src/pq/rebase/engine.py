@@ -37,8 +37,9 @@ def start(git: Git, upstream: str | None = None, *, gate: bool = False,
           rerere: bool = True, crossing: Callable[[str, str], None] | None = None
           ) -> RebaseReport:
     """Rebase the series onto `upstream` (None: series.yaml's upstream.ref). `crossing` is
-    told (old base, new base) once every check passed and the replay begins, so a caller
-    can start work on the upstream range (its drift scan) alongside."""
+    told (old base, new base) when every patch is replayed and the landing begins (never
+    at a conflict), so a caller can start work on the upstream range (its drift scan)
+    alongside the landing's checkout."""
     rs.require_none(git)
     branch = queueops.require_branch(git)
     queue = read_worktree(git)
@@ -82,8 +83,6 @@ def start(git: Git, upstream: str | None = None, *, gate: bool = False,
         return RebaseReport("up-to-date", branch.removeprefix("refs/heads/"), ref, old_base,
                             onto, 0, head, head, [PatchReport(e.name, e.layer, "clean")
                                                   for e in series.patches])
-    if crossing is not None:
-        crossing(old_base, onto)
     committer = git.committer_now()
     layers = {e.name: e.layer for e in series.patches}
     with Transaction(git, f"pq rebase {ref}") as txn:
@@ -106,7 +105,7 @@ def start(git: Git, upstream: str | None = None, *, gate: bool = False,
             matches = rangediff.UpstreamMatches(git, state, qp, changes, diffs)
             state.upstream_count = matches.count()
             return _settle(txn, replay.run(git, state, trees, changes, matches, progress,
-                                           queue, committer))
+                                           queue, committer, crossing))
 
 
 def _settle(txn: Transaction, report: RebaseReport) -> RebaseReport:
@@ -133,8 +132,10 @@ def _queue_free_pick(git: Git, trees: Trees, commit: str, parent: str, changes: 
 # -- continuing -----------------------------------------------------------------------
 
 
-def resume(git: Git, action: str, progress: Progress | None = None) -> RebaseReport:
-    """`--continue` (take the staged resolution) or `--skip` (drop the conflicted patch)."""
+def resume(git: Git, action: str, progress: Progress | None = None,
+           crossing: Callable[[str, str], None] | None = None) -> RebaseReport:
+    """`--continue` (take the staged resolution) or `--skip` (drop the conflicted patch);
+    `crossing` as for `start`."""
     state = rs.load_required(git)
     # A rebase that stopped in memory (files in the way of a conflict or of landing) goes
     # on from where it was saved.
@@ -183,7 +184,7 @@ def resume(git: Git, action: str, progress: Progress | None = None) -> RebaseRep
             worktree.reset_to(git, state.tip)
         upstream = rangediff.UpstreamMatches(git, state, old.series.queue_paths, changes)
         return _settle(txn, replay.run(git, state, trees, changes, upstream, progress, old,
-                                       committer))
+                                       committer, crossing))
 
 
 def abort(git: Git, force: bool = False) -> RebaseReport:

@@ -7,6 +7,8 @@ commit; after the last one, rebase/landing.py lands the stack.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from pq.git.objects import Change, Person, as_git_commits
 from pq.git.repo import Git
 from pq.git.trees import Trees
@@ -22,7 +24,8 @@ from pq.rebase.state import RebaseState, Step
 
 def run(git: Git, state: RebaseState, trees: Trees, changes: dict[str, list[Change]],
         upstream: rangediff.UpstreamMatches, progress: Progress | None, old: Queue,
-        committer: Person) -> RebaseReport:
+        committer: Person, crossing: Callable[[str, str], None] | None = None
+        ) -> RebaseReport:
     qp = old.series.queue_paths
     total = len(state.steps)
     batch = BatchMerge(git, trees, state.steps[state.index:], changes, state.onto,
@@ -76,6 +79,8 @@ def run(git: Git, state: RebaseState, trees: Trees, changes: dict[str, list[Chan
             rs.save(git, state)
             worktree.reset_to(git, state.tip)
     rerere_mod.remember(git, reused)
+    if crossing is not None:  # every patch replayed: the caller's work on the range starts
+        crossing(state.old_base, state.onto)
     return landing.finish(git, state, trees, old, committer, upstream.diffs)
 
 
