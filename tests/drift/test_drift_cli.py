@@ -179,3 +179,33 @@ def test_a_continued_rebase_reports_the_same_drift(tmp_path: Path) -> None:
     assert during["items"] and [t["file"] for t in during["touched_both"]] == ["setup.py"]
     assert {k: v for k, v in during.items() if k != "surface"} == {
         k: v for k, v in alone.items() if k != "surface"}
+
+
+def test_a_landing_git_refuses_waits_for_the_scan_and_leaves_git_clean(tmp_path: Path
+                                                                         ) -> None:
+    """The scan starts before the landing; when git refuses to land (an untracked file in
+    the way), pq still waits for the scan's `git log`, so no git process dies half way
+    (git 2.39's remerge-diff then leaves a tmp_objdir folder in .git/objects)."""
+    import os
+    import subprocess
+    import sys
+
+    fork = fork_with_series(tmp_path)
+    up = fork.parent / "upstream"
+    tip = git(up, "rev-parse", "HEAD")
+    stream = []
+    for i in range(300):  # a long range, so that the scan outlives the refused landing
+        body = f"value = {i}\n" * 40
+        stream += [f"commit refs/heads/main\ncommitter U <u@example.com> {1700000000 + i} "
+                   f"+0000\ndata 8\nchange {i % 10}\n",
+                   *([f"from {tip}\n"] if i == 0 else []),
+                   f"M 100644 inline pkg/gen{i % 10}.py\ndata {len(body)}\n{body}\n"]
+    git(up, "fast-import", "--quiet", input="".join(stream).encode())
+    upstream_commit(fork, {"new.txt": "upstream's\n"}, "add new.txt")
+    write(fork, "new.txt", "mine, untracked\n")
+    r = subprocess.run([sys.executable, "-m", "pq", "rebase", "upstream/main"], cwd=fork,
+                       env=dict(os.environ), capture_output=True)
+    assert r.returncode == 2 and b"new.txt" in r.stdout + r.stderr, r.stdout + r.stderr
+    assert not [p.name for p in (fork / ".git/objects").iterdir()
+                if p.name.startswith("tmp_objdir")]
+    assert (fork / "new.txt").read_text() == "mine, untracked\n"

@@ -248,3 +248,66 @@ def test_two_conflicting_patches_are_both_resolved_in_memory_as_git_does(tmp_pat
         git(copy, *rr, "rebase", "--continue", check=False)
     assert not (copy / ".git/rebase-merge").exists()
     assert tree_without_queue(fork, "HEAD") == tree_without_queue(copy, "HEAD")
+
+
+def test_a_reuse_is_noted_before_a_later_save_that_a_kill_resumes_from(tmp_path: Path
+                                                                        ) -> None:
+    """Patch 1's resolution is reused in memory; patch 2 adds .gitattributes, so patch 3's
+    goes through the working tree and the state is saved past patch 1. pq killed right
+    after that save, then `--continue`: the rebase's reuse of patch 1's resolution is still
+    noted (`pq rebase --forget` and `pq undo` read that note)."""
+    import os
+    import subprocess
+    import sys
+
+    def lines(name: str, five: str) -> str:
+        return "".join((five if n == 5 else f"{name} line {n}") + "\n" for n in range(1, 21))
+
+    up = make_upstream(tmp_path / "upstream")
+    for name in "abc":
+        write(up, f"{name}.txt", lines(name, f"{name} line 5"))
+    commit_all(up, "upstream: files")
+    fork = make_fork(tmp_path, up)
+    git(fork, "config", "rerere.enabled", "true")
+    write(fork, "a.txt", lines("a", "a fork"))
+    commit_all(fork, "P1 a")
+    write(fork, ".gitattributes", "*.md text\n")
+    commit_all(fork, "P2 attributes")
+    write(fork, "b.txt", lines("b", "b fork"))
+    commit_all(fork, "P3 b")
+    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    orig = git(fork, "rev-parse", "HEAD")
+    write(up, "a.txt", lines("a", "a upstream"))
+    write(up, "b.txt", lines("b", "b upstream"))
+    commit_all(up, "upstream: both")
+    git(fork, "fetch", "-q", "upstream")
+    assert pq(fork, "rebase", "upstream/main", ok=False).exit_code == 1  # records a.txt's
+    write(fork, "a.txt", lines("a", "a both"))
+    git(fork, "add", "a.txt")
+    assert pq(fork, "rebase", "--continue", ok=False).exit_code == 1  # records b.txt's
+    write(fork, "b.txt", lines("b", "b both"))
+    git(fork, "add", "b.txt")
+    pq(fork, "rebase", "--continue")
+    git(fork, "reset", "-q", "--hard", orig)
+
+    command = [sys.executable, "-m", "pq", "rebase", "upstream/main"]
+    log = tmp_path / "checkpoints"
+    env = {**os.environ, "PQ_FAULT_LOG": str(log)}
+    assert subprocess.run(command, cwd=fork, env=env, capture_output=True).returncode == 0
+    labels = log.read_text().splitlines()
+    cache = fork / ".git/rr-cache/pq-paths.json"
+    ops_of_a = json.loads(cache.read_text())
+    op = max(max(e["ops"]) for e in ops_of_a.values())  # this rebase's log entry
+    assert any(op in e["ops"] and e["path"] == "a.txt" for e in ops_of_a.values())
+    pq(fork, "undo")
+    git(fork, "reset", "-q", "--hard", orig)
+    # The save after b.txt was resolved in the working tree, then its `git reset`.
+    saves = [i for i, ln in enumerate(labels, 1) if ln.endswith("rename state.json")]
+    at = next(i for i in range(saves[1], len(labels) + 1) if " git reset" in labels[i - 1])
+    env = {**os.environ, "PQ_FAULT_AT": str(at)}
+    assert subprocess.run(command, cwd=fork, env=env, capture_output=True).returncode != 0
+    pq(fork, "rebase", "--continue")
+    noted = json.loads(cache.read_text())
+    killed = max(max(e["ops"]) for e in noted.values())
+    assert [e["path"] for e in noted.values() if killed in e["ops"]] in (
+        ["a.txt", "b.txt"], ["b.txt", "a.txt"])

@@ -72,8 +72,7 @@ def rebase(upstream: str | None, continue_: bool, skip: bool, abort: bool, gate:
         _forget(list(forget), as_json)
         return
     progress = None if as_json else progress_printer("rebasing")
-    with open_repo() as git:
-        ahead = _DriftAhead(git)
+    with open_repo() as git, _DriftAhead(git) as ahead:
         if abort:
             report = rebase_mod.abort(git, force=force)
         elif continue_ or skip:
@@ -116,11 +115,24 @@ class _DriftAhead:
         self.git = git
         self.scan: Ahead | None = None
 
+    def __enter__(self) -> _DriftAhead:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        # Whatever ended the command (a landing git refused, Ctrl-C), the scan's git
+        # process is not left to die of a broken pipe half way (git 2.39 then leaves an
+        # empty tmp_objdir-remerge-diff-* folder in .git/objects).
+        if self.scan is not None:
+            self.scan.wait()
+
     def start(self, old: str, new: str) -> None:
         from pq.drift import index
         from pq.drift.scan import Ahead
 
-        self.scan = Ahead(self.git, old, new, lambda: index.load(measure=False))
+        try:
+            self.scan = Ahead(self.git, old, new, lambda: index.load(measure=False))
+        except (PqError, OSError, RuntimeError):
+            self.scan = None  # _drift scans after the landing, and says why if it fails
 
 
 def _drift(git: Git, report: RebaseReport, ahead: _DriftAhead) -> DriftReport | str | None:

@@ -45,7 +45,7 @@ def load_surface(paddle_python: str | None = None, *, rebuild: bool = False,
     data = build_data(inst)
     if "error" in data["proxy"]:  # a failed probe (a timeout on a busy machine) is not kept
         return index_of(data, inst, None, time.monotonic() - start, rebuilt=True)
-    write_atomic(path, (json.dumps(data, sort_keys=True, indent=1) + "\n").encode(), durable=False)
+    write_atomic(path, (json.dumps(data, sort_keys=True, indent=1) + "\n").encode())
     return index_of(data, inst, str(path), time.monotonic() - start, rebuilt=True)
 
 

@@ -156,6 +156,10 @@ class Ahead:
         except BaseException as exc:  # handed to the caller by result()
             self._result = exc
 
+    def wait(self) -> None:
+        """Until the scan ended (its result, or its error, is then kept, not raised)."""
+        self._thread.join()
+
     def result(self) -> RangeScan:
         self._thread.join()
         if isinstance(self._result, BaseException):

@@ -30,7 +30,15 @@ def run(git: Git, state: RebaseState, trees: Trees, changes: dict[str, list[Chan
     total = len(state.steps)
     batch = BatchMerge(git, trees, state.steps[state.index:], changes, state.onto,
                        state.tip, qp)
-    reused: list[rerere_mod.Resolution] = []  # noted once, not per patch (a file write)
+    reused: list[rerere_mod.Resolution] = []  # noted at each save, not per patch
+
+    def save() -> None:
+        """Save the state, noting first the resolutions reused since the last save: a run
+        resumed from this state (--continue after a kill) does not replay those patches."""
+        rerere_mod.remember(git, reused)
+        reused.clear()
+        rs.save(git, state)
+
     while state.index < total:
         step = state.steps[state.index]
         if progress:
@@ -56,8 +64,7 @@ def run(git: Git, state: RebaseState, trees: Trees, changes: dict[str, list[Chan
                 if unmerged:
                     state.phase = "conflict"
                     state.conflict_paths = unmerged
-                    rs.save(git, state)
-                    rerere_mod.remember(git, reused)
+                    save()
                     return landing.report(git, state, "conflict", old, None)
                 # git rerere resolved every conflict from a recorded resolution: take it.
                 shown = True
@@ -76,7 +83,7 @@ def run(git: Git, state: RebaseState, trees: Trees, changes: dict[str, list[Chan
         state.index += 1
         if shown:
             state.phase = "replaying"
-            rs.save(git, state)
+            save()
             worktree.reset_to(git, state.tip)
     rerere_mod.remember(git, reused)
     if crossing is not None:  # every patch replayed: the caller's work on the range starts
