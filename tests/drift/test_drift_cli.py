@@ -5,6 +5,9 @@ proposal, the rename patch that still applies and undoes."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 from driftrepo import COPY, COPY_ORIGIN, OLD_SPELLING, fork_with_series, upstream_commit
@@ -145,7 +148,7 @@ def test_init_and_import_propose_a_copies_declaration(tmp_path: Path) -> None:
 
 
 def test_the_rebase_reports_the_drift_pq_drift_reports(tmp_path: Path) -> None:
-    """The rebase scans the range in a thread while it replays: the same report."""
+    """The rebase scans the range in a thread while it lands: the same report."""
     fork = fork_with_series(tmp_path)
     old = git(fork, "rev-parse", "upstream/main")
     upstream_commit(fork, {"csrc/guard.cc": "#include <c10/cuda/CUDAGuard.h>\n"
@@ -186,10 +189,6 @@ def test_a_landing_git_refuses_waits_for_the_scan_and_leaves_git_clean(tmp_path:
     """The scan starts before the landing; when git refuses to land (an untracked file in
     the way), pq still waits for the scan's `git log`, so no git process dies half way
     (git 2.39's remerge-diff then leaves a tmp_objdir folder in .git/objects)."""
-    import os
-    import subprocess
-    import sys
-
     fork = fork_with_series(tmp_path)
     up = fork.parent / "upstream"
     tip = git(up, "rev-parse", "HEAD")

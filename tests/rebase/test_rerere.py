@@ -5,7 +5,10 @@ in memory agreeing with `git rebase`, `rerere.enabled=false` and `--no-rerere`,
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 from gitrepo import commit_all, git, make_fork, make_upstream, pq, tree_without_queue, write
@@ -224,7 +227,6 @@ def test_range_diff_in_full_in_json_cut_in_text(tmp_path: Path) -> None:
     assert out[at + 14] == f"    ... {len(full) - 12} more lines"
 
 
-
 def test_two_conflicting_patches_are_both_resolved_in_memory_as_git_does(tmp_path: Path
                                                                          ) -> None:
     """Both patches conflict (each in its own file): their merges are found in one batch,
@@ -256,10 +258,6 @@ def test_a_reuse_is_noted_before_a_later_save_that_a_kill_resumes_from(tmp_path:
     goes through the working tree and the state is saved past patch 1. pq killed right
     after that save, then `--continue`: the rebase's reuse of patch 1's resolution is still
     noted (`pq rebase --forget` and `pq undo` read that note)."""
-    import os
-    import subprocess
-    import sys
-
     def lines(name: str, five: str) -> str:
         return "".join((five if n == 5 else f"{name} line {n}") + "\n" for n in range(1, 21))
 

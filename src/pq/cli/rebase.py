@@ -144,10 +144,8 @@ def _drift(git: Git, report: RebaseReport, ahead: _DriftAhead) -> DriftReport | 
     from pq.queue import files as queuefiles
 
     try:
-        started = ahead.scan
-        if started is not None and (started.old, started.new) == (report.old_base,
-                                                                   report.onto):
-            scanned = started.result()
+        if ahead.scan is not None:  # started on this very range (`crossing`)
+            scanned = ahead.scan.result()
         else:
             scanned = scan.scan_range(git, report.old_base, report.onto,
                                       index.load(measure=False))

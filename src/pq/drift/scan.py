@@ -144,15 +144,14 @@ class Ahead:
     processes of its own (no object reader shared with the caller)."""
 
     def __init__(self, git: Git, old: str, new: str, load: Callable[[], index.Loaded]):
-        self.old, self.new = old, new
         self._result: RangeScan | BaseException | None = None
-        self._thread = threading.Thread(target=self._run, args=(git, load), daemon=True,
-                                        name="pq drift scan")
+        self._thread = threading.Thread(target=self._run, args=(git, old, new, load),
+                                        daemon=True, name="pq drift scan")
         self._thread.start()
 
-    def _run(self, git: Git, load: Callable[[], index.Loaded]) -> None:
+    def _run(self, git: Git, old: str, new: str, load: Callable[[], index.Loaded]) -> None:
         try:
-            self._result = scan_range(git, self.old, self.new, load())
+            self._result = scan_range(git, old, new, load())
         except BaseException as exc:  # handed to the caller by result()
             self._result = exc
 
@@ -177,8 +176,6 @@ def report(git: Git, scanned: RangeScan, queue: Queue | None) -> DriftReport:
     changed = scanned.changed
     return replace(found, stale=tuple(_stale(git, scanned.old, scanned.new, queue, changed)),
                    touched=tuple(_touched(queue, changed)), renames=tuple(hits(queue)))
-
-
 
 
 def _new_uses(range_: Sequence[tuple[str, bytes]], surface: Surface | None

@@ -89,8 +89,6 @@ def _merge(git: Git, batch: BatchMerge, step: Step, tip: str, tip_tree: str
            ) -> tuple[str, bool]:
     """(tree, clean) of the patch cherry-picked onto `tip` by git's merge, in memory."""
     result = batch.merge(step, tip, tip_tree)
-    if not result.clean:  # kept for the conflict's next reader (replay's rerere reuse)
-        batch.conflicts[(step.commit, tip)] = result
     return result.tree, result.clean
 
 
@@ -113,7 +111,9 @@ class BatchMerge:
                  qp: tuple[str, ...]) -> None:
         self.git = git
         self.trees = trees
-        self.conflicts: dict[tuple[str, str], MergeResult] = {}  # (commit, tip): its merge
+        # A conflicted merge of (commit, tip), kept for its next reader (replay's rerere
+        # reuse) so that it is not merged again.
+        self._kept: dict[tuple[str, str], MergeResult] = {}
         self.onto_tree = trees.tree_of(onto)
         # Where .gitattributes files can be in the trees merged onto from here on: the
         # tip's, and those the patches still to replay touch (one process for the run).
@@ -121,7 +121,8 @@ class BatchMerge:
             path for cs in changes.values() for path, _, _ in cs
             if path.rpartition("/")[2] == ".gitattributes"}
         self.merged: dict[str, dict[str, Entry | None]] = {}
-        self.conflicted: dict[str, tuple[dict[str, Entry | None], tuple[str, ...]]] = {}
+        # The patches the batch found in conflict: their merged files, the conflicted ones.
+        self._in_conflict: dict[str, tuple[dict[str, Entry | None], tuple[str, ...]]] = {}
         wanted: dict[str, list[tuple[str, Entry, Entry, Entry]]] = {}
         users: dict[str, int] = {}
         for step in steps:
@@ -155,7 +156,7 @@ class BatchMerge:
             entries = {p: trees.lookup(result, p) for p, *_ in files}
             hit = tuple(p for p, *_ in files if p in conflicted)
             if hit:  # the same content conflict, conflict markers and all, as on its own
-                self.conflicted[commit] = (entries, hit)
+                self._in_conflict[commit] = (entries, hit)
             else:
                 self.merged[commit] = entries
 
@@ -169,13 +170,17 @@ class BatchMerge:
         return self.git.attributes_from(files)
 
     def merge(self, step: Step, tip: str, tip_tree: str) -> MergeResult:
-        """git's merge of `step` cherry-picked onto `tip` (whose tree is `tip_tree`); a
-        conflicted one `cherry_pick` already ran is not run again."""
-        found = self.conflicts.pop((step.commit, tip), None)
+        """git's merge of `step` cherry-picked onto `tip` (whose tree is `tip_tree`). A
+        conflicted one is kept for the next call with the same step and tip (replay's
+        rerere reuse after `cherry_pick`), which takes it instead of merging again."""
+        found = self._kept.pop((step.commit, tip), None)
         if found is not None:
             return found
-        return self.git.merge_trees(step.parent, tip, step.pick, ours_tree=tip_tree,
-                                    attributes=self.attributes(tip_tree))
+        result = self.git.merge_trees(step.parent, tip, step.pick, ours_tree=tip_tree,
+                                      attributes=self.attributes(tip_tree))
+        if not result.clean:
+            self._kept[(step.commit, tip)] = result
+        return result
 
     def result(self, commit: str, tip_tree: str) -> str | None:
         """The patch merged onto `tip_tree`, or None when it must be merged on its own."""
@@ -188,11 +193,11 @@ class BatchMerge:
         """Whether the batch's merge found the patch in conflict on `tip_tree`; that merge
         (the tip with the patch's files merged, markers in the conflicted ones) is then
         what `merge` gives for it, without a merge of its own."""
-        found = self.conflicted.get(step.commit)
+        found = self._in_conflict.get(step.commit)
         if found is None or not self._holds(found[0], tip_tree):
             return False
         files, paths = found
-        self.conflicts[(step.commit, tip)] = MergeResult(
+        self._kept[(step.commit, tip)] = MergeResult(
             TreeId(self.trees.edit(tip_tree, files)), False, paths)
         return True
 
@@ -203,4 +208,3 @@ class BatchMerge:
                for p in files):
             return False
         return self.attributes(tip_tree) == self.attributes(self.onto_tree)
-
