@@ -125,15 +125,40 @@ def test_a_stop_is_settled_by_the_operation_that_ends_it(repo: Path) -> None:
             t.done("stopped")
         with Transaction(g, "pq rebase --continue") as t:
             branch_commit(repo, "b2")
-            settle_stopped(g, "done")
+            settle_stopped(g, "done", None)  # a rebase an older pq started: the whole log
         assert [(r["id"], r["status"]) for r in log.read(g)] == [(1, "done"), (2, "done")]
         with Transaction(g, "pq rebase main") as t:
             branch_commit(repo, "b3")
             t.done("stopped")
         with Transaction(g, "pq rebase --abort") as t:
             branch_commit(repo, "b4")
-            settle_stopped(g, "aborted")
+            settle_stopped(g, "aborted", 3)
         assert [r["status"] for r in log.read(g)] == ["done", "done", "aborted", "done"]
+
+
+def test_settling_reads_the_log_back_to_the_rebase_that_stopped_only(repo: Path) -> None:
+    """An abort's cost does not grow with the log: entries before the rebase began are
+    neither read nor settled (a stop left by a rebase that ended otherwise stays)."""
+    with Git.open(repo) as g:
+        with Transaction(g, "pq rebase main") as t:
+            branch_commit(repo, "b1")
+            t.done("stopped")  # 1: its rebase state was lost
+        for n in range(2, 5):
+            with Transaction(g, f"pq export {n}"):
+                branch_commit(repo, f"c{n}")
+        with Transaction(g, "pq rebase main") as t:
+            branch_commit(repo, "b5")
+            t.done("stopped")  # 5
+        with Transaction(g, "pq rebase --continue") as t:
+            branch_commit(repo, "b6")
+            t.done("stopped")  # 6
+        assert [r["id"] for r in log.read(g, 5)] == [5, 6]
+        with Transaction(g, "pq rebase --abort"):
+            branch_commit(repo, "b7")
+            settle_stopped(g, "aborted", 5)
+        assert [(r["id"], r["status"]) for r in log.read(g)] == [
+            (1, "stopped"), (2, "done"), (3, "done"), (4, "done"), (5, "aborted"),
+            (6, "aborted"), (7, "done")]
 
 
 def test_an_entry_out_of_order_is_refused_with_the_fix(repo: Path) -> None:

@@ -306,6 +306,9 @@ def test_log_stopped_then_done_or_aborted_with_flags_and_footer(tmp_path: Path) 
     assert ops["operations"][0]["status"] == "stopped"
     assert ops["operations"][0]["command"] == "pq rebase upstream/main"
     assert ops["undo"] is None and ops["rebase"]["phase"] == "conflict"
+    # The abort settles the stops from this entry on, without reading older ones.
+    state = json.loads((fork / ".git" / "pq" / "rebase" / "state.json").read_bytes())
+    assert state["log_id"] == ops["operations"][0]["id"]
     text = pq(fork, "log").output
     assert "`pq undo` restores" not in text and "`pq rebase --abort`" in text
     pq(fork, "rebase", "--abort", "--json")

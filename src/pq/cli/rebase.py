@@ -11,10 +11,9 @@ import click
 from pq.cli.common import base_label, emit_json, open_repo, plural, progress_printer, short
 from pq.errors import ConfigError, OperationFailed, PqError
 from pq.git.repo import Git
-from pq.rebase import engine as rebase_mod
 from pq.rebase import rerere
 from pq.rebase import status as rebase_status
-from pq.rebase.rangediff import PatchReport, RebaseReport, trim
+from pq.rebase.report import PatchReport, RebaseReport, trim
 
 if TYPE_CHECKING:
     from pq.drift.scan import Ahead, DriftReport
@@ -74,13 +73,16 @@ def rebase(upstream: str | None, continue_: bool, skip: bool, abort: bool, gate:
     progress = None if as_json else progress_printer("rebasing")
     with open_repo() as git, _DriftAhead(git) as ahead:
         if abort:
-            report = rebase_mod.abort(git, force=force)
-        elif continue_ or skip:
-            report = rebase_mod.resume(git, "continue" if continue_ else "skip", progress,
-                                       crossing=ahead.start)
+            from pq.rebase.abort import abort as abort_rebase
+
+            report = abort_rebase(git, force=force)
         else:
-            report = rebase_mod.start(git, upstream, gate=gate, progress=progress, force=force,
-                                      rerere=not no_rerere, crossing=ahead.start)
+            from pq.rebase import engine  # the replay's whole chain, which an abort skips
+
+            report = (engine.resume(git, "continue" if continue_ else "skip", progress,
+                                    crossing=ahead.start) if continue_ or skip else
+                      engine.start(git, upstream, gate=gate, progress=progress, force=force,
+                                   rerere=not no_rerere, crossing=ahead.start))
         conflicted = (rebase_status.conflicts(git) if report.status == "conflict" else [])
         drift = _drift(git, report, ahead)
         if not as_json:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import shutil
 import subprocess
 import threading
 from collections.abc import Iterable, Sequence
@@ -289,6 +288,8 @@ def _remove_stale_temp(parent: Path) -> None:
         pid = int(parts[1])
         if pid == os.getpid() or pid_alive(pid):
             continue
+        import shutil  # a cleanup needs it; most commands never get here
+
         shutil.rmtree(entry, ignore_errors=True)
     with contextlib.suppress(OSError):
         parent.rmdir()  # only when empty

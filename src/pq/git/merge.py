@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pq.git.gateway import Gateway, zsplit
 from pq.git.objects import MERGER, TreeId
+
+if TYPE_CHECKING:
+    import tempfile
 
 
 @dataclass(frozen=True)
@@ -38,6 +41,8 @@ class TempIndex:
     def __enter__(self) -> dict[str, str]:
         parent = self.git.pq_dir() / "tmp"
         parent.mkdir(parents=True, exist_ok=True)
+        import tempfile  # ~5 ms, for the commands that merge
+
         self.dir = tempfile.TemporaryDirectory(prefix=f"index-{os.getpid()}-", dir=parent)
         env = {"GIT_INDEX_FILE": os.path.join(self.dir.name, "index")}
         try:

@@ -8,7 +8,6 @@ A mixin of `pq.git.repo.Git`; every verb here changes or reads what a user sees 
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -145,6 +144,8 @@ class WorkingTree(Merging):
         """Remove a worktree (dirty or locked alike), its folder even where git could not,
         and what git keeps about it."""
         self.run_proc("worktree", "remove", "--force", "--force", str(path))
+        import shutil  # a cleanup needs it; most commands never get here
+
         shutil.rmtree(path, ignore_errors=True)
         self.run_proc("worktree", "prune")
 

@@ -15,7 +15,7 @@ from functools import cached_property, lru_cache
 from typing import Any
 
 from pq.errors import ConfigError
-from pq.model import yamldoc, yamledit
+from pq.model import yamldoc
 
 SERIES_FILE = "series.yaml"
 PATCHES_DIR = "patches"
@@ -120,6 +120,8 @@ class Series:
         lost (False)."""
         data = self.to_data()
         if self.doc is not None and self.doc.text:
+            from pq.model import yamledit  # only a rewrite needs it
+
             edited = yamledit.rewrite(self.doc.text, self.doc.data, data)
             if edited is not None:
                 return edited.encode("utf-8"), True

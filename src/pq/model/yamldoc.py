@@ -3,16 +3,20 @@
 pq's files are small and written by people, so errors must point at a line and column.
 Anchors and aliases, over-deep nesting and oversized files are refused before any value
 is built, which keeps alias bombs and pathological inputs from ever costing time.
+PyYAML is imported by the functions that use it: its ~20 ms are not paid by the commands
+that read no YAML (`pq rebase --abort`, for one).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
-
-import yaml
+from functools import cache
+from typing import TYPE_CHECKING, Any
 
 from pq.errors import ConfigError
+
+if TYPE_CHECKING:
+    import yaml
 
 MAX_BYTES = 4 * 1024 * 1024
 MAX_DEPTH = 32
@@ -56,6 +60,7 @@ def load(text: bytes, filename: str) -> Located:
                           line=line, column=column,
                           hint="save the file as UTF-8 (for example `iconv -f latin1 -t "
                                f"utf-8 {filename}`), or retype that character") from None
+    import yaml
     try:
         node = _compose(decoded)
     except yaml.MarkedYAMLError as exc:
@@ -87,8 +92,9 @@ def load(text: bytes, filename: str) -> Located:
 
 def _compose(text: str) -> yaml.Node | None:
     """Compose after checking events: no anchors, no aliases, bounded depth and size."""
+    import yaml
     depth = 0
-    for events, event in enumerate(yaml.parse(text, Loader=_LOADER), start=1):
+    for events, event in enumerate(yaml.parse(text, Loader=loader()), start=1):
         if events > MAX_NODES:
             raise ConfigError("YAML document too large (too many nodes)")
         mark: Any = event.start_mark  # libyaml's Mark has the same line and column
@@ -102,17 +108,28 @@ def _compose(text: str) -> yaml.Node | None:
                                            problem_mark=mark)
         elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
             depth -= 1
-    return yaml.compose(text, Loader=_LOADER)
+    return yaml.compose(text, Loader=loader())
 
 
-# libyaml when present: the pure-Python parser needs seconds for a few MiB of hostile input.
-_LOADER: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-LOADER = _LOADER
-_constructor = yaml.SafeLoader.__new__(yaml.SafeLoader)
-yaml.constructor.SafeConstructor.__init__(_constructor)
+@cache
+def loader() -> type:
+    """libyaml's safe loader when present: the pure-Python parser needs seconds for a few
+    MiB of hostile input."""
+    import yaml
+    found: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    return found
+
+
+@cache
+def _constructor() -> Any:
+    import yaml
+    constructor = yaml.SafeLoader.__new__(yaml.SafeLoader)
+    yaml.constructor.SafeConstructor.__init__(constructor)
+    return constructor
 
 
 def _build(node: yaml.Node, path: Path, doc: Located, depth: int, counter: list[int]) -> Any:
+    import yaml
     counter[0] += 1
     doc.marks[path] = (node.start_mark.line + 1, node.start_mark.column + 1)
     if isinstance(node, yaml.MappingNode):
@@ -138,7 +155,7 @@ def _build(node: yaml.Node, path: Path, doc: Located, depth: int, counter: list[
         return [_build(v, path + (i,), doc, depth + 1, counter) for i, v in enumerate(node.value)]
     assert isinstance(node, yaml.ScalarNode)
     try:
-        value = _constructor.construct_object(node, deep=True)
+        value = _constructor().construct_object(node, deep=True)
     except Exception as exc:  # noqa: BLE001 - PyYAML's constructors raise ValueError,
         # KeyError, ... for a tagged scalar (`!!int x`, `!!bool maybe`): all the file's fault
         first = (str(exc).splitlines() or [type(exc).__name__])[0]
@@ -154,6 +171,7 @@ def _build(node: yaml.Node, path: Path, doc: Located, depth: int, counter: list[
 
 def dump(data: Any) -> str:
     """Deterministic YAML: block style, keys in the order given, no anchors, wide lines."""
+    import yaml
 
     class _Dumper(yaml.SafeDumper):
         def ignore_aliases(self, data: Any) -> bool:

@@ -46,7 +46,7 @@ def rewrite(text: str, old: Any, new: Any) -> str | None:
     if same(old, new):
         return text
     try:
-        root = yaml.compose(text, Loader=yamldoc.LOADER)
+        root = yaml.compose(text, Loader=yamldoc.loader())
         if not isinstance(root, yaml.MappingNode) or root.flow_style:
             return None
         editor = _Editor(text if text.endswith(("\n", "\r")) else text + "\n")

@@ -67,8 +67,9 @@ def tip(git: Git) -> str | None:
     return git.try_resolve(LOG_REF)
 
 
-def read(git: Git) -> list[Record]:
-    """Every entry's record, oldest first, without its snapshots (`load` adds them)."""
+def read(git: Git, since: int | None = None) -> list[Record]:
+    """Every entry's record (`since`: those from that id on), oldest first, without its
+    snapshots (`load` adds them)."""
     records: list[Record] = []
     trees = _trees(git)
     sha = tip(git)
@@ -78,6 +79,8 @@ def read(git: Git) -> list[Record]:
         record = _record(git, trees, sha)
         if records and record["id"] >= records[-1]["id"]:
             raise _corrupt(sha, None, "its id is not below the next entry's")
+        if since is not None and record["id"] < since:
+            break
         records.append(record)
         sha = record["previous"]
     records.reverse()

@@ -47,13 +47,15 @@ def sweep_temporary_files(git: Git) -> None:
             p.unlink()
 
 
-def settle_stopped(git: Git, status: str) -> None:
+def settle_stopped(git: Git, status: str, since: int | None) -> None:
     """A rebase logged `stopped` (at a conflict) becomes `done` or `aborted` when it ends:
-    the running operation's entry records that (call it inside its transaction)."""
+    the running operation's entry records that (call it inside its transaction). `since`:
+    the entry that started the rebase, where its stops begin (None: look through the whole
+    log, for a rebase an older pq started)."""
     t = _active.get(str(git.common_dir))
     if t is None or not t.record:
         raise AssertionError("settle_stopped outside a transaction")
-    stopped = {int(r["id"]): status for r in log.read(git) if r["status"] == "stopped"
+    stopped = {int(r["id"]): status for r in log.read(git, since) if r["status"] == "stopped"
                and r["id"] != t.record["id"]}
     if stopped:
         t.record.setdefault("settles", {}).update(stopped)

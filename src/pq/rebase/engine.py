@@ -1,10 +1,10 @@
-"""`pq rebase`, `--continue`, `--skip`, `--abort`: the commands, each in one transaction.
+"""`pq rebase`, `--continue`, `--skip`: the commands, each in one transaction.
 
 Starting checks the branch and the queue, builds the steps (one per patch commit) and
 saves the state; continuing takes the staged resolution (or drops the patch) and goes on;
 both hand the replay to rebase/replay.py, which replays each patch commit in memory with
 cherry-pick semantics. HEAD and the working tree move only to show a conflict and at the
-end (rebase/worktree.py, rebase/landing.py); aborting restores everything.
+end (rebase/worktree.py, rebase/landing.py). Aborting is rebase/abort.py's.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pq.git.objects import Change
 from pq.git.repo import Git
 from pq.git.trees import Trees
 from pq.model.series import PATCHES_DIR, SERIES_FILE
-from pq.oplog.txn import Transaction, settle_stopped
+from pq.oplog.txn import Transaction, current_record_id, settle_stopped
 from pq.queue import bookkeeping, verified
 from pq.queue import files as queuefiles
 from pq.queue import ops as queueops
@@ -26,7 +26,7 @@ from pq.queue.ops import Progress
 from pq.rebase import rangediff, replay, worktree
 from pq.rebase import state as rs
 from pq.rebase import status as rebase_status
-from pq.rebase.rangediff import PatchReport, RebaseReport
+from pq.rebase.report import PatchReport, RebaseReport
 from pq.rebase.state import RebaseState, Step
 
 # -- starting -------------------------------------------------------------------------
@@ -98,22 +98,24 @@ def start(git: Git, upstream: str | None = None, *, gate: bool = False,
             prev_legacy_orig_head=git.try_resolve(git.ORIG_HEAD_REF),
             queue_before=worktree.save_queue_files(git, bookkeeping.queue_blobs(trees, head)),
             steps=steps,
-            tip=onto, gate=gate, index_before=queuefiles.index_entries(git), rerere=rerere)
+            tip=onto, gate=gate, index_before=queuefiles.index_entries(git), rerere=rerere,
+            log_id=current_record_id(git))
         rs.save(git, state)
         with rs.cleanup_unless_touched(git, state):
             diffs: dict[str, bytes] = {sc.commit: sc.diff for sc in stack}
             matches = rangediff.UpstreamMatches(git, state, qp, changes, diffs)
             state.upstream_count = matches.count()
-            return _settle(txn, replay.run(git, state, trees, changes, matches, progress,
-                                           queue, committer, crossing))
+            report = replay.run(git, state, trees, changes, matches, progress, queue,
+                                committer, crossing)
+            return _settle(txn, state, report)
 
 
-def _settle(txn: Transaction, report: RebaseReport) -> RebaseReport:
+def _settle(txn: Transaction, state: RebaseState, report: RebaseReport) -> RebaseReport:
     """Log a stop at a conflict as `stopped`; a finished rebase settles its stops as done."""
     if report.status == "conflict":
         txn.done("stopped")
     else:
-        settle_stopped(txn.git, "done")
+        settle_stopped(txn.git, "done", state.log_id)
     return report
 
 
@@ -183,18 +185,6 @@ def resume(git: Git, action: str, progress: Progress | None = None,
         if state.detached:  # HEAD on the branch (a landing git refused) stays where it is
             worktree.reset_to(git, state.tip)
         upstream = rangediff.UpstreamMatches(git, state, old.series.queue_paths, changes)
-        return _settle(txn, replay.run(git, state, trees, changes, upstream, progress, old,
-                                       committer, crossing))
-
-
-def abort(git: Git, force: bool = False) -> RebaseReport:
-    state = rs.load_required(git)
-    if not force:
-        rebase_status.require_in_place(git, state, "abort")
-    with Transaction(git, "pq rebase --abort"):
-        worktree.restore(git, state)
-        rs.remove(git)
-        settle_stopped(git, "aborted")
-    return RebaseReport("aborted", state.short_branch, state.onto_ref, state.old_base,
-                        state.onto, state.upstream_count, state.orig_head, state.orig_head)
-
+        report = replay.run(git, state, trees, changes, upstream, progress, old, committer,
+                            crossing)
+        return _settle(txn, state, report)

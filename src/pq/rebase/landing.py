@@ -17,7 +17,7 @@ from pq.queue import stack as stack_mod
 from pq.queue.files import Queue
 from pq.rebase import rangediff, worktree
 from pq.rebase import state as rs
-from pq.rebase.rangediff import RebaseReport
+from pq.rebase.report import RebaseReport
 from pq.rebase.state import RebaseState
 
 

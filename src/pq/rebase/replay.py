@@ -18,7 +18,7 @@ from pq.rebase import landing, rangediff, worktree
 from pq.rebase import rerere as rerere_mod
 from pq.rebase import state as rs
 from pq.rebase.merge import BatchMerge, cherry_pick
-from pq.rebase.rangediff import RebaseReport
+from pq.rebase.report import RebaseReport
 from pq.rebase.state import RebaseState, Step
 
 

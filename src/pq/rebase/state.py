@@ -75,6 +75,9 @@ class RebaseState:
     index_before: list[str] | None = None
     prev_legacy_orig_head: str | None = None  # the old all-branches refs/pq/orig-head
     rerere: bool = True  # false: `--no-rerere` (no recording, no reuse), also on --continue
+    # The log entry of the `pq rebase` that started it: its stops, and those of each
+    # --continue, are the entries from there on (None in states of older versions).
+    log_id: int | None = None
 
     def to_json(self) -> bytes:
         data = {"version": STATE_VERSION, **asdict(self)}

@@ -1,0 +1,30 @@
+"""`pq rebase --abort`: branch, HEAD, index, working tree and queue as before the rebase,
+in one transaction.
+
+Kept apart from the engine so that an abort loads only what it runs: the state, the
+restore and the undo log (it is the command a user runs when something went wrong, and
+it is timed against `git rebase --abort`).
+"""
+
+from __future__ import annotations
+
+from pq.git.repo import Git
+from pq.oplog.txn import Transaction, settle_stopped
+from pq.rebase import state as rs
+from pq.rebase import status as rebase_status
+from pq.rebase import worktree
+from pq.rebase.report import RebaseReport
+
+
+def abort(git: Git, force: bool = False) -> RebaseReport:
+    """Restore everything the stopped rebase changed (`force`: even when the branch moved
+    while it was stopped) and log the stopped entry as aborted."""
+    state = rs.load_required(git)
+    if not force:
+        rebase_status.require_in_place(git, state, "abort")
+    with Transaction(git, "pq rebase --abort"):
+        worktree.restore(git, state)
+        rs.remove(git)
+        settle_stopped(git, "aborted", state.log_id)
+    return RebaseReport("aborted", state.short_branch, state.onto_ref, state.old_base,
+                        state.onto, state.upstream_count, state.orig_head, state.orig_head)
