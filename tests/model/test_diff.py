@@ -89,6 +89,16 @@ def test_paths_and_counts_are_what_git_apply_reads(repo: Path) -> None:
             assert (len(f.added()), len(f.removed())) == (int(a), int(r)), f.path
 
 
+def test_paths_read_from_headers_alone_are_the_full_readers(repo: Path) -> None:
+    """diffs.paths (no hunk read) gives each section's (old, new) exactly as parse does:
+    additions, deletions, a rename, mode changes, binary data, quoted names."""
+    data = _diff(repo)
+    full = [(f.old, f.new) for f in diffs.parse(data)]
+    assert diffs.paths(data) == full
+    assert (None, QUOTED) in full and ("gone.txt", None) in full
+    assert ("ren.txt", "sp ace.txt") in full
+
+
 def test_line_numbers_are_the_files_lines(repo: Path) -> None:
     for f in diffs.parse(_diff(repo)):
         if f.binary:

@@ -151,7 +151,7 @@ def _drift(git: Git, report: RebaseReport, ahead: _DriftAhead) -> DriftReport | 
         else:
             scanned = scan.scan_range(git, report.old_base, report.onto,
                                       index.load(measure=False))
-        return scan.report(git, scanned, queuefiles.read_worktree(git))
+        return scan.report(git, scanned, report.queue or queuefiles.read_worktree(git))
     except PqError as exc:
         return f"drift: not computed: {exc.render()}"
 

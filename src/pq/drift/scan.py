@@ -227,8 +227,8 @@ def _touched(queue: Queue, changed: dict[str, list[str]]) -> list[Touched]:
     by_file: dict[str, list[tuple[str, str]]] = {}
     for entry in queue.series.patches:
         pf = patchfile.parse(queue.files[entry.name], f"{PATCHES_DIR}/{entry.name}")
-        for f in pf.files:
-            for p in dict.fromkeys(x for x in (f.old, f.new) if x is not None):
+        for old, new in diffs.paths(pf.diff):  # the paths alone: no hunk is read
+            for p in dict.fromkeys(x for x in (old, new) if x is not None):
                 if p in changed:
                     by_file.setdefault(p, []).append((entry.name, entry.layer))
     return [Touched(p, found[0][1], tuple(dict.fromkeys(n for n, _ in found)),

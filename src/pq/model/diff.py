@@ -234,8 +234,24 @@ def parse(diff: bytes, source: str | None = None) -> tuple[FileDiff, ...]:
                  if s.startswith(b"diff --git "))
 
 
+def paths(diff: bytes) -> list[tuple[str | None, str | None]]:
+    """(old path, new path) of every `diff --git` file section, read from its header lines
+    alone: for a caller that needs which files a patch touches, not its hunks."""
+    return [_header(s.split(b"\n"))[:2] for s in split_sections(diff)
+            if s.startswith(b"diff --git ")]
+
+
 def _section(section: bytes, source: str | None) -> FileDiff:
     lines = section.split(b"\n")
+    old, new, status, binary, old_mode, new_mode, i = _header(lines)
+    hunks = () if binary or i == len(lines) else _hunks(b"\n".join(lines[i:]), new or old, source)
+    return FileDiff(old, new, status, binary, old_mode, new_mode, hunks)
+
+
+def _header(lines: list[bytes]) -> tuple[str | None, str | None, str, bool, str | None,
+                                         str | None, int]:
+    """(old, new, status, binary, old mode, new mode, index of the first `@@` line) of a
+    file section's lines."""
     old, new = _git_line_names(lines[0][len(b"diff --git "):])
     status, binary = "modified", False
     old_mode = new_mode = None
@@ -271,8 +287,7 @@ def _section(section: bytes, source: str | None) -> FileDiff:
         old = None
     elif status == "deleted":
         new = None
-    hunks = () if binary or i == len(lines) else _hunks(b"\n".join(lines[i:]), new or old, source)
-    return FileDiff(old, new, status, binary, old_mode, new_mode, hunks)
+    return old, new, status, binary, old_mode, new_mode, i
 
 
 def _hunks(region: bytes, path: str | None, source: str | None) -> tuple[Hunk, ...]:

@@ -117,4 +117,5 @@ def report(git: Git, state: RebaseState, status: str, old: Queue,
     result = rangediff.report(state, status, old.files, new.files if new else None, subjects)
     for p, step in zip(result.patches, state.steps, strict=True):
         p.source = step.commit
+    result.queue = new
     return result

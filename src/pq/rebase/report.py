@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from pq.queue.files import Queue
 from pq.rebase.rerere import Resolution
 
 OUTCOMES = ("clean", "merged", "dropped", "conflict", "skipped")
@@ -42,6 +43,9 @@ class RebaseReport:
     conflict: PatchReport | None = None
     conflict_paths: list[str] = field(default_factory=list)
     gate: bool = False  # the rebase was started with --gate
+    # The series and patch files a finished rebase wrote (what the working tree now has),
+    # for reports that read them next (the drift's files the patches touch); not JSON.
+    queue: Queue | None = field(default=None, repr=False, compare=False)
 
 
 def trim(lines: list[str], max_lines: int) -> list[str]:
