@@ -157,3 +157,35 @@ def test_verbs_index_refs_and_notes(tmp_path: Path) -> None:
         git(root, "config", "pq.one", "1")
         assert g.config_matching(r"^pq\.") == {"pq.one": "1"}
         assert g.log_files("HEAD") == [(CommitId(head), frozenset({"a.txt", "dir/b.txt"}))]
+
+
+def test_unmerged_codes_are_git_status_codes_for_every_kind(tmp_path: Path) -> None:
+    """Read from the index's stages alone, each unmerged path gets the code `git status`
+    gives it: both modified, both added, deleted by either side, and a rename/rename
+    conflict's both deleted, added by us and added by them."""
+    repo = _repo(tmp_path)
+    for name in ("uu", "du", "ud", "ren"):
+        write(repo, name, "".join(f"{name} line {i}\n" for i in range(20)))
+    commit_all(repo, "base")
+    git(repo, "checkout", "-q", "-b", "theirs")
+    write(repo, "uu", "theirs\n")
+    write(repo, "aa", "theirs\n")
+    write(repo, "du", "theirs\n")
+    (repo / "ud").unlink()
+    git(repo, "mv", "ren", "ren-theirs")
+    commit_all(repo, "theirs")
+    git(repo, "checkout", "-q", "-")
+    write(repo, "uu", "ours\n")
+    write(repo, "aa", "ours\n")
+    (repo / "du").unlink()
+    write(repo, "ud", "ours\n")
+    git(repo, "mv", "ren", "ren-ours")
+    commit_all(repo, "ours")
+    git(repo, "merge", "-q", "theirs", check=False)
+    status = {f[3:]: f[:2] for f in zsplit(
+        git(repo, "status", "--porcelain=v1", "-z", "--untracked-files=no"))}
+    with Git.open(repo) as g:
+        found = g.unmerged()
+    assert found == status
+    assert found == {"uu": "UU", "aa": "AA", "du": "DU", "ud": "UD", "ren": "DD",
+                     "ren-ours": "AU", "ren-theirs": "UA"}

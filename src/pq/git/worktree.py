@@ -14,6 +14,10 @@ from pathlib import Path
 from pq.git.gateway import stdin_lines, zsplit
 from pq.git.merge import Merging
 
+# The status code of an unmerged path by which of stages 1 (base), 2 (ours), 3 (theirs) it
+# has, as bits 1, 2, 4.
+_UNMERGED = {1: "DD", 2: "AU", 3: "UD", 4: "UA", 5: "DU", 6: "AA", 7: "UU"}
+
 
 class WorkingTree(Merging):
     def status_porcelain(self, untracked: bool = False, paths: Sequence[str] = (),
@@ -33,6 +37,16 @@ class WorkingTree(Merging):
             i += 2 if code[0] in "RC" else 1  # a rename's source follows as its own field
             entries.append((code, path))
         return entries
+
+    def unmerged(self) -> dict[str, str]:
+        """{path: `git status` code (UU, AA, DU, UD, AU, UA, DD)} of every unmerged path,
+        read from the index's stages alone (`ls-files -u`; no file is looked at): the
+        code is git's own for the set of stages present (wt-status.c)."""
+        stages: dict[str, int] = {}
+        for record in zsplit(self.run("ls-files", "-u", "-z")):
+            info, _, path = record.partition("\t")
+            stages[path] = stages.get(path, 0) | 1 << (int(info.rsplit(" ", 1)[1]) - 1)
+        return {path: _UNMERGED[mask] for path, mask in stages.items()}
 
     def ls_files(self, paths: Sequence[str] = (), *, stage: bool = False,
                  cached: bool = False, others: bool = False, literal: bool = False,

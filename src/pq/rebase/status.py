@@ -85,11 +85,10 @@ class RebaseStatus:
 def conflicts(git: Git) -> list[ConflictFile]:
     """The unmerged paths of the index, each with its kind and fix."""
     out: list[ConflictFile] = []
-    for code, path in git.status_porcelain():
-        if code in KINDS:
-            kind, fix = KINDS[code]
-            out.append(ConflictFile(path, code, kind, fix.format(p=shell_args([path]), f=path)))
-    return sorted(out, key=lambda c: c.path)
+    for path, code in sorted(git.unmerged().items()):
+        kind, fix = KINDS[code]
+        out.append(ConflictFile(path, code, kind, fix.format(p=shell_args([path]), f=path)))
+    return out
 
 
 def shell_args(paths: list[str]) -> str:

@@ -156,7 +156,7 @@ def _reused_paths(stderr: str) -> list[str]:
 
 
 def unmerged_paths(git: Git) -> list[str]:
-    return sorted(set(git.diff_names(diff_filter="U")))
+    return sorted(git.unmerged())
 
 
 def unstaged_paths(git: Git) -> tuple[list[str], list[str]]:
