@@ -31,7 +31,7 @@ def cherry_pick(git: Git, trees: Trees, batch: BatchMerge, step: Step, tip: str,
         else:
             if not _directory_renames_possible(trees, step, tip_tree, own):
                 return "clean", direct
-    merged = batch.result(step.commit, tip_tree)
+    merged = batch.result(step, tip_tree)
     if merged is not None:
         tree, clean = merged, True
     elif batch.conflicts_onto(step, tip, tip_tree):
@@ -95,70 +95,100 @@ def _merge(git: Git, batch: BatchMerge, step: Step, tip: str, tip_tree: str
 class BatchMerge:
     """The three-way content merges of many patches, in one `git merge-tree` run.
 
-    A patch that only modifies files, each of which upstream still has at the same path,
+    A patch that only modifies files, each of which the tip still has at the same path,
     merges file by file: its merge on the tip is git's content merge of (its parent's
-    blob, the tip's blob, its own blob) for each file, and the tip elsewhere. While the tip
-    still holds upstream's blob for those files, that merge is the same one as on the new
-    upstream commit, which is done here for all such patches at once, in trees holding just
-    their files. Patches sharing a file, renames, additions and deletions are left to the
-    per-patch merge. Renames cannot move such a patch's files: every one exists on all
-    three sides (no rename source or target), and git's directory renames only move paths
-    one side adds into a folder the other side no longer has.
+    blob, the tip's blob, its own blob) for each file, and the tip elsewhere. That merge
+    is the same one wherever the tip still holds those blobs, so it is done ahead, for
+    many patches at once, in trees holding just their files: first for every patch onto
+    the tip the replay starts from; then, when the replay reaches a patch the batch could
+    not take (an earlier patch changed one of its files since), for it and the patches
+    after it (WINDOW of them) onto the tip of that moment. A patch whose files an earlier
+    patch of the same batch touches waits for a later batch, so a file edited by several
+    patches costs a merge per patch, and the others share them. Renames, additions and
+    deletions are left to the per-patch merge. Renames cannot move such a patch's files:
+    every one exists on all three sides (no rename source or target), and git's directory
+    renames only move paths one side adds into a folder the other side no longer has.
     """
 
+    WINDOW = 200  # patches a batch started mid-replay looks ahead at
+
     def __init__(self, git: Git, trees: Trees, steps: list[Step],
-                 changes: dict[str, list[Change]], onto: str, tip: str,
-                 qp: tuple[str, ...]) -> None:
+                 changes: dict[str, list[Change]], tip: str, qp: tuple[str, ...]) -> None:
         self.git = git
         self.trees = trees
+        self._steps = steps
+        self._at = {step.commit: i for i, step in enumerate(steps)}
+        self._own = {step.commit: [c for c in changes.get(step.commit, [])
+                                   if not stack_mod.is_queue_path(c[0], qp)] for step in steps}
         # A conflicted merge of (commit, tip), kept for its next reader (replay's rerere
         # reuse) so that it is not merged again.
         self._kept: dict[tuple[str, str], MergeResult] = {}
-        self.onto_tree = trees.tree_of(onto)
         # Where .gitattributes files can be in the trees merged onto from here on: the
         # tip's, and those the patches still to replay touch (one process for the run).
         self._attribute_paths = git.attribute_paths(trees.tree_of(tip)) | {
             path for cs in changes.values() for path, _, _ in cs
             if path.rpartition("/")[2] == ".gitattributes"}
         self.merged: dict[str, dict[str, Entry | None]] = {}
-        # The patches the batch found in conflict: their merged files, the conflicted ones.
+        # The patches a batch found in conflict: their merged files, the conflicted ones.
         self._in_conflict: dict[str, tuple[dict[str, Entry | None], tuple[str, ...]]] = {}
+        self._onto: dict[str, str] = {}  # patch commit: the tree its batch merged onto
+        self._batch(steps, trees.tree_of(tip))
+
+    def _files(self, step: Step, tree: str) -> list[tuple[str, Entry, Entry, Entry]] | None:
+        """(path, parent's, tree's, own entry) of each file of a patch that merges file by
+        file onto `tree` and needs a merge there; None for any other patch."""
+        files = []
+        for path, old, new in self._own[step.commit]:
+            now = self.trees.lookup(tree, path)
+            if old is None or new is None or now is None or not all(
+                    e[0].startswith(("100", "120")) for e in (old, new, now)):
+                return None
+            files.append((path, old, now, new))
+        return files if any(now != old for _, old, now, _ in files) else None
+
+    def _batch(self, steps: list[Step], tree: str) -> None:
+        """Merge onto `tree`, in one run, each of `steps` that merges file by file there
+        and whose files no earlier one of `steps` touches (unless it has a merge already)."""
         wanted: dict[str, list[tuple[str, Entry, Entry, Entry]]] = {}
-        users: dict[str, int] = {}
+        touched: set[str] = set()
         for step in steps:
-            own = [c for c in changes.get(step.commit, []) if not stack_mod.is_queue_path(c[0], qp)]
-            files = []
-            for path, old, new in own:
-                now = trees.lookup(self.onto_tree, path)
-                if old is None or new is None or now is None or not all(
-                        e[0].startswith(("100", "120")) for e in (old, new, now)):
-                    break
-                files.append((path, old, now, new))
-                users[path] = users.get(path, 0) + 1
-            else:
-                if files and any(now != old for _, old, now, _ in files):
+            paths = [path for path, _, _ in self._own[step.commit]]
+            first = touched.isdisjoint(paths)
+            touched.update(paths)
+            if first and not self._ahead(step.commit, tree):
+                files = self._files(step, tree)
+                if files is not None:
                     wanted[step.commit] = files
-        wanted = {c: f for c, f in wanted.items() if all(users[p] == 1 for p, *_ in f)}
         if len(wanted) < 2:
             return  # one merge costs the same either way
+        trees = self.trees
         sides = [trees.edit_new({p: e[i] for f in wanted.values() for p, *e in f})
                  for i in range(3)]
-        base = git.write_commit(sides[0], [], MERGER, MERGER, "pq rebase: base\n")
-        ours, theirs = (git.write_commit(t, [base], MERGER, MERGER, "pq rebase\n")
+        base = self.git.write_commit(sides[0], [], MERGER, MERGER, "pq rebase: base\n")
+        ours, theirs = (self.git.write_commit(t, [base], MERGER, MERGER, "pq rebase\n")
                         for t in sides[1:])
         try:
-            merged = git.merge_commits(ours, theirs, self.attributes(self.onto_tree))
+            merged = self.git.merge_commits(ours, theirs, self.attributes(tree))
         except GitError:
             return  # each patch is merged on its own instead
         conflicted = set(merged.conflicted_paths)
-        result = merged.tree
         for commit, files in wanted.items():
-            entries = {p: trees.lookup(result, p) for p, *_ in files}
+            entries = {p: trees.lookup(merged.tree, p) for p, *_ in files}
             hit = tuple(p for p, *_ in files if p in conflicted)
+            self.merged.pop(commit, None)
+            self._in_conflict.pop(commit, None)
             if hit:  # the same content conflict, conflict markers and all, as on its own
                 self._in_conflict[commit] = (entries, hit)
             else:
                 self.merged[commit] = entries
+            self._onto[commit] = tree
+
+    def _ahead(self, commit: str, tip_tree: str) -> bool:
+        """Whether a batch merged the patch already, in a way that holds on `tip_tree`."""
+        found = self.merged.get(commit)
+        if found is None and commit in self._in_conflict:
+            found = self._in_conflict[commit][0]
+        return found is not None and self._holds(commit, found, tip_tree)
 
     def attributes(self, tree: str) -> bytes:
         """The attributes git's merge reads with `tree` checked out (see gitio)."""
@@ -182,10 +212,15 @@ class BatchMerge:
             self._kept[(step.commit, tip)] = result
         return result
 
-    def result(self, commit: str, tip_tree: str) -> str | None:
-        """The patch merged onto `tip_tree`, or None when it must be merged on its own."""
-        files = self.merged.get(commit)
-        if files is None or not self._holds(files, tip_tree):
+    def result(self, step: Step, tip_tree: str) -> str | None:
+        """The patch merged onto `tip_tree`, or None when it must be merged on its own (or
+        a batch found it in conflict: `conflicts_onto`). A patch no batch has merged in a
+        way that holds here starts a batch onto `tip_tree`, of it and the patches after it."""
+        if not self._ahead(step.commit, tip_tree) and self._files(step, tip_tree) is not None:
+            at = self._at[step.commit]
+            self._batch(self._steps[at:at + self.WINDOW], tip_tree)
+        files = self.merged.get(step.commit)
+        if files is None or not self._holds(step.commit, files, tip_tree):
             return None
         return self.trees.edit(tip_tree, files)
 
@@ -194,17 +229,17 @@ class BatchMerge:
         (the tip with the patch's files merged, markers in the conflicted ones) is then
         what `merge` gives for it, without a merge of its own."""
         found = self._in_conflict.get(step.commit)
-        if found is None or not self._holds(found[0], tip_tree):
+        if found is None or not self._holds(step.commit, found[0], tip_tree):
             return False
         files, paths = found
         self._kept[(step.commit, tip)] = MergeResult(
             TreeId(self.trees.edit(tip_tree, files)), False, paths)
         return True
 
-    def _holds(self, files: dict[str, Entry | None], tip_tree: str) -> bool:
-        """Whether the batch's merge of `files` is theirs on `tip_tree`: the tip still has
-        upstream's blobs there and merges them with the same attributes."""
-        if any(self.trees.lookup(tip_tree, p) != self.trees.lookup(self.onto_tree, p)
-               for p in files):
+    def _holds(self, commit: str, files: dict[str, Entry | None], tip_tree: str) -> bool:
+        """Whether a batch's merge of `files` is theirs on `tip_tree`: the tip still has the
+        blobs the batch merged onto there, and merges them with the same attributes."""
+        onto = self._onto[commit]
+        if any(self.trees.lookup(tip_tree, p) != self.trees.lookup(onto, p) for p in files):
             return False
-        return self.attributes(tip_tree) == self.attributes(self.onto_tree)
+        return self.attributes(tip_tree) == self.attributes(onto)

@@ -28,8 +28,7 @@ def run(git: Git, state: RebaseState, trees: Trees, changes: dict[str, list[Chan
         ) -> RebaseReport:
     qp = old.series.queue_paths
     total = len(state.steps)
-    batch = BatchMerge(git, trees, state.steps[state.index:], changes, state.onto,
-                       state.tip, qp)
+    batch = BatchMerge(git, trees, state.steps[state.index:], changes, state.tip, qp)
     reused: list[rerere_mod.Resolution] = []  # noted at each save, not per patch
 
     def save() -> None:
