@@ -102,9 +102,9 @@ class BatchMerge:
     many patches at once, in trees holding just their files: first for every patch onto
     the tip the replay starts from; then, when the replay reaches a patch the batch could
     not take (an earlier patch changed one of its files since), for it and the patches
-    after it (WINDOW of them) onto the tip of that moment. A patch whose files an earlier
-    patch of the same batch touches waits for a later batch, so a file edited by several
-    patches costs a merge per patch, and the others share them. Renames, additions and
+    after it (WINDOW of them) onto the tip of that moment. A patch that touches a file an
+    earlier patch of the same batch touches waits for a later batch: a file edited by N
+    patches takes N batches, which the patches of other files share. Renames, additions and
     deletions are left to the per-patch merge. Renames cannot move such a patch's files:
     every one exists on all three sides (no rename source or target), and git's directory
     renames only move paths one side adds into a folder the other side no longer has.
