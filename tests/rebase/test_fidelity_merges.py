@@ -218,22 +218,29 @@ def test_batched_merges_next_to_a_dir_rename(tmp_path: Path) -> None:
     assert_agree(c)
 
 
+def _rounds(files: int, rounds: int) -> tuple[Files, list[tuple[str, Files]], Files]:
+    """(base, patches, upstream): `files` files, each edited by one patch per round (round
+    r edits line 3r + 2), patches in turn; upstream edits every file's line 11."""
+    base: Files = {**BASE, **{f"m/f{i}.c": C.replace("c line", f"m{i} line")
+                              for i in range(files)}}
+    current = dict(base)
+    patches: list[tuple[str, Files]] = []
+    for round_ in range(rounds):
+        for i in range(files):
+            path, line = f"m/f{i}.c", f"m{i} line {3 * round_ + 2} "
+            current[path] = edit(str(current[path]), line, line + "edited ")
+            patches.append((f"edit {path}, round {round_}", {path: current[path]}))
+    upstream: Files = {f"m/f{i}.c": edit(str(base[f"m/f{i}.c"]), f"m{i} line 11", "tail")
+                       for i in range(files)}
+    return base, patches, upstream
+
+
 def test_patches_sharing_files_merge_in_a_batch_per_round(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Three files, each edited by three patches in turn, all moved by upstream: every
     patch needs a merge, and the ones a file's earlier patch waits for share a batch (one
     `git merge-tree` per round of three, not one per patch), with git's result."""
-    base: Files = {**BASE, **{f"m/f{i}.c": C.replace("c line", f"m{i} line") for i in range(3)}}
-    current = dict(base)
-    patches: list[tuple[str, Files]] = []
-    for round_ in range(3):
-        for i in range(3):
-            path = f"m/f{i}.c"
-            current[path] = edit(str(current[path]), f"m{i} line {round_ + 2} ",
-                                 f"m{i} line {round_ + 2} edited ")
-            patches.append((f"edit {path}, round {round_}", {path: current[path]}))
-    upstream: Files = {f"m/f{i}.c": edit(str(base[f"m/f{i}.c"]), f"m{i} line 10", "tail")
-                       for i in range(3)}
+    base, patches, upstream = _rounds(3, 3)
     trace = tmp_path / "trace.json"
     monkeypatch.setenv("GIT_TRACE2_EVENT", str(trace))
     c = compare(tmp_path, patches, [("upstream: edits every file", upstream)], base)
@@ -249,18 +256,8 @@ def test_patches_sharing_files_merge_in_a_batch_per_round(
 def test_a_conflict_found_by_a_later_round_stops_there_as_git_does(tmp_path: Path) -> None:
     """The second patch of a file conflicts with upstream: the batch of its round finds
     it; pq stops at it with git's conflict, the patches before it kept."""
-    base: Files = {**BASE, **{f"m/f{i}.c": C.replace("c line", f"m{i} line") for i in range(2)}}
-    current = dict(base)
-    patches: list[tuple[str, Files]] = []
-    for round_ in range(2):
-        for i in range(2):
-            path = f"m/f{i}.c"
-            current[path] = edit(str(current[path]), f"m{i} line {4 * round_ + 2} ",
-                                 f"m{i} line {4 * round_ + 2} edited ")
-            patches.append((f"edit {path}, round {round_}", {path: current[path]}))
-    upstream: Files = {f"m/f{i}.c": edit(str(base[f"m/f{i}.c"]), f"m{i} line 10", "tail")
-                       for i in range(2)}
-    upstream["m/f0.c"] = edit(str(upstream["m/f0.c"]), "m0 line 6 ", "m0 line 6 upstream ")
+    base, patches, upstream = _rounds(2, 2)
+    upstream["m/f0.c"] = edit(str(upstream["m/f0.c"]), "m0 line 5 ", "m0 line 5 upstream ")
     c = compare(tmp_path, patches, [("upstream: edits both files", upstream)], base)
     assert c.git.per_patch == ["kept", "kept", "conflict", "pending"]
     assert_agree(c)
