@@ -132,6 +132,7 @@ class BatchMerge:
         # The patches a batch found in conflict: their merged files, the conflicted ones.
         self._in_conflict: dict[str, tuple[dict[str, Entry | None], tuple[str, ...]]] = {}
         self._onto: dict[str, str] = {}  # patch commit: the tree its batch merged onto
+        self._refused = False  # git refused a batch: each patch is merged on its own
         self._batch(steps, trees.tree_of(tip))
 
     def _files(self, step: Step, tree: str) -> list[tuple[str, Entry, Entry, Entry]] | None:
@@ -149,6 +150,8 @@ class BatchMerge:
     def _batch(self, steps: list[Step], tree: str) -> None:
         """Merge onto `tree`, in one run, each of `steps` that merges file by file there
         and whose files no earlier one of `steps` touches (unless it has a merge already)."""
+        if self._refused:
+            return
         wanted: dict[str, list[tuple[str, Entry, Entry, Entry]]] = {}
         touched: set[str] = set()
         for step in steps:
@@ -170,7 +173,8 @@ class BatchMerge:
         try:
             merged = self.git.merge_commits(ours, theirs, self.attributes(tree))
         except GitError:
-            return  # each patch is merged on its own instead
+            self._refused = True  # and would refuse the next one: no batch from here on
+            return
         conflicted = set(merged.conflicted_paths)
         for commit, files in wanted.items():
             entries = {p: trees.lookup(merged.tree, p) for p, *_ in files}
