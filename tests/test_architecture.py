@@ -137,3 +137,19 @@ def test_only_the_cli_writes_to_the_terminal() -> None:
         if any(name == "click" for _, name in _plain_imports(path)):
             writers.append(f"{path.relative_to(SRC)} imports click")
     assert writers == []
+
+
+def test_an_abort_loads_neither_the_replay_nor_yaml() -> None:
+    """`pq rebase --abort` is the command of a user whose rebase went wrong, timed against
+    `git rebase --abort`: the modules it runs leave the replay's chain (patch files, hunk
+    reading, mail headers) and PyYAML unloaded."""
+    import subprocess
+    import sys
+
+    heavy = ("pq.rebase.engine", "pq.queue.stack", "pq.model.patchfile", "unidiff", "yaml",
+             "email.utils", "shutil", "tempfile")
+    code = ("import sys\nimport pq.cli.app, pq.cli.rebase, pq.rebase.abort\n"
+            f"print(sorted(m for m in {heavy!r} if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.strip() == "[]"

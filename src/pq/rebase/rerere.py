@@ -16,7 +16,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -340,6 +339,8 @@ def forget(git: Git, path: str) -> list[str]:
             for name in ("preimage", "postimage", "thisimage"):
                 (folder / (name + suffix)).unlink(missing_ok=True)
             if folder.is_dir() and not _variants(folder):
+                import shutil  # `--forget` alone gets here
+
                 shutil.rmtree(folder)
             del data[rid]
             gone.append(rid)
