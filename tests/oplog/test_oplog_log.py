@@ -183,3 +183,23 @@ def test_an_entry_out_of_order_is_refused_with_the_fix(repo: Path) -> None:
         log.read(g)
     assert "refs/pq/oplog: entry" in info.value.render()
     assert "git update-ref -d refs/pq/oplog" in info.value.render()
+
+
+def test_settling_reads_the_whole_log_when_it_was_started_again(repo: Path) -> None:
+    """The log dropped after the rebase began (`git update-ref -d refs/pq/oplog`, as a
+    corrupt log's fix says): its ids restart at 1, and the stops since are still found."""
+    with Git.open(repo) as g:
+        for n in range(1, 3):
+            with Transaction(g, f"pq export {n}"):
+                branch_commit(repo, f"c{n}")
+        with Transaction(g, "pq rebase main") as t:
+            branch_commit(repo, "b3")
+            t.done("stopped")  # 3: the rebase's state says log_id 3
+        git(repo, "update-ref", "-d", "refs/pq/oplog")
+        with Transaction(g, "pq rebase --continue") as t:
+            branch_commit(repo, "b4")
+            t.done("stopped")  # 1, in the new log
+        with Transaction(g, "pq rebase --abort"):
+            branch_commit(repo, "b5")
+            settle_stopped(g, "aborted", 3)
+        assert [(r["id"], r["status"]) for r in log.read(g)] == [(1, "aborted"), (2, "done")]

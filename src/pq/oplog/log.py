@@ -68,8 +68,9 @@ def tip(git: Git) -> str | None:
 
 
 def read(git: Git, since: int | None = None) -> list[Record]:
-    """Every entry's record (`since`: those from that id on), oldest first, without its
-    snapshots (`load` adds them)."""
+    """Every entry's record (`since`: those from that id on, when the chain passes through
+    the entry with that id; else all: a log dropped and started again numbers from 1),
+    oldest first, without its snapshots (`load` adds them)."""
     records: list[Record] = []
     trees = _trees(git)
     sha = tip(git)
@@ -79,7 +80,8 @@ def read(git: Git, since: int | None = None) -> list[Record]:
         record = _record(git, trees, sha)
         if records and record["id"] >= records[-1]["id"]:
             raise _corrupt(sha, None, "its id is not below the next entry's")
-        if since is not None and record["id"] < since:
+        if since is not None and record["id"] < since and records \
+                and records[-1]["id"] == since:
             break
         records.append(record)
         sha = record["previous"]
