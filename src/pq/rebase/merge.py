@@ -15,11 +15,11 @@ from pq.queue import stack as stack_mod
 from pq.rebase.state import Step
 
 
-def cherry_pick(git: Git, trees: Trees, batch: BatchMerge, step: Step, tip: str,
-                changes: list[Change], qp: tuple[str, ...]) -> tuple[str, str | None]:
+def cherry_pick(git: Git, trees: Trees, batch: BatchMerge, step: Step, tip: str
+                ) -> tuple[str, str | None]:
     """(outcome, new tree) of one patch on `tip`, in memory."""
     tip_tree = trees.tree_of(tip)
-    own = [c for c in changes if not stack_mod.is_queue_path(c[0], qp)]
+    own = batch.own(step)
     direct = None  # the patch applied to the tip as it is, path by path
     if all(trees.lookup(tip_tree, path) == old for path, old, _ in own):
         # Upstream left every file the patch touches as the patch found it: no merge needed,
@@ -135,11 +135,15 @@ class BatchMerge:
         self._refused = False  # git refused a batch: each patch is merged on its own
         self._batch(steps, trees.tree_of(tip))
 
+    def own(self, step: Step) -> list[Change]:
+        """The patch's changes to files other than the queue's."""
+        return self._own[step.commit]
+
     def _files(self, step: Step, tree: str) -> list[tuple[str, Entry, Entry, Entry]] | None:
         """(path, parent's, tree's, own entry) of each file of a patch that merges file by
         file onto `tree` and needs a merge there; None for any other patch."""
         files = []
-        for path, old, new in self._own[step.commit]:
+        for path, old, new in self.own(step):
             now = self.trees.lookup(tree, path)
             if old is None or new is None or now is None or not all(
                     e[0].startswith(("100", "120")) for e in (old, new, now)):
@@ -155,7 +159,7 @@ class BatchMerge:
         wanted: dict[str, list[tuple[str, Entry, Entry, Entry]]] = {}
         touched: set[str] = set()
         for step in steps:
-            paths = [path for path, _, _ in self._own[step.commit]]
+            paths = [path for path, _, _ in self.own(step)]
             first = touched.isdisjoint(paths)
             touched.update(paths)
             if first and not self._ahead(step.commit, tree):

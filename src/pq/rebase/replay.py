@@ -42,7 +42,7 @@ def run(git: Git, state: RebaseState, trees: Trees, changes: dict[str, list[Chan
         step = state.steps[state.index]
         if progress:
             progress(state.index, total, step.name)
-        outcome, tree = cherry_pick(git, trees, batch, step, state.tip, changes[step.commit], qp)
+        outcome, tree = cherry_pick(git, trees, batch, step, state.tip)
         if outcome == "dropped":
             step.upstream_commit = upstream.carrying(step.commit)
         else:
