@@ -193,3 +193,25 @@ def test_a_scan_ahead_in_a_thread_is_the_scan_and_hands_back_its_error(tmp_path:
         failing = scan.Ahead(g, "0" * 40, new, lambda: loaded)
         with pytest.raises(PqError):
             failing.result()
+
+
+def test_a_report_without_measuring_looks_paddle_up_only_when_a_surface_is_cached(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import pq.compat.probe as probe
+
+    looked: list[str | None] = []
+
+    def find_paddle(python: str | None = None, timeout: float = 60.0) -> probe.Installed:
+        looked.append(python)
+        return probe.Installed("9.9.9", tmp_path, "9.9.9-0123456789abcdef", "python")
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setattr(probe, "find_paddle", find_paddle)
+    # no cache folder, then an empty one: nothing measured, Paddle is not looked up
+    assert "is not measured yet" in index.load(measure=False).note
+    probe.cache_dir().mkdir(parents=True)
+    assert "is not measured yet" in index.load(measure=False).note and looked == []
+    # another build's surface is cached: this one's is looked up, and named
+    (probe.cache_dir() / "1.0.0-fedcba9876543210.json").write_text("{}")
+    note = index.load(measure=False).note
+    assert looked == [None] and "Paddle 9.9.9 is not measured yet" in note

@@ -5,8 +5,10 @@ report (and the rebase report's drift section) never fails for want of Paddle.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from pq.compat.coverage import Coverage, Status, Surface
 from pq.errors import PqError
@@ -27,6 +29,11 @@ def load(paddle_python: str | None = None, *, measure: bool = True,
 
     try:
         if not measure:
+            if paddle_python is None and not _any_measured(cache_dir()):
+                # Nothing measured on this machine: no need to find Paddle (its package
+                # metadata alone is ~25 ms of a rebase) to say so.
+                return Loaded(None, "the compat surface is not measured yet "
+                                    "(`pq compat-surface` measures it once)")
             inst = find_paddle(paddle_python)
             if not (cache_dir() / f"{inst.key}.json").is_file():
                 return Loaded(None, f"the compat surface of Paddle {inst.version} is not "
@@ -39,6 +46,13 @@ def load(paddle_python: str | None = None, *, measure: bool = True,
         why = exc.render() if isinstance(exc, PqError) else str(exc)
         return Loaded(None, f"unavailable: {why}")
     return Loaded(found, f"paddle {found.paddle_version}")
+
+
+def _any_measured(folder: Path) -> bool:
+    try:
+        return any(name.endswith(".json") for name in os.listdir(folder))
+    except OSError:  # no cache folder yet
+        return False
 
 
 def coverage(surface: Surface | None, kind: str, name: str) -> Coverage:

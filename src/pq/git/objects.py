@@ -98,6 +98,8 @@ def as_git_commits(author: Person, message: str, encoding: str | None) -> tuple[
 
 def _verify_utf8(data: bytes) -> bytes:
     """git's verify_utf8: each byte that starts no valid sequence becomes Latin-1's."""
+    if data.isascii():  # nearly every ident and message: nothing to check
+        return data
     out = bytearray()
     i = 0
     while i < len(data):
