@@ -342,3 +342,35 @@ def test_committed_files_of_the_user_in_patches_stay(tmp_path: Path, flow: str) 
     assert blob(fork, "HEAD:patches/README") == b"the user's own notes\n"
     assert (fork / "patches/old/x.patch").read_bytes() == b"an old patch, kept for reference\n"
     pq(fork, "check")
+
+
+def test_landing_clears_queue_files_only_when_reset_keep_would_trip_over_them(
+        tmp_path: Path) -> None:
+    """Queue files as HEAD has them are left alone (no checkout, no index write); one
+    rewritten with the same bytes (new inode: stat data differs from the index entry, and
+    `git reset --keep` refuses such a file) is checked out again first."""
+    from pq.git.repo import Git
+    from pq.rebase import worktree
+
+    _up, fork = make_series(tmp_path)
+    text = (fork / "series.yaml").read_text()
+    write(fork, "series.yaml", text + "# moved on\n")
+    other = commit_all(fork, "series.yaml moved on")
+    git(fork, "reset", "-q", "--hard", "HEAD~")
+    index = fork / ".git/index"
+    git(fork, "update-index", "-q", "--refresh")
+    before = index.stat()
+    with Git.open(fork) as g:
+        worktree.clear_queue_files(g)
+    after = index.stat()
+    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
+    # The same bytes through a new file: `git reset --keep` alone would refuse it.
+    data = (fork / "series.yaml").read_bytes()
+    (fork / "series.yaml.new").write_bytes(data)
+    (fork / "series.yaml.new").rename(fork / "series.yaml")
+    assert git(fork, "diff-files", "--name-only") == "series.yaml"
+    with Git.open(fork) as g:
+        worktree.clear_queue_files(g)
+        g.reset("keep", other)
+    assert (fork / "series.yaml").read_text() == text + "# moved on\n"
+    assert git(fork, "status", "--porcelain") == ""

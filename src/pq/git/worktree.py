@@ -122,6 +122,13 @@ class WorkingTree(Merging):
             self.refresh_index()
         return True
 
+    def matches_index(self, paths: Sequence[str]) -> bool:
+        """Whether every file under `paths` is as its index entry says, stat data included
+        (`diff-files`, no refresh: a file rewritten with the same bytes differs until the
+        index is refreshed, and `reset --keep` refuses it too)."""
+        return self.run_proc("diff-files", "--quiet", "--", *paths,
+                             env={"GIT_LITERAL_PATHSPECS": "1"}).returncode == 0
+
     def changed_from_head(self, env: dict[str, str] | None = None) -> set[str]:
         """Paths whose index entry differs from HEAD's or whose file differs from the
         index's: what `git status` lists as staged or not staged."""

@@ -77,16 +77,38 @@ def clear_queue_files(git: Git) -> None:
     moving HEAD neither refuses nor leaves them behind. Their bytes and index entries are
     in the state (queue_before, index_before): --abort puts them back, and a finished
     rebase commits the working tree's series.yaml in its bookkeeping commit."""
-    paths = set(committed_queue_files(git, "HEAD")) | set(worktree_queue_files(git))
-    paths |= {e.split("\t", 1)[1] for e in index_entries(git)}
+    committed = _committed_entries(git, "HEAD")
+    on_disk = worktree_queue_files(git)
+    entries = index_entries(git)
+    if _as_committed(git, committed, on_disk, entries):
+        return  # nothing to clear; a checkout of them would rewrite the whole index
+    paths = set(committed) | set(on_disk) | {e.split("\t", 1)[1] for e in entries}
     reset_to_head(git, sorted(paths))
 
 
-def committed_queue_files(git: Git, rev: str) -> dict[str, str]:
-    """{path: blob} of series.yaml and patches/*.patch as committed in `rev`."""
-    return {path: obj for _, kind, obj, path in git.ls_tree(rev, [SERIES_FILE, PATCHES_DIR])
-            if kind == "blob" and (path == SERIES_FILE or path.endswith(".patch"))
-            and "/" not in path.removeprefix(PATCHES_DIR + "/")}
+def _as_committed(git: Git, committed: dict[str, tuple[str, str]], on_disk: dict[str, bytes],
+                  entries: list[str]) -> bool:
+    """Whether the queue files are exactly `committed`'s regular files, in the index (stage
+    0, same mode and blob) and on disk, where no file differs from its index entry, not
+    even in its stat data alone (which stops `reset --keep` too)."""
+    staged = {}
+    for entry in entries:
+        info, path = entry.split("\t", 1)
+        mode, oid, stage = info.split()
+        if stage != "0":
+            return False
+        staged[path] = (mode, oid)
+    return (staged == committed and set(on_disk) == set(committed)
+            and all(mode in ("100644", "100755") for mode, _ in committed.values())
+            and git.matches_index([SERIES_FILE, PATCHES_DIR]))
+
+
+def _committed_entries(git: Git, rev: str) -> dict[str, tuple[str, str]]:
+    """{path: (mode, blob)} of series.yaml and patches/*.patch as committed in `rev`."""
+    return {path: (mode, obj) for mode, kind, obj, path in git.ls_tree(
+        rev, [SERIES_FILE, PATCHES_DIR]) if kind == "blob" and (
+            path == SERIES_FILE or path.endswith(".patch"))
+        and "/" not in path.removeprefix(PATCHES_DIR + "/")}
 
 
 # -- moves ------------------------------------------------------------------------------
