@@ -5,7 +5,8 @@ Builds, in a temporary folder (bench/_fixture.py, through `git fast-import`), fo
 100 and 1000 small patches on an upstream of 2,000 files (and of 10 and 100 patches on
 20,000 files) whose upstream then moved by 320 commits far from every hunk. Then, in
 alternating order, several rounds of each case, timing the installed `pq` console script
-and git doing the same job on the same commits:
+and git doing the same job on the same commits (each case's first round is an untimed
+warm-up, after setup's writes were flushed to disk):
 
   rebase N patches      `pq rebase upstream/main`        `git rebase` of the same commits
   conflict stop         `pq rebase` stopping at patch 50  `git rebase` stopping there
@@ -55,6 +56,12 @@ class Case:
     git: list[float] = field(default_factory=list)
     same: list[bool] = field(default_factory=list)
     churned: int = 0
+
+    def drop_warmup(self) -> Case:
+        """Forget the first round's times (a warm-up: caches filled, setup's writes flushed);
+        its checks still count."""
+        del self.pq[0], self.git[0]
+        return self
 
     def ratio(self) -> float:
         return statistics.median(p / g for p, g in zip(self.pq, self.git, strict=True))
@@ -313,14 +320,16 @@ def main() -> None:
               f"{b.git(root, 'version').split()[-1]}, {os.cpu_count()} CPUs, {rounds} "
               "rounds, medians; each fork's upstream moved by 320 commits")
         print(f"{'case':<58} {'pq':>8} {'git':>8} {'pq/git':>6}  target  ok  checks")
-        cases = [rebase_case(b, fork, rounds) for fork in forks.values()]
+        os.sync()  # setup's writes reach the disk now, not during the first timed case
+        warm = rounds + 1  # each case's first round is a warm-up (Case.drop_warmup)
+        cases = [rebase_case(b, fork, warm).drop_warmup() for fork in forks.values()]
         for case in cases:
             print(report(case), flush=True)
-        more = [*conflict_cases(b, forks[(2000, 100)], rounds),
-                apply_case(b, forks[(2000, big)], rounds),
-                export_case(b, forks[(2000, big)], rounds),
-                hook_case(b, forks[(2000, big)], rounds),
-                *rerere_cases(b, rounds)]
+        more = [c.drop_warmup() for c in (*conflict_cases(b, forks[(2000, 100)], warm),
+                                          apply_case(b, forks[(2000, big)], warm),
+                                          export_case(b, forks[(2000, big)], warm),
+                                          hook_case(b, forks[(2000, big)], warm),
+                                          *rerere_cases(b, warm))]
         for case in more:
             print(report(case), flush=True)
         cases += more

@@ -54,10 +54,10 @@ def take(git: Git, commits: set[str] | None = None,
             head_commit = git.try_resolve("HEAD")
             if head_commit:
                 named.add(head_commit)
+    index = sorted(git.ls_files(queue_paths, stage=True))
     files: dict[str, str] = {}
     for qp in queue_paths:
-        files.update(_store_tree(git, git.root / qp, qp))
-    index = sorted(git.ls_files(queue_paths, stage=True))
+        files.update(_store_tree(git, git.root / qp, qp, known=_blobs(index)))
     state: dict[str, str] = {}
     for child in state_children(git.pq_dir()):
         state.update(_store_tree(git, child, child.name, STATE_MAX_BYTES))
@@ -79,7 +79,7 @@ def _conflict(git: Git, queue_paths: tuple[str, ...]) -> dict[str, Any]:
     listed = git.ls_files(paths, stage=True, env=env)
     files: dict[str, str] = {}
     for p in paths:
-        files.update(_store_tree(git, git.root / p, p))
+        files.update(_store_tree(git, git.root / p, p, known=_blobs(listed)))
     return {"paths": paths, "index": sorted(e for e in listed if e), "files": files}
 
 
@@ -106,14 +106,28 @@ def state_children(pq_dir: Path) -> list[Path]:
                   if not p.name.startswith(STATE_SKIP) and "cache" not in p.name)
 
 
-def _store_tree(git: Git, path: Path, rel: str, max_bytes: int | None = None
-                ) -> dict[str, str]:
-    """Regular files and links at or under `path`, as {relative path: "mode blob"}."""
+def _blobs(entries: list[str]) -> frozenset[str]:
+    """The blob ids of index entries (`git ls-files -s` lines): the repository has them."""
+    return frozenset(e.split(" ", 2)[1] for e in entries if e)
+
+
+def _store_tree(git: Git, path: Path, rel: str, max_bytes: int | None = None,
+                known: frozenset[str] = frozenset()) -> dict[str, str]:
+    """Regular files and links at or under `path`, as {relative path: "mode blob"}; the
+    blobs in `known` are not looked up (an unchanged queue file is its index entry's)."""
     found: list[tuple[str, str, bytes]] = []
     _collect(path, rel, max_bytes, found)
-    # Which blobs the repository has already: asked in one stream, not one by one.
-    git.odb.read_many([git.hash_blob(data) for _, _, data in found])
-    return {r: f"{mode} {stored_blob(git, data)}" for r, mode, data in found}
+    ids = [git.hash_blob(data) for _, _, data in found]
+    # Which other blobs the repository has already: asked in one stream, not one by one.
+    git.odb.read_many([oid for oid in ids if oid not in known])
+    stored = {}
+    for (r, mode, data), oid in zip(found, ids, strict=True):
+        if oid in known:
+            checkpoint("write blob")  # as stored_blob's, for a blob it finds
+        else:
+            oid = stored_blob(git, data)
+        stored[r] = f"{mode} {oid}"
+    return stored
 
 
 def _collect(path: Path, rel: str, max_bytes: int | None,
