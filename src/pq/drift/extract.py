@@ -67,6 +67,12 @@ def language(path: str) -> str | None:
     return None
 
 
+def may_use(lang: str, text: bytes) -> bool:
+    """Whether any line of `text` (`lang` source) can use a framework name: every Python
+    use names `torch`; a C++ line can call a tensor method by any name."""
+    return lang != "python" or b"torch" in text
+
+
 def uses(lang: str, text: str, tensor_method: Callable[[str], bool] = TENSOR_METHODS.__contains__
          ) -> list[Use]:
     """The framework names one line of `lang` source uses, in order, each once; a call

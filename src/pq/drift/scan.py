@@ -192,8 +192,12 @@ def _new_uses(range_: Sequence[tuple[str, bytes]], surface: Surface | None
     found: list[Found] = []
     seen: set[tuple[str, str, str]] = set()
     changed: dict[str, list[str]] = {}
+    def read_hunks(path: str, section: bytes) -> bool:
+        lang = extract.language(path)
+        return lang is not None and extract.may_use(lang, section)
+
     for commit, diff in range_:
-        for f in diffs.parse(diff):
+        for f in diffs.parse(diff, read_hunks=read_hunks):
             for p in dict.fromkeys(x for x in (f.old, f.new) if x is not None):
                 changed.setdefault(p, []).append(commit)
             lang = extract.language(f.path)

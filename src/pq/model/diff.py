@@ -16,6 +16,7 @@ hunk region the strict reader delimited.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from unidiff.errors import UnidiffParseError
@@ -227,10 +228,15 @@ def _check_path(path: str, filename: str, lineno: int) -> None:
 # -- one parsed form -----------------------------------------------------------------------
 
 
-def parse(diff: bytes, source: str | None = None) -> tuple[FileDiff, ...]:
+def parse(diff: bytes, source: str | None = None,
+          read_hunks: Callable[[str, bytes], bool] | None = None) -> tuple[FileDiff, ...]:
     """Every `diff --git` file section of `diff` (anything else is ignored); ConfigError
-    naming `source` (the patch file) when a hunk is not what its `@@` header says."""
-    return tuple(_section(s, source) for s in split_sections(diff)
+    naming `source` (the patch file) when a hunk is not what its `@@` header says.
+
+    `read_hunks(path, section bytes)`, when given, says which sections' hunks a caller
+    needs: the others come with no hunks, unread (a scan of a long upstream range skips
+    the files it cannot find anything in)."""
+    return tuple(_section(s, source, read_hunks) for s in split_sections(diff)
                  if s.startswith(b"diff --git "))
 
 
@@ -241,10 +247,13 @@ def paths(diff: bytes) -> list[tuple[str | None, str | None]]:
             if s.startswith(b"diff --git ")]
 
 
-def _section(section: bytes, source: str | None) -> FileDiff:
+def _section(section: bytes, source: str | None,
+             read_hunks: Callable[[str, bytes], bool] | None = None) -> FileDiff:
     lines = section.split(b"\n")
     old, new, status, binary, old_mode, new_mode, i = _header(lines)
-    hunks = () if binary or i == len(lines) else _hunks(b"\n".join(lines[i:]), new or old, source)
+    skip = binary or i == len(lines) or (
+        read_hunks is not None and not read_hunks(new or old or "", section))
+    hunks = () if skip else _hunks(b"\n".join(lines[i:]), new or old, source)
     return FileDiff(old, new, status, binary, old_mode, new_mode, hunks)
 
 
