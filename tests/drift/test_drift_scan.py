@@ -19,6 +19,8 @@ from driftrepo import (
     upstream_commit,
 )
 from gitrepo import git
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pq.compat.coverage import Status
 from pq.drift import index, scan
@@ -215,3 +217,32 @@ def test_a_report_without_measuring_looks_paddle_up_only_when_a_surface_is_cache
     (probe.cache_dir() / "1.0.0-fedcba9876543210.json").write_text("{}")
     note = index.load(measure=False).note
     assert looked == [None] and "Paddle 9.9.9 is not measured yet" in note
+
+
+@pytest.mark.parametrize("line", [
+    "import torch", "import torch.nn as nn", "from torch.utils import cpp_extension",
+    "from torch import (nn, cuda)", "y = torch.ops.tinyop.scale_add(x)",
+    "x = F(torch.cuda.is_available())", "z = x.view(3)", "import torchvision",
+    "s = 'torch.cuda'  # torch.foo", "w = mytorch.cuda()", "TORCH = 1",
+])
+def test_a_python_line_without_torch_uses_nothing(line: str) -> None:
+    """The drift scan skips the hunks of Python sections that never name torch: sound
+    only while every Python use names it."""
+    from pq.drift import extract
+
+    found = extract.uses("python", line)
+    assert not found or "torch" in line
+    assert extract.may_use("python", line.encode()) == ("torch" in line)
+    assert extract.may_use("cxx", b"x.view(3);")  # a C++ method call can be any name
+
+
+_TOKENS = ["torch", "import", "from", " ", ".", "(", ")", ",", "#", "'", '"', "nn", "cuda",
+           "as", "ops", "x", "=", "TORCH", "_", "\\", "*"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(_TOKENS), max_size=14).map("".join))
+def test_every_python_use_names_torch(line: str) -> None:
+    from pq.drift import extract
+
+    assert not extract.uses("python", line) or "torch" in line

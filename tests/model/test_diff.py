@@ -99,6 +99,25 @@ def test_paths_read_from_headers_alone_are_the_full_readers(repo: Path) -> None:
     assert ("ren.txt", "sp ace.txt") in full
 
 
+def test_read_hunks_leaves_out_only_the_hunks_of_the_sections_it_refuses(repo: Path) -> None:
+    data = _diff(repo)
+    asked: list[tuple[str, bool]] = []
+
+    def only_plain(path: str, section: bytes) -> bool:
+        asked.append((path, section.startswith(b"diff --git ")))
+        return path == "plain.txt"
+
+    full = diffs.parse(data)
+    some = diffs.parse(data, read_hunks=only_plain)
+    assert [(f.old, f.new, f.status, f.binary, f.old_mode, f.new_mode) for f in some] == [
+        (f.old, f.new, f.status, f.binary, f.old_mode, f.new_mode) for f in full]
+    for f, g in zip(full, some, strict=True):
+        assert g.hunks == (f.hunks if f.path == "plain.txt" else ()), f.path
+    # asked once for every section with hunks (binary and hunk-less sections are not read)
+    assert sorted(p for p, _ in asked) == sorted(f.path for f in full if f.hunks)
+    assert all(whole for _, whole in asked)
+
+
 def test_line_numbers_are_the_files_lines(repo: Path) -> None:
     for f in diffs.parse(_diff(repo)):
         if f.binary:
