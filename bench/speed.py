@@ -25,7 +25,7 @@ and that no patch file changed a byte. Prints every median ratio beside its targ
 ok/NO. `--huge` times a 10,000-patch series instead (rebase, export, audit); `--quick` runs a
 smaller set (300 patches instead of 1000, no 20,000-file forks, one round by default).
 
-Usage: python bench/speed.py [--rounds N] [--quick] [--huge] [--keep]
+Usage: python bench/speed.py [--rounds N] [--quick] [--huge] [--keep] [--rounds-shown]
 """
 
 from __future__ import annotations
@@ -265,13 +265,17 @@ def rerere_cases(b: Bench, rounds: int, patches: int = 10) -> tuple[Case, Case]:
     return merge, versus_git
 
 
-def report(case: Case) -> str:
+def report(case: Case, rounds: bool = False) -> str:
     p, g = statistics.median(case.pq), statistics.median(case.git)
     checks = "same" if all(case.same) else "DIFFERENT"
     target = f"<= {case.target:<4}" if case.target is not None else "info   "
     verdict = ("ok" if case.ok() else "NO") if case.target is not None else "-"
-    return (f"{case.name:<58} {p:7.3f}s {g:7.3f}s {case.ratio():6.2f}  {target} "
+    line = (f"{case.name:<58} {p:7.3f}s {g:7.3f}s {case.ratio():6.2f}  {target} "
             f"{verdict:<3} {checks}, churned {case.churned}")
+    if rounds:  # each timed round, pq/git
+        line += "\n    rounds: " + "  ".join(f"{a:.3f}/{b:.3f}"
+                                            for a, b in zip(case.pq, case.git, strict=True))
+    return line
 
 
 def huge(b: Bench, patches: int) -> None:
@@ -300,6 +304,8 @@ def main() -> None:
     ap.add_argument("--huge", action="store_true",
                     help="instead, a 10,000-patch series: pq rebase, export, audit (one round)")
     ap.add_argument("--keep", action="store_true", help="keep the generated repositories")
+    ap.add_argument("--rounds-shown", action="store_true", dest="shown",
+                    help="print each timed round's pq and git seconds under its case")
     args = ap.parse_args()
     rounds = args.rounds or (1 if args.quick else 3)
     big = 300 if args.quick else 1000
@@ -324,14 +330,14 @@ def main() -> None:
         warm = rounds + 1  # each case's first round is a warm-up (Case.drop_warmup)
         cases = [rebase_case(b, fork, warm).drop_warmup() for fork in forks.values()]
         for case in cases:
-            print(report(case), flush=True)
+            print(report(case, args.shown), flush=True)
         more = [c.drop_warmup() for c in (*conflict_cases(b, forks[(2000, 100)], warm),
                                           apply_case(b, forks[(2000, big)], warm),
                                           export_case(b, forks[(2000, big)], warm),
                                           hook_case(b, forks[(2000, big)], warm),
                                           *rerere_cases(b, warm))]
         for case in more:
-            print(report(case), flush=True)
+            print(report(case, args.shown), flush=True)
         cases += more
         print(f"load average: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs; "
               f"{sum(not c.ok() for c in cases)} of {len(cases)} cases miss their target")

@@ -374,3 +374,44 @@ def test_landing_clears_queue_files_only_when_reset_keep_would_trip_over_them(
         g.reset("keep", other)
     assert (fork / "series.yaml").read_text() == text + "# moved on\n"
     assert git(fork, "status", "--porcelain") == ""
+
+
+@pytest.mark.parametrize("conflict", [False, True])
+def test_an_assume_unchanged_series_file_with_an_edit_still_lands(tmp_path: Path,
+                                                                  conflict: bool) -> None:
+    """`diff-files` trusts assume-unchanged, `reset --keep` and checkout do not: the queue
+    files are cleared first, and the edit is carried as before."""
+    up, fork = make_series(tmp_path)
+    git(fork, "update-index", "--assume-unchanged", "series.yaml")
+    add_note(fork, "a note of the user's")
+    if conflict:
+        conflict_upstream(up, fork)
+        assert pq(fork, "rebase", "upstream/main", ok=False).exit_code == 1
+        write(fork, "setup.py", set_line(SETUP, 3, "import other_framework; paddle.enable_compat()"))
+        git(fork, "add", "setup.py")
+        result = pq(fork, "rebase", "--continue", ok=False)
+    else:
+        upstream_commit(up, fork, "upstream: docs", {"README.md": "upstream, improved\n"})
+        result = pq(fork, "rebase", "upstream/main", ok=False)
+    assert result.exit_code == 0, result.output
+    assert "notes: a note of the user's" in git(fork, "show", "HEAD:series.yaml")
+
+
+def test_undo_brings_back_a_queue_file_whose_index_blob_was_never_written(
+        tmp_path: Path) -> None:
+    """An index entry added with --info-only names a blob the repository lacks: the
+    snapshot stores the file's bytes itself, so that undo can put them back."""
+    up, fork = make_series(tmp_path)
+    write(fork, "patches/README", "my notes\n")
+    git(fork, "update-index", "--add", "--info-only", "patches/README")
+    oid = git(fork, "ls-files", "-s", "patches/README").split()[1]
+    missing = subprocess.run(["git", "cat-file", "-e", oid], cwd=fork, capture_output=True)
+    assert missing.returncode != 0  # no such object yet
+    conflict_upstream(up, fork)
+    assert pq(fork, "rebase", "upstream/main", ok=False).exit_code == 1
+    assert pq(fork, "rebase", "--abort", ok=False).exit_code == 0
+    ops = json.loads(pq(fork, "log", "--json").output)["operations"]
+    rebase = next(o["id"] for o in ops if o["command"] == "pq rebase upstream/main")
+    assert pq(fork, "undo", "--op", str(rebase), ok=False).exit_code == 0  # as before it
+    assert (fork / "patches/README").read_text() == "my notes\n"
+    git(fork, "cat-file", "-e", oid)  # the snapshot wrote it

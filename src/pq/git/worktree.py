@@ -125,9 +125,14 @@ class WorkingTree(Merging):
     def matches_index(self, paths: Sequence[str]) -> bool:
         """Whether every file under `paths` is as its index entry says, stat data included
         (`diff-files`, no refresh: a file rewritten with the same bytes differs until the
-        index is refreshed, and `reset --keep` refuses it too)."""
-        return self.run_proc("diff-files", "--quiet", "--", *paths,
-                             env={"GIT_LITERAL_PATHSPECS": "1"}).returncode == 0
+        index is refreshed, and `reset --keep` refuses it too), and no entry there is marked
+        assume-unchanged or skip-worktree (`diff-files` trusts those marks; a checkout or
+        `reset --keep` does not)."""
+        env = {"GIT_LITERAL_PATHSPECS": "1"}
+        tags = zsplit(self.run_proc("ls-files", "-v", "-z", "--", *paths, env=env).stdout)
+        if any(not t.startswith("H ") for t in tags):
+            return False
+        return self.run_proc("diff-files", "--quiet", "--", *paths, env=env).returncode == 0
 
     def changed_from_head(self, env: dict[str, str] | None = None) -> set[str]:
         """Paths whose index entry differs from HEAD's or whose file differs from the

@@ -17,6 +17,7 @@ from typing import Any
 from pq.atomic import write_atomic
 from pq.errors import ConfigError, GitError
 from pq.faults import checkpoint
+from pq.git.odb import is_tree_mode, tree_entries
 from pq.git.repo import Git
 from pq.model.series import PATCHES_DIR, SERIES_FILE
 
@@ -55,9 +56,10 @@ def take(git: Git, commits: set[str] | None = None,
             if head_commit:
                 named.add(head_commit)
     index = sorted(git.ls_files(queue_paths, stage=True))
+    known = _committed_blobs(git, head_commit, queue_paths)
     files: dict[str, str] = {}
     for qp in queue_paths:
-        files.update(_store_tree(git, git.root / qp, qp, known=_blobs(index)))
+        files.update(_store_tree(git, git.root / qp, qp, known=known))
     state: dict[str, str] = {}
     for child in state_children(git.pq_dir()):
         state.update(_store_tree(git, child, child.name, STATE_MAX_BYTES))
@@ -79,7 +81,7 @@ def _conflict(git: Git, queue_paths: tuple[str, ...]) -> dict[str, Any]:
     listed = git.ls_files(paths, stage=True, env=env)
     files: dict[str, str] = {}
     for p in paths:
-        files.update(_store_tree(git, git.root / p, p, known=_blobs(listed)))
+        files.update(_store_tree(git, git.root / p, p))
     return {"paths": paths, "index": sorted(e for e in listed if e), "files": files}
 
 
@@ -106,15 +108,44 @@ def state_children(pq_dir: Path) -> list[Path]:
                   if not p.name.startswith(STATE_SKIP) and "cache" not in p.name)
 
 
-def _blobs(entries: list[str]) -> frozenset[str]:
-    """The blob ids of index entries (`git ls-files -s` lines): the repository has them."""
-    return frozenset(e.split(" ", 2)[1] for e in entries if e)
+def _committed_blobs(git: Git, commit: str | None, paths: tuple[str, ...]) -> frozenset[str]:
+    """The ids of the blobs at or under `paths` in `commit`, read through the object
+    reader: the repository has a commit's blobs (an index entry's it may lack: one added
+    with `--info-only`, an intent-to-add)."""
+    found: set[str] = set()
+    if not commit:
+        return frozenset()
+    try:
+        root = git.tree_of(commit)
+        for path in paths:
+            _blobs_under(git, root, path.split("/"), found)
+    except GitError:
+        return frozenset()
+    return frozenset(found)
+
+
+def _blobs_under(git: Git, tree: str, parts: list[str], found: set[str]) -> None:
+    entries = tree_entries(git.odb.read(tree)[2], len(tree))
+    if parts:
+        entry = entries.get(parts[0].encode("utf-8", "surrogateescape"))
+        if entry is None:
+            return
+        if is_tree_mode(entry[0]):
+            _blobs_under(git, entry[1], parts[1:], found)
+        elif len(parts) == 1 and entry[0] != b"160000":
+            found.add(entry[1])
+        return
+    for mode, oid in entries.values():
+        if is_tree_mode(mode):
+            _blobs_under(git, oid, [], found)
+        elif mode != b"160000":
+            found.add(oid)
 
 
 def _store_tree(git: Git, path: Path, rel: str, max_bytes: int | None = None,
                 known: frozenset[str] = frozenset()) -> dict[str, str]:
     """Regular files and links at or under `path`, as {relative path: "mode blob"}; the
-    blobs in `known` are not looked up (an unchanged queue file is its index entry's)."""
+    blobs in `known` are not looked up (an unchanged queue file is HEAD's)."""
     found: list[tuple[str, str, bytes]] = []
     _collect(path, rel, max_bytes, found)
     ids = [git.hash_blob(data) for _, _, data in found]
