@@ -298,7 +298,7 @@ def huge(b: Bench, patches: int) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--rounds", type=int, default=None, help="rounds per case (default 3)")
+    ap.add_argument("--rounds", type=int, default=None, help="timed rounds per case (default 5)")
     ap.add_argument("--quick", action="store_true",
                     help="300 patches instead of 1000, no 20,000-file forks, one round")
     ap.add_argument("--huge", action="store_true",
@@ -307,7 +307,7 @@ def main() -> None:
     ap.add_argument("--rounds-shown", action="store_true", dest="shown",
                     help="print each timed round's pq and git seconds under its case")
     args = ap.parse_args()
-    rounds = args.rounds or (1 if args.quick else 3)
+    rounds = args.rounds or (1 if args.quick else 5)
     big = 300 if args.quick else 1000
     root = Path(tempfile.mkdtemp(prefix="pq-bench-speed-"))
     b = Bench(root)
