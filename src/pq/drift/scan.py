@@ -192,6 +192,7 @@ def _new_uses(range_: Sequence[tuple[str, bytes]], surface: Surface | None
     found: list[Found] = []
     seen: set[tuple[str, str, str]] = set()
     changed: dict[str, list[str]] = {}
+
     def read_hunks(path: str, section: bytes) -> bool:
         lang = extract.language(path)
         return lang is not None and extract.may_use(lang, section)

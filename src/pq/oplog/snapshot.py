@@ -55,11 +55,11 @@ def take(git: Git, commits: set[str] | None = None,
             head_commit = git.try_resolve("HEAD")
             if head_commit:
                 named.add(head_commit)
-    index = sorted(git.ls_files(queue_paths, stage=True))
     known = _committed_blobs(git, head_commit, queue_paths)
     files: dict[str, str] = {}
     for qp in queue_paths:
         files.update(_store_tree(git, git.root / qp, qp, known=known))
+    index = sorted(git.ls_files(queue_paths, stage=True))
     state: dict[str, str] = {}
     for child in state_children(git.pq_dir()):
         state.update(_store_tree(git, child, child.name, STATE_MAX_BYTES))
