@@ -415,3 +415,35 @@ def test_undo_brings_back_a_queue_file_whose_index_blob_was_never_written(
     assert pq(fork, "undo", "--op", str(rebase), ok=False).exit_code == 0  # as before it
     assert (fork / "patches/README").read_text() == "my notes\n"
     git(fork, "cat-file", "-e", oid)  # the snapshot wrote it
+
+
+@pytest.mark.parametrize("edit", ["staged-new", "modified", "staged-modified", "queue-folder"])
+def test_uncommitted_edits_to_the_users_files_in_queue_folders_are_refused(
+        tmp_path: Path, edit: str) -> None:
+    """The user's files in patches/ (all but the patch files) and in the other queue folders
+    leave the working tree at a conflict, and `--abort` puts the branch's back: an
+    uncommitted edit there would be lost, so the rebase refuses to start (as `git rebase`
+    refuses a dirty index), and nothing moves."""
+    up, fork = make_series(tmp_path)
+    if edit == "queue-folder":
+        text = (fork / "series.yaml").read_text()
+        write(fork, "series.yaml", text + "queue_paths:\n- mre\n")
+        write(fork, "mre/repro.py", "print(1)\n")
+        commit_all(fork, "pq: a queue folder")
+        pq(fork, "export", "--commit")
+        write(fork, "mre/repro.py", "print(2)  # the user's edit\n")
+        dirty = "mre/repro.py"
+    else:
+        if edit != "staged-new":
+            write(fork, "patches/README", "v1\n")
+            commit_all(fork, "pq: notes")
+        write(fork, "patches/README", "the user's edit\n")
+        if edit != "modified":
+            git(fork, "add", "patches/README")
+        dirty = "patches/README"
+    conflict_upstream(up, fork)
+    before = state(fork)
+    refused = pq(fork, "rebase", "upstream/main", ok=False)
+    assert refused.exit_code == 2, refused.output
+    assert f"uncommitted changes in {dirty}; pq rebase would not carry them" in refused.output
+    assert state(fork) == before and not (fork / ".git/pq/rebase").exists()

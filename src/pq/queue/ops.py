@@ -55,14 +55,22 @@ def _metadata(entry: PatchEntry) -> str:
     return " and ".join(what)
 
 
-def dirty_upstream_files(git: Git, queue_paths: tuple[str, ...]) -> list[str]:
-    """Tracked files with uncommitted changes, outside the queue's own files."""
-    return [path for code, path in git.status_porcelain()
-            if code != "??" and not stack_mod.is_queue_path(path, queue_paths)]
+def dirty_tracked_files(git: Git) -> list[str]:
+    """Tracked files with uncommitted changes, staged or not (one `git status`)."""
+    return [path for code, path in git.status_porcelain() if code != "??"]
 
 
-def require_clean(git: Git, queue_paths: tuple[str, ...], action: str) -> None:
-    dirty = dirty_upstream_files(git, queue_paths)
+def dirty_upstream_files(git: Git, queue_paths: tuple[str, ...],
+                         dirty: list[str] | None = None) -> list[str]:
+    """Tracked files with uncommitted changes (`dirty`, when the caller has them already),
+    outside the queue's own files."""
+    return [path for path in (dirty_tracked_files(git) if dirty is None else dirty)
+            if not stack_mod.is_queue_path(path, queue_paths)]
+
+
+def require_clean(git: Git, queue_paths: tuple[str, ...], action: str,
+                  dirty: list[str] | None = None) -> None:
+    dirty = dirty_upstream_files(git, queue_paths, dirty)
     if dirty:
         more = f" and {len(dirty) - 1} more" if len(dirty) > 1 else ""
         raise ConfigError(f"uncommitted changes in {dirty[0]}{more}; {action} would not "

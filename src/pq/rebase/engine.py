@@ -15,7 +15,7 @@ from pq.errors import ConfigError
 from pq.git.objects import Change
 from pq.git.repo import Git
 from pq.git.trees import Trees
-from pq.model.series import PATCHES_DIR, SERIES_FILE
+from pq.model.series import SERIES_FILE
 from pq.oplog.txn import Transaction, current_record_id, settle_stopped
 from pq.queue import bookkeeping, verified
 from pq.queue import files as queuefiles
@@ -47,11 +47,11 @@ def start(git: Git, upstream: str | None = None, *, gate: bool = False,
     ref = upstream or series.upstream_ref
     onto = git.resolve(ref, "upstream ref")
     qp = series.queue_paths
-    queueops.require_clean(git, qp, "pq rebase")
+    dirty = queueops.dirty_tracked_files(git)
+    queueops.require_clean(git, qp, "pq rebase", dirty)
+    worktree.require_clean_queue_dirs(dirty, qp)
     head = git.head()
     trees = Trees(git)
-    worktree.require_clean_queue_dirs(git, [p for p in qp if p not in (SERIES_FILE, PATCHES_DIR)
-                                      and trees.lookup(trees.tree_of(head), p) is not None])
     old_base = git.resolve(series.base, "series base (upstream.base in series.yaml)")
     if onto != old_base and not force and git.is_ancestor(onto, old_base):
         raise ConfigError(f"{ref} ({onto[:12]}) is an ancestor of the series base "

@@ -13,19 +13,20 @@ from pq.atomic import write_atomic
 from pq.errors import ConfigError, GitError, OperationFailed
 from pq.git.repo import Git
 from pq.model.series import PATCHES_DIR, SERIES_FILE
-from pq.queue.files import index_entries, reset_to_head
+from pq.queue.files import index_entries, is_queue_file, reset_to_head
+from pq.queue.stack import is_queue_path
 from pq.rebase import rerere as rerere_mod
 from pq.rebase.state import RebaseState, list_paths, save
 
 
-def require_clean_queue_dirs(git: Git, folders: list[str]) -> None:
-    """Tracked files in mre/ and the other queue folders leave the working tree during a
-    conflict; uncommitted edits there would stop that, so refuse them up front."""
-    if not folders:
-        return
-    dirty = git.diff_names("HEAD", paths=folders)
-    if dirty:
-        raise ConfigError(f"uncommitted changes in {dirty[0]}; pq rebase would not carry "
+def require_clean_queue_dirs(dirty: list[str], queue_paths: tuple[str, ...]) -> None:
+    """Refuse uncommitted changes (`dirty`: tracked files, staged or not) in the queue's
+    folders other than pq's own files: the user's files in patches/, mre/ and the other
+    queue folders leave the working tree during a conflict, and `--abort` puts back the
+    branch's; their edits would be lost."""
+    found = [p for p in dirty if is_queue_path(p, queue_paths) and not is_queue_file(p)]
+    if found:
+        raise ConfigError(f"uncommitted changes in {found[0]}; pq rebase would not carry "
                           "them", hint="commit them first, then run it again")
 
 
