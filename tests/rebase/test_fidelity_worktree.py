@@ -397,24 +397,25 @@ def test_an_assume_unchanged_series_file_with_an_edit_still_lands(tmp_path: Path
     assert "notes: a note of the user's" in git(fork, "show", "HEAD:series.yaml")
 
 
-def test_undo_brings_back_a_queue_file_whose_index_blob_was_never_written(
+def test_a_snapshot_stores_a_queue_file_whose_index_blob_was_never_written(
         tmp_path: Path) -> None:
     """An index entry added with --info-only names a blob the repository lacks: the
-    snapshot stores the file's bytes itself, so that undo can put them back."""
-    up, fork = make_series(tmp_path)
+    snapshot writes the file's bytes itself (it skips only HEAD's blobs), so that undo can
+    put them back."""
+    from pq.git.repo import Git
+    from pq.oplog.snapshot import take
+
+    _up, fork = make_series(tmp_path)
     write(fork, "patches/README", "my notes\n")
     git(fork, "update-index", "--add", "--info-only", "patches/README")
     oid = git(fork, "ls-files", "-s", "patches/README").split()[1]
     missing = subprocess.run(["git", "cat-file", "-e", oid], cwd=fork, capture_output=True)
     assert missing.returncode != 0  # no such object yet
-    conflict_upstream(up, fork)
-    assert pq(fork, "rebase", "upstream/main", ok=False).exit_code == 1
-    assert pq(fork, "rebase", "--abort", ok=False).exit_code == 0
-    ops = json.loads(pq(fork, "log", "--json").output)["operations"]
-    rebase = next(o["id"] for o in ops if o["command"] == "pq rebase upstream/main")
-    assert pq(fork, "undo", "--op", str(rebase), ok=False).exit_code == 0  # as before it
-    assert (fork / "patches/README").read_text() == "my notes\n"
-    git(fork, "cat-file", "-e", oid)  # the snapshot wrote it
+    with Git.open(fork) as g:
+        files = take(g)["files"]
+    assert files["patches/README"] == f"100644 {oid}"
+    for entry in files.values():  # every blob the snapshot names is there
+        git(fork, "cat-file", "-e", entry.split()[1])
 
 
 @pytest.mark.parametrize("edit", ["staged-new", "modified", "staged-modified", "queue-folder"])
@@ -447,3 +448,31 @@ def test_uncommitted_edits_to_the_users_files_in_queue_folders_are_refused(
     assert refused.exit_code == 2, refused.output
     assert f"uncommitted changes in {dirty}; pq rebase would not carry them" in refused.output
     assert state(fork) == before and not (fork / ".git/pq/rebase").exists()
+
+
+def test_redo_of_an_abort_after_undo_brought_the_stopped_rebase_back(tmp_path: Path) -> None:
+    """`pq undo` of an abort brings the stopped rebase back, and says `pq redo` reverts
+    that: the redo takes the conflict out of the index first (git moves no HEAD over
+    unmerged entries), and a second undo brings every byte of it back again."""
+    up, fork = make_series(tmp_path)
+    conflict_upstream(up, fork)
+    assert pq(fork, "rebase", "upstream/main", ok=False).exit_code == 1
+    write(fork, "setup.py", "half-way resolution\n")
+    write(fork, "pkg/scratch.py", "x = 1\n")
+    git(fork, "add", "pkg/scratch.py")
+    stopped = state(fork)
+    pq(fork, "rebase", "--abort")
+    aborted = state(fork)
+    assert "`pq redo`" in pq(fork, "undo").output
+    assert state(fork) == stopped
+    result = pq(fork, "redo", ok=False)
+    assert result.exit_code == 0, result.output
+    assert state(fork) == aborted and not (fork / ".git/pq/rebase").exists()
+    pq(fork, "undo")
+    assert state(fork) == stopped
+    write(fork, "setup.py", set_line(SETUP, 3, "import other_framework; paddle.enable_compat()"))
+    git(fork, "add", "setup.py")
+    git(fork, "rm", "-q", "--cached", "pkg/scratch.py")
+    (fork / "pkg/scratch.py").unlink()
+    result = pq(fork, "rebase", "--continue", ok=False)
+    assert result.exit_code == 0, result.output

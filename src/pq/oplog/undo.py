@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from pq.errors import ConfigError
+from pq.errors import ConfigError, GitError
 from pq.git.repo import Git
 from pq.model.series import PATCHES_DIR, SERIES_FILE
 from pq.oplog import log
@@ -305,6 +305,8 @@ def restore(git: Git, p: Plan, current: Snapshot) -> None:
         _require_no_untracked_in_the_way(git, commit_now, commit_then, p)
         # Files whose stat data changed but whose bytes did not must not count as edits.
         git.refresh_index()
+        if current.get("worktree") and git.unmerged():
+            _take_conflict_back(git, commit_now, p, env)
         clear_queue(git, commit_now, current)
         branch = None if head_then == "HEAD" else head_then.removeprefix("refs/heads/")
         moved, stderr = git.try_move_head(
@@ -326,6 +328,19 @@ def restore(git: Git, p: Plan, current: Snapshot) -> None:
         write_state(git, target["state"])
     if "worktree" in p.changed:
         write_conflict(git, target.get("worktree") or {})
+
+
+def _take_conflict_back(git: Git, head: str, p: Plan, env: dict[str, str]) -> None:
+    """A stopped rebase's conflict (in the snapshot this operation logs) out of the index
+    and its files, as `git cherry-pick --abort` takes one back: git moves no HEAD over
+    unmerged entries."""
+    try:
+        git.reset("merge", head, env=env)
+    except GitError as exc:
+        raise ConfigError(f"{_doing(p)} failed: the stopped rebase's conflict cannot be "
+                          f"taken back: {exc.message}",
+                          hint="`pq rebase --continue` or `pq rebase --abort` ends the rebase"
+                          ) from None
 
 
 def _update_refs(git: Git, refs: dict[str, str | None], now: dict[str, str],
