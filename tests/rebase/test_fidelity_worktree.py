@@ -476,3 +476,22 @@ def test_redo_of_an_abort_after_undo_brought_the_stopped_rebase_back(tmp_path: P
     (fork / "pkg/scratch.py").unlink()
     result = pq(fork, "rebase", "--continue", ok=False)
     assert result.exit_code == 0, result.output
+
+
+def test_a_redo_git_refuses_leaves_the_stopped_rebase_as_it_was(tmp_path: Path) -> None:
+    """The conflict leaves the index before HEAD moves; when git then refuses the move (an
+    edit it would overwrite), the conflict goes back: nothing changed, exit 2."""
+    up, fork = make_series(tmp_path)
+    conflict_upstream(up, fork)
+    assert pq(fork, "rebase", "upstream/main", ok=False).exit_code == 1
+    pq(fork, "rebase", "--abort")
+    pq(fork, "undo")
+    marked = (fork / "setup.py").read_text().replace("<<<<<<< ", "<<<<<<< my work, ")
+    write(fork, "setup.py", marked)  # a partial resolution, not staged
+    write(fork, "pkg/__init__.py", GLUE + "# an edit the branch's version would overwrite\n")
+    before = state(fork)
+    refused = pq(fork, "redo", "--force", ok=False)
+    assert refused.exit_code == 2, refused.output
+    assert "uncommitted changes in pkg/__init__.py would be overwritten" in refused.output
+    assert state(fork) == before
+    assert "1 conflicted" in pq(fork, "status").output

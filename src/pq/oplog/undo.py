@@ -305,7 +305,9 @@ def restore(git: Git, p: Plan, current: Snapshot) -> None:
         _require_no_untracked_in_the_way(git, commit_now, commit_then, p)
         # Files whose stat data changed but whose bytes did not must not count as edits.
         git.refresh_index()
-        if current.get("worktree") and git.unmerged():
+        conflict = current.get("worktree") or {}
+        took_back = bool(conflict) and bool(git.unmerged())
+        if took_back:
             _take_conflict_back(git, commit_now, p, env)
         clear_queue(git, commit_now, current)
         branch = None if head_then == "HEAD" else head_then.removeprefix("refs/heads/")
@@ -313,6 +315,8 @@ def restore(git: Git, p: Plan, current: Snapshot) -> None:
             commit_then, branch, keep=head_then == head_now and branch is not None,
             create=current["refs"].get(head_then) != commit_then, env=env)
         if not moved:
+            if took_back:  # nothing changes when the move fails: the conflict goes back too
+                write_conflict(git, conflict)
             write_queue(git, current["files"], current["index"])
             raise ConfigError(_checkout_failure(stderr, p),
                               hint="commit or stash those changes (`git stash`), then run it "
