@@ -8,6 +8,7 @@ series no longer lists, so an interrupted write never leaves a half-written file
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -119,6 +120,11 @@ def _read(path: Path) -> bytes:
         return path.read_bytes()
     except OSError as exc:
         raise ConfigError(f"cannot read: {exc.strerror}", path=str(path)) from None
+
+
+def is_queue_path(path: str, queue_paths: Sequence[str]) -> bool:
+    """Whether `path` is one of `queue_paths` or under one of them."""
+    return any(path == q or path.startswith(q + "/") for q in queue_paths)
 
 
 def is_queue_file(path: str) -> bool:

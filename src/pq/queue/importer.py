@@ -31,7 +31,7 @@ from pq.queue import stack as stack_mod
 from pq.queue.bookkeeping import bookkeeping_commit
 from pq.queue.copies import CopyProposal
 from pq.queue.copies import propose as propose_copies
-from pq.queue.files import Queue, require_no_untracked_in_the_way, write_worktree
+from pq.queue.files import Queue, is_queue_path, require_no_untracked_in_the_way, write_worktree
 from pq.queue.split import part_trees
 
 # (path, line, code) of each added line that looks like a workaround, for one file's diff.
@@ -110,7 +110,7 @@ def import_fork(git: Git, upstream: str, branch: str | None = None, *, dry_run: 
                               "there is nothing to import",
                               hint=f"start a series with `pq init --upstream {upstream}`")
         own = [p for p in git.changed_paths(base, tip)
-               if stack_mod.is_queue_path(p, queue_paths)]
+               if is_queue_path(p, queue_paths)]
         if own:
             raise ConfigError(f"{name} changes {own[0]}"
                               + (f" and {len(own) - 1} more" if len(own) > 1 else "")

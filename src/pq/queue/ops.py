@@ -24,6 +24,7 @@ from pq.queue.copies import propose as propose_copies
 from pq.queue.files import (
     Queue,
     index_entries,
+    is_queue_path,
     read_tree,
     read_worktree,
     require_no_untracked_in_the_way,
@@ -60,17 +61,11 @@ def dirty_tracked_files(git: Git) -> list[str]:
     return [path for code, path in git.status_porcelain() if code != "??"]
 
 
-def dirty_upstream_files(git: Git, queue_paths: tuple[str, ...],
-                         dirty: list[str] | None = None) -> list[str]:
-    """Tracked files with uncommitted changes (`dirty`, when the caller has them already),
-    outside the queue's own files."""
-    return [path for path in (dirty_tracked_files(git) if dirty is None else dirty)
-            if not stack_mod.is_queue_path(path, queue_paths)]
-
-
 def require_clean(git: Git, queue_paths: tuple[str, ...], action: str,
                   dirty: list[str] | None = None) -> None:
-    dirty = dirty_upstream_files(git, queue_paths, dirty)
+    """Refuse tracked files with uncommitted changes (`dirty`, if known) outside the queue."""
+    dirty = [path for path in (dirty_tracked_files(git) if dirty is None else dirty)
+             if not is_queue_path(path, queue_paths)]
     if dirty:
         more = f" and {len(dirty) - 1} more" if len(dirty) > 1 else ""
         raise ConfigError(f"uncommitted changes in {dirty[0]}{more}; {action} would not "

@@ -38,10 +38,6 @@ def exclude_pathspec(queue_paths: Sequence[str]) -> list[str]:
     return [":/"] + [f":(top,exclude){p}" for p in queue_paths]
 
 
-def is_queue_path(path: str, queue_paths: Sequence[str]) -> bool:
-    return any(path == q or path.startswith(q + "/") for q in queue_paths)
-
-
 def read_stack(git: Git, base: str, tip: str, queue_paths: Sequence[str]) -> list[StackCommit]:
     """The patch commits of base..tip, oldest first; merges are refused, not guessed at."""
     if not git.is_ancestor(base, tip):

@@ -21,7 +21,7 @@ from pq.queue import bookkeeping, verified
 from pq.queue import files as queuefiles
 from pq.queue import ops as queueops
 from pq.queue import stack as stack_mod
-from pq.queue.files import read_worktree
+from pq.queue.files import is_queue_path, read_worktree
 from pq.queue.ops import Progress
 from pq.rebase import rangediff, replay, worktree
 from pq.rebase import state as rs
@@ -122,7 +122,7 @@ def _settle(txn: Transaction, state: RebaseState, report: RebaseReport) -> Rebas
 def _queue_free_pick(git: Git, trees: Trees, commit: str, parent: str, changes: list[Change],
                      qp: tuple[str, ...]) -> str:
     """`commit`, or for a commit that also edits queue files a copy that does not."""
-    undo = {path: old for path, old, _ in changes if stack_mod.is_queue_path(path, qp)}
+    undo = {path: old for path, old, _ in changes if is_queue_path(path, qp)}
     if not undo:
         return commit
     info = trees.commit(commit)

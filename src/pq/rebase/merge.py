@@ -11,7 +11,7 @@ from pq.git.merge import MergeResult
 from pq.git.objects import MERGER, Change, Entry, TreeId
 from pq.git.repo import Git
 from pq.git.trees import TreeCollision, Trees
-from pq.queue import stack as stack_mod
+from pq.queue.files import is_queue_path
 from pq.rebase.state import Step
 
 
@@ -119,7 +119,7 @@ class BatchMerge:
         self._steps = steps
         self._at = {step.commit: i for i, step in enumerate(steps)}
         self._own = {step.commit: [c for c in changes.get(step.commit, [])
-                                   if not stack_mod.is_queue_path(c[0], qp)] for step in steps}
+                                   if not is_queue_path(c[0], qp)] for step in steps}
         # A conflicted merge of (commit, tip), kept for its next reader (replay's rerere
         # reuse) so that it is not merged again.
         self._kept: dict[tuple[str, str], MergeResult] = {}

@@ -12,6 +12,7 @@ from pq.git.objects import Change
 from pq.git.repo import Git
 from pq.model import diff as diffs
 from pq.queue import stack as stack_mod
+from pq.queue.files import is_queue_path
 from pq.rebase.report import PatchReport, RebaseReport, trim
 from pq.rebase.rerere import Resolution
 from pq.rebase.state import RebaseState
@@ -104,7 +105,7 @@ class UpstreamMatches:
         if found is None:
             found = self._files_cache[commit] = frozenset(
                 path for path, _, _ in self.changes.get(commit, [])
-                if not stack_mod.is_queue_path(path, self.queue_paths))
+                if not is_queue_path(path, self.queue_paths))
         return found
 
     def _matches(self, commit: str) -> list[str]:

@@ -13,8 +13,7 @@ from pq.atomic import write_atomic
 from pq.errors import ConfigError, GitError, OperationFailed
 from pq.git.repo import Git
 from pq.model.series import PATCHES_DIR, SERIES_FILE
-from pq.queue.files import index_entries, is_queue_file, reset_to_head
-from pq.queue.stack import is_queue_path
+from pq.queue.files import index_entries, is_queue_file, is_queue_path, reset_to_head
 from pq.rebase import rerere as rerere_mod
 from pq.rebase.state import RebaseState, list_paths, save
 

@@ -25,8 +25,7 @@ from pq.gate import record as gate_record
 from pq.git.repo import Git
 from pq.model import patchfile
 from pq.model.series import LAYERS, PATCHES_DIR, Series
-from pq.queue import stack as stack_mod
-from pq.queue.files import Queue, read_worktree
+from pq.queue.files import Queue, is_queue_path, read_worktree
 
 
 @dataclass(frozen=True)
@@ -129,7 +128,7 @@ def build(git: Git, queue: Queue | None = None) -> MigrationReport:
     series = queue.series
     base = git.resolve(series.base, "series base (upstream.base in series.yaml)")
     upstream = [p for _m, _k, _o, p in git.ls_tree(base)
-                if not stack_mod.is_queue_path(p, series.queue_paths)]
+                if not is_queue_path(p, series.queue_paths)]
     known = set(upstream)
     plan: list[PlannedPatch] = []
     per_layer: dict[str, tuple[set[str], int, int, int]] = {}
