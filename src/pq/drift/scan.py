@@ -193,16 +193,21 @@ def _new_uses(range_: Sequence[tuple[str, bytes]], surface: Surface | None
     seen: set[tuple[str, str, str]] = set()
     changed: dict[str, list[str]] = {}
 
+    read: dict[str, str] = {}  # path: language, of the sections whose hunks were read
+
     def read_hunks(path: str, section: bytes) -> bool:
         lang = extract.language(path)
-        return lang is not None and extract.may_use(lang, section)
+        if lang is None or not extract.may_use(lang, section):
+            return False
+        read[path] = lang
+        return True
 
     for commit, diff in range_:
         for f in diffs.parse(diff, read_hunks=read_hunks):
             for p in dict.fromkeys(x for x in (f.old, f.new) if x is not None):
                 changed.setdefault(p, []).append(commit)
-            lang = extract.language(f.path)
-            if lang is None or f.deleted or f.binary:
+            lang = read.get(f.path)
+            if lang is None or f.deleted or f.binary or not f.hunks:
                 continue
             removed = {u for ln in f.removed() for u in extract.uses(lang, ln.text, is_method)}
             for ln in f.added():

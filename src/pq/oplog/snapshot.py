@@ -17,8 +17,9 @@ from typing import Any
 from pq.atomic import write_atomic
 from pq.errors import ConfigError, GitError
 from pq.faults import checkpoint
-from pq.git.odb import is_tree_mode, tree_entries
+from pq.git.odb import is_tree_mode
 from pq.git.repo import Git
+from pq.git.trees import Trees
 from pq.model.series import PATCHES_DIR, SERIES_FILE
 
 QUEUE_PATHS = (SERIES_FILE, PATCHES_DIR)
@@ -112,34 +113,22 @@ def _committed_blobs(git: Git, commit: str | None, paths: tuple[str, ...]) -> fr
     """The ids of the blobs at or under `paths` in `commit`, read through the object
     reader: the repository has a commit's blobs (an index entry's it may lack: one added
     with `--info-only`, an intent-to-add)."""
-    found: set[str] = set()
     if not commit:
         return frozenset()
+    trees = Trees(git)
+    found: set[str] = set()
     try:
-        root = git.tree_of(commit)
-        for path in paths:
-            _blobs_under(git, root, path.split("/"), found)
+        root = trees.tree_of(commit)
+        pending = [e for e in (trees.lookup(root, p) for p in paths) if e is not None]
+        while pending:
+            mode, oid = pending.pop()
+            if is_tree_mode(mode.encode()):
+                pending += [(m.decode(), o) for m, o in trees.entries(oid).values()]
+            elif mode != "160000":  # a submodule's commit is no blob
+                found.add(oid)
     except GitError:
         return frozenset()
     return frozenset(found)
-
-
-def _blobs_under(git: Git, tree: str, parts: list[str], found: set[str]) -> None:
-    entries = tree_entries(git.odb.read(tree)[2], len(tree))
-    if parts:
-        entry = entries.get(parts[0].encode("utf-8", "surrogateescape"))
-        if entry is None:
-            return
-        if is_tree_mode(entry[0]):
-            _blobs_under(git, entry[1], parts[1:], found)
-        elif len(parts) == 1 and entry[0] != b"160000":
-            found.add(entry[1])
-        return
-    for mode, oid in entries.values():
-        if is_tree_mode(mode):
-            _blobs_under(git, oid, [], found)
-        elif mode != b"160000":
-            found.add(oid)
 
 
 def _store_tree(git: Git, path: Path, rel: str, max_bytes: int | None = None,

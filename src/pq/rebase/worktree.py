@@ -106,9 +106,7 @@ def _as_committed(git: Git, committed: dict[str, tuple[str, str]], on_disk: dict
 def _committed_entries(git: Git, rev: str) -> dict[str, tuple[str, str]]:
     """{path: (mode, blob)} of series.yaml and patches/*.patch as committed in `rev`."""
     return {path: (mode, obj) for mode, kind, obj, path in git.ls_tree(
-        rev, [SERIES_FILE, PATCHES_DIR]) if kind == "blob" and (
-            path == SERIES_FILE or path.endswith(".patch"))
-        and "/" not in path.removeprefix(PATCHES_DIR + "/")}
+        rev, [SERIES_FILE, PATCHES_DIR]) if kind == "blob" and is_queue_file(path)}
 
 
 # -- moves ------------------------------------------------------------------------------
