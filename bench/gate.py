@@ -3,10 +3,10 @@
 and after small changes, plus the gate's own overhead around a 0.8 s stage.
 
 Builds, in a temporary folder, the example fork exactly as tests/gate/test_example_gate.py
-does (tinyop v1 as upstream, pq's example series applied as branch `paddle`), with one
-addition to its committed gate section: the `upstream-torch-build` stage declares
-`inputs: [series.yaml]` (it builds the series' base, named there), so that it is reused
-like the `build` stage, whose inputs default to the native and build files. Then, in one run:
+does (tinyop v1 as upstream, pq's example series applied as branch `paddle`). Its gate
+section's `upstream-torch-build` stage declares `inputs: [series.yaml]` (it builds the
+series' base, named there), so that it is reused like the `build` stage, whose inputs
+default to the native and build files. Then, in one run:
 
 - cold: the first `pq gate` (empty artifact cache, empty ccache);
 - python-glue: a comment added to tinyop/__init__.py, committed, `pq gate` (target < 10 s);
@@ -69,7 +69,7 @@ def commit_all(cwd: Path, message: str, environ: dict[str, str]) -> None:
 
 def example_fork(tmp: Path, environ: dict[str, str]) -> Path:
     sys.path.insert(0, str(SRC))
-    from pq.demo.build import UPSTREAM_TREE, series_source
+    from pq.demo.build import UPSTREAM_TREE, copy_series, series_source
 
     up, fork = tmp / "upstream", tmp / "fork"
     shutil.copytree(UPSTREAM_TREE, up, ignore=shutil.ignore_patterns(
@@ -78,16 +78,12 @@ def example_fork(tmp: Path, environ: dict[str, str]) -> Path:
     commit_all(up, "tinyop v1", environ)
     v1 = run(up, ["git", "rev-parse", "HEAD"], environ).strip()
     run(tmp, ["git", "clone", "-q", "-o", "upstream", str(up), str(fork)], environ)
-    source = series_source()
-    for folder in ("patches", "mre"):
-        shutil.copytree(source / folder, fork / folder)
-    text, count = re.subn(r"(?m)^(  base: )[0-9a-f]{40}$", rf"\g<1>{v1}",
-                          (source / "series.yaml").read_text())
-    text, marked = re.subn(r"(?m)^(    - name: upstream-torch-build\n)",
-                           r"\g<1>      inputs: [series.yaml]\n", text)
-    if count != 1 or marked != 1:
-        sys.exit("the example's series.yaml changed shape: update bench/gate.py")
-    (fork / "series.yaml").write_text(text)
+    copy_series(series_source(), fork, v1)
+    text = (fork / "series.yaml").read_text()
+    stage = re.search(r"(?ms)^    - name: upstream-torch-build\n.*?(?=^    - name: |\Z)", text)
+    if stage is None or not re.search(r"(?m)^      inputs:", stage.group()):
+        sys.exit("the example's upstream-torch-build stage declares no inputs: "
+                 "update bench/gate.py")
     run(fork, [sys.executable, "-m", "pq", "apply", "--branch", "paddle"], environ)
     return fork
 
