@@ -16,7 +16,8 @@ from pq.rebase import status as rebase_status
 from pq.rebase.report import PatchReport, RebaseReport, trim
 
 if TYPE_CHECKING:
-    from pq.drift.scan import Ahead, DriftReport
+    from pq.drift.ahead import Ahead
+    from pq.drift.scan import DriftReport
 
 RANGE_DIFF_LINES = 12
 RERERE_LINES = 6  # of each reused file's resolution, in the text report
@@ -128,13 +129,12 @@ class _DriftAhead:
             self.scan.wait()
 
     def start(self, old: str, new: str) -> None:
-        from pq.drift import index
-        from pq.drift.scan import Ahead
+        from pq.drift.ahead import Ahead  # the scan's own modules load in its thread
 
         try:
-            self.scan = Ahead(self.git, old, new, lambda: index.load(measure=False))
-        except (PqError, OSError, RuntimeError):
-            self.scan = None  # _drift scans after the landing, and says why if it fails
+            self.scan = Ahead(self.git, old, new)
+        except RuntimeError:  # no thread to be had: _drift scans after the landing
+            self.scan = None
 
 
 def _drift(git: Git, report: RebaseReport, ahead: _DriftAhead) -> DriftReport | str | None:

@@ -7,8 +7,7 @@ The rules (which files, which names, what counts as new, what is risky) are in d
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -136,35 +135,6 @@ def scan_range(git: Git, old: str, new: str, loaded: index.Loaded) -> RangeScan:
     items.sort(key=lambda i: (i.status.rank, i.file, i.line, i.name))
     return RangeScan(old, new, len(range_), loaded.note, surface is not None, tuple(items),
                      changed)
-
-
-class Ahead:
-    """`scan_range` computed in a thread while the caller goes on (a rebase replaying its
-    patches, say): the range's `git log -p` runs on another core. The thread uses only
-    processes of its own (no object reader shared with the caller)."""
-
-    def __init__(self, git: Git, old: str, new: str, load: Callable[[], index.Loaded]):
-        self._result: RangeScan | BaseException | None = None
-        self._thread = threading.Thread(target=self._run, args=(git, old, new, load),
-                                        daemon=True, name="pq drift scan")
-        self._thread.start()
-
-    def _run(self, git: Git, old: str, new: str, load: Callable[[], index.Loaded]) -> None:
-        try:
-            self._result = scan_range(git, old, new, load())
-        except BaseException as exc:  # handed to the caller by result()
-            self._result = exc
-
-    def wait(self) -> None:
-        """Until the scan ended (its result, or its error, is then kept, not raised)."""
-        self._thread.join()
-
-    def result(self) -> RangeScan:
-        self._thread.join()
-        if isinstance(self._result, BaseException):
-            raise self._result
-        assert self._result is not None
-        return self._result
 
 
 def report(git: Git, scanned: RangeScan, queue: Queue | None) -> DriftReport:

@@ -19,9 +19,6 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from unidiff.errors import UnidiffParseError
-from unidiff.patch import PatchSet
-
 from pq.errors import ConfigError
 
 _SECTION_START = re.compile(rb"(?m)^diff --git ")
@@ -300,7 +297,11 @@ def _header(lines: list[bytes]) -> tuple[str | None, str | None, str, bool, str 
 
 
 def _hunks(region: bytes, path: str | None, source: str | None) -> tuple[Hunk, ...]:
-    """The hunks of one file section (from its first `@@` line on), read by unidiff."""
+    """The hunks of one file section (from its first `@@` line on), read by unidiff
+    (imported here: many commands read sections and never a hunk)."""
+    from unidiff.errors import UnidiffParseError
+    from unidiff.patch import PatchSet
+
     text = b"--- a\n+++ b\n" + _hunk_region(region)
     try:
         patched = PatchSet(text.decode("utf-8", "surrogateescape"))
