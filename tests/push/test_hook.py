@@ -9,6 +9,8 @@ import os
 import stat
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -121,6 +123,19 @@ def test_patch_that_no_longer_applies_is_refused(tmp_path: Path) -> None:
                    "[export] patches/0002-glue-scoped-compat.patch does not match its commit")
     data = json.loads(pq(fork, "check", "--json", ok=False).stdout)
     assert {c["name"]: c["status"] for c in data["checks"]}["apply"] == "not-run"
+
+
+def test_skipping_export_skips_apply_which_would_fail(tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    fork, _ = make_pushable(tmp_path)
+    patch = fork / "patches/0002-glue-scoped-compat.patch"
+    patch.write_bytes(patch.read_bytes().replace(b"-    return x\n", b"-    return y\n"))
+    commit_all(fork, "break the patch")
+    monkeypatch.setenv("PQ_SKIP", "export")
+    data = json.loads(pq(fork, "check", "--json").stdout)
+    statuses = {c["name"]: c["status"] for c in data["checks"]}
+    assert statuses["export"] == statuses["apply"] == "skipped"
+    assert data["failures"] == [] and statuses["series"] == "passed"
 
 
 def test_plain_git_rebase_leaves_a_stale_base(tmp_path: Path) -> None:
@@ -501,6 +516,36 @@ def test_a_new_check_plugs_in_without_touching_the_hook(tmp_path: Path,
         assert "PQ_SKIP=lint" in skipped.stderr
     finally:
         registry._REGISTRY.pop("lint")
+
+
+def test_checks_run_side_by_side_and_are_reported_in_registry_order(tmp_path: Path) -> None:
+    from pq.push import registry
+
+    fork, _ = make_pushable(tmp_path)
+    meet = threading.Barrier(2, timeout=30)  # passes only while both checks run at once
+    ended: list[str] = []
+
+    @registry.check("first", "meets the second", needs=("series",))
+    def first(g: object, ctx: registry.CheckContext) -> list[registry.CheckFailure]:
+        meet.wait()
+        time.sleep(0.3)
+        ended.append("first")
+        return [registry.CheckFailure("first", "the first one failed", "fix the first")]
+
+    @registry.check("second", "meets the first", needs=("series",))
+    def second(g: object, ctx: registry.CheckContext) -> list[registry.CheckFailure]:
+        meet.wait()
+        ended.append("second")
+        return [registry.CheckFailure("second", "the second one failed", "fix the second")]
+
+    try:
+        data = json.loads(pq(fork, "check", "--json", ok=False).stdout)
+    finally:
+        registry._REGISTRY.pop("first")
+        registry._REGISTRY.pop("second")
+    assert ended == ["second", "first"]
+    assert [f["check"] for f in data["failures"]] == ["first", "second"]
+    assert [c["name"] for c in data["checks"]][-2:] == ["first", "second"]
 
 
 def test_python_dash_m_pq_runs_every_command(tmp_path: Path) -> None:

@@ -40,10 +40,18 @@ class TempIndex:
 
     def __enter__(self) -> dict[str, str]:
         parent = self.git.pq_dir() / "tmp"
-        parent.mkdir(parents=True, exist_ok=True)
         import tempfile  # ~5 ms, for the commands that merge
 
-        self.dir = tempfile.TemporaryDirectory(prefix=f"index-{os.getpid()}-", dir=parent)
+        for attempt in range(3):
+            parent.mkdir(parents=True, exist_ok=True)
+            try:
+                self.dir = tempfile.TemporaryDirectory(prefix=f"index-{os.getpid()}-",
+                                                       dir=parent)
+                break
+            except FileNotFoundError:  # another thread's TempIndex just removed `parent`
+                if attempt == 2:
+                    raise
+        assert self.dir is not None
         env = {"GIT_INDEX_FILE": os.path.join(self.dir.name, "index")}
         try:
             self.git.run("read-tree", self.tree, env=env)

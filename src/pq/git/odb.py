@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import itertools
 import os
 import re
 import subprocess
@@ -44,6 +45,7 @@ class ObjectDB:
         self._hash_object_w = hash_object_w  # git's own writer (the gateway's verb)
         self._proc: subprocess.Popen[bytes] | None = None
         self._cache: dict[str, RawObject] = {}
+        self._reading = threading.Lock()  # one request and its answer at a time on cat-file
         self._loose: str | bool | None = None  # the objects folder, or False: use git
 
     # -- reading ---------------------------------------------------------------------
@@ -56,7 +58,12 @@ class ObjectDB:
         return found
 
     def read_many(self, revs: Sequence[str]) -> list[RawObject | None]:
-        """Each of `revs` (None: missing or ambiguous), through the one cat-file process."""
+        """Each of `revs` (None: missing or ambiguous), through the one cat-file process
+        (threads that share this reader take turns)."""
+        with self._reading:
+            return self._read_many(revs)
+
+    def _read_many(self, revs: Sequence[str]) -> list[RawObject | None]:
         result: list[RawObject | None] = []
         missing = [r for r in dict.fromkeys(revs) if r not in self._cache]
         fetched = self._pipelined(missing) if len(missing) > 1 else {}
@@ -175,7 +182,7 @@ class ObjectDB:
         return oid
 
 
-_tmp_counter = [0]
+_tmp_ids = itertools.count(1)  # next() on it is atomic: threads never share a name
 _folders: set[str] = set()  # fan-out folders known to exist
 
 
@@ -190,8 +197,7 @@ def _write_loose(objects: str, oid: str, raw: bytes) -> None:
     if folder not in _folders:
         os.makedirs(folder, exist_ok=True)
         _folders.add(folder)
-    _tmp_counter[0] += 1
-    tmp = f"{folder}/tmp_obj_pq{os.getpid()}_{_tmp_counter[0]}"
+    tmp = f"{folder}/tmp_obj_pq{os.getpid()}_{next(_tmp_ids)}"
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o444)
     except FileNotFoundError:  # the folder went away meanwhile (a `git prune`)

@@ -158,7 +158,7 @@ def _mismatch(git: Git, name: str, commit: str, fresh: Queue,
 
 
 @check("apply", "every patch applies to the base and rebuilds the tip's tree",
-       needs=("series", "base", "export"))
+       needs=("series", "base"), after=("export",))
 def check_apply(git: Git, ctx: CheckContext) -> list[CheckFailure]:
     queue = _queue(ctx)
     base = git.resolve(queue.series.base)

@@ -2,7 +2,8 @@
 
 A check is `(git, ctx) -> list[CheckFailure]`, registered with `@check(...)` (the checks
 themselves live in `pq.push.checks`, imported on first use of the list); `run_checks`
-runs them all, in order, on the pushed commit's objects (never the working tree).
+runs them all on the pushed commit's objects (never the working tree), each once the checks
+it needs are decided, several at a time, and reports them in registry order.
 """
 
 from __future__ import annotations
@@ -67,7 +68,10 @@ class Check:
     name: str
     summary: str
     run: CheckFn
-    needs: tuple[str, ...] = ()
+    needs: tuple[str, ...] = ()  # checks that must pass (or be unavailable) before it runs
+    # Checks whose failure makes its verdict moot: it runs alongside them, and is reported
+    # not-run unless they pass. Only for a check that can run whatever they find.
+    after: tuple[str, ...] = ()
     version: int = 1  # bump when the check's verdict can change for the same commit
     module: str | None = None  # an optional pq module the check imports lazily
 
@@ -75,16 +79,17 @@ class Check:
 _REGISTRY: dict[str, Check] = {}
 
 
-def check(name: str, summary: str, *, needs: tuple[str, ...] = (), version: int = 1,
+def check(name: str, summary: str, *, needs: tuple[str, ...] = (),
+          after: tuple[str, ...] = (), version: int = 1,
           module: str | None = None) -> Callable[[CheckFn], CheckFn]:
-    """Register `fn` as the check `name`; checks run in registration order."""
+    """Register `fn` as the check `name`; checks are reported in registration order."""
     def register(fn: CheckFn) -> CheckFn:
         if name in _REGISTRY:
             raise ValueError(f"check {name!r} registered twice")
-        for dep in needs:
+        for dep in (*needs, *after):
             if dep not in _REGISTRY:
                 raise ValueError(f"check {name!r} needs {dep!r}, which is not registered yet")
-        _REGISTRY[name] = Check(name, summary, fn, needs, version, module)
+        _REGISTRY[name] = Check(name, summary, fn, needs, after, version, module)
         return fn
     return register
 
@@ -145,30 +150,70 @@ class RunOutcome:
         return not self.failures
 
 
-def run_checks(git: Git, ctx: CheckContext, skip: frozenset[str] = frozenset()) -> RunOutcome:
+def run_checks(git: Git, ctx: CheckContext, skip: frozenset[str] = frozenset(),
+               workers: int = 3) -> RunOutcome:
+    """Run every check on `ctx`, each as soon as the checks it needs are decided, up to
+    `workers` at a time in threads: one check's git processes (the export's diff of every
+    commit, the apply's `git apply`) run while another's Python reads patches. Statuses,
+    failures and notices come out in registry order, whichever check ends first."""
+    from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+
+    checks = all_checks()
     statuses: dict[str, str] = {}
-    failures: list[CheckFailure] = []
-    notices: list[str] = []
-    for c in all_checks():
-        if c.name in skip or "all" in skip or any(statuses.get(dep) == SKIPPED
-                                                  for dep in c.needs):
-            # Skipped, or resting on a skipped check: not verified, and not for a failure.
-            statuses[c.name] = SKIPPED
-            continue
-        if any(statuses.get(dep) not in (PASSED, UNAVAILABLE) for dep in c.needs):
-            statuses[c.name] = NOT_RUN
-            continue
-        try:
-            found = c.run(git, ctx)
-        except CheckUnavailable as exc:
-            statuses[c.name] = UNAVAILABLE
-            notices.append(f"{c.name}: {exc}")
-            continue
-        except PqError as exc:  # the check could not read what it needs: that is a failure
-            found = [CheckFailure(c.name, exc.message, exc.hint or "see the message")]
-        statuses[c.name] = FAILED if found else PASSED
-        failures.extend(found)
-    return RunOutcome(statuses, failures, notices)
+    found: dict[str, list[CheckFailure]] = {}
+    notices: dict[str, str] = {}
+    waiting = list(checks)
+    running: dict[Future[list[CheckFailure]], Check] = {}
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="pq check") as pool:
+        while waiting or running:
+            while ready := [c for c in waiting if all(dep in statuses for dep in c.needs)]:
+                for c in ready:
+                    waiting.remove(c)
+                    moot = _moot(c, statuses, skip)
+                    if moot is not None:
+                        statuses[c.name] = moot
+                    else:
+                        running[pool.submit(c.run, git, ctx)] = c
+            if not running:
+                if waiting:  # `check` registers a check only after the ones it needs
+                    raise AssertionError(f"checks waiting on nothing: {waiting}")
+                break
+            done, _ = wait(running, return_when=FIRST_COMPLETED)
+            for future in done:
+                c = running.pop(future)
+                try:
+                    failures = future.result()
+                except CheckUnavailable as exc:
+                    statuses[c.name] = UNAVAILABLE
+                    notices[c.name] = f"{c.name}: {exc}"
+                    continue
+                except PqError as exc:  # it could not read what it needs: a failure
+                    failures = [CheckFailure(c.name, exc.message, exc.hint or "see the message")]
+                statuses[c.name] = FAILED if failures else PASSED
+                found[c.name] = failures
+    for c in checks:  # in order: a check found moot makes the checks resting on it moot
+        moot = _moot(c, statuses)
+        if moot is not None and statuses[c.name] not in (SKIPPED, NOT_RUN):
+            statuses[c.name] = moot
+            found.pop(c.name, None)
+            notices.pop(c.name, None)
+    order = [c.name for c in checks]
+    return RunOutcome({n: statuses[n] for n in order},
+                      [f for n in order for f in found.get(n, [])],
+                      [notices[n] for n in order if n in notices])
+
+
+def _moot(c: Check, statuses: dict[str, str], skip: frozenset[str] = frozenset()
+          ) -> str | None:
+    """SKIPPED (skipped, or resting on a skipped check: not verified, and not a failure) or
+    NOT_RUN (resting on a check that did not pass), judged on the checks it needs or runs
+    after that are decided; None: nothing decided so far makes its verdict moot."""
+    deps = [dep for dep in (*c.needs, *c.after) if dep in statuses]
+    if c.name in skip or "all" in skip or any(statuses[dep] == SKIPPED for dep in deps):
+        return SKIPPED
+    if any(statuses[dep] not in (PASSED, UNAVAILABLE) for dep in deps):
+        return NOT_RUN
+    return None
 
 
 def split_failures(failures: Sequence[CheckFailure]
