@@ -548,6 +548,74 @@ def test_checks_run_side_by_side_and_are_reported_in_registry_order(tmp_path: Pa
     assert [c["name"] for c in data["checks"]][-2:] == ["first", "second"]
 
 
+def test_a_check_after_export_sees_its_verdict_and_its_moot_error_is_not_raised(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pq.push import registry
+
+    fork, _ = make_pushable(tmp_path)
+    monkeypatch.setenv("PQ_DEBUG", "1")  # an internal error raises: pytest sees it
+    seen: list[str] = []
+
+    @registry.check("late", "raises once it knows export's verdict", needs=("series",),
+                    after=("export",))
+    def late(g: object, ctx: registry.CheckContext) -> list[registry.CheckFailure]:
+        seen.append(ctx.status_of("export"))
+        raise RuntimeError("a bug in the late check")
+
+    @registry.check("early", "raises at once", needs=("series",))
+    def early(g: object, ctx: registry.CheckContext) -> list[registry.CheckFailure]:
+        raise ValueError("a bug in the early check")
+
+    try:
+        write(fork, "pkg/util.py", "changed\n")
+        commit_all(fork, "unexported")
+        with pytest.raises(ValueError, match="early"):  # the other bug is moot: not raised
+            pq(fork, "check", "--json", ok=False)
+        assert seen == ["failed"]
+        registry._REGISTRY.pop("early")
+        data = json.loads(pq(fork, "check", "--json", ok=False).stdout)
+        assert [f["check"] for f in data["failures"]] == ["export"]
+        assert {c["name"]: c["status"] for c in data["checks"]}["late"] == "not-run"
+        pq(fork, "export", "--commit")
+        with pytest.raises(RuntimeError, match="late"):  # export passed: the bug counts
+            pq(fork, "check", ok=False)
+        assert seen == ["failed", "failed", "passed"]
+    finally:
+        registry._REGISTRY.pop("late")
+        registry._REGISTRY.pop("early", None)
+
+
+def test_an_interrupt_in_one_check_starts_no_further_check(tmp_path: Path) -> None:
+    from pq.git.repo import Git
+    from pq.push import registry
+
+    fork, _ = make_pushable(tmp_path)
+    registry.all_checks()  # pq's own checks registered first
+    started: list[str] = []
+
+    @registry.check("interrupted", "as if Ctrl-C reached it", needs=("series",))
+    def interrupted(g: object, ctx: registry.CheckContext) -> list[registry.CheckFailure]:
+        raise KeyboardInterrupt
+
+    def slow(g: object, ctx: registry.CheckContext) -> list[registry.CheckFailure]:
+        started.append("slow")
+        time.sleep(1)
+        return []
+
+    names = [f"slow{i}" for i in range(5)]
+    for name in names:
+        registry.check(name, "takes a second", needs=("series",))(slow)
+    try:
+        with Git.open(fork) as g:
+            ctx = registry.load_context(g, g.resolve("HEAD"), "refs/heads/paddle")
+            with pytest.raises(KeyboardInterrupt):
+                registry.run_checks(g, ctx)
+    finally:
+        for name in ["interrupted", *names]:
+            registry._REGISTRY.pop(name, None)
+    assert len(started) <= 3  # the ones a worker had taken; the queued ones never start
+
+
 def test_python_dash_m_pq_runs_every_command(tmp_path: Path) -> None:
     fork, _ = make_pushable(tmp_path)
     for args, code, text in ((["--version"], 0, "pq, version"),

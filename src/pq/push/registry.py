@@ -8,6 +8,7 @@ it needs are decided, several at a time, and reports them in registry order.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -58,6 +59,21 @@ class CheckContext:
     queue: Queue | None = None
     load_error: ConfigError | None = None
     memo: dict[str, Any] = field(default_factory=dict)
+    # The statuses decided so far (run_checks fills it); `status_of` waits on `decided`.
+    statuses: dict[str, str] = field(default_factory=dict)
+    decided: threading.Condition = field(default_factory=threading.Condition)
+
+    def status_of(self, name: str) -> str:
+        """The status of check `name`, once decided: a check that runs alongside the
+        checks it comes `after` asks before work that is only worth doing if they pass."""
+        with self.decided:
+            self.decided.wait_for(lambda: name in self.statuses)
+            return self.statuses[name]
+
+    def decide(self, name: str, status: str) -> None:
+        with self.decided:
+            self.statuses[name] = status
+            self.decided.notify_all()
 
 
 CheckFn = Callable[[Git, CheckContext], list[CheckFailure]]
@@ -155,23 +171,28 @@ def run_checks(git: Git, ctx: CheckContext, skip: frozenset[str] = frozenset(),
     """Run every check on `ctx`, each as soon as the checks it needs are decided, up to
     `workers` at a time in threads: one check's git processes (the export's diff of every
     commit, the apply's `git apply`) run while another's Python reads patches. Statuses,
-    failures and notices come out in registry order, whichever check ends first."""
+    failures and notices come out in registry order, whichever check ends first; so does
+    the error of a check that raised one, unless its verdict was moot anyway. Ctrl-C
+    starts no further check."""
     from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 
     checks = all_checks()
-    statuses: dict[str, str] = {}
+    statuses = ctx.statuses
+    statuses.clear()
     found: dict[str, list[CheckFailure]] = {}
     notices: dict[str, str] = {}
+    errors: dict[str, BaseException] = {}
     waiting = list(checks)
     running: dict[Future[list[CheckFailure]], Check] = {}
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="pq check") as pool:
+    pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="pq check")
+    try:
         while waiting or running:
             while ready := [c for c in waiting if all(dep in statuses for dep in c.needs)]:
                 for c in ready:
                     waiting.remove(c)
                     moot = _moot(c, statuses, skip)
                     if moot is not None:
-                        statuses[c.name] = moot
+                        ctx.decide(c.name, moot)
                     else:
                         running[pool.submit(c.run, git, ctx)] = c
             if not running:
@@ -184,20 +205,36 @@ def run_checks(git: Git, ctx: CheckContext, skip: frozenset[str] = frozenset(),
                 try:
                     failures = future.result()
                 except CheckUnavailable as exc:
-                    statuses[c.name] = UNAVAILABLE
                     notices[c.name] = f"{c.name}: {exc}"
+                    ctx.decide(c.name, UNAVAILABLE)
                     continue
                 except PqError as exc:  # it could not read what it needs: a failure
                     failures = [CheckFailure(c.name, exc.message, exc.hint or "see the message")]
-                statuses[c.name] = FAILED if failures else PASSED
+                except Exception as exc:  # a bug: raised below unless the verdict is moot
+                    errors[c.name] = exc
+                    failures = []
                 found[c.name] = failures
+                ctx.decide(c.name, FAILED if failures or c.name in errors else PASSED)
+    except BaseException:
+        pool.shutdown(wait=False, cancel_futures=True)
+        with ctx.decided:  # a check waiting on one that will not run now goes on
+            for c in checks:
+                ctx.statuses.setdefault(c.name, NOT_RUN)
+            ctx.decided.notify_all()
+        raise
+    finally:
+        pool.shutdown(wait=True)
     for c in checks:  # in order: a check found moot makes the checks resting on it moot
-        moot = _moot(c, statuses)
-        if moot is not None and statuses[c.name] not in (SKIPPED, NOT_RUN):
+        moot = _moot(c, statuses, skip)
+        if moot is not None:
             statuses[c.name] = moot
             found.pop(c.name, None)
             notices.pop(c.name, None)
+            errors.pop(c.name, None)
     order = [c.name for c in checks]
+    for name in order:
+        if name in errors:
+            raise errors[name]
     return RunOutcome({n: statuses[n] for n in order},
                       [f for n in order for f in found.get(n, [])],
                       [notices[n] for n in order if n in notices])
