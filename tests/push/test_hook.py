@@ -522,6 +522,7 @@ def test_checks_run_side_by_side_and_are_reported_in_registry_order(tmp_path: Pa
     from pq.push import registry
 
     fork, _ = make_pushable(tmp_path)
+    registry.all_checks()  # pq's own checks registered first
     meet = threading.Barrier(2, timeout=30)  # passes only while both checks run at once
     ended: list[str] = []
 
@@ -553,6 +554,7 @@ def test_a_check_after_export_sees_its_verdict_and_its_moot_error_is_not_raised(
     from pq.push import registry
 
     fork, _ = make_pushable(tmp_path)
+    registry.all_checks()  # pq's own checks registered first
     monkeypatch.setenv("PQ_DEBUG", "1")  # an internal error raises: pytest sees it
     seen: list[str] = []
 
@@ -614,6 +616,36 @@ def test_an_interrupt_in_one_check_starts_no_further_check(tmp_path: Path) -> No
         for name in ["interrupted", *names]:
             registry._REGISTRY.pop(name, None)
     assert len(started) <= 3  # the ones a worker had taken; the queued ones never start
+
+
+def test_a_check_waiting_for_a_verdict_gives_up_its_place(tmp_path: Path) -> None:
+    from pq.git.repo import Git
+    from pq.push import registry
+
+    fork, _ = make_pushable(tmp_path)
+    registry.all_checks()
+    seen: list[str] = []
+
+    @registry.check("eager", "asks for export's verdict at once", needs=("series",),
+                    after=("export",))
+    def eager(g: object, ctx: registry.CheckContext) -> list[registry.CheckFailure]:
+        seen.append(ctx.status_of("export"))
+        return []
+
+    outcome: list[registry.RunOutcome] = []
+    try:
+        with Git.open(fork) as g:
+            ctx = registry.load_context(g, g.resolve("HEAD"), "refs/heads/paddle")
+            # One place only: `eager` holds it while export still waits for base.
+            runner = threading.Thread(target=lambda: outcome.append(
+                registry.run_checks(g, ctx, workers=1)), daemon=True)
+            runner.start()
+            runner.join(timeout=120)
+            assert not runner.is_alive(), "run_checks deadlocked"
+    finally:
+        registry._REGISTRY.pop("eager")
+    assert seen == ["passed"] and outcome[0].ok
+    assert outcome[0].statuses["eager"] == outcome[0].statuses["export"] == "passed"
 
 
 def test_python_dash_m_pq_runs_every_command(tmp_path: Path) -> None:

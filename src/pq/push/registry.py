@@ -62,13 +62,25 @@ class CheckContext:
     # The statuses decided so far (run_checks fills it); `status_of` waits on `decided`.
     statuses: dict[str, str] = field(default_factory=dict)
     decided: threading.Condition = field(default_factory=threading.Condition)
+    slots: threading.Semaphore | None = None  # run_checks' running checks, when it runs
 
     def status_of(self, name: str) -> str:
         """The status of check `name`, once decided: a check that runs alongside the
-        checks it comes `after` asks before work that is only worth doing if they pass."""
+        checks it comes `after` asks before work that is only worth doing if they pass.
+        While it waits, its place among the running checks goes to another (the one it
+        waits for, maybe)."""
         with self.decided:
-            self.decided.wait_for(lambda: name in self.statuses)
-            return self.statuses[name]
+            if name in self.statuses:
+                return self.statuses[name]
+        if self.slots is not None:
+            self.slots.release()
+        try:
+            with self.decided:
+                self.decided.wait_for(lambda: name in self.statuses)
+                return self.statuses[name]
+        finally:
+            if self.slots is not None:
+                self.slots.acquire()
 
     def decide(self, name: str, status: str) -> None:
         with self.decided:
@@ -185,7 +197,7 @@ def run_checks(git: Git, ctx: CheckContext, skip: frozenset[str] = frozenset(),
     errors: dict[str, Exception] = {}
     waiting = list(checks)
     ended: SimpleQueue[tuple[Check, list[CheckFailure] | BaseException]] = SimpleQueue()
-    slots = threading.Semaphore(workers)
+    slots = ctx.slots = threading.Semaphore(workers)
     stop = threading.Event()
     threads: list[threading.Thread] = []
     running = 0
@@ -242,6 +254,7 @@ def run_checks(git: Git, ctx: CheckContext, skip: frozenset[str] = frozenset(),
     finally:
         for thread in threads:
             thread.join()
+        ctx.slots = None
     for c in checks:  # in order: a check found moot makes the checks resting on it moot
         moot = _moot(c, statuses, skip)
         if moot is not None:
