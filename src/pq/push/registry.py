@@ -189,6 +189,8 @@ def run_checks(git: Git, ctx: CheckContext, skip: frozenset[str] = frozenset(),
     ~15 ms of imports.)"""
     from queue import SimpleQueue
 
+    if workers < 1:
+        raise ValueError(f"run_checks needs at least one worker, not {workers}")
     checks = all_checks()
     statuses = ctx.statuses
     statuses.clear()
@@ -220,30 +222,20 @@ def run_checks(git: Git, ctx: CheckContext, skip: frozenset[str] = frozenset(),
                     if moot is not None:
                         ctx.decide(c.name, moot)
                         continue
-                    thread = threading.Thread(target=work, args=(c,), daemon=True,
-                                              name=f"pq check {c.name}")
-                    thread.start()
-                    threads.append(thread)
+                    threads.append(threading.Thread(target=work, args=(c,), daemon=True,
+                                                    name=f"pq check {c.name}"))
+                    threads[-1].start()
                     running += 1
             if not running:
                 if waiting:  # `check` registers a check only after the ones it needs
                     raise AssertionError(f"checks waiting on nothing: {waiting}")
                 break
-            c, outcome = ended.get()
-            running -= 1
-            if isinstance(outcome, CheckUnavailable):
-                notices[c.name] = f"{c.name}: {outcome}"
-                ctx.decide(c.name, UNAVAILABLE)
-                continue
-            if isinstance(outcome, PqError):  # it could not read what it needs: a failure
-                outcome = [CheckFailure(c.name, outcome.message, outcome.hint or
-                                        "see the message")]
-            elif isinstance(outcome, Exception):  # a bug: raised below unless moot
-                errors[c.name], outcome = outcome, []
-            elif isinstance(outcome, BaseException):  # Ctrl-C, an exit: at once
-                raise outcome
-            found[c.name] = outcome
-            ctx.decide(c.name, FAILED if outcome or c.name in errors else PASSED)
+            endings = [ended.get()]  # and every other ending already there, as one batch
+            while not ended.empty():
+                endings.append(ended.get_nowait())
+            for c, outcome in endings:
+                running -= 1
+                _record(ctx, c, outcome, found, notices, errors)
     except BaseException:
         stop.set()
         with ctx.decided:  # a check waiting on one that will not run now goes on
@@ -253,7 +245,8 @@ def run_checks(git: Git, ctx: CheckContext, skip: frozenset[str] = frozenset(),
         raise
     finally:
         for thread in threads:
-            thread.join()
+            if thread.ident is not None:  # started (an interrupt can come in between)
+                thread.join()
         ctx.slots = None
     for c in checks:  # in order: a check found moot makes the checks resting on it moot
         moot = _moot(c, statuses, skip)
@@ -269,6 +262,24 @@ def run_checks(git: Git, ctx: CheckContext, skip: frozenset[str] = frozenset(),
     return RunOutcome({n: statuses[n] for n in order},
                       [f for n in order for f in found.get(n, [])],
                       [notices[n] for n in order if n in notices])
+
+
+def _record(ctx: CheckContext, c: Check, outcome: list[CheckFailure] | BaseException,
+            found: dict[str, list[CheckFailure]], notices: dict[str, str],
+            errors: dict[str, Exception]) -> None:
+    """Decide check `c` from what its run gave: its failures, or what it raised."""
+    if isinstance(outcome, CheckUnavailable):
+        notices[c.name] = f"{c.name}: {outcome}"
+        ctx.decide(c.name, UNAVAILABLE)
+        return
+    if isinstance(outcome, PqError):  # it could not read what it needs: a failure
+        outcome = [CheckFailure(c.name, outcome.message, outcome.hint or "see the message")]
+    elif isinstance(outcome, Exception):  # a bug: raised at the end unless moot
+        errors[c.name], outcome = outcome, []
+    elif isinstance(outcome, BaseException):  # Ctrl-C, an exit: at once
+        raise outcome
+    found[c.name] = outcome
+    ctx.decide(c.name, FAILED if outcome or c.name in errors else PASSED)
 
 
 def _moot(c: Check, statuses: dict[str, str], skip: frozenset[str] = frozenset()
