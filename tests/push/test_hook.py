@@ -646,6 +646,8 @@ def test_a_check_waiting_for_a_verdict_gives_up_its_place(tmp_path: Path) -> Non
         registry._REGISTRY.pop("eager")
     assert seen == ["passed"] and outcome[0].ok
     assert outcome[0].statuses["eager"] == outcome[0].statuses["export"] == "passed"
+    with pytest.raises(ValueError, match="no check is named"):  # never decided: no wait
+        ctx.status_of("exprot")
 
 
 def test_python_dash_m_pq_runs_every_command(tmp_path: Path) -> None:

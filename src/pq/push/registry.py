@@ -69,6 +69,8 @@ class CheckContext:
         checks it comes `after` asks before work that is only worth doing if they pass.
         While it waits, its place among the running checks goes to another (the one it
         waits for, maybe)."""
+        if name not in _REGISTRY:  # it would never be decided
+            raise ValueError(f"no check is named {name!r}")
         with self.decided:
             if name in self.statuses:
                 return self.statuses[name]
