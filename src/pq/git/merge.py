@@ -7,7 +7,6 @@ directory with exactly the attributes of the trees being merged.
 
 from __future__ import annotations
 
-import contextlib
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -42,16 +41,8 @@ class TempIndex:
         parent = self.git.pq_dir() / "tmp"
         import tempfile  # ~5 ms, for the commands that merge
 
-        for attempt in range(3):
-            parent.mkdir(parents=True, exist_ok=True)
-            try:
-                self.dir = tempfile.TemporaryDirectory(prefix=f"index-{os.getpid()}-",
-                                                       dir=parent)
-                break
-            except FileNotFoundError:  # another thread's TempIndex just removed `parent`
-                if attempt == 2:
-                    raise
-        assert self.dir is not None
+        parent.mkdir(parents=True, exist_ok=True)
+        self.dir = tempfile.TemporaryDirectory(prefix=f"index-{os.getpid()}-", dir=parent)
         env = {"GIT_INDEX_FILE": os.path.join(self.dir.name, "index")}
         try:
             self.git.run("read-tree", self.tree, env=env)
@@ -62,9 +53,8 @@ class TempIndex:
 
     def __exit__(self, *exc: object) -> None:
         if self.dir is not None:
-            self.dir.cleanup()
-            with contextlib.suppress(OSError):
-                Path(self.dir.name).parent.rmdir()  # only when empty
+            self.dir.cleanup()  # not `.git/pq/tmp`, where another thread may be: the next
+            # pq to open the repository removes it when empty
 
 
 class Merging(Gateway):

@@ -242,7 +242,7 @@ def run_checks(git: Git, ctx: CheckContext, skip: frozenset[str] = frozenset(),
         stop.set()
         with ctx.decided:  # a check waiting on one that will not run now goes on
             for c in checks:
-                ctx.statuses.setdefault(c.name, NOT_RUN)
+                statuses.setdefault(c.name, NOT_RUN)
             ctx.decided.notify_all()
         raise
     finally:
