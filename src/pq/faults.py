@@ -6,11 +6,12 @@ checkpoint; PQ_FAULT_LOG=FILE appends each checkpoint's label, to count them fir
 With PQ_FAULT_RUN=CMD as well, pq runs the shell command CMD at that checkpoint and goes on
 instead (tests use it to change the repository, say `git commit`, while pq works); its
 output goes to pq's stderr. Only the main thread has checkpoints: the threads pq starts
-(the drift scan a rebase runs alongside its landing, the pre-push checks) change nothing a
-kill could leave half done, and counting their steps would make the numbering depend on
-timing. This module starts no process itself: pq.git.process, the one place that does,
-registers the runner for PQ_FAULT_RUN when it loads (every checkpoint is reached through
-the git layer or after it has loaded).
+(a rebase's `git status` while it reads its stack, a snapshot's look at a conflict, the
+drift scan alongside a landing, the pre-push checks) change nothing a kill could leave
+half done, and counting their steps would make the numbering depend on timing. This
+module starts no process itself: pq.git.process, the one place that does, registers the
+runner for PQ_FAULT_RUN when it loads (every checkpoint is reached through the git layer
+or after it has loaded).
 """
 
 from __future__ import annotations

@@ -188,11 +188,11 @@ def test_a_scan_ahead_in_a_thread_is_the_scan_and_hands_back_its_error(tmp_path:
     loaded = index.Loaded(TableSurface(), "table")
     with Git.open(fork) as g:
         new = g.resolve("upstream/main")
-        started = ahead.Ahead(g, old, new, lambda: loaded)
+        started = ahead.scan_ahead(g, old, new, lambda: loaded)
         direct = scan.scan_range(g, old, new, loaded)
         assert started.result() == direct and direct.items  # the planted uses, found twice
         assert scan.report(g, started.result(), read_worktree(g)) == run(fork, old)
-        failing = ahead.Ahead(g, "0" * 40, new, lambda: loaded)
+        failing = ahead.scan_ahead(g, "0" * 40, new, lambda: loaded)
         with pytest.raises(PqError):
             failing.result()
 

@@ -300,6 +300,10 @@ def test_bad_inputs_exit_2_with_one_line(tmp_path: Path) -> None:
     write(fork, "csrc/ops.cc", "unexported\n")
     commit_all(fork, "not exported")
     assert "pq export" in refused("rebase", "upstream/main")
+    # Both at once: the uncommitted change is named first, as before `git status` ran
+    # alongside the reading of the stack.
+    write(fork, "csrc/ops.cc", "dirty again\n")
+    assert "uncommitted changes in csrc/ops.cc" in refused("rebase", "upstream/main")
     git(fork, "reset", "-q", "--hard", tip)
     conflict_upstream(up, fork)
     pq(fork, "rebase", "upstream/main", ok=False)

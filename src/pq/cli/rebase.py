@@ -16,8 +16,8 @@ from pq.rebase import status as rebase_status
 from pq.rebase.report import PatchReport, RebaseReport, trim
 
 if TYPE_CHECKING:
-    from pq.drift.ahead import Ahead
-    from pq.drift.scan import DriftReport
+    from pq.background import Background
+    from pq.drift.scan import DriftReport, RangeScan
 
 RANGE_DIFF_LINES = 12
 RERERE_LINES = 6  # of each reused file's resolution, in the text report
@@ -116,7 +116,7 @@ class _DriftAhead:
 
     def __init__(self, git: Git) -> None:
         self.git = git
-        self.scan: Ahead | None = None
+        self.scan: Background[RangeScan] | None = None
 
     def __enter__(self) -> _DriftAhead:
         return self
@@ -129,10 +129,10 @@ class _DriftAhead:
             self.scan.wait()
 
     def start(self, old: str, new: str) -> None:
-        from pq.drift.ahead import Ahead  # the scan's own modules load in its thread
+        from pq.drift.ahead import scan_ahead  # the scan's own modules load in its thread
 
         try:
-            self.scan = Ahead(self.git, old, new)
+            self.scan = scan_ahead(self.git, old, new)
         except RuntimeError:  # no thread to be had: _drift scans after the landing
             self.scan = None
 

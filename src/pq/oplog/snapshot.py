@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from pq.atomic import write_atomic
+from pq.background import Background
 from pq.errors import ConfigError, GitError
 from pq.faults import checkpoint
 from pq.git.odb import is_tree_mode
@@ -28,6 +29,7 @@ STATE_SKIP = ("oplog", "lock", "sealed", "tmp", "gate")  # .git/pq entries no sn
 # carries: a legacy log, the lock, sealed copies, temporary indexes and the gate's stage logs
 STATE_MAX_BYTES = 1024 * 1024
 REBASE_STATE = "rebase/state.json"  # under .git/pq: a rebase in progress (pq.rebase.state)
+_LITERAL = {"GIT_LITERAL_PATHSPECS": "1"}
 
 Snapshot = dict[str, Any]
 
@@ -39,6 +41,19 @@ def take(git: Git, commits: set[str] | None = None,
 
     `commits`, when given, receives the ids of the commits the snapshot names (the log
     keeps those reachable)."""
+    # While a rebase is in progress the conflict is read too: git looks at the working
+    # tree for it while the refs and the queue files are read.
+    changed = (Background(lambda: git.changed_from_head(_LITERAL), "pq git diff")
+               if (git.pq_dir() / REBASE_STATE).is_file() else None)
+    try:
+        return _take(git, commits, queue_paths, changed)
+    finally:
+        if changed is not None:
+            changed.wait()
+
+
+def _take(git: Git, commits: set[str] | None, queue_paths: tuple[str, ...],
+          changed: Background[set[str]] | None) -> Snapshot:
     head_ref = None
     refs: dict[str, str] = {}
     named = commits if commits is not None else set()
@@ -64,22 +79,22 @@ def take(git: Git, commits: set[str] | None = None,
     state: dict[str, str] = {}
     for child in state_children(git.pq_dir()):
         state.update(_store_tree(git, child, child.name, STATE_MAX_BYTES))
-    worktree = _conflict(git, queue_paths) if REBASE_STATE in state else {}
+    worktree = (_conflict(git, queue_paths, changed.result())
+                if changed is not None and REBASE_STATE in state else {})
     return {"head": head_ref or "HEAD", "head_commit": head_commit, "refs": refs,
             "files": files, "index": [e for e in index if e], "state": state,
             "worktree": worktree}
 
 
-def _conflict(git: Git, queue_paths: tuple[str, ...]) -> dict[str, Any]:
-    """While a rebase is in progress: every other path whose index entry or file differs
-    from HEAD (a conflict shown in the working tree, a resolution being staged), exactly."""
-    env = {"GIT_LITERAL_PATHSPECS": "1"}
-    changed = git.changed_from_head(env)
+def _conflict(git: Git, queue_paths: tuple[str, ...], changed: set[str]) -> dict[str, Any]:
+    """While a rebase is in progress: every path but the queue's whose index entry or file
+    differs from HEAD (`changed`: a conflict shown in the working tree, a resolution being
+    staged), exactly."""
     paths = sorted(p for p in changed
                    if not any(p == q or p.startswith(q + "/") for q in queue_paths))
     if not paths:
         return {}
-    listed = git.ls_files(paths, stage=True, env=env)
+    listed = git.ls_files(paths, stage=True, env=_LITERAL)
     files: dict[str, str] = {}
     for p in paths:
         files.update(_store_tree(git, git.root / p, p))

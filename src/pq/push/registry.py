@@ -12,7 +12,7 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pq
 from pq.errors import ConfigError, PqError
@@ -58,7 +58,6 @@ class CheckContext:
     tree: TreeId
     queue: Queue | None = None
     load_error: ConfigError | None = None
-    memo: dict[str, Any] = field(default_factory=dict)
     # The statuses decided so far (run_checks fills it); `status_of` waits on `decided`.
     statuses: dict[str, str] = field(default_factory=dict)
     decided: threading.Condition = field(default_factory=threading.Condition)

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from pq.errors import ConfigError
+from pq.background import Background
+from pq.errors import ConfigError, PqError
 from pq.git.objects import Change
 from pq.git.repo import Git
 from pq.git.trees import Trees
@@ -21,8 +22,9 @@ from pq.queue import bookkeeping, verified
 from pq.queue import files as queuefiles
 from pq.queue import ops as queueops
 from pq.queue import stack as stack_mod
-from pq.queue.files import is_queue_path, read_worktree
+from pq.queue.files import Queue, is_queue_path, read_worktree
 from pq.queue.ops import Progress
+from pq.queue.stack import StackCommit
 from pq.rebase import rangediff, replay, worktree
 from pq.rebase import state as rs
 from pq.rebase import status as rebase_status
@@ -42,16 +44,65 @@ def start(git: Git, upstream: str | None = None, *, gate: bool = False,
     alongside the landing's checkout."""
     rs.require_none(git)
     branch = queueops.require_branch(git)
-    queue = read_worktree(git)
-    series = queue.series
-    ref = upstream or series.upstream_ref
-    onto = git.resolve(ref, "upstream ref")
-    qp = series.queue_paths
-    dirty = queueops.dirty_tracked_files(git)
-    queueops.require_clean(git, qp, "pq rebase", dirty)
-    worktree.require_clean_queue_dirs(dirty, qp)
-    head = git.head()
+    with Background(lambda: queueops.dirty_tracked_files(git), "pq git status") as status:
+        queue = read_worktree(git)
+        series = queue.series
+        ref = upstream or series.upstream_ref
+        onto = git.resolve(ref, "upstream ref")
+        qp = series.queue_paths
+
+        def require_clean() -> None:
+            dirty = status.result()
+            queueops.require_clean(git, qp, "pq rebase", dirty)
+            worktree.require_clean_queue_dirs(dirty, qp)
+
+        try:
+            stack, head, old_base = _checked_stack(git, branch, queue, ref, onto, force)
+        except PqError:
+            require_clean()  # uncommitted changes are the first thing to fix, as ever
+            raise
+        require_clean()
+    if onto == old_base:
+        return RebaseReport("up-to-date", branch.removeprefix("refs/heads/"), ref, old_base,
+                            onto, 0, head, head, [PatchReport(e.name, e.layer, "clean")
+                                                  for e in series.patches])
     trees = Trees(git)
+    committer = git.committer_now()
+    layers = {e.name: e.layer for e in series.patches}
+    with Transaction(git, f"pq rebase {ref}") as txn:
+        changes = trees.load_changes([sc.commit for sc in stack])
+        trees.read_commits([sc.commit for sc in stack])
+        steps = [Step(entry.name, layers[entry.name], sc.commit, sc.parent,
+                      _queue_free_pick(git, trees, sc.commit, sc.parent, changes[sc.commit], qp))
+                 for entry, sc in zip(series.patches, stack, strict=True)]
+        state = RebaseState(
+            command=f"pq rebase {ref}", branch=branch, orig_head=head, old_base=old_base,
+            onto=onto, onto_ref=ref, upstream_count=0,
+            prev_orig_head=git.try_resolve(git.orig_head_ref(branch)),
+            prev_legacy_orig_head=git.try_resolve(git.ORIG_HEAD_REF),
+            queue_before=worktree.save_queue_files(git, bookkeeping.queue_blobs(trees, head)),
+            steps=steps,
+            tip=onto, gate=gate, index_before=queuefiles.index_entries(git), rerere=rerere,
+            log_id=current_record_id(git))
+        rs.save(git, state)
+        with rs.cleanup_unless_touched(git, state):
+            diffs: dict[str, bytes] = {sc.commit: sc.diff for sc in stack}
+            matches = rangediff.UpstreamMatches(git, state, qp, changes, diffs)
+            state.upstream_count = matches.count()
+            report = replay.run(git, state, trees, changes, matches, progress, queue,
+                                committer, crossing)
+            return _settle(txn, state, report)
+
+
+
+def _checked_stack(git: Git, branch: str, queue: Queue, ref: str, onto: str, force: bool
+                   ) -> tuple[list[StackCommit], str, str]:
+    """The branch's patch commits (refusing a stack that differs from the queue, or an
+    `onto` that would move the series back or already holds it), HEAD and the old base:
+    read-only, so it runs while `git status` looks at the working tree."""
+    series = queue.series
+    qp = series.queue_paths
+    head = git.head()
     old_base = git.resolve(series.base, "series base (upstream.base in series.yaml)")
     if onto != old_base and not force and git.is_ancestor(onto, old_base):
         raise ConfigError(f"{ref} ({onto[:12]}) is an ancestor of the series base "
@@ -79,35 +130,7 @@ def start(git: Git, upstream: str | None = None, *, gate: bool = False,
             f"copy of it, not its upstream (series.yaml names {series.upstream_ref})",
             hint=f"`pq rebase {series.upstream_ref}`; if upstream really merged these "
                  f"commits, `pq rebase --force {ref}` drops them as already upstream")
-    if onto == old_base:
-        return RebaseReport("up-to-date", branch.removeprefix("refs/heads/"), ref, old_base,
-                            onto, 0, head, head, [PatchReport(e.name, e.layer, "clean")
-                                                  for e in series.patches])
-    committer = git.committer_now()
-    layers = {e.name: e.layer for e in series.patches}
-    with Transaction(git, f"pq rebase {ref}") as txn:
-        changes = trees.load_changes([sc.commit for sc in stack])
-        trees.read_commits([sc.commit for sc in stack])
-        steps = [Step(entry.name, layers[entry.name], sc.commit, sc.parent,
-                      _queue_free_pick(git, trees, sc.commit, sc.parent, changes[sc.commit], qp))
-                 for entry, sc in zip(series.patches, stack, strict=True)]
-        state = RebaseState(
-            command=f"pq rebase {ref}", branch=branch, orig_head=head, old_base=old_base,
-            onto=onto, onto_ref=ref, upstream_count=0,
-            prev_orig_head=git.try_resolve(git.orig_head_ref(branch)),
-            prev_legacy_orig_head=git.try_resolve(git.ORIG_HEAD_REF),
-            queue_before=worktree.save_queue_files(git, bookkeeping.queue_blobs(trees, head)),
-            steps=steps,
-            tip=onto, gate=gate, index_before=queuefiles.index_entries(git), rerere=rerere,
-            log_id=current_record_id(git))
-        rs.save(git, state)
-        with rs.cleanup_unless_touched(git, state):
-            diffs: dict[str, bytes] = {sc.commit: sc.diff for sc in stack}
-            matches = rangediff.UpstreamMatches(git, state, qp, changes, diffs)
-            state.upstream_count = matches.count()
-            report = replay.run(git, state, trees, changes, matches, progress, queue,
-                                committer, crossing)
-            return _settle(txn, state, report)
+    return stack, head, old_base
 
 
 def _settle(txn: Transaction, state: RebaseState, report: RebaseReport) -> RebaseReport:
