@@ -11,6 +11,8 @@ warm-up, after setup's writes were flushed to disk):
   rebase N patches      `pq rebase upstream/main`        `git rebase` of the same commits
   conflict stop         `pq rebase` stopping at patch 50  `git rebase` stopping there
   --abort after it      `pq rebase --abort`              `git rebase --abort`
+  its git reset alone   `git reset --hard` after a pq    `git rebase --abort` (for
+                        stop: the floor of pq's abort    information)
   apply 1000            `pq apply -b NAME`               `git am` of format-patch's mbox
   export 1000 (same)    `pq export`, nothing changed     `git format-patch` of the commits
   hook, uncached, 1000  `git push` through pq's hook     `git push --no-verify`
@@ -135,9 +137,14 @@ def conflicted(b: Bench, fork: Path) -> str:
     return b.git(fork, "diff", "--name-only", "--diff-filter=U")
 
 
-def conflict_cases(b: Bench, fork: fixture.Fork, rounds: int) -> tuple[Case, Case]:
+def conflict_cases(b: Bench, fork: fixture.Fork, rounds: int) -> tuple[Case, Case, Case]:
+    """The stop, the abort, and for information the abort's floor: the `git reset --hard`
+    that `pq rebase --abort` runs, timed alone after a pq stop (a stopped pq rebase has
+    series.yaml and patches/ out of the working tree, so it puts back those files too)
+    against git's whole `--abort` of the same round."""
     stop = Case(f"stop at a conflict (patch {fork.conflict_at} of {fork.patches})", 1.0)
     abort = Case("--abort after it", 2.0)
+    floor = Case("--abort's own git reset --hard, alone", None)
     onto = b.git(fork.path, "rev-parse", "upstream/conflict").strip()
     originals = b.patch_bytes(fork.path)
     for r in range(rounds):
@@ -167,8 +174,16 @@ def conflict_cases(b: Bench, fork: fixture.Fork, rounds: int) -> tuple[Case, Cas
             back &= b.git(fork.path, "status", "--porcelain") == ""
         stop.same.append(seen["pq"] == seen["git"] and bool(seen["pq"][1]))
         abort.same.append(back)
+        b.git(fork.path, "checkout", "-q", "-B", f"floor-{r}", fork.tip)
+        b.timed(fork.path, [b.pq, "rebase", "upstream/conflict"], ok=(1,))
+        t, _ = b.timed(fork.path, ["git", "reset", "-q", "--hard", fork.tip])
+        floor.pq.append(t)
+        floor.git.append(abort.git[-1])
+        b.timed(fork.path, [b.pq, "rebase", "--abort", "--force"])  # pq's state goes
+        floor.same.append(b.git(fork.path, "rev-parse", "HEAD").strip() == fork.tip
+                          and b.git(fork.path, "status", "--porcelain") == "")
     b.git(fork.path, "checkout", "-q", "-B", "paddle", fork.tip)
-    return stop, abort
+    return stop, abort, floor
 
 
 def apply_case(b: Bench, fork: fixture.Fork, rounds: int) -> Case:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -30,3 +31,38 @@ def test_the_error_is_raised_when_the_result_is_asked_for_and_kept_on_leaving() 
         pass  # leaving waits for the work and raises nothing
     with pytest.raises(ValueError, match="the work failed"):
         failing.result()
+
+
+def test_no_thread_to_be_had_runs_the_work_here(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(self: threading.Thread) -> None:
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(threading.Thread, "start", refuse)
+    ran_on: list[str] = []
+    work = Background(lambda: ran_on.append(threading.current_thread().name) or 7, "pq test")
+    assert work.result() == 7 and ran_on == [threading.main_thread().name]
+
+
+def test_a_fault_fires_only_after_the_running_work_ended(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+        ) -> None:
+    """A test's command at a checkpoint (or the kill) never meets a git process of pq's
+    threads still running, say a `git status` holding index.lock."""
+    import pq.git.process  # noqa: F401 - registers the runner for PQ_FAULT_RUN
+    from pq import faults
+
+    done = tmp_path / "done"
+    release = threading.Event()
+
+    def work() -> None:
+        release.wait(10)
+        done.write_text("the work ended\n")
+
+    monkeypatch.setattr(faults, "_count", 0)
+    monkeypatch.setenv("PQ_FAULT_AT", "1")
+    monkeypatch.setenv("PQ_FAULT_RUN", f"cat {done}")
+    running = Background(work, "pq test work")
+    threading.Timer(0.3, release.set).start()
+    faults.checkpoint("git test")  # waits for the work, then runs the command
+    assert "the work ended" in capfd.readouterr().err
+    running.wait()

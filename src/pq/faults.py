@@ -8,7 +8,9 @@ instead (tests use it to change the repository, say `git commit`, while pq works
 output goes to pq's stderr. Only the main thread has checkpoints: the threads pq starts
 (a rebase's `git status` while it reads its stack, a snapshot's look at a conflict, the
 drift scan alongside a landing, the pre-push checks) change nothing a kill could leave
-half done, and counting their steps would make the numbering depend on timing. This
+half done, and counting their steps would make the numbering depend on timing; before a
+fault fires, the first three are waited for (pq.background), so that none of their git
+processes still holds a lock (`git status` refreshing the index) at that moment. This
 module starts no process itself: pq.git.process, the one place that does, registers the
 runner for PQ_FAULT_RUN when it loads (every checkpoint is reached through the git layer
 or after it has loaded).
@@ -24,11 +26,17 @@ from collections.abc import Callable
 
 _count = 0
 _shell: Callable[[str], bytes] | None = None  # runs PQ_FAULT_RUN's command; its output
+_before_fault: Callable[[], None] | None = None  # waits for pq's threads (pq.background)
 
 
 def set_shell(run: Callable[[str], bytes]) -> None:
     global _shell
     _shell = run
+
+
+def set_before_fault(wait: Callable[[], None]) -> None:
+    global _before_fault
+    _before_fault = wait
 
 
 def checkpoint(label: str) -> None:
@@ -42,6 +50,8 @@ def checkpoint(label: str) -> None:
         with open(log, "a") as f:
             f.write(f"{_count} {label}\n")
     if at and _count == int(at):
+        if _before_fault is not None:
+            _before_fault()  # no git process of pq's threads is left holding a lock
         run = os.environ.get("PQ_FAULT_RUN")
         if run:
             if _shell is None:

@@ -131,10 +131,7 @@ class _DriftAhead:
     def start(self, old: str, new: str) -> None:
         from pq.drift.ahead import scan_ahead  # the scan's own modules load in its thread
 
-        try:
-            self.scan = scan_ahead(self.git, old, new)
-        except RuntimeError:  # no thread to be had: _drift scans after the landing
-            self.scan = None
+        self.scan = scan_ahead(self.git, old, new)
 
 
 def _drift(git: Git, report: RebaseReport, ahead: _DriftAhead) -> DriftReport | str | None:

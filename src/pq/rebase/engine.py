@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from pq.background import Background
-from pq.errors import ConfigError, PqError
+from pq.errors import ConfigError
 from pq.git.objects import Change
 from pq.git.repo import Git
 from pq.git.trees import Trees
@@ -58,7 +58,7 @@ def start(git: Git, upstream: str | None = None, *, gate: bool = False,
 
         try:
             stack, head, old_base = _checked_stack(git, branch, queue, ref, onto, force)
-        except PqError:
+        except Exception:
             require_clean()  # uncommitted changes are the first thing to fix, as ever
             raise
         require_clean()
