@@ -24,7 +24,6 @@ from pq.queue import ops as queueops
 from pq.queue import stack as stack_mod
 from pq.queue.files import Queue, is_queue_path, read_worktree
 from pq.queue.ops import Progress
-from pq.queue.stack import StackCommit
 from pq.rebase import rangediff, replay, worktree
 from pq.rebase import state as rs
 from pq.rebase import status as rebase_status
@@ -94,9 +93,8 @@ def start(git: Git, upstream: str | None = None, *, gate: bool = False,
             return _settle(txn, state, report)
 
 
-
 def _checked_stack(git: Git, branch: str, queue: Queue, ref: str, onto: str, force: bool
-                   ) -> tuple[list[StackCommit], str, str]:
+                   ) -> tuple[list[stack_mod.StackCommit], str, str]:
     """The branch's patch commits (refusing a stack that differs from the queue, or an
     `onto` that would move the series back or already holds it), HEAD and the old base:
     read-only, so it runs while `git status` looks at the working tree."""
