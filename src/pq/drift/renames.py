@@ -52,7 +52,10 @@ def hits(queue: Queue) -> list[RenameHit]:
     takes out again (a removed line of the same file with the same text), in series order."""
     found: list[tuple[RenameHit, str]] = []
     for entry in queue.series.patches:
-        pf = patchfile.parse(queue.files[entry.name], f"{PATCHES_DIR}/{entry.name}")
+        data = queue.files[entry.name]
+        if not any(r.old.encode() in data for r in RENAMES):
+            continue  # no line of it can spell an old name, or take out one that does
+        pf = patchfile.parse(data, f"{PATCHES_DIR}/{entry.name}")
         for f in pf.files:
             gone = [ln.text for ln in f.removed()]
             for i in reversed(range(len(found))):

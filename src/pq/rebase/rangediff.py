@@ -48,6 +48,7 @@ class UpstreamMatches:
         self._files_of: dict[str, frozenset[str]] = {}  # upstream commit: the files it changes
         self._by_files: dict[frozenset[str], list[str]] = {}
         self._ids: dict[str, str] = {}  # commit: patch-id
+        self._diffs: dict[str, bytes] = {}  # commit: its diff as read, lines not yet parsed
         self._lines: dict[str, dict[str, set[bytes]]] = {}  # commit: {path: changed lines}
         self._read: set[str] = set()  # commits diffed so far
         self._files_cache: dict[str, frozenset[str]] = {}
@@ -80,11 +81,11 @@ class UpstreamMatches:
         files = self._files(commit)
         candidates = [c for c, theirs in self._upstream() if files & theirs]
         self._read_diffs(candidates, [commit])
-        mine = self._lines.get(commit)
+        mine = self._lines_of(commit)
         if not mine:
             return None
         for candidate in candidates:
-            theirs = self._lines.get(candidate, {})
+            theirs = self._lines_of(candidate)
             if all(lines <= theirs.get(path, set()) for path, lines in mine.items()):
                 return candidate
         return None
@@ -136,11 +137,11 @@ class UpstreamMatches:
         later = [c for c in order[order.index(applied) + 1:] if files <= self._files_of[c]]
         self._read_diffs(later, [])
         undo = {path: {_flip(line) for line in lines}
-                for path, lines in self._lines.get(applied, {}).items()}
+                for path, lines in self._lines_of(applied).items()}
         if not undo:
             return None
         for candidate in later:
-            theirs = self._lines.get(candidate, {})
+            theirs = self._lines_of(candidate)
             if all(lines <= theirs.get(path, set()) for path, lines in undo.items()):
                 return candidate
         return None
@@ -160,8 +161,15 @@ class UpstreamMatches:
             text += _as_log(self.git.commit_patches(
                 mine, stack_mod.exclude_pathspec(self.queue_paths)))
         self._read.update(upstream + mine)
-        self._lines.update(changed_lines(text))
+        self._diffs.update(log_sections(text))  # their lines are parsed when first asked for
         self._ids.update(self.git.patch_ids(text))
+
+    def _lines_of(self, commit: str) -> dict[str, set[bytes]]:
+        """{path: the lines it adds or removes} of a commit diffed so far ({} for one not
+        read or with an empty diff), parsed on first ask: most rebases never ask."""
+        if commit in self._diffs:
+            self._lines[commit] = diff_lines(self._diffs.pop(commit))
+        return self._lines.get(commit, {})
 
 
 def _as_log(patches: dict[str, bytes]) -> bytes:
@@ -174,20 +182,28 @@ def _flip(line: bytes) -> bytes:
     return (b"-" if line[:1] == b"+" else b"+") + line[1:]
 
 
+def log_sections(log: bytes) -> dict[str, bytes]:
+    """{commit: its diff} of `git log -p` output with `commit <id>` headers."""
+    marks = list(_COMMIT_LINE.finditer(log))
+    return {m.group(0)[7:].decode(): log[m.end():marks[i + 1].start() if i + 1 < len(marks)
+                                          else len(log)] for i, m in enumerate(marks)}
+
+
 def changed_lines(log: bytes) -> dict[str, dict[str, set[bytes]]]:
     """{commit: {path: the lines its diff adds or removes, with their sign}} of `git log -p`
     output with `commit <id>` headers."""
-    result: dict[str, dict[str, set[bytes]]] = {}
-    marks = list(_COMMIT_LINE.finditer(log))
-    for i, m in enumerate(marks):
-        files = result.setdefault(m.group(0)[7:].decode(), {})
-        end = marks[i + 1].start() if i + 1 < len(marks) else len(log)
-        for f in diffs.parse(log[m.end():end]):
-            if f.hunks:
-                files.setdefault(f.path, set()).update(
-                    (b"+" if ln.added else b"-") + ln.raw.rstrip()
-                    for h in f.hunks for ln in h.lines if ln.kind != " ")
-    return result
+    return {commit: diff_lines(diff) for commit, diff in log_sections(log).items()}
+
+
+def diff_lines(diff: bytes) -> dict[str, set[bytes]]:
+    """{path: the lines a diff adds or removes, with their sign}."""
+    files: dict[str, set[bytes]] = {}
+    for f in diffs.parse(diff):
+        if f.hunks:
+            files.setdefault(f.path, set()).update(
+                (b"+" if ln.added else b"-") + ln.raw.rstrip()
+                for h in f.hunks for ln in h.lines if ln.kind != " ")
+    return files
 
 
 def report(state: RebaseState, status: str, old: dict[str, bytes],
