@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from gitrepo import commit_all, make_fork, migrate, pq, snapshot_queue, write
+import pytest
+from gitrepo import commit_all, git, make_fork, migrate, pq, snapshot_queue, write
 
 from pq.git.repo import Git
 from pq.queue import verified
@@ -78,3 +79,45 @@ def test_force_is_not_remembered(tmp_path: Path) -> None:
     fork = _fork(tmp_path)
     pq(fork, "export", "--force")
     assert not (fork / CACHE).exists()
+
+
+def _fork_with_bookkeeping_inside(tmp_path: Path) -> Path:
+    """A fork whose stack holds every kind of change, an empty patch commit and a
+    bookkeeping commit between patches, exported and committed (so remembered), with
+    upstream moved on."""
+    fork = _fork(tmp_path)  # ... patches, bookkeeping (init --commit)
+    git(fork, "commit", "-q", "--allow-empty", "-m", "python-glue: an empty marker")
+    write(fork, "pkg/extra.py", "EXTRA = 1\n")
+    commit_all(fork, "python-glue: add extra")
+    pq(fork, "export", "--commit")  # ... bookkeeping again, at the tip
+    assert "already up to date" in pq(fork, "export").output  # remembered
+    upstream = tmp_path / "upstream"
+    write(upstream, "pkg/__init__.py", "import torch\n\n\ndef op(x):\n    return x  # up\n")
+    commit_all(upstream, "upstream: touch pkg")
+    git(fork, "fetch", "-q", "upstream")
+    return fork
+
+
+def test_a_rebase_of_a_verified_queue_takes_its_diffs_from_the_patch_files(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same rebase twice from the same commit: once with the queue known to be the
+    stack's export (the diffs come from the patch files: no `diff-tree -p` of the stack),
+    once without (the stack is diffed). Both land the same trees and queue files."""
+    fork = _fork_with_bookkeeping_inside(tmp_path)
+    tip = git(fork, "rev-parse", "HEAD").strip()
+    results = []
+    for cached in (True, False):
+        git(fork, "checkout", "-q", "-B", f"try-{cached}", tip)
+        if not cached:
+            (fork / CACHE).unlink()
+        trace = tmp_path / f"trace-{cached}"
+        monkeypatch.setenv("GIT_TRACE", str(trace))
+        pq(fork, "rebase", "upstream/main")
+        monkeypatch.delenv("GIT_TRACE")
+        diffed = sum(1 for ln in trace.read_text().splitlines()
+                     if "diff-tree --stdin --always -p" in ln)
+        log = git(fork, "log", "--format=%T %s%n%b", "upstream/main..HEAD")
+        results.append((log, snapshot_queue(fork), diffed))
+    assert results[0][:2] == results[1][:2]
+    assert "an empty marker" in results[0][0]
+    assert results[0][2] == results[1][2] - 1  # the stack's own diff, not run

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from pq.errors import ConfigError, GitError, OperationFailed
-from pq.git.objects import CommitId, Person
+from pq.git.objects import Change, CommitId, Person
 from pq.git.repo import Git
 from pq.git.trees import TreeCollision, Trees
 from pq.model import dep3, hunkapply, layers, patchfile
@@ -20,7 +20,7 @@ from pq.model import diff as diffs
 from pq.model.patchfile import PatchFile
 from pq.model.series import PATCHES_DIR, PatchEntry, Series
 from pq.queue import identity
-from pq.queue.files import Queue, read_tree
+from pq.queue.files import Queue, is_queue_path, read_tree
 
 
 @dataclass(frozen=True)
@@ -38,8 +38,57 @@ def exclude_pathspec(queue_paths: Sequence[str]) -> list[str]:
     return [":/"] + [f":(top,exclude){p}" for p in queue_paths]
 
 
-def read_stack(git: Git, base: str, tip: str, queue_paths: Sequence[str]) -> list[StackCommit]:
-    """The patch commits of base..tip, oldest first; merges are refused, not guessed at."""
+def read_stack(git: Git, base: str, tip: str, queue_paths: Sequence[str], *,
+               known: Sequence[bytes] | None = None,
+               changes: dict[str, list[Change]] | None = None) -> list[StackCommit]:
+    """The patch commits of base..tip, oldest first; merges are refused, not guessed at.
+
+    `known`: the patch commits' diffs, oldest first, when the caller has them already (the
+    patch files of a queue known to be this very stack's export, see pq.queue.verified);
+    the patch commits are then told from pq's bookkeeping commits by the paths they change,
+    and nothing is diffed. `changes`, when given, receives what every commit of the range
+    changes (a rebase needs that next)."""
+    revs = _linear_range(git, base, tip)
+    if not revs:
+        return []
+    commits = [c for c, _ in revs]
+    by_commit: dict[str, bytes] | None = None
+    if known is not None and not any(set(q) & _PATHSPEC_MAGIC for q in queue_paths):
+        changed = git.commit_changes(commits)
+        if changes is not None:
+            changes.update(changed)
+        # A commit changes only the queue's files: bookkeeping; nothing at all: an empty
+        # patch (as the diff below tells them apart, with git's pathspecs).
+        patches = [c for c in commits if not changed[c] or any(
+            not is_queue_path(path, queue_paths) for path, _, _ in changed[c])]
+        if len(patches) == len(known):
+            by_commit = dict(zip(patches, known))
+    if by_commit is None:
+        raw = git.commit_patches(commits, exclude_pathspec(queue_paths))
+        by_commit = {c: patchfile.strip_index_lines(d) for c, d in raw.items()}
+    git.odb.read_many(commits)  # every commit in one stream, then cached
+    result = []
+    for commit, parents in revs:
+        diff = by_commit.get(commit)
+        info = git.commit(commit)
+        if diff is None or not diff.strip():
+            if diff is None or info.tree != git.tree_of(parents[0]):
+                continue  # bookkeeping: touches only the queue's own files
+            diff = b""  # an empty commit (as `git commit --allow-empty` makes): a patch
+        message, name = patchfile.strip_trailer(info.message)
+        result.append(StackCommit(commit, parents[0], diff, name, message, info.author,
+                                  info.encoding))
+    return result
+
+
+# Characters a pathspec reads as wildcards: queue paths holding one are matched by git.
+_PATHSPEC_MAGIC = frozenset("*?[\\")
+
+
+def _linear_range(git: Git, base: str, tip: str
+                  ) -> list[tuple[CommitId, tuple[CommitId, ...]]]:
+    """(commit, parents) of base..tip, oldest first, refusing a base that is not an ancestor
+    of tip and a merge in the range."""
     if not git.is_ancestor(base, tip):
         raise ConfigError(
             f"the series base {base[:12]} is not an ancestor of {tip[:12]}",
@@ -54,22 +103,7 @@ def read_stack(git: Git, base: str, tip: str, queue_paths: Sequence[str]) -> lis
                 "guess how to split merged history into patches",
                 hint="`pq import --upstream <ref>` turns a merge-maintained branch into a "
                      "series; nothing was written")
-    if not revs:
-        return []
-    diffs = git.commit_patches([c for c, _ in revs], exclude_pathspec(queue_paths))
-    git.odb.read_many([c for c, _ in revs])  # every commit in one stream, then cached
-    result = []
-    for commit, parents in revs:
-        diff = diffs.get(commit, b"")
-        info = git.commit(commit)
-        if not diff.strip():
-            if info.tree != git.tree_of(parents[0]):
-                continue  # bookkeeping: touches only the queue's own files
-            diff = b""  # an empty commit (as `git commit --allow-empty` makes): a patch
-        message, name = patchfile.strip_trailer(info.message)
-        result.append(StackCommit(commit, parents[0], patchfile.strip_index_lines(diff), name,
-                                  message, info.author, info.encoding))
-    return result
+    return revs
 
 
 # -- commits to patches ---------------------------------------------------------

@@ -16,7 +16,8 @@ from pq.errors import ConfigError
 from pq.git.objects import Change
 from pq.git.repo import Git
 from pq.git.trees import Trees
-from pq.model.series import SERIES_FILE
+from pq.model import patchfile
+from pq.model.series import PATCHES_DIR, SERIES_FILE
 from pq.oplog.txn import Transaction, current_record_id, settle_stopped
 from pq.queue import bookkeeping, verified
 from pq.queue import files as queuefiles
@@ -56,7 +57,9 @@ def start(git: Git, upstream: str | None = None, *, gate: bool = False,
             worktree.require_clean_queue_dirs(dirty, qp)
 
         try:
-            stack, head, old_base = _checked_stack(git, branch, queue, ref, onto, force)
+            changes: dict[str, list[Change]] = {}
+            stack, head, old_base = _checked_stack(git, branch, queue, ref, onto, force,
+                                                   changes)
         except Exception:
             require_clean()  # uncommitted changes are the first thing to fix, as ever
             raise
@@ -69,7 +72,9 @@ def start(git: Git, upstream: str | None = None, *, gate: bool = False,
     committer = git.committer_now()
     layers = {e.name: e.layer for e in series.patches}
     with Transaction(git, f"pq rebase {ref}") as txn:
-        changes = trees.load_changes([sc.commit for sc in stack])
+        changes.update(trees.load_changes([sc.commit for sc in stack
+                                           if sc.commit not in changes]))
+        changes = {sc.commit: changes[sc.commit] for sc in stack}  # the patch commits'
         trees.read_commits([sc.commit for sc in stack])
         steps = [Step(entry.name, layers[entry.name], sc.commit, sc.parent,
                       _queue_free_pick(git, trees, sc.commit, sc.parent, changes[sc.commit], qp))
@@ -93,11 +98,13 @@ def start(git: Git, upstream: str | None = None, *, gate: bool = False,
             return _settle(txn, state, report)
 
 
-def _checked_stack(git: Git, branch: str, queue: Queue, ref: str, onto: str, force: bool
+def _checked_stack(git: Git, branch: str, queue: Queue, ref: str, onto: str, force: bool,
+                   changes: dict[str, list[Change]]
                    ) -> tuple[list[stack_mod.StackCommit], str, str]:
     """The branch's patch commits (refusing a stack that differs from the queue, or an
-    `onto` that would move the series back or already holds it), HEAD and the old base:
-    read-only, so it runs while `git status` looks at the working tree."""
+    `onto` that would move the series back or already holds it), HEAD and the old base;
+    `changes` may receive what the range's commits change. Read-only, so it runs while
+    `git status` looks at the working tree."""
     series = queue.series
     qp = series.queue_paths
     head = git.head()
@@ -108,8 +115,12 @@ def _checked_stack(git: Git, branch: str, queue: Queue, ref: str, onto: str, for
                           "older upstream (a stale or mistyped ref?)",
                           hint=f"check the ref (`git fetch` it?); `pq rebase --force {ref}` "
                                "rebases onto it anyway")
-    stack = stack_mod.read_stack(git, old_base, head, qp)
-    if not verified.known(git, head, queue):  # else this very check passed before
+    # A queue verified before is this stack's export: its patch files hold the diffs.
+    known = verified.known(git, head, queue)
+    stack = stack_mod.read_stack(git, old_base, head, qp, changes=changes, known=[
+        patchfile.parse(queue.files[e.name], f"{PATCHES_DIR}/{e.name}").diff
+        for e in series.patches] if known else None)
+    if not known:  # else this very check passed before
         fresh = stack_mod.export(git, stack, series, old_base,
                                  recorded=stack_mod.recorded_files(queue))
         if not stack_mod.same_commits(fresh.files, queue.files) or [
