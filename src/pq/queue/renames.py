@@ -10,6 +10,7 @@ left alone) and `upstream-contains: <file>: <text>` conditions in `remove_when`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -37,8 +38,12 @@ def _condition(cond: Any, renames: dict[str, str]) -> Any:
     return cond
 
 
-def follow(series: Series, renames: dict[str, str]) -> Series:
-    """`series` with the paths its workaround blocks name renamed as upstream renamed them."""
+def follow(series: Series, renamed: Callable[[], dict[str, str]]) -> Series:
+    """`series` with the paths its workaround blocks name renamed as upstream renamed them;
+    `renamed()` gives {old path: new path}, asked only when a workaround block is there."""
+    if not any(isinstance(e.workaround, dict) for e in series.patches):
+        return series
+    renames = renamed()
     if not renames:
         return series
     entries = []

@@ -68,10 +68,13 @@ def start(git: Git, upstream: str | None = None, *, gate: bool = False,
         return RebaseReport("up-to-date", branch.removeprefix("refs/heads/"), ref, old_base,
                             onto, 0, head, head, [PatchReport(e.name, e.layer, "clean")
                                                   for e in series.patches])
+    # The upstream range's files (what finds patches upstream carries), read by git while
+    # the transaction starts.
+    upstream_log = Background(lambda: git.log_files(f"{old_base}..{onto}"), "pq git log")
     trees = Trees(git)
     committer = git.committer_now()
     layers = {e.name: e.layer for e in series.patches}
-    with Transaction(git, f"pq rebase {ref}") as txn:
+    with upstream_log, Transaction(git, f"pq rebase {ref}") as txn:
         changes.update(trees.load_changes([sc.commit for sc in stack
                                            if sc.commit not in changes]))
         changes = {sc.commit: changes[sc.commit] for sc in stack}  # the patch commits'
@@ -91,7 +94,8 @@ def start(git: Git, upstream: str | None = None, *, gate: bool = False,
         rs.save(git, state)
         with rs.cleanup_unless_touched(git, state):
             diffs: dict[str, bytes] = {sc.commit: sc.diff for sc in stack}
-            matches = rangediff.UpstreamMatches(git, state, qp, changes, diffs)
+            matches = rangediff.UpstreamMatches(git, state, qp, changes, diffs,
+                                                upstream_log.result)
             state.upstream_count = matches.count()
             report = replay.run(git, state, trees, changes, matches, progress, queue,
                                 committer, crossing)

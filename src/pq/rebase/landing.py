@@ -27,7 +27,7 @@ def finish(git: Git, state: RebaseState, trees: Trees, old: Queue, committer: Pe
     new_stack = _new_stack(git, trees, state, qp, diffs or {})
     # The workaround paths follow the files upstream renamed, as the patches did.
     followed = renames.follow(old.series,
-                              git.renamed_paths(state.old_base, state.onto))
+                              lambda: git.renamed_paths(state.old_base, state.onto))
     queue = stack_mod.export(git, new_stack, followed, state.onto,
                              names=[s.name for s in state.steps if s.new_commit])
     previous = state.new_tip  # where a landing that git refused may have got to

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Callable
 
-from pq.git.objects import Change
+from pq.git.objects import Change, CommitId
 from pq.git.repo import Git
 from pq.model import diff as diffs
 from pq.queue import stack as stack_mod
@@ -37,9 +38,12 @@ class UpstreamMatches:
     """
 
     def __init__(self, git: Git, state: RebaseState, queue_paths: tuple[str, ...],
-                 changes: dict[str, list[Change]], diffs: dict[str, bytes] | None = None
+                 changes: dict[str, list[Change]], diffs: dict[str, bytes] | None = None,
+                 log: Callable[[], list[tuple[CommitId, frozenset[str]]]] | None = None
                  ) -> None:
         self.git = git
+        # The range's `git log --name-only` (Git.log_files), when the caller read it already.
+        self._read_log = log or (lambda: git.log_files(f"{state.old_base}..{state.onto}"))
         self.state = state
         self.queue_paths = queue_paths
         self.changes = changes
@@ -94,8 +98,7 @@ class UpstreamMatches:
 
     def _upstream(self) -> list[tuple[str, frozenset[str]]]:
         if self._log is None:
-            self._log = [(str(c), files) for c, files in
-                         self.git.log_files(f"{self.state.old_base}..{self.state.onto}")]
+            self._log = [(str(c), files) for c, files in self._read_log()]
             self._files_of = dict(self._log)
             for c, files in self._log:
                 self._by_files.setdefault(files, []).append(c)
