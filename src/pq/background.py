@@ -1,5 +1,6 @@
 """Work done in a thread of its own while the caller goes on: a `git status` while a
-rebase reads its stack, a drift scan while a landing checks files out.
+rebase reads its stack, its `git log` of the upstream range while it builds its state, a
+drift scan while a landing checks files out.
 
 The work's result, or the error it raised, is handed over when the caller asks for it.
 Work run this way must change nothing a kill could leave half done: only the main thread

@@ -18,7 +18,7 @@ from gitrepo import commit_all, git, write
 
 from pq.errors import ConfigError
 from pq.model import diff as diffs
-from pq.rebase.rangediff import changed_lines
+from pq.rebase.rangediff import diff_lines, log_sections
 
 QUOTED = 'qu"ote\\tä.txt'
 
@@ -201,11 +201,11 @@ def test_check_paths_skips_hunk_bodies_by_count(repo: Path) -> None:
     diffs.check_paths(body, "p", 1)  # `+++ b/../evil` is an added line, not a header
 
 
-def test_changed_lines_reads_diff_tree_output(repo: Path) -> None:
+def test_diff_lines_read_diff_tree_output(repo: Path) -> None:
     head = git(repo, "rev-parse", "HEAD")
     log = git_bytes(repo, "diff-tree", "--stdin", "-p", "-M", "--format=commit %H",
                     input=(head + "\n").encode())
-    lines = changed_lines(log)[head]
+    lines = diff_lines(dict(log_sections(log))[head])
     assert lines["plain.txt"] == {b"-b", b"+B", b"+d"}
     assert lines[QUOTED] == {b"+q"} and lines["crlf.txt"] == {b"-y", b"+Y"}
     assert "sp ace.txt" not in lines and "bin.dat" not in lines

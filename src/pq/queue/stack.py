@@ -44,25 +44,16 @@ def read_stack(git: Git, base: str, tip: str, queue_paths: Sequence[str], *,
     """The patch commits of base..tip, oldest first; merges are refused, not guessed at.
 
     `known`: the patch commits' diffs, oldest first, when the caller has them already (the
-    patch files of a queue known to be this very stack's export, see pq.queue.verified);
-    the patch commits are then told from pq's bookkeeping commits by the paths they change,
-    and nothing is diffed. `changes`, when given, receives what every commit of the range
-    changes (a rebase needs that next)."""
+    patch files of a queue known to be this very stack's export, see pq.queue.verified).
+    They are taken, and the stack is not diffed, when the paths each commit changes (read
+    into `changes`, which the caller wants next) match them one for one; else the stack is
+    diffed as without them."""
     revs = _linear_range(git, base, tip)
     if not revs:
         return []
     commits = [c for c, _ in revs]
-    by_commit: dict[str, bytes] | None = None
-    if known is not None and not any(set(q) & _PATHSPEC_MAGIC for q in queue_paths):
-        changed = git.commit_changes(commits)
-        if changes is not None:
-            changes.update(changed)
-        # A commit changes only the queue's files: bookkeeping; nothing at all: an empty
-        # patch (as the diff below tells them apart, with git's pathspecs).
-        patches = [c for c in commits if not changed[c] or any(
-            not is_queue_path(path, queue_paths) for path, _, _ in changed[c])]
-        if len(patches) == len(known):
-            by_commit = dict(zip(patches, known))
+    by_commit = None if known is None else _known_diffs(git, commits, queue_paths, known,
+                                                         changes)
     if by_commit is None:
         raw = git.commit_patches(commits, exclude_pathspec(queue_paths))
         by_commit = {c: patchfile.strip_index_lines(d) for c, d in raw.items()}
@@ -79,6 +70,32 @@ def read_stack(git: Git, base: str, tip: str, queue_paths: Sequence[str], *,
         result.append(StackCommit(commit, parents[0], diff, name, message, info.author,
                                   info.encoding))
     return result
+
+
+def _known_diffs(git: Git, commits: list[CommitId], queue_paths: Sequence[str],
+                 known: Sequence[bytes], changes: dict[str, list[Change]] | None
+                 ) -> dict[str, bytes] | None:
+    """{patch commit: its diff from `known`}, or None where the commits' changed paths do
+    not match `known` one for one (or a queue path is a pattern git would match itself)."""
+    if any(set(q) & _PATHSPEC_MAGIC for q in queue_paths):
+        return None
+    changed = git.commit_changes(commits)
+    if changes is not None:
+        changes.update(changed)
+    # Changes only to the queue's files: bookkeeping; no change at all: an empty patch.
+    own = {c: {path for path, _, _ in changed[c] if not is_queue_path(path, queue_paths)}
+           for c in commits}
+    patches = [c for c in commits if own[c] or not changed[c]]
+    if len(patches) != len(known):
+        return None
+    for commit, diff in zip(patches, known):
+        try:
+            named = {p for pair in diffs.paths(diff) for p in pair if p is not None}
+        except ConfigError:
+            return None
+        if named != own[commit]:
+            return None
+    return dict(zip(patches, known))
 
 
 # Characters a pathspec reads as wildcards: queue paths holding one are matched by git.

@@ -68,13 +68,13 @@ def start(git: Git, upstream: str | None = None, *, gate: bool = False,
         return RebaseReport("up-to-date", branch.removeprefix("refs/heads/"), ref, old_base,
                             onto, 0, head, head, [PatchReport(e.name, e.layer, "clean")
                                                   for e in series.patches])
-    # The upstream range's files (what finds patches upstream carries), read by git while
-    # the transaction starts.
-    upstream_log = Background(lambda: git.log_files(f"{old_base}..{onto}"), "pq git log")
     trees = Trees(git)
     committer = git.committer_now()
     layers = {e.name: e.layer for e in series.patches}
-    with upstream_log, Transaction(git, f"pq rebase {ref}") as txn:
+    # The upstream range's files (what finds patches upstream carries) are read by git
+    # while the rebase's state is built.
+    with Transaction(git, f"pq rebase {ref}") as txn, Background(
+            lambda: git.log_files(f"{old_base}..{onto}"), "pq git log") as upstream_log:
         changes.update(trees.load_changes([sc.commit for sc in stack
                                            if sc.commit not in changes]))
         changes = {sc.commit: changes[sc.commit] for sc in stack}  # the patch commits'
@@ -121,9 +121,8 @@ def _checked_stack(git: Git, branch: str, queue: Queue, ref: str, onto: str, for
                                "rebases onto it anyway")
     # A queue verified before is this stack's export: its patch files hold the diffs.
     known = verified.known(git, head, queue)
-    stack = stack_mod.read_stack(git, old_base, head, qp, changes=changes, known=[
-        patchfile.parse(queue.files[e.name], f"{PATCHES_DIR}/{e.name}").diff
-        for e in series.patches] if known else None)
+    stack = stack_mod.read_stack(git, old_base, head, qp, changes=changes,
+                                 known=_diffs_of(queue) if known else None)
     if not known:  # else this very check passed before
         fresh = stack_mod.export(git, stack, series, old_base,
                                  recorded=stack_mod.recorded_files(queue))
@@ -144,6 +143,16 @@ def _checked_stack(git: Git, branch: str, queue: Queue, ref: str, onto: str, for
             hint=f"`pq rebase {series.upstream_ref}`; if upstream really merged these "
                  f"commits, `pq rebase --force {ref}` drops them as already upstream")
     return stack, head, old_base
+
+
+def _diffs_of(queue: Queue) -> list[bytes] | None:
+    """The diffs of the queue's patch files, in series order (None if one does not parse:
+    the stack is then diffed)."""
+    try:
+        return [patchfile.parse(queue.files[e.name], f"{PATCHES_DIR}/{e.name}").diff
+                for e in queue.series.patches]
+    except (ConfigError, KeyError):
+        return None
 
 
 def _settle(txn: Transaction, state: RebaseState, report: RebaseReport) -> RebaseReport:

@@ -52,7 +52,7 @@ class UpstreamMatches:
         self._files_of: dict[str, frozenset[str]] = {}  # upstream commit: the files it changes
         self._by_files: dict[frozenset[str], list[str]] = {}
         self._ids: dict[str, str] = {}  # commit: patch-id
-        self._diffs: dict[str, bytes] = {}  # commit: its diff as read, lines not yet parsed
+        self._diffs: dict[str, list[bytes]] = {}  # commit: its diffs as read, not parsed yet
         self._lines: dict[str, dict[str, set[bytes]]] = {}  # commit: {path: changed lines}
         self._read: set[str] = set()  # commits diffed so far
         self._files_cache: dict[str, frozenset[str]] = {}
@@ -150,7 +150,7 @@ class UpstreamMatches:
         return None
 
     def _read_diffs(self, upstream: list[str], mine: list[str]) -> None:
-        """Changed lines and patch-ids of these upstream and patch commits (two processes)."""
+        """The diffs and patch-ids of these upstream and patch commits (two processes)."""
         upstream = [c for c in dict.fromkeys(upstream) if c not in self._read]
         mine = [c for c in dict.fromkeys(mine) if c not in self._read]
         if not upstream and not mine:
@@ -164,14 +164,19 @@ class UpstreamMatches:
             text += _as_log(self.git.commit_patches(
                 mine, stack_mod.exclude_pathspec(self.queue_paths)))
         self._read.update(upstream + mine)
-        self._diffs.update(log_sections(text))  # their lines are parsed when first asked for
+        for commit, diff in log_sections(text):  # lines parsed when first asked for
+            # A patch commit upstream holds too (`--force`) comes twice: both diffs count.
+            self._diffs.setdefault(commit, []).append(diff)
         self._ids.update(self.git.patch_ids(text))
 
     def _lines_of(self, commit: str) -> dict[str, set[bytes]]:
         """{path: the lines it adds or removes} of a commit diffed so far ({} for one not
         read or with an empty diff), parsed on first ask: most rebases never ask."""
         if commit in self._diffs:
-            self._lines[commit] = diff_lines(self._diffs.pop(commit))
+            lines = self._lines[commit] = {}
+            for diff in self._diffs.pop(commit):
+                for path, changed in diff_lines(diff).items():
+                    lines.setdefault(path, set()).update(changed)
         return self._lines.get(commit, {})
 
 
@@ -185,17 +190,11 @@ def _flip(line: bytes) -> bytes:
     return (b"-" if line[:1] == b"+" else b"+") + line[1:]
 
 
-def log_sections(log: bytes) -> dict[str, bytes]:
-    """{commit: its diff} of `git log -p` output with `commit <id>` headers."""
+def log_sections(log: bytes) -> list[tuple[str, bytes]]:
+    """(commit, its diff) of each section of `git log -p` output with `commit <id>` headers."""
     marks = list(_COMMIT_LINE.finditer(log))
-    return {m.group(0)[7:].decode(): log[m.end():marks[i + 1].start() if i + 1 < len(marks)
-                                          else len(log)] for i, m in enumerate(marks)}
-
-
-def changed_lines(log: bytes) -> dict[str, dict[str, set[bytes]]]:
-    """{commit: {path: the lines its diff adds or removes, with their sign}} of `git log -p`
-    output with `commit <id>` headers."""
-    return {commit: diff_lines(diff) for commit, diff in log_sections(log).items()}
+    return [(m.group(0)[7:].decode(), log[m.end():marks[i + 1].start() if i + 1 < len(marks)
+                                         else len(log)]) for i, m in enumerate(marks)]
 
 
 def diff_lines(diff: bytes) -> dict[str, set[bytes]]:
