@@ -51,6 +51,10 @@ _HEX_ID = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
 class Git(WorkingTree):
     """One repository: the gateway, merges, and the named verbs below."""
 
+    def __init__(self, root: Path, git_dir: Path, common_dir: Path) -> None:
+        super().__init__(root, git_dir, common_dir)
+        self._changes: dict[str, list[Change]] = {}  # commit_changes' answers: they never change
+
     # -- revisions ----------------------------------------------------------------
 
     def resolve(self, rev: str, what: str = "revision") -> CommitId:
@@ -186,10 +190,15 @@ class Git(WorkingTree):
         return renames
 
     def commit_changes(self, commits: Sequence[str]) -> dict[str, list[Change]]:
-        """What each commit changes against its first parent, path by path (one process)."""
+        """What each commit changes against its first parent, path by path (one process, for
+        the commits not asked about before in this process)."""
+        missing = [c for c in dict.fromkeys(commits) if c not in self._changes]
+        if missing:
+            self._changes.update(self._read_changes(missing))
+        return {c: list(self._changes[c]) for c in commits}
+
+    def _read_changes(self, commits: list[str]) -> dict[str, list[Change]]:
         result: dict[str, list[Change]] = {c: [] for c in commits}
-        if not commits:
-            return result
         fields = self.run("diff-tree", "--stdin", "-r", "-z", "--no-renames",
                           input=stdin_lines(commits)).split(b"\0")
         current = ""

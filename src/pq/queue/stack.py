@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from pq.errors import ConfigError, GitError, OperationFailed
-from pq.git.objects import Change, CommitId, Person
+from pq.git.objects import CommitId, Person
 from pq.git.repo import Git
 from pq.git.trees import TreeCollision, Trees
 from pq.model import dep3, hunkapply, layers, patchfile
@@ -39,49 +39,43 @@ def exclude_pathspec(queue_paths: Sequence[str]) -> list[str]:
 
 
 def read_stack(git: Git, base: str, tip: str, queue_paths: Sequence[str], *,
-               known: Sequence[bytes] | None = None,
-               changes: dict[str, list[Change]] | None = None) -> list[StackCommit]:
+               known: Sequence[bytes] | None = None) -> list[StackCommit]:
     """The patch commits of base..tip, oldest first; merges are refused, not guessed at.
 
     `known`: the patch commits' diffs, oldest first, when the caller has them already (the
     patch files of a queue known to be this very stack's export, see pq.queue.verified).
-    They are taken, and the stack is not diffed, when the paths each commit changes (read
-    into `changes`, which the caller wants next) match them one for one; else the stack is
-    diffed as without them."""
+    They are taken, and the stack is not diffed, when the paths each commit changes match
+    them one for one; else the stack is diffed as without them."""
     revs = _linear_range(git, base, tip)
     if not revs:
         return []
     commits = [c for c, _ in revs]
-    by_commit = None if known is None else _known_diffs(git, commits, queue_paths, known,
-                                                         changes)
-    if by_commit is None:
-        raw = git.commit_patches(commits, exclude_pathspec(queue_paths))
-        by_commit = {c: patchfile.strip_index_lines(d) for c, d in raw.items()}
+    diffs = None if known is None else _known_diffs(git, commits, queue_paths, known)
+    if diffs is None:
+        diffs = git.commit_patches(commits, exclude_pathspec(queue_paths))
     git.odb.read_many(commits)  # every commit in one stream, then cached
     result = []
     for commit, parents in revs:
-        diff = by_commit.get(commit)
+        diff = diffs.get(commit, b"")
         info = git.commit(commit)
-        if diff is None or not diff.strip():
-            if diff is None or info.tree != git.tree_of(parents[0]):
+        if not diff.strip():
+            if info.tree != git.tree_of(parents[0]):
                 continue  # bookkeeping: touches only the queue's own files
             diff = b""  # an empty commit (as `git commit --allow-empty` makes): a patch
         message, name = patchfile.strip_trailer(info.message)
-        result.append(StackCommit(commit, parents[0], diff, name, message, info.author,
-                                  info.encoding))
+        result.append(StackCommit(commit, parents[0], patchfile.strip_index_lines(diff), name,
+                                  message, info.author, info.encoding))
     return result
 
 
 def _known_diffs(git: Git, commits: list[CommitId], queue_paths: Sequence[str],
-                 known: Sequence[bytes], changes: dict[str, list[Change]] | None
-                 ) -> dict[str, bytes] | None:
-    """{patch commit: its diff from `known`}, or None where the commits' changed paths do
-    not match `known` one for one (or a queue path is a pattern git would match itself)."""
+                 known: Sequence[bytes]) -> dict[str, bytes] | None:
+    """{patch commit: its diff from `known`} (what `commit_patches` would give, index lines
+    aside), or None where the commits' changed paths do not match `known` one for one (or
+    a queue path is a pattern git would match itself)."""
     if any(set(q) & _PATHSPEC_MAGIC for q in queue_paths):
         return None
-    changed = git.commit_changes(commits)
-    if changes is not None:
-        changes.update(changed)
+    changed = git.commit_changes(commits)  # the rebase asks for them next anyway
     # Changes only to the queue's files: bookkeeping; no change at all: an empty patch.
     own = {c: {path for path, _, _ in changed[c] if not is_queue_path(path, queue_paths)}
            for c in commits}

@@ -57,9 +57,7 @@ def start(git: Git, upstream: str | None = None, *, gate: bool = False,
             worktree.require_clean_queue_dirs(dirty, qp)
 
         try:
-            changes: dict[str, list[Change]] = {}
-            stack, head, old_base = _checked_stack(git, branch, queue, ref, onto, force,
-                                                   changes)
+            stack, head, old_base = _checked_stack(git, branch, queue, ref, onto, force)
         except Exception:
             require_clean()  # uncommitted changes are the first thing to fix, as ever
             raise
@@ -75,9 +73,7 @@ def start(git: Git, upstream: str | None = None, *, gate: bool = False,
     # while the rebase's state is built.
     with Transaction(git, f"pq rebase {ref}") as txn, Background(
             lambda: git.log_files(f"{old_base}..{onto}"), "pq git log") as upstream_log:
-        changes.update(trees.load_changes([sc.commit for sc in stack
-                                           if sc.commit not in changes]))
-        changes = {sc.commit: changes[sc.commit] for sc in stack}  # the patch commits'
+        changes = trees.load_changes([sc.commit for sc in stack])
         trees.read_commits([sc.commit for sc in stack])
         steps = [Step(entry.name, layers[entry.name], sc.commit, sc.parent,
                       _queue_free_pick(git, trees, sc.commit, sc.parent, changes[sc.commit], qp))
@@ -102,13 +98,11 @@ def start(git: Git, upstream: str | None = None, *, gate: bool = False,
             return _settle(txn, state, report)
 
 
-def _checked_stack(git: Git, branch: str, queue: Queue, ref: str, onto: str, force: bool,
-                   changes: dict[str, list[Change]]
+def _checked_stack(git: Git, branch: str, queue: Queue, ref: str, onto: str, force: bool
                    ) -> tuple[list[stack_mod.StackCommit], str, str]:
     """The branch's patch commits (refusing a stack that differs from the queue, or an
-    `onto` that would move the series back or already holds it), HEAD and the old base;
-    `changes` may receive what the range's commits change. Read-only, so it runs while
-    `git status` looks at the working tree."""
+    `onto` that would move the series back or already holds it), HEAD and the old base:
+    read-only, so it runs while `git status` looks at the working tree."""
     series = queue.series
     qp = series.queue_paths
     head = git.head()
@@ -121,7 +115,7 @@ def _checked_stack(git: Git, branch: str, queue: Queue, ref: str, onto: str, for
                                "rebases onto it anyway")
     # A queue verified before is this stack's export: its patch files hold the diffs.
     known = verified.known(git, head, queue)
-    stack = stack_mod.read_stack(git, old_base, head, qp, changes=changes,
+    stack = stack_mod.read_stack(git, old_base, head, qp,
                                  known=_diffs_of(queue) if known else None)
     if not known:  # else this very check passed before
         fresh = stack_mod.export(git, stack, series, old_base,
