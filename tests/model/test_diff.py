@@ -188,11 +188,21 @@ def test_a_hunk_shorter_than_its_header_is_refused() -> None:
     b"diff --git a/../x b/../x", b'diff --git "a/.git/config" "b/.git/config"',
     b"--- a/ok\n+++ b/.GIT/hooks/pre-commit", b"rename to ../../etc/passwd",
     b'diff --git "a/\\056\\056/x" "b/\\056\\056/x"', b'diff --git a/ok b/sp ace/../../x',
+    b"diff --git x/../../e y/../../e",  # git apply -p1 strips any first folder
 ])
 def test_check_paths_refuses_paths_outside_the_repository(line: bytes) -> None:
     with pytest.raises(ConfigError, match="outside the repository") as e:
         diffs.check_paths(line + b"\n", "patches/0001-x.patch", 7)
     assert e.value.path == "patches/0001-x.patch"
+
+
+@pytest.mark.parametrize("line", [
+    b"diff --git a/docs/x .git b/docs/x .git", b"diff --git a/x /etc b/x /etc",
+    b"diff --git a/x ../y b/x ../y", b"diff --git a/t\t.git b/t\t.git",
+])
+def test_check_paths_takes_names_with_spaces_as_git_reads_them(line: bytes) -> None:
+    """A word after a space is no path of its own: `docs/x .git` is a file in docs/."""
+    diffs.check_paths(line + b"\n", "patches/0001-x.patch", 7)
 
 
 def test_check_paths_skips_hunk_bodies_by_count(repo: Path) -> None:

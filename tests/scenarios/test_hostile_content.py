@@ -4,8 +4,8 @@ One fork holds, in its patch commits, the authors, messages and files that broke
 before: a comma and umlauts in a name, a non-ASCII e-mail address, an empty address,
 non-UTF-8 names and subjects (with and without an `encoding` header), CRLF messages,
 trailing spaces, two-line subjects, encoded-word look-alikes, a `---` + `diff --git`
-inside a message, an empty commit, binary and CRLF files, a non-UTF-8 file name, a link
-and a mode change. init, series, export, apply, check, the pre-push hook, audit and
+inside a message, an empty commit, binary and CRLF files, a non-UTF-8 file name, a file
+named `docs/notes .git`, a link and a mode change. init, series, export, apply, check, the pre-push hook, audit and
 rebase each run on it; the results are compared with `git rebase` / the original commits.
 """
 
@@ -68,6 +68,7 @@ def hostile_fork(tmp_path: Path) -> Path:
     raw_commit(fork, b"build: caf\xe9 subject in latin-1\n", author=(NAME_LATIN1, b"jp@example.org"))
     write(fork, "pkg/na\xefve.py".encode("latin-1").decode("utf-8", "surrogateescape"),
           "x = 1\n")
+    write(fork, "docs/notes .git", "a file, not a repository\n")  # a space, then `.git`
     git(fork, "add", "-A")
     raw_commit(fork, "glue: ISO-8859-1 message, caf\xe9\n".encode("latin-1"),
                author=(NAME_LATIN1, b"jp@example.org"), encoding="ISO-8859-1")

@@ -139,12 +139,19 @@ def unquote_path(raw: bytes) -> str:
 
 
 def _git_line_candidates(rest: bytes) -> list[str]:
-    """Every path the `diff --git` line could mean (unquoted names may contain spaces)."""
+    """Every path the `diff --git` line could mean (unquoted names may contain spaces):
+    each half of a split before `b/` (pq's reading), and each name git apply could take,
+    the same after a split at any space or tab once each half loses its first folder.
+    A lone word is no candidate: neither reader takes one (`docs/x .git` is a file)."""
     if rest.startswith(b'"'):
         return [unquote_path(t) for t in _NAME_TOKEN.findall(rest)]
-    paths = [unquote_path(t) for t in rest.split(b" ")]
-    for m in re.finditer(rb" (?=b/)", rest):
-        paths += [unquote_path(rest[:m.start()]), unquote_path(rest[m.end():])]
+    paths = []
+    for m in re.finditer(rb"[ \t]", rest):
+        a, b = rest[:m.start()], rest[m.end():]
+        if b.startswith(b"b/"):
+            paths += [unquote_path(a), unquote_path(b)]
+        if b"/" in a and b"/" in b and a.split(b"/", 1)[1] == b.split(b"/", 1)[1]:
+            paths.append(unquote_path(a.split(b"/", 1)[1]))
     return paths
 
 
