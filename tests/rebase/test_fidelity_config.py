@@ -223,3 +223,43 @@ def test_an_earlier_patch_sets_the_attribute_a_later_merge_uses(tmp_path: Path) 
     git(fork, "fetch", "-q", "upstream")
     code, _ = _compare_with_git(tmp_path, fork)
     assert code == 0  # git merges both with union, as the first patch asks; so does pq
+
+
+# -- submodules: a bump is a change whatever `submodule.<name>.ignore` says --------------
+
+
+@pytest.mark.parametrize("where", ["gitmodules", "config", "unset"])
+def test_a_submodule_bump_survives_a_rebase_whatever_its_ignore_setting(
+        tmp_path: Path, where: str) -> None:
+    """`ignore = all` (in .gitmodules or the configuration) hides a submodule's bump from
+    git's plumbing diffs unless told otherwise; pq's rebase still replays the bump, as
+    `git rebase` does (a clean patch whose change pq could not see came out empty)."""
+    old, new = "1" * 40, "2" * 40
+    modules = '[submodule "sub"]\n\tpath = sub\n\turl = ../sub\n'
+    if where == "gitmodules":
+        modules += "\tignore = all\n"
+    up = make_upstream(tmp_path / "upstream", {".gitmodules": modules, "README.md": "x\n"})
+    git(up, "update-index", "--add", "--cacheinfo", f"160000,{old},sub")
+    git(up, "commit", "-q", "-m", "upstream: sub")
+    fork = make_fork(tmp_path, up)
+    if where == "config":
+        git(fork, "config", "submodule.sub.ignore", "all")
+    git(fork, "update-index", "--cacheinfo", f"160000,{new},sub")
+    git(fork, "commit", "-q", "-m", "build: bump sub")
+    write(fork, "README.md", "x\npaddle\n")
+    git(fork, "commit", "-q", "-m", "python-glue: readme", "README.md")
+    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    assert f"+Subproject commit {new}" in (
+        fork / "patches/0001-build-bump-sub.patch").read_text()
+    write(up, "LICENSE", "MIT\n")
+    git(up, "add", "LICENSE")  # not `add -A`: upstream's checkout has no sub/ folder
+    git(up, "commit", "-q", "-m", "upstream: license")
+    git(fork, "fetch", "-q", "upstream")
+    git(fork, "branch", "-q", "by-git", "HEAD~1")
+    pq(fork, "rebase", "upstream/main")
+    git(fork, "rebase", "-q", "upstream/main", "by-git")
+    assert git(fork, "rev-parse", "paddle:sub").strip() == new
+    assert git(fork, "rev-parse", "paddle~2:sub").strip() == new  # in the bump's own commit
+    assert tree_without_queue(fork, "paddle") == tree_without_queue(fork, "by-git")
+    git(fork, "checkout", "-q", "paddle")
+    assert pq(fork, "check").exit_code == 0

@@ -28,6 +28,9 @@ DIFF_CONFIG = (
 # `git log -p` and `git diff` refuse an empty diff.orderFile (only diff-tree takes it); in a
 # sealed directory no configuration sets one.
 PORCELAIN_DIFF_CONFIG = DIFF_CONFIG[:-2]
+# What a commit changes includes its submodule bumps, whatever `submodule.<name>.ignore`
+# says (in the configuration or in .gitmodules, where `all` hides them from plumbing too).
+EVERY_SUBMODULE = "--ignore-submodules=none"
 DIFF_OPTIONS = (
     "--no-color",
     "--no-ext-diff",
@@ -39,7 +42,7 @@ DIFF_OPTIONS = (
     "--indent-heuristic",
     "--src-prefix=a/",
     "--dst-prefix=b/",
-    "--ignore-submodules=none",
+    EVERY_SUBMODULE,
 )
 
 
@@ -129,7 +132,8 @@ class Git(WorkingTree):
         """(commit, the paths it changes) for each non-merge commit of `range_`, oldest
         first."""
         out = self.run("log", "-z", "--topo-order", "--format=%x01%H", "--name-only",
-                       "--no-renames", "--no-merges", "--no-show-signature", range_)
+                       "--no-renames", "--no-merges", "--no-show-signature", EVERY_SUBMODULE,
+                       range_)
         log: list[tuple[CommitId, set[str]]] = []
         for field in out.split(b"\0"):
             field = field.lstrip(b"\n")
@@ -171,12 +175,12 @@ class Git(WorkingTree):
         """The paths that differ between two trees (only those of `diff_filter`: A, D...)."""
         filt = [f"--diff-filter={diff_filter}"] if diff_filter else []
         return zsplit(self.run("diff-tree", "-r", "-z", "--name-only", "--no-renames", *filt,
-                               old, new))
+                               EVERY_SUBMODULE, old, new))
 
     def renamed_paths(self, old: str, new: str) -> dict[str, str]:
         """{old path: new path} for each file git finds renamed between two trees."""
-        fields = self.run("diff-tree", "-r", "-z", "--find-renames", "--name-status", old,
-                          new).decode("utf-8", "surrogateescape").split("\0")
+        fields = self.run("diff-tree", "-r", "-z", "--find-renames", "--name-status",
+                          EVERY_SUBMODULE, old, new).decode("utf-8", "surrogateescape").split("\0")
         renames: dict[str, str] = {}
         i = 0
         while i < len(fields) - 1:
@@ -199,7 +203,7 @@ class Git(WorkingTree):
 
     def _read_changes(self, commits: list[str]) -> dict[str, list[Change]]:
         result: dict[str, list[Change]] = {c: [] for c in commits}
-        fields = self.run("diff-tree", "--stdin", "-r", "-z", "--no-renames",
+        fields = self.run("diff-tree", "--stdin", "-r", "-z", "--no-renames", EVERY_SUBMODULE,
                           input=stdin_lines(commits)).split(b"\0")
         current = ""
         i = 0
