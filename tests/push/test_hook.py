@@ -125,6 +125,25 @@ def test_patch_that_no_longer_applies_is_refused(tmp_path: Path) -> None:
     assert {c["name"]: c["status"] for c in data["checks"]}["apply"] == "not-run"
 
 
+def test_apply_compares_the_rebuilt_tree_without_the_queue_files(tmp_path: Path) -> None:
+    """The apply check's tree comparison, queue files left out: the pushed tree passes, and
+    a tree with one file more than the patches rebuild is named, file by file."""
+    from pq.git.repo import Git
+    from pq.git.trees import Trees
+    from pq.push import checks, registry
+
+    fork, _ = make_pushable(tmp_path)
+    repo = Git.open(fork)
+    ctx = registry.load_context(repo, repo.resolve("HEAD"), "refs/heads/paddle")
+    ctx.decide("export", registry.PASSED)
+    assert checks.check_apply(repo, ctx) == []
+    extra = Trees(repo).edit(ctx.tree, {"pkg/extra.py": ("100644", repo.write_blob(b"x\n"))})
+    ctx.tree = extra
+    failures = checks.check_apply(repo, ctx)
+    assert [f.check for f in failures] == ["apply"]
+    assert "pkg/extra.py" in failures[0].message and "differ" in failures[0].message
+
+
 def test_skipping_export_skips_apply_which_would_fail(tmp_path: Path,
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     fork, _ = make_pushable(tmp_path)

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from pq.errors import ConfigError, OperationFailed
 from pq.git.objects import CommitId, Person, TreeId
 from pq.git.repo import Git
+from pq.git.trees import Trees
 from pq.push.registry import (
     PASSED,
     UNAVAILABLE,
@@ -22,6 +23,8 @@ from pq.push.registry import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from pq.queue.files import Queue
 
 # Patches that match their commits but do not rebuild the tree: rebuild and compare.
@@ -169,14 +172,15 @@ def _mismatch(git: Git, name: str, commit: str, fresh: Queue,
 def check_apply(git: Git, ctx: CheckContext) -> list[CheckFailure]:
     queue = _queue(ctx)
     base = git.resolve(queue.series.base)
-    paths = list(queue.series.queue_paths)
-    want = git.build_tree(ctx.tree, remove=paths)
+    paths = tuple(queue.series.queue_paths)
+    trees = Trees(git)  # the queue's files leave the trees in memory, not through an index
+    want = trees.without(ctx.tree, paths)
     quick = _apply_in_one_go(git, queue, base)
-    if quick is not None and git.build_tree(quick, remove=paths) == want:
+    if quick is not None and trees.without(quick, paths) == want:
         return []
     if ctx.status_of("export") not in (PASSED, UNAVAILABLE):
         return []  # moot (reported not-run): spare the patch-by-patch rebuild
-    return _apply_one_by_one(git, ctx, queue, base, want, paths)
+    return _apply_one_by_one(git, ctx, queue, base, want, lambda tree: trees.without(tree, paths))
 
 
 def _apply_in_one_go(git: Git, queue: Queue, base: CommitId) -> TreeId | None:
@@ -196,7 +200,7 @@ def _apply_in_one_go(git: Git, queue: Queue, base: CommitId) -> TreeId | None:
 
 
 def _apply_one_by_one(git: Git, ctx: CheckContext, queue: Queue, base: CommitId,
-                      want: TreeId, paths: list[str]) -> list[CheckFailure]:
+                      want: str, without_queue: Callable[[str], str]) -> list[CheckFailure]:
     """`stack.materialise`, patch by patch: slower, and it names the patch that fails."""
     from pq.queue import stack
 
@@ -208,7 +212,7 @@ def _apply_one_by_one(git: Git, ctx: CheckContext, queue: Queue, base: CommitId,
     except ConfigError as exc:  # a patch file that does not parse
         return [CheckFailure("apply", exc.render(), _REBUILD)]
     built = git.tree_of(commits[-1][1]) if commits else git.tree_of(base)
-    got = git.build_tree(built, remove=paths)
+    got = without_queue(built)
     if want == got:
         return []
     differ = git.changed_paths(got, want)
