@@ -142,8 +142,9 @@ def _git_line_candidates(rest: bytes) -> list[str]:
     """Every path the `diff --git` line could mean (unquoted names may contain spaces):
     each half of a split before `b/` (pq's reading), and each name git apply could take,
     the same after a split at any space or tab once each half loses its first folder.
-    A lone word is no candidate: neither reader takes one (`docs/x .git` is a file)."""
-    if rest.startswith(b'"'):
+    A lone word is no candidate: neither reader takes one (`docs/x .git` is a file); a
+    quoted name makes every word one, as pq reads such a line by its words."""
+    if rest.startswith(b'"') or rest.endswith(b'"'):
         return [unquote_path(t) for t in _NAME_TOKEN.findall(rest)]
     paths = []
     for m in re.finditer(rb"[ \t]", rest):
