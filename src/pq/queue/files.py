@@ -127,6 +127,23 @@ def is_queue_path(path: str, queue_paths: Sequence[str]) -> bool:
     return any(path == q or path.startswith(q + "/") for q in queue_paths)
 
 
+def require_no_upstream_files(git: Git, commit: str, queue_paths: Sequence[str],
+                              label: str) -> None:
+    """Refuse an upstream commit that has files of its own where pq keeps the queue
+    (series.yaml, patches/, mre/, .pq/, the series' queue_paths): pq's bookkeeping
+    commits replace those paths whole, so upstream's files there would be lost or
+    reverted without a word."""
+    names = [path for _, _, _, path in git.ls_tree(commit, list(queue_paths))]
+    if names:
+        listed = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5
+                                         else "")
+        raise ConfigError(
+            f"{label} ({commit[:12]}) has its own files where pq keeps the queue: {listed}; "
+            "pq's bookkeeping commits would overwrite or drop them",
+            hint="pq cannot keep its queue (series.yaml, patches/, mre/, .pq/) beside "
+                 "upstream files there; keep this fork's edits with plain git")
+
+
 def is_queue_file(path: str) -> bool:
     """series.yaml, or a patch file (patches/*.patch); other files in patches/ are the
     user's, and pq leaves them alone."""

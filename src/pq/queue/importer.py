@@ -31,7 +31,13 @@ from pq.queue import stack as stack_mod
 from pq.queue.bookkeeping import bookkeeping_commit
 from pq.queue.copies import CopyProposal
 from pq.queue.copies import propose as propose_copies
-from pq.queue.files import Queue, is_queue_path, require_no_untracked_in_the_way, write_worktree
+from pq.queue.files import (
+    Queue,
+    is_queue_path,
+    require_no_untracked_in_the_way,
+    require_no_upstream_files,
+    write_worktree,
+)
 from pq.queue.split import part_trees
 
 # (path, line, code) of each added line that looks like a workaround, for one file's diff.
@@ -104,6 +110,7 @@ def import_fork(git: Git, upstream: str, branch: str | None = None, *, dry_run: 
         if base is None:
             raise ConfigError(f"{name} and {upstream} share no history",
                               hint="is the upstream remote fetched? `git fetch upstream`")
+        require_no_upstream_files(git, base, queue_paths, f"the fork's base on {upstream}")
         target = git.tree_of(tip)
         if target == git.tree_of(base):
             raise ConfigError(f"{name} has no changes against {upstream} (base {base[:12]}); "

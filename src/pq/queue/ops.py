@@ -28,6 +28,7 @@ from pq.queue.files import (
     read_tree,
     read_worktree,
     require_no_untracked_in_the_way,
+    require_no_upstream_files,
     reset_to_head,
     write_worktree,
 )
@@ -98,6 +99,7 @@ def init(git: Git, upstream: str, *, force: bool = False, commit: bool = False) 
             raise ConfigError(f"HEAD and {upstream} share no history",
                               hint="is the upstream remote fetched? `git fetch upstream`")
         old = new_series(upstream, base)
+        require_no_upstream_files(git, base, old.queue_paths, f"the fork's base on {upstream}")
         prev_queue: Queue | None = None
         if force and (git.root / SERIES_FILE).exists():
             try:
@@ -276,6 +278,8 @@ def apply(git: Git, onto: str | None = None, *, branch: str | None = None,
         onto_id = git.resolve(onto, "commit to apply onto") if onto else git.resolve(
             series.base, "series base (upstream.base in series.yaml)")
         require_clean(git, series.queue_paths, "pq apply")
+        require_no_upstream_files(git, onto_id, series.queue_paths,
+                                  onto or "the series base")
         current = require_branch(git)
         head = git.head()
         if branch is None:

@@ -107,6 +107,7 @@ def _checked_stack(git: Git, branch: str, queue: Queue, ref: str, onto: str, for
     qp = series.queue_paths
     head = git.head()
     old_base = git.resolve(series.base, "series base (upstream.base in series.yaml)")
+    queuefiles.require_no_upstream_files(git, old_base, qp, "the series base")
     if onto != old_base and not force and git.is_ancestor(onto, old_base):
         raise ConfigError(f"{ref} ({onto[:12]}) is an ancestor of the series base "
                           f"{old_base[:12]}: rebasing onto it moves the series back to an "
@@ -136,6 +137,9 @@ def _checked_stack(git: Git, branch: str, queue: Queue, ref: str, onto: str, for
             f"copy of it, not its upstream (series.yaml names {series.upstream_ref})",
             hint=f"`pq rebase {series.upstream_ref}`; if upstream really merged these "
                  f"commits, `pq rebase --force {ref}` drops them as already upstream")
+    # (A forced rebase onto a ref holding this branch finds the branch's own queue there.)
+    if onto != old_base and not (force and stack and git.is_ancestor(stack[0].commit, onto)):
+        queuefiles.require_no_upstream_files(git, onto, qp, ref)
     return stack, head, old_base
 
 

@@ -1,0 +1,68 @@
+"""An upstream with files of its own where pq keeps the queue (series.yaml, patches/, mre/,
+.pq/): pq's bookkeeping commits replace those paths whole, so init, import, apply and
+rebase refuse such an upstream with one line naming its files, and write nothing, where
+they would otherwise drop or revert upstream's files without a word."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from gitrepo import commit_all, git, make_fork, make_upstream, pq, write
+
+FILES = {"setup.py": "setup()\n", "README.md": "upstream\n"}
+
+
+def _state(repo: Path) -> tuple[str, str, str]:
+    return (git(repo, "for-each-ref"), git(repo, "status", "--porcelain", "--ignored"),
+            git(repo, "rev-parse", "HEAD"))
+
+
+def test_init_and_import_refuse_a_base_with_files_under_the_queue_paths(
+        tmp_path: Path) -> None:
+    up = make_upstream(tmp_path / "upstream", {**FILES, "patches/zlib.diff": "v1\n",
+                                               "mre/notes.txt": "x\n"})
+    fork = make_fork(tmp_path, up)
+    write(fork, "setup.py", "import paddle\nsetup()\n")
+    commit_all(fork, "build: enable paddle")
+    before = _state(fork)
+    for command in (["init", "--upstream", "upstream/main", "--commit"],
+                    ["import", "--upstream", "upstream/main"]):
+        refused = pq(fork, *command, ok=False)
+        assert refused.exit_code == 2, refused.output
+        lines = [ln for ln in refused.output.splitlines() if ln.strip()]
+        assert len(lines) == 1 and lines[0].startswith("pq: error: "), refused.output
+        assert "mre/notes.txt, patches/zlib.diff" in lines[0]
+        assert "where pq keeps the queue" in lines[0]
+        assert _state(fork) == before
+        assert not (fork / "series.yaml").exists()
+
+
+def test_rebase_refuses_an_upstream_that_adds_files_under_the_queue_paths(
+        tmp_path: Path) -> None:
+    """The case that lost data: upstream's own patches/ files, added after `pq init`,
+    came out of the rebase dropped (git rebase keeps them)."""
+    up = make_upstream(tmp_path / "upstream", FILES)
+    fork = make_fork(tmp_path, up)
+    write(fork, "setup.py", "import paddle\nsetup()\n")
+    commit_all(fork, "build: enable paddle")
+    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    write(up, "patches/zlib.diff", "v1\n")
+    write(up, "patches/0001-upstream-fix.patch", "From upstream\n")
+    commit_all(up, "upstream: vendored patches")
+    git(fork, "fetch", "-q", "upstream")
+    before = _state(fork)
+    refused = pq(fork, "rebase", "upstream/main", ok=False)
+    assert refused.exit_code == 2, refused.output
+    assert "upstream/main (" in refused.output
+    assert "patches/0001-upstream-fix.patch, patches/zlib.diff" in refused.output
+    assert _state(fork) == before
+    refused = pq(fork, "apply", "--onto", "upstream/main", ok=False)
+    assert refused.exit_code == 2 and "where pq keeps the queue" in refused.output
+    assert _state(fork) == before
+    # The upstream takes its files away again: the rebase goes through.
+    git(up, "rm", "-q", "-r", "patches")
+    git(up, "commit", "-q", "-m", "upstream: no vendored patches")
+    git(fork, "fetch", "-q", "upstream")
+    pq(fork, "rebase", "upstream/main")
+    assert git(fork, "ls-tree", "-r", "--name-only", "HEAD", "patches").split() == [
+        "patches/0001-build-enable-paddle.patch"]
