@@ -23,6 +23,8 @@ def abort(git: Git, force: bool = False) -> RebaseReport:
     if not force:
         rebase_status.require_in_place(git, state, "abort")
     with Transaction(git, "pq rebase --abort"):
+        if state.touched:  # the working tree is reset: nothing untracked goes with it
+            worktree.require_nothing_in_the_way(git, state, state.orig_head, aborting=True)
         worktree.restore(git, state)
         rs.remove(git)
         settle_stopped(git, "aborted", state.log_id)

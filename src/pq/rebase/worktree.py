@@ -112,18 +112,23 @@ def _committed_entries(git: Git, rev: str) -> dict[str, tuple[str, str]]:
 # -- moves ------------------------------------------------------------------------------
 
 
-def require_nothing_in_the_way(git: Git, state: RebaseState, target: str) -> None:
+def require_nothing_in_the_way(git: Git, state: RebaseState, target: str, *,
+                               aborting: bool = False) -> None:
     """Refuse, before HEAD moves to `target`, when untracked files stand where `target`
-    has files (git would refuse halfway); pq's own queue files are dealt with apart."""
+    has files (git would refuse halfway; `--abort`'s `reset --hard` would overwrite them,
+    beyond `pq undo`'s reach); pq's own queue files are dealt with apart."""
     added = git.changed_paths("HEAD", target, diff_filter="A")
-    # Once HEAD is detached pq has cleared the queue files: any there now are in the way.
-    in_way = git.untracked([p for p in added if state.detached or (
+    # Once HEAD is detached pq has cleared the queue files: any there now are in the way,
+    # except on --abort, which puts back the queue as it was (the undo log keeps these).
+    in_way = git.untracked([p for p in added if (state.detached and not aborting) or (
         p != SERIES_FILE and not p.startswith(PATCHES_DIR + "/"))])
     if in_way:
-        again = ("then `pq rebase --continue`" if state.detached
+        again = ("then `pq rebase --abort`" if aborting else
+                 "then `pq rebase --continue`" if state.detached
                  else "then run `pq rebase` again")
+        branch = "the branch as before the rebase" if aborting else "the rebased branch"
         raise ConfigError(f"untracked {list_paths(in_way)} would be overwritten by files of "
-                          "the rebased branch", hint=f"move them aside, {again}")
+                          f"{branch}", hint=f"move them aside, {again}")
 
 
 def show_conflict(git: Git, state: RebaseState, pick: str
