@@ -373,3 +373,27 @@ def test_abort_refuses_to_overwrite_a_file_the_user_created_meanwhile(tmp_path: 
     pq(fork, "rebase", "--abort")
     assert git(fork, "rev-parse", "HEAD") == tip
     assert (fork / "README.md").read_text() == "upstream\n"
+
+
+def test_a_rebase_stopped_in_one_worktree_is_ended_only_there(tmp_path: Path) -> None:
+    """pq's rebase state is the repository's, shared by its worktrees; HEAD, index and files
+    are the worktree's. From another worktree, --continue, --skip and --abort (which reset
+    that worktree onto the branch, its uncommitted work with it) refuse, naming where the
+    rebase runs, and so does a new rebase."""
+    up, fork = make_series(tmp_path)
+    tip = git(fork, "rev-parse", "HEAD")
+    conflict_upstream(up, fork)
+    git(fork, "switch", "-q", "-c", "other", "upstream/main")
+    linked = tmp_path / "linked"
+    git(fork, "worktree", "add", "-q", str(linked), "paddle")
+    assert pq(linked, "rebase", "upstream/main", ok=False).exit_code == 1
+    write(fork, "README.md", "my edit, committed nowhere\n")
+    before = whole_state(fork)
+    for args in (["--abort"], ["--continue"], ["--skip"], ["upstream/main"]):
+        refused = pq(fork, "rebase", *args, ok=False)
+        assert refused.exit_code == 2, refused.output
+        assert f"in the worktree {linked}" in refused.output, refused.output
+        assert whole_state(fork) == before
+    pq(linked, "rebase", "--abort")
+    assert git(linked, "rev-parse", "HEAD") == tip
+    assert (fork / "README.md").read_text() == "my edit, committed nowhere\n"

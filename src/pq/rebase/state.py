@@ -9,6 +9,7 @@ the moves that do touch them live in rebase/worktree.py and rebase/landing.py.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
@@ -78,6 +79,12 @@ class RebaseState:
     # The log entry of the `pq rebase` that started it: its stops, and those of each
     # --continue, are the entries from there on (None in states of older versions).
     log_id: int | None = None
+    # The worktree it runs in, as its git folder under the common one ("." for the main
+    # worktree; None in states of older versions), and that worktree's path then: the
+    # state is shared by every worktree of the repository, its HEAD, index and files are
+    # that one's. (A path alone would refuse a repository moved while stopped.)
+    worktree: str | None = None
+    worktree_root: str | None = None
 
     def to_json(self) -> bytes:
         # Shallow: asdict's deep copy was most of a save's time (every value here is a
@@ -139,11 +146,30 @@ def remove(git: Git) -> None:
 
 
 def load_required(git: Git) -> RebaseState:
+    """The rebase in progress, refused unless it runs in this working tree."""
     state = load(git)
     if state is None:
         raise ConfigError("no pq rebase in progress",
                           hint="start one with `pq rebase <upstream-ref>`")
+    elsewhere = started_elsewhere(git, state)
+    if elsewhere is not None:
+        raise ConfigError(f"the pq rebase in progress runs in the worktree {elsewhere}, not "
+                          f"in this one ({git.root})",
+                          hint=f"run `pq rebase --continue`, `--skip` or `--abort` there "
+                               f"(`cd {elsewhere}`)")
     return state
+
+
+def worktree_id(git: Git) -> str:
+    """Which worktree of its repository `git` is: its git folder under the common one."""
+    return os.path.relpath(os.path.realpath(git.git_dir), os.path.realpath(git.common_dir))
+
+
+def started_elsewhere(git: Git, state: RebaseState) -> str | None:
+    """The path of the worktree `state` runs in, when it is another than `git`'s."""
+    if state.worktree is None or state.worktree == worktree_id(git):
+        return None
+    return state.worktree_root or state.worktree
 
 
 def queue_before(git: Git, state: RebaseState) -> Queue:
@@ -159,11 +185,15 @@ def list_paths(paths: list[str]) -> str:
 
 
 def require_none(git: Git) -> None:
-    state = state_path(git)
-    if state.is_file():
-        raise ConfigError("a pq rebase is already in progress",
-                          hint="`pq rebase --continue`, `pq rebase --skip` or "
-                               "`pq rebase --abort`")
+    path = state_path(git)
+    if path.is_file():
+        state = load(git)
+        elsewhere = started_elsewhere(git, state) if state is not None else None
+        raise ConfigError("a pq rebase is already in progress"
+                          + (f" in the worktree {elsewhere}" if elsewhere else ""),
+                          hint=(f"`cd {elsewhere}`, then " if elsewhere else "")
+                          + "`pq rebase --continue`, `pq rebase --skip` or "
+                            "`pq rebase --abort`")
     require_no_git_operation(git)
 
 
