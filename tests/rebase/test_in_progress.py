@@ -397,3 +397,24 @@ def test_a_rebase_stopped_in_one_worktree_is_ended_only_there(tmp_path: Path) ->
     pq(linked, "rebase", "--abort")
     assert git(linked, "rev-parse", "HEAD") == tip
     assert (fork / "README.md").read_text() == "my edit, committed nowhere\n"
+
+
+def test_continue_and_abort_refuse_while_git_runs_a_rebase_of_its_own(tmp_path: Path) -> None:
+    """A `git rebase` started while pq's is stopped: pq landing its rebase (or resetting
+    for --abort) would leave git's rebase behind, and its `git rebase --abort` would later
+    reset the branch to a commit of its own."""
+    _, fork = stopped(tmp_path)
+    tip = git(fork, "rev-parse", "refs/heads/paddle")
+    git(fork, "reset", "-q", "--hard")
+    rebasing = subprocess.run(["git", "rebase", "-x", "false", "HEAD~1"], cwd=fork,
+                              capture_output=True, check=False)
+    assert rebasing.returncode != 0 and (fork / ".git/rebase-merge").is_dir()
+    before = whole_state(fork)
+    for action in ("--continue", "--skip", "--abort"):
+        refused = pq(fork, "rebase", action, ok=False)
+        assert refused.exit_code == 2, refused.output
+        assert "git has an operation in progress (rebase-merge)" in refused.output
+        assert whole_state(fork) == before
+    git(fork, "rebase", "--abort")
+    pq(fork, "rebase", "--abort")
+    assert git(fork, "rev-parse", "HEAD") == tip

@@ -196,6 +196,7 @@ def resume(git: Git, action: str, progress: Progress | None = None,
                           hint="`pq rebase --abort` restores the branch; then run the "
                                "rebase again")
     rebase_status.require_in_place(git, state, action)
+    rs.require_no_git_operation(git)  # a git rebase started meanwhile would land on ours
     if action == "continue" and not stopped:
         rebase_status.require_resolved(git, state)
     old = rs.queue_before(git, state)
