@@ -189,3 +189,45 @@ def test_unmerged_codes_are_git_status_codes_for_every_kind(tmp_path: Path) -> N
     assert found == status
     assert found == {"uu": "UU", "aa": "AA", "du": "DU", "ud": "UD", "ren": "DD",
                      "ren-ours": "AU", "ren-theirs": "UA"}
+
+
+@pytest.mark.parametrize("batch", [1, 2000])
+def test_an_interrupted_read_neither_hangs_nor_desynchronises_the_reader(
+        tmp_path: Path, batch: int) -> None:
+    """Ctrl-C in the middle of reading cat-file's answers (a batch whose requests and
+    answers both fill their pipes, or a single read): the interrupt goes through at once,
+    and the next read gets the right objects from a new cat-file."""
+    import threading
+
+    repo = Git.open(_repo(tmp_path))
+    blobs = [repo.write_blob(b"blob %d\n" % i * 40) for i in range(2000)]
+    odb = repo.odb
+    odb._cache.clear()  # written here, the blobs are remembered: read them from git
+    real = odb._read_one
+    answers = [0]
+
+    def interrupted(stream: object, rev: str) -> object:
+        answers[0] += 1
+        if answers[0] == min(5, batch):
+            raise KeyboardInterrupt
+        return real(stream, rev)  # type: ignore[arg-type]
+
+    odb._read_one = interrupted  # type: ignore[method-assign]
+    raised: list[BaseException] = []
+
+    def read() -> None:
+        try:
+            odb.read_many(blobs[:batch])
+        except BaseException as exc:
+            raised.append(exc)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    reader.join(20)
+    assert not reader.is_alive(), "the interrupted read hangs"
+    assert [type(e) for e in raised] == [KeyboardInterrupt]
+    odb._read_one = real  # type: ignore[method-assign]
+    odb._cache.clear()
+    assert [o[2] for o in odb.read_many(blobs[1990:]) if o] == [
+        b"blob %d\n" % i * 40 for i in range(1990, 2000)]
+    odb.close()

@@ -76,9 +76,13 @@ class ObjectDB:
                 # (cat-file waiting for us to read, we for it to read) on a large batch.
                 proc = self._batch()
                 assert proc.stdin is not None and proc.stdout is not None
-                proc.stdin.write(rev.encode("utf-8", "surrogateescape") + b"\n")
-                proc.stdin.flush()
-                found = self._read_one(proc.stdout, rev)
+                try:
+                    proc.stdin.write(rev.encode("utf-8", "surrogateescape") + b"\n")
+                    proc.stdin.flush()
+                    found = self._read_one(proc.stdout, rev)
+                except BaseException:  # Ctrl-C, say: its answer may be half read
+                    self._discard()
+                    raise
                 if found is not None:
                     self._remember(rev, found)
             result.append(found)
@@ -100,14 +104,20 @@ class ObjectDB:
         writer = threading.Thread(target=write, daemon=True)
         writer.start()
         out: dict[str, RawObject | None] = {}
+        read = False
         try:
             for rev in revs:
                 found = self._read_one(proc.stdout, rev)
                 if found is not None:
                     self._remember(rev, found)
                 out[rev] = found
+            read = True
         finally:
+            if not read:  # Ctrl-C, say: answers are left unread, cat-file blocks on them
+                proc.kill()  # and the writer on it; a later read starts a new one
             writer.join()
+            if not read:
+                self._discard()
         return out
 
     def kind(self, oid: str) -> str | None:
@@ -141,13 +151,22 @@ class ObjectDB:
         return sha, kind, data
 
     def close(self) -> None:
+        """End cat-file: its stdin closed, and its stdout too before the wait, so that a
+        batch left unread (an interrupted caller) cannot keep it, and us, waiting."""
         if self._proc is not None:
-            if self._proc.stdin:
-                self._proc.stdin.close()
-            self._proc.wait()
-            if self._proc.stdout:
-                self._proc.stdout.close()
-            self._proc = None
+            proc, self._proc = self._proc, None
+            for stream in (proc.stdin, proc.stdout):
+                if stream is not None:
+                    with contextlib.suppress(OSError):
+                        stream.close()
+            proc.wait()
+
+    def _discard(self) -> None:
+        """Kill cat-file, whose answers are out of step with our requests now."""
+        if self._proc is not None:
+            with contextlib.suppress(OSError):
+                self._proc.kill()
+            self.close()
 
     # -- writing -----------------------------------------------------------------------
 
