@@ -418,3 +418,24 @@ def test_continue_and_abort_refuse_while_git_runs_a_rebase_of_its_own(tmp_path: 
     git(fork, "rebase", "--abort")
     pq(fork, "rebase", "--abort")
     assert git(fork, "rev-parse", "HEAD") == tip
+
+
+def test_a_gone_branch_s_orig_head_does_not_block_a_branch_named_like_its_folder(
+        tmp_path: Path) -> None:
+    """refs/pq/orig-head/<branch> of a branch that no longer exists is in the way of a
+    branch whose name makes a folder of it, or of which it is a folder (`team` against
+    `team/paddle`): git keeps no ref and folder of refs of one name. The rebase lands and
+    the stale ref goes (the undo log keeps it); it used to fail at the very end."""
+    up, fork = make_series(tmp_path)
+    old = git(fork, "rev-parse", "HEAD~1")
+    git(fork, "update-ref", "refs/pq/orig-head/team", old)  # a branch `team`, gone
+    git(fork, "update-ref", "refs/pq/orig-head/paddle/v1", old)  # a branch `paddle/v1`, gone
+    upstream_commit(up, fork, "upstream: readme", {"README.md": "moved\n"})
+    pq(fork, "rebase", "upstream/main")
+    tip = git(fork, "rev-parse", "refs/pq/orig-head/paddle")
+    git(fork, "branch", "-q", "-m", "paddle", "team/paddle")
+    upstream_commit(up, fork, "upstream: readme again", {"README.md": "moved again\n"})
+    pq(fork, "rebase", "upstream/main")
+    refs = git(fork, "for-each-ref", "--format=%(refname)", "refs/pq/orig-head").split()
+    assert refs == ["refs/pq/orig-head/paddle", "refs/pq/orig-head/team/paddle"]
+    assert git(fork, "rev-parse", "refs/pq/orig-head/paddle") == tip

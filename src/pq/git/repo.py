@@ -363,13 +363,26 @@ class Git(WorkingTree):
         return f"{self.ORIG_HEAD_REF}/{branch.removeprefix('refs/heads/')}"
 
     def set_orig_head(self, branch: str, commit: str | None, message: str) -> None:
-        """Set (None: delete) refs/pq/orig-head/<branch>; the old all-branches ref goes."""
+        """Set (None: delete) refs/pq/orig-head/<branch>; the old all-branches ref goes, and
+        so does the ref of a branch that is gone and whose name made a folder of this one
+        (`feat` for `feat/x`, or the other way round: git keeps no ref and folder of refs of
+        one name, so neither can there be such branches; the undo log keeps them)."""
         ref = self.orig_head_ref(branch)
         if commit is None:
             if self.try_resolve(ref) is not None:
                 self.delete_ref(ref)
             return
-        if self.try_resolve(self.ORIG_HEAD_REF) is not None:
-            self.delete_ref(self.ORIG_HEAD_REF)
+        parts = ref.split("/")
+        for above in ["/".join(parts[:i]) for i in range(3, len(parts))]:
+            if self.try_resolve(above) is not None:  # refs/pq/orig-head itself among them
+                self.delete_ref(above)
         if self.try_resolve(ref) != commit:
-            self.update_ref(ref, commit, message=message)
+            try:
+                self.update_ref(ref, commit, message=message)
+            except GitError:
+                below = [name for name, _, _, _ in self.list_refs(ref + "/")]
+                if not below:
+                    raise
+                for name in below:
+                    self.delete_ref(name)
+                self.update_ref(ref, commit, message=message)
