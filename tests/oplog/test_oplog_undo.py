@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from gitrepo import commit_all, git, write
+from gitrepo import commit_all, git, make_fork, pq, write
 
 from pq.errors import ConfigError
 from pq.git.repo import Git
@@ -89,3 +89,25 @@ def test_undo_then_redo_is_logged_and_restores_exactly(repo: Path) -> None:
         assert take(g) == now
         assert [(r["kind"], r["target"]) for r in log.read(g)] == [
             ("command", None), ("command", None), ("undo", 2), ("redo", 3)]
+
+
+def test_undo_refuses_while_head_is_off_the_branch_the_operation_ran_on(
+        tmp_path: Path) -> None:
+    """HEAD detached (or on another branch) since the operation: undoing it moved the
+    branch back but put the branch's queue files and index entries under the detached
+    checkout, staging the deletion of the whole series there. Refused now; forced, HEAD
+    goes back to the branch with them."""
+    fork = make_fork(tmp_path)
+    write(fork, "setup.py", "import paddle\n")
+    commit_all(fork, "build: paddle")
+    before = git(fork, "rev-parse", "HEAD")
+    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    git(fork, "checkout", "-q", "--detach")
+    refused = pq(fork, "undo", ok=False)
+    assert refused.exit_code == 2, refused.output
+    assert "HEAD has changed (it is detached at" in refused.output and "was paddle" in refused.output
+    assert git(fork, "status", "--porcelain") == ""
+    pq(fork, "undo", "--force")
+    assert git(fork, "symbolic-ref", "HEAD") == "refs/heads/paddle"
+    assert git(fork, "rev-parse", "HEAD") == before
+    assert git(fork, "status", "--porcelain") == ""

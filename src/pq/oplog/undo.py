@@ -135,6 +135,11 @@ def plan(git: Git, kind: str, op: int | None, current: Snapshot, force: bool) ->
     b, r, c = (_components(s, names) for s in (before, reference, current))
     changed = sorted(k for k in b if b[k] != r[k])
     drift = [k for k in changed if c[k] != r[k]]
+    if changed and "HEAD" not in changed and c["HEAD"] != r["HEAD"]:
+        # HEAD left the branch the operation ran on (a detached checkout, another branch):
+        # the index and files put back are the branch's, so HEAD goes back with them.
+        changed = sorted([*changed, "HEAD"])
+        drift.insert(0, "HEAD")
     result = Plan(kind, record, before, changed, drift)
     if drift and not force:
         raise ConfigError(
@@ -177,10 +182,16 @@ def _describe_drift(component: str, now: Snapshot, then: Snapshot) -> str:
         return (f"{name} has moved (it is {_short(now['refs'].get(name))}, was "
                 f"{_short(then['refs'].get(name))})")
     if component == "HEAD":
-        return f"HEAD has changed (it is {now['head']}, was {then['head']})"
+        return f"HEAD has changed (it is {_head(now)}, was {_head(then)})"
     if component == "queue":
         return f"{SERIES_FILE} or {PATCHES_DIR}/ changed"
     return "pq's state in .git/pq changed"
+
+
+def _head(snap: Snapshot) -> str:
+    head = snap["head"]
+    return f"detached at {_short(snap['head_commit'])}" if head == "HEAD" else head.removeprefix(
+        "refs/heads/")
 
 
 def _short(sha: str | None) -> str:
