@@ -232,7 +232,9 @@ def _note(p: PatchReport, branch: str) -> str:
     if p.outcome == "dropped":
         if p.upstream_commit:
             return f"  (already upstream: {short(p.upstream_commit)} {p.upstream_subject})"
-        return "  (already upstream)"
+        # No upstream commit carries it: the merge left nothing, or a `--continue`
+        # resolution did (the user's, who may have thrown the patch away).
+        return "  (no change left on the new base)"
     notes = []
     if p.applied_in and p.reverted_in:
         notes.append(f"upstream applied this in {short(p.applied_in)} and reverted it in "
