@@ -439,3 +439,14 @@ def test_a_gone_branch_s_orig_head_does_not_block_a_branch_named_like_its_folder
     refs = git(fork, "for-each-ref", "--format=%(refname)", "refs/pq/orig-head").split()
     assert refs == ["refs/pq/orig-head/paddle", "refs/pq/orig-head/team/paddle"]
     assert git(fork, "rev-parse", "refs/pq/orig-head/paddle") == tip
+
+
+def test_commands_that_read_the_queue_say_a_rebase_holds_it(tmp_path: Path) -> None:
+    """While stopped, series.yaml and patches/ are out of the working tree: the commands
+    that read them say a rebase is in progress, not "run `pq init`" (which refuses)."""
+    _, fork = stopped(tmp_path)
+    for command in (["check"], ["lint"], ["audit", "workarounds"]):
+        said = pq(fork, *command, ok=False)
+        assert said.exit_code == 2, (command, said.output)
+        assert "pq init" not in said.output, (command, said.output)
+        assert "rebase" in said.output and "pq status" in said.output, (command, said.output)

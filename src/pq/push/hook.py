@@ -180,6 +180,13 @@ def check_rev(git: Git, rev: str, skip: frozenset[str], use_cache: bool = True) 
     commit = git.resolve(rev)
     report = check_refs(git, [RefUpdate(rev, commit, "", "0" * 40)], skip, use_cache)[0]
     if report.state == "unmanaged":
+        from pq.oplog.snapshot import REBASE_STATE  # (not on the hook's short path)
+
+        if rev == "HEAD" and (git.pq_dir() / REBASE_STATE).is_file():
+            raise ConfigError(f"HEAD ({commit[:12]}) is a stopped pq rebase's commit, with no "
+                              "series.yaml until the rebase ends",
+                              hint="`pq check <branch>` checks the branch as it was; `pq "
+                                   "status` says where the rebase stands")
         raise ConfigError(f"{rev} ({commit[:12]}) has no series.yaml: pq does not manage it",
                           hint="`pq init --upstream <ref>` starts a series")
     return report

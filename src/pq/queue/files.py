@@ -18,6 +18,7 @@ from pq.faults import checkpoint
 from pq.git.repo import Git
 from pq.model import series as series_mod
 from pq.model.series import PATCHES_DIR, SERIES_FILE, Series
+from pq.oplog.snapshot import REBASE_STATE
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,11 @@ def read_worktree(where: Git | Path) -> Queue:
     root = where.root
     path = root / SERIES_FILE
     if not path.is_file():
+        if (where.pq_dir() / REBASE_STATE).is_file():  # a stop takes the queue out
+            raise ConfigError(f"a pq rebase is in progress: {SERIES_FILE} and {PATCHES_DIR}/ "
+                              "are out of the working tree until it ends",
+                              hint="`pq status` says where it stands; `pq rebase --continue` "
+                                   "or `pq rebase --abort` ends it")
         raise ConfigError(f"no {SERIES_FILE} in {root}",
                           hint="run `pq init --upstream <upstream ref>` first")
     pdir = root / PATCHES_DIR
