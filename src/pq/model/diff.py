@@ -139,21 +139,18 @@ def unquote_path(raw: bytes) -> str:
 
 
 def _git_line_candidates(rest: bytes) -> list[str]:
-    """Every path the `diff --git` line could mean (unquoted names may contain spaces):
-    each half of a split before `b/` (pq's reading), and each name git apply could take,
-    the same after a split at any space or tab once each half loses its first folder.
-    A lone word is no candidate: neither reader takes one (`docs/x .git` is a file); a
-    quoted name makes every word one, as pq reads such a line by its words."""
+    """Every path a `diff --git` line could mean: with a quoted name, each word (as pq reads
+    it); else the halves of each split before `b/` (pq's reading), and at any space or tab
+    the halves' equal rest after their first folder (git apply's). A word alone is none."""
     if rest.startswith(b'"') or rest.endswith(b'"'):
         return [unquote_path(t) for t in _NAME_TOKEN.findall(rest)]
     paths = []
     for m in re.finditer(rb"[ \t]", rest):
         a, b = rest[:m.start()], rest[m.end():]
-        if b.startswith(b"b/"):
-            paths += [unquote_path(a), unquote_path(b)]
+        paths += [a, b] if b.startswith(b"b/") else []
         if b"/" in a and b"/" in b and a.split(b"/", 1)[1] == b.split(b"/", 1)[1]:
-            paths.append(unquote_path(a.split(b"/", 1)[1]))
-    return paths
+            paths.append(a.split(b"/", 1)[1])  # `docs/x .git`, a file, and nothing else
+    return [unquote_path(p) for p in paths]
 
 
 def _git_line_names(rest: bytes) -> tuple[str | None, str | None]:
@@ -186,11 +183,9 @@ def without_line_numbers(diff: bytes) -> bytes:
 
 def check_paths(diff: bytes, filename: str, first_line: int) -> None:
     """Refuse diffs whose paths leave the repository or reach into .git (ConfigError naming
-    `filename` and the line; `first_line` is the diff's first line in that file).
-
-    Hunk bodies are skipped by their line counts, as `git apply` reads them; every other
-    line that names a path is checked, also a traditional `---`/`+++` header after a hunk.
-    """
+    `filename` and the line; `first_line` is the diff's first line in that file). Hunk
+    bodies are skipped by their line counts, as `git apply` reads them; every other line
+    that names a path is checked, also a traditional `---`/`+++` header after a hunk."""
     lineno = first_line
     old = new = 0  # lines still to come in the current hunk
     for raw in diff.split(b"\n"):
@@ -237,7 +232,6 @@ def parse(diff: bytes, source: str | None = None,
           read_hunks: Callable[[str, bytes], bool] | None = None) -> tuple[FileDiff, ...]:
     """Every `diff --git` file section of `diff` (anything else is ignored); ConfigError
     naming `source` (the patch file) when a hunk is not what its `@@` header says.
-
     `read_hunks(path, section bytes)`, when given, says which sections' hunks a caller
     needs: the others come with no hunks, unread (a scan of a long upstream range skips
     the files it cannot find anything in)."""
@@ -342,11 +336,9 @@ _PATCH_LIKE = re.compile(rb"(?m)^(?:[-+@]|diff |Binary |GIT binary )")
 def plain(diff: bytes) -> bool:
     """Whether `diff` has only the plain shape `git format-patch` writes for text files
     modified in place or added: per file exactly `diff --git a/P b/P`, an optional `new
-    file mode` and `index` line, `--- a/P` (or `/dev/null`), `+++ b/P`, then hunks, with
-    nothing around them that git could read as another patch, and names of printable
-    ASCII whose every part git accepts (not empty, `.`, `..`, `.git...`, `git~...`).
-    Anything else (renames, modes, quoted or unusual names, a header git might read
-    otherwise) is for `git apply` to judge."""
+    file mode` and `index` line, `--- a/P` (or `/dev/null`), `+++ b/P`, hunks, nothing git
+    could read as another patch around them, names of printable ASCII whose every part git
+    accepts (not empty, `.`, `..`, `.git...`, `git~...`). Else `git apply` judges."""
     sections = split_sections(diff)
     if sections and not sections[0].startswith(b"diff --git ") and _PATCH_LIKE.search(
             sections[0]):
