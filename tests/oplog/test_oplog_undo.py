@@ -111,3 +111,25 @@ def test_undo_refuses_while_head_is_off_the_branch_the_operation_ran_on(
     assert git(fork, "symbolic-ref", "HEAD") == "refs/heads/paddle"
     assert git(fork, "rev-parse", "HEAD") == before
     assert git(fork, "status", "--porcelain") == ""
+
+
+def test_an_operation_cut_short_after_a_change_says_undo_puts_it_back(repo: Path) -> None:
+    """Ctrl-C half-way through an operation that changed something: its log entry says
+    failed, and the one line pq prints names it and `pq undo`; cut short before any
+    change, there is no entry and no such note."""
+    from pq.cli.failure import failure_of
+
+    with Git.open(repo) as g:
+        with pytest.raises(KeyboardInterrupt) as cut, Transaction(g, "pq op3"):
+            write(repo, "series.yaml", "version 3\n")
+            raise KeyboardInterrupt
+        with pytest.raises(KeyboardInterrupt) as early, Transaction(g, "pq op4"):
+            raise KeyboardInterrupt
+        records = log.read(g)
+    said = failure_of(cut.value)
+    assert said is not None and said.exit_code == 130
+    assert said.line() == ("pq: interrupted half-way: operation 3 is logged as failed, and "
+                           "`pq undo` puts back the state before it (`pq log` shows it)")
+    assert [r["status"] for r in records][-1] == "failed" and len(records) == 3
+    quiet = failure_of(early.value)
+    assert quiet is not None and quiet.line() == "pq: interrupted"

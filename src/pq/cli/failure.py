@@ -34,7 +34,7 @@ class Failure:
         if self.quiet:
             return None
         if self.exit_code == EXIT_INTERRUPTED and self.error is None:
-            return "pq: interrupted"
+            return f"pq: {self.message}"
         return f"pq: error: {self.message}"
 
     def data(self) -> dict[str, Any]:
@@ -51,16 +51,21 @@ class Failure:
 def failure_of(exc: BaseException) -> Failure | None:
     """What `exc` means, or None when it is not pq's to report: SystemExit and its kin, and
     any bug while PQ_DEBUG is set (the caller re-raises it, traceback and all)."""
+    # An operation cut short after it changed something is logged as failed (pq.oplog.txn
+    # notes which on the exception): `pq undo` puts back the state before it.
+    logged = getattr(exc, "pq_failed_operation", None)
+    half = (f" half-way: operation {logged} is logged as failed, and `pq undo` puts back "
+            "the state before it (`pq log` shows it)" if logged is not None else "")
     if isinstance(exc, PqError):
         return Failure(exc.render(), exc.exit_code, exc)
     if isinstance(exc, KeyboardInterrupt):
-        return Failure("interrupted", EXIT_INTERRUPTED)
+        return Failure("interrupted" + half, EXIT_INTERRUPTED)
     if isinstance(exc, BrokenPipeError):
         return Failure("", EXIT_BROKEN_PIPE, quiet=True)
     if isinstance(exc, Exception):  # a bug: one line, and the way to see more
         if os.environ.get("PQ_DEBUG"):
             return None
         first = str(exc).splitlines()[0] if str(exc) else ""
-        return Failure(f"internal error: {type(exc).__name__}: {first} (set PQ_DEBUG=1 for "
-                       "the traceback, and please report it)", EXIT_INTERNAL)
+        return Failure(f"internal error: {type(exc).__name__}: {first}{half} (set PQ_DEBUG=1 "
+                       "for the traceback, and please report it)", EXIT_INTERNAL)
     return None

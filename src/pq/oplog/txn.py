@@ -11,6 +11,7 @@ repository (a nested one joins it) and the command line the CLI was given.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import time
@@ -165,12 +166,15 @@ class Transaction:
         self.record["after"] = after
         self.write()
 
-    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+    def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
         if self.nested:
             return
         try:
             if self.entry is not None and self.record.get("status") == "started":
                 self.done("done" if exc_type is None else "failed")
+                if exc is not None and self.entry is not None:  # it changed something
+                    with contextlib.suppress(AttributeError):  # (a built-in's __slots__)
+                        exc.pq_failed_operation = self.record["id"]  # type: ignore[attr-defined]
         finally:
             _active.pop(str(self.git.common_dir), None)
             self.lock.release()
