@@ -15,7 +15,9 @@ from pathlib import Path
 from pq.atomic import write_atomic
 from pq.errors import ConfigError
 from pq.faults import checkpoint
+from pq.git.odb import is_tree_mode
 from pq.git.repo import Git
+from pq.git.trees import Trees
 from pq.model import series as series_mod
 from pq.model.series import PATCHES_DIR, SERIES_FILE, Series
 from pq.oplog.snapshot import REBASE_STATE
@@ -139,10 +141,20 @@ def require_no_upstream_files(git: Git, commit: str, queue_paths: Sequence[str],
     (series.yaml, patches/, mre/, .pq/, the series' queue_paths): pq's bookkeeping
     commits replace those paths whole, so upstream's files there would be lost or
     reverted without a word."""
-    names = [path for _, _, _, path in git.ls_tree(commit, list(queue_paths))]
+    trees = Trees(git)  # through the object reader: a rebase runs no process for this
+    root = trees.tree_of(commit)
+    names: list[str] = []
+    pending = [(p, e) for p in queue_paths if (e := trees.lookup(root, p)) is not None]
+    while pending and len(names) < 6:
+        path, (mode, oid) = pending.pop(0)
+        if not is_tree_mode(mode.encode()):
+            names.append(path)
+            continue
+        pending += [(f"{path}/{name.decode('utf-8', 'surrogateescape')}", (m.decode(), o))
+                    for name, (m, o) in sorted(trees.entries(oid).items())]
     if names:
-        listed = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5
-                                         else "")
+        names.sort()
+        listed = ", ".join(names[:5]) + (" and more" if len(names) > 5 else "")
         raise ConfigError(
             f"{label} ({commit[:12]}) has its own files where pq keeps the queue: {listed}; "
             "pq's bookkeeping commits would overwrite or drop them",
