@@ -355,21 +355,24 @@ def test_suggested_git_add_can_be_pasted_for_any_name(tmp_path: Path) -> None:
 
 def test_abort_refuses_to_overwrite_a_file_the_user_created_meanwhile(tmp_path: Path) -> None:
     """`--abort` resets the working tree to the branch: an untracked file standing where the
-    branch has one (README.md, which upstream deleted) would be overwritten beyond `pq
-    undo`'s reach, as `--continue` refuses to; moved aside, the abort goes through."""
+    branch has one (README.md, which upstream deleted) or a folder (csrc/) would be
+    overwritten beyond `pq undo`'s reach, as `--continue` refuses to; moved aside, the
+    abort goes through."""
     up, fork = make_series(tmp_path)
     tip = git(fork, "rev-parse", "HEAD")
-    git(up, "rm", "-q", "README.md")
+    git(up, "rm", "-q", "README.md", "csrc/ops.cc")
     conflict_upstream(up, fork)
     assert pq(fork, "rebase", "upstream/main", ok=False).exit_code == 1
     write(fork, "README.md", "my notes, committed nowhere\n")
+    write(fork, "csrc", "a file where the branch has a folder\n")
     before = whole_state(fork)
     refused = pq(fork, "rebase", "--abort", ok=False)
     assert refused.exit_code == 2, refused.output
-    assert "untracked README.md would be overwritten" in refused.output
+    assert "untracked README.md, csrc would be overwritten" in refused.output
     assert "move them aside, then `pq rebase --abort`" in refused.output
     assert whole_state(fork) == before
     (fork / "README.md").rename(tmp_path / "notes.md")
+    (fork / "csrc").rename(tmp_path / "csrc.txt")
     pq(fork, "rebase", "--abort")
     assert git(fork, "rev-parse", "HEAD") == tip
     assert (fork / "README.md").read_text() == "upstream\n"

@@ -7,6 +7,7 @@ first (rebase/state.py); landing the finished stack is rebase/landing.py.
 
 from __future__ import annotations
 
+import os
 from contextlib import suppress
 
 from pq.atomic import write_atomic
@@ -120,8 +121,12 @@ def require_nothing_in_the_way(git: Git, state: RebaseState, target: str, *,
     added = git.changed_paths("HEAD", target, diff_filter="A")
     # Once HEAD is detached pq has cleared the queue files: any there now are in the way,
     # except on --abort, which puts back the queue as it was (the undo log keeps these).
-    in_way = git.untracked([p for p in added if (state.detached and not aborting) or (
-        p != SERIES_FILE and not p.startswith(PATCHES_DIR + "/"))])
+    paths = [p for p in added if (state.detached and not aborting) or (
+        p != SERIES_FILE and not p.startswith(PATCHES_DIR + "/"))]
+    # A file where `target` has a folder is in the way too (`reset --hard` replaces it).
+    folders = {"/".join(p.split("/")[:i]) for p in paths for i in range(1, p.count("/") + 1)}
+    in_way = git.untracked(paths + sorted(f for f in folders if os.path.lexists(
+        git.root / f) and not (git.root / f).is_dir()))
     if in_way:
         again = ("then `pq rebase --abort`" if aborting else
                  "then `pq rebase --continue`" if state.detached
