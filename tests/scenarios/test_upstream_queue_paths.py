@@ -66,3 +66,22 @@ def test_rebase_refuses_an_upstream_that_adds_files_under_the_queue_paths(
     pq(fork, "rebase", "upstream/main")
     assert git(fork, "ls-tree", "-r", "--name-only", "HEAD", "patches").split() == [
         "patches/0001-build-enable-paddle.patch"]
+
+
+def test_an_upstream_that_merged_the_branch_whole_stays_rebasable(tmp_path: Path) -> None:
+    """Upstream merges the fork's branch, queue and all; `pq rebase --force` drops the
+    patches as upstream, and later rebases go on: the queue files upstream holds are the
+    branch's own, unchanged since the base."""
+    up = make_upstream(tmp_path / "upstream", FILES)
+    fork = make_fork(tmp_path, up)
+    write(fork, "setup.py", "import paddle\nsetup()\n")
+    commit_all(fork, "build: enable paddle")
+    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    git(up, "pull", "-q", "--no-rebase", "--no-edit", str(fork), "paddle")
+    git(fork, "fetch", "-q", "upstream")
+    pq(fork, "rebase", "--force", "upstream/main")
+    write(up, "README.md", "later\n")
+    commit_all(up, "upstream: later")
+    git(fork, "fetch", "-q", "upstream")
+    pq(fork, "rebase", "upstream/main")
+    assert git(fork, "rev-parse", "HEAD~1") == git(fork, "rev-parse", "upstream/main")

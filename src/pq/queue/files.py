@@ -136,30 +136,48 @@ def is_queue_path(path: str, queue_paths: Sequence[str]) -> bool:
 
 
 def require_no_upstream_files(git: Git, commit: str, queue_paths: Sequence[str],
-                              label: str) -> None:
-    """Refuse an upstream commit that has files of its own where pq keeps the queue
-    (series.yaml, patches/, mre/, .pq/, the series' queue_paths): pq's bookkeeping
-    commits replace those paths whole, so upstream's files there would be lost or
-    reverted without a word."""
+                              label: str, since: tuple[str, str] | None = None) -> None:
+    """Refuse an upstream commit with files of its own where pq keeps the queue
+    (series.yaml, patches/, mre/, .pq/, the series' queue_paths): bookkeeping commits carry
+    those paths as the branch has them, so upstream's files there would be dropped or
+    reverted without a word. With `since` (the old base, the branch's tip), only the files
+    upstream added, changed or removed since the old base and the branch does not have
+    as upstream now does (a series set up before this check, a branch merged upstream)."""
     trees = Trees(git)  # through the object reader: a rebase runs no process for this
-    root = trees.tree_of(commit)
-    names: list[str] = []
-    pending = [(p, e) for p in queue_paths if (e := trees.lookup(root, p)) is not None]
-    while pending and len(names) < 6:
-        path, (mode, oid) = pending.pop(0)
-        if not is_tree_mode(mode.encode()):
-            names.append(path)
-            continue
-        pending += [(f"{path}/{name.decode('utf-8', 'surrogateescape')}", (m.decode(), o))
-                    for name, (m, o) in sorted(trees.entries(oid).items())]
+    now = _files_under(trees, commit, queue_paths)
+    if since is None:
+        names = sorted(now)
+    else:
+        then, carried = (_files_under(trees, c, queue_paths) for c in since)
+        names = sorted(p for p in now.keys() | then.keys()
+                       if now.get(p) != then.get(p) and now.get(p) != carried.get(p))
     if names:
-        names.sort()
-        listed = ", ".join(names[:5]) + (" and more" if len(names) > 5 else "")
+        listed = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5
+                                         else "")
+        what = "has its own files" if since is None else "changed its own files"
         raise ConfigError(
-            f"{label} ({commit[:12]}) has its own files where pq keeps the queue: {listed}; "
-            "pq's bookkeeping commits would overwrite or drop them",
-            hint="pq cannot keep its queue (series.yaml, patches/, mre/, .pq/) beside "
+            f"{label} ({commit[:12]}) {what} where pq keeps the queue: {listed}; pq's "
+            "bookkeeping commits would drop or revert them",
+            hint="pq carries those paths as the branch has them: commit upstream's version "
+                 "of them on the branch (a commit of those files alone), or keep this "
+                 "fork's edits with plain git" if since is not None else
+                 "pq cannot keep its queue (series.yaml, patches/, mre/, .pq/) beside "
                  "upstream files there; keep this fork's edits with plain git")
+
+
+def _files_under(trees: Trees, commit: str, paths: Sequence[str]) -> dict[str, str]:
+    """{path: object id} of every file at or under `paths` in `commit`'s tree."""
+    found: dict[str, str] = {}
+    root = trees.tree_of(commit)
+    pending = [(p, e) for p in paths if (e := trees.lookup(root, p)) is not None]
+    while pending:
+        path, (mode, oid) = pending.pop()
+        if is_tree_mode(mode.encode()):
+            pending += [(f"{path}/{name.decode('utf-8', 'surrogateescape')}", (m.decode(), o))
+                        for name, (m, o) in trees.entries(oid).items()]
+        else:
+            found[path] = oid
+    return found
 
 
 def is_queue_file(path: str) -> bool:

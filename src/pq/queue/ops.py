@@ -278,8 +278,9 @@ def apply(git: Git, onto: str | None = None, *, branch: str | None = None,
         onto_id = git.resolve(onto, "commit to apply onto") if onto else git.resolve(
             series.base, "series base (upstream.base in series.yaml)")
         require_clean(git, series.queue_paths, "pq apply")
-        require_no_upstream_files(git, onto_id, series.queue_paths,
-                                  onto or "the series base")
+        if onto:
+            require_no_upstream_files(git, onto_id, series.queue_paths, onto, since=(
+                git.resolve(series.base, "series base"), git.head()))
         current = require_branch(git)
         head = git.head()
         if branch is None:

@@ -108,7 +108,6 @@ def _checked_stack(git: Git, branch: str, queue: Queue, ref: str, onto: str, for
     qp = series.queue_paths
     head = git.head()
     old_base = git.resolve(series.base, "series base (upstream.base in series.yaml)")
-    queuefiles.require_no_upstream_files(git, old_base, qp, "the series base")
     if onto != old_base and not force and git.is_ancestor(onto, old_base):
         raise ConfigError(f"{ref} ({onto[:12]}) is an ancestor of the series base "
                           f"{old_base[:12]}: rebasing onto it moves the series back to an "
@@ -140,7 +139,7 @@ def _checked_stack(git: Git, branch: str, queue: Queue, ref: str, onto: str, for
                  f"commits, `pq rebase --force {ref}` drops them as already upstream")
     # (A forced rebase onto a ref holding this branch finds the branch's own queue there.)
     if onto != old_base and not (force and stack and git.is_ancestor(stack[0].commit, onto)):
-        queuefiles.require_no_upstream_files(git, onto, qp, ref)
+        queuefiles.require_no_upstream_files(git, onto, qp, ref, since=(old_base, head))
     return stack, head, old_base
 
 
