@@ -123,8 +123,10 @@ def require_nothing_in_the_way(git: Git, state: RebaseState, target: str, *,
     # except on --abort, which puts back the queue as it was (the undo log keeps these).
     paths = [p for p in added if (state.detached and not aborting) or (
         p != SERIES_FILE and not p.startswith(PATCHES_DIR + "/"))]
-    # A file where `target` has a folder is in the way too (`reset --hard` replaces it).
-    folders = {"/".join(p.split("/")[:i]) for p in paths for i in range(1, p.count("/") + 1)}
+    # A file where `target` has a folder: `reset --hard` (--abort) replaces it, where a
+    # checkout refuses (and says so, which a stopped landing takes up).
+    folders = {"/".join(p.split("/")[:i]) for p in paths for i in range(1, p.count("/") + 1)
+               } if aborting else set()
     in_way = git.untracked(paths + sorted(f for f in folders if os.path.lexists(
         git.root / f) and not (git.root / f).is_dir()))
     if in_way:
