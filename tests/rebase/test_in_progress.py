@@ -442,6 +442,9 @@ def test_a_gone_branch_s_orig_head_does_not_block_a_branch_named_like_its_folder
     refs = git(fork, "for-each-ref", "--format=%(refname)", "refs/pq/orig-head").split()
     assert refs == ["refs/pq/orig-head/paddle", "refs/pq/orig-head/team/paddle"]
     assert git(fork, "rev-parse", "refs/pq/orig-head/paddle") == tip
+    pq(fork, "undo")  # the stale ref comes back, where team/paddle's goes (two steps)
+    refs = git(fork, "for-each-ref", "--format=%(refname)", "refs/pq/orig-head").split()
+    assert refs == ["refs/pq/orig-head/paddle", "refs/pq/orig-head/team"]
 
 
 def test_commands_that_read_the_queue_say_a_rebase_holds_it(tmp_path: Path) -> None:

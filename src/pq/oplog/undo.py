@@ -189,9 +189,8 @@ def _describe_drift(component: str, now: Snapshot, then: Snapshot) -> str:
 
 
 def _head(snap: Snapshot) -> str:
-    head = snap["head"]
-    return f"detached at {_short(snap['head_commit'])}" if head == "HEAD" else head.removeprefix(
-        "refs/heads/")
+    name: str = snap["head"].removeprefix("refs/heads/")
+    return f"detached at {_short(snap['head_commit'])}" if name == "HEAD" else name
 
 
 def _short(sha: str | None) -> str:
@@ -360,10 +359,15 @@ def _take_conflict_back(git: Git, head: str, p: Plan, env: dict[str, str]) -> No
 
 def _update_refs(git: Git, refs: dict[str, str | None], now: dict[str, str],
                  env: dict[str, str]) -> None:
-    """One atomic `update-ref --stdin`, each update checked against the value we saw."""
+    """One atomic `update-ref --stdin`, each update checked against the value we saw (two,
+    deletions first, for `feat` going and `feat/x` coming: git refuses that in one)."""
     updates = [(ref, value, now.get(ref) or git.null_id())
                for ref, value in sorted(refs.items())
                if ((ref in now) if value is None else value != now.get(ref))]
+    gone, come = [u for u in updates if u[1] is None], [u for u in updates if u[1]]
+    if any(a.startswith(b + "/") or b.startswith(a + "/") for a, _, _ in gone for b, _, _ in come):
+        git.update_refs(gone, env["GIT_REFLOG_ACTION"])
+        updates = come
     git.update_refs(updates, env["GIT_REFLOG_ACTION"])
 
 
