@@ -144,6 +144,20 @@ def test_apply_compares_the_rebuilt_tree_without_the_queue_files(tmp_path: Path)
     assert "pkg/extra.py" in failures[0].message and "differ" in failures[0].message
 
 
+def test_a_queue_path_that_is_a_pattern_is_matched_as_git_matches_it(tmp_path: Path) -> None:
+    """`queue_paths: ["notes/*.md"]`: the export leaves the matching files out as pathspecs,
+    and so does the apply check's comparison (a literal lookup found no `notes/*.md`)."""
+    fork, _ = make_pushable(tmp_path)
+    with open(fork / "series.yaml", "a") as f:
+        f.write('queue_paths:\n  - "notes/*.md"\n')
+    write(fork, "notes/a.md", "n\n")
+    commit_all(fork, "pq: notes")
+    pq(fork, "export")
+    data = json.loads(pq(fork, "check", "--json").stdout)
+    assert data["failures"] == [], data
+    assert {c["name"]: c["status"] for c in data["checks"]}["apply"] == "passed"
+
+
 def test_skipping_export_skips_apply_which_would_fail(tmp_path: Path,
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     fork, _ = make_pushable(tmp_path)

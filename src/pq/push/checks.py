@@ -170,17 +170,24 @@ def _mismatch(git: Git, name: str, commit: str, fresh: Queue,
 @check("apply", "every patch applies to the base and rebuilds the tip's tree",
        needs=("series", "base"), after=("export",))
 def check_apply(git: Git, ctx: CheckContext) -> list[CheckFailure]:
+    from pq.queue import stack
+
     queue = _queue(ctx)
     base = git.resolve(queue.series.base)
     paths = tuple(queue.series.queue_paths)
-    trees = Trees(git)  # the queue's files leave the trees in memory, not through an index
-    want = trees.without(ctx.tree, paths)
+    trees = Trees(git)  # the queue's files leave the trees in memory, not through an index,
+
+    def without_queue(tree: str) -> str:  # unless a queue path is a pattern git matches
+        return (git.build_tree(tree, remove=list(paths)) if stack.patterns(paths)
+                else trees.without(tree, paths))
+
+    want = without_queue(ctx.tree)
     quick = _apply_in_one_go(git, queue, base)
-    if quick is not None and trees.without(quick, paths) == want:
+    if quick is not None and without_queue(quick) == want:
         return []
     if ctx.status_of("export") not in (PASSED, UNAVAILABLE):
         return []  # moot (reported not-run): spare the patch-by-patch rebuild
-    return _apply_one_by_one(git, ctx, queue, base, want, lambda tree: trees.without(tree, paths))
+    return _apply_one_by_one(git, ctx, queue, base, want, without_queue)
 
 
 def _apply_in_one_go(git: Git, queue: Queue, base: CommitId) -> TreeId | None:

@@ -73,7 +73,7 @@ def _known_diffs(git: Git, commits: list[CommitId], queue_paths: Sequence[str],
     """{patch commit: its diff from `known`} (what `commit_patches` would give, index lines
     aside), or None where the commits' changed paths do not match `known` one for one (or
     a queue path is a pattern git would match itself)."""
-    if any(set(q) & _PATHSPEC_MAGIC for q in queue_paths):
+    if patterns(queue_paths):
         return None
     changed = git.commit_changes(commits)  # the rebase asks for them next anyway
     # Changes only to the queue's files: bookkeeping; no change at all: an empty patch.
@@ -94,6 +94,11 @@ def _known_diffs(git: Git, commits: list[CommitId], queue_paths: Sequence[str],
 
 # Characters a pathspec reads as wildcards: queue paths holding one are matched by git.
 _PATHSPEC_MAGIC = frozenset("*?[\\")
+
+
+def patterns(queue_paths: Sequence[str]) -> bool:
+    """Whether a queue path is a pattern (git matches those itself, as pathspecs)."""
+    return any(set(q) & _PATHSPEC_MAGIC for q in queue_paths)
 
 
 def _linear_range(git: Git, base: str, tip: str
