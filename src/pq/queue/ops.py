@@ -275,14 +275,13 @@ def apply(git: Git, onto: str | None = None, *, branch: str | None = None,
                      mutating=False) as t:
         queue = read_worktree(git)
         series = queue.series
-        onto_id = git.resolve(onto, "commit to apply onto") if onto else git.resolve(
-            series.base, "series base (upstream.base in series.yaml)")
+        base = git.resolve(series.base, "series base (upstream.base in series.yaml)")
+        onto_id = git.resolve(onto, "commit to apply onto") if onto else base
         require_clean(git, series.queue_paths, "pq apply")
-        if onto:
-            require_no_upstream_files(git, onto_id, series.queue_paths, onto, since=(
-                git.resolve(series.base, "series base"), git.head()))
         current = require_branch(git)
         head = git.head()
+        if onto:
+            require_no_upstream_files(git, onto_id, series.queue_paths, onto, (base, head))
         if branch is None:
             # Moving this branch must not drop commits that the series does not hold.
             if git.is_ancestor(series.base, head) and not holds_only_series(git, head, queue):
