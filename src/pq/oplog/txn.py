@@ -23,7 +23,7 @@ from pq.git.repo import Git
 from pq.model.series import PATCHES_DIR, SERIES_FILE
 from pq.oplog import log
 from pq.oplog.lock import Lock, lock_path
-from pq.oplog.snapshot import Snapshot, take
+from pq.oplog.snapshot import REBASE_STATE, Snapshot, take
 
 _active: dict[str, Transaction] = {}
 _invocation: list[str | None] = [None]  # the command line as the user typed it
@@ -172,7 +172,11 @@ class Transaction:
         try:
             if self.entry is not None and self.record.get("status") == "started":
                 self.done("done" if exc_type is None else "failed")
-                if exc is not None and self.entry is not None:  # it changed something
+                after = self.record.get("after") or {}
+                # It changed something, and no rebase holds the state (its own way back is
+                # --continue or --abort: `pq undo` refuses while one is stopped).
+                if exc is not None and self.entry is not None and REBASE_STATE not in after.get(
+                        "state", {}):
                     with contextlib.suppress(AttributeError):  # (a built-in's __slots__)
                         exc.pq_failed_operation = self.record["id"]  # type: ignore[attr-defined]
         finally:
