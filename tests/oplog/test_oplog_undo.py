@@ -133,3 +133,21 @@ def test_an_operation_cut_short_after_a_change_says_undo_puts_it_back(repo: Path
     assert [r["status"] for r in records][-1] == "failed" and len(records) == 3
     quiet = failure_of(early.value)
     assert quiet is not None and quiet.line() == "pq: interrupted"
+
+
+def test_undo_runs_only_in_the_worktree_its_operation_ran_in(tmp_path: Path) -> None:
+    """An operation's snapshots are of one worktree's HEAD, index and files: undone from
+    another worktree (even with --force) it checked the branch out there too."""
+    fork = make_fork(tmp_path)
+    write(fork, "setup.py", "import paddle\n")
+    commit_all(fork, "build: paddle")
+    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    linked = tmp_path / "linked"
+    git(fork, "worktree", "add", "-q", "-b", "other", str(linked), "upstream/main")
+    for args in (["undo"], ["undo", "--force"]):
+        refused = pq(linked, *args, ok=False)
+        assert refused.exit_code == 2, refused.output
+        assert f"ran in the worktree {fork}" in refused.output
+        assert git(linked, "symbolic-ref", "HEAD") == "refs/heads/other"
+    pq(fork, "undo")
+    assert not (fork / "series.yaml").exists()

@@ -212,6 +212,11 @@ class Gateway:
         """pq's private state, shared by all worktrees of the repository."""
         return self.common_dir / "pq"
 
+    def worktree_id(self) -> str:
+        """Which worktree of the repository this is: its git folder under the common one
+        ("." for the main worktree), the same when the repository moves."""
+        return os.path.relpath(os.path.realpath(self.git_dir), os.path.realpath(self.common_dir))
+
     # -- objects (pq.git.odb) -----------------------------------------------------
 
     @property

@@ -11,6 +11,8 @@ StGit's stack log is the model: each entry commit contains the complete state. I
                                                   `ls-files -s -z` entries, NUL-separated)
         queue/..., state/...                      the queue files and .git/pq state files
         worktree/paths, worktree/index, worktree/files/...   (only while a rebase is stopped)
+        checkout/id, checkout/root                the worktree it was taken in (its git
+                                                  folder under the common one, its path)
 
 The first parent is the previous entry (record/previous names it; the first entry has
 none). The commits a snapshot names must stay reachable for `git gc` (a gitlink would not
@@ -187,10 +189,13 @@ def _snapshot(git: Git, trees: Trees, record: Record, top: dict[bytes, tuple[byt
         worktree = {"paths": zsplit(paths),
                     "index": zsplit(text("worktree/index") or ""),
                     "files": files("worktree/files/")}
+    checkout = {"id": text("checkout/id", required=False),
+                "root": text("checkout/root", required=False)}
     return {"head": text("head"), "head_commit": text("head-commit", required=False),
             "refs": refs, "files": files("queue/"),
             "index": zsplit(text("index") or ""),
-            "state": files("state/"), "worktree": worktree}
+            "state": files("state/"), "worktree": worktree,
+            "checkout": checkout if checkout["id"] is not None else None}
 
 
 def _flatten(trees: Trees, tree: str, prefix: str) -> Entries:
@@ -317,4 +322,6 @@ def _snapshot_entries(git: Git, snap: Snapshot) -> Entries:
         out["worktree/paths"] = _text(git, "\0".join(worktree["paths"]))
         out["worktree/index"] = _text(git, "\0".join(worktree["index"]))
         files("worktree/files", worktree["files"])
+    for key, value in (snap.get("checkout") or {}).items():
+        out[f"checkout/{key}"] = _text(git, value)
     return out

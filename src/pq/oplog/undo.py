@@ -19,6 +19,7 @@ from pq.oplog.snapshot import (
     Snapshot,
     clear_queue,
     read_refs,
+    require_same_checkout,
     take,
     write_conflict,
     write_queue,
@@ -128,6 +129,7 @@ def plan(git: Git, kind: str, op: int | None, current: Snapshot, force: bool) ->
     record = log.load(git, h.records[rid])
     before: Snapshot = record["before"]
     _check_paths(before, rid)
+    require_same_checkout(git, before, f"operation {rid}", f"pq {kind}")
     # A finished operation is undone against what it left; anything else against now.
     after = record.get("after") if kind != "restore" else None
     reference = after if isinstance(after, dict) else current
@@ -258,9 +260,8 @@ def run(git: Git, kind: str = "undo", op: int | None = None, force: bool = False
 
 
 def _refuse_past_an_unlogged_kill(git: Git, holder: dict[str, Any] | None, p: Plan) -> None:
-    """The lock file a killed pq left names it: when that command was killed before its log
-    record existed, it changed nothing, and undo would reach past it to an older, unrelated
-    operation. Say so once (this undo releases the lock, which removes the evidence)."""
+    """The lock a killed pq left names it: killed before it logged, it changed nothing, and
+    undo would reach past it to an older operation. Say so once (this undo drops the lock)."""
     if not holder or not isinstance(holder.get("command"), str):
         return
     command = holder["command"]
@@ -270,12 +271,11 @@ def _refuse_past_an_unlogged_kill(git: Git, holder: dict[str, Any] | None, p: Pl
     if any(r.get("pid") == holder.get("pid") and str(r.get("time", "")) >= started
            for r in log.read(git)):
         return  # it logged a record: that record is what undo (or --abort) handles
+    verb = "redo" if p.kind == "redo" else "undo"
     raise ConfigError(
         f"`{command}` (pid {holder.get('pid')}, started {started or '?'}) was killed before "
-        "it logged anything, so it changed nothing; pq "
-        f"{'redo' if p.kind == 'redo' else 'undo'} would now "
-        f"{'redo' if p.kind == 'redo' else 'undo'} operation {p.record['id']} "
-        f"(`{p.record.get('command')}`), which ran before it",
+        f"it logged anything, so it changed nothing; pq {verb} would now {verb} operation "
+        f"{p.record['id']} (`{p.record.get('command')}`), which ran before it",
         hint="there is nothing to undo for the killed command; run the same command again "
              "if you do mean that operation (or `pq log` to check)")
 

@@ -9,7 +9,6 @@ the moves that do touch them live in rebase/worktree.py and rebase/landing.py.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
@@ -160,14 +159,9 @@ def load_required(git: Git) -> RebaseState:
     return state
 
 
-def worktree_id(git: Git) -> str:
-    """Which worktree of its repository `git` is: its git folder under the common one."""
-    return os.path.relpath(os.path.realpath(git.git_dir), os.path.realpath(git.common_dir))
-
-
 def started_elsewhere(git: Git, state: RebaseState) -> str | None:
     """The path of the worktree `state` runs in, when it is another than `git`'s."""
-    if state.worktree is None or state.worktree == worktree_id(git):
+    if state.worktree is None or state.worktree == git.worktree_id():
         return None
     return state.worktree_root or state.worktree
 
