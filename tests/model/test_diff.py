@@ -190,6 +190,8 @@ def test_a_hunk_shorter_than_its_header_is_refused() -> None:
     b'diff --git "a/\\056\\056/x" "b/\\056\\056/x"', b'diff --git a/ok b/sp ace/../../x',
     b"diff --git x/../../e y/../../e",  # git apply -p1 strips any first folder
     b'diff --git a/x "b/\\056\\056/e"',  # one name quoted: pq reads the line by its words
+    b'diff --git a/.git/pwned "b/.git/pwned" ', b'diff --git "x/.git/pwned" "y/.git/pwned"',
+    b'diff --git x/.git/pwned y"z/.git/pwned"',  # git apply strips any first folder
 ])
 def test_check_paths_refuses_paths_outside_the_repository(line: bytes) -> None:
     with pytest.raises(ConfigError, match="outside the repository") as e:

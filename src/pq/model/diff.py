@@ -139,17 +139,18 @@ def unquote_path(raw: bytes) -> str:
 
 
 def _git_line_candidates(rest: bytes) -> list[str]:
-    """Every path a `diff --git` line could mean: with a quoted name, each word (as pq reads
-    it); else the halves of each split before `b/` (pq's reading), and at any space or tab
-    the halves' equal rest after their first folder (git apply's). A word alone is none."""
-    if rest.startswith(b'"') or rest.endswith(b'"'):
-        return [unquote_path(t) for t in _NAME_TOKEN.findall(rest)]
+    """Every path pq or git apply could read a `diff --git` line as: with a quote, each word
+    and it less its first folder; else the halves of each split before `b/`, and at any
+    space or tab the halves' equal rest after their first folder (a word alone is none)."""
+    if b'"' in rest:
+        words = [unquote_path(t) for t in _NAME_TOKEN.findall(rest)]
+        return words + [w.split("/", 1)[1] for w in words if "/" in w]
     paths = []
     for m in re.finditer(rb"[ \t]", rest):
         a, b = rest[:m.start()], rest[m.end():]
         paths += [a, b] if b.startswith(b"b/") else []
         if b"/" in a and b"/" in b and a.split(b"/", 1)[1] == b.split(b"/", 1)[1]:
-            paths.append(a.split(b"/", 1)[1])  # `docs/x .git`, a file, and nothing else
+            paths.append(a.split(b"/", 1)[1])  # `docs/x .git`: a file, and no other
     return [unquote_path(p) for p in paths]
 
 
@@ -176,8 +177,7 @@ def _strip(path: str) -> str:
 
 
 def without_line_numbers(diff: bytes) -> bytes:
-    """`diff` with every hunk header line cut to `@@`: the same change at other lines gives
-    the same bytes."""
+    """`diff` with every hunk header cut to `@@`: the same change elsewhere, the same bytes."""
     return _HUNK_LINE.sub(b"@@", diff)
 
 
