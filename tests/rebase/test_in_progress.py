@@ -397,6 +397,9 @@ def test_a_rebase_stopped_in_one_worktree_is_ended_only_there(tmp_path: Path) ->
         assert refused.exit_code == 2, refused.output
         assert f"in the worktree {linked}" in refused.output, refused.output
         assert whole_state(fork) == before
+    status = json.loads(pq(fork, "status", "--json").output)["rebase"]
+    assert status["phase"] == "elsewhere" and status["worktree"] == str(linked)
+    assert status["next"] == [f"cd {linked}"] and status["conflicted"] == []
     pq(linked, "rebase", "--abort")
     assert git(linked, "rev-parse", "HEAD") == tip
     assert (fork / "README.md").read_text() == "my edit, committed nowhere\n"

@@ -315,5 +315,7 @@ def status(as_json: bool) -> None:
     elif st.phase == "stopped":
         click.echo("next: move aside what was in the way, then `pq rebase --continue` "
                    "(nothing resolved is lost); or `pq rebase --abort`")
+    elif st.phase == "elsewhere":
+        click.echo(f"next: `cd {st.worktree}`: the rebase's index and files are there")
     else:
         click.echo("next: `pq rebase --abort` restores the branch; then run the rebase again")

@@ -180,9 +180,10 @@ def check_rev(git: Git, rev: str, skip: frozenset[str], use_cache: bool = True) 
     commit = git.resolve(rev)
     report = check_refs(git, [RefUpdate(rev, commit, "", "0" * 40)], skip, use_cache)[0]
     if report.state == "unmanaged":
-        from pq.oplog.snapshot import REBASE_STATE  # (not on the hook's short path)
+        from pq.rebase import state as rs  # (not on the hook's short path)
 
-        if rev == "HEAD" and (git.pq_dir() / REBASE_STATE).is_file():
+        stopped = rs.load(git) if rev == "HEAD" else None
+        if stopped is not None and rs.started_elsewhere(git, stopped) is None:
             raise ConfigError(f"HEAD ({commit[:12]}) is a stopped pq rebase's commit, with no "
                               "series.yaml until the rebase ends",
                               hint="`pq check <branch>` checks the branch as it was; `pq "

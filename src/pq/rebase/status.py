@@ -45,7 +45,8 @@ class ConflictFile:
 
 @dataclass
 class RebaseStatus:
-    phase: str  # conflict, stopped (before landing, files in the way), interrupted
+    phase: str  # conflict, stopped (before landing, files in the way), interrupted,
+    # elsewhere (it runs in another worktree, `worktree`)
     branch: str
     onto_ref: str
     onto: str
@@ -56,13 +57,15 @@ class RebaseStatus:
     conflicted: list[ConflictFile] = field(default_factory=list)
     resolved: list[str] = field(default_factory=list)
     next: list[str] = field(default_factory=list)
+    worktree: str | None = None
 
     def line(self) -> str:
         """One line: what is in progress, where, and what to run next."""
         where = (f"stopped at patch {self.number} of {self.total}, patches/{self.patch} "
                  f"(layer {self.layer})" if self.patch else
                  f"all {self.total} patches replayed, not landed yet")
-        what = {"conflict": "conflict", "stopped": "stopped", "interrupted": "interrupted"}
+        what = {"conflict": "conflict", "stopped": "stopped", "interrupted": "interrupted",
+                "elsewhere": f"in the worktree {self.worktree}"}
         text = (f"rebase in progress ({what[self.phase]}): {self.branch} onto {self.onto_ref} "
                 f"({self.onto[:12]}), {where}")
         if self.phase == "conflict":
@@ -79,7 +82,7 @@ class RebaseStatus:
                 "total": self.total,
                 "conflicted": [{"path": c.path, "code": c.code, "kind": c.kind, "fix": c.fix}
                                for c in self.conflicted],
-                "resolved": self.resolved, "next": self.next}
+                "resolved": self.resolved, "next": self.next, "worktree": self.worktree}
 
 
 def conflicts(git: Git) -> list[ConflictFile]:
@@ -116,7 +119,10 @@ def status(git: Git) -> RebaseStatus | None:
     st = RebaseStatus("interrupted", state.short_branch, state.onto_ref, state.onto,
                       state.index + 1, total, step.name if step else None,
                       step.layer if step else None)
-    if state.phase == "conflict":
+    elsewhere = rs.started_elsewhere(git, state)
+    if elsewhere is not None:  # this worktree's index and files are not the rebase's
+        st.phase, st.worktree, st.next = "elsewhere", elsewhere, [f"cd {elsewhere}"]
+    elif state.phase == "conflict":
         st.phase = "conflict"
         st.conflicted = conflicts(git)
         unmerged = {c.path for c in st.conflicted}
