@@ -6,6 +6,8 @@ replaces blob entries in cached trees and writes the new tree objects in-process
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from pq.git.objects import Change, Commit, CommitId, Entry, parse_commit
 from pq.git.odb import is_tree_mode, tree_data, tree_entries
 from pq.git.repo import Git
@@ -62,6 +64,19 @@ class Trees:
             entries = self.entries(entry[1])
         found = entries.get(parts[-1])
         return None if found is None else (found[0].decode(), found[1])
+
+    def files_under(self, tree: str, paths: Sequence[str]) -> dict[str, Entry]:
+        """{path: (mode, object)} of every non-tree entry at or under `paths` in `tree`."""
+        found: dict[str, Entry] = {}
+        pending = [(p, e) for p in paths if (e := self.lookup(tree, p)) is not None]
+        while pending:
+            path, (mode, oid) = pending.pop()
+            if is_tree_mode(mode.encode()):
+                pending += [(f"{path}/{name.decode('utf-8', 'surrogateescape')}",
+                             (m.decode(), o)) for name, (m, o) in self.entries(oid).items()]
+            else:
+                found[path] = (mode, oid)
+        return found
 
     def edit(self, tree: str, changes: dict[str, Entry | None]) -> str:
         """`tree` with each path set to (mode, object) or removed (None)."""

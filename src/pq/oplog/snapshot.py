@@ -18,7 +18,6 @@ from pq.atomic import write_atomic
 from pq.background import Background
 from pq.errors import ConfigError, GitError
 from pq.faults import checkpoint
-from pq.git.odb import is_tree_mode
 from pq.git.repo import Git
 from pq.git.trees import Trees
 from pq.model.series import PATCHES_DIR, SERIES_FILE
@@ -141,19 +140,12 @@ def _committed_blobs(git: Git, commit: str | None, paths: tuple[str, ...]) -> fr
     if not commit:
         return frozenset()
     trees = Trees(git)
-    found: set[str] = set()
     try:
-        root = trees.tree_of(commit)
-        pending = [e for e in (trees.lookup(root, p) for p in paths) if e is not None]
-        while pending:
-            mode, oid = pending.pop()
-            if is_tree_mode(mode.encode()):
-                pending += [(m.decode(), o) for m, o in trees.entries(oid).values()]
-            elif mode != "160000":  # a submodule's commit is no blob
-                found.add(oid)
+        files = trees.files_under(trees.tree_of(commit), paths)
     except GitError:
         return frozenset()
-    return frozenset(found)
+    # A gitlink names a submodule's commit, no blob.
+    return frozenset(oid for mode, oid in files.values() if mode != "160000")
 
 
 def _store_tree(git: Git, path: Path, rel: str, max_bytes: int | None = None,

@@ -15,7 +15,6 @@ from pathlib import Path
 from pq.atomic import write_atomic
 from pq.errors import ConfigError
 from pq.faults import checkpoint
-from pq.git.odb import is_tree_mode
 from pq.git.repo import Git
 from pq.git.trees import Trees
 from pq.model import series as series_mod
@@ -144,40 +143,26 @@ def require_no_upstream_files(git: Git, commit: str, queue_paths: Sequence[str],
     upstream added, changed or removed since the old base and the branch does not have
     as upstream now does (a series set up before this check, a branch merged upstream)."""
     trees = Trees(git)  # through the object reader: a rebase runs no process for this
-    now = _files_under(trees, commit, queue_paths)
+    now = trees.files_under(trees.tree_of(commit), queue_paths)
     if since is None:
-        names = sorted(now)
+        names, what, way = sorted(now), "has its own files", _NO_WAY
     else:
-        then, carried = (_files_under(trees, c, queue_paths) for c in since)
+        then, carried = (trees.files_under(trees.tree_of(c), queue_paths) for c in since)
         names = sorted(p for p in now.keys() | then.keys()
                        if now.get(p) != then.get(p) and now.get(p) != carried.get(p))
+        what, way = "changed its own files", _ADOPT_THEM
     if names:
-        listed = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5
-                                         else "")
-        what = "has its own files" if since is None else "changed its own files"
-        raise ConfigError(
-            f"{label} ({commit[:12]}) {what} where pq keeps the queue: {listed}; pq's "
-            "bookkeeping commits would drop or revert them",
-            hint="pq carries those paths as the branch has them: commit upstream's version "
-                 "of them on the branch (a commit of those files alone), or keep this "
-                 "fork's edits with plain git" if since is not None else
-                 "pq cannot keep its queue (series.yaml, patches/, mre/, .pq/) beside "
-                 "upstream files there; keep this fork's edits with plain git")
+        more = f" and {len(names) - 5} more" if len(names) > 5 else ""
+        raise ConfigError(f"{label} ({commit[:12]}) {what} where pq keeps the queue: "
+                          f"{', '.join(names[:5])}{more}; pq's bookkeeping commits would "
+                          "drop or revert them", hint=way)
 
 
-def _files_under(trees: Trees, commit: str, paths: Sequence[str]) -> dict[str, str]:
-    """{path: object id} of every file at or under `paths` in `commit`'s tree."""
-    found: dict[str, str] = {}
-    root = trees.tree_of(commit)
-    pending = [(p, e) for p in paths if (e := trees.lookup(root, p)) is not None]
-    while pending:
-        path, (mode, oid) = pending.pop()
-        if is_tree_mode(mode.encode()):
-            pending += [(f"{path}/{name.decode('utf-8', 'surrogateescape')}", (m.decode(), o))
-                        for name, (m, o) in trees.entries(oid).items()]
-        else:
-            found[path] = oid
-    return found
+_NO_WAY = ("pq cannot keep its queue (series.yaml, patches/, mre/, .pq/) beside upstream "
+           "files there; keep this fork's edits with plain git")
+_ADOPT_THEM = ("pq carries those paths as the branch has them: commit upstream's version of "
+               "them on the branch (a commit of those files alone), or keep this fork's "
+               "edits with plain git")
 
 
 def is_queue_file(path: str) -> bool:
