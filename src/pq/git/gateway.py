@@ -212,10 +212,20 @@ class Gateway:
         """pq's private state, shared by all worktrees of the repository."""
         return self.common_dir / "pq"
 
-    def worktree_id(self) -> str:
-        """Which worktree of the repository this is: its git folder under the common one
-        ("." for the main worktree), the same when the repository moves."""
-        return os.path.relpath(os.path.realpath(self.git_dir), os.path.realpath(self.common_dir))
+    def worktree(self) -> dict[str, str]:
+        """This worktree as pq records it (a rebase's state, a snapshot): `id`, its git
+        folder under the common one ("." for the main worktree; the same when the
+        repository moves), and `root`, its path."""
+        return {"id": os.path.relpath(os.path.realpath(self.git_dir),
+                                      os.path.realpath(self.common_dir)),
+                "root": str(self.root)}
+
+    def other_worktree(self, recorded: dict[str, str] | None) -> str | None:
+        """The path of the worktree `recorded` names, when it is not this one (None also
+        for a record that names none, as older versions wrote them)."""
+        if not recorded or recorded.get("id") == self.worktree()["id"]:
+            return None
+        return recorded.get("root") or recorded.get("id")
 
     # -- objects (pq.git.odb) -----------------------------------------------------
 

@@ -82,17 +82,17 @@ def _take(git: Git, commits: set[str] | None, queue_paths: tuple[str, ...],
                 if changed is not None and REBASE_STATE in state else {})
     return {"head": head_ref or "HEAD", "head_commit": head_commit, "refs": refs,
             "files": files, "index": [e for e in index if e], "state": state,
-            "worktree": worktree, "checkout": {"id": git.worktree_id(), "root": str(git.root)}}
+            "worktree": worktree, "checkout": git.worktree()}
 
 
 def require_same_checkout(git: Git, snap: Snapshot, what: str, command: str) -> None:
     """Refuse to put back, in this worktree, a snapshot another worktree took: its HEAD,
     index and files are that one's (snapshots of older versions do not say)."""
-    ran_in = snap.get("checkout") or {}
-    if ran_in.get("id", git.worktree_id()) != git.worktree_id():
-        raise ConfigError(f"{what} ran in the worktree {ran_in.get('root')}: its HEAD, index "
-                          "and files are that one's, not this one's",
-                          hint=f"run `{command}` there (`cd {ran_in.get('root')}`)")
+    elsewhere = git.other_worktree(snap.get("checkout"))
+    if elsewhere is not None:
+        raise ConfigError(f"{what} ran in the worktree {elsewhere}: its HEAD, index and files "
+                          "are that one's, not this one's",
+                          hint=f"run `{command}` there (`cd {elsewhere}`)")
 
 
 def _conflict(git: Git, queue_paths: tuple[str, ...], changed: set[str]) -> dict[str, Any]:

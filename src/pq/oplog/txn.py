@@ -11,7 +11,6 @@ repository (a nested one joins it) and the command line the CLI was given.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import time
@@ -172,13 +171,12 @@ class Transaction:
         try:
             if self.entry is not None and self.record.get("status") == "started":
                 self.done("done" if exc_type is None else "failed")
+                # It changed something (its entry stays), and no rebase holds the state
+                # (whose way back is --continue or --abort: `pq undo` refuses then).
                 after = self.record.get("after") or {}
-                # It changed something, and no rebase holds the state (its own way back is
-                # --continue or --abort: `pq undo` refuses while one is stopped).
-                if exc is not None and self.entry is not None and REBASE_STATE not in after.get(
-                        "state", {}):
-                    with contextlib.suppress(AttributeError):  # (a built-in's __slots__)
-                        exc.pq_failed_operation = self.record["id"]  # type: ignore[attr-defined]
+                if exc is not None and self.entry is not None and (
+                        REBASE_STATE not in after.get("state", {})):
+                    exc.pq_failed_operation = self.record["id"]  # type: ignore[attr-defined]
         finally:
             _active.pop(str(self.git.common_dir), None)
             self.lock.release()

@@ -183,7 +183,7 @@ def check_rev(git: Git, rev: str, skip: frozenset[str], use_cache: bool = True) 
         from pq.rebase import state as rs  # (not on the hook's short path)
 
         stopped = rs.load(git) if rev == "HEAD" else None
-        if stopped is not None and rs.started_elsewhere(git, stopped) is None:
+        if stopped is not None and git.other_worktree(stopped.worktree) is None:
             raise ConfigError(f"HEAD ({commit[:12]}) is a stopped pq rebase's commit, with no "
                               "series.yaml until the rebase ends",
                               hint="`pq check <branch>` checks the branch as it was; `pq "

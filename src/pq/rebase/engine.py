@@ -86,8 +86,7 @@ def start(git: Git, upstream: str | None = None, *, gate: bool = False,
             queue_before=worktree.save_queue_files(git, bookkeeping.queue_blobs(trees, head)),
             steps=steps,
             tip=onto, gate=gate, index_before=queuefiles.index_entries(git), rerere=rerere,
-            log_id=current_record_id(git), worktree=git.worktree_id(),
-            worktree_root=str(git.root))
+            log_id=current_record_id(git), worktree=git.worktree())
         rs.save(git, state)
         with rs.cleanup_unless_touched(git, state):
             diffs: dict[str, bytes] = {sc.commit: sc.diff for sc in stack}

@@ -78,12 +78,10 @@ class RebaseState:
     # The log entry of the `pq rebase` that started it: its stops, and those of each
     # --continue, are the entries from there on (None in states of older versions).
     log_id: int | None = None
-    # The worktree it runs in, as its git folder under the common one ("." for the main
-    # worktree; None in states of older versions), and that worktree's path then: the
+    # The worktree it runs in (Gateway.worktree; None in states of older versions): the
     # state is shared by every worktree of the repository, its HEAD, index and files are
-    # that one's. (A path alone would refuse a repository moved while stopped.)
-    worktree: str | None = None
-    worktree_root: str | None = None
+    # that one's.
+    worktree: dict[str, str] | None = None
 
     def to_json(self) -> bytes:
         # Shallow: asdict's deep copy was most of a save's time (every value here is a
@@ -150,20 +148,13 @@ def load_required(git: Git) -> RebaseState:
     if state is None:
         raise ConfigError("no pq rebase in progress",
                           hint="start one with `pq rebase <upstream-ref>`")
-    elsewhere = started_elsewhere(git, state)
+    elsewhere = git.other_worktree(state.worktree)
     if elsewhere is not None:
         raise ConfigError(f"the pq rebase in progress runs in the worktree {elsewhere}, not "
                           f"in this one ({git.root})",
                           hint=f"run `pq rebase --continue`, `--skip` or `--abort` there "
                                f"(`cd {elsewhere}`)")
     return state
-
-
-def started_elsewhere(git: Git, state: RebaseState) -> str | None:
-    """The path of the worktree `state` runs in, when it is another than `git`'s."""
-    if state.worktree is None or state.worktree == git.worktree_id():
-        return None
-    return state.worktree_root or state.worktree
 
 
 def queue_before(git: Git, state: RebaseState) -> Queue:
@@ -182,7 +173,7 @@ def require_none(git: Git) -> None:
     path = state_path(git)
     if path.is_file():
         state = load(git)
-        elsewhere = started_elsewhere(git, state) if state is not None else None
+        elsewhere = git.other_worktree(state.worktree) if state is not None else None
         raise ConfigError("a pq rebase is already in progress"
                           + (f" in the worktree {elsewhere}" if elsewhere else ""),
                           hint=(f"`cd {elsewhere}`, then " if elsewhere else "")

@@ -119,7 +119,7 @@ def status(git: Git) -> RebaseStatus | None:
     st = RebaseStatus("interrupted", state.short_branch, state.onto_ref, state.onto,
                       state.index + 1, total, step.name if step else None,
                       step.layer if step else None)
-    elsewhere = rs.started_elsewhere(git, state)
+    elsewhere = git.other_worktree(state.worktree)
     if elsewhere is not None:  # this worktree's index and files are not the rebase's
         st.phase, st.worktree, st.next = "elsewhere", elsewhere, [f"cd {elsewhere}"]
     elif state.phase == "conflict":
