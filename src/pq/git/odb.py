@@ -117,7 +117,7 @@ class ObjectDB:
                 proc.kill()  # and the writer on it; a later read starts a new one
             writer.join()
             if not read:
-                self._discard()
+                self.close()
         return out
 
     def kind(self, oid: str) -> str | None:
