@@ -32,6 +32,12 @@ COMMANDS = {
 
 
 class PqGroup(click.Group):
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        from pq.cli import skip_teardown
+
+        skip_teardown()
+        return super().main(*args, **kwargs)
+
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(set(COMMANDS) | set(self.commands))
 
