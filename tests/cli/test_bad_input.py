@@ -175,3 +175,19 @@ def test_init_and_import_never_overwrite_an_untracked_file(tmp_path: Path) -> No
                        "move it aside")
         assert all((fork / m).read_text() == "MY OWN NOTES\n" for m in mine)
         assert not (fork / "series.yaml").exists()
+
+
+def test_no_git_identity_is_one_line_that_says_how_to_set_it(
+        fork: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """git without a name and e-mail (useConfigOnly: no guessing from the host name)."""
+    write(fork, "setup.py", "import paddle  # again\n")
+    before = commit_all(fork, "build: again")
+    for key in ("GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL", "EMAIL"):
+        monkeypatch.delenv(key, raising=False)
+    git(fork, "config", "user.useConfigOnly", "true")
+    one_line_error(pq(fork, "export", "--commit", ok=False),
+                   "git has no committer identity to write pq's commits with",
+                   "no email was given and auto-detection is disabled",
+                   '`git config --global user.name "Your Name"`')
+    assert git(fork, "rev-parse", "HEAD") == before
+    assert git(fork, "status", "--porcelain") == ""

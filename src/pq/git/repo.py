@@ -147,10 +147,24 @@ class Git(WorkingTree):
         return self.text("var", name).strip()
 
     def committer_now(self) -> Person:
-        return Person.parse(self.var("GIT_COMMITTER_IDENT"))
+        return self._identity("GIT_COMMITTER_IDENT", "committer")
 
     def author_now(self) -> Person:
-        return Person.parse(self.var("GIT_AUTHOR_IDENT"))
+        return self._identity("GIT_AUTHOR_IDENT", "author")
+
+    def _identity(self, var: str, role: str) -> Person:
+        """git's `role` identity now; where git has none, what to configure."""
+        proc = self.run_proc("var", var)
+        if proc.returncode == 0:
+            return Person.parse(proc.stdout.decode("utf-8", "surrogateescape").strip())
+        said = proc.stderr.decode("utf-8", "replace").splitlines()
+        why = next((ln.removeprefix("fatal: ") for ln in reversed(said)
+                    if ln.startswith("fatal: ")), "`git var " + var + "` failed")
+        raise ConfigError(
+            f"git has no {role} identity to write pq's commits with: {why}",
+            hint="set it with `git config --global user.name \"Your Name\"` and "
+                 "`git config --global user.email you@example.com`, then run the command "
+                 "again")
 
     def config_matching(self, regexp: str) -> dict[str, str]:
         """{key: value} of the configuration whose keys match `regexp` (last one wins)."""

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from pq.errors import ConfigError
 from pq.git.branchmove import checkout_moved, require_unmoved, swap_branch
-from pq.git.objects import CommitId
+from pq.git.objects import CommitId, Person
 from pq.git.repo import Git
 from pq.model.series import PATCHES_DIR, SERIES_FILE, PatchEntry, Series, new_series
 from pq.oplog.txn import Transaction
@@ -211,25 +211,27 @@ def _write_export(git: Git, queue: Queue, old: Series, t: Transaction, commit: b
     if branch is not None:
         require_unmoved(git, branch, head, f"pq {command}")
     require_no_untracked_in_the_way(git, queue, result.added, f"pq {command}")
+    # Who commits, asked before anything is written: git may not know.
+    who = (git.author_now(), git.committer_now()) if commit else None
     t.begin()
     result.changed = write_worktree(git, queue, previous)
-    if commit:
+    if who is not None:
         # The working tree now holds `queue` (in its clean form): commit that.
         written = Queue(queue.series, queue.files, queue.series.dumps())
-        result.commit = commit_queue(git, f"pq: {command} series", written, expect=head)
+        result.commit = commit_queue(git, f"pq: {command} series", written, expect=head,
+                                     who=who)
     t.done()
     return result
 
 
-def commit_queue(git: Git, message: str, queue: Queue | None = None,
-                 expect: CommitId | None = None) -> CommitId | None:
-    """Commit the queue's files in the working tree as a bookkeeping commit, if changed.
+def commit_queue(git: Git, message: str, queue: Queue, expect: CommitId,
+                 who: tuple[Person, Person]) -> CommitId | None:
+    """Commit the queue's files, just written to the working tree as `queue`, on `expect`
+    as a bookkeeping commit by `who` (author, committer), if they changed anything.
 
-    series.yaml and the patch files are committed with the bytes pq reads (their clean
-    form; `queue`, when the caller just wrote it, saves reading them again): `git add`
-    under core.autocrlf would strip the CR bytes of a patch of a CRLF file. Only the
-    queue's paths are committed; other staged changes stay staged."""
-    queue = queue or read_worktree(git)
+    series.yaml and the patch files are committed with the bytes pq wrote (their clean
+    form): `git add` under core.autocrlf would strip the CR bytes of a patch of a CRLF
+    file. Only the queue's paths are committed; other staged changes stay staged."""
     qp = queue.series.queue_paths
     git.add([p for p in qp if (git.root / p).exists() or _tracked(git, p)], all=True)
     exact = [f"100644 {git.write_blob(data)} 0\t{PATCHES_DIR}/{name}"
@@ -242,13 +244,11 @@ def commit_queue(git: Git, message: str, queue: Queue | None = None,
         meta, path = rec.split("\t", 1)
         mode, obj, _stage = meta.split()
         staged.append((mode, obj, path))
-    head = expect or git.head()
-    tree = git.build_tree(git.tree_of(head), remove=list(qp), add=staged)
-    if tree == git.tree_of(head):
+    tree = git.build_tree(git.tree_of(expect), remove=list(qp), add=staged)
+    if tree == git.tree_of(expect):
         return None
-    commit = git.write_commit(tree, [head], git.author_now(), git.committer_now(),
-                              message + "\n")
-    git.update_ref("HEAD", commit, head, f"commit: {message}")
+    commit = git.write_commit(tree, [expect], *who, message + "\n")
+    git.update_ref("HEAD", commit, expect, f"commit: {message}")
     return commit
 
 
