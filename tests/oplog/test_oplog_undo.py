@@ -151,3 +151,52 @@ def test_undo_runs_only_in_the_worktree_its_operation_ran_in(tmp_path: Path) -> 
         assert git(linked, "symbolic-ref", "HEAD") == "refs/heads/other"
     pq(fork, "undo")
     assert not (fork / "series.yaml").exists()
+
+
+def test_undo_op_refuses_what_changed_since_pqs_last_operation(tmp_path: Path) -> None:
+    """`pq undo --op N` returns to the state before N, throwing away what pq did since; a
+    commit made by hand since pq's last entry is not pq's to throw away (it went without a
+    word). Forced, it is logged first, and `pq undo --op` of that entry brings it back."""
+    fork = make_fork(tmp_path)
+    write(fork, "setup.py", "import paddle\n")
+    commit_all(fork, "build: paddle")
+    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    write(fork, "pkg/__init__.py", "import torch  # scoped\n")
+    commit_all(fork, "python-glue: scoped")
+    pq(fork, "export", "--commit")  # operation 2
+    write(fork, "README.md", "mine\n")
+    mine = commit_all(fork, "my hand commit")
+    refused = pq(fork, "undo", "--op", "2", ok=False)
+    assert refused.exit_code == 2, refused.output
+    assert "refs/heads/paddle has moved" in refused.output
+    assert "since operation 2 (`pq export --commit`); `pq undo --op 2` would throw that " \
+           "away" in refused.output
+    assert "`pq undo --op 3` brings it back" in refused.output
+    assert git(fork, "rev-parse", "HEAD") == mine
+    forced = pq(fork, "undo", "--op", "2", "--force")
+    assert "logged as operation 3; `pq undo --op 3` reverts this" in forced.output
+    assert "pq redo" not in forced.output  # redo does not revert a restore
+    assert git(fork, "rev-parse", "HEAD") != mine
+    pq(fork, "undo", "--op", "3")
+    assert git(fork, "rev-parse", "HEAD") == mine
+
+
+def test_undo_op_refuses_to_delete_a_branch_made_by_hand_since(tmp_path: Path) -> None:
+    fork = make_fork(tmp_path)
+    write(fork, "setup.py", "import paddle\n")
+    commit_all(fork, "build: paddle")
+    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    pq(fork, "apply", "--onto", "upstream/main", "--branch", "rebuilt")  # operation 2
+    pq(fork, "undo")  # operation 3: rebuilt is gone
+    git(fork, "switch", "-q", "-c", "rebuilt", "upstream/main")
+    write(fork, "mine.txt", "mine\n")
+    mine = commit_all(fork, "my own work")
+    git(fork, "switch", "-q", "paddle")
+    for command, again in ((["redo"], "pq redo"), (["undo", "--op", "2"], "pq undo --op 2")):
+        refused = pq(fork, *command, ok=False)
+        assert refused.exit_code == 2, refused.output
+        assert "refs/heads/rebuilt has moved" in refused.output
+        assert f"since operation 3 (`pq undo`); `{again}` would throw that away" \
+            in refused.output
+        assert "`pq undo --op 4` brings it back" in refused.output
+    assert git(fork, "rev-parse", "rebuilt") == mine

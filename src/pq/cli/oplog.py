@@ -165,9 +165,12 @@ def _render(result: undo_mod.UndoResult, rerere_paths: list[str], as_json: bool)
                    f"`{forget_command(rerere_paths)}` forgets them")
     if result.kind == "redo":
         click.echo("  `pq undo` takes it back again")
-    else:
+    elif result.kind == "undo":
         click.echo(f"  logged as operation {result.record_id}; `pq redo` (or `pq undo --op "
                    f"{result.record_id}`) reverts this")
+    else:  # a restore is no undo that redo reverts
+        click.echo(f"  logged as operation {result.record_id}; `pq undo --op "
+                   f"{result.record_id}` reverts this")
 
 
 @click.command()

@@ -130,12 +130,13 @@ def plan(git: Git, kind: str, op: int | None, current: Snapshot, force: bool) ->
     before: Snapshot = record["before"]
     _check_paths(before, rid)
     require_same_checkout(git, before, f"operation {rid}", f"pq {kind}")
-    # A finished operation is undone against what it left; anything else against now.
-    after = record.get("after") if kind != "restore" else None
-    reference = after if isinstance(after, dict) else current
+    # Undone against what it left; a restore against what pq's last entry left (since then
+    # it is someone else's work), putting back all that differs now.
+    last = record if kind != "restore" else log.load(git, records[-1])
+    reference = last["after"] if isinstance(last.get("after"), dict) else current
     names = set(before["refs"]) | set(reference["refs"]) | set(current["refs"])
     b, r, c = (_components(s, names) for s in (before, reference, current))
-    changed = sorted(k for k in b if b[k] != r[k])
+    changed = sorted(k for k in b if b[k] != (c if kind == "restore" else r)[k])
     drift = [k for k in changed if c[k] != r[k]]
     if changed and "HEAD" not in changed and c["HEAD"] != r["HEAD"]:
         # HEAD left the branch the operation ran on (a detached checkout, another branch):
@@ -144,13 +145,13 @@ def plan(git: Git, kind: str, op: int | None, current: Snapshot, force: bool) ->
         drift.insert(0, "HEAD")
     result = Plan(kind, record, before, changed, drift)
     if drift and not force:
+        again = f"pq {kind}" if kind != "restore" else f"pq undo --op {rid}"
+        back = "pq redo" if kind == "undo" else f"pq undo --op {int(records[-1]['id']) + 1}"
         raise ConfigError(
-            f"{_describe_drift(drift[0], current, reference)} since operation {rid} "
-            f"(`{record.get('command')}`); {'redoing' if kind == 'redo' else 'undoing'} it "
-            "would throw that away",
-            hint=f"`pq {kind if kind != 'restore' else 'undo --op ' + str(rid)} --force` "
-                 "does it anyway; the present state is logged first, and `pq redo` brings "
-                 "it back")
+            f"{_describe_drift(drift[0], current, reference)} since operation {last['id']} "
+            f"(`{last.get('command')}`); `{again}` would throw that away",
+            hint=f"`{again} --force` does it anyway; the present state is logged first, and "
+                 f"`{back}` brings it back")
     return result
 
 
@@ -202,8 +203,7 @@ def _short(sha: str | None) -> str:
 def _check_paths(snap: Snapshot, rid: int) -> None:
     paths = list(snap["files"]) + [e.split("\t", 1)[-1] for e in snap["index"]]
     for p in paths:
-        if not _SAFE_PATH.match(p) or not (p == SERIES_FILE
-                                           or p.startswith(PATCHES_DIR + "/")):
+        if not _SAFE_PATH.match(p) or not (p == SERIES_FILE or p.startswith(PATCHES_DIR + "/")):
             raise ConfigError(f"operation {rid}'s log entry names {p!r}, outside the queue",
                               hint="the entry was edited by hand; pq will not restore it")
     for p in snap["state"]:
