@@ -212,6 +212,28 @@ def test_hook_install_force_keeps_and_logs_the_foreign_hook(tmp_path: Path) -> N
     assert (hooks / "pre-push").read_text() == "#!/bin/sh\necho mine\n"
 
 
+def test_hook_install_force_again_never_deletes_the_hook_set_aside_before(
+        tmp_path: Path) -> None:
+    """A second `--force` over another foreign hook unlinked the first one set aside."""
+    fork = base_fork(tmp_path)
+    hooks = fork / ".git" / "hooks"
+    first, second = "#!/bin/sh\necho first\n", "#!/bin/sh\necho second\n"
+    write(hooks, "pre-push", first, 0o755)
+    pq(fork, "hook", "install", "--force")
+    write(hooks, "pre-push", second, 0o755)
+    out = pq(fork, "hook", "install", "--force").output
+    assert "the hook set aside there before is kept as pre-push.replaced-by-pq.1" in out
+    assert (hooks / "pre-push.replaced-by-pq").read_text() == second
+    assert (hooks / "pre-push.replaced-by-pq.1").read_text() == first
+    assert "is now pre-push.replaced-by-pq.1" in pq(fork, "log").output
+    write(hooks, "pre-push", second, 0o755)  # the same hook again: no third copy
+    pq(fork, "hook", "install", "--force")
+    assert sorted(p.name for p in hooks.glob("pre-push.replaced-by-pq*")) == [
+        "pre-push.replaced-by-pq", "pre-push.replaced-by-pq.1"]
+    pq(fork, "hook", "uninstall")  # the hook that was in place last comes back
+    assert (hooks / "pre-push").read_text() == second
+
+
 # -- item 9: errors name file:line:column and the fix ----------------------------------------
 
 

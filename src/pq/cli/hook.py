@@ -43,6 +43,8 @@ def install(force: bool, chain: bool) -> None:
     if result.set_aside is not None:
         click.echo(f"pq: {result.set_aside.name}, which pq did not write, is kept as "
                    f"{result.path.name}{install_mod.REPLACED_SUFFIX} (see `pq log`)")
+    if result.older is not None:
+        click.echo(f"pq: the hook set aside there before is kept as {result.older.name}")
     if result.chained:
         click.echo(f"pq: {result.chained.name} runs first; its failure refuses the push")
 

@@ -4,6 +4,7 @@ and uninstalling it without ever deleting a hook pq did not write.
 
 from __future__ import annotations
 
+import itertools
 import os
 import shlex
 from dataclasses import dataclass
@@ -61,6 +62,7 @@ class InstallResult:
     action: str  # installed | updated | replaced
     chained: Path | None
     set_aside: Path | None = None  # a foreign hook moved to pre-push.replaced-by-pq
+    older: Path | None = None  # where the hook set aside there before went (.1, .2, ...)
 
 
 def install(git: Git, *, force: bool = False, chain: bool = False,
@@ -69,7 +71,7 @@ def install(git: Git, *, force: bool = False, chain: bool = False,
     chained = path.with_name(HOOK_NAME + CHAINED_SUFFIX)
     replaced = path.with_name(HOOK_NAME + REPLACED_SUFFIX)
     action = "installed"
-    set_aside: Path | None = None
+    set_aside = older = None
     if os.path.lexists(path):
         if path.is_dir():
             raise ConfigError(f"{path} is a directory", hint="move it away first")
@@ -80,11 +82,11 @@ def install(git: Git, *, force: bool = False, chain: bool = False,
                 raise ConfigError(f"{chained} already exists",
                                   hint="remove it, or pass --force to replace it")
             if os.path.lexists(chained):
-                set_aside = _set_aside(chained, replaced)
+                set_aside, older = _set_aside(chained, replaced)
             os.replace(path, chained)
         elif force:
             action = "replaced"
-            set_aside = _set_aside(path, replaced)
+            set_aside, older = _set_aside(path, replaced)
         else:
             raise ConfigError(f"{path} exists and was not written by pq",
                               hint="`pq hook install --chain` keeps it and runs it first; "
@@ -95,21 +97,30 @@ def install(git: Git, *, force: bool = False, chain: bool = False,
     os.chmod(tmp, 0o755)
     os.replace(tmp, path)
     result = InstallResult(path, action, chained if os.path.lexists(chained) else None,
-                           set_aside)
+                           set_aside, older)
     if set_aside is not None:
         from pq.oplog.txn import log_note
 
         log_note(git, "pq hook install --force" + (" --chain" if chain else ""),
-                 f"replaced {set_aside}, which pq did not write; kept as {replaced.name}")
+                 f"replaced {set_aside}, which pq did not write; kept as {replaced.name}"
+                 + (f"; the hook kept there before is now {older.name}" if older else ""))
     return result
 
 
-def _set_aside(hook: Path, replaced: Path) -> Path:
-    """Move a hook pq did not write out of the way, never deleting it; returns where it was."""
+def _set_aside(hook: Path, replaced: Path) -> tuple[Path, Path | None]:
+    """Move a hook pq did not write to `replaced`, never deleting one: (where it was, where
+    an earlier hook set aside there went: `replaced`.1, .2, ..., unless it was the same)."""
+    older = None
     if os.path.lexists(replaced):
-        replaced.unlink()  # an older one set aside: the log record names it
+        if not replaced.is_symlink() and not hook.is_symlink() \
+                and replaced.read_bytes() == hook.read_bytes():
+            replaced.unlink()  # the same hook again: nothing is lost
+        else:
+            older = next(p for n in itertools.count(1)
+                         if not os.path.lexists(p := replaced.with_name(f"{replaced.name}.{n}")))
+            os.replace(replaced, older)
     os.replace(hook, replaced)
-    return hook
+    return hook, older
 
 
 @dataclass(frozen=True)
