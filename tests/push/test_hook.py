@@ -272,6 +272,28 @@ def test_non_pq_branch_and_tag_push_untouched(tmp_path: Path) -> None:
     assert set(remote_refs(remote)) == {"refs/heads/main", "refs/tags/v1"}
 
 
+def test_a_tip_without_series_pushed_over_a_pq_branch_is_refused(tmp_path: Path) -> None:
+    """A stopped rebase's commit (no series.yaml until it ends) force-pushed over the pq
+    branch went through as "not pq's", taking the series off the remote branch."""
+    fork, remote = make_pushable(tmp_path)
+    assert push(fork, "origin", "paddle").returncode == 0
+    before = remote_refs(remote)
+    up = tmp_path / "upstream"
+    write(up, "pkg/__init__.py", "import torch\n\n\ndef op(x):\n    return x + 0\n")
+    commit_all(up, "upstream: touch op")
+    git(fork, "fetch", "-q", "upstream")
+    assert pq(fork, "rebase", "upstream/main", ok=False).exit_code == 1  # stopped
+    result = push(fork, "-f", "origin", "HEAD:paddle")
+    assert_refused(result, remote, before, "the push takes a series off the remote",
+                   "the pushed commit has no series.yaml, but paddle on the remote "
+                   f"({before['refs/heads/paddle'][:12]}) has one", "git push --no-verify")
+    pq(fork, "rebase", "--abort")
+    # Without a series on the remote ref, or to a new one, such a tip is not pq's business.
+    result = push(fork, "origin", "upstream/main:refs/heads/main", "HEAD~3:refs/heads/old")
+    assert result.returncode == 0 and result.stderr == "", result.stderr
+    assert push(fork, "origin", "upstream/main~1:refs/heads/main", "-f").returncode == 0
+
+
 def test_deletion_passes_even_when_the_local_branch_is_broken(tmp_path: Path) -> None:
     fork, remote = make_pushable(tmp_path)
     assert push(fork, "origin", "paddle").returncode == 0

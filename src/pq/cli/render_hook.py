@@ -50,7 +50,7 @@ def hook_lines(result: HookResult) -> list[str]:
     if result.chained and result.chained[1]:
         path, rc = result.chained
         return [f"pq: the chained hook {path} failed (exit {rc}); push refused"]
-    managed = [r for r in result.reports if r.managed]
+    managed = [r for r in result.reports if r.managed or r.state == "unmanaging"]
     if result.skip and managed:
         lines += skip_warnings(result.skip, result.unknown_skip, "this push")
     for r in managed:
@@ -69,6 +69,9 @@ def _report_lines(r: RefReport) -> list[str]:
         lines.append(f"pq: {where}: {consistent_summary(r.statuses, how)}")
         return lines
     consistency, policy = split_failures(r.failures)
+    if r.state == "unmanaging":
+        return [*lines, f"pq: {where}: the push takes a series off the remote:",
+                *_failure_lines(r.failures)]
     if consistency:
         lines.append(f"pq: {where}: the branch does not match its series "
                      f"({_n(len(consistency), 'problem')}):")

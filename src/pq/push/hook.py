@@ -38,7 +38,7 @@ CACHE_ENTRIES = 256
 class RefReport:
     update: RefUpdate
     commit: CommitId | None = None
-    state: str = "checked"  # deleted | unmanaged | cached | checked
+    state: str = "checked"  # deleted | unmanaged | unmanaging | cached | checked
     statuses: dict[str, str] = field(default_factory=dict)
     failures: list[CheckFailure] = field(default_factory=list)
     notices: list[str] = field(default_factory=list)
@@ -164,7 +164,29 @@ def check_refs(git: Git, updates: Sequence[RefUpdate], skip: frozenset[str],
             dirty = True
     if dirty:
         _store_cache(git, cache)
+    _refuse_taking_series_off(git, [r for r in live if r.state == "unmanaged"])
     return reports
+
+
+def _refuse_taking_series_off(git: Git, reports: list[RefReport]) -> None:
+    """A tip with no series.yaml pushed over a remote ref whose tip (known here) has one:
+    a stopped rebase's commit, a branch pushed to the wrong name. It would take the series
+    off that ref, which no check of the pushed commit can see; refused (exit 1)."""
+    from pq.push.registry import CheckFailure
+
+    over = [r for r in reports if r.update.remote_sha.strip("0")]  # not a new remote ref
+    for report, probe in zip(over, _probe(git, [r.update.remote_sha for r in over])):
+        if probe.series_blob is None:
+            continue
+        remote = report.update.remote_ref.removeprefix("refs/heads/")
+        report.state = "unmanaging"
+        report.failures = [CheckFailure(
+            "series", f"the pushed commit has no series.yaml, but {remote} on the remote "
+                      f"({report.update.remote_sha[:12]}) has one: this push would take the "
+                      "series off it",
+            "push the branch that carries the series (a stopped `pq rebase` has none until "
+            "it ends: `pq status`); to take pq off that branch on purpose, `git push "
+            "--no-verify`")]
 
 
 def _as_predicted(statuses: Mapping[str, str]) -> bool:
