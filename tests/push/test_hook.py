@@ -327,6 +327,32 @@ def test_hook_checks_the_pushing_worktree_repository(tmp_path: Path) -> None:
     assert_refused(result, remote, {}, "unexported, in a worktree")
 
 
+def test_hook_checks_a_push_typed_outside_the_working_tree(tmp_path: Path) -> None:
+    """`git --git-dir=fork/.git push` (or GIT_DIR=) runs the hook where it was typed: pq
+    opened that folder, "not a git repository", and refused a consistent push."""
+    fork, remote = make_pushable(tmp_path)
+    git(fork, "worktree", "add", "-q", "-b", "other", str(tmp_path / "wt"), "paddle")
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+
+    def push_from(git_dir: Path, ref: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["git", f"--git-dir={os.path.relpath(git_dir, outside)}", "push",
+                               "-q", str(remote), ref], check=False, cwd=outside,
+                              capture_output=True, text=True)
+
+    result = push_from(fork / ".git", "paddle")
+    assert result.returncode == 0 and "series consistent" in result.stderr, result.stderr
+    write(fork, "pkg/util.py", "changed\n")
+    commit_all(fork, "unexported")
+    assert_refused(push_from(fork / ".git", "paddle:refs/heads/x"), remote,
+                   remote_refs(remote), "unexported")
+    wt = tmp_path / "wt"  # a linked worktree's git dir is .git/worktrees/wt
+    write(wt, "pkg/util.py", "changed in a worktree\n")
+    commit_all(wt, "unexported, in a worktree")
+    assert_refused(push_from(fork / ".git" / "worktrees" / "wt", "other"), remote,
+                   remote_refs(remote), "unexported, in a worktree")
+
+
 # -- installing ------------------------------------------------------------------------
 
 

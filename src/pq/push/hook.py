@@ -219,14 +219,27 @@ def check_rev(git: Git, rev: str, skip: frozenset[str], use_cache: bool = True) 
 
 
 def open_for_hook(environ: Mapping[str, str]) -> Git:
-    """The repository git is pushing from, opened with git's hook variables scrubbed."""
-    git = Git.open(environ.get("GIT_WORK_TREE") or ".")
+    """The repository git is pushing from, opened with git's hook variables scrubbed. A push
+    typed outside the working tree (`git --git-dir=fork/.git push`) runs the hook where it
+    was typed: the repository is GIT_DIR's, and its working tree the one that git dir
+    belongs to (the checks read commits, never the working tree's files)."""
     given = environ.get("GIT_DIR")
+    where = environ.get("GIT_WORK_TREE") or (_worktree_of(Path(given)) if given else ".")
+    git = Git.open(where)
     if given and Path(given).resolve() != git.git_dir.resolve():
         git.close()
         raise ConfigError(f"git pushes from {given}, but pq's hook runs in {git.root}",
                           hint="push from inside the working tree, or `git push --no-verify`")
     return git
+
+
+def _worktree_of(git_dir: Path) -> Path:
+    """The working tree whose git dir is `git_dir`: a linked worktree's (its `gitdir` file
+    names the worktree's `.git`), else the folder holding a `.git` dir; else here."""
+    link = git_dir / "gitdir"
+    if link.is_file():
+        return Path(link.read_text(encoding="utf-8", errors="surrogateescape").strip()).parent
+    return git_dir.parent if git_dir.name == ".git" else Path(".")
 
 
 def scrub_environment() -> None:
