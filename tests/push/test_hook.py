@@ -252,6 +252,14 @@ def test_skip_all_is_loud_and_unknown_names_are_named(tmp_path: Path) -> None:
     assert "WARNING: PQ_SKIP=all,gates: skipping every pq check" in result.stderr
     assert "PQ_SKIP names no check called gates" in result.stderr
     assert "refs/heads/paddle" in remote_refs(remote)
+    # A name that is no check skips nothing (it warned "skipping the check ALL").
+    write(fork, "pkg/util.py", "changed again\n")
+    commit_all(fork, "unexported again")
+    result = push(fork, "origin", "paddle", PQ_SKIP="ALL")
+    assert_refused(result, remote, remote_refs(remote), "unexported again")
+    assert "skipping" not in result.stderr
+    assert "PQ_SKIP names no check called ALL, and skips nothing for it (the checks: series, " \
+           "base, export" in result.stderr
 
 
 def test_no_verify_skips_the_hook(tmp_path: Path) -> None:

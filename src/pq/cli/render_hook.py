@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from pq.push.hook import HookResult, RefReport
 from pq.push.refs import SKIP_ENV
-from pq.push.registry import CheckFailure, split_failures
+from pq.push.registry import CheckFailure, names, split_failures
 
 ACK_HINT = ("a finding you reviewed and keep: acknowledge it on the patch's entry in "
             "series.yaml, `acknowledged: [{rule: WA014, reason: \"...\"}]`")
@@ -21,14 +21,15 @@ def _n(n: int, word: str) -> str:
 
 def skip_warnings(skip: frozenset[str], unknown: Sequence[str], subject: str) -> list[str]:
     """The warning lines for PQ_SKIP, the same from the hook and from `pq check`."""
-    if not skip:
-        return []
-    what = "every pq check" if "all" in skip else \
-        ("the check " if len(skip) == 1 else "the checks ") + ", ".join(sorted(skip))
-    lines = [f"pq: WARNING: {SKIP_ENV}={','.join(sorted(skip))}: skipping {what}; "
-             f"{subject} is NOT fully verified"]
+    lines = []
+    if skip:
+        what = "every pq check" if "all" in skip else \
+            ("the check " if len(skip) == 1 else "the checks ") + ", ".join(sorted(skip))
+        lines.append(f"pq: WARNING: {SKIP_ENV}={','.join(sorted(skip | set(unknown)))}: "
+                     f"skipping {what}; {subject} is NOT fully verified")
     if unknown:
-        lines.append(f"pq: WARNING: {SKIP_ENV} names no check called {', '.join(unknown)}")
+        lines.append(f"pq: WARNING: {SKIP_ENV} names no check called {', '.join(unknown)}, "
+                     f"and skips nothing for it (the checks: {', '.join(names())}; or all)")
     return lines
 
 
@@ -51,7 +52,7 @@ def hook_lines(result: HookResult) -> list[str]:
         path, rc = result.chained
         return [f"pq: the chained hook {path} failed (exit {rc}); push refused"]
     managed = [r for r in result.reports if r.managed or r.state == "unmanaging"]
-    if result.skip and managed:
+    if managed:
         lines += skip_warnings(result.skip, result.unknown_skip, "this push")
     for r in managed:
         lines.extend(_report_lines(r))

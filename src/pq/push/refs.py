@@ -59,9 +59,10 @@ def updates_from_env(environ: Mapping[str, str]) -> list[RefUpdate]:
 
 
 def parse_skip(value: str | None) -> tuple[frozenset[str], list[str]]:
-    """PQ_SKIP's check names, and the names in it that are no check."""
+    """PQ_SKIP's check names, and apart the names in it that are no check (skipping
+    nothing)."""
     from pq.push import registry
 
     names = frozenset(n.strip() for n in (value or "").split(",") if n.strip())
     unknown = sorted(n for n in names if n != "all" and n not in registry.names())
-    return names, unknown
+    return names - frozenset(unknown), unknown
