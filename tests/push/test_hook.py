@@ -188,6 +188,41 @@ def test_plain_git_rebase_leaves_a_stale_base(tmp_path: Path) -> None:
     assert ok.returncode == 0, ok.stderr
 
 
+def test_a_merge_of_upstream_names_a_fix_that_works(tmp_path: Path) -> None:
+    """A branch that merged upstream by plain git was told `pq init --force`, which refuses
+    merged history."""
+    fork, remote = make_pushable(tmp_path)
+    up = tmp_path / "upstream"
+    write(up, "README.md", "upstream moved\n")
+    commit_all(up, "upstream: readme")
+    git(fork, "fetch", "-q", "upstream")
+    before = git(fork, "rev-parse", "HEAD")
+    git(fork, "merge", "-q", "--no-edit", "upstream/main")
+    result = push(fork, "origin", "paddle")
+    assert_refused(result, remote, {}, "the branch merged 1 newer upstream/main commit(s)",
+                   "fix: undo the merge (`git reset --keep` to the commit before it), then "
+                   "`pq rebase upstream/main`")
+    git(fork, "reset", "-q", "--keep", before)
+    pq(fork, "rebase", "upstream/main")
+    ok = push(fork, "origin", "paddle")
+    assert ok.returncode == 0, ok.stderr
+
+
+def test_a_shallow_clone_is_told_to_unshallow(tmp_path: Path) -> None:
+    fork, _ = make_pushable(tmp_path)
+    shallow = tmp_path / "shallow"
+    git(tmp_path, "clone", "-q", "--depth", "1", "-o", "src", "-b", "paddle", f"file://{fork}",
+        str(shallow))
+    (tmp_path / "s").mkdir()
+    remote = origin_with_hook(tmp_path / "s", shallow)
+    result = push(shallow, "origin", "paddle")
+    assert_refused(result, remote, {}, "which is not in this shallow clone",
+                   "fix: git fetch --unshallow, then push again")
+    git(shallow, "fetch", "-q", "--unshallow")
+    ok = push(shallow, "origin", "paddle")
+    assert ok.returncode == 0, ok.stderr
+
+
 def test_base_that_is_not_an_ancestor_is_refused(tmp_path: Path) -> None:
     fork, remote = make_pushable(tmp_path)
     up = tmp_path / "upstream"

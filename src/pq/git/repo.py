@@ -125,8 +125,9 @@ class Git(WorkingTree):
         out = self.text("rev-list", *limit, range_, "--", *paths)
         return [CommitId(x) for x in out.split()]
 
-    def count(self, range_: str) -> int:
-        return int(self.text("rev-list", "--count", range_).strip())
+    def count(self, range_: str, *options: str) -> int:
+        """How many commits `range_` holds (`options`: rev-list's, such as --merges)."""
+        return int(self.text("rev-list", "--count", *options, range_).strip())
 
     def log_files(self, range_: str) -> list[tuple[CommitId, frozenset[str]]]:
         """(commit, the paths it changes) for each non-merge commit of `range_`, oldest
@@ -142,9 +143,6 @@ class Git(WorkingTree):
             elif field and log:
                 log[-1][1].add(field.decode("utf-8", "surrogateescape"))
         return [(c, frozenset(files)) for c, files in reversed(log)]
-
-    def var(self, name: str) -> str:
-        return self.text("var", name).strip()
 
     def committer_now(self) -> Person:
         return self._identity("GIT_COMMITTER_IDENT", "committer")

@@ -68,8 +68,11 @@ def check_base(git: Git, ctx: CheckContext) -> list[CheckFailure]:
     fix = f"pq init --force --upstream {ref} --commit"
     later = "(`pq rebase` moves a series onto a new upstream without this)"
     if git.try_resolve(base) is None:
+        shallow = (git.common_dir / "shallow").is_file()
         return [CheckFailure(
-            "base", f"series.yaml records base {base[:12]}, which is not in this repository",
+            "base", f"series.yaml records base {base[:12]}, which is not in this "
+                    + ("shallow clone" if shallow else "repository"),
+            "git fetch --unshallow, then push again" if shallow else
             f"git fetch the upstream of {ref}, then push again")]
     if not git.is_ancestor(base, ctx.commit):
         return [CheckFailure(
@@ -81,11 +84,17 @@ def check_base(git: Git, ctx: CheckContext) -> list[CheckFailure]:
     fork_point = git.merge_base(ctx.commit, upstream) if upstream else None
     if fork_point and fork_point != base and git.is_ancestor(base, fork_point):
         n = git.count(f"{base}..{fork_point}")
+        if git.count(f"{fork_point}..{ctx.commit}", "--merges"):  # init refuses merges
+            return [CheckFailure(
+                "base", f"stale base: series.yaml records base {base[:12]}, but the branch "
+                        f"merged {n} newer {ref} commit(s), up to {fork_point[:12]}, outside pq",
+                f"undo the merge (`git reset --keep` to the commit before it), then `pq "
+                f"rebase {ref}`")]
         return [CheckFailure(
             "base",
             f"stale base: series.yaml records base {base[:12]}, but the branch contains {n} "
-            f"newer {ref} commit(s), up to {fork_point[:12]}: it was rebased onto (or merged "
-            f"with) {ref} outside pq; re-record the base from the branch {later}", fix)]
+            f"newer {ref} commit(s), up to {fork_point[:12]}: it was rebased onto {ref} "
+            f"outside pq; re-record the base from the branch {later}", fix)]
     return []
 
 
