@@ -224,6 +224,26 @@ def test_undo_refuses_when_queue_files_were_edited_since(fork: Path) -> None:
     assert series.read_text().endswith("# my note\n")
 
 
+def test_undo_leaves_the_users_own_untracked_files_in_patches_alone(fork: Path) -> None:
+    """Files in patches/ that are not *.patch are the user's: an untracked one counted as
+    a queue edit (undo refused, naming none), and `--force` then deleted it."""
+    new_commit(fork)
+    pq(fork, "export", "--commit")
+    notes = fork / "patches" / "README.md"
+    notes.write_text("my notes\n")
+    (fork / "patches" / "drafts").mkdir()
+    (fork / "patches" / "drafts" / "idea.txt").write_text("later\n")
+    pq(fork, "undo")  # the export
+    pq(fork, "redo")
+    pq(fork, "undo", "--op", "1")  # the init: patches/ holds no patch then
+    assert notes.read_text() == "my notes\n"
+    assert (fork / "patches" / "drafts" / "idea.txt").read_text() == "later\n"
+    assert sorted(p.name for p in (fork / "patches").iterdir()) == ["README.md", "drafts"]
+    pq(fork, "undo", "--op", str(log_json(fork)["operations"][0]["id"]))  # back again
+    assert notes.read_text() == "my notes\n"
+    assert git(fork, "status", "--porcelain") == "?? patches/README.md\n?? patches/drafts/"
+
+
 def test_undo_data_survives_gc(fork: Path) -> None:
     new_commit(fork)
     pq(fork, "export")  # uncommitted queue files: their bytes live only in the log

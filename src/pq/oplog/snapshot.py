@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import stat
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pq.atomic import write_atomic
 from pq.background import Background
@@ -21,6 +21,9 @@ from pq.faults import checkpoint
 from pq.git.repo import Git
 from pq.git.trees import Trees
 from pq.model.series import PATCHES_DIR, SERIES_FILE
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 QUEUE_PATHS = (SERIES_FILE, PATCHES_DIR)
 LOG_REF = "refs/pq/oplog"  # the log's own ref (pq.oplog.log): no snapshot records it
@@ -73,7 +76,7 @@ def _take(git: Git, commits: set[str] | None, queue_paths: tuple[str, ...],
     known = _committed_blobs(git, head_commit, queue_paths)
     files: dict[str, str] = {}
     for qp in queue_paths:
-        files.update(_store_tree(git, git.root / qp, qp, known=known))
+        files.update(_store_tree(git, git.root / qp, qp, known=known, keep=is_pqs))
     index = sorted(git.ls_files(queue_paths, stage=True))
     state: dict[str, str] = {}
     for child in state_children(git.pq_dir()):
@@ -148,12 +151,23 @@ def _committed_blobs(git: Git, commit: str | None, paths: tuple[str, ...]) -> fr
     return frozenset(oid for mode, oid in files.values() if mode != "160000")
 
 
+def is_pqs(rel: str) -> bool:
+    """Whether a file under the queue's paths is pq's to put back: in patches/, only the
+    `*.patch` files are; the others there are the user's (untracked ones are left alone,
+    tracked ones move with the commits like any file)."""
+    return not rel.startswith(PATCHES_DIR + "/") or rel.endswith(".patch")
+
+
 def _store_tree(git: Git, path: Path, rel: str, max_bytes: int | None = None,
-                known: frozenset[str] = frozenset()) -> dict[str, str]:
-    """Regular files and links at or under `path`, as {relative path: "mode blob"}; the
-    blobs in `known` are not looked up (an unchanged queue file is HEAD's)."""
+                known: frozenset[str] = frozenset(),
+                keep: Callable[[str], bool] | None = None) -> dict[str, str]:
+    """Regular files and links at or under `path` (those `keep` takes), as {relative path:
+    "mode blob"}; the blobs in `known` are not looked up (an unchanged queue file is
+    HEAD's)."""
     found: list[tuple[str, str, bytes]] = []
     _collect(path, rel, max_bytes, found)
+    if keep is not None:
+        found = [f for f in found if keep(f[0])]
     ids = [git.hash_blob(data) for _, _, data in found]
     # Which other blobs the repository has already: asked in one stream, not one by one.
     git.odb.read_many([oid for oid in ids if oid not in known])
@@ -255,8 +269,8 @@ def _present_files(root: Path) -> set[str]:
     pdir = root / PATCHES_DIR
     if pdir.is_dir() and not pdir.is_symlink():
         for p in pdir.rglob("*"):
-            if p.is_symlink() or p.is_file():
-                present.add(p.relative_to(root).as_posix())
+            if (p.is_symlink() or p.is_file()) and is_pqs(rel := p.relative_to(root).as_posix()):
+                present.add(rel)
     elif pdir.is_symlink() or pdir.is_file():
         present.add(PATCHES_DIR)
     return present
