@@ -186,6 +186,24 @@ def test_undo_keeps_uncommitted_changes_to_other_files(fork: Path) -> None:
     assert git(fork, "status", "--porcelain") == "M README.md\n?? scratch/"  # (stripped)
 
 
+def test_undo_keeps_what_is_staged_in_other_files(fork: Path) -> None:
+    """Undo moved the branch with `git reset --keep`, which unstaged every other file: a
+    partly staged file lost its split, a newly added one became untracked."""
+    new_commit(fork)
+    pq(fork, "export", "--commit")
+    write(fork, "README.md", "staged\n")
+    git(fork, "add", "README.md")
+    write(fork, "README.md", "staged\nand not\n")
+    write(fork, "notes.txt", "new\n")
+    git(fork, "add", "notes.txt")
+    staged = git(fork, "diff", "--cached")
+    pq(fork, "undo")
+    assert git(fork, "status", "--porcelain") == "MM README.md\nA  notes.txt"
+    assert git(fork, "diff", "--cached") == staged
+    pq(fork, "redo")
+    assert git(fork, "diff", "--cached") == staged
+
+
 def test_undo_refuses_to_overwrite_uncommitted_changes(fork: Path) -> None:
     pq(fork, "apply", "--onto", "upstream/main")
     write(fork, "csrc/extra.cc", "my edit of a file the undo removes\n")

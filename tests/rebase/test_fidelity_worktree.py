@@ -406,14 +406,14 @@ def test_a_snapshot_stores_a_queue_file_whose_index_blob_was_never_written(
     from pq.oplog.snapshot import take
 
     _up, fork = make_series(tmp_path)
-    write(fork, "patches/README", "my notes\n")
-    git(fork, "update-index", "--add", "--info-only", "patches/README")
-    oid = git(fork, "ls-files", "-s", "patches/README").split()[1]
+    write(fork, "patches/9999-notes.patch", "my notes\n")
+    git(fork, "update-index", "--add", "--info-only", "patches/9999-notes.patch")
+    oid = git(fork, "ls-files", "-s", "patches/9999-notes.patch").split()[1]
     missing = subprocess.run(["git", "cat-file", "-e", oid], cwd=fork, capture_output=True)
     assert missing.returncode != 0  # no such object yet
     with Git.open(fork) as g:
         files = take(g)["files"]
-    assert files["patches/README"] == f"100644 {oid}"
+    assert files["patches/9999-notes.patch"] == f"100644 {oid}"
     for entry in files.values():  # every blob the snapshot names is there
         git(fork, "cat-file", "-e", entry.split()[1])
 

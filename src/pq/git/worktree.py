@@ -143,16 +143,13 @@ class WorkingTree(Merging):
             changed.update(zsplit(self.run_proc(*args, env=env).stdout))
         return changed
 
-    def try_move_head(self, commit: str, branch: str | None, *, keep: bool = False,
-                      create: bool = False, env: dict[str, str] | None = None
-                      ) -> tuple[bool, bytes]:
+    def try_move_head(self, commit: str, branch: str | None, *, create: bool = False,
+                      env: dict[str, str] | None = None) -> tuple[bool, bytes]:
         """Move HEAD, the index and the working tree to `commit` in one git command, which
-        refuses rather than overwrite uncommitted work: `keep` resets the current branch
-        (`reset --keep`); otherwise `branch` (None: detached) is checked out, made to
-        point at `commit` first when `create`. (done, git's stderr)."""
-        if keep:
-            args = ["reset", "--keep", "-q", commit]
-        elif branch is None:
+        refuses rather than overwrite uncommitted work and carries the rest, staged or not,
+        as a checkout does: `branch` (None: detached) is checked out, made to point at
+        `commit` first when `create` (the current branch too). (done, git's stderr)."""
+        if branch is None:
             args = ["checkout", "-q", "--detach", commit]
         elif create:
             args = ["checkout", "-q", "-B", branch, commit]

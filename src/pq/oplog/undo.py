@@ -322,8 +322,7 @@ def restore(git: Git, p: Plan, current: Snapshot) -> None:
         clear_queue(git, commit_now, current)
         branch = None if head_then == "HEAD" else head_then.removeprefix("refs/heads/")
         moved, stderr = git.try_move_head(
-            commit_then, branch, keep=head_then == head_now and branch is not None,
-            create=current["refs"].get(head_then) != commit_then, env=env)
+            commit_then, branch, create=current["refs"].get(head_then) != commit_then, env=env)
         if not moved:
             if took_back:  # nothing changes when the move fails: the conflict goes back too
                 write_conflict(git, conflict)
