@@ -47,6 +47,11 @@ def install(force: bool, chain: bool) -> None:
         click.echo(f"pq: the hook set aside there before is kept as {result.older.name}")
     if result.chained:
         click.echo(f"pq: {result.chained.name} runs first; its failure refuses the push")
+    if result.in_worktree:
+        rel = result.in_worktree
+        click.echo(f"pq: note: core.hooksPath puts the hook in this working tree ({rel}); "
+                   f"pushes from another worktree of this repository are checked only once "
+                   f"it is committed (`git add {rel}`), or after `pq hook install` there")
 
 
 @hook.command()

@@ -63,6 +63,9 @@ class InstallResult:
     chained: Path | None
     set_aside: Path | None = None  # a foreign hook moved to pre-push.replaced-by-pq
     older: Path | None = None  # where the hook set aside there before went (.1, .2, ...)
+    # core.hooksPath names a folder in this working tree: the hook's path in it. Another
+    # worktree of the repository looks in its own copy, which has it only once committed.
+    in_worktree: str | None = None
 
 
 def install(git: Git, *, force: bool = False, chain: bool = False,
@@ -96,8 +99,12 @@ def install(git: Git, *, force: bool = False, chain: bool = False,
     tmp.write_text(script(python))
     os.chmod(tmp, 0o755)
     os.replace(tmp, path)
+    where = path.resolve()
+    local = where.is_relative_to(git.root.resolve()) and not where.is_relative_to(
+        git.common_dir.resolve())
     result = InstallResult(path, action, chained if os.path.lexists(chained) else None,
-                           set_aside, older)
+                           set_aside, older,
+                           where.relative_to(git.root.resolve()).as_posix() if local else None)
     if set_aside is not None:
         from pq.oplog.txn import log_note
 
