@@ -94,6 +94,9 @@ def test_corrupt_patch_file(fork: Path, content: bytes, needle: str) -> None:
 
 def test_not_a_git_repository(tmp_path: Path) -> None:
     one_line_error(pq(tmp_path, "init", "--upstream", "main", ok=False), "not a git repository")
+    git(tmp_path, "init", "-q", "--bare", "b.git")
+    one_line_error(pq(tmp_path / "b.git", "series", ok=False),
+                   "b.git: a bare repository has no working tree for pq", "git worktree add")
 
 
 def test_missing_upstream_ref(tmp_path: Path) -> None:
