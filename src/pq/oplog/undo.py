@@ -229,8 +229,7 @@ class UndoResult:
     head: tuple[str, str] | None  # (from, to) when HEAD was moved to another branch
     files: list[str]
     rebase: bool = False  # a rebase is in progress again (stopped where it was)
-    # The operations taken back (none for a redo): git rerere keeps the resolutions they
-    # recorded or reused (pq.rebase.rerere.paths_of_operation names them).
+    # Operations taken back (none for a redo): git rerere keeps their resolutions.
     taken_back: list[int] = field(default_factory=list)
 
 
@@ -250,8 +249,10 @@ def run(git: Git, kind: str = "undo", op: int | None = None, force: bool = False
                        if final.get(f) != current["files"].get(f))
         result = UndoResult(
             p.kind, int(p.record["id"]), str(p.record.get("command")), int(t.record["id"]),
-            [(ref, current["refs"].get(ref), new) for ref, new in sorted(p.refs.items())],
-            (current["head"], p.target["head"]) if "HEAD" in p.changed else None, files,
+            [(ref, current["refs"].get(ref), new) for ref, new in sorted(p.refs.items())
+             if current["refs"].get(ref) != new],
+            (current["head"], p.target["head"]) if "HEAD" in p.changed
+            and current["head"] != p.target["head"] else None, files,
             REBASE_STATE in p.target["state"] and "state" in p.changed)
         if p.kind != "redo":
             result.taken_back = [result.target_id] if p.kind == "undo" else [
