@@ -102,6 +102,61 @@ def test_a_changed_fingerprint_runs_the_build_again(tmp_path: Path, what: str,
         assert report["fingerprint"]["cuda"] == "11.8.89"
 
 
+def test_what_a_stage_requires_and_checks_is_part_of_its_fingerprint(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pass reused after `requires: [gpu]` was added stood for a GPU run on a machine
+    without one; a build's pass kept through a change of `check_symbols` (true by default
+    for `build`; a pass with it off, reused with it on, was never checked)."""
+    monkeypatch.setenv("PQ_GPU", "0")
+    fork, runs = fork_with_build(tmp_path)
+    gate(fork)
+    set_gate(fork, stage_lines(stage("build", BUILD.format(runs=runs), requires="[gpu]"),
+                               stage("use", "true")))
+    report = gate(fork)
+    assert stages(report)["build"]["status"] == "skipped-no-gpu", report
+    assert report["status"] == "owed" and report["owed"] == ["build"] and count(runs) == 1
+    set_gate(fork, stage_lines(stage("build", BUILD.format(runs=runs), check_symbols="false"),
+                               stage("use", "cmp out/ext.so csrc/ops.cc")))
+    assert stages(gate(fork))["build"]["status"] == "passed" and count(runs) == 2
+
+
+def test_the_callers_build_variables_run_the_gate_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Same commit, another CC: the whole passing record was taken from the cache."""
+    fork, runs = fork_with_build(tmp_path)
+    assert gate(fork)["status"] == "passed"
+    assert gate(fork)["cached"] and count(runs) == 1
+    monkeypatch.setenv("CC", "/usr/bin/other-cc")
+    report = gate(fork)
+    assert not report["cached"] and stages(report)["build"]["status"] == "passed"
+    assert report["fingerprint"]["build_env"] == {"CC": "/usr/bin/other-cc"}
+    assert count(runs) == 2
+
+
+def test_a_symbolic_link_the_build_made_is_restored(tmp_path: Path) -> None:
+    runs = tmp_path / "runs.txt"
+    fork = gate_fork(tmp_path, stage_lines(
+        stage("build", BUILD.format(runs=runs) + "; ln -s ext.so out/libext.so"),
+        stage("use", "cmp out/libext.so csrc/ops.cc && test -L out/libext.so")))
+    assert gate(fork)["status"] == "passed"
+    change(fork, "pkg/__init__.py", "\n# glue\n", "python-glue: a comment")
+    report = gate(fork)
+    assert stages(report)["build"]["status"] == "reused" and count(runs) == 1
+    assert report["status"] == "passed", report
+
+
+def test_one_stage_run_alone_keys_on_the_stages_before_it(tmp_path: Path) -> None:
+    runs = tmp_path / "runs.txt"
+    fork = gate_fork(tmp_path, stage_lines(
+        stage("gen", "cp data/in.txt gen.txt", inputs="[data/**]"),
+        stage("b", f'echo run >> "{runs}"; echo b > b.txt', inputs="[pkg/**]")),
+        files={"data/in.txt": "one\n"})
+    assert gate(fork, "--stage", "b")["status"] == "passed" and count(runs) == 1
+    change(fork, "data/in.txt", "two\n", "python-glue: data")  # gen's input, not b's
+    report = gate(fork, "--stage", "b")
+    assert stages(report)["b"]["status"] == "passed" and count(runs) == 2
+
+
 def test_a_failed_run_is_never_reused(tmp_path: Path) -> None:
     flag = tmp_path / "may-pass"
     fork, runs = fork_with_build(tmp_path, build=f'test -f "{flag}" || exit 3; ' + BUILD)

@@ -114,8 +114,9 @@ def run_gate(git: Git, *, stages: list[str] | tuple[str, ...] | None = None,
                and p.lower().endswith(symbols.SOURCE_SUFFIXES)]
     settings = git.config_matching(r"^pq\.gate\.")
     path_env = runner.base_env(plan.interpreter.path)["PATH"]
-    keys = reuse.stage_keys(plan.stages, entries, plan.fingerprint, plan.interpreter.path,
-                            os.environ)
+    # Every configured stage's key: one run with --stage still keys on the stages before.
+    keys = reuse.stage_keys(plan.config.stages, entries, plan.fingerprint,
+                            plan.interpreter.path)
     cache = reuse.StageCache(git.pq_dir() / reuse.CACHE_DIR, keys, _cache_bytes(settings),
                              lookup=not force)
     with runner.throwaway_worktree(git, plan.tip) as worktree:
@@ -163,7 +164,9 @@ def _plan(git: Git, stages: list[str] | tuple[str, ...] | None, python: str | No
                           hint=hint)
     found = probe.environment(path, runner.base_env(path)["PATH"],
                               git.pq_dir() / "gate" / probe.PROBE_FILE)
-    return _Plan(tip, tree, config, selected, found.interpreter, found.gpu, found.fingerprint)
+    # The caller's CC, CFLAGS, ... decide a build as much as the toolchain does.
+    fingerprint = {**found.fingerprint, "build_env": reuse.build_env(os.environ)}
+    return _Plan(tip, tree, config, selected, found.interpreter, found.gpu, fingerprint)
 
 
 def _cache_bytes(settings: dict[str, str]) -> int:

@@ -81,18 +81,24 @@ def input_files(stage: Stage, entries: Entries) -> list[tuple[str, str, str]]:
     return sorted(picked)
 
 
+def build_env(environ: Mapping[str, str]) -> dict[str, str]:
+    """The build variables of the caller's environment (part of the gate's fingerprint)."""
+    return {k: environ[k] for k in BUILD_ENV if k in environ}
+
+
 def stage_keys(stages: Sequence[Stage], entries: Entries, toolchain: Mapping[str, Any],
-               python: str, environ: Mapping[str, str]) -> dict[str, str]:
+               python: str) -> dict[str, str]:
     """The input fingerprint of every reusable stage: its input files (path, blob), command,
-    env, the interpreter, the build variables of the caller's environment, the toolchain
-    fingerprint and the fingerprints of the reusable stages before it."""
+    env, what it requires and checks (a GPU, the symbol check), the interpreter, the
+    toolchain fingerprint (the caller's build variables too) and the fingerprints of the
+    reusable stages before it."""
     keys: dict[str, str] = {}
-    caller = {k: environ[k] for k in BUILD_ENV if k in environ}
     for stage in stages:
         if not stage.reusable:
             continue
         data = {"format": FORMAT, "stage": stage.name, "run": stage.run,
-                "env": dict(sorted(stage.env.items())), "python": python, "caller_env": caller,
+                "env": dict(sorted(stage.env.items())), "requires": sorted(stage.requires),
+                "check_symbols": stage.check_symbols, "python": python,
                 "toolchain": dict(toolchain), "inputs": input_files(stage, entries),
                 "artifacts": list(stage.artifacts) if stage.artifacts is not None else None,
                 "after": list(keys.values())}
@@ -111,7 +117,8 @@ def snapshot(root: Path) -> Snapshot:
         if folder == str(root):
             dirs[:] = [d for d in dirs if d != ".git"]
         rel = os.path.relpath(folder, root)
-        for name in files:
+        links = [d for d in dirs if os.path.islink(os.path.join(folder, d))]  # not walked
+        for name in files + links:
             if folder == str(root) and name == ".git":
                 continue
             full = os.path.join(folder, name)
@@ -174,12 +181,17 @@ class StageCache:
             if meta.get("format") != FORMAT or meta.get("key") != key:
                 raise ValueError("not an entry of this pq")
             for item in meta["files"]:
-                rel, digest, mode = str(item["path"]), str(item["sha256"]), int(item["mode"])
+                rel, digest, mode = str(item["path"]), str(item.get("sha256")), \
+                    int(item.get("mode", 0))
                 if rel.startswith("/") or ".." in rel.split("/"):
                     raise ValueError(f"bad path {rel!r}")
                 target = worktree / rel
                 target.parent.mkdir(parents=True, exist_ok=True)
                 placed.append(target)
+                if "link" in item:  # a symbolic link the stage made (libfoo.so -> .so.1)
+                    target.unlink(missing_ok=True)
+                    os.symlink(str(item["link"]), target)
+                    continue
                 if _copy(entry / _FILES / rel, target) != digest:
                     raise ValueError(f"{rel}: content differs from its checksum")
                 os.chmod(target, mode & 0o7777)
@@ -203,7 +215,7 @@ class StageCache:
         if key is None:
             return
         files = written(worktree, self._before, stage.artifacts)
-        size = sum((worktree / f).stat().st_size for f in files)
+        size = sum((worktree / f).lstat().st_size for f in files)
         if size > self.max_bytes:
             self.notes.append(f"stage {stage.name}: artifacts of {size >> 20} MiB exceed the "
                               f"gate cache size ({self.max_bytes >> 20} MiB); not cached")
@@ -211,10 +223,13 @@ class StageCache:
         final = self.root / key
         tmp = self.root / f".tmp-{os.getpid()}-{key[:16]}"
         shutil.rmtree(tmp, ignore_errors=True)
-        items = []
+        items: list[dict[str, Any]] = []
         for rel in files:
             src = worktree / rel
-            if src.is_symlink() or not src.is_file():
+            if src.is_symlink():
+                items.append({"path": rel, "link": os.readlink(src)})
+                continue
+            if not src.is_file():
                 continue
             dst = tmp / _FILES / rel
             dst.parent.mkdir(parents=True, exist_ok=True)

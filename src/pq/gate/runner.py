@@ -105,8 +105,11 @@ def run_stages(ctx: RunContext, stages: tuple[Stage, ...], *, progress: Progress
         if failed:
             results.append(R.StageResult(stage.name, R.NOT_RUN, stage.requires))
             continue
+        # A GPU stage without a GPU is owed, whatever a cache holds.
+        usable = cache is not None and not (stage.needs_gpu and not ctx.gpu)
         key = cache.key(stage) if cache is not None else None
-        hit = cache.restore(stage, ctx.worktree) if cache is not None and key else None
+        hit = cache.restore(stage, ctx.worktree) if cache is not None and usable and key \
+            else None
         if hit is not None and key is not None:
             results.append(reused_result(stage, key, hit))
             continue

@@ -107,7 +107,8 @@ class Gateway:
         )
         if proc.returncode != 0 and b"must be run in a work tree" in proc.stderr:
             raise ConfigError(f"{path.resolve()}: a bare repository has no working tree for pq",
-                              hint="run pq in a clone of it, or in a worktree that `git worktree add` makes")
+                              hint="run pq in a clone of it, or in a worktree that `git "
+                                   "worktree add` makes")
         if proc.returncode != 0:
             raise ConfigError(
                 f"{path.resolve()}: not a git repository",
