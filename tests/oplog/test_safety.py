@@ -236,7 +236,7 @@ def test_undo_refuses_when_queue_files_were_edited_since(fork: Path) -> None:
     pq(fork, "export")
     series = fork / "series.yaml"
     series.write_text(series.read_text() + "# my note\n")
-    one_line_error(pq(fork, "undo", ok=False), 2, "series.yaml or patches/ changed")
+    one_line_error(pq(fork, "undo", ok=False), 2, "series.yaml, patches/ or mre/ changed")
     pq(fork, "undo", "--force")
     pq(fork, "redo")
     assert series.read_text().endswith("# my note\n")
@@ -260,6 +260,28 @@ def test_undo_leaves_the_users_own_untracked_files_in_patches_alone(fork: Path) 
     pq(fork, "undo", "--op", str(log_json(fork)["operations"][0]["id"]))  # back again
     assert notes.read_text() == "my notes\n"
     assert git(fork, "status", "--porcelain") == "?? patches/README.md\n?? patches/drafts/"
+
+
+def test_undo_puts_back_mre_files_an_operation_committed(fork: Path) -> None:
+    """A bookkeeping commit carries mre/ as the working tree has it, untracked files and
+    uncommitted edits too; undo moved the branch back and deleted them (or reverted the
+    edit), since snapshots held series.yaml and patches/ only."""
+    write(fork, "mre/gap/run.sh", "v1\n")
+    commit_all(fork, "mre: v1")  # one more commit: the export below commits the queue
+    pq(fork, "export", "--commit")
+    new_commit(fork)
+    write(fork, "mre/gap/run.sh", "v2, not committed\n")
+    write(fork, "mre/new/notes.txt", "untracked\n")
+    status = git(fork, "status", "--porcelain")
+    assert status == "M mre/gap/run.sh\n?? mre/new/"  # (stripped)
+    pq(fork, "export", "--commit")
+    assert git(fork, "show", "HEAD:mre/new/notes.txt") == "untracked"
+    pq(fork, "undo")
+    assert (fork / "mre/gap/run.sh").read_text() == "v2, not committed\n"
+    assert (fork / "mre/new/notes.txt").read_text() == "untracked\n"
+    assert git(fork, "status", "--porcelain") == status
+    pq(fork, "redo")
+    assert git(fork, "status", "--porcelain") == ""
 
 
 def test_undo_data_survives_gc(fork: Path) -> None:

@@ -20,12 +20,12 @@ from pq.errors import ConfigError, GitError
 from pq.faults import checkpoint
 from pq.git.repo import Git
 from pq.git.trees import Trees
-from pq.model.series import PATCHES_DIR, SERIES_FILE
+from pq.model.series import DEFAULT_QUEUE_PATHS, PATCHES_DIR, SERIES_FILE
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-QUEUE_PATHS = (SERIES_FILE, PATCHES_DIR)
+QUEUE_PATHS = DEFAULT_QUEUE_PATHS  # series.yaml, patches/, mre/, .pq/
 LOG_REF = "refs/pq/oplog"  # the log's own ref (pq.oplog.log): no snapshot records it
 STATE_SKIP = ("oplog", "lock", "sealed", "tmp", "gate")  # .git/pq entries no snapshot
 # carries: a legacy log, the lock, sealed copies, temporary indexes and the gate's stage logs
@@ -151,6 +151,11 @@ def _committed_blobs(git: Git, commit: str | None, paths: tuple[str, ...]) -> fr
     return frozenset(oid for mode, oid in files.values() if mode != "160000")
 
 
+def in_queue(path: str) -> bool:
+    """Whether `path` is at or under one of the queue's paths."""
+    return any(path == qp or path.startswith(qp + "/") for qp in QUEUE_PATHS)
+
+
 def is_pqs(rel: str) -> bool:
     """Whether a file under the queue's paths is pq's to put back: in patches/, only the
     `*.patch` files are; the others there are the user's (untracked ones are left alone,
@@ -237,7 +242,8 @@ def write_conflict(git: Git, worktree: dict[str, Any]) -> None:
 
 
 def write_queue(git: Git, files: dict[str, str], index: list[str]) -> None:
-    """series.yaml and patches/ exactly as recorded: files written, extra files removed."""
+    """The queue's files (series.yaml, patches/, mre/, .pq/) exactly as recorded: files
+    written, extra files removed."""
     root = git.root
     for rel, spec in sorted(files.items()):
         mode, blob = spec.split()
@@ -245,14 +251,14 @@ def write_queue(git: Git, files: dict[str, str], index: list[str]) -> None:
     for rel in sorted(_present_files(root) - set(files)):
         checkpoint("unlink " + rel)
         (root / rel).unlink(missing_ok=True)
-    pdir = root / PATCHES_DIR
-    if pdir.is_dir() and not pdir.is_symlink():
-        for d in sorted((p for p in pdir.rglob("*") if p.is_dir() and not p.is_symlink()),
-                        key=lambda p: -len(p.parts)):
-            if not any(d.iterdir()):
-                d.rmdir()
-        if not any(pdir.iterdir()):
-            pdir.rmdir()
+    for folder in (root / qp for qp in QUEUE_PATHS if qp != SERIES_FILE):
+        if folder.is_dir() and not folder.is_symlink():
+            for d in sorted((p for p in folder.rglob("*") if p.is_dir() and not p.is_symlink()),
+                            key=lambda p: -len(p.parts)):
+                if not any(d.iterdir()):
+                    d.rmdir()
+            if not any(folder.iterdir()):
+                folder.rmdir()
     now = git.ls_files(QUEUE_PATHS, stage=True)
     git.set_index_entries(now, index, refresh=False)
     git.refresh_index()
@@ -266,13 +272,15 @@ def _present_files(root: Path) -> set[str]:
     sp = root / SERIES_FILE
     if sp.is_file() or sp.is_symlink():
         present.add(SERIES_FILE)
-    pdir = root / PATCHES_DIR
-    if pdir.is_dir() and not pdir.is_symlink():
-        for p in pdir.rglob("*"):
-            if (p.is_symlink() or p.is_file()) and is_pqs(rel := p.relative_to(root).as_posix()):
-                present.add(rel)
-    elif pdir.is_symlink() or pdir.is_file():
-        present.add(PATCHES_DIR)
+    for qp in QUEUE_PATHS[1:]:
+        folder = root / qp
+        if folder.is_dir() and not folder.is_symlink():
+            for p in folder.rglob("*"):
+                if (p.is_symlink() or p.is_file()) and is_pqs(
+                        rel := p.relative_to(root).as_posix()):
+                    present.add(rel)
+        elif folder.is_symlink() or folder.is_file():
+            present.add(qp)
     return present
 
 

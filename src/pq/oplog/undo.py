@@ -12,12 +12,12 @@ from typing import Any
 
 from pq.errors import ConfigError, GitError
 from pq.git.repo import Git
-from pq.model.series import PATCHES_DIR, SERIES_FILE
 from pq.oplog import log
 from pq.oplog.snapshot import (
     REBASE_STATE,
     Snapshot,
     clear_queue,
+    in_queue,
     read_refs,
     require_same_checkout,
     take,
@@ -187,7 +187,7 @@ def _describe_drift(component: str, now: Snapshot, then: Snapshot) -> str:
     if component == "HEAD":
         return f"HEAD has changed (it is {_head(now)}, was {_head(then)})"
     if component == "queue":
-        return f"{SERIES_FILE} or {PATCHES_DIR}/ changed"
+        return "series.yaml, patches/ or mre/ changed"
     return "pq's state in .git/pq changed"
 
 
@@ -203,7 +203,7 @@ def _short(sha: str | None) -> str:
 def _check_paths(snap: Snapshot, rid: int) -> None:
     paths = list(snap["files"]) + [e.split("\t", 1)[-1] for e in snap["index"]]
     for p in paths:
-        if not _SAFE_PATH.match(p) or not (p == SERIES_FILE or p.startswith(PATCHES_DIR + "/")):
+        if not _SAFE_PATH.match(p) or not in_queue(p):
             raise ConfigError(f"operation {rid}'s log entry names {p!r}, outside the queue",
                               hint="the entry was edited by hand; pq will not restore it")
     for p in snap["state"]:
@@ -375,7 +375,7 @@ def _require_no_untracked_in_the_way(git: Git, now: str, then: str, p: Plan) -> 
     """Untracked files where the restored commit has files: git's reset would refuse
     halfway with a bare `Could not reset index file`; say which, as `git checkout` does."""
     in_way = git.untracked([path for path in git.changed_paths(now, then, diff_filter="A")
-                            if path != SERIES_FILE and not path.startswith(PATCHES_DIR + "/")])
+                            if not in_queue(path)])
     if in_way:
         more = f" and {len(in_way) - 1} more" if len(in_way) > 1 else ""
         raise ConfigError(f"untracked {in_way[0]}{more} would be overwritten by {_doing(p)}",
