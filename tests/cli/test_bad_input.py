@@ -194,3 +194,24 @@ def test_no_git_identity_is_one_line_that_says_how_to_set_it(
                    '`git config --global user.name "Your Name"`')
     assert git(fork, "rev-parse", "HEAD") == before
     assert git(fork, "status", "--porcelain") == ""
+
+
+def test_upstream_commits_are_never_taken_for_patches(fork: Path) -> None:
+    """A branch rebased onto a newer upstream by plain git (`git rebase -i upstream/main` to
+    reorder): `pq export` listed upstream's commit as a new patch of the fork, and `pq
+    rebase` sent the user to that export."""
+    up = fork.parent / "upstream"
+    write(up, "README.md", "upstream, improved\n")
+    commit_all(up, "upstream: readme")
+    git(fork, "fetch", "-q", "upstream")
+    git(fork, "rebase", "-q", "upstream/main")
+    before = snapshot_queue(fork)
+    for command in (["export", "--commit"], ["rebase", "upstream/main"]):
+        one_line_error(pq(fork, *command, ok=False),
+                       "the branch holds 1 upstream/main commit(s) newer than the series base",
+                       "they are not the fork's patches",
+                       "`pq init --force --upstream upstream/main --commit`")
+        assert snapshot_queue(fork) == before
+    pq(fork, "init", "--force", "--upstream", "upstream/main", "--commit")
+    assert [p.name for p in sorted((fork / "patches").iterdir())] == [
+        "0001-enable-compat.patch", "0002-scoped-compat.patch"]

@@ -80,10 +80,11 @@ def check_base(git: Git, ctx: CheckContext) -> list[CheckFailure]:
             f"stale base: series.yaml records base {base[:12]}, which is not an ancestor of "
             f"the pushed tip {ctx.commit[:12]}: the branch was rebased or reset outside pq; "
             f"re-record the base from the branch {later}", fix)]
-    upstream = git.try_resolve(ref)
-    fork_point = git.merge_base(ctx.commit, upstream) if upstream else None
-    if fork_point and fork_point != base and git.is_ancestor(base, fork_point):
-        n = git.count(f"{base}..{fork_point}")
+    from pq.queue import stack
+
+    past = stack.upstream_past_base(git, ref, base, ctx.commit)
+    if past is not None:
+        n, fork_point = past
         if git.count(f"{fork_point}..{ctx.commit}", "--merges"):  # init refuses merges
             return [CheckFailure(
                 "base", f"stale base: series.yaml records base {base[:12]}, but the branch "

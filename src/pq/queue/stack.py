@@ -146,6 +146,17 @@ def recorded_files(*queues: Queue | None) -> dict[str, list[bytes]]:
     return out
 
 
+def upstream_past_base(git: Git, ref: str, base: str, tip: str) -> tuple[int, str] | None:
+    """(how many, the newest) of the commits of the upstream `ref` that `tip` holds past
+    `base`: the branch was rebased onto (or merged) upstream outside pq, and those commits
+    are not the fork's patches. None when there are none (or `ref` does not resolve)."""
+    upstream = git.try_resolve(ref)
+    fork_point = git.merge_base(tip, upstream) if upstream else None
+    if fork_point and fork_point != base and git.is_ancestor(base, fork_point):
+        return git.count(f"{base}..{fork_point}"), fork_point
+    return None
+
+
 def last_written(git: Git, base: str, tip: str) -> tuple[CommitId, Queue] | None:
     """The newest bookkeeping commit pq wrote in base..tip (`pq: ...` subject: export
     --commit, init --commit, apply, rebase) and the queue it holds: what pq last wrote."""
@@ -245,6 +256,15 @@ def export(git: Git, stack: Sequence[StackCommit], old: Series, base: str, *,
     else they come from the evidence: trailers and the `recorded` patch files."""
     if names is None:
         names = assign_names(stack, old, recorded)
+    past = upstream_past_base(git, old.upstream_ref, base, stack[-1].commit) if any(
+        old.entry(n) is None for n in names) else None  # new patches: upstream's commits?
+    if past is not None:
+        raise ConfigError(
+            f"the branch holds {past[0]} {old.upstream_ref} commit(s) newer than the series "
+            f"base {base[:12]}, up to {past[1][:12]}: it was rebased onto (or merged) "
+            f"{old.upstream_ref} outside pq, and they are not the fork's patches",
+            hint=f"`pq init --force --upstream {old.upstream_ref} --commit` re-records the "
+                 f"base from the branch; or undo that and run `pq rebase {old.upstream_ref}`")
     entries = []
     files = {}
     for name, sc in zip(names, stack, strict=True):
