@@ -162,6 +162,22 @@ def test_a_single_commit_topic_keeps_its_message(tmp_path: Path) -> None:
     assert "Fork: helper 20" not in kept  # the merge changed pkg/util.py since
 
 
+def test_a_kept_message_loses_a_trailer_of_earlier_pq_use(tmp_path: Path) -> None:
+    """A commit carrying `Pq-Patch: 0001-glue.patch` (from earlier pq use) kept as a part's
+    message named another patch than the part: right after the import the branch did not
+    match its series, and the export it asked for renamed the patch."""
+    fork = make_fork(tmp_path)
+    write(fork, "pkg/__init__.py", "def op(x):\n    return x  # glue\n")
+    commit_all(fork, "Glue: op\n\nPq-Patch: 0001-glue.patch")
+    write(tmp_path / "upstream", "README.md", "upstream v2\n")
+    commit_all(tmp_path / "upstream", "upstream: readme")
+    merge_upstream(fork)
+    pq(fork, "import", "--upstream", "upstream/main")
+    assert git(fork, "log", "-1", "--format=%B", "HEAD~1") == "Glue: op"
+    assert pq(fork, "check").exit_code == 0
+    assert "already up to date" in pq(fork, "export").output
+
+
 @pytest.mark.parametrize("args, message", [
     (["--upstream", "nope/main"], "nope/main"),
     (["--upstream", "upstream/main", "other"], "git switch other"),

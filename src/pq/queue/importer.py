@@ -23,7 +23,7 @@ from pq.git.branchmove import checkout_moved, require_unmoved, swap_branch
 from pq.git.objects import CommitId, Person
 from pq.git.repo import Git
 from pq.model import diff as diffs
-from pq.model import layers
+from pq.model import layers, patchfile
 from pq.model.series import PATCHES_DIR, SERIES_FILE, new_series
 from pq.oplog.txn import Transaction
 from pq.queue import ops, topics
@@ -212,7 +212,9 @@ def _regroup(git: Git, base: CommitId, tip: CommitId,
         kept[part.name] = None
         if part.kept_from is not None and _same_files(git, part.kept_from, tip, part.files):
             info, kept[part.name] = git.commit(part.kept_from), part.kept_from
-            author, message, encoding = info.author, info.message, info.encoding
+            # A `Pq-Patch:` trailer of earlier pq use names another patch than this part.
+            author, encoding = info.author, info.encoding
+            message = patchfile.strip_trailer(info.message)[0]
         else:
             author = git.commit(part.commits[-1]).author if part.commits else committer
             message = topics.part_message(part, branch, _subject(git))
