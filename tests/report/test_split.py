@@ -117,3 +117,25 @@ def test_split_refuses_a_branch_that_differs_from_the_series(tmp_path: Path) -> 
     r = pq(fork, "split", "0001-mixed-everything-at-once.patch", "--by-layer", ok=False)
     assert r.exit_code == 2 and "run `pq export` first" in r.output
     assert git(fork, "rev-parse", "HEAD") == head
+
+
+def test_a_file_become_a_link_goes_whole_into_one_part(tmp_path: Path) -> None:
+    """A type change is two diff sections of one path: they were keyed alike, so the split
+    left an empty part and put the other layer's deletion into the kernel part."""
+    fork = make_fork(tmp_path, make_upstream(tmp_path / "upstream", {
+        "csrc/ops.cc": "#include <torch/extension.h>\nint f() { return 1; }\n",
+        "csrc/k.cc": "int k() { return 2; }\n", "pkg/__init__.py": "X = 1\n"}))
+    (fork / "csrc/ops.cc").unlink()
+    (fork / "csrc/ops.cc").symlink_to("k.cc")
+    write(fork, "pkg/__init__.py", "X = 2\n")
+    commit_all(fork, "mixed: ops.cc becomes a link")
+    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    tree = git(fork, "rev-parse", "HEAD~1^{tree}")
+    out = pq(fork, "split", "patches/0001-mixed-ops-cc-becomes-a-link.patch", "--by-layer",
+             "--json").output
+    parts = json.loads(out)["parts"]
+    assert [(p["layer"], p["files"]) for p in parts] == [
+        ("kernel", ["csrc/ops.cc"]), ("python-glue", ["pkg/__init__.py"])], parts
+    assert git(fork, "rev-parse", "HEAD~1^{tree}") == tree
+    for rev in ("HEAD~1", "HEAD~2"):  # no part is an empty commit
+        assert git(fork, "diff-tree", "--no-commit-id", "--name-only", "-r", rev) != ""

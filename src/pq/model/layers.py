@@ -24,8 +24,9 @@ This module never runs git: callers hand it file contents.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pq.model.diff import FileDiff, Hunk
 
@@ -175,4 +176,14 @@ def classify_hunks(files: Sequence[FileDiff], content: Callable[[FileDiff], byte
         for i, h in enumerate(f.hunks):
             d = decide(f.path, body, [ln.text for ln in h.lines if ln.kind != " "])
             out.append(HunkDecision(f.path, i, hunk_header(h), d.layer, d.rule))
+    # A type change (a file become a link) is two sections of one path that go together:
+    # one layer for both, the most specific, as the hunks of one file get when split.
+    sections = Counter(f.path for f in files)
+    for path in (p for p, n in sections.items() if n > 1):
+        mine = [d for d in out if d.path == path]
+        if len({d.layer for d in mine}) == 1:
+            continue
+        one = patch_layer(mine)
+        out = [replace(d, layer=one.layer, rule=one.rule) if d.path == path else d
+               for d in out]
     return out
