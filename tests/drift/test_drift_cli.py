@@ -102,6 +102,32 @@ def test_fix_renames_adds_one_patch_that_applies_and_undoes(tmp_path: Path) -> N
     assert snapshot_queue(fork) == before
 
 
+def test_fix_renames_follows_the_patches_lines_and_only_those(tmp_path: Path) -> None:
+    """Three misses: a line whose file a later patch renamed ("nothing to rewrite"), an
+    upstream line of the same file that spells the old name too (rewritten along), and a
+    commit not exported yet ("nothing to rewrite", exit 0)."""
+    fork = fork_with_series(tmp_path)
+    pq(fork, "fix-renames")  # the copy's line: no old spelling left in the patches
+    up = tmp_path / "upstream"
+    write(up, "pkg/glue.py", f"# upstream's note: {OLD_SPELLING}() was the old way\n")
+    commit_all(up, "upstream: a note")
+    git(fork, "fetch", "-q", "upstream")
+    pq(fork, "rebase", "upstream/main")
+    write(fork, "pkg/glue.py", (fork / "pkg/glue.py").read_text() + f"{OLD_SPELLING}()\n")
+    commit_all(fork, "glue: enable compat")
+    refused = pq(fork, "fix-renames", ok=False)
+    assert refused.exit_code == 2 and "run `pq export` first" in refused.output
+    pq(fork, "export", "--commit")
+    git(fork, "mv", "pkg/glue.py", "pkg/compat_glue.py")
+    commit_all(fork, "glue: rename")
+    pq(fork, "export", "--commit")
+    out = pq(fork, "fix-renames").output
+    assert "1 old spelling in pkg/compat_glue.py" in out, out
+    text = (fork / "pkg/compat_glue.py").read_text()
+    assert text == f"# upstream's note: {OLD_SPELLING}() was the old way\n" \
+                   "paddle.enable_compat()\n"
+
+
 def test_copies_in_series_yaml_are_kept_and_checked(tmp_path: Path) -> None:
     fork = fork_with_series(tmp_path)
     series = fork / "series.yaml"

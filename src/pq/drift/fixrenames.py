@@ -34,17 +34,18 @@ def fix_renames(git: Git) -> FixResult:
     with Transaction(git, "pq fix-renames", mutating=False) as t:
         queue = read_worktree(git)
         series = queue.series
+        # The branch first: a commit not exported yet is no patch `hits` can read.
+        branch, head, stack = rewrite.series_stack(git, queue, "pq fix-renames",
+                                                   "adding a patch")
         found = tuple(hits(queue))
         if not found:
             return FixResult(found)
-        branch, head, stack = rewrite.series_stack(git, queue, "pq fix-renames",
-                                                   "adding a patch")
         last = stack[-1].commit
         paths = sorted({h.file for h in found})
         changes: dict[str, Entry | None] = {}
         for mode, _kind, obj, path in git.ls_tree(last, paths):
             data = git.blob(obj)
-            new = respell(data)
+            new = respell(data, {h.text for h in found if h.file == path})
             if new != data:
                 changes[path] = (mode, git.write_blob(new))
         if not changes:  # a later patch took the lines out again

@@ -7,7 +7,8 @@ Only the dotted spelling is matched (`paddle.compat.enable_torch_proxy(`); see d
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from collections.abc import Collection
+from dataclasses import dataclass, field, replace
 
 from pq.model import patchfile
 from pq.model.series import PATCHES_DIR
@@ -37,10 +38,11 @@ _PATTERNS = tuple((r, _pattern(r.old)) for r in RENAMES)
 @dataclass(frozen=True)
 class RenameHit:
     patch: str
-    file: str
+    file: str  # where the line is at the end of the series (a later patch may rename it)
     line: int  # in the file as the patch leaves it
     old: str
     new: str
+    text: str = field(default="", compare=False)  # the line, as the patch adds it
 
     def to_json(self) -> dict[str, object]:
         return {"patch": self.patch, "file": self.file, "line": self.line, "old": self.old,
@@ -49,29 +51,42 @@ class RenameHit:
 
 def hits(queue: Queue) -> list[RenameHit]:
     """Every line a patch adds that still spells an old name and that no later patch
-    takes out again (a removed line of the same file with the same text), in series order."""
-    found: list[tuple[RenameHit, str]] = []
+    takes out again (a removed line of the same file with the same text, or the file
+    deleted), in series order; a file a later patch renames is named as renamed."""
+    found: list[RenameHit] = []
     for entry in queue.series.patches:
         data = queue.files[entry.name]
-        if not any(r.old.encode() in data for r in RENAMES):
-            continue  # no line of it can spell an old name, or take out one that does
-        pf = patchfile.parse(data, f"{PATCHES_DIR}/{entry.name}")
-        for f in pf.files:
+        pf = None
+        if any(r.old.encode() in data for r in RENAMES):
+            pf = patchfile.parse(data, f"{PATCHES_DIR}/{entry.name}")
+        elif found and (b"\nrename from " in data or b"\ndeleted file mode " in data):
+            pf = patchfile.parse(data, f"{PATCHES_DIR}/{entry.name}")  # moves a hit's file?
+        for f in pf.files if pf is not None else ():
             gone = [ln.text for ln in f.removed()]
             for i in reversed(range(len(found))):
-                hit, text = found[i]
-                if hit.file in (f.old, f.new) and text in gone:
-                    gone.remove(text)
+                hit = found[i]
+                if hit.file in (f.old, f.new) and hit.text in gone:
+                    gone.remove(hit.text)
                     del found[i]
-            found += [(RenameHit(entry.name, f.path, ln.number, r.old, r.new), ln.text)
+                elif hit.file == f.old and f.new is None:  # the file is deleted
+                    del found[i]
+                elif hit.file == f.old and f.new is not None and f.new != f.old:  # renamed
+                    found[i] = replace(hit, file=f.new)
+            found += [RenameHit(entry.name, f.path, ln.number, r.old, r.new, ln.text)
                       for ln in f.added() for r, pattern in _PATTERNS
                       if pattern.search(ln.text)]
-    return [hit for hit, _ in found]
+    return found
 
 
-def respell(data: bytes) -> bytes:
-    """`data` with every old spelling replaced by the new one (other bytes unchanged)."""
+def respell(data: bytes, lines: Collection[str] | None = None) -> bytes:
+    """`data` with every old spelling replaced by the new one (other bytes unchanged); with
+    `lines`, only on the lines whose text is one of them (the patches' own lines, not the
+    upstream lines of the same file)."""
     text = data.decode("utf-8", "surrogateescape")
-    for r, pattern in _PATTERNS:
-        text = pattern.sub(r.new, text)
-    return text.encode("utf-8", "surrogateescape")
+    out = []
+    for line in text.splitlines(keepends=True):
+        if lines is None or line.rstrip("\r\n") in lines:
+            for r, pattern in _PATTERNS:
+                line = pattern.sub(r.new, line)
+        out.append(line)
+    return "".join(out).encode("utf-8", "surrogateescape")
