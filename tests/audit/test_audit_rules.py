@@ -75,6 +75,17 @@ def test_wa001_missing_field(tmp_path: Path, field: str) -> None:
     assert str(f["location"]).startswith("series.yaml:")
 
 
+@pytest.mark.parametrize("field", ["covers", "reason", "remove_when"])
+def test_wa001_an_empty_field_is_a_missing_one(tmp_path: Path, field: str) -> None:
+    """`covers: ""` (or `remove_when: ""`) stopped the audit with exit 2."""
+    def change(specs: list[Spec]) -> None:
+        assert specs[P_LIBRARY].workaround
+        specs[P_LIBRARY].workaround[field] = ""
+
+    f = only(tmp_path, change, "WA001", P_LIBRARY)
+    assert f"`{field}`" in str(f["message"])
+
+
 def test_wa001_missing_issue_outside_compat_gap(tmp_path: Path) -> None:
     def change(specs: list[Spec]) -> None:
         assert specs[P_COMPILE].workaround
@@ -170,6 +181,16 @@ def test_wa008_broad_except(tmp_path: Path, handler: str) -> None:
     only(tmp_path, change, "WA008", P_COMPILE)
 
 
+def test_wa008_broad_except_indented_with_tabs(tmp_path: Path) -> None:
+    def change(specs: list[Spec]) -> None:
+        specs[P_COMPILE].files["tinyop/compile.py"] = COMPILE.replace(
+            "    return torch.compile(fn)\n",
+            f"\t# {M_COMPILE}\n\ttry:\n\t\treturn torch.compile(fn)\n\texcept Exception:\n"
+            "\t\tpass\n\treturn fn\n")
+
+    only(tmp_path, change, "WA008", P_COMPILE)
+
+
 def test_wa008_narrow_except_is_fine(tmp_path: Path) -> None:
     def change(specs: list[Spec]) -> None:
         specs[P_COMPILE].files["tinyop/compile.py"] = COMPILE.replace(
@@ -241,11 +262,17 @@ def test_wa012_kernel_edit(tmp_path: Path) -> None:
     assert f["severity"] == "warning"
 
 
-def test_wa013_paddle_private_api(tmp_path: Path) -> None:
+@pytest.mark.parametrize("line", [
+    "_place = paddle.base.core.CPUPlace()\n",
+    "from paddle import _C_ops  # the fast path\n",
+    "from paddle.base import core\n",
+    "from paddle import nn, fluid\n",
+    "from paddle.framework import core\n",
+])
+def test_wa013_paddle_private_api(tmp_path: Path, line: str) -> None:
     def change(specs: list[Spec]) -> None:
         specs[P_SCOPED].files["tinyop/__init__.py"] = (
-            'import paddle\n\npaddle.enable_compat(scope={"tinyop"})\n'
-            "_place = paddle.base.core.CPUPlace()\n")
+            'import paddle\n\npaddle.enable_compat(scope={"tinyop"})\n' + line)
 
     only(tmp_path, change, "WA013", P_SCOPED)
 

@@ -140,9 +140,14 @@ def _text(block: dict[str, Any], key: str, fail: Fail) -> str | None:
     return value.strip() or None
 
 
+def _blank(value: Any) -> bool:
+    """A required field left empty (`""`, `[]`): missing, a finding, not a format error."""
+    return value is None or value == [] or (isinstance(value, str) and not value.strip())
+
+
 def _covers(block: dict[str, Any], fail: Fail) -> tuple[Cover, ...] | None:
     value = block.get("covers")
-    if value is None:
+    if _blank(value):
         return None
     if isinstance(value, str):
         value = [value]
@@ -164,7 +169,7 @@ def _covers(block: dict[str, Any], fail: Fail) -> tuple[Cover, ...] | None:
 
 def _conditions(block: dict[str, Any], fail: Fail) -> tuple[Condition, ...] | None:
     value = block.get("remove_when")
-    if value is None:
+    if _blank(value):
         return None
     items = value if isinstance(value, list) else [value]
     out = []
@@ -204,9 +209,9 @@ def _issue(block: dict[str, Any], fail: Fail) -> Issue | None:
 
 def _mre(block: dict[str, Any], fail: Fail, series: Series) -> str | None:
     value = block.get("mre")
-    if value is None:
+    if _blank(value):
         return None
-    if not isinstance(value, str) or not value.strip():
+    if not isinstance(value, str):
         raise fail("mre", "`mre` must be a path such as `mre/<name>/`")
     path = value.strip().rstrip("/")
     parts = path.split("/")

@@ -93,8 +93,8 @@ def _block(rest: tuple[Line, ...], indent: int) -> list[str]:
         stmt = _statement(ln.text)
         if not stmt:
             continue
-        if len(ln.text) - len(ln.text.lstrip()) <= indent:
-            break
+        if len(ln.text[:len(ln.text) - len(ln.text.lstrip())].expandtabs()) <= indent:
+            break  # (indents compared as Python does, tabs to multiples of 8)
         body.append(stmt)
     return body
 
@@ -202,14 +202,21 @@ def guards(f: FileDiff) -> list[Signal]:
 
 # -- escalation ------------------------------------------------------------------------
 
-_PADDLE_PRIVATE = re.compile(r"\bpaddle\.(?:_[A-Za-z]\w*|fluid\b|base\.(?:core|framework|"
-                             r"libpaddle)\b|framework\.core\b)")
+_PRIVATE_NAME = r"(?:_[A-Za-z]\w*|fluid\b|base\.(?:core|framework|libpaddle)\b|framework\.core\b)"
+# `paddle._C_ops`, and the same imported by name: `from paddle import _C_ops`, `from
+# paddle.base import core`, `from paddle.framework import core` (names listed after it too).
+_PADDLE_PRIVATE = re.compile(
+    r"\bpaddle\." + _PRIVATE_NAME
+    + r"|\bfrom\s+paddle\s+import\s+(?:[\w\s,(]*[\s,(])?(?:_[A-Za-z]\w*|fluid\b)"
+    + r"|\bfrom\s+paddle\.base\s+import\s+(?:[\w\s,(]*[\s,(])?(?:core|framework|libpaddle)\b"
+    + r"|\bfrom\s+paddle\.framework\s+import\s+(?:[\w\s,(]*[\s,(])?core\b")
 
 
 def paddle_private(f: FileDiff) -> list[Signal]:
     if not is_python(f.path):
         return []
-    return [s for s in _signals(f, _PADDLE_PRIVATE) if "#" not in s.code.split("paddle.")[0]]
+    return [Signal(f.path, ln.number, ln.text) for ln in f.added()
+            if (m := _PADDLE_PRIVATE.search(ln.text)) and "#" not in ln.text[:m.start()]]
 
 
 def is_kernel_file(f: FileDiff) -> bool:
