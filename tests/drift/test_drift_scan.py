@@ -97,6 +97,22 @@ def test_only_new_names_in_built_files_count(tmp_path: Path) -> None:
     assert again.commit == py.commit != second
 
 
+def test_names_in_comments_and_docstrings_over_several_lines_do_not_count(
+        tmp_path: Path) -> None:
+    """A multi-line docstring or `/* */` comment was read one line at a time: its names
+    were reported as new API that will break."""
+    fork = fork_with_series(tmp_path)
+    old = git(fork, "rev-parse", "upstream/main")
+    upstream_commit(fork, {
+        "pkg/doc.py": 'def helper():\n    """Compare like\n    torch.testing.assert_close '
+                      'does.\n    """\n    return torch.cuda.Stream()\n',
+        "csrc/doc.cc": "/*\n * x.const_data_ptr<float>() and at::cuda::CUDAGuard\n */\n"
+                       "int g() { return 0; } /* at::cuda::CUDAGuard\n */ at::Tensor h();\n"},
+        "comments")
+    names = {i.name for i in run(fork, old).items}
+    assert names == {"torch.cuda.Stream", "at::Tensor"}, names
+
+
 def test_without_a_surface_every_status_is_unknown(tmp_path: Path) -> None:
     fork = fork_with_series(tmp_path)
     old = git(fork, "rev-parse", "upstream/main")

@@ -8,7 +8,7 @@ Pure text: no git, no Paddle. The rules are documented in docs/drift.md.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from pq.model import layers
@@ -79,6 +79,38 @@ def uses(lang: str, text: str, tensor_method: Callable[[str], bool] = TENSOR_MET
     `.name(` or `->name<T>(` counts as a tensor method when `tensor_method(name)` says so."""
     found = _cxx(text, tensor_method) if lang == "cxx" else _python(text)
     return list(dict.fromkeys(found))
+
+
+def code_of(lang: str, lines: Sequence[str]) -> list[str]:
+    """Consecutive `lines` of `lang` source (a hunk's) with what multi-line comments
+    (`/* ... */`) and docstrings (triple-quoted strings) hold blanked: `uses` reads one
+    line at a time and cannot tell that a line sits inside one."""
+    opener = re.compile(r"/\*" if lang == "cxx" else r'"""|\'\'\'')
+    inside: str | None = None  # the closing delimiter awaited
+    out = []
+    for line in lines:
+        kept, rest = "", line
+        while True:
+            if inside is not None:
+                end = rest.find(inside)
+                if end < 0:
+                    break
+                rest, inside = rest[end + len(inside):], None
+                kept += " "
+                continue
+            if lang == "cxx":  # a `/*` in a string or after `//` opens nothing
+                bare = _STRING.sub(lambda q: '"' + " " * (len(q.group(0)) - 2) + '"', rest)
+                bare = bare.split("//", 1)[0]
+            else:
+                bare = rest.split("#", 1)[0]
+            m = opener.search(bare)
+            if m is None:
+                kept += rest
+                break
+            kept += rest[:m.start()]
+            rest, inside = rest[m.end():], ("*/" if lang == "cxx" else m.group(0))
+        out.append(kept)
+    return out
 
 
 def _cxx(text: str, tensor_method: Callable[[str], bool]) -> list[Use]:

@@ -179,9 +179,18 @@ def _new_uses(range_: Sequence[tuple[str, bytes]], surface: Surface | None
             lang = read.get(f.path)
             if lang is None or f.deleted or f.binary or not f.hunks:
                 continue
-            removed = {u for ln in f.removed() for u in extract.uses(lang, ln.text, is_method)}
-            for ln in f.added():
-                for use in extract.uses(lang, ln.text, is_method):
+            removed: set[extract.Use] = set()
+            added = []
+            for h in f.hunks:  # each side's lines in order: a comment may span several
+                before = [ln for ln in h.lines if not ln.added]
+                for ln, code in zip(before, extract.code_of(lang, [x.text for x in before])):
+                    if ln.removed:
+                        removed.update(extract.uses(lang, code, is_method))
+                after = h.post()
+                added += [(ln, code) for ln, code in zip(
+                    after, extract.code_of(lang, [x.text for x in after])) if ln.added]
+            for ln, code in added:
+                for use in extract.uses(lang, code, is_method):
                     key = (f.path, use.kind, use.name)
                     if use not in removed and key not in seen:
                         seen.add(key)
