@@ -12,6 +12,7 @@ import os
 import re
 from pathlib import Path
 
+import pytest
 from gitrepo import commit_all, git, make_fork, make_upstream, pq, write
 from report_example import ROOT, example_fork
 
@@ -57,3 +58,24 @@ def test_the_verification_path_reads_the_latest_gate_record(tmp_path: Path) -> N
     text = pq(fork, "report").output
     assert "| check | — | passed |" in text and "Latest gate record of this tree: failed" in text
     assert f"({data['record']['finished']})" in text
+
+
+def test_a_later_gate_that_skipped_a_stage_does_not_hide_its_result(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run without a GPU after one with it: the report showed only the newest record, so
+    a GPU pass read as `skipped-no-gpu`."""
+    fork = make_fork(tmp_path, make_upstream(tmp_path / "upstream"))
+    write(fork, "pkg/__init__.py", "import torch\n\n\ndef op(x):\n    return x + 1\n")
+    commit_all(fork, "glue: add one")
+    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    with (fork / "series.yaml").open("a") as f:
+        f.write("gate:\n  stages:\n    - name: check\n      run: 'true'\n"
+                "    - name: gpu-check\n      run: 'true'\n      requires: [gpu]\n")
+    commit_all(fork, "pq: a gate")
+    monkeypatch.setenv("PQ_GPU", "1")
+    pq(fork, "gate")
+    monkeypatch.setenv("PQ_GPU", "0")
+    pq(fork, "gate", "--force", ok=False)
+    data = json.loads(pq(fork, "report", "--json").output)["verification"]
+    assert [(s["name"], s["status"]) for s in data["stages"]] == [("check", "passed"),
+                                                                   ("gpu-check", "passed")]

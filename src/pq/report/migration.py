@@ -22,6 +22,7 @@ from typing import Any
 from pq.gate import api as gate_api
 from pq.gate import config as gate_config
 from pq.gate import record as gate_record
+from pq.gate import result as gate_result
 from pq.git.repo import Git
 from pq.model import patchfile
 from pq.model.series import LAYERS, PATCHES_DIR, Series
@@ -180,10 +181,14 @@ def _workarounds(series: Series) -> list[Workaround]:
     return out
 
 
+_DID_NOT_RUN = (gate_result.NOT_RUN, gate_result.SKIPPED_NO_GPU)
+
+
 def _verification(git: Git, series: Series, text: bytes | None,
                   report: MigrationReport) -> None:
-    """The gate's stages (from the working tree's series.yaml) and the latest record of
-    HEAD's tree, when there is one."""
+    """The gate's stages (from the working tree's series.yaml) and, from the records of
+    HEAD's tree, each stage's latest result: a newer run that skipped it (no GPU there,
+    `--stage` another) does not hide an older one that ran it."""
     if series.gate is None:
         return
     config = gate_config.parse(series, "the working tree", text)
@@ -193,7 +198,10 @@ def _verification(git: Git, series: Series, text: bytes | None,
     if head is not None:
         status = gate_api.read_status(git)
         if status.record is not None:
-            statuses = gate_record.stage_statuses(status.record)
+            for rec in reversed([status.record, *status.history]):  # oldest first
+                for name, value in gate_record.stage_statuses(rec).items():
+                    if value not in _DID_NOT_RUN or name not in statuses:
+                        statuses[name] = value
             report.gate_record = {"commit": status.found_on, "tree": status.tree,
                                   "status": status.record.get("status"),
                                   "finished": status.record.get("time")}
