@@ -217,7 +217,8 @@ def test_wa009_unbounded_monkey_patch(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("call", ["paddle.enable_compat()", "paddle.enable_compat(scope=None)",
                                   "paddle.enable_compat(\n    blocked_modules={'x'},\n)",
-                                  "paddle.compat.enable_torch_proxy()"])
+                                  "paddle.compat.enable_torch_proxy()",
+                                  "import paddle as pd\npd.enable_compat()"])
 def test_wa010_global_compat_outside_build(tmp_path: Path, call: str) -> None:
     def change(specs: list[Spec]) -> None:
         specs[P_SCOPED].files["tinyop/__init__.py"] = f"import paddle\n\n{call}\n\n" + \

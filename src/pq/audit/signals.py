@@ -101,7 +101,8 @@ def _block(rest: tuple[Line, ...], indent: int) -> list[str]:
 
 # -- global compat: enable_compat() without a scope ----------------------------------
 
-_COMPAT_CALL = re.compile(r"(?<![\w.])(?:paddle\.)?(?:compat\.)?"
+# `paddle.enable_compat(`, or through an alias (`import paddle as pd`: `pd.enable_compat(`).
+_COMPAT_CALL = re.compile(r"(?<![\w.])(?:[A-Za-z_]\w*\.)?(?:compat\.)?"
                           r"(?:enable_compat|enable_torch_proxy)\s*\(")
 
 
