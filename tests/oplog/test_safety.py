@@ -236,7 +236,7 @@ def test_undo_refuses_when_queue_files_were_edited_since(fork: Path) -> None:
     pq(fork, "export")
     series = fork / "series.yaml"
     series.write_text(series.read_text() + "# my note\n")
-    one_line_error(pq(fork, "undo", ok=False), 2, "series.yaml, patches/ or mre/ changed")
+    one_line_error(pq(fork, "undo", ok=False), 2, "series.yaml, patches/, mre/ or .pq/ changed")
     pq(fork, "undo", "--force")
     pq(fork, "redo")
     assert series.read_text().endswith("# my note\n")
@@ -282,6 +282,21 @@ def test_undo_puts_back_mre_files_an_operation_committed(fork: Path) -> None:
     assert git(fork, "status", "--porcelain") == status
     pq(fork, "redo")
     assert git(fork, "status", "--porcelain") == ""
+
+
+def test_undo_leaves_ignored_files_under_mre_and_runs_no_checkout_hook(fork: Path) -> None:
+    """An MRE's ignored build output is no queue file (undo refused, then deleted it when
+    forced); and undo's branch move ran the user's post-checkout hook, whose failure left
+    the undo half done."""
+    write(fork, ".gitignore", "mre/**/build/\n")
+    write(fork, "mre/gap/run.sh", "echo run\n")
+    commit_all(fork, "mre: gap")
+    pq(fork, "export", "--commit")
+    write(fork, "mre/gap/build/ext.so", b"\0binary\0" * 1000)
+    write(fork, ".git/hooks/post-checkout", "#!/bin/sh\nexit 1\n", mode=0o755)
+    pq(fork, "undo")
+    pq(fork, "undo", "--force")  # the init: the branch moved by the commits after it
+    assert (fork / "mre/gap/build/ext.so").read_bytes() == b"\0binary\0" * 1000
 
 
 def test_undo_data_survives_gc(fork: Path) -> None:

@@ -149,12 +149,13 @@ class WorkingTree(Merging):
         refuses rather than overwrite uncommitted work and carries the rest, staged or not,
         as a checkout does: `branch` (None: detached) is checked out, made to point at
         `commit` first when `create` (the current branch too). (done, git's stderr)."""
+        hookless = ["-c", "core.hooksPath=/dev/null"]  # no post-checkout hook of the user's
         if branch is None:
-            args = ["checkout", "-q", "--detach", commit]
+            args = [*hookless, "checkout", "-q", "--detach", commit]
         elif create:
-            args = ["checkout", "-q", "-B", branch, commit]
+            args = [*hookless, "checkout", "-q", "-B", branch, commit]
         else:
-            args = ["checkout", "-q", branch]
+            args = [*hookless, "checkout", "-q", branch]
         proc = self.run_proc(*args, env=env)
         return proc.returncode == 0, proc.stderr
 

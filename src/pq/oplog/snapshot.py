@@ -76,7 +76,8 @@ def _take(git: Git, commits: set[str] | None, queue_paths: tuple[str, ...],
     known = _committed_blobs(git, head_commit, queue_paths)
     files: dict[str, str] = {}
     for qp in queue_paths:
-        files.update(_store_tree(git, git.root / qp, qp, known=known, keep=is_pqs))
+        keep = is_pqs if qp in (SERIES_FILE, PATCHES_DIR) else _carried(git, qp).__contains__
+        files.update(_store_tree(git, git.root / qp, qp, known=known, keep=keep))
     index = sorted(git.ls_files(queue_paths, stage=True))
     state: dict[str, str] = {}
     for child in state_children(git.pq_dir()):
@@ -154,6 +155,14 @@ def _committed_blobs(git: Git, commit: str | None, paths: tuple[str, ...]) -> fr
 def in_queue(path: str) -> bool:
     """Whether `path` is at or under one of the queue's paths."""
     return any(path == qp or path.startswith(qp + "/") for qp in QUEUE_PATHS)
+
+
+def _carried(git: Git, folder: str, untracked: bool = True) -> set[str]:
+    """The files under one of the queue's other folders (mre/, .pq/) that a bookkeeping
+    commit carries: tracked, or untracked and not ignored (an MRE's build output is not)."""
+    if not (git.root / folder).is_dir():
+        return set()
+    return set(git.ls_files([folder], cached=True, others=untracked, literal=True))
 
 
 def is_pqs(rel: str) -> bool:
@@ -248,7 +257,7 @@ def write_queue(git: Git, files: dict[str, str], index: list[str]) -> None:
     for rel, spec in sorted(files.items()):
         mode, blob = spec.split()
         _write_file(git, root / rel, mode, blob)
-    for rel in sorted(_present_files(root) - set(files)):
+    for rel in sorted(_present_files(git) - set(files)):
         checkpoint("unlink " + rel)
         (root / rel).unlink(missing_ok=True)
     for folder in (root / qp for qp in QUEUE_PATHS if qp != SERIES_FILE):
@@ -264,8 +273,9 @@ def write_queue(git: Git, files: dict[str, str], index: list[str]) -> None:
     git.refresh_index()
 
 
-def _present_files(root: Path) -> set[str]:
+def _present_files(git: Git) -> set[str]:
     """The queue files in the working tree now, plus leftovers of interrupted writes."""
+    root = git.root
     present: set[str] = set()
     for p in root.glob(f".{SERIES_FILE}.*.tmp"):
         present.add(p.name)
@@ -275,8 +285,11 @@ def _present_files(root: Path) -> set[str]:
     for qp in QUEUE_PATHS[1:]:
         folder = root / qp
         if folder.is_dir() and not folder.is_symlink():
+            # Untracked files there are no longer the queue's: `clear_queue` took those away
+            # before the move (what the move left, a commit's .gitignore gone, is the user's).
+            keep = is_pqs if qp == PATCHES_DIR else _carried(git, qp, False).__contains__
             for p in folder.rglob("*"):
-                if (p.is_symlink() or p.is_file()) and is_pqs(
+                if (p.is_symlink() or p.is_file()) and keep(
                         rel := p.relative_to(root).as_posix()):
                     present.add(rel)
         elif folder.is_symlink() or folder.is_file():

@@ -187,7 +187,7 @@ def _describe_drift(component: str, now: Snapshot, then: Snapshot) -> str:
     if component == "HEAD":
         return f"HEAD has changed (it is {_head(now)}, was {_head(then)})"
     if component == "queue":
-        return "series.yaml, patches/ or mre/ changed"
+        return "series.yaml, patches/, mre/ or .pq/ changed"
     return "pq's state in .git/pq changed"
 
 
