@@ -128,6 +128,16 @@ def test_fix_renames_follows_the_patches_lines_and_only_those(tmp_path: Path) ->
                    "paddle.enable_compat()\n"
 
 
+def test_fix_renames_rewrites_a_crlf_file(tmp_path: Path) -> None:
+    fork = fork_with_series(tmp_path)
+    pq(fork, "fix-renames")
+    write(fork, "pkg/crlf.py", f"import paddle\r\n{OLD_SPELLING}()\r\n".encode())
+    commit_all(fork, "glue: crlf")
+    pq(fork, "export", "--commit")
+    assert "1 old spelling in pkg/crlf.py" in pq(fork, "fix-renames").output
+    assert (fork / "pkg/crlf.py").read_bytes() == b"import paddle\r\npaddle.enable_compat()\r\n"
+
+
 def test_copies_in_series_yaml_are_kept_and_checked(tmp_path: Path) -> None:
     fork = fork_with_series(tmp_path)
     series = fork / "series.yaml"

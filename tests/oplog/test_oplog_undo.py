@@ -200,3 +200,19 @@ def test_undo_op_refuses_to_delete_a_branch_made_by_hand_since(tmp_path: Path) -
             in refused.output
         assert "`pq undo --op 4` brings it back" in refused.output
     assert git(fork, "rev-parse", "rebuilt") == mine
+
+
+def test_undo_op_looks_past_a_note_for_pqs_last_operation(tmp_path: Path) -> None:
+    """A note (`pq hook install --force`) records the state when it was written: a hand
+    commit made before it passed unseen, and `undo --op` threw it away."""
+    fork = make_fork(tmp_path)
+    write(fork, "setup.py", "import paddle\n")
+    commit_all(fork, "build: paddle")
+    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    write(fork, "README.md", "mine\n")
+    mine = commit_all(fork, "my hand commit")
+    write(fork, ".git/hooks/pre-push", "#!/bin/sh\nexit 0\n", mode=0o755)
+    pq(fork, "hook", "install", "--force")  # operation 2: a note
+    refused = pq(fork, "undo", "--op", "1", ok=False)
+    assert refused.exit_code == 2 and "refs/heads/paddle has moved" in refused.output
+    assert git(fork, "rev-parse", "HEAD") == mine

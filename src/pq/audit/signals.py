@@ -102,7 +102,7 @@ def _block(rest: tuple[Line, ...], indent: int) -> list[str]:
 # -- global compat: enable_compat() without a scope ----------------------------------
 
 # `paddle.enable_compat(`, or through an alias (`import paddle as pd`: `pd.enable_compat(`).
-_COMPAT_CALL = re.compile(r"(?<![\w.])(?:[A-Za-z_]\w*\.)?(?:compat\.)?"
+_COMPAT_CALL = re.compile(r"(?<![\w.])(?:(?!self\.|cls\.)[A-Za-z_]\w*\.)?(?:compat\.)?"
                           r"(?:enable_compat|enable_torch_proxy)\s*\(")
 
 

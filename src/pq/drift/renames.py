@@ -70,7 +70,7 @@ def hits(queue: Queue) -> list[RenameHit]:
                     del found[i]
                 elif hit.file == f.old and f.new is None:  # the file is deleted
                     del found[i]
-                elif hit.file == f.old and f.new is not None and f.new != f.old:  # renamed
+                elif hit.file == f.old and f.status == "renamed" and f.new is not None:
                     found[i] = replace(hit, file=f.new)
             found += [RenameHit(entry.name, f.path, ln.number, r.old, r.new, ln.text)
                       for ln in f.added() for r, pattern in _PATTERNS
@@ -85,7 +85,7 @@ def respell(data: bytes, lines: Collection[str] | None = None) -> bytes:
     text = data.decode("utf-8", "surrogateescape")
     out = []
     for line in text.splitlines(keepends=True):
-        if lines is None or line.rstrip("\r\n") in lines:
+        if lines is None or line.rstrip("\r\n") in lines or line.rstrip("\n") in lines:
             for r, pattern in _PATTERNS:
                 line = pattern.sub(r.new, line)
         out.append(line)

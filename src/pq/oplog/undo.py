@@ -130,9 +130,9 @@ def plan(git: Git, kind: str, op: int | None, current: Snapshot, force: bool) ->
     before: Snapshot = record["before"]
     _check_paths(before, rid)
     require_same_checkout(git, before, f"operation {rid}", f"pq {kind}")
-    # Undone against what it left; a restore against what pq's last entry left (since then
-    # it is someone else's work), putting back all that differs now.
-    last = record if kind != "restore" else log.load(git, records[-1])
+    # Undone against what it left; a restore against what pq's last operation left (not a note).
+    last = record if kind != "restore" else log.load(git, next(
+        (r for r in reversed(records) if r.get("kind") != "note"), records[-1]))
     reference = last["after"] if isinstance(last.get("after"), dict) else current
     names = set(before["refs"]) | set(reference["refs"]) | set(current["refs"])
     b, r, c = (_components(s, names) for s in (before, reference, current))
