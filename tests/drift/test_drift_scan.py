@@ -111,6 +111,15 @@ def test_names_in_comments_and_docstrings_over_several_lines_do_not_count(
         "comments")
     names = {i.name for i in run(fork, old).items}
     assert names == {"torch.cuda.Stream", "at::Tensor"}, names
+    # A hunk that starts inside a docstring (its opener above, unchanged): the closing
+    # quotes, alone on their line, open nothing, and the code after them counts.
+    body = "".join(f"    line {n} of a long docstring\n" for n in range(20))
+    upstream_commit(fork, {"pkg/long.py": f'def g():\n    """Start.\n{body}    """\n'
+                           "    return 1\n"}, "long docstring")
+    upstream_commit(fork, {"pkg/long.py": f'def g():\n    """Start.\n{body}'
+                           '    and one more line.\n        """\n'
+                           "    return torch.special.new_op(1)\n"}, "new op")
+    assert "torch.special.new_op" in {i.name for i in run(fork, old).items}
 
 
 def test_without_a_surface_every_status_is_unknown(tmp_path: Path) -> None:

@@ -44,6 +44,9 @@ _PY_ATTR = re.compile(r"(?<![\w.])torch(?:\.[A-Za-z_]\w*)+")
 _CXX_COMMENT = re.compile(r"//.*$|/\*.*?\*/")
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
 _PY_STRING = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'')
+_CXX_LITERAL = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'')  # strings, characters
+# Python strings, triple-quoted ones first (those stay: they are what `code_of` looks for).
+_PY_LITERAL = re.compile(r'"""|\'\'\'|"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\'')
 
 
 @dataclass(frozen=True)
@@ -98,12 +101,15 @@ def code_of(lang: str, lines: Sequence[str]) -> list[str]:
                 rest, inside = rest[end + len(inside):], None
                 kept += " "
                 continue
-            if lang == "cxx":  # a `/*` in a string or after `//` opens nothing
-                bare = _STRING.sub(lambda q: '"' + " " * (len(q.group(0)) - 2) + '"', rest)
-                bare = bare.split("//", 1)[0]
-            else:
-                bare = rest.split("#", 1)[0]
-            m = opener.search(bare)
+            if lang == "cxx":  # a `/*` in a string, a character or after `//` opens nothing
+                bare = _CXX_LITERAL.sub(lambda q: " " * len(q.group(0)), rest)
+                m = opener.search(bare.split("//", 1)[0])
+            else:  # strings blanked, then an opener that cannot be a closer (below)
+                bare = _PY_LITERAL.sub(lambda q: q.group(0) if len(q.group(0)) < 2 or
+                                       q.group(0)[:3] in ('"""', "'''") else " " * len(
+                                           q.group(0)), rest)
+                m = next((c for c in opener.finditer(bare.split("#", 1)[0])
+                          if _opens(bare, c)), None)
             if m is None:
                 kept += rest
                 break
@@ -111,6 +117,16 @@ def code_of(lang: str, lines: Sequence[str]) -> list[str]:
             rest, inside = rest[m.end():], ("*/" if lang == "cxx" else m.group(0))
         out.append(kept)
     return out
+
+
+def _opens(line: str, m: re.Match[str]) -> bool:
+    """Whether the triple quote `m` can only open a string: after `=`, `(`, `,`, `[`, `{`,
+    `:` or `return`, or first on its line with text after it. A line that is a triple quote
+    alone may as well close a docstring that the hunk starts inside of: not taken."""
+    before, after = line[:m.start()].rstrip(), line[m.end():].strip()
+    if not before:
+        return bool(after)
+    return before.endswith(("=", "(", ",", "[", "{", ":", "return"))
 
 
 def _cxx(text: str, tensor_method: Callable[[str], bool]) -> list[Use]:
