@@ -394,6 +394,16 @@ def test_hook_checks_a_push_typed_outside_the_working_tree(tmp_path: Path) -> No
     commit_all(wt, "unexported, in a worktree")
     assert_refused(push_from(fork / ".git" / "worktrees" / "wt", "other"), remote,
                    remote_refs(remote), "unexported, in a worktree")
+    # A submodule's git dir (.git/modules/sub) names its working tree in core.worktree.
+    superproject = tmp_path / "super"
+    git(tmp_path, "init", "-q", str(superproject))
+    git(superproject, "-c", "protocol.file.allow=always", "submodule", "add", "-q",
+        str(fork), "sub")
+    sub = superproject / "sub"
+    git(sub, "checkout", "-q", "paddle")
+    pq(sub, "hook", "install")
+    result = push_from(superproject / ".git" / "modules" / "sub", "paddle:refs/heads/sub")
+    assert result.returncode != 0 and "unexported" in result.stderr, result.stderr
 
 
 # -- installing ------------------------------------------------------------------------

@@ -287,6 +287,21 @@ class Gateway:
         return TreeId(self.odb.write("tree", b""))
 
 
+def worktree_of(git_dir: Path) -> Path:
+    """The working tree whose git dir is `git_dir`: a linked worktree's (its `gitdir` file
+    names the worktree's `.git`), the one `core.worktree` names (a separate git dir, a
+    submodule's), else the folder holding a `.git` dir; else here."""
+    link = git_dir / "gitdir"
+    if link.is_file():
+        return Path(link.read_text(encoding="utf-8", errors="surrogateescape").strip()).parent
+    proc = subprocess.run(["git", f"--git-dir={git_dir}", "config", "core.worktree"],
+                          capture_output=True, env=clean_env())
+    configured = proc.stdout.decode("utf-8", "surrogateescape").strip()
+    if proc.returncode == 0 and configured:
+        return git_dir / configured  # relative to the git dir, as git reads it
+    return git_dir.parent if git_dir.name == ".git" else Path(".")
+
+
 def run_in(cwd: Path, *args: str, env: dict[str, str] | None = None,
            input: bytes | None = None) -> bytes:
     """Run git in a folder that need not be a repository yet (init, clone)."""

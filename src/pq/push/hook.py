@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from pq import __version__
 from pq.errors import ConfigError
 from pq.git import process
-from pq.git.gateway import clean_env
+from pq.git.gateway import clean_env, worktree_of
 from pq.git.objects import CommitId
 from pq.git.repo import Git
 from pq.push.refs import SKIP_ENV, RefUpdate, parse_push_lines, parse_skip, updates_from_env
@@ -224,22 +224,13 @@ def open_for_hook(environ: Mapping[str, str]) -> Git:
     was typed: the repository is GIT_DIR's, and its working tree the one that git dir
     belongs to (the checks read commits, never the working tree's files)."""
     given = environ.get("GIT_DIR")
-    where = environ.get("GIT_WORK_TREE") or (_worktree_of(Path(given)) if given else ".")
+    where = environ.get("GIT_WORK_TREE") or (worktree_of(Path(given)) if given else ".")
     git = Git.open(where)
     if given and Path(given).resolve() != git.git_dir.resolve():
         git.close()
         raise ConfigError(f"git pushes from {given}, but pq's hook runs in {git.root}",
                           hint="push from inside the working tree, or `git push --no-verify`")
     return git
-
-
-def _worktree_of(git_dir: Path) -> Path:
-    """The working tree whose git dir is `git_dir`: a linked worktree's (its `gitdir` file
-    names the worktree's `.git`), else the folder holding a `.git` dir; else here."""
-    link = git_dir / "gitdir"
-    if link.is_file():
-        return Path(link.read_text(encoding="utf-8", errors="surrogateescape").strip()).parent
-    return git_dir.parent if git_dir.name == ".git" else Path(".")
 
 
 def scrub_environment() -> None:
