@@ -129,7 +129,8 @@ def test_the_callers_build_variables_run_the_gate_again(
     monkeypatch.setenv("CC", "/usr/bin/other-cc")
     report = gate(fork)
     assert not report["cached"] and stages(report)["build"]["status"] == "passed"
-    assert report["fingerprint"]["build_env"] == {"CC": "/usr/bin/other-cc"}
+    digest = report["fingerprint"]["build_env"]  # not the values: teams share records
+    assert isinstance(digest, str) and len(digest) == 16 and "other-cc" not in json.dumps(report)
     assert count(runs) == 2
 
 

@@ -49,9 +49,9 @@ def install(force: bool, chain: bool) -> None:
         click.echo(f"pq: {result.chained.name} runs first; its failure refuses the push")
     if result.in_worktree:
         rel = result.in_worktree
-        click.echo(f"pq: note: core.hooksPath puts the hook in this working tree ({rel}); "
-                   f"pushes from another worktree of this repository are checked only once "
-                   f"it is committed (`git add {rel}`), or after `pq hook install` there")
+        click.echo(f"pq: note: core.hooksPath is relative, so the hook is in this working "
+                   f"tree ({rel}): another worktree of this repository looks in its own "
+                   f"folder; run `pq hook install` there too")
 
 
 @hook.command()

@@ -81,9 +81,13 @@ def input_files(stage: Stage, entries: Entries) -> list[tuple[str, str, str]]:
     return sorted(picked)
 
 
-def build_env(environ: Mapping[str, str]) -> dict[str, str]:
-    """The build variables of the caller's environment (part of the gate's fingerprint)."""
-    return {k: environ[k] for k in BUILD_ENV if k in environ}
+def build_env(environ: Mapping[str, str]) -> str | None:
+    """A digest of the build variables of the caller's environment, for the gate's
+    fingerprint (their values, paths and flags, stay out of the records teams share)."""
+    found = {k: environ[k] for k in BUILD_ENV if k in environ}
+    if not found:
+        return None
+    return hashlib.sha256(json.dumps(found, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def stage_keys(stages: Sequence[Stage], entries: Entries, toolchain: Mapping[str, Any],

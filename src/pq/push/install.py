@@ -4,7 +4,6 @@ and uninstalling it without ever deleting a hook pq did not write.
 
 from __future__ import annotations
 
-import itertools
 import os
 import shlex
 from dataclasses import dataclass
@@ -99,9 +98,12 @@ def install(git: Git, *, force: bool = False, chain: bool = False,
     tmp.write_text(script(python))
     os.chmod(tmp, 0o755)
     os.replace(tmp, path)
+    # Only a relative core.hooksPath is each worktree's own folder (an absolute one inside
+    # this working tree is still one folder that every worktree looks in).
+    configured = git.config_matching(r"^core\.hookspath$").get("core.hookspath", "")
     where = path.resolve()
-    local = where.is_relative_to(git.root.resolve()) and not where.is_relative_to(
-        git.common_dir.resolve())
+    local = bool(configured) and not os.path.isabs(os.path.expanduser(configured)) \
+        and where.is_relative_to(git.root.resolve())
     result = InstallResult(path, action, chained if os.path.lexists(chained) else None,
                            set_aside, older,
                            where.relative_to(git.root.resolve()).as_posix() if local else None)
@@ -123,8 +125,9 @@ def _set_aside(hook: Path, replaced: Path) -> tuple[Path, Path | None]:
                 and replaced.read_bytes() == hook.read_bytes():
             replaced.unlink()  # the same hook again: nothing is lost
         else:
-            older = next(p for n in itertools.count(1)
-                         if not os.path.lexists(p := replaced.with_name(f"{replaced.name}.{n}")))
+            taken = [int(p.name.rsplit(".", 1)[1]) for p in replaced.parent.glob(
+                replaced.name + ".*") if p.name.rsplit(".", 1)[1].isdigit()]
+            older = replaced.with_name(f"{replaced.name}.{max(taken, default=0) + 1}")  # newest
             os.replace(replaced, older)
     os.replace(hook, replaced)
     return hook, older

@@ -199,8 +199,11 @@ def _verification(git: Git, series: Series, text: bytes | None,
         status = gate_api.read_status(git)
         if status.record is not None:
             for rec in reversed([status.record, *status.history]):  # oldest first
+                # Not run in a full gate: an earlier stage failed, which stands; in a partial
+                # one (`--stage`) or without a GPU: not asked, and the older result stands.
+                moot = _DID_NOT_RUN if rec.get("partial") else _DID_NOT_RUN[1:]
                 for name, value in gate_record.stage_statuses(rec).items():
-                    if value not in _DID_NOT_RUN or name not in statuses:
+                    if value not in moot or name not in statuses:
                         statuses[name] = value
             report.gate_record = {"commit": status.found_on, "tree": status.tree,
                                   "status": status.record.get("status"),
