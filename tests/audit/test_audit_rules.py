@@ -167,26 +167,20 @@ def test_wa007_outside_covers(tmp_path: Path) -> None:
     assert "README.md" in str(f["message"])
 
 
-@pytest.mark.parametrize("handler", ["except:\n        pass\n",
-                                     "except Exception as exc:  # why not\n        pass\n",
-                                     "except BaseException: pass\n",
-                                     "except (Exception):\n        ...\n"])
-def test_wa008_broad_except(tmp_path: Path, handler: str) -> None:
+def _try(handler: str, indent: str = "    ") -> str:
+    return (f"{indent}# {M_COMPILE}\n{indent}try:\n{indent * 2}return torch.compile(fn)\n"
+            f"{indent}{handler}{indent}return fn\n")
+
+
+@pytest.mark.parametrize("body", [_try("except:\n        pass\n"),
+                                  _try("except Exception as exc:  # why not\n        pass\n"),
+                                  _try("except BaseException: pass\n"),
+                                  _try("except (Exception):\n        ...\n"),
+                                  _try("except Exception:\n\t\tpass\n", "\t")])  # tabs
+def test_wa008_broad_except(tmp_path: Path, body: str) -> None:
     def change(specs: list[Spec]) -> None:
         specs[P_COMPILE].files["tinyop/compile.py"] = COMPILE.replace(
-            "    return torch.compile(fn)\n",
-            f"    # {M_COMPILE}\n    try:\n        return torch.compile(fn)\n    {handler}"
-            "    return fn\n")
-
-    only(tmp_path, change, "WA008", P_COMPILE)
-
-
-def test_wa008_broad_except_indented_with_tabs(tmp_path: Path) -> None:
-    def change(specs: list[Spec]) -> None:
-        specs[P_COMPILE].files["tinyop/compile.py"] = COMPILE.replace(
-            "    return torch.compile(fn)\n",
-            f"\t# {M_COMPILE}\n\ttry:\n\t\treturn torch.compile(fn)\n\texcept Exception:\n"
-            "\t\tpass\n\treturn fn\n")
+            "    return torch.compile(fn)\n", body)
 
     only(tmp_path, change, "WA008", P_COMPILE)
 

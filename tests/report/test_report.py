@@ -37,15 +37,21 @@ def test_the_example_report_is_the_golden_file(tmp_path: Path) -> None:
     assert data["plan"]["first_landing_point"]["patch"].startswith("0001-")
 
 
-def test_the_verification_path_reads_the_latest_gate_record(tmp_path: Path) -> None:
+def fork_with_gate(tmp_path: Path, stages: str) -> Path:
+    """A one-patch fork whose committed series.yaml has a gate of `stages` (YAML lines)."""
     fork = make_fork(tmp_path, make_upstream(tmp_path / "upstream"))
     write(fork, "pkg/__init__.py", "import torch\n\n\ndef op(x):\n    return x + 1\n")
     commit_all(fork, "glue: add one")
     pq(fork, "init", "--upstream", "upstream/main", "--commit")
     with (fork / "series.yaml").open("a") as f:
-        f.write("gate:\n  stages:\n    - name: check\n      run: 'true'\n"
-                "    - name: never\n      run: 'false'\n")
+        f.write("gate:\n  stages:\n" + stages)
     commit_all(fork, "pq: a gate")
+    return fork
+
+
+def test_the_verification_path_reads_the_latest_gate_record(tmp_path: Path) -> None:
+    fork = fork_with_gate(tmp_path, "    - name: check\n      run: 'true'\n"
+                                    "    - name: never\n      run: 'false'\n")
     before = pq(fork, "report").output
     assert "| check | — | not run |" in before and "no gate record of this tree yet" in before
     pq(fork, "gate", ok=False)
@@ -64,14 +70,9 @@ def test_a_later_gate_that_skipped_a_stage_does_not_hide_its_result(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A run without a GPU after one with it: the report showed only the newest record, so
     a GPU pass read as `skipped-no-gpu`."""
-    fork = make_fork(tmp_path, make_upstream(tmp_path / "upstream"))
-    write(fork, "pkg/__init__.py", "import torch\n\n\ndef op(x):\n    return x + 1\n")
-    commit_all(fork, "glue: add one")
-    pq(fork, "init", "--upstream", "upstream/main", "--commit")
-    with (fork / "series.yaml").open("a") as f:
-        f.write("gate:\n  stages:\n    - name: check\n      run: 'true'\n"
-                "    - name: gpu-check\n      run: 'true'\n      requires: [gpu]\n")
-    commit_all(fork, "pq: a gate")
+    fork = fork_with_gate(tmp_path, "    - name: check\n      run: 'true'\n"
+                                    "    - name: gpu-check\n      run: 'true'\n"
+                                    "      requires: [gpu]\n")
     monkeypatch.setenv("PQ_GPU", "1")
     pq(fork, "gate")
     monkeypatch.setenv("PQ_GPU", "0")
