@@ -299,6 +299,32 @@ def test_undo_leaves_ignored_files_under_mre_and_runs_no_checkout_hook(fork: Pat
     assert (fork / "mre/gap/build/ext.so").read_bytes() == b"\0binary\0" * 1000
 
 
+def test_an_entry_of_an_older_pq_leaves_mre_alone(fork: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Snapshots of older versions held series.yaml and patches/ only: undoing such an entry
+    read its missing mre/ files as "none" (undo refused, and --force deleted mre/)."""
+    from pq.oplog import snapshot, txn
+
+    def older_take(git: Git, commits: set[str] | None = None) -> dict:  # type: ignore[type-arg]
+        snap = snapshot.take(git, commits)
+        snap.pop("scope", None)
+        snap["files"] = {p: v for p, v in snap["files"].items() if not p.startswith("mre/")}
+        snap["index"] = [e for e in snap["index"] if "\tmre/" not in e]
+        return snap
+
+    write(fork, "mre/gap/run.sh", "echo run\n")
+    commit_all(fork, "mre: gap")
+    pq(fork, "export", "--commit")
+    write(fork, "mre/gap/notes.txt", "untracked\n")
+    with monkeypatch.context() as m:
+        m.setattr(txn, "take", older_take)
+        pq(fork, "rebase", "upstream/main")
+    status = git(fork, "status", "--porcelain")
+    pq(fork, "undo")
+    assert git(fork, "status", "--porcelain") == status == "?? mre/gap/notes.txt"
+    assert (fork / "mre/gap/run.sh").read_text() == "echo run\n"
+
+
 def test_undo_data_survives_gc(fork: Path) -> None:
     new_commit(fork)
     pq(fork, "export")  # uncommitted queue files: their bytes live only in the log

@@ -9,6 +9,8 @@ StGit's stack log is the model: each entry commit contains the complete state. I
     before/, after/                               snapshots (after: once the operation ended)
         head, head-commit, refs, index            text (refs: "ID NAME" lines; index: the
                                                   `ls-files -s -z` entries, NUL-separated)
+        scope                                     the queue paths it records, one a line
+                                                  (missing: series.yaml and patches only)
         queue/..., state/...                      the queue files and .git/pq state files
         worktree/paths, worktree/index, worktree/files/...   (only while a rebase is stopped)
         checkout/id, checkout/root                the worktree it was taken in (its git
@@ -191,7 +193,9 @@ def _snapshot(git: Git, trees: Trees, record: Record, top: dict[bytes, tuple[byt
                     "files": files("worktree/files/")}
     checkout = {"id": text("checkout/id", required=False),
                 "root": text("checkout/root", required=False)}
+    scope = text("scope", required=False)  # older versions: series.yaml and patches/ only
     return {"head": text("head"), "head_commit": text("head-commit", required=False),
+            "scope": scope.splitlines() if scope is not None else ["series.yaml", "patches"],
             "refs": refs, "files": files("queue/"),
             "index": zsplit(text("index") or ""),
             "state": files("state/"), "worktree": worktree,
@@ -307,6 +311,8 @@ def _snapshot_entries(git: Git, snap: Snapshot) -> Entries:
            "refs": _text(git, "".join(f"{sha} {name}\n"
                                       for name, sha in sorted(snap["refs"].items()))),
            "index": _text(git, "\0".join(snap["index"]))}
+    if snap.get("scope"):
+        out["scope"] = _text(git, "".join(f"{qp}\n" for qp in snap["scope"]))
     if snap.get("head_commit"):
         out["head-commit"] = _text(git, snap["head_commit"])
 

@@ -10,6 +10,7 @@ one back with the `write_*` functions here.
 from __future__ import annotations
 
 import os
+import re
 import stat
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,7 +24,7 @@ from pq.git.trees import Trees
 from pq.model.series import DEFAULT_QUEUE_PATHS, PATCHES_DIR, SERIES_FILE
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
 
 QUEUE_PATHS = DEFAULT_QUEUE_PATHS  # series.yaml, patches/, mre/, .pq/
 LOG_REF = "refs/pq/oplog"  # the log's own ref (pq.oplog.log): no snapshot records it
@@ -32,6 +33,7 @@ STATE_SKIP = ("oplog", "lock", "sealed", "tmp", "gate")  # .git/pq entries no sn
 STATE_MAX_BYTES = 1024 * 1024
 REBASE_STATE = "rebase/state.json"  # under .git/pq: a rebase in progress (pq.rebase.state)
 _LITERAL = {"GIT_LITERAL_PATHSPECS": "1"}
+_SAFE_PATH = re.compile(r"^(?!/)(?!.*(?:^|/)\.\.?(?:/|$))[^\0]+$")
 
 Snapshot = dict[str, Any]
 
@@ -86,7 +88,18 @@ def _take(git: Git, commits: set[str] | None, queue_paths: tuple[str, ...],
                 if changed is not None and REBASE_STATE in state else {})
     return {"head": head_ref or "HEAD", "head_commit": head_commit, "refs": refs,
             "files": files, "index": [e for e in index if e], "state": state,
-            "worktree": worktree, "checkout": git.worktree()}
+            "worktree": worktree, "checkout": git.worktree(), "scope": list(queue_paths)}
+
+
+def narrow(snap: Snapshot, scope: Sequence[str]) -> Snapshot:
+    """`snap` with only the queue files and index entries under `scope`: snapshots of older
+    versions recorded series.yaml and patches/ only, and say nothing of mre/ or .pq/."""
+    def inside(path: str) -> bool:
+        return any(path == qp or path.startswith(qp + "/") for qp in scope)
+
+    return {**snap, "scope": list(scope),
+            "files": {p: v for p, v in snap["files"].items() if inside(p)},
+            "index": [e for e in snap["index"] if inside(e.split("\t", 1)[-1])]}
 
 
 def require_same_checkout(git: Git, snap: Snapshot, what: str, command: str) -> None:
@@ -215,6 +228,24 @@ def _collect(path: Path, rel: str, max_bytes: int | None,
             _collect(child, f"{rel}/{child.name}", max_bytes, found)
 
 
+def check_paths(snap: Snapshot, rid: int) -> None:
+    """Refuse a log entry whose snapshot names paths outside what pq restores (edited by
+    hand): the queue's, pq's state files, a stopped rebase's working-tree paths."""
+    paths = list(snap["files"]) + [e.split("\t", 1)[-1] for e in snap["index"]]
+    for p in paths:
+        if not _SAFE_PATH.match(p) or not in_queue(p):
+            raise ConfigError(f"operation {rid}'s log entry names {p!r}, outside the queue",
+                              hint="the entry was edited by hand; pq will not restore it")
+    for p in snap["state"]:
+        if not _SAFE_PATH.match(p) or p.split("/")[0] in ("oplog", "lock"):
+            raise ConfigError(f"operation {rid}'s log entry names state file {p!r}")
+    worktree = snap.get("worktree") or {}
+    for p in [*worktree.get("paths", []), *worktree.get("files", {})]:
+        if not _SAFE_PATH.match(p) or p.split("/")[0].lower() == ".git":
+            raise ConfigError(f"operation {rid}'s log entry names {p!r}, outside the "
+                              "working tree")
+
+
 # -- putting it back -------------------------------------------------------------------
 
 
@@ -225,8 +256,8 @@ def read_refs(git: Git) -> dict[str, str]:
 def clear_queue(git: Git, commit: str, current: Snapshot) -> None:
     """Make the queue files clean against `commit`, so moving HEAD never trips over them:
     their index entries become the commit's and the files go (they are in `current`)."""
-    entries = [f"{mode} {obj} 0\t{path}" for mode, _, obj, path in git.ls_tree(commit,
-                                                                                  QUEUE_PATHS)]
+    entries = [f"{mode} {obj} 0\t{path}" for mode, _, obj, path in git.ls_tree(
+        commit, current.get("scope", QUEUE_PATHS))]
     git.set_index_entries(current["index"], entries, refresh=False)
     for rel in current["files"]:
         checkpoint("unlink " + rel)
@@ -250,17 +281,18 @@ def write_conflict(git: Git, worktree: dict[str, Any]) -> None:
             path.unlink()
 
 
-def write_queue(git: Git, files: dict[str, str], index: list[str]) -> None:
+def write_queue(git: Git, files: dict[str, str], index: list[str],
+                scope: Sequence[str] = QUEUE_PATHS) -> None:
     """The queue's files (series.yaml, patches/, mre/, .pq/) exactly as recorded: files
     written, extra files removed."""
     root = git.root
     for rel, spec in sorted(files.items()):
         mode, blob = spec.split()
         _write_file(git, root / rel, mode, blob)
-    for rel in sorted(_present_files(git) - set(files)):
+    for rel in sorted(_present_files(git, scope) - set(files)):
         checkpoint("unlink " + rel)
         (root / rel).unlink(missing_ok=True)
-    for folder in (root / qp for qp in QUEUE_PATHS if qp != SERIES_FILE):
+    for folder in (root / qp for qp in scope if qp != SERIES_FILE):
         if folder.is_dir() and not folder.is_symlink():
             for d in sorted((p for p in folder.rglob("*") if p.is_dir() and not p.is_symlink()),
                             key=lambda p: -len(p.parts)):
@@ -268,12 +300,12 @@ def write_queue(git: Git, files: dict[str, str], index: list[str]) -> None:
                     d.rmdir()
             if not any(folder.iterdir()):
                 folder.rmdir()
-    now = git.ls_files(QUEUE_PATHS, stage=True)
+    now = git.ls_files(scope, stage=True)
     git.set_index_entries(now, index, refresh=False)
     git.refresh_index()
 
 
-def _present_files(git: Git) -> set[str]:
+def _present_files(git: Git, scope: Sequence[str]) -> set[str]:
     """The queue files in the working tree now, plus leftovers of interrupted writes."""
     root = git.root
     present: set[str] = set()
@@ -282,7 +314,7 @@ def _present_files(git: Git) -> set[str]:
     sp = root / SERIES_FILE
     if sp.is_file() or sp.is_symlink():
         present.add(SERIES_FILE)
-    for qp in QUEUE_PATHS[1:]:
+    for qp in (q for q in scope if q != SERIES_FILE):
         folder = root / qp
         if folder.is_dir() and not folder.is_symlink():
             # Untracked files there are no longer the queue's: `clear_queue` took those away

@@ -16,8 +16,10 @@ from pq.oplog import log
 from pq.oplog.snapshot import (
     REBASE_STATE,
     Snapshot,
+    check_paths,
     clear_queue,
     in_queue,
+    narrow,
     read_refs,
     require_same_checkout,
     take,
@@ -28,7 +30,6 @@ from pq.oplog.snapshot import (
 from pq.oplog.txn import Transaction
 
 Record = dict[str, Any]
-_SAFE_PATH = re.compile(r"^(?!/)(?!.*(?:^|/)\.\.?(?:/|$))[^\0]+$")
 
 
 # -- the history: which operations are in effect ----------------------------------------
@@ -128,14 +129,17 @@ def plan(git: Git, kind: str, op: int | None, current: Snapshot, force: bool) ->
         kind = "restore"
     record = log.load(git, h.records[rid])
     before: Snapshot = record["before"]
-    _check_paths(before, rid)
+    check_paths(before, rid)
     require_same_checkout(git, before, f"operation {rid}", f"pq {kind}")
     # Undone against what it left; a restore against what pq's last operation left (not a note).
     last = record if kind != "restore" else log.load(git, next(
         (r for r in reversed(records) if r.get("kind") != "note"), records[-1]))
     reference = last["after"] if isinstance(last.get("after"), dict) else current
-    names = set(before["refs"]) | set(reference["refs"]) | set(current["refs"])
-    b, r, c = (_components(s, names) for s in (before, reference, current))
+    # What all three record of the queue (an older version's snapshot: no mre/ or .pq/).
+    scope = [q for q in current["scope"] if q in before["scope"] and q in reference["scope"]]
+    before, reference, now = (narrow(s, scope) for s in (before, reference, current))
+    names = set(before["refs"]) | set(reference["refs"]) | set(now["refs"])
+    b, r, c = (_components(s, names) for s in (before, reference, now))
     changed = sorted(k for k in b if b[k] != (c if kind == "restore" else r)[k])
     drift = [k for k in changed if c[k] != r[k]]
     if changed and "HEAD" not in changed and c["HEAD"] != r["HEAD"]:
@@ -148,7 +152,7 @@ def plan(git: Git, kind: str, op: int | None, current: Snapshot, force: bool) ->
         again = f"pq {kind}" if kind != "restore" else f"pq undo --op {rid}"
         back = "pq redo" if kind == "undo" else f"pq undo --op {int(records[-1]['id']) + 1}"
         raise ConfigError(
-            f"{_describe_drift(drift[0], current, reference)} since operation {last['id']} "
+            f"{_describe_drift(drift[0], now, reference)} since operation {last['id']} "
             f"(`{last.get('command')}`); `{again}` would throw that away",
             hint=f"`{again} --force` does it anyway; the present state is logged first, and "
                  f"`{back}` brings it back")
@@ -200,22 +204,6 @@ def _short(sha: str | None) -> str:
     return sha[:12] if sha else "(none)"
 
 
-def _check_paths(snap: Snapshot, rid: int) -> None:
-    paths = list(snap["files"]) + [e.split("\t", 1)[-1] for e in snap["index"]]
-    for p in paths:
-        if not _SAFE_PATH.match(p) or not in_queue(p):
-            raise ConfigError(f"operation {rid}'s log entry names {p!r}, outside the queue",
-                              hint="the entry was edited by hand; pq will not restore it")
-    for p in snap["state"]:
-        if not _SAFE_PATH.match(p) or p.split("/")[0] in ("oplog", "lock"):
-            raise ConfigError(f"operation {rid}'s log entry names state file {p!r}")
-    worktree = snap.get("worktree") or {}
-    for p in [*worktree.get("paths", []), *worktree.get("files", {})]:
-        if not _SAFE_PATH.match(p) or p.split("/")[0].lower() == ".git":
-            raise ConfigError(f"operation {rid}'s log entry names {p!r}, outside the "
-                              "working tree")
-
-
 # -- doing it ---------------------------------------------------------------------------------
 
 
@@ -242,7 +230,7 @@ def run(git: Git, kind: str = "undo", op: int | None = None, force: bool = False
         if not force:
             _refuse_past_an_unlogged_kill(git, t.lock.stale_holder, p)
         t.begin(kind=p.kind, target=int(p.record["id"]), before=current, commits=commits)
-        restore(git, p, current)
+        restore(git, p, narrow(current, p.target["scope"]))
         t.done()
         final = p.target["files"] if "queue" in p.changed else current["files"]
         files = sorted(f for f in set(final) | set(current["files"])
@@ -327,7 +315,7 @@ def restore(git: Git, p: Plan, current: Snapshot) -> None:
         if not moved:
             if took_back:  # nothing changes when the move fails: the conflict goes back too
                 write_conflict(git, conflict)
-            write_queue(git, current["files"], current["index"])
+            write_queue(git, current["files"], current["index"], current["scope"])
             raise ConfigError(_checkout_failure(stderr, p),
                               hint="commit or stash those changes (`git stash`), then run it "
                                    "again")
@@ -337,7 +325,7 @@ def restore(git: Git, p: Plan, current: Snapshot) -> None:
                        if not (moving and ref == head_then)}, refs_now, env)
     # 3. The queue files and their index entries, byte for byte; then pq's state files.
     if "queue" in p.changed or moving:
-        write_queue(git, *queue)
+        write_queue(git, *queue, target["scope"])
     if "state" in p.changed:
         write_state(git, target["state"])
     if "worktree" in p.changed:
