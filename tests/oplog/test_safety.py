@@ -325,6 +325,23 @@ def test_an_entry_of_an_older_pq_leaves_mre_alone(fork: Path,
     assert (fork / "mre/gap/run.sh").read_text() == "echo run\n"
 
 
+def test_undo_never_moves_a_branch_another_worktree_has_checked_out(fork: Path) -> None:
+    """`git checkout -B` (git 2.39) and `update-ref` moved or deleted such a branch, and
+    that worktree's clean files showed the undo as staged changes."""
+    pq(fork, "rebase", "upstream/main")
+    git(fork, "checkout", "-q", "-b", "side")
+    wt = fork.parent / "wt"
+    git(fork, "worktree", "add", "-q", str(wt), "paddle")
+    tip = git(fork, "rev-parse", "paddle")
+    refused = pq(fork, "undo", "--force", ok=False)
+    assert refused.exit_code == 2, refused.output
+    assert f"refs/heads/paddle is checked out in the worktree {wt}" in refused.output
+    assert git(fork, "rev-parse", "paddle") == tip and git(wt, "status", "--porcelain") == ""
+    git(fork, "worktree", "remove", str(wt))
+    pq(fork, "undo", "--force")
+    assert git(fork, "rev-parse", "paddle") != tip
+
+
 def test_undo_data_survives_gc(fork: Path) -> None:
     new_commit(fork)
     pq(fork, "export")  # uncommitted queue files: their bytes live only in the log

@@ -179,3 +179,15 @@ class WorkingTree(Merging):
         return [Path(line[len("worktree "):]) for line in
                 out.decode("utf-8", "surrogateescape").splitlines()
                 if line.startswith("worktree ")]
+
+    def branches_elsewhere(self) -> dict[str, Path]:
+        """{branch ref: worktree folder} of the branches other worktrees have checked out."""
+        out = self.run_proc("worktree", "list", "--porcelain").stdout
+        found: dict[str, Path] = {}
+        here = self.root.resolve()
+        for block in out.decode("utf-8", "surrogateescape").split("\n\n"):
+            fields = dict(line.partition(" ")[::2] for line in block.splitlines())
+            where = Path(fields.get("worktree", ""))
+            if "branch" in fields and where.resolve() != here:
+                found[fields["branch"]] = where
+        return found

@@ -291,6 +291,14 @@ def restore(git: Git, p: Plan, current: Snapshot) -> None:
     else:
         commit_then = final_refs.get(head_then)
     moving = head_then != head_now or commit_then != commit_now
+    elsewhere = git.branches_elsewhere()
+    for ref in [*p.refs, *([head_then] if moving else [])]:
+        if ref in elsewhere:  # git would move or delete it under that worktree's files
+            raise ConfigError(f"{ref} is checked out in the worktree {elsewhere[ref]}; "
+                              f"{_doing(p)} would move it there too",
+                              hint="switch that worktree to another branch or remove it, "
+                                   f"then run `pq {'redo' if p.kind == 'redo' else 'undo'}` "
+                                   "again")
     if moving and (commit_now is None or commit_then is None):
         raise ConfigError("cannot undo: HEAD would have no commit",
                           hint="check `git status`; `pq log --json` has the recorded refs")
