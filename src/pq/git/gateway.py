@@ -294,10 +294,12 @@ def worktree_of(git_dir: Path) -> Path:
     link = git_dir / "gitdir"
     if link.is_file():
         return Path(link.read_text(encoding="utf-8", errors="surrogateescape").strip()).parent
-    proc = subprocess.run(["git", f"--git-dir={git_dir}", "config", "core.worktree"],
-                          capture_output=True, env=clean_env())
-    configured = proc.stdout.decode("utf-8", "surrogateescape").strip()
-    if proc.returncode == 0 and configured:
+    try:
+        configured = run_in(Path("."), f"--git-dir={git_dir}", "config", "core.worktree"
+                            ).decode("utf-8", "surrogateescape").strip()
+    except GitError:  # not set
+        configured = ""
+    if configured:
         return git_dir / configured  # relative to the git dir, as git reads it
     return git_dir.parent if git_dir.name == ".git" else Path(".")
 

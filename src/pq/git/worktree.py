@@ -19,6 +19,11 @@ from pq.git.merge import Merging
 _UNMERGED = {1: "DD", 2: "AU", 3: "UD", 4: "UA", 5: "DU", 6: "AA", 7: "UU"}
 
 
+# For git commands pq runs on the user's behalf that would run the user's hooks
+# (post-checkout): what pq does is not what the hooks are for.
+NO_HOOKS = ("-c", "core.hooksPath=/dev/null")
+
+
 class WorkingTree(Merging):
     def status_porcelain(self, untracked: bool = False, paths: Sequence[str] = (),
                          all_untracked: bool = False, renames: bool = True
@@ -149,19 +154,18 @@ class WorkingTree(Merging):
         refuses rather than overwrite uncommitted work and carries the rest, staged or not,
         as a checkout does: `branch` (None: detached) is checked out, made to point at
         `commit` first when `create` (the current branch too). (done, git's stderr)."""
-        hookless = ["-c", "core.hooksPath=/dev/null"]  # no post-checkout hook of the user's
         if branch is None:
-            args = [*hookless, "checkout", "-q", "--detach", commit]
+            args = [*NO_HOOKS, "checkout", "-q", "--detach", commit]
         elif create:
-            args = [*hookless, "checkout", "-q", "-B", branch, commit]
+            args = [*NO_HOOKS, "checkout", "-q", "-B", branch, commit]
         else:
-            args = [*hookless, "checkout", "-q", branch]
+            args = [*NO_HOOKS, "checkout", "-q", branch]
         proc = self.run_proc(*args, env=env)
         return proc.returncode == 0, proc.stderr
 
     def add_worktree(self, path: Path, commit: str) -> None:
         """A detached worktree of `commit` at `path`, with no hook of the user's run."""
-        self.run("-c", "core.hooksPath=/dev/null", "worktree", "add", "--detach", "--force",
+        self.run(*NO_HOOKS, "worktree", "add", "--detach", "--force",
                  str(path), commit)
 
     def remove_worktree(self, path: Path) -> None:
@@ -173,21 +177,23 @@ class WorkingTree(Merging):
         shutil.rmtree(path, ignore_errors=True)
         self.run_proc("worktree", "prune")
 
+    def worktrees(self) -> list[tuple[Path, str | None]]:
+        """(folder, checked-out branch ref or None) of every worktree git knows, the main
+        one first."""
+        out = self.run_proc("worktree", "list", "--porcelain").stdout
+        found = []
+        for block in out.decode("utf-8", "surrogateescape").split("\n\n"):
+            fields = dict(line.partition(" ")[::2] for line in block.splitlines())
+            if "worktree" in fields:
+                found.append((Path(fields["worktree"]), fields.get("branch")))
+        return found
+
     def worktree_paths(self) -> list[Path]:
         """The folders of every worktree git knows, the main one first."""
-        out = self.run_proc("worktree", "list", "--porcelain").stdout
-        return [Path(line[len("worktree "):]) for line in
-                out.decode("utf-8", "surrogateescape").splitlines()
-                if line.startswith("worktree ")]
+        return [where for where, _ in self.worktrees()]
 
     def branches_elsewhere(self) -> dict[str, Path]:
         """{branch ref: worktree folder} of the branches other worktrees have checked out."""
-        out = self.run_proc("worktree", "list", "--porcelain").stdout
-        found: dict[str, Path] = {}
         here = self.root.resolve()
-        for block in out.decode("utf-8", "surrogateescape").split("\n\n"):
-            fields = dict(line.partition(" ")[::2] for line in block.splitlines())
-            where = Path(fields.get("worktree", ""))
-            if "branch" in fields and where.resolve() != here:
-                found[fields["branch"]] = where
-        return found
+        return {branch: where for where, branch in self.worktrees()
+                if branch is not None and where.resolve() != here}

@@ -94,12 +94,9 @@ def _take(git: Git, commits: set[str] | None, queue_paths: tuple[str, ...],
 def narrow(snap: Snapshot, scope: Sequence[str]) -> Snapshot:
     """`snap` with only the queue files and index entries under `scope`: snapshots of older
     versions recorded series.yaml and patches/ only, and say nothing of mre/ or .pq/."""
-    def inside(path: str) -> bool:
-        return any(path == qp or path.startswith(qp + "/") for qp in scope)
-
     return {**snap, "scope": list(scope),
-            "files": {p: v for p, v in snap["files"].items() if inside(p)},
-            "index": [e for e in snap["index"] if inside(e.split("\t", 1)[-1])]}
+            "files": {p: v for p, v in snap["files"].items() if in_queue(p, scope)},
+            "index": [e for e in snap["index"] if in_queue(e.split("\t", 1)[-1], scope)]}
 
 
 def require_same_checkout(git: Git, snap: Snapshot, what: str, command: str) -> None:
@@ -165,9 +162,9 @@ def _committed_blobs(git: Git, commit: str | None, paths: tuple[str, ...]) -> fr
     return frozenset(oid for mode, oid in files.values() if mode != "160000")
 
 
-def in_queue(path: str) -> bool:
-    """Whether `path` is at or under one of the queue's paths."""
-    return any(path == qp or path.startswith(qp + "/") for qp in QUEUE_PATHS)
+def in_queue(path: str, scope: Sequence[str] = QUEUE_PATHS) -> bool:
+    """Whether `path` is at or under one of the queue's paths (those of `scope`)."""
+    return any(path == qp or path.startswith(qp + "/") for qp in scope)
 
 
 def _carried(git: Git, folder: str, untracked: bool = True) -> set[str]:
