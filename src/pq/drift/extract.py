@@ -43,8 +43,8 @@ _PY_IMPORT = re.compile(r"^\s*import\s+(torch\.[\w.]+)")
 _PY_ATTR = re.compile(r"(?<![\w.])torch(?:\.[A-Za-z_]\w*)+")
 _CXX_COMMENT = re.compile(r"//.*$|/\*.*?\*/")
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
-_PY_STRING = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'')
-_CXX_LITERAL = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'')  # strings, characters
+# Quoted text: Python's strings, C++'s strings and characters.
+_QUOTED = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'')
 # Python strings, triple-quoted ones first (those stay: they are what `code_of` looks for).
 _PY_LITERAL = re.compile(r'"""|\'\'\'|"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\'')
 
@@ -102,7 +102,7 @@ def code_of(lang: str, lines: Sequence[str]) -> list[str]:
                 kept += " "
                 continue
             if lang == "cxx":  # a `/*` in a string, a character or after `//` opens nothing
-                bare = _CXX_LITERAL.sub(lambda q: " " * len(q.group(0)), rest)
+                bare = _QUOTED.sub(lambda q: " " * len(q.group(0)), rest)
                 m = opener.search(bare.split("//", 1)[0])
             else:  # strings blanked, then an opener that cannot be a closer (below)
                 bare = _PY_LITERAL.sub(lambda q: q.group(0) if len(q.group(0)) < 2 or
@@ -152,4 +152,4 @@ def _python(text: str) -> list[Use]:
     m = _PY_IMPORT.match(code)
     if m:
         return [Use("python", m.group(1))]
-    return [Use("python", m.group(0)) for m in _PY_ATTR.finditer(_PY_STRING.sub("''", code))]
+    return [Use("python", m.group(0)) for m in _PY_ATTR.finditer(_QUOTED.sub("''", code))]

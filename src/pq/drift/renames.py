@@ -83,9 +83,10 @@ def respell(data: bytes, lines: Collection[str] | None = None) -> bytes:
     `lines`, only on the lines whose text is one of them (the patches' own lines, not the
     upstream lines of the same file)."""
     text = data.decode("utf-8", "surrogateescape")
+    wanted = None if lines is None else {t.rstrip("\r") for t in lines}  # CRLF files too
     out = []
     for line in text.splitlines(keepends=True):
-        if lines is None or line.rstrip("\r\n") in lines or line.rstrip("\n") in lines:
+        if wanted is None or line.rstrip("\r\n") in wanted:
             for r, pattern in _PATTERNS:
                 line = pattern.sub(r.new, line)
         out.append(line)

@@ -106,10 +106,9 @@ def run_stages(ctx: RunContext, stages: tuple[Stage, ...], *, progress: Progress
             results.append(R.StageResult(stage.name, R.NOT_RUN, stage.requires))
             continue
         # A GPU stage without a GPU is owed, whatever a cache holds.
-        usable = cache is not None and not (stage.needs_gpu and not ctx.gpu)
         key = cache.key(stage) if cache is not None else None
-        hit = cache.restore(stage, ctx.worktree) if cache is not None and usable and key \
-            else None
+        usable = key is not None and not (stage.needs_gpu and not ctx.gpu)
+        hit = cache.restore(stage, ctx.worktree) if cache is not None and usable else None
         if hit is not None and key is not None:
             results.append(reused_result(stage, key, hit))
             continue

@@ -181,7 +181,7 @@ def _workarounds(series: Series) -> list[Workaround]:
     return out
 
 
-_DID_NOT_RUN = (gate_result.NOT_RUN, gate_result.SKIPPED_NO_GPU)
+_NOT_ASKED = (gate_result.SKIPPED_NO_GPU,)  # a run without a GPU does not say how it went
 
 
 def _verification(git: Git, series: Series, text: bytes | None,
@@ -201,7 +201,7 @@ def _verification(git: Git, series: Series, text: bytes | None,
             for rec in reversed([status.record, *status.history]):  # oldest first
                 # Not run in a full gate: an earlier stage failed, which stands; in a partial
                 # one (`--stage`) or without a GPU: not asked, and the older result stands.
-                moot = _DID_NOT_RUN if rec.get("partial") else _DID_NOT_RUN[1:]
+                moot = _NOT_ASKED + ((gate_result.NOT_RUN,) if rec.get("partial") else ())
                 for name, value in gate_record.stage_statuses(rec).items():
                     if value not in moot or name not in statuses:
                         statuses[name] = value
