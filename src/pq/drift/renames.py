@@ -56,12 +56,11 @@ def hits(queue: Queue) -> list[RenameHit]:
     found: list[RenameHit] = []
     for entry in queue.series.patches:
         data = queue.files[entry.name]
-        pf = None
-        if any(r.old.encode() in data for r in RENAMES):
-            pf = patchfile.parse(data, f"{PATCHES_DIR}/{entry.name}")
-        elif found and (b"\nrename from " in data or b"\ndeleted file mode " in data):
-            pf = patchfile.parse(data, f"{PATCHES_DIR}/{entry.name}")  # moves a hit's file?
-        for f in pf.files if pf is not None else ():
+        moves = found and (b"\nrename from " in data or b"\ndeleted file mode " in data)
+        if not moves and not any(r.old.encode() in data for r in RENAMES):
+            continue  # it can spell no old name, take out none, and move no hit's file
+        pf = patchfile.parse(data, f"{PATCHES_DIR}/{entry.name}")
+        for f in pf.files:
             gone = [ln.text for ln in f.removed()]
             for i in reversed(range(len(found))):
                 hit = found[i]

@@ -62,8 +62,8 @@ class InstallResult:
     chained: Path | None
     set_aside: Path | None = None  # a foreign hook moved to pre-push.replaced-by-pq
     older: Path | None = None  # where the hook set aside there before went (.1, .2, ...)
-    # core.hooksPath names a folder in this working tree: the hook's path in it. Another
-    # worktree of the repository looks in its own copy, which has it only once committed.
+    # A relative core.hooksPath names a folder of each working tree: the hook's path in this
+    # one. Another worktree of the repository looks in its own, which pq did not write to.
     in_worktree: str | None = None
 
 
