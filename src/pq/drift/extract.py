@@ -102,12 +102,10 @@ def code_of(lang: str, lines: Sequence[str]) -> list[str]:
                 kept += " "
                 continue
             if lang == "cxx":  # a `/*` in a string, a character or after `//` opens nothing
-                bare = _QUOTED.sub(lambda q: " " * len(q.group(0)), rest)
+                bare = _blanked(_QUOTED, rest)
                 m = opener.search(bare.split("//", 1)[0])
-            else:  # strings blanked, then an opener that cannot be a closer (below)
-                bare = _PY_LITERAL.sub(lambda q: q.group(0) if len(q.group(0)) < 2 or
-                                       q.group(0)[:3] in ('"""', "'''") else " " * len(
-                                           q.group(0)), rest)
+            else:  # nor in a string or after `#`; and a quote that may be a closer (below)
+                bare = _blanked(_PY_LITERAL, rest)
                 m = next((c for c in opener.finditer(bare.split("#", 1)[0])
                           if _opens(bare, c)), None)
             if m is None:
@@ -117,6 +115,13 @@ def code_of(lang: str, lines: Sequence[str]) -> list[str]:
             rest, inside = rest[m.end():], ("*/" if lang == "cxx" else m.group(0))
         out.append(kept)
     return out
+
+
+def _blanked(quoted: re.Pattern[str], text: str) -> str:
+    """`text` with the quoted text `quoted` finds turned to spaces (positions kept); triple
+    quotes, which `code_of` looks for, stay."""
+    return quoted.sub(lambda q: q.group(0) if q.group(0) in ('"""', "'''")
+                      else " " * len(q.group(0)), text)
 
 
 def _opens(line: str, m: re.Match[str]) -> bool:
