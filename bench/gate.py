@@ -18,8 +18,15 @@ default to the native and build files. Then, in one run:
   stage's own time, median of N rounds (target < 0.3 s); the same for the `pq gate` command
   line, which adds the interpreter's start (shown, not a target).
 
+With `--gpu` (a machine with an NVIDIA GPU, torch with CUDA and nvcc; no Paddle needed),
+the same questions for the GPU stages alone (`pq gate --stage gpu-build --stage gpu-tests`),
+which build and test the series' base with `TINYOP_CUDA=1`: cold; after a python-glue-only
+commit (target < 10 s); after upstream moves by one line in `csrc/cuda/scale_add.cu` (the
+nvcc unit), then by one line in `csrc/kernel/scale_add.cc`, each fetched and `pq rebase`d
+onto (target: at most half the cold gate); and the overhead, where `nvidia-smi` exists.
+
 Prints `case | seconds | target | ok?` rows; exit 1 if a target is missed.
-Usage: PYTHONPATH=src python bench/gate.py [--rounds N] [--keep] [--python PATH]
+Usage: PYTHONPATH=src python bench/gate.py [--rounds N] [--keep] [--python PATH] [--gpu]
 """
 
 from __future__ import annotations
@@ -42,15 +49,24 @@ GLUE_TARGET_S = 10.0
 CPP_RATIO_TARGET = 0.5
 OVERHEAD_TARGET_S = 0.3
 STAGE_S = 0.8
+GPU_STAGES = ("gpu-build", "gpu-tests")
+GPU_PROBE = ("import shutil, torch; from torch.utils import cpp_extension as c; "
+             "print('torch', torch.__version__, '| CUDA', torch.version.cuda, '| GPU', "
+             "torch.cuda.is_available() and torch.cuda.get_device_name(0), '| ninja', "
+             "c.is_ninja_available(), '| nvcc', shutil.which('nvcc'), '| ccache', "
+             "shutil.which('ccache'))")
+GPU_EDITS = ("csrc/cuda/scale_add.cu", "csrc/kernel/scale_add.cc")  # upstream's, one line each
 
 
-def env(home: Path) -> dict[str, str]:
+def env(home: Path, gpu: bool = False) -> dict[str, str]:
     e = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_", "PQ_"))}
     e.update({"HOME": str(home), "GIT_CONFIG_NOSYSTEM": "1", "LC_ALL": "C.UTF-8",
               "GIT_AUTHOR_NAME": "Bench Author", "GIT_AUTHOR_EMAIL": "author@example.com",
-              "GIT_COMMITTER_NAME": "Bench Committer", "PQ_GPU": "0",
+              "GIT_COMMITTER_NAME": "Bench Committer",
               "GIT_COMMITTER_EMAIL": "committer@example.com", "GIT_EDITOR": "true",
               "PYTHONPATH": str(SRC) + os.pathsep + os.environ.get("PYTHONPATH", "")})
+    if not gpu:
+        e["PQ_GPU"] = "0"
     return e
 
 
@@ -80,12 +96,19 @@ def example_fork(tmp: Path, environ: dict[str, str]) -> Path:
     run(tmp, ["git", "clone", "-q", "-o", "upstream", str(up), str(fork)], environ)
     copy_series(series_source(), fork, v1)
     text = (fork / "series.yaml").read_text()
-    stage = re.search(r"(?ms)^    - name: upstream-torch-build\n.*?(?=^    - name: |\Z)", text)
-    if stage is None or not re.search(r"(?m)^      inputs:", stage.group()):
-        sys.exit("the example's upstream-torch-build stage declares no inputs: "
-                 "update bench/gate.py")
+    for name in ("upstream-torch-build", *GPU_STAGES):
+        stage = re.search(rf"(?ms)^    - name: {name}\n.*?(?=^    - name: |\Z)", text)
+        if stage is None or not re.search(r"(?m)^      inputs:", stage.group()):
+            sys.exit(f"the example's {name} stage declares no inputs: update bench/gate.py")
     run(fork, [sys.executable, "-m", "pq", "apply", "--branch", "paddle"], environ)
     return fork
+
+
+def one_line(path: Path) -> None:
+    """A declaration added after the file's first `namespace` line: code, not a comment."""
+    text = path.read_text()
+    at = text.index("\n", text.index("namespace ")) + 1
+    path.write_text(text[:at] + "static const int bench_one_line_edit = 1;\n" + text[at:])
 
 
 def gate(fork: Path, environ: dict[str, str], python: str, *args: str
@@ -95,7 +118,7 @@ def gate(fork: Path, environ: dict[str, str], python: str, *args: str
               environ, check=False)
     seconds = time.perf_counter() - start
     report = json.loads(out)
-    if report["status"] not in ("passed", "owed"):
+    if report["status"] not in (("passed",) if "--stage" in args else ("passed", "owed")):
         sys.exit(f"gate {report['status']}: {report['summary']}")
     return seconds, report
 
@@ -104,6 +127,16 @@ def stage_line(report: dict) -> str:
     return ", ".join(f"{s['name']} {s['display']}"
                      + (f" {s['duration_s']:.1f}s" if s["duration_s"] is not None else "")
                      for s in report["stages"] if s["status"] in ("passed", "reused"))
+
+
+def ccache_counts(fork: Path, environ: dict[str, str]) -> str:
+    """The example's compiler cache so far: hits and misses (`ccache --print-stats`)."""
+    proc = subprocess.run(["ccache", "--print-stats"], capture_output=True, check=False,
+                          env={**environ, "CCACHE_DIR": str(fork / ".git/pq/ccache/cache")})
+    stats = dict(line.split("\t", 1) for line in proc.stdout.decode().splitlines()
+                 if "\t" in line)
+    hits = sum(int(stats.get(k, 0)) for k in ("direct_cache_hit", "preprocessed_cache_hit"))
+    return f"ccache so far: {hits} hits, {stats.get('cache_miss', '?')} misses"
 
 
 def ran_names(report: dict) -> list[str]:
@@ -151,16 +184,22 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5, help="overhead rounds (median)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder")
     parser.add_argument("--python", default=sys.executable,
-                        help="the gate interpreter (needs torch and paddlepaddle)")
+                        help="the gate interpreter (needs torch and paddlepaddle; with --gpu, "
+                             "torch with CUDA)")
+    parser.add_argument("--gpu", action="store_true",
+                        help="the GPU stages instead (an NVIDIA GPU, CUDA torch, nvcc)")
     args = parser.parse_args()
+    stages = [a for name in GPU_STAGES for a in ("--stage", name)] if args.gpu else []
     root = Path(tempfile.mkdtemp(prefix="pq-bench-gate-"))
-    environ = env(root / "home")
+    environ = env(root / "home", args.gpu)
     (root / "home").mkdir()
     ccache = shutil.which("ccache", path=environ.get("PATH"))
     rows: list[tuple[str, float, str, bool | None]] = []
     try:
+        if args.gpu:
+            print(run(root, [args.python, "-c", GPU_PROBE], environ).strip())
         fork = example_fork(root, environ)
-        cold, report = gate(fork, environ, args.python)
+        cold, report = gate(fork, environ, args.python, *stages)
         print(f"cold:        {cold:6.1f} s  {stage_line(report)}")
         ran = sum(s["duration_s"] or 0 for s in report["stages"])
         rows.append(("cold gate (reference)", cold, "-", None))
@@ -169,7 +208,7 @@ def main() -> None:
         init = fork / "tinyop" / "__init__.py"
         init.write_text(init.read_text() + "\n# python-glue only: a comment\n")
         commit_all(fork, "python-glue: a comment", environ)
-        glue, report = gate(fork, environ, args.python)
+        glue, report = gate(fork, environ, args.python, *stages)
         print(f"python-glue: {glue:6.1f} s  {stage_line(report)}")
         rows.append(("after a python-glue-only change", glue, f"< {GLUE_TARGET_S:g} s",
                      glue < GLUE_TARGET_S))
@@ -177,16 +216,20 @@ def main() -> None:
                      ran_time(report), "-", None))
 
         limit = CPP_RATIO_TARGET * cold
-        for rel in ("csrc/kernel/scale_add.cc", "csrc/ops.cc"):
-            path = fork / rel
-            text = path.read_text()
-            at = text.index("namespace ")
-            at = text.index("\n", at) + 1
-            path.write_text(text[:at] + "static const int bench_one_line_edit = 1;\n" + text[at:])
-            commit_all(fork, f"one line in {rel}", environ)
-            cpp, report = gate(fork, environ, args.python)
-            print(f"C++ line:    {cpp:6.1f} s  {stage_line(report)}")
-            rows.append((f"after a one-line change in {rel} (ccache "
+        for rel in (GPU_EDITS if args.gpu else ("csrc/kernel/scale_add.cc", "csrc/ops.cc")):
+            if args.gpu:  # the GPU stages build the base: upstream moves, the fork rebases
+                one_line(root / "upstream" / rel)
+                commit_all(root / "upstream", f"one line in {rel}", environ)
+                run(fork, ["git", "fetch", "-q", "upstream"], environ)
+                run(fork, [sys.executable, "-m", "pq", "rebase", "upstream/main"], environ)
+            else:
+                one_line(fork / rel)
+                commit_all(fork, f"one line in {rel}", environ)
+            cpp, report = gate(fork, environ, args.python, *stages)
+            print(f"C++ line:    {cpp:6.1f} s  {stage_line(report)}"
+                  + (f"  ({ccache_counts(fork, environ)})" if ccache else ""))
+            rows.append((f"after {'upstream moved by ' if args.gpu else ''}a one-line change "
+                         f"in {rel}{', pq rebase' if args.gpu else ''} (ccache "
                          f"{'on' if ccache else 'off'})", cpp, f"< {limit:.1f} s (cold/2)",
                          cpp < limit))
             rows.append(("  of which stages that ran (" + ", ".join(ran_names(report)) + ")",

@@ -2,7 +2,7 @@
 # The GPU part of the example's gate, on a machine with an NVIDIA GPU and PyTorch with CUDA.
 #
 # Installs pq (from this checkout, its dependencies from wheelhouse/, offline), builds a
-# throwaway upstream repository of the example library (src/pq/example/upstream) and a
+# throwaway upstream repository of the example library (src/pq/demo/example/upstream) and a
 # fork carrying the top-level series (`pq apply --branch paddle`), then runs
 #   pq gate --stage gpu-build --stage gpu-tests --json --python <python with torch+CUDA>
 # and prints `pq gate --status`, nvidia-smi, nvcc --version and the git note.
@@ -62,7 +62,7 @@ export GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null
 export GIT_AUTHOR_NAME="pq gpu gate" GIT_AUTHOR_EMAIL="gpu-gate@pq.invalid"
 export GIT_COMMITTER_NAME="pq gpu gate" GIT_COMMITTER_EMAIL="gpu-gate@pq.invalid"
 UP=$WORK/upstream FORK=$WORK/fork
-cp -r "$ROOT/src/pq/example/upstream" "$UP"
+cp -r "$ROOT/src/pq/demo/example/upstream" "$UP"
 find "$UP" \( -name __pycache__ -o -name build -o -name .pytest_cache -o -name '*.egg-info' \
   -o -name '*.so' \) -prune -exec rm -rf {} +
 git -C "$UP" init -q -b main
