@@ -65,6 +65,7 @@ def test_compare_stage_passes_then_fails_at_the_divergence(tmp_path: Path) -> No
     assert result.exit_code == 0, result.stdout
     stages = {s["name"]: s for s in data["stages"]}
     assert stages["compare"]["status"] == "passed" and data["status"] == "passed"
+    assert stages["compare"]["duration_s"] > 0  # the two runs' time is the stage's
     log_text = Path(stages["compare"]["log"]).read_text()
     assert stages["compare"]["log_sha256"] == hashlib.sha256(log_text.encode()).hexdigest()
     log = json.loads(log_text.split("\n", 1)[1])

@@ -13,6 +13,7 @@ import os
 import re
 import shutil
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -131,8 +132,14 @@ def run_stage(ctx: RunContext, stage: Stage, index: int, total: int,
         return R.StageResult(stage.name, R.SKIPPED_NO_GPU, stage.requires,
                              detail="no CUDA GPU visible (nvidia-smi -L lists none)")
     if stage.kind == compare_stage.KIND:
-        return compare_stage.run(stage.options, stage.name, ctx.worktree, ctx.python,
-                                 ctx.log_dir / f"{stage.name}.log", stage.timeout_s)
+        if progress is not None:
+            progress(index, total, stage.name)
+        start = time.monotonic()
+        res = compare_stage.run(stage.options, stage.name, ctx.worktree, ctx.python,
+                                ctx.log_dir / f"{stage.name}.log", stage.timeout_s)
+        if res.status != R.NOT_AVAILABLE:  # it ran: its time is the stage's, not pq's
+            res.duration_s = round(time.monotonic() - start, 3)
+        return res
     if stage.run is None:
         return R.StageResult(stage.name, R.NOT_AVAILABLE, stage.requires,
                              detail=f"built-in stage kind `{stage.kind}` is not available in "
