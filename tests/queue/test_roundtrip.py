@@ -175,3 +175,35 @@ def test_apply_onto_other_commit_and_conflict_message(tmp_path: Path) -> None:
     assert result.exit_code == 1
     assert "patches/0001-enable-compat.patch (patch 1) does not apply" in result.output
     assert "pq rebase" in result.output
+
+
+def test_a_refused_apply_keeps_the_uncommitted_series_it_was_given(tmp_path: Path) -> None:
+    """A teammate's series.yaml and new patch file copied in, uncommitted; an untracked file
+    of the user's stands where the new patch adds one, so the checkout is refused: the
+    series and patch file stay as the user left them, staged or not, in both modes."""
+    fork = make_fork(tmp_path)
+    write(fork, "setup.py", "import paddle\n")
+    commit_all(fork, "enable compat")
+    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    git(fork, "checkout", "-q", "-b", "teammate")
+    write(fork, "pkg/new.py", "theirs\n")
+    commit_all(fork, "python-glue: add new.py")
+    pq(fork, "export", "--commit")
+    git(fork, "checkout", "-q", "paddle")
+    name = "patches/0002-python-glue-add-new-py.patch"
+    write(fork, "series.yaml", git(fork, "show", "teammate:series.yaml") + "\n")
+    write(fork, name, git(fork, "show", f"teammate:{name}") + "\n")
+    git(fork, "add", name)  # one staged, one not
+    write(fork, "pkg/new.py", "my own scratch\n")
+    given, status = snapshot_queue(fork), git(fork, "status", "--porcelain")
+    head = git(fork, "rev-parse", "HEAD")
+    for args in ((), ("--branch", "rebuilt")):
+        result = pq(fork, "apply", *args, ok=False)
+        assert result.exit_code == 2, result.output
+        assert "pkg/new.py" in result.output and "would be overwritten" in result.output
+        assert snapshot_queue(fork) == given
+        assert git(fork, "status", "--porcelain") == status
+        assert (fork / "pkg/new.py").read_text() == "my own scratch\n"
+        assert git(fork, "rev-parse", "HEAD") == head
+        assert git(fork, "rev-parse", "--abbrev-ref", "HEAD") == "paddle"
+        assert git(fork, "branch", "--list", "rebuilt") == ""

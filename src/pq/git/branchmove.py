@@ -13,15 +13,11 @@ from pq.git.objects import CommitId
 from pq.git.repo import Git
 
 
-def _moved(branch: str, now: str | None, then: str, command: str,
-           started: bool = False) -> ConfigError:
+def _moved(branch: str, now: str | None, then: str, command: str) -> ConfigError:
     return ConfigError(
         f"{branch.removeprefix('refs/heads/')} moved while {command} was computing (it is "
         f"{(now or '(none)')[:12]}, was {then[:12]}: a commit made meanwhile?); {command} "
-        + ("did not move it, so that commit is kept" if started else
-           "changed nothing, so that commit is kept"),
-        hint=("`pq undo` puts back the queue files it had touched, then run it again"
-              if started else f"run `{command}` again"))
+        "changed nothing, so that commit is kept", hint=f"run `{command}` again")
 
 
 def require_unmoved(git: Git, branch: str, then: CommitId, command: str) -> None:
@@ -33,10 +29,11 @@ def require_unmoved(git: Git, branch: str, then: CommitId, command: str) -> None
 
 def swap_branch(git: Git, branch: str, old: CommitId, new: CommitId, action: str) -> None:
     """Point `branch` (HEAD's) from `old` to `new` only if it still is `old` (compare and
-    swap): a commit made since pq read the tip is never thrown away."""
+    swap): a commit made since pq read the tip is never thrown away (the caller puts back
+    what it had touched before it raises)."""
     proc = git.run_proc("update-ref", "-m", action, "HEAD", new, old)
     if proc.returncode != 0:
-        raise _moved(branch, git.try_resolve(branch), old, action, started=True)
+        raise _moved(branch, git.try_resolve(branch), old, action)
 
 
 def checkout_moved(git: Git, branch: str, old: CommitId, new: CommitId, action: str) -> None:
@@ -46,7 +43,16 @@ def checkout_moved(git: Git, branch: str, old: CommitId, new: CommitId, action: 
     proc = git.run_proc("read-tree", "-m", "-u", old, new)
     if proc.returncode != 0:
         git.run("update-ref", "-m", action + " (refused)", "HEAD", old, new)
-        reason = proc.stderr.decode("utf-8", "replace").strip().splitlines()
-        raise ConfigError(f"{action} cannot update the working tree: "
-                          f"{reason[0] if reason else 'git read-tree failed'}",
-                          hint="commit or stash your changes (`git stash`), then run it again")
+        raise refused(action, proc.stderr)
+
+
+def refused(action: str, stderr: bytes) -> ConfigError:
+    """The error of a move git refused: a local change or untracked file in the way."""
+    lines = stderr.decode("utf-8", "replace").strip().splitlines()
+    reason = lines[0].rstrip(":") if lines else "git refused to check the files out"
+    files = [ln.strip() for ln in lines[1:] if ln.startswith("\t")]  # git lists them apart
+    if files:
+        reason += ": " + ", ".join(files[:5]) + (f" and {len(files) - 5} more"
+                                                  if len(files) > 5 else "")
+    return ConfigError(f"{action} cannot update the working tree: {reason}",
+                       hint="commit or stash your changes (`git stash`), then run it again")

@@ -15,6 +15,8 @@ from pathlib import Path
 from pq.atomic import write_atomic
 from pq.errors import ConfigError
 from pq.faults import checkpoint
+from pq.git.branchmove import checkout_moved, refused, swap_branch
+from pq.git.objects import CommitId
 from pq.git.repo import Git
 from pq.git.trees import Trees
 from pq.model import series as series_mod
@@ -195,6 +197,68 @@ def reset_to_head(git: Git, paths: list[str]) -> None:
                 (git.root / path).unlink()
     if head:
         git.checkout_paths(sorted(head), "HEAD")
+
+
+def move_branch_to_queue(git: Git, branch: str, old: CommitId, new: CommitId,
+                         queue_paths: tuple[str, ...], action: str,
+                         create: bool = False) -> None:
+    """Move `branch` (HEAD's, at `old`) with its index and working tree to `new`, a commit
+    that carries the queue (`create`: `branch` is a new branch made at `new`, checked out
+    from HEAD at `old`). The queue files that are staged, modified or untracked and that
+    `new` carries go back to HEAD's first, so that the checkout does not refuse them; when
+    the move is refused all the same (another file in the way, a commit made meanwhile),
+    they come back as they were, staged or not: a refused command changes nothing. Call it
+    inside a Transaction; `new` holds what the queue files become."""
+    paths = sorted({path for _code, path in git.status_porcelain(
+        paths=queue_paths, all_untracked=True, renames=False)})
+    if paths:
+        in_new = {p for _m, _k, _o, p in git.ls_tree(new, paths)}
+        paths = [p for p in paths if p in in_new]
+    held = _hold(git, paths)
+    reset_to_head(git, paths)
+    try:
+        if create:
+            done, stderr = git.try_move_head(new, branch.removeprefix("refs/heads/"),
+                                             create=True, env={"GIT_REFLOG_ACTION": action})
+            if not done:
+                raise refused(action, stderr)
+        else:
+            swap_branch(git, branch, old, new, action)
+            checkout_moved(git, branch, old, new, action)
+    except ConfigError:
+        _put_back(git, held)
+        raise
+
+
+@dataclass(frozen=True)
+class _Held:
+    entries: list[str]  # their index entries, `git ls-files -s` lines
+    files: dict[str, tuple[bytes, int] | None]  # (bytes, mode) in the working tree; None: absent
+
+
+def _hold(git: Git, paths: list[str]) -> _Held:
+    files: dict[str, tuple[bytes, int] | None] = {}
+    for path in paths:
+        full = git.root / path
+        files[path] = ((full.read_bytes(), full.stat().st_mode) if full.is_file()
+                       and not full.is_symlink() else None)
+    return _Held(git.ls_files(paths, stage=True, literal=True) if paths else [], files)
+
+
+def _put_back(git: Git, held: _Held) -> None:
+    if not held.files:
+        return
+    for path, kept in held.files.items():
+        full = git.root / path
+        if kept is None:
+            if os.path.lexists(full) and not full.is_dir():
+                full.unlink()
+            continue
+        full.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(full, kept[0], durable=False)
+        os.chmod(full, kept[1] & 0o7777)
+    git.set_index_entries(git.ls_files(sorted(held.files), stage=True, literal=True),
+                          held.entries)
 
 
 def write_worktree(git: Git, queue: Queue, current: Queue | None = None) -> list[str]:

@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from pq.errors import ConfigError, OperationFailed
-from pq.git.branchmove import checkout_moved, require_unmoved, swap_branch
+from pq.git.branchmove import require_unmoved
 from pq.git.objects import CommitId, Person
 from pq.git.repo import Git
 from pq.model import diff as diffs
@@ -34,6 +34,7 @@ from pq.queue.copies import propose as propose_copies
 from pq.queue.files import (
     Queue,
     is_queue_path,
+    move_branch_to_queue,
     require_no_untracked_in_the_way,
     require_no_upstream_files,
     write_worktree,
@@ -155,9 +156,7 @@ def import_fork(git: Git, upstream: str, branch: str | None = None, *, dry_run: 
             git, queue, [e.name for e in queue.series.patches], "pq import")
         t.begin()
         git.set_orig_head(current, tip, "pq import: previous tip")
-        ops.clear_queue_files_for(git, new_tip, queue_paths)
-        swap_branch(git, current, tip, new_tip, "pq import")
-        checkout_moved(git, current, tip, new_tip, "pq import")
+        move_branch_to_queue(git, current, tip, new_tip, queue_paths, "pq import")
         write_worktree(git, queue)
         t.done()
     return replace(result, tip=new_tip)

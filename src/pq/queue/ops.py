@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from pq.errors import ConfigError
-from pq.git.branchmove import checkout_moved, require_unmoved, swap_branch
+from pq.git.branchmove import require_unmoved
 from pq.git.objects import CommitId, Person
 from pq.git.repo import Git
 from pq.model.series import PATCHES_DIR, SERIES_FILE, PatchEntry, Series, new_series
@@ -25,11 +25,11 @@ from pq.queue.files import (
     Queue,
     index_entries,
     is_queue_path,
+    move_branch_to_queue,
     read_tree,
     read_worktree,
     require_no_untracked_in_the_way,
     require_no_upstream_files,
-    reset_to_head,
     write_worktree,
 )
 
@@ -310,16 +310,9 @@ def apply(git: Git, onto: str | None = None, *, branch: str | None = None,
         target = f"refs/heads/{branch}" if branch else current
         require_unmoved(git, current, head, "pq apply")
         t.begin()
-        if branch:
-            git.set_orig_head(target, head, "pq apply: previous tip")
-            clear_queue_files_for(git, tip, series.queue_paths)
-            git.update_ref(target, tip, git.null_id(), "pq apply")
-            git.checkout(branch.removeprefix("refs/heads/"))
-        else:
-            git.set_orig_head(target, head, "pq apply: previous tip")
-            clear_queue_files_for(git, tip, series.queue_paths)
-            swap_branch(git, current, head, tip, "pq apply")
-            checkout_moved(git, current, head, tip, "pq apply")
+        git.set_orig_head(target, head, "pq apply: previous tip")
+        move_branch_to_queue(git, target, head, tip, series.queue_paths, "pq apply",
+                             create=branch is not None)
         write_worktree(git, refreshed)
         t.done()
     return ApplyResult(onto_id, [(e.name, c) for e, c in commits], tip,
@@ -345,18 +338,6 @@ def holds_only_series(git: Git, head: CommitId, queue: Queue) -> bool:
 def _same_queue(a: Queue, b: Queue) -> bool:
     return a.files == b.files and [e.name for e in a.series.patches] == [
         e.name for e in b.series.patches]
-
-
-def clear_queue_files_for(git: Git, target: str, queue_paths: tuple[str, ...]) -> None:
-    """Make way for checking out `target`: queue files that are staged, modified or
-    untracked and that `target` carries go back to HEAD's (or away). Call it inside a
-    Transaction: its snapshot holds their contents, and `target` holds what they became."""
-    paths = sorted({path for _code, path in git.status_porcelain(
-        paths=queue_paths, all_untracked=True, renames=False)})
-    if not paths:
-        return
-    in_target = {p for _m, _k, _o, p in git.ls_tree(target, paths)}
-    reset_to_head(git, [p for p in paths if p in in_target])
 
 
 def move_branch(git: Git, tip: str, action: str) -> None:

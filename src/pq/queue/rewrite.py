@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from pq.errors import ConfigError
-from pq.git.branchmove import checkout_moved, require_unmoved, swap_branch
+from pq.git.branchmove import require_unmoved
 from pq.git.objects import CommitId, Person
 from pq.git.repo import Git
 from pq.model.series import SERIES_FILE, Series
@@ -16,7 +16,7 @@ from pq.oplog.txn import Transaction
 from pq.queue import ops
 from pq.queue import stack as stack_mod
 from pq.queue.bookkeeping import bookkeeping_commit
-from pq.queue.files import Queue, write_worktree
+from pq.queue.files import Queue, move_branch_to_queue, write_worktree
 
 
 def series_stack(git: Git, queue: Queue, command: str, action: str
@@ -48,9 +48,7 @@ def land(git: Git, t: Transaction, branch: str, head: CommitId, last: CommitId,
     tip = bookkeeping_commit(git, last, None, refreshed, committer, message)
     require_unmoved(git, branch, head, command)
     t.begin()
-    ops.clear_queue_files_for(git, tip, series.queue_paths)
-    swap_branch(git, branch, head, tip, command)
-    checkout_moved(git, branch, head, tip, command)
+    move_branch_to_queue(git, branch, head, tip, series.queue_paths, command)
     write_worktree(git, refreshed)
     t.done()
     return tip
