@@ -3,6 +3,7 @@ export is idempotent (also after apply), and nothing is ever lost."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from gitrepo import (
@@ -207,3 +208,19 @@ def test_a_refused_apply_keeps_the_uncommitted_series_it_was_given(tmp_path: Pat
         assert git(fork, "rev-parse", "HEAD") == head
         assert git(fork, "rev-parse", "--abbrev-ref", "HEAD") == "paddle"
         assert git(fork, "branch", "--list", "rebuilt") == ""
+
+
+def test_init_keeps_a_patch_file_of_the_users_and_names_a_tracked_one_it_removes(
+        tmp_path: Path) -> None:
+    fork = make_fork(tmp_path)
+    write(fork, "setup.py", "import paddle\n")
+    commit_all(fork, "enable compat")
+    write(fork, "patches/draft.patch", "my draft, never committed\n")
+    result = pq(fork, "init", "--upstream", "upstream/main", ok=False)
+    assert result.exit_code == 2, result.output
+    assert "patches/draft.patch: not a patch of the series" in result.output
+    assert (fork / "patches/draft.patch").read_text() == "my draft, never committed\n"
+    assert not (fork / "series.yaml").exists()
+    commit_all(fork, "a patch file of another tool, committed")
+    result = pq(fork, "init", "--upstream", "upstream/main", "--json")
+    assert "draft.patch" in json.loads(result.output)["removed"]

@@ -301,6 +301,27 @@ def write_worktree(git: Git, queue: Queue, current: Queue | None = None) -> list
     return changed
 
 
+def stray_patch_files(git: Git, listed: set[str], command: str) -> list[str]:
+    """The `*.patch` files in patches/ that neither the series before nor the one about to
+    be written lists (`listed`), which writing the queue removes: refused when one is not
+    tracked (the user's own draft, never in git), else their names, to be reported."""
+    pdir = git.root / PATCHES_DIR
+    stray = sorted(p.name for p in pdir.iterdir() if p.name.endswith(".patch")
+                   and p.name not in listed and p.is_file()) if pdir.is_dir() else []
+    if not stray:
+        return []
+    paths = [f"{PATCHES_DIR}/{n}" for n in stray]
+    tracked = set(git.ls_files(paths, literal=True))
+    own = [p for p in paths if p not in tracked]
+    if own:
+        more = f", and {len(own) - 1} more beside it," if len(own) > 1 else ""
+        raise ConfigError(f"not a patch of the series and not tracked by git{more}: "
+                          f"{command} would delete it", path=own[0],
+                          hint=f"move it out of {PATCHES_DIR}/, where pq keeps only its "
+                               f"series' patch files, then run {command} again")
+    return [p.split("/", 1)[1] for p in paths]
+
+
 def require_no_untracked_in_the_way(git: Git, queue: Queue, names: list[str],
                                     command: str) -> None:
     """Refuse before writing new patch files over untracked files of the user's with other

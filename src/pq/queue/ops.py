@@ -30,6 +30,7 @@ from pq.queue.files import (
     read_worktree,
     require_no_untracked_in_the_way,
     require_no_upstream_files,
+    stray_patch_files,
     write_worktree,
 )
 
@@ -211,6 +212,8 @@ def _write_export(git: Git, queue: Queue, old: Series, t: Transaction, commit: b
     if branch is not None:
         require_unmoved(git, branch, head, f"pq {command}")
     require_no_untracked_in_the_way(git, queue, result.added, f"pq {command}")
+    result.removed = sorted({*result.removed,
+                             *stray_patch_files(git, before | after, f"pq {command}")})
     # Who commits, asked before anything is written: git may not know.
     who = (git.author_now(), git.committer_now()) if commit else None
     t.begin()
