@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -118,3 +119,41 @@ def test_observe_is_a_lazy_no_op_outside_compare() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=False)
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
+
+
+def test_infinities_of_another_sign_or_beside_a_number_differ() -> None:
+    assert compare(tensor(["-inf", "inf"]), tensor(["-inf", "inf"]), "r", TOLS) is None
+    found = compare(tensor(["-inf", "inf"]), tensor(["inf", 1e38]), "r", TOLS)
+    assert found is not None and "flat index 0" in found.detail
+    assert compare(tensor([1.0, "inf"]), tensor([1.0, 1e38]), "r", TOLS) is not None
+    assert compare({"type": "scalar", "value": "inf"}, {"type": "scalar", "value": "-inf"},
+                   "r", TOLS) is not None
+    assert compare({"type": "scalar", "value": "nan"}, {"type": "scalar", "value": 1.0},
+                   "r", TOLS) is not None
+
+
+def test_what_the_child_writes_for_complex_dtype_bytes_and_sets() -> None:
+    """Values summarised by the child itself (numpy, and stand-ins of paddle's dtype class):
+    complex parts, paddle's DataType, bytes and sets are compared, not waved through."""
+    import numpy as np
+
+    from pq.compare.child import Tracer
+
+    t = Tracer(os.devnull, max_values=8)
+    one, five = t.summary(np.array([1 + 1j], np.complex64)), t.summary(
+        np.array([1 + 5j], np.complex64))
+    assert compare(one, one, "r", TOLS) is None
+    found = compare(one, five, "r", TOLS)
+    assert found is not None and found.what == "values"
+    assert compare(t.summary(1 + 1j), t.summary(1 + 5j), "r", TOLS) is not None
+    assert compare(t.summary(1 + 1j), t.summary(1 + 1j), "r", TOLS) is None
+    data_type = type("DataType", (), {"__str__": lambda self: "paddle.float32"})
+    assert t.summary(data_type()) == t.summary(np.dtype("float32")) == {
+        "type": "scalar", "value": "float32"}
+    assert compare(t.summary(b"ab"), t.summary(b"ac"), "r", TOLS) is not None
+    assert compare(t.summary(b"ab"), t.summary(b"ab"), "r", TOLS) is None
+    assert compare(t.summary({1, 2}), t.summary({1, 3}), "r", TOLS) is not None
+    assert compare(t.summary({2, 1}), t.summary(frozenset({1, 2})), "r", TOLS) is None
+    long = np.arange(20, dtype=np.complex64)
+    shifted = long + np.complex64(1j) * (np.arange(20) == 19)  # beyond the first 8 values
+    assert compare(t.summary(long), t.summary(shifted), "r", TOLS) is not None

@@ -119,12 +119,25 @@ def _values(s: dict[str, Any]) -> str:
     if not isinstance(vals, list):
         return _short(s)
     more = len(vals) > VALUES_SHOWN or s.get("truncated")
-    return "[" + ", ".join(f"{v:.6g}" if isinstance(v, float) else str(v)
-                           for v in vals[:VALUES_SHOWN]) + (", ...]" if more else "]")
+    imag = s.get("imag")
+    shown = ([_complex(v, i) for v, i in zip(vals, imag, strict=False)]
+             if isinstance(imag, list) else [_number(v) for v in vals])
+    return "[" + ", ".join(shown[:VALUES_SHOWN]) + (", ...]" if more else "]")
+
+
+def _number(v: Any) -> str:
+    return f"{v:.6g}" if isinstance(v, float) else str(v)
+
+
+def _complex(real: Any, imag: Any) -> str:
+    i = _number(imag)
+    return f"{_number(real)}{'' if i.startswith('-') else '+'}{i}j"
 
 
 def _short(v: Any) -> str:
-    if isinstance(v, dict) and v.get("type") == "scalar":
+    if isinstance(v, dict) and v.get("type") == "scalar" and "imag" in v:
+        v = f"({_complex(v.get('value'), v.get('imag'))})"
+    elif isinstance(v, dict) and v.get("type") == "scalar":
         v = v.get("value")
     text = repr(v) if not isinstance(v, str) else v
     return text if len(text) <= 60 else text[:57] + "..."

@@ -46,9 +46,19 @@ class Tracer:
         if type(value).__module__ == "numpy" and hasattr(value, "dtype"):
             return self.array(value)
         if value is None or isinstance(value, (bool, int, float, str)):
-            if isinstance(value, float) and value != value:
-                return {"type": "scalar", "value": "nan"}
+            if isinstance(value, float):
+                return {"type": "scalar", "value": float_text(value)}
             return {"type": "scalar", "value": value}
+        if isinstance(value, complex):
+            return {"type": "scalar", "value": float_text(value.real),
+                    "imag": float_text(value.imag)}
+        if isinstance(value, (bytes, bytearray)):
+            return {"type": "bytes", "length": len(value),
+                    "sha256": hashlib.sha256(bytes(value)).hexdigest()[:16]}
+        if isinstance(value, (set, frozenset)) and depth < MAX_DEPTH:
+            items = sorted(value, key=repr)
+            return {"type": "set", "items": [self.summary(v, depth + 1) for v in items[:64]],
+                    "length": len(value)}
         if isinstance(value, (list, tuple)) and depth < MAX_DEPTH:
             return {"type": type(value).__name__,
                     "items": [self.summary(v, depth + 1) for v in value[:64]],
@@ -56,7 +66,8 @@ class Tracer:
         if isinstance(value, dict) and depth < MAX_DEPTH:
             return {"type": "dict", "items": {str(k): self.summary(v, depth + 1)
                                               for k, v in list(value.items())[:64]}}
-        if "dtype" in type(value).__name__.lower() or type(value).__name__ == "device":
+        kind = type(value).__name__.lower()  # torch.dtype; paddle's DataType, VarType
+        if "dtype" in kind or kind in ("datatype", "vartype", "device"):
             return {"type": "scalar", "value": normal_dtype(value)}
         return {"type": "object", "class": type(value).__module__ + "." + type(value).__name__}
 
@@ -72,18 +83,25 @@ class Tracer:
             "checksum": hashlib.sha256(flat.tobytes()).hexdigest()[:16],
         }
         shown = flat[: self.max_values]
-        if shown.dtype.kind in "fc":
-            out["values"] = [float_text(float(v)) for v in shown.astype(np.float64).real]
+        if shown.dtype.kind == "c":  # the real parts, and the imaginary parts beside them
+            out["values"] = [float_text(float(v)) for v in shown.real.astype(np.float64)]
+            out["imag"] = [float_text(float(v)) for v in shown.imag.astype(np.float64)]
+        elif shown.dtype.kind == "f":
+            out["values"] = [float_text(float(v)) for v in shown.astype(np.float64)]
         elif shown.dtype.kind == "b":
             out["values"] = [bool(v) for v in shown]
         else:
             out["values"] = [int(v) for v in shown]
         out["truncated"] = bool(flat.size > self.max_values)
-        if flat.size and flat.dtype.kind in "fiub":
-            wide = flat.astype(np.float64)
-            out["stats"] = {"sum": float_text(float(wide.sum())),
-                            "min": float_text(float(wide.min())),
-                            "max": float_text(float(wide.max()))}
+        if flat.size and flat.dtype.kind in "fiubc":
+            parts = [("", flat.real), ("imag_", flat.imag)] if flat.dtype.kind == "c" else [
+                ("", flat)]
+            out["stats"] = {}
+            for prefix, part in parts:
+                wide = part.astype(np.float64)
+                out["stats"].update({prefix + "sum": float_text(float(wide.sum())),
+                                     prefix + "min": float_text(float(wide.min())),
+                                     prefix + "max": float_text(float(wide.max()))})
         return out
 
 

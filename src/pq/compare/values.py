@@ -79,7 +79,7 @@ def compare(a: Any, b: Any, path: str, tols: Mapping[str, Tolerance]) -> Mismatc
         return Mismatch("type", path, f"torch gives {_kind(a)}, paddle gives {_kind(b)}", a, b)
     if ta == "tensor":
         return _tensors(a, b, path, tols)
-    if ta in ("list", "tuple"):
+    if ta in ("list", "tuple", "set"):
         if a.get("length") != b.get("length"):
             return Mismatch("length", path, f"length {a.get('length')} vs {b.get('length')}",
                             a, b)
@@ -113,8 +113,15 @@ def _kind(s: dict[str, Any]) -> str:
 def _scalars(a: dict[str, Any], b: dict[str, Any], path: str,
              tols: Mapping[str, Tolerance]) -> Mismatch | None:
     x, y = a.get("value"), b.get("value")
-    floats = isinstance(x, float) or isinstance(y, float)
-    if floats and isinstance(x, (int, float)) and isinstance(y, (int, float)):
+    if "imag" in a or "imag" in b:  # complex: both parts, under complex128's tolerance
+        found = _close([x, a.get("imag", 0.0)], [y, b.get("imag", 0.0)],
+                       tols.get("complex128", EXACT))
+        if found is None:
+            return None
+        return Mismatch("values", path, f"{_complex(a)} vs {_complex(b)}", a, b, found[0],
+                        found[1])
+    floats = isinstance(x, (float, str)) or isinstance(y, (float, str))
+    if floats and _numeric(x) and _numeric(y):
         found = _close([x], [y], tols.get("float64", EXACT))
         if found is None:
             return None
@@ -122,6 +129,16 @@ def _scalars(a: dict[str, Any], b: dict[str, Any], path: str,
     if x == y:
         return None
     return Mismatch("values", path, f"{x!r} vs {y!r}", a, b)
+
+
+def _numeric(v: Any) -> bool:
+    """A number as the child writes one: an int or float, or a float JSON cannot hold."""
+    return (isinstance(v, (int, float)) and not isinstance(v, bool)) or v in (
+        "nan", "inf", "-inf")
+
+
+def _complex(s: dict[str, Any]) -> str:
+    return f"complex({s.get('value')!r}, {s.get('imag', 0.0)!r})"
 
 
 def _tensors(a: dict[str, Any], b: dict[str, Any], path: str,
@@ -133,7 +150,7 @@ def _tensors(a: dict[str, Any], b: dict[str, Any], path: str,
     dtype = str(a.get("dtype"))
     tol = tols.get(dtype, EXACT)
     va, vb = a.get("values", []), b.get("values", [])
-    found = _close(va, vb, tol)
+    found = _close(va, vb, tol) or _close(a.get("imag", []), b.get("imag", []), tol)
     if found is None and (a.get("truncated") or b.get("truncated")):
         if tol == EXACT:
             if a.get("checksum") != b.get("checksum"):
@@ -170,6 +187,8 @@ def _close(xs: list[Any], ys: list[Any], tol: Tolerance) -> tuple[float, float, 
                 err = rel = math.inf if bad else 0.0
             elif fx == fy:
                 bad, err, rel = False, 0.0, 0.0
+            elif math.isinf(fx) or math.isinf(fy):  # no tolerance reaches an infinity
+                bad, err, rel = True, math.inf, math.inf
             else:
                 err = abs(fy - fx)
                 rel = err / abs(fx) if fx else math.inf
