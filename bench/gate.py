@@ -208,6 +208,8 @@ def main() -> None:
         init = fork / "tinyop" / "__init__.py"
         init.write_text(init.read_text() + "\n# python-glue only: a comment\n")
         commit_all(fork, "python-glue: a comment", environ)
+        if args.gpu:  # the fork rebases later: its series must hold this commit
+            run(fork, [sys.executable, "-m", "pq", "export", "--commit"], environ)
         glue, report = gate(fork, environ, args.python, *stages)
         print(f"python-glue: {glue:6.1f} s  {stage_line(report)}")
         rows.append(("after a python-glue-only change", glue, f"< {GLUE_TARGET_S:g} s",
