@@ -259,3 +259,32 @@ def test_the_toolchain_probe_is_remembered_until_the_interpreter_changes(tmp_pat
     report = gate(fork, "--force")
     assert calls.read_text().count("probe") == 2
     assert report["fingerprint"]["python"] == platform.python_version()
+
+
+def test_base_inputs_follow_the_recorded_base_not_the_forks_own_commits(
+        tmp_path: Path) -> None:
+    """A stage building the upstream side (`git archive` of the base), `inputs: ['base:**']`:
+    reused while the fork adds a patch and rewrites series.yaml, run again once a rebase
+    moves the base."""
+    runs = tmp_path / "runs.txt"
+    build = (f'echo run >> "{runs}"; base=$(sed -n "s/^  base: //p" series.yaml); '
+             'rm -rf _up && mkdir _up && git archive "$base" | tar -x -C _up')
+    fork = gate_fork(tmp_path, stage_lines(
+        stage("upstream-build", build, inputs="['base:**']"),
+        stage("use", "ls _up/pkg/util.py")))
+    assert gate(fork)["status"] == "passed" and count(runs) == 1
+    change(fork, "pkg/glue.py", "x = 1\n", "python-glue: a new patch")
+    pq(fork, "export", "--commit")
+    report = gate(fork)
+    assert stages(report)["upstream-build"]["status"] == "reused", report
+    assert stages(report)["use"]["status"] == "passed" and count(runs) == 1
+    git(fork, "checkout", "-q", "-b", "moved", "upstream/main")
+    change(fork, "pkg/util.py", "# upstream moved\n", "upstream: a comment")
+    git(fork, "checkout", "-q", "paddle")
+    pq(fork, "rebase", "moved")
+    report = gate(fork)
+    assert stages(report)["upstream-build"]["status"] == "passed" and count(runs) == 2
+    set_gate(fork, stage_lines(stage("upstream-build", "true", inputs="['base:']")))
+    result = pq(fork, "gate", ok=False)
+    assert result.exit_code == 2 and "`base:` names no files" in result.output
+    assert "series.yaml:" in result.output

@@ -91,6 +91,7 @@ class _Plan:
     interpreter: probe.Interpreter
     gpu: bool
     fingerprint: dict[str, Any]
+    base: str  # the series' recorded upstream base, whose files `base:` inputs name
 
 
 def run_gate(git: Git, *, stages: list[str] | tuple[str, ...] | None = None,
@@ -115,8 +116,10 @@ def run_gate(git: Git, *, stages: list[str] | tuple[str, ...] | None = None,
     settings = git.config_matching(r"^pq\.gate\.")
     path_env = runner.base_env(plan.interpreter.path)["PATH"]
     # Every configured stage's key: one run with --stage still keys on the stages before.
+    upstream = (git.ls_tree(plan.base) if reuse.reads_base(plan.config.stages)
+                and git.try_resolve(plan.base) else [])
     keys = reuse.stage_keys(plan.config.stages, entries, plan.fingerprint,
-                            plan.interpreter.path)
+                            plan.interpreter.path, upstream)
     cache = reuse.StageCache(git.pq_dir() / reuse.CACHE_DIR, keys, _cache_bytes(settings),
                              lookup=not force)
     with runner.throwaway_worktree(git, plan.tip) as worktree:
@@ -166,7 +169,8 @@ def _plan(git: Git, stages: list[str] | tuple[str, ...] | None, python: str | No
                               git.pq_dir() / "gate" / probe.PROBE_FILE)
     # The caller's CC, CFLAGS, ... decide a build as much as the toolchain does.
     fingerprint = {**found.fingerprint, "build_env": reuse.build_env(os.environ)}
-    return _Plan(tip, tree, config, selected, found.interpreter, found.gpu, fingerprint)
+    return _Plan(tip, tree, config, selected, found.interpreter, found.gpu, fingerprint,
+                 queue.series.base)
 
 
 def _cache_bytes(settings: dict[str, str]) -> int:

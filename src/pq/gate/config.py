@@ -216,6 +216,11 @@ def _globs(series: Series, path: tuple[str | int, ...], name: str, item: dict[st
         raise series.error(path + (key,), f"gate stage {name!r}: `{key}` must be a list of "
                            "glob patterns", hint="e.g. [csrc/**, setup.py]")
     for j, pattern in enumerate(value):
+        if key == "inputs" and pattern.startswith("base:"):  # the recorded base's files
+            pattern = pattern[len("base:"):]
+            if not pattern.strip():
+                raise series.error(path + (key, j), f"gate stage {name!r}: `base:` names no "
+                                   "files", hint="e.g. base:csrc/**, or base:** for all")
         if pattern.startswith("/") or ".." in pattern.split("/"):
             raise series.error(path + (key, j), f"gate stage {name!r}: `{key}` pattern "
                                f"{pattern!r} leaves the repository",

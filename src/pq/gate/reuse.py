@@ -66,18 +66,31 @@ def matches(path: str, patterns: Iterable[str]) -> bool:
     return any(_compile(p).match(path) for p in patterns)
 
 
-def input_files(stage: Stage, entries: Entries) -> list[tuple[str, str, str]]:
-    """(path, mode, blob) of the tip's files that are the stage's inputs, in path order."""
+BASE = "base:"  # an input pattern over the files of the series' recorded upstream base
+
+
+def reads_base(stages: Sequence[Stage]) -> bool:
+    """Whether an input pattern of a reusable stage names files of the upstream base."""
+    return any(p.startswith(BASE) for s in stages if s.reusable for p in s.inputs or ())
+
+
+def input_files(stage: Stage, entries: Entries, base_entries: Entries = ()
+                ) -> list[tuple[str, str, str]]:
+    """(path, mode, blob) of the files that are the stage's inputs, in path order: the
+    tip's, and with `base:` patterns the recorded base's (their paths keep the prefix)."""
+    tip = None if stage.inputs is None else [p for p in stage.inputs if not p.startswith(BASE)]
+    base = [p[len(BASE):] for p in stage.inputs or () if p.startswith(BASE)]
     picked = []
-    for mode, kind, obj, path in entries:
-        if kind != "blob" and kind != "commit":
-            continue
-        if stage.inputs is not None:
-            if not matches(path, stage.inputs):
+    for prefix, files, patterns in (("", entries, tip), (BASE, base_entries, base)):
+        for mode, kind, obj, path in files:
+            if kind != "blob" and kind != "commit":
                 continue
-        elif classify_path(path) not in DEFAULT_LAYERS:
-            continue
-        picked.append((path, mode, obj))
+            if patterns is not None:
+                if not matches(path, patterns):
+                    continue
+            elif classify_path(path) not in DEFAULT_LAYERS:
+                continue
+            picked.append((prefix + path, mode, obj))
     return sorted(picked)
 
 
@@ -91,19 +104,19 @@ def build_env(environ: Mapping[str, str]) -> str | None:
 
 
 def stage_keys(stages: Sequence[Stage], entries: Entries, toolchain: Mapping[str, Any],
-               python: str) -> dict[str, str]:
+               python: str, base_entries: Entries = ()) -> dict[str, str]:
     """The input fingerprint of every reusable stage: its input files (path, blob), command,
     env, what it requires and checks (a GPU, the symbol check), the interpreter, the
     toolchain fingerprint (the caller's build variables too) and the fingerprints of the
     reusable stages before it."""
     keys: dict[str, str] = {}
     for stage in stages:
-        if not stage.reusable:
-            continue
+        if not stage.reusable or (reads_base([stage]) and not base_entries):
+            continue  # (a base it cannot read: the stage runs)
         data = {"format": FORMAT, "stage": stage.name, "run": stage.run,
                 "env": dict(sorted(stage.env.items())), "requires": sorted(stage.requires),
                 "check_symbols": stage.check_symbols, "python": python,
-                "toolchain": dict(toolchain), "inputs": input_files(stage, entries),
+                "toolchain": dict(toolchain), "inputs": input_files(stage, entries, base_entries),
                 "artifacts": list(stage.artifacts) if stage.artifacts is not None else None,
                 "after": list(keys.values())}
         text = json.dumps(data, sort_keys=True, separators=(",", ":"))
