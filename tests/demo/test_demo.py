@@ -29,3 +29,15 @@ def test_demo_does_not_import_the_cli() -> None:
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=True)
     assert proc.stdout.strip() == "[]"
+
+
+def test_demo_refuses_a_file_a_full_folder_or_one_it_cannot_make(tmp_path: Path) -> None:
+    (tmp_path / "a-file").write_text("mine\n")
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "x").write_text("mine\n")
+    for name, said in (("a-file", "is not a folder"), ("full", "is not empty"),
+                       ("a-file/below", "cannot make the folder")):
+        result = pq(tmp_path, "demo", str(tmp_path / name), ok=False)
+        assert result.exit_code == 2 and said in result.output, result.output
+        assert "internal error" not in result.output and len(result.output.splitlines()) == 1
+    assert (tmp_path / "a-file").read_text() == "mine\n"

@@ -127,9 +127,15 @@ def run(directory: Path | None, say: Say) -> DemoResult:
         import tempfile
 
         directory = Path(tempfile.mkdtemp(prefix="pq-demo-"))
+    elif directory.exists() and not directory.is_dir():
+        raise ConfigError(f"{directory} is not a folder", hint="give a new or empty folder")
     elif directory.exists() and any(directory.iterdir()):
         raise ConfigError(f"{directory} is not empty", hint="give a new or empty folder")
-    directory.mkdir(parents=True, exist_ok=True)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"cannot make the folder {directory}: {exc.strerror or exc}",
+                          hint="give a new or empty folder where you can write") from None
     directory = directory.resolve()
     result = DemoResult(directory)
     up, fork = directory / "upstream", directory / "fork"
