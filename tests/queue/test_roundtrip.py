@@ -224,3 +224,17 @@ def test_init_keeps_a_patch_file_of_the_users_and_names_a_tracked_one_it_removes
     commit_all(fork, "a patch file of another tool, committed")
     result = pq(fork, "init", "--upstream", "upstream/main", "--json")
     assert "draft.patch" in json.loads(result.output)["removed"]
+
+
+def test_commit_takes_queue_files_a_gitignore_names_and_stages_nothing_else(
+        tmp_path: Path) -> None:
+    fork = make_fork(tmp_path)
+    write(fork, ".gitignore", "*.patch\nseries.yaml\n")
+    write(fork, "setup.py", "import paddle\n")
+    commit_all(fork, "enable compat")
+    write(fork, "pkg/__init__.py", "my unstaged work\n")
+    result = pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    assert "committed as" in result.output
+    files = git(fork, "ls-tree", "-r", "--name-only", "HEAD").splitlines()
+    assert "series.yaml" in files and "patches/0001-enable-compat.patch" in files
+    assert git(fork, "status", "--porcelain") == "M pkg/__init__.py"  # still unstaged

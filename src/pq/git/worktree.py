@@ -72,8 +72,10 @@ class WorkingTree(Merging):
         return sorted(set(self.ls_files(present, others=True, literal=True))) if present else []
 
     def add(self, paths: Sequence[str], *, all: bool = False) -> None:
-        """Stage `paths` (literal paths; `all`: removals too)."""
-        self.run("--literal-pathspecs", "add", *(["-A"] if all else []), "--", *paths)
+        """Stage `paths` (literal paths; `all`: removals too); none: nothing (git would
+        take no path for every path)."""
+        if paths:
+            self.run("--literal-pathspecs", "add", *(["-A"] if all else []), "--", *paths)
 
     def refresh_index(self) -> None:
         self.run("update-index", "-q", "--refresh", ok_codes=(0, 1))

@@ -234,9 +234,11 @@ def commit_queue(git: Git, message: str, queue: Queue, expect: CommitId,
 
     series.yaml and the patch files are committed with the bytes pq wrote (their clean
     form): `git add` under core.autocrlf would strip the CR bytes of a patch of a CRLF
-    file. Only the queue's paths are committed; other staged changes stay staged."""
+    file, and a .gitignore that names them does not stop pq (as with `pq apply`). Only the
+    queue's paths are committed; other staged changes stay staged."""
     qp = queue.series.queue_paths
-    git.add([p for p in qp if (git.root / p).exists() or _tracked(git, p)], all=True)
+    others = [p for p in qp if p not in (SERIES_FILE, PATCHES_DIR)]  # mre/, .pq/, ...
+    git.add([p for p in others if (git.root / p).exists() or _tracked(git, p)], all=True)
     exact = [f"100644 {git.write_blob(data)} 0\t{PATCHES_DIR}/{name}"
              for name, data in queue.files.items()]
     assert queue.series_bytes is not None
