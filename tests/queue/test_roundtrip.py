@@ -4,6 +4,7 @@ export is idempotent (also after apply), and nothing is ever lost."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from gitrepo import (
@@ -238,3 +239,17 @@ def test_commit_takes_queue_files_a_gitignore_names_and_stages_nothing_else(
     files = git(fork, "ls-tree", "-r", "--name-only", "HEAD").splitlines()
     assert "series.yaml" in files and "patches/0001-enable-compat.patch" in files
     assert git(fork, "status", "--porcelain") == "M pkg/__init__.py"  # still unstaged
+
+
+def test_apply_calls_a_malformed_patch_file_malformed(tmp_path: Path) -> None:
+    fork = make_fork(tmp_path)
+    write(fork, "setup.py", "import paddle\n")
+    commit_all(fork, "enable compat")
+    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    p = fork / "patches/0001-enable-compat.patch"
+    p.write_bytes(re.sub(rb"(?m)^@@ .*", b"@@ -99,1 +99,2 @@", p.read_bytes()))
+    commit_all(fork, "pq: a hand-broken patch file")
+    result = pq(fork, "apply", "--branch", "t", ok=False)
+    assert result.exit_code == 2, result.output
+    assert "patches/0001-enable-compat.patch: the diff of setup.py is not what its `@@` " \
+           "lines say" in result.output and "pq rebase" not in result.output

@@ -343,6 +343,7 @@ def materialise(
         if applied is None:  # what only git apply reads exactly: ask it
             applied, error = git.apply_to_tree(tree, pf.diff)
             if applied is None:
+                diffs.parse(pf.diff, pf.source)  # malformed: ConfigError, exit 2, the fix
                 reason = error.splitlines()
                 raise OperationFailed(
                     f"{PATCHES_DIR}/{entry.name} (patch {i + 1}) does not apply onto "
