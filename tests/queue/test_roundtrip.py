@@ -253,3 +253,12 @@ def test_apply_calls_a_malformed_patch_file_malformed(tmp_path: Path) -> None:
     assert result.exit_code == 2, result.output
     assert "patches/0001-enable-compat.patch: the diff of setup.py is not what its `@@` " \
            "lines say" in result.output and "pq rebase" not in result.output
+
+
+def test_the_next_step_init_names_works_with_no_patch(tmp_path: Path) -> None:
+    fork = make_fork(tmp_path)
+    result = pq(fork, "init", "--upstream", "upstream/main")
+    line = next(ln for ln in result.output.splitlines() if "next: git add" in ln)
+    add = line.split("next: ", 1)[1].split(" && ")[0].split()
+    assert add == ["git", "add", "series.yaml"]
+    git(fork, *add[1:])  # what the user is told to run works

@@ -63,7 +63,10 @@ def _render_export(result: queueops.ExportResult, as_json: bool, verb: str,
     if result.commit:
         click.echo(f"  committed as {short(result.commit)}")
     elif result.changed:
-        click.echo("  next: git add series.yaml patches && git commit -m 'pq: update series' "
+        # `patches` only where a patch file changed: git refuses a path that matches nothing
+        paths = " ".join(p for p in ("series.yaml", "patches")
+                         if any(c == p or c.startswith(p + "/") for c in result.changed))
+        click.echo(f"  next: git add {paths} && git commit -m 'pq: update series' "
                    "(or rerun with --commit)")
 
 
