@@ -60,3 +60,13 @@ def test_json_shape(tmp_path: Path, python: str) -> None:
     assert (guard["status"], guard["breaks"], guard["header"]) == \
         ("covered", False, "c10/cuda/CUDAGuard.h")
     assert (testing["kind"], testing["status"], testing["breaks"]) == ("python", "missing", True)
+
+
+def test_a_name_with_an_empty_part_is_bad_input() -> None:
+    from pq.compat.query import kind_of
+
+    for name in ("torch.", "torch..cuda", "at::", "::", "at::Tensor::", "Tensor.", "."):
+        assert kind_of(name) is None, name
+    for name, kind in (("::at::Tensor", "cxx"), ("at::Tensor::numel", "cxx"),
+                       ("torch.cuda.Stream", "python"), (".numel", "method")):
+        assert kind_of(name) == kind, name

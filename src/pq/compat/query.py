@@ -20,10 +20,14 @@ def kind_of(name: str) -> str | None:
     if "/" in s or s.endswith(_HEADER_SUFFIXES):
         return "header"
     if s.startswith("torch.") or s == "torch":
-        return "python"
-    if "::" in s or _MACRO.fullmatch(s):
+        return "python" if all(s.split(".")) else None  # no empty part: `torch.`, `a..b`
+    if "::" in s:
+        parts = s.split("::")
+        parts = parts[1:] if parts[0] == "" else parts  # `::at::Tensor`: the global scope
+        return "cxx" if parts and all(parts) else None
+    if _MACRO.fullmatch(s):
         return "cxx"
-    if s.startswith((".", "Tensor.")) and len(s.rsplit(".", 1)[-1]) > 0:
+    if s.startswith((".", "Tensor.")) and all(s.split(".")[1:]):
         return "method"
     return None
 
@@ -40,6 +44,6 @@ def ask(surface: Surface, name: str) -> Coverage:
     if kind == "method":
         return surface.method(name)
     raise ConfigError(f"{name!r}: cannot tell what this name is",
-                      hint="give a header (c10/cuda/CUDAGuard.h), a C++ name "
-                           "(at::cuda::CUDAGuard), a macro (TORCH_LIBRARY), a tensor method "
-                           "(Tensor.const_data_ptr) or a Python path (torch.cuda.Stream)")
+                      hint="give a header like c10/cuda/CUDAGuard.h, a C++ name like "
+                           "at::cuda::CUDAGuard, a macro like TORCH_LIBRARY, a tensor method "
+                           "like Tensor.const_data_ptr or a Python path like torch.cuda.Stream")
