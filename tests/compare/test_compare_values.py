@@ -157,3 +157,11 @@ def test_what_the_child_writes_for_complex_dtype_bytes_and_sets() -> None:
     long = np.arange(20, dtype=np.complex64)
     shifted = long + np.complex64(1j) * (np.arange(20) == 19)  # beyond the first 8 values
     assert compare(t.summary(long), t.summary(shifted), "r", TOLS) is not None
+
+
+def test_a_complex_number_against_any_other_value_is_a_type_divergence() -> None:
+    one = {"type": "scalar", "value": 1.0, "imag": 0.0}
+    for other in (None, "abc", True, 1.0, "inf"):
+        found = compare(one, {"type": "scalar", "value": other}, "result", TOLS)
+        assert found is not None and found.what == "type", other
+        assert "complex(1.0, 0.0)" in found.detail

@@ -234,3 +234,14 @@ def test_files_under_the_queue_paths_are_refused_and_nothing_written(
     assert sorted(str(p.relative_to(fork)) for p in fork.rglob("*")
                   if ".git" not in p.parts) == files
     assert git(fork, "status", "--porcelain") == ""
+
+
+def test_import_refuses_to_delete_a_draft_patch_file_of_the_users(tmp_path: Path) -> None:
+    fork, _up = grown_fork(tmp_path)
+    write(fork, "patches/draft.patch", "my draft\n")
+    before = git(fork, "rev-parse", "HEAD")
+    result = pq(fork, "import", "--upstream", "upstream/main", ok=False)
+    assert result.exit_code == 2 and "patches/draft.patch: not a patch of the series" \
+        in result.output
+    assert (fork / "patches/draft.patch").read_text() == "my draft\n"
+    assert git(fork, "rev-parse", "HEAD") == before

@@ -262,3 +262,21 @@ def test_the_next_step_init_names_works_with_no_patch(tmp_path: Path) -> None:
     add = line.split("next: ", 1)[1].split(" && ")[0].split()
     assert add == ["git", "add", "series.yaml"]
     git(fork, *add[1:])  # what the user is told to run works
+
+
+def test_apply_carries_an_edit_beside_the_patches_and_a_staged_draft_is_the_users(
+        tmp_path: Path) -> None:
+    fork = make_fork(tmp_path)
+    write(fork, "setup.py", "import paddle\n")
+    commit_all(fork, "enable compat")
+    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    write(fork, "patches/notes.txt", "notes v1\n")
+    commit_all(fork, "pq: notes beside the patches")
+    write(fork, "patches/notes.txt", "notes v2, not committed\n")
+    pq(fork, "apply", "--onto", "upstream/main")
+    assert (fork / "patches/notes.txt").read_text() == "notes v2, not committed\n"
+    write(fork, "patches/draft.patch", "staged, never committed\n")
+    git(fork, "add", "patches/draft.patch")
+    result = pq(fork, "init", "--upstream", "upstream/main", "--force", ok=False)
+    assert result.exit_code == 2 and "patches/draft.patch: not a patch" in result.output
+    assert git(fork, "status", "--porcelain", "patches/draft.patch") == "A  patches/draft.patch"

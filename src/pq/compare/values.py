@@ -105,6 +105,8 @@ def compare(a: Any, b: Any, path: str, tols: Mapping[str, Tolerance]) -> Mismatc
 def _kind(s: dict[str, Any]) -> str:
     if s.get("type") == "tensor":
         return f"a tensor {s.get('dtype')}{s.get('shape')}"
+    if s.get("type") == "scalar" and "imag" in s:
+        return _complex(s)
     if s.get("type") == "scalar":
         return f"{type(s.get('value')).__name__} {s.get('value')!r}"
     return f"a {s.get('class') or s.get('type')}"
@@ -113,7 +115,9 @@ def _kind(s: dict[str, Any]) -> str:
 def _scalars(a: dict[str, Any], b: dict[str, Any], path: str,
              tols: Mapping[str, Tolerance]) -> Mismatch | None:
     x, y = a.get("value"), b.get("value")
-    if "imag" in a or "imag" in b:  # complex: both parts, under complex128's tolerance
+    if ("imag" in a) != ("imag" in b):
+        return Mismatch("type", path, f"torch gives {_kind(a)}, paddle gives {_kind(b)}", a, b)
+    if "imag" in a:  # complex: both parts, under complex128's tolerance
         found = _close([x, a.get("imag", 0.0)], [y, b.get("imag", 0.0)],
                        tols.get("complex128", EXACT))
         if found is None:

@@ -205,15 +205,18 @@ def move_branch_to_queue(git: Git, branch: str, old: CommitId, new: CommitId,
     """Move `branch` (HEAD's, at `old`) with its index and working tree to `new`, a commit
     that carries the queue (`create`: `branch` is a new branch made at `new`, checked out
     from HEAD at `old`). The queue files that are staged, modified or untracked and that
-    `new` carries go back to HEAD's first, so that the checkout does not refuse them; when
+    `new` carries otherwise than HEAD go back to HEAD's first, so that the checkout does not
+    refuse them (the others, a notes file beside the patches say, the checkout carries as
+    they are); when
     the move is refused all the same (another file in the way, a commit made meanwhile),
     they come back as they were, staged or not: a refused command changes nothing. Call it
     inside a Transaction; `new` holds what the queue files become."""
     paths = sorted({path for _code, path in git.status_porcelain(
         paths=queue_paths, all_untracked=True, renames=False)})
     if paths:
-        in_new = {p for _m, _k, _o, p in git.ls_tree(new, paths)}
-        paths = [p for p in paths if p in in_new]
+        in_new = {p: (m, o) for m, _k, o, p in git.ls_tree(new, paths)}
+        in_head = {p: (m, o) for m, _k, o, p in git.ls_tree(old, paths)}
+        paths = [p for p in paths if p in in_new and in_new[p] != in_head.get(p)]
     held = _hold(git, paths)
     reset_to_head(git, paths)
     try:
@@ -233,15 +236,20 @@ def move_branch_to_queue(git: Git, branch: str, old: CommitId, new: CommitId,
 @dataclass(frozen=True)
 class _Held:
     entries: list[str]  # their index entries, `git ls-files -s` lines
-    files: dict[str, tuple[bytes, int] | None]  # (bytes, mode) in the working tree; None: absent
+    # In the working tree: (bytes, mode), or (link target, 0) for a symbolic link; None: absent
+    files: dict[str, tuple[bytes, int] | None]
 
 
 def _hold(git: Git, paths: list[str]) -> _Held:
     files: dict[str, tuple[bytes, int] | None] = {}
     for path in paths:
         full = git.root / path
-        files[path] = ((full.read_bytes(), full.stat().st_mode) if full.is_file()
-                       and not full.is_symlink() else None)
+        if full.is_symlink():
+            files[path] = (os.fsencode(os.readlink(full)), 0)
+        elif full.is_file():
+            files[path] = (full.read_bytes(), full.stat().st_mode)
+        else:
+            files[path] = None
     return _Held(git.ls_files(paths, stage=True, literal=True) if paths else [], files)
 
 
@@ -255,6 +263,11 @@ def _put_back(git: Git, held: _Held) -> None:
                 full.unlink()
             continue
         full.parent.mkdir(parents=True, exist_ok=True)
+        if kept[1] == 0:  # a symbolic link
+            if os.path.lexists(full):
+                full.unlink()
+            os.symlink(os.fsdecode(kept[0]), full)
+            continue
         write_atomic(full, kept[0], durable=False)
         os.chmod(full, kept[1] & 0o7777)
     git.set_index_entries(git.ls_files(sorted(held.files), stage=True, literal=True),
@@ -303,19 +316,19 @@ def write_worktree(git: Git, queue: Queue, current: Queue | None = None) -> list
 
 def stray_patch_files(git: Git, listed: set[str], command: str) -> list[str]:
     """The `*.patch` files in patches/ that neither the series before nor the one about to
-    be written lists (`listed`), which writing the queue removes: refused when one is not
-    tracked (the user's own draft, never in git), else their names, to be reported."""
+    be written lists (`listed`), which writing the queue removes: refused when HEAD does not
+    hold one (the user's own draft, never committed), else their names, to be reported."""
     pdir = git.root / PATCHES_DIR
     stray = sorted(p.name for p in pdir.iterdir() if p.name.endswith(".patch")
                    and p.name not in listed and p.is_file()) if pdir.is_dir() else []
     if not stray:
         return []
     paths = [f"{PATCHES_DIR}/{n}" for n in stray]
-    tracked = set(git.ls_files(paths, literal=True))
-    own = [p for p in paths if p not in tracked]
+    committed = {p for *_, p in git.ls_tree("HEAD", paths)}  # staged only: still the user's
+    own = [p for p in paths if p not in committed]
     if own:
         more = f", and {len(own) - 1} more beside it," if len(own) > 1 else ""
-        raise ConfigError(f"not a patch of the series and not tracked by git{more}: "
+        raise ConfigError(f"not a patch of the series and not committed{more}: "
                           f"{command} would delete it", path=own[0],
                           hint=f"move it out of {PATCHES_DIR}/, where pq keeps only its "
                                f"series' patch files, then run {command} again")

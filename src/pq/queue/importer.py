@@ -37,6 +37,7 @@ from pq.queue.files import (
     move_branch_to_queue,
     require_no_untracked_in_the_way,
     require_no_upstream_files,
+    stray_patch_files,
     write_worktree,
 )
 from pq.queue.split import part_trees
@@ -152,8 +153,9 @@ def import_fork(git: Git, upstream: str, branch: str | None = None, *, dry_run: 
         new_tip = bookkeeping_commit(git, last, None, queue, committer,
                                      f"pq: import {name} as a series on {base[:12]}\n")
         require_unmoved(git, current, tip, "pq import")
-        require_no_untracked_in_the_way(
-            git, queue, [e.name for e in queue.series.patches], "pq import")
+        names = [e.name for e in queue.series.patches]
+        require_no_untracked_in_the_way(git, queue, names, "pq import")
+        stray_patch_files(git, set(names), "pq import")  # a draft of the user's is refused
         t.begin()
         git.set_orig_head(current, tip, "pq import: previous tip")
         move_branch_to_queue(git, current, tip, new_tip, queue_paths, "pq import")
