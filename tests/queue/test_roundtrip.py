@@ -19,6 +19,15 @@ from gitrepo import (
 )
 
 
+def compat_fork(tmp: Path) -> Path:
+    """A fork whose one migration commit enables compat in setup.py, its series committed."""
+    fork = make_fork(tmp)
+    write(fork, "setup.py", "import paddle\n")
+    commit_all(fork, "enable compat")
+    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    return fork
+
+
 def test_init_export_apply_round_trip(tmp_path: Path) -> None:
     fork = make_fork(tmp_path)
     tip = migrate(fork)
@@ -123,10 +132,7 @@ def test_existing_entry_keeps_user_layer_and_fields(tmp_path: Path) -> None:
 
 
 def test_dirty_tree_is_refused_and_kept(tmp_path: Path) -> None:
-    fork = make_fork(tmp_path)
-    write(fork, "setup.py", "import paddle\n")
-    commit_all(fork, "enable compat")
-    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    fork = compat_fork(tmp_path)
     write(fork, "pkg/__init__.py", "my uncommitted work\n")
     before = git(fork, "rev-parse", "HEAD")
     result = pq(fork, "apply", ok=False)
@@ -137,10 +143,7 @@ def test_dirty_tree_is_refused_and_kept(tmp_path: Path) -> None:
 
 
 def test_hand_edited_patch_is_not_overwritten(tmp_path: Path) -> None:
-    fork = make_fork(tmp_path)
-    write(fork, "setup.py", "import paddle\n")
-    commit_all(fork, "enable compat")
-    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    fork = compat_fork(tmp_path)
     p = fork / "patches/0001-enable-compat.patch"
     p.write_bytes(p.read_bytes().replace(b"+import paddle", b"+import paddle  # edited"))
     result = pq(fork, "export", ok=False)
@@ -149,10 +152,7 @@ def test_hand_edited_patch_is_not_overwritten(tmp_path: Path) -> None:
 
 
 def test_apply_refuses_to_drop_unexported_commits(tmp_path: Path) -> None:
-    fork = make_fork(tmp_path)
-    write(fork, "setup.py", "import paddle\n")
-    commit_all(fork, "enable compat")
-    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    fork = compat_fork(tmp_path)
     write(fork, "pkg/__init__.py", "new edit\n")
     commit_all(fork, "unexported")
     tip = git(fork, "rev-parse", "HEAD")
@@ -165,10 +165,7 @@ def test_apply_refuses_to_drop_unexported_commits(tmp_path: Path) -> None:
 
 
 def test_apply_onto_other_commit_and_conflict_message(tmp_path: Path) -> None:
-    fork = make_fork(tmp_path)
-    write(fork, "setup.py", "import paddle\n")
-    commit_all(fork, "enable compat")
-    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    fork = compat_fork(tmp_path)
     up = tmp_path / "upstream"
     write(up, "setup.py", "completely different\n")
     commit_all(up, "upstream rewrites setup.py")
@@ -183,10 +180,7 @@ def test_a_refused_apply_keeps_the_uncommitted_series_it_was_given(tmp_path: Pat
     """A teammate's series.yaml and new patch file copied in, uncommitted; an untracked file
     of the user's stands where the new patch adds one, so the checkout is refused: the
     series and patch file stay as the user left them, staged or not, in both modes."""
-    fork = make_fork(tmp_path)
-    write(fork, "setup.py", "import paddle\n")
-    commit_all(fork, "enable compat")
-    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    fork = compat_fork(tmp_path)
     git(fork, "checkout", "-q", "-b", "teammate")
     write(fork, "pkg/new.py", "theirs\n")
     commit_all(fork, "python-glue: add new.py")
@@ -242,10 +236,7 @@ def test_commit_takes_queue_files_a_gitignore_names_and_stages_nothing_else(
 
 
 def test_apply_calls_a_malformed_patch_file_malformed(tmp_path: Path) -> None:
-    fork = make_fork(tmp_path)
-    write(fork, "setup.py", "import paddle\n")
-    commit_all(fork, "enable compat")
-    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    fork = compat_fork(tmp_path)
     p = fork / "patches/0001-enable-compat.patch"
     p.write_bytes(re.sub(rb"(?m)^@@ .*", b"@@ -99,1 +99,2 @@", p.read_bytes()))
     commit_all(fork, "pq: a hand-broken patch file")
@@ -266,10 +257,7 @@ def test_the_next_step_init_names_works_with_no_patch(tmp_path: Path) -> None:
 
 def test_apply_carries_an_edit_beside_the_patches_and_a_staged_draft_is_the_users(
         tmp_path: Path) -> None:
-    fork = make_fork(tmp_path)
-    write(fork, "setup.py", "import paddle\n")
-    commit_all(fork, "enable compat")
-    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    fork = compat_fork(tmp_path)
     write(fork, "patches/notes.txt", "notes v1\n")
     commit_all(fork, "pq: notes beside the patches")
     write(fork, "patches/notes.txt", "notes v2, not committed\n")
