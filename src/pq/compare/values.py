@@ -118,8 +118,7 @@ def _scalars(a: dict[str, Any], b: dict[str, Any], path: str,
     if ("imag" in a) != ("imag" in b):
         return Mismatch("type", path, f"torch gives {_kind(a)}, paddle gives {_kind(b)}", a, b)
     if "imag" in a:  # complex: both parts, under complex128's tolerance
-        found = _close([x, a.get("imag", 0.0)], [y, b.get("imag", 0.0)],
-                       tols.get("complex128", EXACT))
+        found = _close([x, a["imag"]], [y, b["imag"]], tols.get("complex128", EXACT))
         if found is None:
             return None
         return Mismatch("values", path, f"{_complex(a)} vs {_complex(b)}", a, b, found[0],

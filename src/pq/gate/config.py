@@ -19,6 +19,7 @@ DEFAULT_TIMEOUT_S = 600.0
 BUILTIN_KINDS = ("compare",)
 REQUIREMENTS = ("gpu",)
 SYMBOL_CHECK_STAGE = "build"
+BASE = "base:"  # an input pattern over the files of the series' recorded upstream base
 BUILD_STAGE = "build"  # reusable by default: its inputs are the native sources (gate/reuse)
 
 _TOP_KEYS = ("python", "required_for_push", "stages")
@@ -216,8 +217,8 @@ def _globs(series: Series, path: tuple[str | int, ...], name: str, item: dict[st
         raise series.error(path + (key,), f"gate stage {name!r}: `{key}` must be a list of "
                            "glob patterns", hint="e.g. [csrc/**, setup.py]")
     for j, pattern in enumerate(value):
-        if key == "inputs" and pattern.startswith("base:"):  # the recorded base's files
-            pattern = pattern[len("base:"):]
+        if key == "inputs" and pattern.startswith(BASE):  # the recorded base's files
+            pattern = pattern[len(BASE):]
             if not pattern.strip():
                 raise series.error(path + (key, j), f"gate stage {name!r}: `base:` names no "
                                    "files", hint="e.g. base:csrc/**, or base:** for all")

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from pq.gate import result as R
-from pq.gate.config import Stage
+from pq.gate.config import BASE, Stage
 from pq.model.layers import classify_path
 
 FORMAT = 1
@@ -66,9 +66,6 @@ def matches(path: str, patterns: Iterable[str]) -> bool:
     return any(_compile(p).match(path) for p in patterns)
 
 
-BASE = "base:"  # an input pattern over the files of the series' recorded upstream base
-
-
 def reads_base(stages: Sequence[Stage]) -> bool:
     """Whether an input pattern of a reusable stage names files of the upstream base."""
     return any(p.startswith(BASE) for s in stages if s.reusable for p in s.inputs or ())
@@ -82,6 +79,8 @@ def input_files(stage: Stage, entries: Entries, base_entries: Entries = ()
     base = [p[len(BASE):] for p in stage.inputs or () if p.startswith(BASE)]
     picked = []
     for prefix, files, patterns in (("", entries, tip), (BASE, base_entries, base)):
+        if patterns == []:
+            continue  # no pattern of this side: none of its files to look at
         for mode, kind, obj, path in files:
             if kind != "blob" and kind != "commit":
                 continue

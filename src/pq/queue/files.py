@@ -207,10 +207,9 @@ def move_branch_to_queue(git: Git, branch: str, old: CommitId, new: CommitId,
     from HEAD at `old`). The queue files that are staged, modified or untracked and that
     `new` carries otherwise than HEAD go back to HEAD's first, so that the checkout does not
     refuse them (the others, a notes file beside the patches say, the checkout carries as
-    they are); when
-    the move is refused all the same (another file in the way, a commit made meanwhile),
-    they come back as they were, staged or not: a refused command changes nothing. Call it
-    inside a Transaction; `new` holds what the queue files become."""
+    they are); when the move is refused all the same (another file in the way, a commit made
+    meanwhile), they come back as they were, staged or not: a refused command changes
+    nothing. Call it inside a Transaction; `new` holds what the queue files become."""
     paths = sorted({path for _code, path in git.status_porcelain(
         paths=queue_paths, all_untracked=True, renames=False)})
     if paths:
@@ -304,23 +303,26 @@ def write_worktree(git: Git, queue: Queue, current: Queue | None = None) -> list
     if not (sp.is_file() and now.get(SERIES_FILE) == series_bytes):
         write_atomic(sp, series_bytes)
         changed.append(SERIES_FILE)
-    listed = {e.name for e in queue.series.patches}
-    if pdir.is_dir():
-        for p in sorted(pdir.iterdir()):
-            if p.name.endswith(".patch") and p.name not in listed and p.is_file():
-                checkpoint("unlink " + p.name)
-                p.unlink()
-                changed.append(f"{PATCHES_DIR}/{p.name}")
+    for name in _unlisted(git, {e.name for e in queue.series.patches}):
+        checkpoint("unlink " + name)
+        (pdir / name).unlink()
+        changed.append(f"{PATCHES_DIR}/{name}")
     return changed
+
+
+def _unlisted(git: Git, listed: set[str]) -> list[str]:
+    """The `*.patch` files in patches/ that `listed` does not name, sorted: what writing a
+    queue of those patches removes."""
+    pdir = git.root / PATCHES_DIR
+    return sorted(p.name for p in pdir.iterdir() if p.name.endswith(".patch")
+                  and p.name not in listed and p.is_file()) if pdir.is_dir() else []
 
 
 def stray_patch_files(git: Git, listed: set[str], command: str) -> list[str]:
     """The `*.patch` files in patches/ that neither the series before nor the one about to
     be written lists (`listed`), which writing the queue removes: refused when HEAD does not
     hold one (the user's own draft, never committed), else their names, to be reported."""
-    pdir = git.root / PATCHES_DIR
-    stray = sorted(p.name for p in pdir.iterdir() if p.name.endswith(".patch")
-                   and p.name not in listed and p.is_file()) if pdir.is_dir() else []
+    stray = _unlisted(git, listed)
     if not stray:
         return []
     paths = [f"{PATCHES_DIR}/{n}" for n in stray]
