@@ -237,6 +237,29 @@ def test_ccache_is_wired_when_on_path_and_said_off_when_not(tmp_path: Path,
     assert not any("ccache" in w for w in report["warnings"])
 
 
+def test_a_compiler_the_caller_chose_by_path_goes_through_ccache(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """CXX=/opt/gcc/bin/g++ (an absolute path, as toolchain images set it) never meets the
+    PATH shims: the stage gets a wrapper that runs it through ccache instead."""
+    fork = gate_fork(tmp_path, stage_lines(stage(
+        "build", '$CXX two.cc && echo "cc=$CC launcher=$CMAKE_CXX_COMPILER_LAUNCHER '
+        'c=$CMAKE_C_COMPILER_LAUNCHER torch=$TORCH_NO_COMPILER_WRAPPER"')))
+    calls, tools, chosen = tmp_path / "calls.txt", tmp_path / "tools", tmp_path / "opt gcc"
+    write(tools, "ccache", f'#!/bin/sh\necho "ccache $*" >> "{calls}"\nexec "$@"\n',
+          mode=0o755)
+    write(chosen, "g++", f'#!/bin/sh\necho "g++ $*" >> "{calls}"\n', mode=0o755)
+    monkeypatch.setenv("PATH", f"{tools}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("CXX", str(chosen / "g++"))
+    monkeypatch.setenv("CC", "gcc -m64")  # a command with arguments: left as it is
+    report = gate(fork)
+    log = Path(stages(report)["build"]["log"]).read_text()
+    assert report["status"] == "passed", log
+    assert calls.read_text().splitlines() == [f"ccache {chosen / 'g++'} two.cc", "g++ two.cc"]
+    assert f"cc=gcc -m64 launcher= c={tools / 'ccache'} torch=1" in log, log
+    wrapper = fork / ".git/pq/ccache/wrap/CXX"
+    assert wrapper.stat().st_mode & stat.S_IXUSR and "ccache" in wrapper.read_text()
+
+
 def test_glob_patterns() -> None:
     assert matches("csrc/a/b.cc", ["csrc/**"]) and matches("csrc/b.cc", ["csrc"])
     assert matches("x/y/_C.so", ["**/*.so"]) and matches("_C.so", ["**/*.so"])
