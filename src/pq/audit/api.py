@@ -11,6 +11,7 @@ import shutil
 import sys
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, replace
+from functools import partial
 
 from pq.audit import conditions, metadata, mre, rules
 from pq.audit.conditions import ConditionState, Facts
@@ -20,6 +21,7 @@ from pq.audit.rules import Finding, PatchInput
 from pq.errors import EXIT_FINDINGS, EXIT_OK, ConfigError
 from pq.git.repo import Git
 from pq.model import patchfile
+from pq.model.diff import FileDiff
 from pq.model.series import PATCHES_DIR, SERIES_FILE, Series
 from pq.queue.files import Queue
 
@@ -118,7 +120,7 @@ def run_audit(
         source = mre.TreeSource(git, rev, [w.mre for w in workarounds.values() if w.mre])
     inputs = [patch_input(series, i, queue, workarounds.get(e.name), source)
               for i, e in enumerate(series.patches)]
-    inputs = copied_lines(git, series.base, inputs)
+    inputs = UpstreamCopies(git, series.base).attach(inputs)
     facts = _facts(git, series, workarounds, upstream_rev=upstream_rev,
                    paddle_version=paddle_version, run_mre=run_mre, python=python)
     runs: dict[str, MreRun] = {}
@@ -199,33 +201,55 @@ def origins(path: str, old_path: str | None, upstream: Collection[str],
     return sorted(set(found))
 
 
-def copied_lines(git: Git, base: str, inputs: list[PatchInput]) -> list[PatchInput]:
-    """Mark the added lines that are verbatim copies of a line of their origin file in the
-    upstream base tree (see `origins`): one `ls-tree` of the base and one batched
-    `cat-file` of the origins, whatever the number of patches."""
-    wanted = [(i, f) for i, p in enumerate(inputs) for f in p.files
-              if not f.deleted and any(h.post() for h in f.hunks)]
-    if not wanted or git.try_resolve(base) is None:
-        return inputs
-    upstream = {path for _m, kind, _o, path in git.ls_tree(base) if kind == "blob"}
-    by_tail: dict[str, list[str]] = {}
-    for q in upstream:
-        if "/" in q:
-            by_tail.setdefault(q.split("/", 1)[1], []).append(q)
-    sources = {(f.path, f.old_path): origins(f.path, f.old_path, upstream, by_tail)
-               for _i, f in wanted}
-    blobs = read_files(git, base, sorted({q for qs in sources.values() for q in qs}))
-    lines: dict[str, frozenset[str]] = {
-        q: frozenset(data.decode("utf-8", "replace").splitlines())
-        for q, data in blobs.items() if data is not None}
-    copied: dict[int, set[tuple[str, int]]] = {}
-    for i, f in wanted:
-        seen = frozenset().union(*(lines.get(q, frozenset())
-                                   for q in sources[(f.path, f.old_path)]))
-        copied.setdefault(i, set()).update((f.path, ln.number) for ln in f.added()
-                                           if ln.text in seen)
-    return [replace(p, copied=frozenset(copied[i])) if copied.get(i) else p
-            for i, p in enumerate(inputs)]
+class UpstreamCopies:
+    """Which added lines are verbatim copies of a line of their origin file in the upstream
+    base tree (see `origins`). Nothing is read until a rule asks about a line that raised a
+    signal: then the base's listing (one `ls-tree`) and that file's origins (one batched
+    `cat-file`), each kept for the rest of the run. A run whose patches raise no signal,
+    the common case, reads nothing."""
+
+    def __init__(self, git: Git, base: str) -> None:
+        self.git, self.base = git, base
+        self._upstream: tuple[set[str], dict[str, list[str]]] | None = None
+        self._lines: dict[str, frozenset[str]] = {}
+        self._copied: dict[tuple[int, str], frozenset[int]] = {}
+
+    def attach(self, inputs: list[PatchInput]) -> list[PatchInput]:
+        """`inputs`, each able to ask whether one of its added lines is upstream's."""
+        return [replace(p, is_copied=partial(self.is_copied, i, p.files))
+                for i, p in enumerate(inputs)]
+
+    def is_copied(self, index: int, files: tuple[FileDiff, ...], path: str, line: int) -> bool:
+        key = (index, path)
+        if key not in self._copied:
+            self._copied[key] = self._of(next((f for f in files if f.path == path
+                                                and not f.deleted), None))
+        return line in self._copied[key]
+
+    def _of(self, f: FileDiff | None) -> frozenset[int]:
+        upstream, by_tail = self._listing()
+        if f is None or not upstream:
+            return frozenset()
+        sources = origins(f.path, f.old_path, upstream, by_tail)
+        unread = [q for q in sources if q not in self._lines]
+        for q, data in read_files(self.git, self.base, unread).items():
+            self._lines[q] = (frozenset(data.decode("utf-8", "replace").splitlines())
+                              if data is not None else frozenset())
+        seen = frozenset().union(*(self._lines[q] for q in sources))
+        return frozenset(ln.number for ln in f.added() if ln.text in seen)
+
+    def _listing(self) -> tuple[set[str], dict[str, list[str]]]:
+        if self._upstream is None:
+            upstream: set[str] = set()
+            if self.git.try_resolve(self.base) is not None:
+                upstream = {q for _m, kind, _o, q in self.git.ls_tree(self.base)
+                            if kind == "blob"}
+            by_tail: dict[str, list[str]] = {}
+            for q in upstream:
+                if "/" in q:
+                    by_tail.setdefault(q.split("/", 1)[1], []).append(q)
+            self._upstream = (upstream, by_tail)
+        return self._upstream
 
 
 def patch_input(series: Series, index: int, queue: Queue, wa: Workaround | None = None,

@@ -153,12 +153,15 @@ class PatchInput:
     headers: tuple[tuple[str, str], ...]  # as read from the patch file
     mre_problem: str | None  # why the declared reproducer is unusable; None when fine
     locate: Locate  # "series.yaml:LINE:COL" of a YAML path
-    # (path, line) of added lines that are verbatim copies of upstream lines (api.copied_lines)
-    copied: frozenset[tuple[str, int]] = frozenset()
+    # Whether the added line (path, number) is a verbatim copy of an upstream line; asked
+    # only about lines that raise a signal (api.UpstreamCopies reads the base on demand).
+    is_copied: Callable[[str, int], bool] | None = None
 
     def own(self, sigs: Sequence[signals.Signal]) -> list[signals.Signal]:
         """The signals on lines the fork wrote: upstream's copied code is not a workaround."""
-        return [s for s in sigs if (s.path, s.line) not in self.copied]
+        if self.is_copied is None:
+            return list(sigs)
+        return [s for s in sigs if not self.is_copied(s.path, s.line)]
 
 
 def finding(rule_id: str, patch: str, message: str, location: str | None = None,

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pq.audit import metadata, rules
-from pq.audit.api import Acknowledged, acknowledge, copied_lines, patch_input, read_files
+from pq.audit.api import Acknowledged, UpstreamCopies, acknowledge, patch_input, read_files
 from pq.audit.rules import Finding, PatchInput
 from pq.errors import EXIT_FINDINGS, EXIT_OK, ConfigError
 from pq.git.repo import Git
@@ -68,7 +68,7 @@ def run_lint(git: Git, queue: Queue, *, patch: str | None = None) -> LintReport:
                           hint=f"its patches: {names}")
     acks = metadata.read_acknowledgements(series, rules.BY_ID)
     inputs = [patch_input(series, i, queue) for i in range(len(series.patches))]
-    inputs = copied_lines(git, series.base, inputs)
+    inputs = UpstreamCopies(git, series.base).attach(inputs)
     config = Settings(max_patch_lines=config.max_patch_lines,
                       scoped=context.scoped_packages(inputs))
     upstream, base_text = _upstream(git, series.base, inputs)
