@@ -7,6 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from gitrepo import commit_all, git, write
 from test_audit_support import (
     COMPILE,
     ISSUE,
@@ -22,6 +23,10 @@ from test_audit_support import (
 )
 
 from pq.audit import rules
+from pq.audit.api import UpstreamCopies
+from pq.audit.signals import broad_excepts
+from pq.git.repo import Git
+from pq.model.diff import parse
 
 Change = Callable[[list[Spec]], None]
 P_LIBRARY, P_TESTING, P_SCOPED, P_COMPILE, P_BUILD = 1, 2, 4, 5, 6
@@ -346,3 +351,20 @@ def test_dep3_round_trip_of_non_ascii_and_long_metadata(tmp_path: Path) -> None:
     assert audit_json(fork)["findings"] == []
     text = (fork / "patches" / names[P_LIBRARY]).read_bytes()
     assert b"X-Pq-Remove-When: =?utf-8?" in text  # RFC 2047, as mail headers want
+
+
+def test_a_copied_upstream_line_counts_in_every_section_of_its_file(tmp_path: Path) -> None:
+    """Upstream's own `except Exception:` copied into a fork file is not a workaround signal,
+    in whichever of a patch's two sections of that file it is added."""
+    write(tmp_path, "pkg/b.py", "try:\n    run()\nexcept Exception:\n    pass\n")
+    git(tmp_path, "init", "-q")
+    base = commit_all(tmp_path, "upstream")
+    section = b"diff --git a/pkg/b.py b/pkg/b.py\n--- a/pkg/b.py\n+++ b/pkg/b.py\n"
+    files = tuple(parse(section + b"@@ -1 +1 @@\n-try:\n+try:  # fork\n" + section
+                        + b"@@ -3,2 +3,4 @@\n except Exception:\n     pass\n"
+                          b"+except Exception:\n+    pass\n"))
+    signalled = [(s.path, s.line) for f in files for s in broad_excepts(f)]
+    assert signalled == [("pkg/b.py", 5)]
+    copies = UpstreamCopies(Git.open(tmp_path), base)
+    assert copies.is_copied(0, files, "pkg/b.py", 5)
+    assert not copies.is_copied(0, files, "pkg/b.py", 1)  # the fork's own line

@@ -221,14 +221,14 @@ class UpstreamCopies:
 
     def is_copied(self, index: int, files: tuple[FileDiff, ...], path: str, line: int) -> bool:
         key = (index, path)
-        if key not in self._copied:
-            self._copied[key] = self._of(next((f for f in files if f.path == path
-                                                and not f.deleted), None))
+        if key not in self._copied:  # every section of that path (a patch can have two)
+            self._copied[key] = frozenset().union(*(self._of(f) for f in files
+                                                    if f.path == path and not f.deleted))
         return line in self._copied[key]
 
-    def _of(self, f: FileDiff | None) -> frozenset[int]:
+    def _of(self, f: FileDiff) -> frozenset[int]:
         upstream, by_tail = self._listing()
-        if f is None or not upstream:
+        if not upstream:
             return frozenset()
         sources = origins(f.path, f.old_path, upstream, by_tail)
         unread = [q for q in sources if q not in self._lines]
