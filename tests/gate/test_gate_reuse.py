@@ -16,7 +16,7 @@ import pytest
 from fixtures.gate.gatefork import gate_fork, set_gate, stage, stage_lines
 from gitrepo import commit_all, git, pq, write
 
-from pq.gate import api
+from pq.gate import api, ccache
 from pq.gate.reuse import matches
 from pq.git.repo import Git
 
@@ -240,14 +240,17 @@ def test_ccache_is_wired_when_on_path_and_said_off_when_not(tmp_path: Path,
 def test_a_compiler_the_caller_chose_by_path_goes_through_ccache(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """CXX=/opt/gcc/bin/g++ (an absolute path, as toolchain images set it) never meets the
-    PATH shims: the stage gets a wrapper that runs it through ccache instead."""
+    PATH shims: the stage gets a wrapper that runs it through ccache instead, in a folder
+    that also links the toolchain's `ar` (where CMake looks for it)."""
     fork = gate_fork(tmp_path, stage_lines(stage(
-        "build", '$CXX two.cc && echo "cc=$CC launcher=$CMAKE_CXX_COMPILER_LAUNCHER '
-        'c=$CMAKE_C_COMPILER_LAUNCHER torch=$TORCH_NO_COMPILER_WRAPPER"')))
+        "build", '$CXX two.cc && echo "cc=$CC launcher=[$CMAKE_CXX_COMPILER_LAUNCHER] '
+        'c=$CMAKE_C_COMPILER_LAUNCHER torch=$TORCH_NO_COMPILER_WRAPPER" && '
+        'readlink "$(dirname "$CXX")/ar"')))
     calls, tools, chosen = tmp_path / "calls.txt", tmp_path / "tools", tmp_path / "opt gcc"
     write(tools, "ccache", f'#!/bin/sh\necho "ccache $*" >> "{calls}"\nexec "$@"\n',
           mode=0o755)
     write(chosen, "g++", f'#!/bin/sh\necho "g++ $*" >> "{calls}"\n', mode=0o755)
+    write(chosen, "ar", "#!/bin/sh\n", mode=0o755)
     monkeypatch.setenv("PATH", f"{tools}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.setenv("CXX", str(chosen / "g++"))
     monkeypatch.setenv("CC", "gcc -m64")  # a command with arguments: left as it is
@@ -255,9 +258,34 @@ def test_a_compiler_the_caller_chose_by_path_goes_through_ccache(
     log = Path(stages(report)["build"]["log"]).read_text()
     assert report["status"] == "passed", log
     assert calls.read_text().splitlines() == [f"ccache {chosen / 'g++'} two.cc", "g++ two.cc"]
-    assert f"cc=gcc -m64 launcher= c={tools / 'ccache'} torch=1" in log, log
-    wrapper = fork / ".git/pq/ccache/wrap/CXX"
-    assert wrapper.stat().st_mode & stat.S_IXUSR and "ccache" in wrapper.read_text()
+    assert f"cc=gcc -m64 launcher=[] c={tools / 'ccache'} torch=1" in log, log
+    assert str(chosen / "ar") in log
+
+
+def test_which_chosen_compilers_are_wrapped(tmp_path: Path) -> None:
+    tools, pq_dir = tmp_path / "tools", tmp_path / "pq"
+    write(tools, "ccache", "#!/bin/sh\n", mode=0o755)
+    for name in ("g++", "clang++", "g++-12"):
+        write(tools / "opt", name, "#!/bin/sh\n", mode=0o755)
+    (tools / "lib-ccache").mkdir()
+    os.symlink(tools / "ccache", tools / "lib-ccache" / "g++")  # Debian's /usr/lib/ccache
+    path_env = f"{tools}{os.pathsep}{tools / 'opt'}"
+
+    def wired(**chosen: str) -> dict[str, str]:
+        return ccache.wire(pq_dir, tmp_path, path_env, chosen).env
+
+    gcc, clang = wired(CXX=str(tools / "opt/g++")), wired(CXX=f" {tools / 'opt/clang++'} ")
+    assert gcc["CXX"] != clang["CXX"] and clang["CXX"].endswith("/clang++")  # never shared
+    assert Path(clang["CXX"]).read_text().endswith(f'{tools / "opt/clang++"} "$@"\n')
+    for left in (str(tools / "lib-ccache/g++"), "opt/g++", str(tools / "opt/none"),
+                 str(tools / "opt"), "ccache g++", gcc["CXX"], "g++"):
+        assert "CXX" not in wired(CXX=left), left
+    named = wired(CXX="g++-12")
+    assert "CXX" not in named and os.readlink(pq_dir / "ccache/bin/g++-12") == str(
+        tools / "ccache")
+    stage_own = ccache.for_stage(gcc, {"CXX": "clang++"})
+    assert stage_own["CMAKE_CXX_COMPILER_LAUNCHER"] == str(tools / "ccache")
+    assert "TORCH_NO_COMPILER_WRAPPER" not in stage_own and gcc["CMAKE_CXX_COMPILER_LAUNCHER"] == ""
 
 
 def test_glob_patterns() -> None:

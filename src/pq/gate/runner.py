@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pq.gate import compare_stage
+from pq.gate import ccache, compare_stage
 from pq.gate import result as R
 from pq.gate.config import Stage
 from pq.gate.reuse import StageCache, reused_result
@@ -89,7 +89,7 @@ def stage_env(ctx: RunContext, stage: Stage) -> dict[str, str]:
     env["PQ_GATE_STAGE"] = stage.name
     env["PQ_GATE_TIP"] = ctx.tip
     env["PQ_GATE_WORKTREE"] = str(ctx.worktree)
-    env.update(ctx.extra_env)
+    env.update(ccache.for_stage(ctx.extra_env, stage.env))
     env.update(stage.env)
     return env
 
