@@ -235,6 +235,24 @@ def test_commit_takes_queue_files_a_gitignore_names_and_stages_nothing_else(
     assert git(fork, "status", "--porcelain") == "M pkg/__init__.py"  # still unstaged
 
 
+def test_commit_works_where_a_gitignore_names_the_reproducer_folder(tmp_path: Path) -> None:
+    """`mre/` ignored (its reproducers committed before): the commit takes what git tracks
+    there and nothing the ignore rule hides; it used to fail after writing the queue."""
+    fork = make_fork(tmp_path)
+    write(fork, "setup.py", "import paddle\n")
+    write(fork, "mre/repro.py", "print('repro')\n")
+    commit_all(fork, "enable compat")
+    write(fork, ".gitignore", "mre/\n.pq/\n")
+    commit_all(fork, "ignore the reproducers' folder")
+    write(fork, "mre/repro.py", "print('repro, edited')\n")
+    write(fork, "mre/scratch.log", "ignored and untracked\n")
+    result = pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    assert "committed as" in result.output
+    assert git(fork, "show", "HEAD:mre/repro.py") == "print('repro, edited')"
+    assert "mre/scratch.log" not in git(fork, "ls-tree", "-r", "--name-only", "HEAD")
+    assert git(fork, "status", "--porcelain") == ""
+
+
 def test_apply_calls_a_malformed_patch_file_malformed(tmp_path: Path) -> None:
     fork = compat_fork(tmp_path)
     p = fork / "patches/0001-enable-compat.patch"

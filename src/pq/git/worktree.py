@@ -71,11 +71,22 @@ class WorkingTree(Merging):
         present = [p for p in paths if os.path.lexists(self.root / p)]
         return sorted(set(self.ls_files(present, others=True, literal=True))) if present else []
 
-    def add(self, paths: Sequence[str], *, all: bool = False) -> None:
-        """Stage `paths` (literal paths; `all`: removals too); none: nothing (git would
-        take no path for every path)."""
+    def add(self, paths: Sequence[str], *, all: bool = False, tracked: bool = False) -> None:
+        """Stage `paths` (literal paths; `all`: removals too; `tracked`: only the files
+        git tracks there, as `add -u`); none: nothing (git would take every path)."""
         if paths:
-            self.run("--literal-pathspecs", "add", *(["-A"] if all else []), "--", *paths)
+            how = ["-u"] if tracked else ["-A"] if all else []
+            self.run("--literal-pathspecs", "add", *how, "--", *paths)
+
+    def ignored(self, paths: Sequence[str]) -> set[str]:
+        """Those of `paths` that a rule of .gitignore, info/exclude or core.excludesFile
+        names, tracked or not (`git add` refuses such a path, even a folder git tracks
+        files in)."""
+        if not paths:
+            return set()
+        out = self.run("check-ignore", "--no-index", "-z", "--stdin",  # paths, not pathspecs
+                       input=b"".join(os.fsencode(p) + b"\0" for p in paths), ok_codes=(0, 1))
+        return set(zsplit(out))
 
     def refresh_index(self) -> None:
         self.run("update-index", "-q", "--refresh", ok_codes=(0, 1))

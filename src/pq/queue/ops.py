@@ -234,11 +234,15 @@ def commit_queue(git: Git, message: str, queue: Queue, expect: CommitId,
 
     series.yaml and the patch files are committed with the bytes pq wrote (their clean
     form): `git add` under core.autocrlf would strip the CR bytes of a patch of a CRLF
-    file, and a .gitignore that names them does not stop pq (as with `pq apply`). Only the
-    queue's paths are committed; other staged changes stay staged."""
+    file, and a .gitignore that names them does not stop pq (as with `pq apply`); where it
+    names mre/ or .pq/, the files git tracks there are committed, the ones it ignores are not.
+    Only the queue's paths are committed; other staged changes stay staged."""
     qp = queue.series.queue_paths
-    others = [p for p in qp if p not in (SERIES_FILE, PATCHES_DIR)]  # mre/, .pq/, ...
-    git.add([p for p in others if (git.root / p).exists() or _tracked(git, p)], all=True)
+    others = [p for p in qp if p not in (SERIES_FILE, PATCHES_DIR)  # mre/, .pq/, ...
+              and ((git.root / p).exists() or _tracked(git, p))]
+    ignored = git.ignored(others)  # a .gitignore names the folder: its tracked files only
+    git.add([p for p in others if p not in ignored], all=True)
+    git.add([p for p in others if p in ignored], tracked=True)
     exact = [f"100644 {git.write_blob(data)} 0\t{PATCHES_DIR}/{name}"
              for name, data in queue.files.items()]
     assert queue.series_bytes is not None
