@@ -368,3 +368,19 @@ def test_a_copied_upstream_line_counts_in_every_section_of_its_file(tmp_path: Pa
     copies = UpstreamCopies(Git.open(tmp_path), base)
     assert copies.is_copied(0, files, "pkg/b.py", 5)
     assert not copies.is_copied(0, files, "pkg/b.py", 1)  # the fork's own line
+
+
+def test_a_copied_upstream_line_is_matched_byte_for_byte(tmp_path: Path) -> None:
+    """An upstream file with CRLF endings, a form feed or U+2028 in a line: its lines copied
+    as they are count as upstream's (a line ends at LF only, as in the diff)."""
+    upstream = "# TODO upstream\r\nexcept Exception:\r\n# a\x0cb\n# c\u2028d\n"
+    write(tmp_path, "tests/test_x.py", upstream.encode())
+    git(tmp_path, "init", "-q")
+    base = commit_all(tmp_path, "upstream")
+    added = b"".join(b"+" + line + b"\n" for line in upstream.encode().split(b"\n")[:-1])
+    files = tuple(parse(b"diff --git a/paddle_tests/test_x.py b/paddle_tests/test_x.py\n"
+                        b"new file mode 100644\n--- /dev/null\n+++ b/paddle_tests/test_x.py\n"
+                        b"@@ -0,0 +1,5 @@\n" + added + b"+# the fork's own\n"))
+    copies = UpstreamCopies(Git.open(tmp_path), base)
+    assert [copies.is_copied(0, files, "paddle_tests/test_x.py", n) for n in range(1, 6)] == [
+        True, True, True, True, False]

@@ -211,7 +211,7 @@ class UpstreamCopies:
     def __init__(self, git: Git, base: str) -> None:
         self.git, self.base = git, base
         self._upstream: tuple[set[str], dict[str, list[str]]] | None = None
-        self._lines: dict[str, frozenset[str]] = {}
+        self._lines: dict[str, frozenset[bytes]] = {}
         self._copied: dict[tuple[int, str], frozenset[int]] = {}
 
     def attach(self, inputs: list[PatchInput]) -> list[PatchInput]:
@@ -233,10 +233,11 @@ class UpstreamCopies:
         sources = origins(f.path, f.old_path, upstream, by_tail)
         unread = [q for q in sources if q not in self._lines]
         for q, data in read_files(self.git, self.base, unread).items():
-            self._lines[q] = (frozenset(data.decode("utf-8", "replace").splitlines())
-                              if data is not None else frozenset())
+            # Lines as the diff has them: cut at LF only, bytes compared (a CR, a form
+            # feed or U+2028 is part of a line, as in the patch).
+            self._lines[q] = frozenset(data.split(b"\n")) if data is not None else frozenset()
         seen = frozenset().union(*(self._lines[q] for q in sources))
-        return frozenset(ln.number for ln in f.added() if ln.text in seen)
+        return frozenset(ln.number for ln in f.added() if ln.raw in seen)
 
     def _listing(self) -> tuple[set[str], dict[str, list[str]]]:
         if self._upstream is None:
