@@ -3,6 +3,7 @@ hook's fast path (`python -m pq hook run`, no click) and the click CLI say the s
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -10,6 +11,7 @@ from pathlib import Path
 import pytest
 from gitrepo import make_fork
 
+from pq.cli.common import json_text
 from pq.cli.failure import failure_of
 from pq.errors import ConfigError, GitError, OperationFailed
 
@@ -57,3 +59,12 @@ def test_fast_path_and_click_cli_report_an_error_alike(tmp_path: Path) -> None:
     assert code == 2 and err.startswith("pq: error: cannot read git's pre-push input line "
                                         "'garbage'")
     assert err.count("\n") == 1
+
+
+def test_json_output_stays_utf8_with_a_file_name_that_is_not() -> None:
+    """A file name's byte that is not UTF-8 (read with surrogateescape) is written as its
+    \\u escape: the output encodes as UTF-8, and reads back as the same string."""
+    data = {"location": "pkg/na\udcffme.py:2", "message": "café"}
+    text = json_text(data)
+    assert "café" in text and "\\udcff" in text
+    assert json.loads(text.encode("utf-8")) == data

@@ -91,9 +91,9 @@ def fail(failure: Failure, as_json: bool) -> NoReturn:
     if failure.quiet:
         sys.exit(failure.exit_code)
     if as_json:
-        import json
+        from pq.cli.common import json_text
 
-        click.echo(json.dumps(failure.data(), indent=2, ensure_ascii=False))
+        click.echo(json_text(failure.data()))
     else:
         line = failure.line()
         if line is not None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -23,8 +24,19 @@ JSON_EMITTED = "pq.json_emitted"  # click context meta: a report is out; an erro
 #                                   (a conflict's exit 1) stays a stderr line
 
 
+def json_text(data: Any) -> str:
+    """`data` as JSON, non-ASCII text as it is, except a lone surrogate (a byte of a file
+    name that is not UTF-8, read with surrogateescape), written as its `\\u` escape: what
+    pq prints stays UTF-8, and `json.loads` gives back the same string."""
+    return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}",
+                               json.dumps(data, indent=2, ensure_ascii=False))
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def emit_json(data: Any) -> None:
-    click.echo(json.dumps(data, indent=2, sort_keys=False, ensure_ascii=False))
+    click.echo(json_text(data))
     ctx = click.get_current_context(silent=True)
     if ctx is not None:
         ctx.meta[JSON_EMITTED] = True
