@@ -3,11 +3,13 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
 
 import pytest
+from gitrepo import pq
 from test_audit_support import (
     ISSUE,
     M_TESTING,
@@ -106,7 +108,8 @@ def test_json_shape(tmp_path: Path) -> None:
     fork = build_fork(tmp_path, specs)
     names = patch_names(fork)
     data = audit_json(fork)
-    assert list(data) == ["version", "source", "base", "upstream", "paddle", "strict",
+    assert list(data) == ["version", "source", "base", "base_present", "upstream", "paddle",
+                          "strict",
                           "ran_mre", "summary", "workarounds", "findings", "acknowledged",
                           "unused_acknowledgements", "exit_code"]
     assert data["version"] == 1 and data["source"] == "worktree"
@@ -231,3 +234,21 @@ def test_bad_options_exit_2(tmp_path: Path, args: list[str], text: str) -> None:
     code, out = audit(fork, *args)
     assert code == 2, out
     assert text in out and "Traceback" not in out
+
+
+def test_a_base_missing_from_the_repository_is_said_not_passed_over(tmp_path: Path) -> None:
+    """A shallow clone lacks the base: audit and lint say so (text and JSON) instead of
+    quietly running without upstream's files."""
+    fork = build_fork(tmp_path, clean_specs())
+    assert audit_json(fork)["base_present"] is True
+    series = fork / "series.yaml"
+    text = series.read_text()
+    base = re.search(r"base: ([0-9a-f]{40})", text)
+    assert base is not None
+    series.write_text(text.replace(base.group(1), "ab" * 20))
+    assert audit_json(fork)["base_present"] is False
+    said = audit(fork)[1].splitlines()
+    assert said[1].startswith("note: the base abababababab is not in this repository")
+    lint = pq(fork, "lint", ok=False).output.splitlines()
+    assert lint[1].startswith("note: the base abababababab is not in this repository")
+    assert json.loads(pq(fork, "lint", "--json", ok=False).output)["base_present"] is False

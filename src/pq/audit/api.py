@@ -72,6 +72,9 @@ class AuditReport:
     ran_mre: bool
     acknowledged: tuple[Acknowledged, ...] = ()
     unused_acknowledgements: tuple[metadata.Acknowledgement, ...] = ()
+    # Whether the base commit is in the repository (not in a shallow clone, say): without
+    # it, lines copied from upstream files cannot be told from the fork's own.
+    base_present: bool = True
 
     @property
     def errors(self) -> list[Finding]:
@@ -162,7 +165,8 @@ def run_audit(
         paddle_version=facts.paddle_version, paddle_source=facts.paddle_source,
         source=rev or "worktree", patches=len(series.patches), workarounds=tuple(rows),
         findings=tuple(findings), strict=strict, ran_mre=run_mre,
-        acknowledged=tuple(acknowledged), unused_acknowledgements=tuple(unused))
+        acknowledged=tuple(acknowledged), unused_acknowledgements=tuple(unused),
+        base_present=git.try_resolve(series.base) is not None)
 
 
 def acknowledge(findings: list[Finding], acks: list[metadata.Acknowledgement],

@@ -39,6 +39,7 @@ def data(report: AuditReport) -> dict[str, Any]:
         "version": JSON_VERSION,
         "source": report.source,
         "base": report.base,
+        "base_present": report.base_present,
         "upstream": {"ref": report.upstream_ref, "commit": report.upstream_commit},
         "paddle": {"version": report.paddle_version, "source": report.paddle_source or None},
         "strict": report.strict,

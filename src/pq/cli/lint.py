@@ -39,7 +39,11 @@ def lint(patch: str | None, as_json: bool) -> None:
     else:
         lines = [f"linted {plural(len(result.patches), 'patch', 'patches')} "
                  f"(base {result.base[:12]}; max_patch_lines "
-                 f"{result.settings.max_patch_lines})", ""]
+                 f"{result.settings.max_patch_lines})"]
+        if not result.base_present:
+            lines.append(render_audit.base_note(result.base, "upstream's files are not "
+                                                "compared (moved files, public API)"))
+        lines.append("")
         lines += render_audit.finding_lines(result.findings)
         lines += render_audit.ack_lines(result.acknowledged, result.unused_acknowledgements)
         lines.append(render_audit.counts(result.findings, result.acknowledged))

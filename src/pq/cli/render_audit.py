@@ -69,6 +69,13 @@ def _heading(report: AuditReport) -> str:
             f"{tip}; {paddle})")
 
 
+def base_note(base: str, lost: str = "lines copied from upstream files count as the "
+                                    "fork's own") -> str:
+    """Said when the series' base commit is not in the repository: what that costs."""
+    return (f"note: the base {base[:12]} is not in this repository (a shallow clone?): {lost}; "
+            "`git fetch upstream` first")
+
+
 def finding_lines(findings: Sequence[Finding]) -> list[str]:
     """The `findings:` block: each finding, its message and its fix."""
     if not findings:
@@ -106,7 +113,7 @@ def ack_lines(acknowledged: Sequence[Acknowledged],
 
 
 def table(report: AuditReport) -> str:
-    lines = [_heading(report), ""]
+    lines = [_heading(report), *([] if report.base_present else [base_note(report.base)]), ""]
     if report.workarounds:
         head = ("PATCH", "LAYER", "KIND", "REMOVAL", "ISSUE", "MRE", "FINDINGS")
         rows = [(w.patch, w.layer, w.workaround.kind or "-", w.removal, _issue_short(w),
@@ -143,6 +150,8 @@ def _cell(text: str) -> str:
 
 def markdown(report: AuditReport) -> str:
     out = ["### pq audit: workarounds", "", _cell(_heading(report)), ""]
+    if not report.base_present:
+        out += [_cell(base_note(report.base)), ""]
     if report.workarounds:
         out += ["| Patch | Layer | Kind | Covers | Removal | Conditions | Issue | MRE | Findings |",
                 "|---|---|---|---|---|---|---|---|---|"]

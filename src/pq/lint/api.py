@@ -31,6 +31,7 @@ class LintReport:
     findings: tuple[Finding, ...]
     acknowledged: tuple[Acknowledged, ...] = ()
     unused_acknowledgements: tuple[metadata.Acknowledgement, ...] = ()
+    base_present: bool = True  # False: no upstream context (a shallow clone, say)
 
     @property
     def exit_code(self) -> int:
@@ -83,7 +84,8 @@ def run_lint(git: Git, queue: Queue, *, patch: str | None = None) -> LintReport:
                                       rules.LINT_IDS)
     return LintReport(base=series.base, patches=tuple(p.entry.name for p in chosen),
                       settings=config, findings=tuple(kept), acknowledged=tuple(acked),
-                      unused_acknowledgements=tuple(unused))
+                      unused_acknowledgements=tuple(unused),
+                      base_present=git.try_resolve(series.base) is not None)
 
 
 def _upstream(git: Git, base: str, inputs: list[PatchInput]

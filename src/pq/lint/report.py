@@ -15,6 +15,7 @@ def data(report: LintReport) -> dict[str, Any]:
     return {
         "version": JSON_VERSION,
         "base": report.base,
+        "base_present": report.base_present,
         "patches": list(report.patches),
         "settings": {"max_patch_lines": report.settings.max_patch_lines},
         "summary": {"patches": len(report.patches),
