@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -248,7 +250,21 @@ def test_a_base_missing_from_the_repository_is_said_not_passed_over(tmp_path: Pa
     series.write_text(text.replace(base.group(1), "ab" * 20))
     assert audit_json(fork)["base_present"] is False
     said = audit(fork)[1].splitlines()
-    assert said[1].startswith("note: the base abababababab is not in this repository")
+    assert said[1].startswith("note: the base abababababab is not a commit in this repository")
     lint = pq(fork, "lint", ok=False).output.splitlines()
-    assert lint[1].startswith("note: the base abababababab is not in this repository")
+    assert lint[1].startswith("note: the base abababababab is not a commit in this repository")
     assert json.loads(pq(fork, "lint", "--json", ok=False).output)["base_present"] is False
+
+
+def test_a_base_that_names_a_tree_leaks_no_git_message(tmp_path: Path) -> None:
+    fork = build_fork(tmp_path, clean_specs())
+    series = fork / "series.yaml"
+    text = series.read_text()
+    base = re.search(r"base: ([0-9a-f]{40})", text)
+    assert base is not None
+    tree = git(fork, "rev-parse", "HEAD^{tree}").strip()
+    series.write_text(text.replace(base.group(1), tree))
+    proc = subprocess.run([sys.executable, "-m", "pq", "lint"], cwd=fork, capture_output=True,
+                          text=True, check=False)
+    assert "is not a commit in this repository" in proc.stdout, proc.stdout + proc.stderr
+    assert proc.stderr == "", proc.stderr  # git's "expected commit type" stays with git

@@ -72,8 +72,8 @@ def _heading(report: AuditReport) -> str:
 def base_note(base: str, lost: str = "lines copied from upstream files count as the "
                                     "fork's own") -> str:
     """Said when the series' base commit is not in the repository: what that costs."""
-    return (f"note: the base {base[:12]} is not in this repository (a shallow clone?): {lost}; "
-            "`git fetch upstream` first")
+    return (f"note: the base {base[:12]} is not a commit in this repository (a shallow "
+            f"clone?): {lost}; `git fetch upstream` first")
 
 
 def finding_lines(findings: Sequence[Finding]) -> list[str]:

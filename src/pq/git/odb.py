@@ -133,9 +133,13 @@ class ObjectDB:
     def _batch(self) -> subprocess.Popen[bytes]:
         if self._proc is None:
             checkpoint("git cat-file")
+            # stderr: git's words on a name it cannot peel ("expected commit type, but
+            # the object dereferences to tree type") would reach the user's terminal; the
+            # answer on stdout ("<name> missing") is what pq acts on.
             self._proc = subprocess.Popen(
                 ["git", "-C", str(self.root), "cat-file", "--batch"],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=self.env)
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                env=self.env)
         return self._proc
 
     @staticmethod
