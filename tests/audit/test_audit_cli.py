@@ -268,3 +268,18 @@ def test_a_base_that_names_a_tree_leaks_no_git_message(tmp_path: Path) -> None:
                           text=True, check=False)
     assert "is not a commit in this repository" in proc.stdout, proc.stdout + proc.stderr
     assert proc.stderr == "", proc.stderr  # git's "expected commit type" stays with git
+
+
+def test_usage_errors_for_an_impossible_timeout_interpreter_or_base(tmp_path: Path) -> None:
+    fork = build_fork(tmp_path, clean_specs())
+    code, said = audit(fork, "--mre-timeout", "nan")
+    assert code == 2 and "nan is not a number of seconds" in said
+    code, said = audit(fork, "--python", str(tmp_path))  # a folder
+    assert code == 2 and f"--python {tmp_path}: no such program" in said
+    series = fork / "series.yaml"
+    text = series.read_text()
+    base = re.search(r"base: ([0-9a-f]{40})", text)
+    assert base is not None
+    series.write_text(text.replace(base.group(1), "1" * 40))  # YAML reads an integer
+    code, said = audit(fork)
+    assert code == 2 and "written as a string" in said and "put it in quotes" in said

@@ -358,7 +358,10 @@ def interpreter(python: str | None) -> str | None:
     if python is None:
         return None
     found = shutil.which(python)
-    return os.path.abspath(found or python)
+    if found is None:
+        raise ConfigError(f"--python {python}: no such program (not a file you can run)",
+                          hint="name an interpreter, e.g. `--python .venv/bin/python`")
+    return os.path.abspath(found)
 
 
 def valid_version(text: str) -> bool:

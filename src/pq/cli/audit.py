@@ -57,6 +57,7 @@ def _read_queue(git: Git, rev: str | None) -> tuple[Queue, str | None]:
               help="Interpreter for the reproducers ($PYTHON) and the installed Paddle "
                    "[default: the one running pq].")
 @click.option("--mre-timeout", type=click.FloatRange(min=1), default=DEFAULT_MRE_TIMEOUT,
+              callback=lambda _ctx, _param, v: _a_number(v),
               show_default=True, metavar="SECONDS", help="Time limit for each reproducer.")
 @click.option("--strict", is_flag=True,
               help="Workarounds whose removal condition is met are findings too.")
@@ -101,6 +102,12 @@ def workarounds(rev: str | None, upstream: str | None, paddle_version: str | Non
     else:
         click.echo(render_audit.table(result))
     sys.exit(result.exit_code)
+
+
+def _a_number(seconds: float) -> float:
+    if seconds != seconds:  # NaN passes every range check
+        raise click.BadParameter("nan is not a number of seconds")
+    return seconds
 
 
 def _on_path(name: str) -> bool:

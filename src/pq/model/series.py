@@ -186,8 +186,11 @@ def _loads_cached(text: bytes, filename: str = SERIES_FILE) -> Series:
                         hint="name the upstream branch, e.g. `ref: upstream/main`")
     base = upstream.get("base")
     if not isinstance(base, str) or not SHA_RE.match(base):
-        raise doc.error(("upstream", "base"), "`upstream.base` must be a full commit id",
-                        hint="40 (or 64) lower-case hex digits; `pq init` writes it")
+        quote = isinstance(base, (int, float)) and not isinstance(base, bool)
+        raise doc.error(("upstream", "base"), "`upstream.base` must be a full commit id"
+                        + (", written as a string" if quote else ""),
+                        hint="put it in quotes (`base: '0123...'`): YAML reads it as a number"
+                        if quote else "40 (or 64) lower-case hex digits; `pq init` writes it")
 
     queue_extra: list[str] = []
     if "queue_paths" in data:
