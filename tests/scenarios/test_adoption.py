@@ -109,6 +109,7 @@ def test_acknowledged_finding_lets_the_first_push_through(tmp_path: Path) -> Non
     ("      - {rule: WA014}\n", "acknowledging WA014 needs a `reason`"),
     ('      - {rule: WA014, reason: "  "}\n', "acknowledging WA014 needs a `reason`"),
     ('      - {rule: WA014, reason: "x", why: "y"}\n', "unknown key `why`"),
+    ("      - {rule: WA014, reason: 5}\n", "acknowledging WA014 needs a `reason` in words"),
 ])
 def test_bad_acknowledgement_is_an_error_at_its_line(tmp_path: Path, item: str,
                                                      expect: str) -> None:
@@ -119,6 +120,19 @@ def test_bad_acknowledgement_is_an_error_at_its_line(tmp_path: Path, item: str,
     result = pq(fork, "audit", "workarounds", ok=False)
     assert result.exit_code == 2
     assert f"series.yaml:{line}:" in result.output and expect in result.output, result.output
+
+
+def test_a_rule_acknowledged_twice_on_one_patch_is_an_error(tmp_path: Path) -> None:
+    fork, _remote = adopted_fork(tmp_path)
+    glue = names(fork)[1]
+    add_ack(fork, glue, '      - {rule: WA014, reason: "one"}\n'
+                        '      - {rule: WA014, reason: "two"}\n')
+    lines = (fork / "series.yaml").read_text().splitlines()
+    first = lines.index('      - {rule: WA014, reason: "one"}') + 1
+    result = pq(fork, "audit", "workarounds", ok=False)
+    assert result.exit_code == 2
+    assert f"series.yaml:{first + 1}:" in result.output, result.output
+    assert f"acknowledges WA014 twice (first at series.yaml:{first}:" in result.output
 
 
 def test_unused_acknowledgement_is_reported(tmp_path: Path) -> None:

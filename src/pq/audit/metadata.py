@@ -260,6 +260,7 @@ def read_acknowledgements(series: Series, rule_ids: Collection[str]) -> list[Ack
         example = "write `- {rule: WA014, reason: \"why this finding is fine\"}`"
         if not isinstance(value, list):
             raise series.error(at, f"patch {entry.name}: `{ACK_KEY}` must be a list", example)
+        seen: dict[str, str] = {}  # rule id: where this patch acknowledged it
         for j, item in enumerate(value):
             if not isinstance(item, dict):
                 raise series.error(at + (j,), f"patch {entry.name}: each `{ACK_KEY}` item "
@@ -281,12 +282,22 @@ def read_acknowledgements(series: Series, rule_ids: Collection[str]) -> list[Ack
                                    hint)
             reason = item.get("reason")
             if not isinstance(reason, str) or not reason.strip():
+                what = ("a `reason` in words, not " + type(reason).__name__
+                        if "reason" in item and reason is not None
+                        and not isinstance(reason, str) else "a `reason`")
                 raise series.error(at + (j, "reason") if "reason" in item else at + (j,),
                                    f"patch {entry.name}: acknowledging {rule.strip()} needs "
-                                   "a `reason`", "say why the finding is fine, for reviewers")
+                                   f"{what}", "say why the finding is fine, for reviewers"
+                                   + (" (in quotes)" if what != "a `reason`" else ""))
             line, col = series.locate(at + (j,))
             where = SERIES_FILE if line is None else \
                 f"{SERIES_FILE}:{line}" + (f":{col}" if col is not None else "")
+            first = seen.get(rule.strip())
+            if first is not None:
+                raise series.error(at + (j,), f"patch {entry.name} acknowledges {rule.strip()} "
+                                   f"twice (first at {first})",
+                                   "keep one item per rule, with both reasons in it")
+            seen[rule.strip()] = where
             out.append(Acknowledgement(entry.name, rule.strip(), " ".join(reason.split()),
                                        where))
     return out
