@@ -11,7 +11,7 @@ import shutil
 import sys
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, replace
-from functools import partial
+from functools import cached_property, partial
 
 from pq.audit import conditions, metadata, mre, rules
 from pq.audit.conditions import ConditionState, Facts
@@ -123,7 +123,8 @@ def run_audit(
         source = mre.TreeSource(git, rev, [w.mre for w in workarounds.values() if w.mre])
     inputs = [patch_input(series, i, queue, workarounds.get(e.name), source)
               for i, e in enumerate(series.patches)]
-    inputs = UpstreamCopies(git, series.base).attach(inputs)
+    copies = UpstreamCopies(git, series.base)
+    inputs = copies.attach(inputs)
     facts = _facts(git, series, workarounds, upstream_rev=upstream_rev,
                    paddle_version=paddle_version, run_mre=run_mre, python=python)
     runs: dict[str, MreRun] = {}
@@ -166,7 +167,7 @@ def run_audit(
         source=rev or "worktree", patches=len(series.patches), workarounds=tuple(rows),
         findings=tuple(findings), strict=strict, ran_mre=run_mre,
         acknowledged=tuple(acknowledged), unused_acknowledgements=tuple(unused),
-        base_present=git.try_resolve(series.base) is not None)
+        base_present=copies.base_present)
 
 
 def acknowledge(findings: list[Finding], acks: list[metadata.Acknowledgement],
@@ -218,6 +219,11 @@ class UpstreamCopies:
         self._lines: dict[str, frozenset[bytes]] = {}
         self._copied: dict[tuple[int, str], frozenset[int]] = {}
 
+    @cached_property
+    def base_present(self) -> bool:
+        """Whether the base is a commit of the repository (not in a shallow clone, say)."""
+        return self.git.try_resolve(self.base) is not None
+
     def attach(self, inputs: list[PatchInput]) -> list[PatchInput]:
         """`inputs`, each able to ask whether one of its added lines is upstream's."""
         return [replace(p, is_copied=partial(self.is_copied, i, p.files))
@@ -246,7 +252,7 @@ class UpstreamCopies:
     def _listing(self) -> tuple[set[str], dict[str, list[str]]]:
         if self._upstream is None:
             upstream: set[str] = set()
-            if self.git.try_resolve(self.base) is not None:
+            if self.base_present:
                 upstream = {q for _m, kind, _o, q in self.git.ls_tree(self.base)
                             if kind == "blob"}
             by_tail: dict[str, list[str]] = {}

@@ -282,13 +282,13 @@ def read_acknowledgements(series: Series, rule_ids: Collection[str]) -> list[Ack
                                    hint)
             reason = item.get("reason")
             if not isinstance(reason, str) or not reason.strip():
-                what = ("a `reason` in words, not " + type(reason).__name__
-                        if "reason" in item and reason is not None
-                        and not isinstance(reason, str) else "a `reason`")
+                typed = reason is not None and not isinstance(reason, str)  # `reason: 5`
                 raise series.error(at + (j, "reason") if "reason" in item else at + (j,),
                                    f"patch {entry.name}: acknowledging {rule.strip()} needs "
-                                   f"{what}", "say why the finding is fine, for reviewers"
-                                   + (" (in quotes)" if what != "a `reason`" else ""))
+                                   "a `reason`" + (f" in words, not {type(reason).__name__}"
+                                                   if typed else ""),
+                                   "say why the finding is fine, for reviewers"
+                                   + (" (in quotes)" if typed else ""))
             line, col = series.locate(at + (j,))
             where = SERIES_FILE if line is None else \
                 f"{SERIES_FILE}:{line}" + (f":{col}" if col is not None else "")

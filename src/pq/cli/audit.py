@@ -57,7 +57,7 @@ def _read_queue(git: Git, rev: str | None) -> tuple[Queue, str | None]:
               help="Interpreter for the reproducers ($PYTHON) and the installed Paddle "
                    "[default: the one running pq].")
 @click.option("--mre-timeout", type=click.FloatRange(min=1), default=DEFAULT_MRE_TIMEOUT,
-              callback=lambda _ctx, _param, v: _a_number(v),
+              callback=lambda _ctx, _param, seconds: _a_number(seconds),
               show_default=True, metavar="SECONDS", help="Time limit for each reproducer.")
 @click.option("--strict", is_flag=True,
               help="Workarounds whose removal condition is met are findings too.")

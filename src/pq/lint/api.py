@@ -69,10 +69,12 @@ def run_lint(git: Git, queue: Queue, *, patch: str | None = None) -> LintReport:
                           hint=f"its patches: {names}")
     acks = metadata.read_acknowledgements(series, rules.BY_ID)
     inputs = [patch_input(series, i, queue) for i in range(len(series.patches))]
-    inputs = UpstreamCopies(git, series.base).attach(inputs)
+    copies = UpstreamCopies(git, series.base)
+    inputs = copies.attach(inputs)
     config = Settings(max_patch_lines=config.max_patch_lines,
                       scoped=context.scoped_packages(inputs))
-    upstream, base_text = _upstream(git, series.base, inputs)
+    upstream, base_text = (_upstream(git, series.base, inputs) if copies.base_present
+                           else (frozenset(), {}))
     chosen = [p for p in inputs if patch is None or p.entry.name == patch]
     found: list[Finding] = []
     for p in chosen:
@@ -85,15 +87,13 @@ def run_lint(git: Git, queue: Queue, *, patch: str | None = None) -> LintReport:
     return LintReport(base=series.base, patches=tuple(p.entry.name for p in chosen),
                       settings=config, findings=tuple(kept), acknowledged=tuple(acked),
                       unused_acknowledgements=tuple(unused),
-                      base_present=git.try_resolve(series.base) is not None)
+                      base_present=copies.base_present)
 
 
 def _upstream(git: Git, base: str, inputs: list[PatchInput]
               ) -> tuple[frozenset[str], dict[str, str]]:
     """The base tree's files, and the text of those the series changes (one `ls-tree`, one
-    batched `cat-file`); nothing when the base is not in the repository."""
-    if git.try_resolve(base) is None:
-        return frozenset(), {}
+    batched `cat-file`)."""
     upstream = frozenset(path for _m, kind, _o, path in git.ls_tree(base) if kind == "blob")
     wanted = sorted({f.old or f.path for p in inputs for f in p.files} & upstream)
     blobs = read_files(git, base, wanted) if wanted else {}
