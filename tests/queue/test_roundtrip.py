@@ -179,7 +179,8 @@ def test_apply_onto_other_commit_and_conflict_message(tmp_path: Path) -> None:
 def test_a_refused_apply_keeps_the_uncommitted_series_it_was_given(tmp_path: Path) -> None:
     """A teammate's series.yaml and new patch file copied in, uncommitted; an untracked file
     of the user's stands where the new patch adds one, so the checkout is refused: the
-    series and patch file stay as the user left them, staged or not, in both modes."""
+    series and patch file stay as the user left them, staged or not, in both modes; no
+    ref of pq's moves (refs/pq/orig-head/<branch> included) and nothing is logged."""
     fork = compat_fork(tmp_path)
     git(fork, "checkout", "-q", "-b", "teammate")
     write(fork, "pkg/new.py", "theirs\n")
@@ -193,6 +194,7 @@ def test_a_refused_apply_keeps_the_uncommitted_series_it_was_given(tmp_path: Pat
     write(fork, "pkg/new.py", "my own scratch\n")
     given, status = snapshot_queue(fork), git(fork, "status", "--porcelain")
     head = git(fork, "rev-parse", "HEAD")
+    refs = git(fork, "for-each-ref", "refs/pq")
     for args in ((), ("--branch", "rebuilt")):
         result = pq(fork, "apply", *args, ok=False)
         assert result.exit_code == 2, result.output
@@ -203,6 +205,7 @@ def test_a_refused_apply_keeps_the_uncommitted_series_it_was_given(tmp_path: Pat
         assert git(fork, "rev-parse", "HEAD") == head
         assert git(fork, "rev-parse", "--abbrev-ref", "HEAD") == "paddle"
         assert git(fork, "branch", "--list", "rebuilt") == ""
+        assert git(fork, "for-each-ref", "refs/pq") == refs
 
 
 def test_init_keeps_a_patch_file_of_the_users_and_names_a_tracked_one_it_removes(

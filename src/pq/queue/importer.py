@@ -157,8 +157,8 @@ def import_fork(git: Git, upstream: str, branch: str | None = None, *, dry_run: 
         require_no_untracked_in_the_way(git, queue, names, "pq import")
         stray_patch_files(git, set(names), "pq import")  # a draft of the user's is refused
         t.begin()
-        git.set_orig_head(current, tip, "pq import: previous tip")
         move_branch_to_queue(git, current, tip, new_tip, queue_paths, "pq import")
+        git.set_orig_head(current, tip, "pq import: previous tip")  # once it moved
         write_worktree(git, queue)
         t.done()
     return replace(result, tip=new_tip)

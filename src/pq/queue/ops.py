@@ -319,9 +319,10 @@ def apply(git: Git, onto: str | None = None, *, branch: str | None = None,
         target = f"refs/heads/{branch}" if branch else current
         require_unmoved(git, current, head, "pq apply")
         t.begin()
-        git.set_orig_head(target, head, "pq apply: previous tip")
         move_branch_to_queue(git, target, head, tip, series.queue_paths, "pq apply",
                              create=branch is not None)
+        # Only once the branch moved: a refused move leaves no ref of pq's behind.
+        git.set_orig_head(target, head, "pq apply: previous tip")
         write_worktree(git, refreshed)
         t.done()
     return ApplyResult(onto_id, [(e.name, c) for e, c in commits], tip,
