@@ -3,10 +3,11 @@ real temporary repositories (SHA-1 and SHA-256)."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
-from gitrepo import commit_all, git, write
+from gitrepo import commit_all, git, make_fork, pq, write
 
 from pq.errors import GitError
 from pq.git.gateway import zsplit
@@ -231,3 +232,19 @@ def test_an_interrupted_read_neither_hangs_nor_desynchronises_the_reader(
     assert [o[2] for o in odb.read_many(blobs[1990:]) if o] == [
         b"blob %d\n" % i * 40 for i in range(1990, 2000)]
     odb.close()
+
+
+def test_a_repository_in_a_folder_whose_name_is_not_utf8(tmp_path: Path) -> None:
+    """git prints the folder's bytes as they are; pq opens the repository all the same
+    (its paths keep the byte as a surrogate escape) and runs a whole cycle there."""
+    fork = make_fork(tmp_path / os.fsdecode(b"fork-\xff"))
+    write(fork, "setup.py", "import paddle\n")
+    commit_all(fork, "build: enable compat")
+    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    upstream = tmp_path / os.fsdecode(b"fork-\xff") / "upstream"
+    write(upstream, "README.md", "moved\n")
+    commit_all(upstream, "upstream: moved")
+    git(fork, "fetch", "-q", "upstream")
+    assert "1 of 1 patches kept" in pq(fork, "rebase", "upstream/main").output
+    assert "series consistent" in pq(fork, "check").output
+    assert Git.open(fork).root == fork

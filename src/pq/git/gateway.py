@@ -114,7 +114,7 @@ class Gateway:
                 f"{path.resolve()}: not a git repository",
                 hint="run pq inside a git repository's working tree, or `git init` one",
             )
-        lines = proc.stdout.decode().splitlines()
+        lines = os.fsdecode(proc.stdout).splitlines()  # a folder name need not be UTF-8
         if len(lines) != 4:
             raise ConfigError(f"{path.resolve()}: a bare repository has no working tree for pq")
         object_format, root, git_dir, common = lines
