@@ -351,3 +351,35 @@ def test_applied_reverted_reapplied_is_dropped(tmp_path: Path) -> None:
     assert p["upstream_commit"] == git(c.up, "rev-parse", "HEAD")
     assert p["upstream_reverted"] is None
     assert "already upstream: " + git(c.up, "rev-parse", "--short=12", "HEAD") in c.text
+
+
+# -- 3. renames and patch ids: git's patch ids see a rename as a deletion and an addition --
+
+A3 = edit(A, "return 1", "return 3")
+
+
+def test_a_rename_of_an_edited_file_is_not_upstreams_rename(tmp_path: Path) -> None:
+    """Upstream renamed a.c as the fork did, then renamed it back; the fork's a.c holds
+    its edit, so its rename is another change: kept, as git keeps it."""
+    c = compare(tmp_path, [("edit a", {"lib/a.c": A3}),
+                           ("rename a", {"lib/a.c": None, "lib/z.c": A3})],
+                [("upstream: rename a", {"lib/a.c": None, "lib/z.c": A}),
+                 ("upstream: rename it back", {"lib/z.c": None, "lib/a.c": A})])
+    assert c.git.per_patch == ["kept", "kept"]
+    assert_agree(c)
+    assert c.data["patches"][1]["upstream_commit"] is None  # type: ignore[index]
+
+
+def test_a_rename_upstream_made_too_is_dropped(tmp_path: Path) -> None:
+    c = compare(tmp_path, [("rename b", {"lib/b.c": None, "lib/y.c": B})],
+                [("upstream: rename b", {"lib/b.c": None, "lib/y.c": B})])
+    assert c.git.per_patch == ["dropped"]
+    assert_agree(c)
+
+
+def test_a_rename_upstream_renamed_on_elsewhere(tmp_path: Path) -> None:
+    c = compare(tmp_path, [("edit a", {"lib/a.c": A3}),
+                           ("rename a", {"lib/a.c": None, "lib/z.c": A3})],
+                [("upstream: rename a", {"lib/a.c": None, "lib/z.c": A}),
+                 ("upstream: rename z", {"lib/z.c": None, "lib/w.c": A})])
+    assert_agree(c)

@@ -233,15 +233,17 @@ class Git(WorkingTree):
             i += 1
         return result
 
-    def commit_patches(self, commits: Sequence[str], exclude: Sequence[str] = ()
-                       ) -> dict[str, bytes]:
+    def commit_patches(self, commits: Sequence[str], exclude: Sequence[str] = (),
+                       renames: bool = True) -> dict[str, bytes]:
         """{commit: its diff against its first parent} (b"" when empty), with pq's pinned
-        diff options, leaving out the pathspecs `exclude` (one sealed process)."""
+        diff options (`renames=False`: a rename as a deletion and an addition, as git's
+        patch ids see it), leaving out the pathspecs `exclude` (one sealed process)."""
         result = dict.fromkeys(commits, b"")
         if not commits:
             return result
+        options = DIFF_OPTIONS if renames else (*DIFF_OPTIONS, "--no-renames")
         out = self.run_sealed("diff", *DIFF_CONFIG, "diff-tree", "--stdin", "--always", "-p",
-                              *DIFF_OPTIONS, "--", *exclude, input=stdin_lines(commits))
+                              *options, "--", *exclude, input=stdin_lines(commits))
         current: str | None = None
         chunks: list[bytes] = []
         for line in out.splitlines(keepends=True):
@@ -307,10 +309,7 @@ class Git(WorkingTree):
     # -- refs and notes -------------------------------------------------------------
 
     def update_ref(self, ref: str, new: str, old: str | None = None, message: str = "pq") -> None:
-        args = ["update-ref", "-m", message, ref, new]
-        if old is not None:
-            args.append(old)
-        self.run(*args)
+        self.run("update-ref", "-m", message, ref, new, *([old] if old is not None else []))
 
     def delete_ref(self, ref: str) -> None:
         self.run("update-ref", "-d", ref)

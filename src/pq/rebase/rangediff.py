@@ -19,6 +19,7 @@ from pq.rebase.rerere import Resolution
 from pq.rebase.state import RebaseState
 
 _COMMIT_LINE = re.compile(rb"(?m)^commit [0-9a-f]{40,64}$")
+_RENAMED = re.compile(rb"(?m)^(?:rename|copy) from ")  # a header line git's diff writes
 
 
 class UpstreamMatches:
@@ -155,14 +156,19 @@ class UpstreamMatches:
         mine = [c for c in dict.fromkeys(mine) if c not in self._read]
         if not upstream and not mine:
             return
+        # Diffs without rename detection, as git's patch ids are: a rename is the deletion
+        # of the old file and the addition of the new one, contents and all (two renames
+        # of differing files are not one change). A patch's diff as exported serves when it
+        # holds no rename or copy.
         text = b""
         if upstream:
-            text = _as_log(self.git.commit_patches(upstream))
-        if mine and self.diffs is not None and all(c in self.diffs for c in mine):
+            text = _as_log(self.git.commit_patches(upstream, renames=False))
+        if mine and self.diffs is not None and all(
+                c in self.diffs and not _RENAMED.search(self.diffs[c]) for c in mine):
             text += b"".join(b"commit " + c.encode() + b"\n" + self.diffs[c] for c in mine)
         elif mine:
             text += _as_log(self.git.commit_patches(
-                mine, stack_mod.exclude_pathspec(self.queue_paths)))
+                mine, stack_mod.exclude_pathspec(self.queue_paths), renames=False))
         self._read.update(upstream + mine)
         for commit, diff in log_sections(text):  # lines parsed when first asked for
             # A patch commit upstream holds too (`--force`) comes twice: both diffs count.
