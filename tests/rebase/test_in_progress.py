@@ -82,19 +82,40 @@ def test_rewriting_commands_refuse_while_a_rebase_is_stopped(tmp_path: Path) -> 
         fork / f"patches/{BUILD}").read_text()
 
 
-def test_untracked_series_yaml_stops_landing_and_continue_resumes(tmp_path: Path) -> None:
+def test_untracked_series_yaml_stops_continue_until_removed(tmp_path: Path) -> None:
     _, fork = stopped(tmp_path)
     write(fork, "setup.py", RESOLVED)
     git(fork, "add", "setup.py")
     write(fork, "series.yaml", "what pq init used to write here\n")
     refused = pq(fork, "rebase", "--continue", ok=False)
-    assert refused.exit_code == 2 and "untracked series.yaml would be overwritten" in \
-        refused.output and "then `pq rebase --continue`" in refused.output
+    assert refused.exit_code == 2 and "series.yaml came back while the rebase is stopped" \
+        in refused.output and "`rm series.yaml`, then `pq rebase --continue`" in refused.output
     (fork / "series.yaml").unlink()
     pq(fork, "rebase", "--continue")
     assert git(fork, "symbolic-ref", "HEAD") == "refs/heads/paddle"
     assert git(fork, "status", "--porcelain") == ""
     assert (fork / "setup.py").read_text() == RESOLVED
+
+
+def test_a_series_yaml_staged_while_stopped_is_refused_not_dropped(tmp_path: Path) -> None:
+    """The branch's series.yaml checked out, edited and added while stopped: --continue
+    and --skip refuse it (the end of the rebase would write the queue over it)."""
+    _, fork = stopped(tmp_path)
+    write(fork, "setup.py", RESOLVED)
+    git(fork, "add", "setup.py")
+    git(fork, "checkout", "paddle", "--", "series.yaml")
+    write(fork, "series.yaml", (fork / "series.yaml").read_text() + "# my note\n")
+    git(fork, "add", "series.yaml")
+    for action in ("--continue", "--skip"):
+        refused = pq(fork, "rebase", action, ok=False)
+        assert refused.exit_code == 2, refused.output
+        assert "series.yaml came back while the rebase is stopped" in refused.output
+        assert f"`git rm -q -f series.yaml`, then `pq rebase {action}`" in refused.output
+        assert (fork / "series.yaml").read_text().endswith("# my note\n")
+        assert "A  series.yaml" in git(fork, "status", "--porcelain").splitlines()
+    git(fork, "rm", "-q", "-f", "series.yaml")
+    pq(fork, "rebase", "--continue")
+    assert git(fork, "status", "--porcelain") == ""
 
 
 def test_landing_git_refused_resumes_with_the_resolution(tmp_path: Path) -> None:

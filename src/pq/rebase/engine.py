@@ -195,6 +195,8 @@ def resume(git: Git, action: str, progress: Progress | None = None,
                                "rebase again")
     rebase_status.require_in_place(git, state, action)
     rs.require_no_git_operation(git)  # a git rebase started meanwhile would land on ours
+    if state.phase == "conflict":
+        rebase_status.require_queue_aside(git, action)
     if action == "continue" and not stopped:
         rebase_status.require_resolved(git, state)
     old = rs.queue_before(git, state)

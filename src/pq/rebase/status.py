@@ -196,6 +196,23 @@ def require_in_place(git: Git, state: rs.RebaseState, action: str) -> None:
                      "rebase")
 
 
+def require_queue_aside(git: Git, action: str) -> None:
+    """Refuse --continue/--skip while series.yaml or a patch file is back in the index or
+    the working tree (`git checkout <branch> -- series.yaml`, say): a stopped rebase keeps
+    the queue in its state and writes it again when it ends, over such a file."""
+    staged, untracked = worktree.queue_files_back(git)
+    found = sorted(staged + untracked)
+    if found:
+        them = "it" if len(found) == 1 else "them"
+        remove = ([f"`git rm -q -f {shell_args(staged)}`"] if staged else []) + (
+            [f"`rm {shell_args(untracked)}`"] if untracked else [])
+        raise ConfigError(
+            f"{rs.list_paths(found)} came back while the rebase is stopped; pq keeps the "
+            f"queue aside and writes it again when the rebase ends, over {them}",
+            hint=f"copy what you want to keep elsewhere, {' and '.join(remove)}, then "
+                 f"`pq rebase --{action}`; edit the new series once it is done")
+
+
 def require_resolved(git: Git, state: rs.RebaseState) -> None:
     """--continue takes the index: every conflict resolved and added, and no conflict
     marker in it (as `git diff --cached --check` against the stack's tip finds them)."""

@@ -87,6 +87,19 @@ def clear_queue_files(git: Git) -> None:
     reset_to_head(git, sorted(paths))
 
 
+def queue_files_back(git: Git) -> tuple[list[str], list[str]]:
+    """The queue files back in the index (staged) or only in the working tree (untracked)
+    while a rebase is stopped at a conflict, which cleared them: ([], []) when they are as
+    HEAD, the stack so far, has them (it holds none of them)."""
+    committed = _committed_entries(git, "HEAD")
+    on_disk = worktree_queue_files(git)
+    entries = index_entries(git)
+    if _as_committed(git, committed, on_disk, entries):
+        return [], []
+    staged = sorted({e.split("\t", 1)[1] for e in entries})
+    return staged, sorted(set(on_disk) - set(staged))
+
+
 def _as_committed(git: Git, committed: dict[str, tuple[str, str]], on_disk: dict[str, bytes],
                   entries: list[str]) -> bool:
     """Whether the queue files are exactly `committed`'s regular files, in the index (stage
