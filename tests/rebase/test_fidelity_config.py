@@ -115,6 +115,25 @@ def test_upstream_adds_a_union_merge_attribute_in_a_subfolder(tmp_path: Path) ->
     assert "two (upstream)" in text and "two (paddle)" in text
 
 
+@pytest.mark.parametrize("renormalize", ["true", "false"])
+def test_merge_renormalize_as_git_rebase_does(tmp_path: Path, renormalize: str) -> None:
+    """Upstream normalized a CRLF file to LF (`text=auto`) and edited it; the fork edited
+    another line of the CRLF version. With merge.renormalize git merges the two cleanly,
+    without it both conflict (the whole file changed): pq does the same, either way."""
+    crlf = "".join(f"line {i}\r\n" for i in range(8))
+    up = make_upstream(tmp_path / "upstream", {"u.txt": crlf, "README.md": "x\n"})
+    fork = make_fork(tmp_path, up)
+    git(fork, "config", "merge.renormalize", renormalize)
+    write(fork, "u.txt", crlf.replace("line 1\r", "line 1 (paddle)\r"))
+    commit_all(fork, "glue: u")
+    write(up, ".gitattributes", "* text=auto\n")
+    write(up, "u.txt", crlf.replace("\r\n", "\n").replace("line 6", "line 6 (upstream)"))
+    commit_all(up, "upstream: normalize line endings, edit u")
+    git(fork, "fetch", "-q", "upstream")
+    code, _ = _compare_with_git(tmp_path, fork)
+    assert code == (0 if renormalize == "true" else 1)
+
+
 def test_the_repositorys_info_attributes_are_honoured(tmp_path: Path) -> None:
     """info/attributes belongs to the repository: git rebase honours it, and so does pq."""
     up = make_upstream(tmp_path / "upstream", {"notes.txt": NOTES, "README.md": "x\n"})

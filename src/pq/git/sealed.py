@@ -31,9 +31,15 @@ def prepare(common_dir: Path, git_dir: Path, kind: str, object_format: str) -> P
         for config in (common_dir / "config", git_dir / "config.worktree"):
             if config.is_file():
                 lines += ["[include]", f"\tpath = {_quote(str(config))}"]
-    # After the includes: a sealed directory is bare whatever the repository says, so git
-    # never takes the current folder for a working tree and reads its .gitattributes.
-    lines += ["[core]", "\trepositoryformatversion = 1", "\tbare = true"]
+    # After the includes: a sealed directory has no working tree of the repository's, so
+    # git never reads the current folder's .gitattributes. "diff" is bare; "merge" has an
+    # empty folder of its own for one (git 2.39's merge.renormalize dies in a bare one).
+    lines += ["[core]", "\trepositoryformatversion = 1"]
+    if kind == "merge":
+        (root / "worktree").mkdir(exist_ok=True)
+        lines += ["\tbare = false", f"\tworktree = {_quote(str(root / 'worktree'))}"]
+    else:
+        lines += ["\tbare = true"]
     if object_format not in ("", "sha1"):
         lines += ["[extensions]", f"\tobjectformat = {object_format}"]
     write_atomic(root / "config", ("\n".join(lines) + "\n").encode())
