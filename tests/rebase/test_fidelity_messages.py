@@ -12,7 +12,7 @@ from gitrepo import commit_all, git, make_fork, pq, snapshot_queue, write
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from pq.git.objects import Person
+from pq.git.objects import Person, as_git_commits
 from pq.model import patchfile
 from pq.model.patchfile import PatchFile
 
@@ -149,6 +149,9 @@ CASES = {
                            b"ISO-8859-1", False),
     "utf8-header": ("Jörg <j@x>".encode(), "build: ü\n".encode(), b"UTF-8", False),
     "empty-commit": (AUTHOR, b"build: started empty\n\nkept as git keeps it\n", None, True),
+    "leading-blank-lines": (AUTHOR, b"\n \t\r\nbuild: after blank lines\n\nbody\n", None,
+                            False),
+    "indented-subject": (AUTHOR, b"   build: indented\n\n  body\n", None, False),
 }
 
 
@@ -242,3 +245,14 @@ def test_patch_that_becomes_empty_is_still_dropped(tmp_path: Path) -> None:
     outcomes = {p["name"]: p["outcome"] for p in json.loads(out)["patches"]}
     assert outcomes == {"0001-docs-improve.patch": "dropped", "0002-docs-marker.patch": "clean"}
     assert sorted(p.name for p in (fork / "patches").iterdir()) == ["0002-docs-marker.patch"]
+
+
+@pytest.mark.parametrize(("message", "picked"), [
+    ("\n\nsubject\n", "subject\n"), (" \t\r\n\nsubject\n\n\nbody\n", "subject\n\n\nbody\n"),
+    ("  \n\n", ""), ("\x0b\nsubject\n", "\x0b\nsubject\n"), ("  subject\n", "  subject\n"),
+    ("subject\n   \n", "subject\n   \n")])
+def test_a_pick_starts_the_message_at_its_first_line_that_is_not_blank(
+        message: str, picked: str) -> None:
+    """As git's picks do (skip_blank_lines: spaces, tabs and CRs; not a vertical tab)."""
+    author = Person.parse("A U Thor <a@example.com> 1700000000 +0000")
+    assert as_git_commits(author, message, None) == (author, picked)

@@ -83,9 +83,11 @@ def as_git_commits(author: Person, message: str, encoding: str | None) -> tuple[
 
     git re-encodes a commit that declares another encoding into UTF-8 (and writes no
     `encoding` header), keeping the bytes where the conversion fails; then every byte that
-    is not part of a valid UTF-8 sequence is taken as Latin-1 (commit.c's verify_utf8)."""
+    is not part of a valid UTF-8 sequence is taken as Latin-1 (commit.c's verify_utf8).
+    The message starts at its first line that is not blank (spaces, tabs, CRs), as git's
+    pick takes it from the subject on."""
     ident = author.ident().encode("utf-8", "surrogateescape")
-    text = message.encode("utf-8", "surrogateescape")
+    text = _skip_blank_lines(message.encode("utf-8", "surrogateescape"))
     if encoding is not None and encoding.lower() not in ("utf-8", "utf8"):
         try:
             ident, text = (ident.decode(encoding).encode("utf-8"),
@@ -94,6 +96,19 @@ def as_git_commits(author: Person, message: str, encoding: str | None) -> tuple[
             pass
     return (Person.parse(_verify_utf8(ident).decode("utf-8", "surrogateescape")),
             _verify_utf8(text).decode("utf-8", "surrogateescape"))
+
+
+def _skip_blank_lines(text: bytes) -> bytes:
+    """`text` from its first line holding more than spaces, tabs and CRs (git's
+    skip_blank_lines); b"" when there is none."""
+    start = 0
+    while start < len(text):
+        end = text.find(b"\n", start)
+        end = len(text) if end < 0 else end + 1
+        if text[start:end].strip(b" \t\r\n"):
+            break
+        start = end
+    return text[start:]
 
 
 def _verify_utf8(data: bytes) -> bytes:
