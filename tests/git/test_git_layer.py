@@ -238,13 +238,15 @@ def test_a_repository_in_a_folder_whose_name_is_not_utf8(tmp_path: Path) -> None
     """git prints the folder's bytes as they are; pq opens the repository all the same
     (its paths keep the byte as a surrogate escape) and runs a whole cycle there."""
     fork = make_fork(tmp_path / os.fsdecode(b"fork-\xff"))
-    write(fork, "setup.py", "import paddle\n")
-    commit_all(fork, "build: enable compat")
+    glue = (fork / "pkg/__init__.py").read_text()
+    write(fork, "pkg/__init__.py", glue.replace("return x", "return x  # paddle"))
+    commit_all(fork, "python-glue: op")
     pq(fork, "init", "--upstream", "upstream/main", "--commit")
     upstream = tmp_path / os.fsdecode(b"fork-\xff") / "upstream"
-    write(upstream, "README.md", "moved\n")
+    write(upstream, "pkg/__init__.py", glue.replace("import torch", "import torch  # up"))
     commit_all(upstream, "upstream: moved")
     git(fork, "fetch", "-q", "upstream")
-    assert "1 of 1 patches kept" in pq(fork, "rebase", "upstream/main").output
+    rebased = pq(fork, "rebase", "upstream/main").output  # with git's merge
+    assert "merged    0001-" in rebased and "1 of 1 patches kept" in rebased
     assert "series consistent" in pq(fork, "check").output
     assert Git.open(fork).root == fork

@@ -383,3 +383,25 @@ def test_a_rename_upstream_renamed_on_elsewhere(tmp_path: Path) -> None:
                 [("upstream: rename a", {"lib/a.c": None, "lib/z.c": A}),
                  ("upstream: rename z", {"lib/z.c": None, "lib/w.c": A})])
     assert_agree(c)
+
+
+def test_an_added_file_upstream_added_then_renamed_is_dropped(tmp_path: Path) -> None:
+    """The rename upstream is no revert of the patch's lines (the changed lines keep
+    rename detection; only the patch ids go without)."""
+    c = compare(tmp_path, [("add n", {"lib/n.c": NEW})],
+                [("upstream: add n", {"lib/n.c": NEW}),
+                 ("upstream: rename n", {"lib/n.c": None, "lib/m.c": NEW})])
+    assert c.git.per_patch == ["dropped"]
+    assert_agree(c)
+    p = c.data["patches"][0]  # type: ignore[index]
+    assert p["upstream_commit"] == git(c.up, "rev-parse", "HEAD~1")
+    assert p["upstream_reverted"] is None
+
+
+def test_a_rename_upstream_took_with_more_names_the_commit(tmp_path: Path) -> None:
+    c = compare(tmp_path, [("rename a", {"lib/a.c": None, "lib/z.c": A3})],
+                [("upstream: rename a, and more", {
+                    "lib/a.c": None, "lib/z.c": edit(A3, "a line 11", "eleven")})])
+    assert c.pq.per_patch == ["dropped"]
+    assert c.data["patches"][0]["upstream_commit"] == git(  # type: ignore[index]
+        c.up, "rev-parse", "HEAD")

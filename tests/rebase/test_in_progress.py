@@ -11,7 +11,7 @@ import shlex
 import subprocess
 from pathlib import Path
 
-from gitrepo import commit_all, git, pq, write
+from gitrepo import commit_all, git, make_fork, make_upstream, pq, write
 from test_rebase import (
     SETUP,
     conflict_upstream,
@@ -116,6 +116,56 @@ def test_a_series_yaml_staged_while_stopped_is_refused_not_dropped(tmp_path: Pat
     git(fork, "rm", "-q", "-f", "series.yaml")
     pq(fork, "rebase", "--continue")
     assert git(fork, "status", "--porcelain") == ""
+
+
+def test_a_series_yaml_staged_after_a_stop_outside_a_conflict_is_refused(
+        tmp_path: Path) -> None:
+    """Phase `stopped` (a file of the user's in the way of the next conflict), HEAD on the
+    stack so far: a series.yaml staged then is refused too, not reset away."""
+    up = make_upstream(tmp_path / "upstream", {"a.txt": "a\nb\nc\n", "c.txt": "x\ny\nz\n"})
+    fork = make_fork(tmp_path, up)
+    for path, old, new in (("a.txt", "b", "b fork"), ("n.txt", "", "new"),
+                           ("c.txt", "y", "y fork")):
+        text = (fork / path).read_text() if old else ""
+        write(fork, path, text.replace(old, new) if old else new + "\n")
+        commit_all(fork, f"python-glue: {path}")
+    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    write(up, "a.txt", "a\nb up\nc\n")
+    write(up, "c.txt", "x\ny up\nz\n")
+    commit_all(up, "upstream: a, c")
+    git(fork, "fetch", "-q", "upstream")
+    assert pq(fork, "rebase", "upstream/main", ok=False).exit_code == 1
+    write(fork, "a.txt", "a\nb both\nc\n")
+    git(fork, "add", "a.txt")
+    write(fork, "n.txt", "scratch\n")  # where the next patch adds n.txt
+    assert pq(fork, "rebase", "--continue", ok=False).exit_code == 2
+    assert json.loads(pq(fork, "status", "--json").output)["rebase"]["phase"] == "stopped"
+    git(fork, "checkout", "paddle", "--", "series.yaml")
+    git(fork, "add", "series.yaml")
+    (fork / "n.txt").unlink()
+    refused = pq(fork, "rebase", "--continue", ok=False)
+    assert refused.exit_code == 2 and "series.yaml came back" in refused.output
+    assert "A  series.yaml" in git(fork, "status", "--porcelain").splitlines()
+
+
+def test_a_branch_checked_out_in_another_worktree_meanwhile_is_not_shared(
+        tmp_path: Path) -> None:
+    """HEAD is detached while stopped, so git lets another worktree take the branch:
+    --continue, --skip and --abort (forced or not) refuse to check it out here too."""
+    _, fork = stopped(tmp_path)
+    write(fork, "setup.py", RESOLVED)
+    git(fork, "add", "setup.py")
+    other = tmp_path / "other"
+    git(fork, "worktree", "add", "-q", str(other), "paddle")
+    for args in (["--continue"], ["--skip"], ["--abort"], ["--abort", "--force"]):
+        refused = pq(fork, "rebase", *args, ok=False)
+        assert refused.exit_code == 2, refused.output
+        assert f"paddle is checked out in the worktree {other}" in refused.output
+        assert f"then `pq rebase {args[0]}`" in refused.output
+    assert git(fork, "rev-parse", "--abbrev-ref", "HEAD") == "HEAD"
+    git(other, "switch", "-q", "--detach")
+    pq(fork, "rebase", "--continue")
+    assert git(fork, "symbolic-ref", "HEAD") == "refs/heads/paddle"
 
 
 def test_landing_git_refused_resumes_with_the_resolution(tmp_path: Path) -> None:

@@ -42,7 +42,7 @@ def prepare(common_dir: Path, git_dir: Path, kind: str, object_format: str) -> P
         lines += ["\tbare = true"]
     if object_format not in ("", "sha1"):
         lines += ["[extensions]", f"\tobjectformat = {object_format}"]
-    write_atomic(root / "config", ("\n".join(lines) + "\n").encode())
+    write_atomic(root / "config", ("\n".join(lines) + "\n").encode("utf-8", "surrogateescape"))
     shallow = common_dir / "shallow"
     link = root / "shallow"
     if shallow.is_file():

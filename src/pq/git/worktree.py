@@ -207,6 +207,8 @@ class WorkingTree(Merging):
 
     def branches_elsewhere(self) -> dict[str, Path]:
         """{branch ref: worktree folder} of the branches other worktrees have checked out."""
+        if not (self.common_dir / "worktrees").is_dir():
+            return {}  # no linked worktree: this one, the main one, is the only one
         here = self.root.resolve()
         return {branch: where for where, branch in self.worktrees()
                 if branch is not None and where.resolve() != here}

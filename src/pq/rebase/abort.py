@@ -22,6 +22,7 @@ def abort(git: Git, force: bool = False) -> RebaseReport:
     state = rs.load_required(git)
     if not force:
         rebase_status.require_in_place(git, state, "abort")
+    rebase_status.require_branch_free(git, state, "abort")
     # git's own operation, started meanwhile, would outlive the abort and undo it later.
     rs.require_no_git_operation(git)
     with Transaction(git, "pq rebase --abort"):

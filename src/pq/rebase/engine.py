@@ -194,8 +194,9 @@ def resume(git: Git, action: str, progress: Progress | None = None,
                           hint="`pq rebase --abort` restores the branch; then run the "
                                "rebase again")
     rebase_status.require_in_place(git, state, action)
+    rebase_status.require_branch_free(git, state, action)
     rs.require_no_git_operation(git)  # a git rebase started meanwhile would land on ours
-    if state.phase == "conflict":
+    if state.detached:  # HEAD on the stack so far, without the queue files
         rebase_status.require_queue_aside(git, action)
     if action == "continue" and not stopped:
         rebase_status.require_resolved(git, state)

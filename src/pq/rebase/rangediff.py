@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from pq.git.objects import Change, CommitId
 from pq.git.repo import Git
@@ -151,29 +151,28 @@ class UpstreamMatches:
         return None
 
     def _read_diffs(self, upstream: list[str], mine: list[str]) -> None:
-        """The diffs and patch-ids of these upstream and patch commits (two processes)."""
+        """The diffs and patch-ids of these upstream and patch commits (two processes, and
+        one or two more where a diff holds a rename)."""
         upstream = [c for c in dict.fromkeys(upstream) if c not in self._read]
         mine = [c for c in dict.fromkeys(mine) if c not in self._read]
         if not upstream and not mine:
             return
-        # Diffs without rename detection, as git's patch ids are: a rename is the deletion
-        # of the old file and the addition of the new one, contents and all (two renames
-        # of differing files are not one change). A patch's diff as exported serves when it
-        # holds no rename or copy.
-        text = b""
-        if upstream:
-            text = _as_log(self.git.commit_patches(upstream, renames=False))
-        if mine and self.diffs is not None and all(
-                c in self.diffs and not _RENAMED.search(self.diffs[c]) for c in mine):
-            text += b"".join(b"commit " + c.encode() + b"\n" + self.diffs[c] for c in mine)
-        elif mine:
-            text += _as_log(self.git.commit_patches(
-                mine, stack_mod.exclude_pathspec(self.queue_paths), renames=False))
+        exclude = stack_mod.exclude_pathspec(self.queue_paths)
+        theirs = self.git.commit_patches(upstream) if upstream else {}
+        if mine and self.diffs is not None and all(c in self.diffs for c in mine):
+            ours = {c: self.diffs[c] for c in mine}
+        else:
+            ours = self.git.commit_patches(mine, exclude) if mine else {}
         self._read.update(upstream + mine)
-        for commit, diff in log_sections(text):  # lines parsed when first asked for
-            # A patch commit upstream holds too (`--force`) comes twice: both diffs count.
-            self._diffs.setdefault(commit, []).append(diff)
-        self._ids.update(self.git.patch_ids(text))
+        # A patch commit upstream holds too (`--force`) comes twice: both diffs count.
+        for commit, diff in [*theirs.items(), *ours.items()]:
+            if diff:  # lines parsed when first asked for
+                self._diffs.setdefault(commit, []).append(diff)
+        # Patch ids are git's: of diffs without rename detection, where a rename is the old
+        # file deleted and the new one added, contents and all (the changed lines above
+        # keep renames: a rename upstream is no revert of a patch's lines).
+        self._ids.update(self.git.patch_ids(_as_log(_without_renames(self.git, theirs, ()))
+                                            + _as_log(_without_renames(self.git, ours, exclude))))
 
     def _lines_of(self, commit: str) -> dict[str, set[bytes]]:
         """{path: the lines it adds or removes} of a commit diffed so far ({} for one not
@@ -190,6 +189,16 @@ def _as_log(patches: dict[str, bytes]) -> bytes:
     """`git log -p`-style text (`commit <id>` headers) of {commit: diff}; empty ones left
     out, as `diff-tree --stdin` without `--always` leaves them."""
     return b"".join(b"commit " + c.encode() + b"\n" + d for c, d in patches.items() if d)
+
+
+def _without_renames(git: Git, patches: dict[str, bytes], exclude: Sequence[str]
+                     ) -> dict[str, bytes]:
+    """`patches` with each diff that holds a rename diffed again without rename detection
+    (one process, only when there is one)."""
+    renamed = [c for c, d in patches.items() if _RENAMED.search(d)]
+    if not renamed:
+        return patches
+    return {**patches, **git.commit_patches(renamed, exclude, renames=False)}
 
 
 def _flip(line: bytes) -> bytes:

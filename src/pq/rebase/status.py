@@ -156,6 +156,22 @@ def refuse_while_rebasing(git: Git, command: str) -> None:
                            "says where it stands")
 
 
+def require_branch_free(git: Git, state: rs.RebaseState, action: str) -> None:
+    """Refuse to put HEAD back on the branch (--continue, --skip, --abort, forced or not)
+    while another worktree has it checked out: HEAD is detached while a rebase is stopped,
+    so git let `git worktree add` take the branch meanwhile, and both worktrees would then
+    share it (a commit in the other one, from its stale index, would undo the rebase)."""
+    if not state.detached:
+        return
+    where = git.branches_elsewhere().get(state.branch)
+    if where is not None:
+        raise ConfigError(
+            f"{state.short_branch} is checked out in the worktree {where} (added while the "
+            f"rebase was stopped); pq rebase --{action} would check it out here too",
+            hint=f"switch that worktree to another branch (`git -C {shell_args([str(where)])} "
+                 f"switch --detach`) or remove it, then `pq rebase --{action}`")
+
+
 def require_in_place(git: Git, state: rs.RebaseState, action: str) -> None:
     """Refuse --continue/--skip (and, unless forced, --abort) when the user moved what a
     stopped rebase holds: the branch (committed to after switching back to it) would be
@@ -198,8 +214,9 @@ def require_in_place(git: Git, state: rs.RebaseState, action: str) -> None:
 
 def require_queue_aside(git: Git, action: str) -> None:
     """Refuse --continue/--skip while series.yaml or a patch file is back in the index or
-    the working tree (`git checkout <branch> -- series.yaml`, say): a stopped rebase keeps
-    the queue in its state and writes it again when it ends, over such a file."""
+    the working tree (`git checkout <branch> -- series.yaml`, say) while HEAD is detached on
+    the stack so far: a stopped rebase keeps the queue in its state and writes it again
+    when it ends, over such a file."""
     staged, untracked = worktree.queue_files_back(git)
     found = sorted(staged + untracked)
     if found:

@@ -89,8 +89,8 @@ def clear_queue_files(git: Git) -> None:
 
 def queue_files_back(git: Git) -> tuple[list[str], list[str]]:
     """The queue files back in the index (staged) or only in the working tree (untracked)
-    while a rebase is stopped at a conflict, which cleared them: ([], []) when they are as
-    HEAD, the stack so far, has them (it holds none of them)."""
+    while a rebase is stopped with HEAD on the stack so far, which cleared them: ([], [])
+    when they are as HEAD has them (none, unless the stack carries them: `--force`)."""
     committed = _committed_entries(git, "HEAD")
     on_disk = worktree_queue_files(git)
     entries = index_entries(git)
