@@ -250,3 +250,15 @@ def test_a_repository_in_a_folder_whose_name_is_not_utf8(tmp_path: Path) -> None
     assert "merged    0001-" in rebased and "1 of 1 patches kept" in rebased
     assert "series consistent" in pq(fork, "check").output
     assert Git.open(fork).root == fork
+
+
+def test_an_object_git_cannot_take_is_a_one_line_error(tmp_path: Path) -> None:
+    """A read-only or full disk under .git/objects: pq's error, not an internal one."""
+    root = _repo(tmp_path)
+    repo = Git.open(root)
+    data = next(d for d in (b"blob %d\n" % i for i in range(99))
+                if not (root / ".git/objects" / repo.hash_blob(d)[:2]).exists())
+    (root / ".git/objects" / repo.hash_blob(data)[:2]).write_bytes(b"")  # no folder there
+    with pytest.raises(GitError, match=r"^cannot write to .*objects: ") as caught:
+        repo.write_blob(data)
+    assert "writable" in (caught.value.hint or "")

@@ -197,7 +197,12 @@ class ObjectDB:
             written = self._hash_object_w(kind, data)
         else:
             assert isinstance(self._loose, str)
-            _write_loose(self._loose, oid, raw)
+            try:
+                _write_loose(self._loose, oid, raw)
+            except OSError as exc:  # a read-only or full disk, the user's permissions
+                raise GitError(f"cannot write to {self._loose}: {exc.strerror or exc}",
+                               hint="make the repository's objects folder writable (or "
+                                    "free some space), then run it again") from None
             written = oid
         if written != oid:
             raise GitError(f"writing a {kind} gave {written}, expected {oid}")
