@@ -393,3 +393,19 @@ def test_undo_and_redo_name_an_untracked_file_in_the_way(tmp_path: Path) -> None
     assert "move it aside, then run `pq redo` again" in line
     assert repo_state(fork) == before
     assert (fork / "csrc/extra.cc").read_text() == "my own, untracked\n"
+
+
+def test_status_says_a_rebase_another_pq_runs_now_is_running(tmp_path: Path) -> None:
+    """`pq status` while `pq rebase` replays (its state saved, the lock held): running, and
+    no advice to abort it (the state alone would read as an interrupted rebase)."""
+    fork = base_fork(tmp_path)
+    args = ["rebase", "upstream/main", "--force"]
+    at = checkpoints(fork, args).index("rename state.json") + 2  # replaying
+    seen = fork.parent / "status.json"
+    script = (f"cd {shlex.quote(str(fork))} && {shlex.quote(sys.executable)} -m pq status "
+              f"--json > {shlex.quote(str(seen))}")
+    proc = run_pq(fork, args, PQ_FAULT_AT=str(at), PQ_FAULT_RUN=script)
+    assert proc.returncode == 0, proc.stderr
+    status = json.loads(seen.read_text())["rebase"]
+    assert status["phase"] == "running" and status["next"] == []
+    assert "`pq rebase upstream/main --force` (process " in status["holder"]

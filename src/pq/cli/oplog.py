@@ -112,7 +112,10 @@ def log(limit: int | None, as_json: bool) -> None:
             shown = ", ".join(f"{f['path']} ({f['change']})" for f in row["files"][:3])
             more = f", and {len(row['files']) - 3} more" if len(row["files"]) > 3 else ""
             click.echo(f"         files  {shown}{more}")
-    if st is not None:
+    if st is not None and st.phase == "running":
+        click.echo(f"a pq rebase is running ({st.holder}); `pq undo` works again once it "
+                   "is done")
+    elif st is not None:
         click.echo("a pq rebase is in progress: `pq rebase --abort` goes back to before it "
                    "(`pq rebase --continue` finishes it); `pq undo` works again after that")
         if undo_mod.redo_allowed(h, True):

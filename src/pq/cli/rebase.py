@@ -315,6 +315,8 @@ def status(as_json: bool) -> None:
     elif st.phase == "stopped":
         click.echo("next: move aside what was in the way, then `pq rebase --continue` "
                    "(nothing resolved is lost); or `pq rebase --abort`")
+    elif st.phase == "running":
+        click.echo("next: wait for it to finish; `pq status` says where it stands then")
     elif st.phase == "elsewhere":
         click.echo(f"next: `cd {st.worktree}`: the rebase's index and files are there")
     else:

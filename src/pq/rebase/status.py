@@ -6,6 +6,7 @@ resolution would commit.
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 from dataclasses import dataclass, field
@@ -13,6 +14,7 @@ from typing import Any
 
 from pq.errors import ConfigError, OperationFailed
 from pq.git.repo import Git
+from pq.oplog.lock import lock_holder
 from pq.rebase import state as rs
 from pq.rebase import worktree
 
@@ -46,7 +48,7 @@ class ConflictFile:
 @dataclass
 class RebaseStatus:
     phase: str  # conflict, stopped (before landing, files in the way), interrupted,
-    # elsewhere (it runs in another worktree, `worktree`)
+    # elsewhere (it runs in another worktree, `worktree`), running (`holder` runs it now)
     branch: str
     onto_ref: str
     onto: str
@@ -58,19 +60,24 @@ class RebaseStatus:
     resolved: list[str] = field(default_factory=list)
     next: list[str] = field(default_factory=list)
     worktree: str | None = None
+    holder: str | None = None  # the running pq command and its process, when running
 
     def line(self) -> str:
         """One line: what is in progress, where, and what to run next."""
-        where = (f"stopped at patch {self.number} of {self.total}, patches/{self.patch} "
+        at = "at" if self.phase == "running" else "stopped at"
+        where = (f"{at} patch {self.number} of {self.total}, patches/{self.patch} "
                  f"(layer {self.layer})" if self.patch else
                  f"all {self.total} patches replayed, not landed yet")
         what = {"conflict": "conflict", "stopped": "stopped", "interrupted": "interrupted",
-                "elsewhere": f"in the worktree {self.worktree}"}
+                "elsewhere": f"in the worktree {self.worktree}",
+                "running": f"running: {self.holder}"}
         text = (f"rebase in progress ({what[self.phase]}): {self.branch} onto {self.onto_ref} "
                 f"({self.onto[:12]}), {where}")
         if self.phase == "conflict":
             files = "file" if len(self.conflicted) + len(self.resolved) == 1 else "files"
             text += f"; {len(self.conflicted)} conflicted, {len(self.resolved)} resolved {files}"
+        if self.phase == "running":
+            return text + "; next: wait for it to finish"
         first = "resolve the conflicted files, then " if self.conflicted else ""
         return text + "; next: " + first + " or ".join(f"`{n}`" for n in self.next)
 
@@ -82,7 +89,8 @@ class RebaseStatus:
                 "total": self.total,
                 "conflicted": [{"path": c.path, "code": c.code, "kind": c.kind, "fix": c.fix}
                                for c in self.conflicted],
-                "resolved": self.resolved, "next": self.next, "worktree": self.worktree}
+                "resolved": self.resolved, "next": self.next, "worktree": self.worktree,
+                "holder": self.holder}
 
 
 def conflicts(git: Git) -> list[ConflictFile]:
@@ -128,6 +136,10 @@ def status(git: Git) -> RebaseStatus | None:
         unmerged = {c.path for c in st.conflicted}
         st.resolved = [p for p in state.conflict_paths if p not in unmerged]
         st.next = list(NEXT_CONFLICT)
+    elif (holder := lock_holder(git)) is not None and holder.get("pid") != os.getpid():
+        # Not interrupted: another pq process replays it right now.
+        st.phase, st.next = "running", []
+        st.holder = f"`{holder.get('command') or 'pq'}` (process {holder.get('pid', '?')})"
     elif resumable(state):
         st.phase = "stopped"
         st.next = ["pq rebase --continue", "pq rebase --abort"]
@@ -148,12 +160,15 @@ def refuse_while_rebasing(git: Git, command: str) -> None:
     if st is None:
         rs.require_no_git_operation(git)
         return
-    where = (f"stopped at patches/{st.patch}" if st.patch else "not landed yet")
+    where = ("running now" if st.phase == "running" else
+             f"stopped at patches/{st.patch}" if st.patch else "not landed yet")
     raise ConfigError(f"a pq rebase of {st.branch} is in progress ({where}); {command} would "
                       "rewrite the series under it",
-                      hint="finish it with `pq rebase --continue` or end it with "
-                           f"`pq rebase --abort`, then run {command} again; `pq status` "
-                           "says where it stands")
+                      hint=f"wait for it to finish, then run {command} again"
+                      if st.phase == "running" else
+                      "finish it with `pq rebase --continue` or end it with "
+                      f"`pq rebase --abort`, then run {command} again; `pq status` "
+                      "says where it stands")
 
 
 def require_branch_free(git: Git, state: rs.RebaseState, action: str) -> None:
