@@ -282,3 +282,27 @@ def test_undo(work: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
     tpl = template("applied", applied_fork, tmp_path_factory)
     stats = check_all(tpl, work, ["undo"], spread=True)
     assert stats["undo"] > 0
+
+
+def test_ctrl_c_while_git_moves_the_working_tree_waits_for_git(tmp_path: Path) -> None:
+    """A Ctrl-C that comes while git checks out the rebased branch (here: sent to pq by the
+    `git reset` of the landing itself) stops pq once git is done, never git half way: the
+    branch, index and files are the new tip's, and --continue finishes the rebase."""
+    fork = base_fork(tmp_path)
+    shim = tmp_path / "bin"
+    shim.mkdir()
+    real = shutil.which("git")
+    write(shim, "git", "#!/bin/sh\ncase \" $* \" in *\" reset \"*) kill -INT $PPID; "
+                       f"sleep 0.5;; esac\nexec {real} \"$@\"\n", mode=0o755)
+    proc = run_pq(fork, ["rebase", "upstream/main"],
+                  PATH=f"{shim}{os.pathsep}{os.environ['PATH']}")
+    assert proc.returncode == 130, proc.stderr
+    assert b"pq: interrupted; the rebase is left in progress" in proc.stderr
+    head = git(fork, "rev-parse", "HEAD")
+    assert git(fork, "status", "--porcelain", "--untracked-files=no") == ""
+    assert git(fork, "rev-parse", "HEAD^{tree}") == git(fork, "write-tree")
+    assert git(fork, "show", "HEAD:csrc/extra.cc") == "int g() { return 2; }"
+    assert run_pq(fork, ["rebase", "--continue"]).returncode == 0
+    assert git(fork, "rev-parse", "HEAD") == head
+    assert run_pq(fork, ["check"]).returncode == 0
+    assert git(fork, "status", "--porcelain") == "?? notes.txt"

@@ -55,7 +55,10 @@ def failure_of(exc: BaseException) -> Failure | None:
     # notes which on the exception): `pq undo` puts back the state before it.
     logged = getattr(exc, "pq_failed_operation", None)
     half = (f" half-way: operation {logged} is logged as failed, and `pq undo` puts back "
-            "the state before it (`pq log` shows it)" if logged is not None else "")
+            "the state before it (`pq log` shows it)" if logged is not None else
+            "; the rebase is left in progress: `pq rebase --continue` goes on, `pq rebase "
+            "--abort` goes back (`pq status` says where it stands)"
+            if getattr(exc, "pq_rebase_left", False) else "")
     if isinstance(exc, PqError):
         return Failure(exc.render(), exc.exit_code, exc)
     if isinstance(exc, KeyboardInterrupt):

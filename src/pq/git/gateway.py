@@ -11,9 +11,10 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import signal
 import subprocess
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Self
 
@@ -88,6 +89,8 @@ class Gateway:
         self._format: str | None = None
         self._sealed: dict[str, tuple[Path, dict[str, str]]] = {}
         self._sealing = threading.Lock()  # a scan in a thread may run sealed diffs too
+        # Set while a command that changes the repository runs (pq.oplog.txn): see _held.
+        self.holding_interrupts = False
         tmp = common_dir / "pq" / "tmp"
         if tmp.is_dir():  # temp indexes of a pq that was killed
             _remove_stale_temp(tmp)
@@ -164,13 +167,15 @@ class Gateway:
         full_env = dict(self.env)
         if env:
             full_env.update(env)
-        return subprocess.run(
-            ["git", *args],
-            input=input,
-            capture_output=True,
-            env=full_env,
-            cwd=str(cwd or self.root),
-        )
+        with _held(self.holding_interrupts) as held:
+            return subprocess.run(
+                ["git", *args],
+                input=input,
+                capture_output=True,
+                env=full_env,
+                cwd=str(cwd or self.root),
+                process_group=0 if held else None,
+            )
 
     def text(self, *args: str, input: bytes | None = None, env: dict[str, str] | None = None,
              ok_codes: Sequence[int] = (0,)) -> str:
@@ -285,6 +290,28 @@ class Gateway:
 
     def empty_tree(self) -> TreeId:
         return TreeId(self.odb.write("tree", b""))
+
+
+@contextlib.contextmanager
+def _held(holding: bool) -> Iterator[bool]:
+    """While `holding` (a command that changes the repository runs) and in the main thread:
+    the git process of the block runs in a process group of its own, which the terminal's
+    Ctrl-C does not reach, and pq's own Ctrl-C takes effect, as KeyboardInterrupt, once the
+    block is done. git never stops half way through writing the index or the working tree
+    (a checkout cut short leaves files that look like the user's edits); pq stops between
+    two git commands, where its operation log can undo what it did. Yields whether it
+    holds."""
+    if not holding or threading.current_thread() is not threading.main_thread():
+        yield False
+        return
+    caught: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda number, _frame: caught.append(number))
+    try:
+        yield True
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if caught:
+        raise KeyboardInterrupt
 
 
 def worktree_of(git_dir: Path) -> Path:

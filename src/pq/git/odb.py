@@ -139,7 +139,7 @@ class ObjectDB:
             self._proc = subprocess.Popen(
                 ["git", "-C", str(self.root), "cat-file", "--batch"],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                env=self.env)
+                env=self.env, process_group=0)  # a Ctrl-C is pq's to handle, not its
         return self._proc
 
     @staticmethod

@@ -115,11 +115,13 @@ class Transaction:
             return self
         self.lock.acquire()
         _active[key] = self
+        self.git.holding_interrupts = True  # a Ctrl-C waits for the git command it hits
         if self.mutating:
             try:
                 self.begin()
             except BaseException:
                 del _active[key]
+                self.git.holding_interrupts = False
                 self.lock.release()
                 raise
         return self
@@ -177,6 +179,9 @@ class Transaction:
                 if exc is not None and self.entry is not None and (
                         REBASE_STATE not in after.get("state", {})):
                     exc.pq_failed_operation = self.record["id"]  # type: ignore[attr-defined]
+                elif exc is not None and self.entry is not None:
+                    exc.pq_rebase_left = True  # type: ignore[attr-defined]
         finally:
             _active.pop(str(self.git.common_dir), None)
+            self.git.holding_interrupts = False
             self.lock.release()
