@@ -256,3 +256,17 @@ def test_a_pick_starts_the_message_at_its_first_line_that_is_not_blank(
     """As git's picks do (skip_blank_lines: spaces, tabs and CRs; not a vertical tab)."""
     author = Person.parse("A U Thor <a@example.com> 1700000000 +0000")
     assert as_git_commits(author, message, None) == (author, picked)
+
+
+def test_a_message_after_blank_lines_is_named_by_its_subject_as_git_does(
+        tmp_path: Path) -> None:
+    """`git format-patch` names the file from the first line that is not blank; so do
+    pq's patch file name and series.yaml summary."""
+    fork = make_fork(tmp_path)
+    raw_commit(fork, AUTHOR, b"\n \n\t\r\nbuild: after blank lines\n\nbody\n", None, False)
+    expected = git(fork, "format-patch", "-1", "--stdout", "HEAD").split("\n")[3]
+    assert expected == "Subject: [PATCH] build: after blank lines"
+    pq(fork, "init", "--upstream", "upstream/main")
+    assert [p.name for p in (fork / "patches").iterdir()] == [
+        "0001-build-after-blank-lines.patch"]
+    assert "summary: 'build: after blank lines'" in (fork / "series.yaml").read_text()

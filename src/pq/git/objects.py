@@ -50,7 +50,13 @@ class Commit:
 
     @property
     def subject(self) -> str:
-        return self.message.split("\n", 1)[0]
+        return subject_of(self.message)
+
+
+def subject_of(message: str) -> str:
+    """A message's subject line as git reads it (`%s`, `format-patch`'s file names): its
+    first line that is not blank (spaces, tabs and CRs are; git's skip_blank_lines)."""
+    return next((line for line in message.split("\n") if line.strip(" \t\r")), "")
 
 
 def parse_commit(sha: CommitId, data: bytes) -> Commit:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 
 from pq.errors import ConfigError
-from pq.git.objects import Person
+from pq.git.objects import Person, subject_of
 from pq.model import diff as diffs
 from pq.model import mailheader
 
@@ -34,7 +34,7 @@ class PatchFile:
 
     @property
     def subject(self) -> str:
-        return self.message.split("\n", 1)[0]
+        return subject_of(self.message)
 
     @cached_property
     def files(self) -> tuple[diffs.FileDiff, ...]:

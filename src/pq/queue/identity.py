@@ -22,6 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from pq.errors import ConfigError
+from pq.git.objects import subject_of
 from pq.model import diff as diffs
 from pq.model import patchfile
 from pq.model.patchfile import TRAILER, PatchFile
@@ -30,8 +31,6 @@ from pq.model.series import NAME_RE, PatchEntry
 if TYPE_CHECKING:
     from pq.queue.stack import StackCommit
 
-def _subject(message: str) -> str:
-    return message.split("\n", 1)[0]
 
 
 def _tiers() -> tuple[tuple[str, Callable[[StackCommit | PatchFile], object]], ...]:
@@ -41,7 +40,7 @@ def _tiers() -> tuple[tuple[str, Callable[[StackCommit | PatchFile], object]], .
         ("the same diff", lambda r: r.diff),
         ("the same diff (lines moved)", lambda r: diffs.without_line_numbers(r.diff)),
         ("the same author and message", lambda r: (r.message, r.author.name, r.author.email)),
-        ("the same author, date and subject", lambda r: (_subject(r.message), r.author)),
+        ("the same author, date and subject", lambda r: (subject_of(r.message), r.author)),
     )
 
 
@@ -105,7 +104,7 @@ def _ambiguous(sc: StackCommit, options: list[str], what: str) -> ConfigError:
     both = " and ".join(f"patches/{n}" for n in options[:2])
     more = f" (and {len(options) - 2} more)" if len(options) > 2 else ""
     return ConfigError(
-        f"commit {sc.commit[:12]} ({_subject(sc.message)!r}) could be {both}{more} "
+        f"commit {sc.commit[:12]} ({subject_of(sc.message)!r}) could be {both}{more} "
         f"({what}); pq will not guess which patch it is",
         path="series.yaml",
         hint=f"add the line `{TRAILER}: <name>` (e.g. `{TRAILER}: {options[0]}`) to the end "
@@ -115,8 +114,8 @@ def _ambiguous(sc: StackCommit, options: list[str], what: str) -> ConfigError:
 
 def _two_commits(a: StackCommit, b: StackCommit, name: str, what: str) -> ConfigError:
     return ConfigError(
-        f"commits {a.commit[:12]} ({_subject(a.message)!r}) and {b.commit[:12]} "
-        f"({_subject(b.message)!r}) could both be patches/{name} ({what}); pq will not "
+        f"commits {a.commit[:12]} ({subject_of(a.message)!r}) and {b.commit[:12]} "
+        f"({subject_of(b.message)!r}) could both be patches/{name} ({what}); pq will not "
         "guess which one it is",
         path="series.yaml",
         hint=f"add the line `{TRAILER}: {name}` to the end of that commit's message "

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from pq.errors import ConfigError, GitError, OperationFailed
-from pq.git.objects import CommitId, Person
+from pq.git.objects import CommitId, Person, subject_of
 from pq.git.repo import Git
 from pq.git.trees import TreeCollision, Trees
 from pq.model import dep3, hunkapply, layers, patchfile
@@ -216,10 +216,10 @@ def assign_names(stack: Sequence[StackCommit], old: Series | None,
     names: list[str] = []
     for sc, name in zip(stack, found):
         if name is None:
-            name = f"{nxt:04d}-{slugify(sc.message.split(chr(10), 1)[0])}.patch"
+            name = f"{nxt:04d}-{slugify(subject_of(sc.message))}.patch"
             while name in taken:
                 nxt += 1
-                name = f"{nxt:04d}-{slugify(sc.message.split(chr(10), 1)[0])}.patch"
+                name = f"{nxt:04d}-{slugify(subject_of(sc.message))}.patch"
             taken.add(name)
             nxt += 1
         names.append(name)
@@ -285,7 +285,7 @@ def summary_of(message: str, encoding: str | None = None) -> str:
     """series.yaml's summary of a message: its subject, as text (bytes that are not UTF-8
     read in the commit's declared `encoding`, as `git log` shows them, else U+FFFD;
     whitespace runs one space)."""
-    subject = message.split("\n", 1)[0].encode("utf-8", "surrogateescape")
+    subject = subject_of(message).encode("utf-8", "surrogateescape")
     try:
         text = subject.decode("utf-8")
     except UnicodeDecodeError:
