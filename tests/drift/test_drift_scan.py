@@ -206,6 +206,23 @@ def test_a_merge_counts_and_its_own_lines_are_scanned(tmp_path: Path) -> None:
     assert find(report, "c10/cuda/CUDAGuard.h").commit != merge  # the side commit's, not the merge's
 
 
+def test_a_clean_merge_is_not_named_for_what_its_sides_changed(tmp_path: Path) -> None:
+    """Main edits setup.py (which a patch touches), a side branch only the README; their
+    clean merge changes nothing of its own, so setup.py names main's commit alone."""
+    fork = fork_with_series(tmp_path)
+    old = git(fork, "rev-parse", "upstream/main")
+    up = fork.parent / "upstream"
+    git(up, "switch", "-q", "-c", "side")
+    upstream_commit(fork, {"README.md": "more\n"}, "side: readme")
+    git(up, "switch", "-q", "main")
+    edit = upstream_commit(fork, {"setup.py": "from torch.utils import cpp_extension\n\n\n"
+                                              "\n\nsetup(name='y')\n"}, "main: setup")
+    git(up, "merge", "-q", "--no-ff", "--no-edit", "side")
+    git(fork, "fetch", "-q", "upstream")
+    report = run(fork, old)
+    assert [(t.file, t.commits) for t in report.touched] == [("setup.py", (edit,))]
+
+
 def test_a_scan_ahead_in_a_thread_is_the_scan_and_hands_back_its_error(tmp_path: Path) -> None:
     fork = fork_with_series(tmp_path)
     old = git(fork, "rev-parse", "upstream/main")

@@ -265,14 +265,15 @@ class Git(WorkingTree):
         changed beyond git's own merge of its parents (`--remerge-diff`: empty for a clean
         merge; a conflict's resolution, or an evil merge's own lines, otherwise)."""
         options = [o for o in DIFF_OPTIONS if o != "--binary"]
+        # Newest first, turned round below: git 2.39's `--reverse` spoils remerge diffs.
         out = self.run_sealed("diff", *PORCELAIN_DIFF_CONFIG, "log", "--diff-merges=remerge",
-                              "--reverse", "--topo-order", "--format=%x01%H", "-p", f"-U{context}",
+                              "--topo-order", "--format=%x01%H", "-p", f"-U{context}",
                               *options, f"{old}..{new}", "--")
         found = []
         for chunk in (b"\n" + out).split(b"\n\x01")[1:]:
             head, _, body = chunk.partition(b"\n")
             found.append((CommitId(head.decode().strip()), body.lstrip(b"\n")))
-        return found
+        return found[::-1]
 
     def diff_commits(self, old: str, new: str, paths: Sequence[str]) -> bytes:
         """The diff of `paths` from commit `old` to commit `new`, with pq's pinned diff
