@@ -77,6 +77,17 @@ def test_stage_environment_interpreter_and_worktree(tmp_path: Path) -> None:
     assert not os.path.exists(pwd)
 
 
+def test_a_stage_path_without_bash_still_runs_the_stage(tmp_path: Path) -> None:
+    """`env: {PATH: ...}` is taken as written (no `$PATH` expansion): pq's own bash runs
+    the command all the same, with the stage's PATH."""
+    fork = gate_fork(tmp_path, stage_lines(stage("build", 'echo "path=$PATH"',
+                                                 env='{PATH: /opt/cuda/bin}')))
+    tip = git(fork, "rev-parse", "HEAD")
+    assert "result: passed" in pq(fork, "gate").output
+    text = (fork / ".git/pq/gate/logs" / tip / "build.log").read_text()
+    assert "path=/opt/cuda/bin" in text
+
+
 def test_failing_build_shows_the_tail_and_stops(tmp_path: Path) -> None:
     failing = stage("build", "echo 'csrc/ops.cc:3:5: error: no member named foo' >&2; "
                     "for i in $(seq 1 100); do echo line $i; done; "
@@ -163,6 +174,13 @@ BAD = [
      "unknown requirement 'tpu'"),
     ("env value", stage("build", "true", env="{A: [1]}"), "env: {A: [1]}",
      "env A must be a string"),
+    ("env number", stage("build", "true", env="{V: 12.10}"), "env: {V: 12.10}",
+     "env V must be a string (write it quoted, `V: \"...\"`"),
+    ("env octal", stage("build", "true", env="{UMASK: 022}"), "env: {UMASK: 022}",
+     "env UMASK must be a string"),
+    ("env NUL", stage("build", "true", env='{V: "a\\0b"}'), "env: {V:",
+     "env V holds a NUL character"),
+    ("run NUL", stage("build", "true\0"), "run:", "`run` holds a NUL character"),
     ("unknown kind", "    - name: cmp\n      kind: fuzz\n", "kind: fuzz", "unknown kind 'fuzz'"),
     ("bad name", stage("bad/name", "true"), "name: bad/name", "bad gate stage name"),
 ]

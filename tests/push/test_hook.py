@@ -256,7 +256,8 @@ def test_audit_error_is_refused(tmp_path: Path) -> None:
     pq(fork, "export", "--commit")  # the patch's DEP-3 headers follow the new block
     result = push(fork, "origin", "paddle")
     assert_refused(result, remote, {}, "[audit]", "WA001", "fix: add `covers:`",
-                   "policy findings of the workaround audit")
+                   "policy findings of the workaround audit",
+                   "`acknowledged: [{rule: WA001, reason: \"...\"}]`")  # a rule it found
     skipped = push(fork, "origin", "paddle", PQ_SKIP="audit")
     assert skipped.returncode == 0, skipped.stderr
     assert "WARNING: PQ_SKIP=audit: skipping the check audit" in skipped.stderr

@@ -5,14 +5,22 @@ No click here: `python -m pq hook run`, the hook's fast path, prints these lines
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from pq.push.hook import HookResult, RefReport
 from pq.push.refs import SKIP_ENV
 from pq.push.registry import CheckFailure, names, split_failures
 
-ACK_HINT = ("a finding you reviewed and keep: acknowledge it on the patch's entry in "
-            "series.yaml, `acknowledged: [{rule: WA014, reason: \"...\"}]`")
+_RULE = re.compile(r"\[(WA\d+) ")  # the audit check's messages: `[WA014 rule-name] ...`
+
+
+def ack_hint(policy: Sequence[CheckFailure]) -> str:
+    """How to acknowledge a reviewed finding, with a rule the findings name."""
+    rules = sorted({m.group(1) for f in policy if (m := _RULE.search(f.message))})
+    return ("a finding you reviewed and keep: acknowledge it on the patch's entry in "
+            f"series.yaml, `acknowledged: [{{rule: {rules[0] if rules else 'WA014'}, "
+            "reason: \"...\"}]`")
 
 
 def _n(n: int, word: str) -> str:
@@ -83,7 +91,7 @@ def _report_lines(r: RefReport) -> list[str]:
         lines.append(f"pq: {where}: {_n(len(policy), 'policy finding')} of the workaround "
                      "audit (`pq audit workarounds` shows them all):")
         lines.extend(_failure_lines(policy))
-        lines.append(f"pq:   {ACK_HINT}")
+        lines.append(f"pq:   {ack_hint(policy)}")
     return lines
 
 
@@ -111,7 +119,7 @@ def check_lines(rev: str, report: RefReport) -> list[str]:
             lines.append(f"  [{f.check}] {f.message}")
             lines.append(f"    fix: {f.fix_command}")
     if policy:
-        lines.append(ACK_HINT)
+        lines.append(ack_hint(policy))
     if not consistency and policy:
         lines.append("the branch matches its series; the push is refused for the policy "
                      "findings above")

@@ -191,6 +191,10 @@ def _stage(series: Series, lines: list[str], i: int, item: Any) -> Stage:
     if run is not None and (not isinstance(run, str) or not run.strip()):
         raise series.error(path + ("run",), f"gate stage {name!r}: `run` must be a non-empty "
                            "shell command string")
+    if isinstance(run, str) and "\0" in run:
+        raise series.error(path + ("run",), f"gate stage {name!r}: `run` holds a NUL "
+                           "character, which no command line can carry",
+                           hint="remove the `\\0` from the command")
     if kind is not None and kind not in BUILTIN_KINDS:
         raise series.error(path + ("kind",), f"gate stage {name!r}: unknown kind {kind!r}",
                            hint="built-in kinds: " + ", ".join(BUILTIN_KINDS))
@@ -267,10 +271,15 @@ def _env(series: Series, path: tuple[str | int, ...], name: str, value: Any) -> 
         if not _ENV_RE.match(key):
             raise series.error(path + ("env", key), f"gate stage {name!r}: bad environment "
                                f"variable name {key!r}")
-        if isinstance(val, bool) or not isinstance(val, (str, int, float)):
+        if not isinstance(val, str):  # YAML reads 12.10 as 12.1, 022 as 18: never guess
             raise series.error(path + ("env", key), f"gate stage {name!r}: env {key} must be a "
-                               "string", hint="quote the value, e.g. \"1\"")
-        env[key] = str(val)
+                               "string", hint=f"write it quoted, `{key}: \"...\"`; unquoted, "
+                               "YAML reads 12.10 as the number 12.1 and 022 as 18")
+        if "\0" in val:
+            raise series.error(path + ("env", key), f"gate stage {name!r}: env {key} holds a "
+                               "NUL character, which no environment variable can carry",
+                               hint="remove the `\\0` from the value")
+        env[key] = val
     return env
 
 

@@ -185,7 +185,9 @@ def run_command(command: str, cwd: Path, env: dict[str, str], timeout_s: float,
     with open(log_path, "wb") as log:
         log.write(f"# pq gate: $ {command}\n".encode("utf-8", "surrogateescape"))
         log.flush()
-        done = process.run(["bash", "-c", command], timeout=timeout_s, cwd=str(cwd), env=env,
+        # bash found on pq's own PATH: a stage's `env` may set a PATH without it.
+        shell = shutil.which("bash") or "/bin/bash"
+        done = process.run([shell, "-c", command], timeout=timeout_s, cwd=str(cwd), env=env,
                            log=log, tick=tick)
         how = "timed out" if done.timed_out else process.exit_detail(done.code)
         log.write(f"\n# pq gate: {how} after {done.seconds:.1f} s\n".encode())
