@@ -248,6 +248,20 @@ def test_series_that_does_not_load_is_refused(tmp_path: Path) -> None:
                    "unknown layer 'nonsense'")
 
 
+def test_series_metadata_committed_without_export_is_named_as_such(tmp_path: Path) -> None:
+    """A workaround block added to series.yaml and committed without `pq export`: only the
+    patch file's header lines are stale, and the check says so (not "amended")."""
+    fork, remote = make_pushable(tmp_path)
+    text = (fork / "series.yaml").read_text()
+    (fork / "series.yaml").write_text(text.replace(
+        "layer: build", "layer: build\n    workaround:\n      kind: compat-gap", 1))
+    commit_all(fork, "series: a workaround block")
+    result = push(fork, "origin", "paddle")
+    assert_refused(result, remote, {}, "header lines (its layer, its workaround metadata) do "
+                   "not match its entry in series.yaml", "fix: pq export --commit")
+    assert "reworded or amended" not in result.stderr
+
+
 def test_audit_error_is_refused(tmp_path: Path) -> None:
     fork, remote = make_pushable(tmp_path)
     text = (fork / "series.yaml").read_text()

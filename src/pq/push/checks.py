@@ -143,7 +143,12 @@ def check_export(git: Git, ctx: CheckContext) -> list[CheckFailure]:
     edited = set(stack.hand_edits(git, series.base, ctx.commit, queue, last)) if (
         differ and last) else set()
     for name in differ:
-        failures.append(_mismatch(git, name, by_name[name].commit, fresh, last, edited))
+        failures.append(_mismatch(git, name, by_name[name].commit, fresh, last, edited)
+                        if not _headers_only(name, fresh.files[name], queue.files[name]) else
+                        CheckFailure("export", f"patches/{name}'s header lines (its layer, its "
+                                     "workaround metadata) do not match its entry in "
+                                     "series.yaml, one of them edited without `pq export`; "
+                                     "its message and diff are its commit's", fix))
     common_fresh = [n for n in fresh_names if n in queue.files]
     common_old = [n for n in old_names if n in fresh.files]
     if not failures and common_fresh != common_old:
@@ -151,6 +156,18 @@ def check_export(git: Git, ctx: CheckContext) -> list[CheckFailure]:
             "export", "the branch's commits are in a different order than series.yaml lists "
                       "the patches", fix))
     return failures
+
+
+def _headers_only(name: str, fresh: bytes, committed: bytes) -> bool:
+    """Whether two forms of a patch file differ only in the header lines pq writes from
+    series.yaml: the same author, message, encoding and diff."""
+    from pq.model import patchfile
+
+    try:
+        a, b = (patchfile.parse(data, f"patches/{name}") for data in (fresh, committed))
+    except ConfigError:
+        return False
+    return (a.author, a.message, a.encoding, a.diff) == (b.author, b.message, b.encoding, b.diff)
 
 
 def _mismatch(git: Git, name: str, commit: str, fresh: Queue,
