@@ -306,3 +306,24 @@ def test_ctrl_c_while_git_moves_the_working_tree_waits_for_git(tmp_path: Path) -
     assert git(fork, "rev-parse", "HEAD") == head
     assert run_pq(fork, ["check"]).returncode == 0
     assert git(fork, "status", "--porcelain") == "?? notes.txt"
+
+
+def test_a_second_ctrl_c_stops_the_git_command_pq_waits_for(tmp_path: Path) -> None:
+    """git that will not end (a hook waiting on the terminal, say): the first Ctrl-C waits
+    for it, the second stops it, and pq ends at once, logged as failed, undoable."""
+    fork = base_fork(tmp_path)
+    shim = tmp_path / "bin"
+    shim.mkdir()
+    real = shutil.which("git")
+    write(shim, "git", "#!/bin/sh\ncase \" $* \" in *\" reset \"*) kill -INT $PPID; sleep 0.3; "
+                       f"kill -INT $PPID; sleep 60;; esac\nexec {real} \"$@\"\n", mode=0o755)
+    import time
+
+    start = time.monotonic()
+    proc = run_pq(fork, ["rebase", "upstream/main"],
+                  PATH=f"{shim}{os.pathsep}{os.environ['PATH']}")
+    assert time.monotonic() - start < 30
+    assert proc.returncode == 130, proc.stderr
+    assert b"pq: interrupted" in proc.stderr
+    assert run_pq(fork, ["rebase", "--abort"]).returncode == 0
+    assert git(fork, "status", "--porcelain") == "?? notes.txt"

@@ -167,15 +167,18 @@ class Gateway:
         full_env = dict(self.env)
         if env:
             full_env.update(env)
-        with _held(self.holding_interrupts) as held:
-            return subprocess.run(
-                ["git", *args],
-                input=input,
-                capture_output=True,
-                env=full_env,
-                cwd=str(cwd or self.root),
-                process_group=0 if held else None,
-            )
+        with _held(self.holding_interrupts) as hold:
+            with subprocess.Popen(["git", *args], stdin=None if input is None else subprocess.PIPE,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=full_env,
+                                  cwd=str(cwd or self.root),
+                                  process_group=0 if hold.active else None) as proc:
+                hold.child = proc
+                try:
+                    out, err = proc.communicate(input)
+                except BaseException:
+                    proc.kill()
+                    raise
+            return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
     def text(self, *args: str, input: bytes | None = None, env: dict[str, str] | None = None,
              ok_codes: Sequence[int] = (0,)) -> str:
@@ -292,26 +295,43 @@ class Gateway:
         return TreeId(self.odb.write("tree", b""))
 
 
+class _Hold:
+    """What `_held` holds: whether it is active, the git process it runs, the Ctrl-Cs seen."""
+
+    def __init__(self, active: bool) -> None:
+        self.active = active
+        self.child: subprocess.Popen[bytes] | None = None
+        self.caught = 0
+
+    def interrupted(self, _number: int, _frame: object) -> None:
+        self.caught += 1
+        if self.caught > 1 and self.child is not None:  # asked again: stop git too, as a
+            with contextlib.suppress(OSError):        # Ctrl-C always did (a hook may be
+                os.killpg(self.child.pid, signal.SIGINT)  # stopped, reading the terminal)
+                os.killpg(self.child.pid, signal.SIGCONT)
+
+
 @contextlib.contextmanager
-def _held(holding: bool) -> Iterator[bool]:
+def _held(holding: bool) -> Iterator[_Hold]:
     """While `holding` (a command that changes the repository runs) and in the main thread:
     the git process of the block runs in a process group of its own, which the terminal's
     Ctrl-C does not reach, and pq's own Ctrl-C takes effect, as KeyboardInterrupt, once the
     block is done. git never stops half way through writing the index or the working tree
     (a checkout cut short leaves files that look like the user's edits); pq stops between
-    two git commands, where its operation log can undo what it did. Yields whether it
-    holds."""
-    if not holding or threading.current_thread() is not threading.main_thread():
-        yield False
+    two git commands, where its operation log can undo what it did. A second Ctrl-C stops
+    git as well (a hook waiting on the terminal, which a process group in the background
+    cannot read, would wait for ever)."""
+    hold = _Hold(holding and threading.current_thread() is threading.main_thread())
+    if not hold.active:
+        yield hold
         return
-    caught: list[int] = []
-    previous = signal.signal(signal.SIGINT, lambda number, _frame: caught.append(number))
+    previous = signal.signal(signal.SIGINT, hold.interrupted)
     try:
-        yield True
+        yield hold
     finally:
         signal.signal(signal.SIGINT, previous)
-    if caught:
-        raise KeyboardInterrupt
+        if hold.caught:
+            raise KeyboardInterrupt
 
 
 def worktree_of(git_dir: Path) -> Path:

@@ -54,8 +54,9 @@ class Commit:
 
 
 def subject_of(message: str) -> str:
-    """A message's subject line as git reads it (`%s`, `format-patch`'s file names): its
-    first line that is not blank (spaces, tabs and CRs are; git's skip_blank_lines)."""
+    """A message's subject line: its first line that is not blank (spaces, tabs and CRs
+    are; git's skip_blank_lines), where git's subject starts (git's `%s` then joins the
+    rest of that paragraph; pq names and summarises by the line)."""
     return next((line for line in message.split("\n") if line.strip(" \t\r")), "")
 
 
