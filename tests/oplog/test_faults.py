@@ -284,18 +284,24 @@ def test_undo(work: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
     assert stats["undo"] > 0
 
 
+def rebase_with_reset_doing(tmp_path: Path, fork: Path, script: str
+                            ) -> subprocess.CompletedProcess[bytes]:
+    """`pq rebase upstream/main`, through a `git` on PATH that runs the shell `script` (as
+    pq's child: $PPID is pq) before the landing's `git reset` goes on to the real git."""
+    shim = tmp_path / "bin"
+    shim.mkdir()
+    write(shim, "git", f"#!/bin/sh\ncase \" $* \" in *\" reset \"*) {script};; esac\n"
+                       f"exec {shutil.which('git')} \"$@\"\n", mode=0o755)
+    return run_pq(fork, ["rebase", "upstream/main"],
+                  PATH=f"{shim}{os.pathsep}{os.environ['PATH']}")
+
+
 def test_ctrl_c_while_git_moves_the_working_tree_waits_for_git(tmp_path: Path) -> None:
     """A Ctrl-C that comes while git checks out the rebased branch (here: sent to pq by the
     `git reset` of the landing itself) stops pq once git is done, never git half way: the
     branch, index and files are the new tip's, and --continue finishes the rebase."""
     fork = base_fork(tmp_path)
-    shim = tmp_path / "bin"
-    shim.mkdir()
-    real = shutil.which("git")
-    write(shim, "git", "#!/bin/sh\ncase \" $* \" in *\" reset \"*) kill -INT $PPID; "
-                       f"sleep 0.5;; esac\nexec {real} \"$@\"\n", mode=0o755)
-    proc = run_pq(fork, ["rebase", "upstream/main"],
-                  PATH=f"{shim}{os.pathsep}{os.environ['PATH']}")
+    proc = rebase_with_reset_doing(tmp_path, fork, "kill -INT $PPID; sleep 0.5")
     assert proc.returncode == 130, proc.stderr
     assert b"pq: interrupted; the rebase is left in progress" in proc.stderr
     head = git(fork, "rev-parse", "HEAD")
@@ -310,18 +316,13 @@ def test_ctrl_c_while_git_moves_the_working_tree_waits_for_git(tmp_path: Path) -
 
 def test_a_second_ctrl_c_stops_the_git_command_pq_waits_for(tmp_path: Path) -> None:
     """git that will not end (a hook waiting on the terminal, say): the first Ctrl-C waits
-    for it, the second stops it, and pq ends at once, logged as failed, undoable."""
-    fork = base_fork(tmp_path)
-    shim = tmp_path / "bin"
-    shim.mkdir()
-    real = shutil.which("git")
-    write(shim, "git", "#!/bin/sh\ncase \" $* \" in *\" reset \"*) kill -INT $PPID; sleep 0.3; "
-                       f"kill -INT $PPID; sleep 60;; esac\nexec {real} \"$@\"\n", mode=0o755)
+    for it, the second stops it, pq ends at once, and --abort goes back."""
     import time
 
+    fork = base_fork(tmp_path)
     start = time.monotonic()
-    proc = run_pq(fork, ["rebase", "upstream/main"],
-                  PATH=f"{shim}{os.pathsep}{os.environ['PATH']}")
+    proc = rebase_with_reset_doing(tmp_path, fork,
+                                   "kill -INT $PPID; sleep 0.3; kill -INT $PPID; sleep 60")
     assert time.monotonic() - start < 30
     assert proc.returncode == 130, proc.stderr
     assert b"pq: interrupted" in proc.stderr

@@ -5,19 +5,16 @@ No click here: `python -m pq hook run`, the hook's fast path, prints these lines
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
 from pq.push.hook import HookResult, RefReport
 from pq.push.refs import SKIP_ENV
 from pq.push.registry import CheckFailure, names, split_failures
 
-_RULE = re.compile(r"\[(WA\d+) ")  # the audit check's messages: `[WA014 rule-name] ...`
-
 
 def ack_hint(policy: Sequence[CheckFailure]) -> str:
     """How to acknowledge a reviewed finding, with a rule the findings name."""
-    rules = sorted({m.group(1) for f in policy if (m := _RULE.search(f.message))})
+    rules = sorted({f.rule for f in policy if f.rule})
     return ("a finding you reviewed and keep: acknowledge it on the patch's entry in "
             f"series.yaml, `acknowledged: [{{rule: {rules[0] if rules else 'WA014'}, "
             "reason: \"...\"}]`")

@@ -54,10 +54,23 @@ class Commit:
 
 
 def subject_of(message: str) -> str:
-    """A message's subject line: its first line that is not blank (spaces, tabs and CRs
-    are; git's skip_blank_lines), where git's subject starts (git's `%s` then joins the
-    rest of that paragraph; pq names and summarises by the line)."""
-    return next((line for line in message.split("\n") if line.strip(" \t\r")), "")
+    """A message's subject line: its first line that is not blank, where git's subject
+    starts (git's `%s` then joins the rest of that paragraph; pq names and summarises by
+    the line)."""
+    return _skip_blank_lines(message).split("\n", 1)[0]
+
+
+def _skip_blank_lines(text: str) -> str:
+    """`text` from its first line holding more than spaces, tabs and CRs (git's
+    skip_blank_lines); "" when there is none."""
+    start = 0
+    while start < len(text):
+        end = text.find("\n", start)
+        end = len(text) if end < 0 else end + 1
+        if text[start:end].strip(" \t\r\n"):
+            break
+        start = end
+    return text[start:]
 
 
 def parse_commit(sha: CommitId, data: bytes) -> Commit:
@@ -94,7 +107,7 @@ def as_git_commits(author: Person, message: str, encoding: str | None) -> tuple[
     The message starts at its first line that is not blank (spaces, tabs, CRs), as git's
     pick takes it from the subject on."""
     ident = author.ident().encode("utf-8", "surrogateescape")
-    text = _skip_blank_lines(message.encode("utf-8", "surrogateescape"))
+    text = _skip_blank_lines(message).encode("utf-8", "surrogateescape")
     if encoding is not None and encoding.lower() not in ("utf-8", "utf8"):
         try:
             ident, text = (ident.decode(encoding).encode("utf-8"),
@@ -103,19 +116,6 @@ def as_git_commits(author: Person, message: str, encoding: str | None) -> tuple[
             pass
     return (Person.parse(_verify_utf8(ident).decode("utf-8", "surrogateescape")),
             _verify_utf8(text).decode("utf-8", "surrogateescape"))
-
-
-def _skip_blank_lines(text: bytes) -> bytes:
-    """`text` from its first line holding more than spaces, tabs and CRs (git's
-    skip_blank_lines); b"" when there is none."""
-    start = 0
-    while start < len(text):
-        end = text.find(b"\n", start)
-        end = len(text) if end < 0 else end + 1
-        if text[start:end].strip(b" \t\r\n"):
-            break
-        start = end
-    return text[start:]
 
 
 def _verify_utf8(data: bytes) -> bytes:

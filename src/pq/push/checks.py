@@ -304,7 +304,8 @@ def check_audit(git: Git, ctx: CheckContext) -> list[CheckFailure]:
     for f in report.errors:
         where = f"{f.location}: " if f.location else ""
         failures.append(CheckFailure(
-            "audit", f"{where}[{f.rule_id} {f.rule}] {f.patch}: {f.message}", f.fix))
+            "audit", f"{where}[{f.rule_id} {f.rule}] {f.patch}: {f.message}", f.fix,
+            rule=f.rule_id))
     return failures
 
 

@@ -40,6 +40,7 @@ class CheckFailure:
     check: str
     message: str
     fix_command: str
+    rule: str | None = None  # the audit rule a policy finding is of (WA014, say)
 
     def to_json(self) -> dict[str, str]:
         return {"check": self.check, "message": self.message, "fix": self.fix_command}
