@@ -47,7 +47,8 @@ def test_odb_reads_writes_and_hashes_as_git_does(tmp_path: Path, fmt: str) -> No
         head = g.commit("HEAD")
         assert head.tree == git(root, "rev-parse", "HEAD^{tree}")
         assert g.blob("HEAD:a.txt") == b"one\n"
-        commit = g.write_commit(head.tree, [head.id], head.author, head.committer, "again\n")
+        commit = g.write_commit(head.tree, [head.id], head.author, head.committer, "again\n",
+                                branch=False)
         assert git(root, "log", "-1", "--format=%s", commit) == "again"
         assert git(root, "rev-parse", f"{commit}^") == head.id
 

@@ -56,7 +56,7 @@ def fix_renames(git: Git) -> FixResult:
             f"{SUMMARY}\n\n" + "".join(f"{o} -> {n}\n" for o, n in used), name)
         committer = git.committer_now()
         tree = Trees(git).edit(git.tree_of(last), changes)
-        commit = git.write_commit(tree, [last], git.author_now(), committer, message)
+        commit = git.write_commit(tree, [last], git.author_now(), committer, message, branch=True)
         tip = rewrite.land(git, t, branch, head, commit, series,
                            [e.name for e in series.patches] + [name], committer,
                            "pq fix-renames", "pq: fix-renames\n")

@@ -87,6 +87,7 @@ class Gateway:
         self._odb: ObjectDB | None = None
         self._version: tuple[int, int] | None = None
         self._format: str | None = None
+        self._signing: bool | None = None
         self._sealed: dict[str, tuple[Path, dict[str, str]]] = {}
         self._sealing = threading.Lock()  # a scan in a thread may run sealed diffs too
         # Set while a command that changes the repository runs (pq.oplog.txn): see _held.
@@ -161,13 +162,16 @@ class Gateway:
         input: bytes | None = None,
         env: dict[str, str] | None = None,
         cwd: Path | None = None,
+        interruptible: bool = False,
     ) -> subprocess.CompletedProcess[bytes]:
+        """`interruptible`: git only writes objects, so it runs in pq's process group even
+        while a command holds Ctrl-C (see _held), and may ask on the terminal."""
         checkpoint("git " + (args[0] if args[0] != "-c" else next(
             (a for a in args if not a.startswith("-") and "=" not in a), "?")))
         full_env = dict(self.env)
         if env:
             full_env.update(env)
-        with _held(self.holding_interrupts) as hold:
+        with _held(self.holding_interrupts and not interruptible) as hold:
             with subprocess.Popen(["git", *args], stdin=None if input is None else subprocess.PIPE,
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=full_env,
                                   cwd=str(cwd or self.root),
@@ -280,16 +284,33 @@ class Gateway:
         return BlobId(self.odb.write("blob", data))
 
     def write_commit(self, tree: str, parents: Sequence[str], author: Person,
-                     committer: Person, message: str, encoding: str | None = None) -> CommitId:
-        """A commit object of exactly these fields (text is surrogateescaped bytes)."""
+                     committer: Person, message: str, encoding: str | None = None, *,
+                     branch: bool) -> CommitId:
+        """A commit object of exactly these fields (text is surrogateescaped bytes).
+
+        `branch`: the commit goes on a branch, so it is signed where the configuration
+        asks for signed commits (pq.git.signing); scratch commits never are."""
         lines = [f"tree {tree}"]
         lines += [f"parent {p}" for p in parents]
         lines.append(f"author {author.ident()}")
         lines.append(f"committer {committer.ident()}")
         if encoding is not None:
             lines.append(f"encoding {encoding}")
-        body = "\n".join(lines) + "\n\n" + message
-        return CommitId(self.odb.write("commit", body.encode("utf-8", "surrogateescape")))
+        body = ("\n".join(lines) + "\n\n" + message).encode("utf-8", "surrogateescape")
+        if branch and self.signing():
+            from pq.git import signing
+
+            return signing.write_signed(self, body, tree, list(parents), author, committer,
+                                        message, encoding)
+        return CommitId(self.odb.write("commit", body))
+
+    def signing(self) -> bool:
+        """Whether commits that go on a branch are signed (`commit.gpgSign`, read once)."""
+        if self._signing is None:
+            from pq.git import signing
+
+            self._signing = signing.wanted(self)
+        return self._signing
 
     def empty_tree(self) -> TreeId:
         return TreeId(self.odb.write("tree", b""))

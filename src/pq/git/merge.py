@@ -142,7 +142,7 @@ class Merging(Gateway):
         if self.version() >= (2, 40):
             return self.merge_commits(ours, theirs, attributes, merge_base=pre)
         tree = ours_tree or self.commit(ours).tree
-        ours = self.write_commit(tree, [pre], MERGER, MERGER, "pq merge\n")
+        ours = self.write_commit(tree, [pre], MERGER, MERGER, "pq merge\n", branch=False)
         return self.merge_commits(ours, theirs, attributes)
 
     def merge_commits(self, ours: str, theirs: str, attributes: bytes = b"",

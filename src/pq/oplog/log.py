@@ -242,7 +242,7 @@ def write(git: Git, record: Record, commits: set[str], previous: str | None,
     extra = _hang(git, sorted(commits - kept), room, who)
     entry = git.write_commit(tree, ([previous] if previous else []) + extra, who, who,
                              f"pq oplog {record['id']}: {record['command']} "
-                             f"({record['status']})\n")
+                             f"({record['status']})\n", branch=False)
     git.update_ref(LOG_REF, entry, old or git.null_id(), message="pq oplog")
     return entry
 
@@ -263,7 +263,7 @@ def _hang(git: Git, tips: list[str], room: int, who: Person) -> list[str]:
     while len(level) > room:
         empty = git.empty_tree()
         level = [git.write_commit(empty, level[i:i + PARENT_CAP], who, who,
-                                  "pq oplog anchor\n")
+                                  "pq oplog anchor\n", branch=False)
                  for i in range(0, len(level), PARENT_CAP)]
     return level
 

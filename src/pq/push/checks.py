@@ -239,7 +239,7 @@ def _apply_one_by_one(git: Git, ctx: CheckContext, queue: Queue, base: CommitId,
     from pq.queue import stack
 
     try:
-        commits = stack.materialise(git, queue, base, _CHECKER)
+        commits = stack.materialise(git, queue, base, _CHECKER, branch=False)
     except OperationFailed as exc:
         return [CheckFailure("apply", f"{exc.message}, although it matches its commit: the "
                              "patch file cannot rebuild the branch", _REBUILD)]

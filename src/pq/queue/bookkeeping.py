@@ -67,7 +67,7 @@ def bookkeeping_commit(git: Git, last: str, source: str | None, queue: Queue,
     tree = trees.edit(last_tree, changes)
     if tree == last_tree:
         return CommitId(last)
-    return git.write_commit(tree, [last], committer, committer, message)
+    return git.write_commit(tree, [last], committer, committer, message, branch=True)
 
 
 def worktree_entries(git: Git, paths: list[str]) -> dict[str, Entry]:

@@ -181,7 +181,7 @@ def _replay(git: Git, base: CommitId, target: str, commits: Sequence[CommitId],
                               "linearised onto the base (a merge resolved it)")
             info = git.commit(commit)
             parent = git.write_commit(git.write_tree(env), [parent], info.author, committer,
-                                      info.message, info.encoding)
+                                      info.message, info.encoding, branch=True)
     if git.tree_of(parent) != target:
         return None, ("--keep-commits: the fork's commits replayed linearised do not rebuild "
                       "the branch's tree (merges changed it too)")
@@ -194,7 +194,7 @@ def _regroup(git: Git, base: CommitId, tip: CommitId,
              ) -> tuple[CommitId, list[str], dict[str, CommitId | None]]:
     """One commit per part (pq.queue.topics) on the base; the last one and the names."""
     whole = git.write_commit(git.tree_of(tip), [base], committer, committer,
-                             "pq import: the whole migration\n")
+                             "pq import: the whole migration\n", branch=False)
     diff = git.commit_patches([whole])[whole]
     files = diffs.parse(diff, f"{base[:12]}..{tip[:12]}")
     sc = stack_mod.StackCommit(whole, base, diff, None, "", committer)
@@ -220,7 +220,8 @@ def _regroup(git: Git, base: CommitId, tip: CommitId,
             author = git.commit(part.commits[-1]).author if part.commits else committer
             message = topics.part_message(part, branch, _subject(git))
             encoding = None
-        parent = git.write_commit(tree, [parent], author, committer, message, encoding)
+        parent = git.write_commit(tree, [parent], author, committer, message, encoding,
+                                  branch=True)
     return parent, [p.name for p in grouping.parts], kept
 
 
@@ -270,7 +271,7 @@ def _verify(git: Git, queue: Queue, base: CommitId, target: str, committer: Pers
             branch: str) -> None:
     """The rendered patch files, applied onto the base, rebuild the branch's tree."""
     try:
-        applied = stack_mod.materialise(git, queue, base, committer)
+        applied = stack_mod.materialise(git, queue, base, committer, branch=False)
     except OperationFailed as exc:
         raise OperationFailed(f"import of {branch} not verified: {exc.message}; nothing was "
                               "written", hint="report this as a pq bug, with the branch") \

@@ -256,7 +256,7 @@ def commit_queue(git: Git, message: str, queue: Queue, expect: CommitId,
     tree = git.build_tree(git.tree_of(expect), remove=list(qp), add=staged)
     if tree == git.tree_of(expect):
         return None
-    commit = git.write_commit(tree, [expect], *who, message + "\n")
+    commit = git.write_commit(tree, [expect], *who, message + "\n", branch=True)
     git.update_ref("HEAD", commit, expect, f"commit: {message}")
     return commit
 
@@ -308,7 +308,8 @@ def apply(git: Git, onto: str | None = None, *, branch: str | None = None,
             raise ConfigError(f"branch {branch!r} already exists",
                               hint="choose another name, or delete it first")
         committer = git.committer_now()
-        commits = stack_mod.materialise(git, queue, onto_id, committer, progress)
+        commits = stack_mod.materialise(git, queue, onto_id, committer, progress,
+                                        branch=True)
         last = commits[-1][1] if commits else onto_id
         new_series_ = series.with_base(onto_id)
         # Re-export from the new commits: the bookkeeping commit holds the refreshed queue.

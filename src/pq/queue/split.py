@@ -124,11 +124,11 @@ def split(git: Git, patch: str) -> SplitResult:
             message = info.message if pname == name else patchfile.add_trailer(
                 _part_message(sc.message, layer), pname)
             parent = git.write_commit(tree, [parent], sc.author, committer, message,
-                                      sc.encoding)
+                                      sc.encoding, branch=True)
         for later in stack[index + 1:]:
             c = git.commit(later.commit)
             parent = git.write_commit(c.tree, [parent], c.author, committer, c.message,
-                                      c.encoding)
+                                      c.encoding, branch=True)
         entries = list(series.patches)
         new = [replace(entry, layer=layer) if n == name else PatchEntry(
             n, layer, f"{entry.summary} ({layer} part)") for layer, n in zip(order, names)]

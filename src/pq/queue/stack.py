@@ -326,8 +326,11 @@ def materialise(
     onto: CommitId,
     committer: Person,
     progress: Callable[[int, int, str], None] | None = None,
+    *,
+    branch: bool,
 ) -> list[tuple[PatchEntry, CommitId]]:
-    """Commit every patch of the queue, in order, on top of `onto`; nothing else changes."""
+    """Commit every patch of the queue, in order, on top of `onto`; nothing else changes.
+    `branch`: the commits go on a branch (signed where commits are; see write_commit)."""
     parsed = []
     for entry in queue.series.patches:
         parsed.append((entry, patchfile.parse(queue.files[entry.name],
@@ -352,7 +355,7 @@ def materialise(
         tree = applied
         message = patchfile.add_trailer(pf.message, entry.name)
         parent = git.write_commit(tree, [parent], pf.author, committer, message,
-                                  pf.encoding)
+                                  pf.encoding, branch=branch)
         result.append((entry, parent))
     return result
 

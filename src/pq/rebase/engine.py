@@ -170,7 +170,7 @@ def _queue_free_pick(git: Git, trees: Trees, commit: str, parent: str, changes: 
     info = trees.commit(commit)
     tree = trees.edit(info.tree, undo)
     return git.write_commit(tree, [parent], info.author, info.committer, info.message,
-                            info.encoding)
+                            info.encoding, branch=True)
 
 
 # -- continuing -----------------------------------------------------------------------

@@ -171,9 +171,10 @@ class BatchMerge:
         trees = self.trees
         sides = [trees.edit_new({p: e[i] for f in wanted.values() for p, *e in f})
                  for i in range(3)]
-        base = self.git.write_commit(sides[0], [], MERGER, MERGER, "pq rebase: base\n")
-        ours, theirs = (self.git.write_commit(t, [base], MERGER, MERGER, "pq rebase\n")
-                        for t in sides[1:])
+        base = self.git.write_commit(sides[0], [], MERGER, MERGER, "pq rebase: base\n",
+                                     branch=False)
+        ours, theirs = (self.git.write_commit(t, [base], MERGER, MERGER, "pq rebase\n",
+                                              branch=False) for t in sides[1:])
         try:
             merged = self.git.merge_commits(ours, theirs, self.attributes(tree))
         except GitError:

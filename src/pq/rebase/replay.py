@@ -115,7 +115,7 @@ def commit_pick(git: Git, trees: Trees, tree: str, parent: str, original: str,
     git writes them), `committer` now."""
     info = trees.commit(original)
     author, message = as_git_commits(info.author, info.message, info.encoding)
-    commit = git.write_commit(tree, [parent], author, committer, message)
+    commit = git.write_commit(tree, [parent], author, committer, message, branch=True)
     trees.commit_trees[commit] = tree
     return commit
 

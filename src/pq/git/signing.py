@@ -1,0 +1,76 @@
+"""Signed commits: where the user's configuration asks for them (`commit.gpgSign`), the
+commits pq puts on a branch are signed as `git rebase`, `git am` and `git cherry-pick`
+sign theirs.
+
+pq writes commit objects in-process (`Gateway.write_commit`); a signed one goes through
+`git commit-tree -S` instead, so that git's own signing (gpg, ssh or x509, the key, the
+program) applies unchanged. The commit git writes is checked field by field against the
+one pq meant to write: git normalizes some identities and messages as it signs (a name
+with surrounding punctuation, a message that is not valid UTF-8), and a signed commit
+that silently differs from its original is worse than an error. Commits that never reach
+a branch (merges' scratch commits, the operation log, the pre-push checks' throwaway
+stack) are never signed.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from pq.errors import ConfigError, GitError
+from pq.git.objects import CommitId, Person, subject_of
+
+if TYPE_CHECKING:
+    from pq.git.gateway import Gateway
+
+# A signature header (`gpgsig`, or `gpgsig-sha256` in a SHA-256 repository) and its
+# continuation lines, each starting with a space.
+_SIGNATURE = re.compile(rb"^gpgsig(?:-sha256)? [^\n]*\n(?: [^\n]*\n)*", re.MULTILINE)
+
+_FIX = ("make `git commit -S` work in this repository (user.signingKey, gpg.format, "
+        "gpg.program), or turn commit.gpgSign off, then run the command again")
+
+
+def wanted(git: Gateway) -> bool:
+    """Whether the configuration asks for signed commits (`commit.gpgSign`)."""
+    proc = git.run_proc("config", "--type=bool", "--get", "commit.gpgsign")
+    if proc.returncode == 1:  # not set
+        return False
+    if proc.returncode != 0:
+        raise ConfigError(f"commit.gpgSign is not a boolean: "
+                          f"{proc.stderr.decode('utf-8', 'replace').strip()}",
+                          hint="set it to true or false with `git config commit.gpgSign`")
+    return proc.stdout.strip() == b"true"
+
+
+def _identity_env(role: str, person: Person) -> dict[str, str]:
+    return {f"GIT_{role}_NAME": person.name, f"GIT_{role}_EMAIL": person.email,
+            f"GIT_{role}_DATE": "@" + person.date}
+
+
+def write_signed(git: Gateway, body: bytes, tree: str, parents: list[str], author: Person,
+                 committer: Person, message: str, encoding: str | None) -> CommitId:
+    """The commit `body` (its unsigned object) written signed through `git commit-tree -S`;
+    ConfigError when git cannot sign it, or would sign a different commit."""
+    args = ["-c", f"i18n.commitEncoding={encoding or 'UTF-8'}", "commit-tree", "-S", tree]
+    for parent in parents:
+        args += ["-p", parent]
+    env = {**_identity_env("AUTHOR", author), **_identity_env("COMMITTER", committer)}
+    subject = subject_of(message) or "(no subject)"
+    proc = git.run_proc(*args, input=message.encode("utf-8", "surrogateescape"), env=env,
+                        interruptible=True)  # a signer may ask for a passphrase
+    if proc.returncode != 0:
+        said = [ln.removeprefix("error: ").removeprefix("fatal: ") for ln in
+                proc.stderr.decode("utf-8", "replace").splitlines() if ln.strip()]
+        raise ConfigError(f"git could not sign the commit {subject!r}: "
+                          f"{'; '.join(said[:2]) or 'git commit-tree -S failed'}", hint=_FIX)
+    commit = proc.stdout.decode().strip()
+    _, kind, data = git.odb.read(commit)
+    if kind != "commit" or _SIGNATURE.sub(b"", data, count=1) != body:
+        raise GitError(
+            f"signing the commit {subject!r}, git changes it (its author, committer or "
+            "message as git writes them differ from the original): pq does not sign it",
+            hint="turn commit.gpgSign off for this command (`GIT_CONFIG_COUNT=1 "
+                 "GIT_CONFIG_KEY_0=commit.gpgSign GIT_CONFIG_VALUE_0=false pq ...`), then "
+                 "sign the branch's commits with git")
+    return CommitId(commit)
