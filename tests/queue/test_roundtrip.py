@@ -81,6 +81,28 @@ def test_patch_files_apply_with_git_am(tmp_path: Path) -> None:
     assert git(other, "log", "-1", "--format=%an") == "Jörg Ümlaut"
 
 
+def test_a_bare_encoded_word_opener_in_a_subject_or_name_still_applies_with_git_am(
+        tmp_path: Path) -> None:
+    """git's mailinfo refuses a header holding `=?` that starts no encoded word: pq
+    encodes such a subject or name, as git format-patch does."""
+    fork = make_fork(tmp_path)
+    write(fork, "pkg/q.py", "x = 1\n")
+    commit_all(fork, "parse x=?y in query strings")
+    write(fork, "pkg/r.py", "y = 2\n")
+    git(fork, "add", "-A")
+    git(fork, "-c", "user.name=Bob =?", "commit", "-q", "--author", "Bob =? <bob@example.com>",
+        "-m", "python-glue: r")
+    tip = git(fork, "rev-parse", "HEAD")
+    pq(fork, "init", "--upstream", "upstream/main")
+    other = tmp_path / "am"
+    git(tmp_path, "clone", "-q", str(tmp_path / "upstream"), str(other))
+    patches = sorted(str(p) for p in (fork / "patches").iterdir())
+    git(other, "am", "-q", *patches)
+    assert git(other, "log", "-2", "--format=%an|%s") == (
+        "Bob =?|python-glue: r\nA U Thor|parse x=?y in query strings")
+    assert tree_without_queue(other, "HEAD") == tree_without_queue(fork, tip)
+
+
 def test_patch_file_has_no_churn(tmp_path: Path) -> None:
     fork = make_fork(tmp_path)
     migrate(fork)

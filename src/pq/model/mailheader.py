@@ -31,8 +31,10 @@ _ENCODED_WORD = re.compile(r"=\?([^?\s]*)\?([bBqQ])\?([^?\s]*)\?=")
 
 def encode(value: str) -> str:
     """`value` as a header value that `decode` reads back exactly."""
-    if is_ascii(value) and decode(value) == value and value == value.strip() \
-            and all(" " <= c <= "~" or c == "\t" for c in value):
+    # git's mailinfo takes any `=?` for the start of an encoded word and refuses the mail
+    # when none follows, so a plain value never holds one (git format-patch encodes it too).
+    if is_ascii(value) and "=?" not in value and decode(value) == value \
+            and value == value.strip() and all(" " <= c <= "~" or c == "\t" for c in value):
         return value
     try:
         value.encode("utf-8")
@@ -57,11 +59,12 @@ def _b_word(value: str) -> str:
 
 @lru_cache(maxsize=1024)  # a series has few authors: each is written once
 def address(name: str, mail: str) -> str:
-    if is_ascii(name) and is_ascii(mail):
+    if is_ascii(name) and is_ascii(mail) and "=?" not in name:  # see encode
         plain = email.utils.formataddr((name, mail))
     else:
         plain = f"{encode(name)} <{mail}>"
-    if "\n" not in plain and plain == plain.strip() and read_address(plain) == (name, mail):
+    if "\n" not in plain and "=?" not in mail and plain == plain.strip() \
+            and read_address(plain) == (name, mail):
         return plain
     return f"{_b_word(name)} <{_b_word(mail)}>"
 
