@@ -323,6 +323,29 @@ def test_a_commit_on_the_branch_while_stopped_is_never_overwritten(tmp_path: Pat
     assert tip != hotfix
 
 
+def test_a_commit_on_the_branch_after_a_landing_git_refused_is_never_overwritten(
+        tmp_path: Path) -> None:
+    """A rebase that stopped at its landing (no conflict: HEAD stays on the branch) and a
+    commit made there meanwhile: --continue and --abort refuse, naming it."""
+    up, fork = make_series(tmp_path)
+    upstream_commit(up, fork, "upstream: add a folder", {"dd/x": "x\n"})
+    write(fork, "dd", "my notes, where upstream adds a folder\n")
+    assert pq(fork, "rebase", "upstream/main", ok=False).exit_code == 2
+    assert git(fork, "symbolic-ref", "HEAD") == "refs/heads/paddle"
+    orig = git(fork, "rev-parse", "paddle")
+    write(fork, "hot.txt", "hotfix\n")
+    hotfix = commit_all(fork, "hotfix while stopped")
+    for action in ("--continue", "--abort"):
+        refused = pq(fork, "rebase", action, ok=False)
+        assert refused.exit_code == 2, refused.output
+        assert f"paddle moved to {hotfix[:12]} (hotfix while stopped) while the rebase was " \
+               "stopped" in refused.output
+        assert git(fork, "rev-parse", "paddle") == hotfix
+        assert (fork / "hot.txt").exists()
+    assert f"`git reset --keep {orig[:12]}` on paddle puts it back" in pq(
+        fork, "rebase", "--continue", ok=False).output
+
+
 def test_commits_made_on_the_stopped_patch(tmp_path: Path) -> None:
     """One commit on the stopped patch is its resolution; two would be folded into one
     patch, so --continue refuses and says how to squash them."""

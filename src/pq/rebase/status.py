@@ -189,22 +189,28 @@ def require_branch_free(git: Git, state: rs.RebaseState, action: str) -> None:
 
 def require_in_place(git: Git, state: rs.RebaseState, action: str) -> None:
     """Refuse --continue/--skip (and, unless forced, --abort) when the user moved what a
-    stopped rebase holds: the branch (committed to after switching back to it) would be
-    overwritten, and commits made on the stopped patch would be folded into it. One commit
-    on the stopped tip is the resolution committed by hand, and is taken as such."""
-    if state.phase != "conflict" or not state.detached:
-        return
+    stopped rebase holds: the branch (committed to while the rebase was stopped, on it or
+    after switching back to it) would be overwritten, and commits made on the stopped patch
+    would be folded into it. One commit on the stopped tip is the resolution committed by
+    hand, and is taken as such."""
     name = state.short_branch
     moved = git.try_resolve(state.branch)
-    if moved != state.orig_head:
+    # The branch stays at its old tip until the landing moves it to the new one.
+    if moved != state.orig_head and (moved is None or moved != state.new_tip):
         where = f"to {moved[:12]} ({git.commit(moved).subject})" if moved else "(deleted)"
         keep = f"`git branch keep-{name} {moved[:12]}` keeps it, " if moved else ""
+        back = (f"`git update-ref refs/heads/{name} {state.orig_head[:12]}` puts it back; "
+                f"then `git switch --detach {state.tip[:12]}` and `pq rebase --{action}`"
+                if state.detached else
+                f"`git reset --keep {state.orig_head[:12]}` on {name} puts it back; then "
+                f"`pq rebase --{action}`")
         raise ConfigError(
             f"{name} moved {where} while the rebase was stopped; it was at "
             f"{state.orig_head[:12]}, and `pq rebase --{action}` would overwrite it",
             hint=f"{keep}then `pq rebase --abort --force`" if action == "abort" else
-            f"{keep}`git update-ref refs/heads/{name} {state.orig_head[:12]}` puts it back; "
-            f"then `git switch --detach {state.tip[:12]}` and `pq rebase --{action}`")
+            f"{keep}{back}")
+    if state.phase != "conflict" or not state.detached:
+        return
     if action == "abort":
         return  # HEAD goes back to the branch whatever it is
     head = git.try_resolve("HEAD")
