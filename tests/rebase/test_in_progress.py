@@ -14,6 +14,7 @@ from pathlib import Path
 from gitrepo import commit_all, git, make_fork, make_upstream, pq, write
 from test_rebase import (
     SETUP,
+    UPSTREAM_FILES,
     conflict_upstream,
     make_series,
     set_line,
@@ -210,6 +211,29 @@ def test_continue_refuses_conflict_markers(tmp_path: Path) -> None:
     pq(fork, "rebase", "--continue")
     patch = (fork / f"patches/{BUILD}").read_text()
     assert "<<<<<<<" not in patch and "\n+=======\n" in patch
+
+
+def test_continue_takes_marker_lines_the_patch_itself_adds(tmp_path: Path) -> None:
+    """A merge tool's test data, added by the conflicted patch, is its content: --continue
+    takes it (as git rebase does), and still refuses a leftover beside it."""
+    fixture = "before\n<<<<<<< ours\nx\n=======\ny\n>>>>>>> theirs\n"
+    up = make_upstream(tmp_path / "upstream", dict(UPSTREAM_FILES))
+    fork = make_fork(tmp_path, up)
+    write(fork, "setup.py", set_line(SETUP, 3, "import paddle; paddle.enable_compat()"))
+    write(fork, "tests/merge_fixture.txt", fixture)
+    commit_all(fork, "build: enable compat, with a merge fixture")
+    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    conflict_upstream(up, fork)
+    assert pq(fork, "rebase", "upstream/main", ok=False).exit_code == 1
+    git(fork, "add", "setup.py")  # the conflict's own markers, staged: refused
+    refused = pq(fork, "rebase", "--continue", ok=False)
+    assert refused.exit_code == 1 and "setup.py:" in refused.output
+    assert "merge_fixture" not in refused.output
+    write(fork, "setup.py", RESOLVED)
+    git(fork, "add", "setup.py")
+    pq(fork, "rebase", "--continue")
+    assert (fork / "tests/merge_fixture.txt").read_text() == fixture
+    assert git(fork, "status", "--porcelain") == ""
 
 
 def test_check_refuses_a_patch_that_adds_conflict_markers(tmp_path: Path) -> None:

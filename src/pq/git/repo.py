@@ -302,10 +302,10 @@ class Git(WorkingTree):
         fields = zsplit(self.run("diff", "--name-status", "-z"))
         return list(zip(fields[0::2], fields[1::2], strict=True))
 
-    def check_cached(self, rev: str) -> str:
-        """`git diff --cached --check` of the index against `rev`: its report, unquoted."""
-        return self.text("-c", "core.quotePath=false", "diff", "--cached", "--check",
-                         "--no-color", rev, "--", ok_codes=(0, 1, 2))
+    def diff_check(self, rev: str, *, commit: bool = False) -> str:
+        """`git diff --check`, unquoted: the index against `rev`, or commit `rev`'s own."""
+        return self.text("-c", "core.quotePath=false", "diff", "--check", "--no-color", *(
+            [f"{rev}^", rev] if commit else ["--cached", rev]), "--", ok_codes=(0, 1, 2))
 
     # -- refs and notes -------------------------------------------------------------
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -264,7 +265,7 @@ def require_resolved(git: Git, state: rs.RebaseState) -> None:
         raise ConfigError(f"changes in {rs.list_paths(changed)} are not added",
                           hint="`git add` what belongs to the patch (or `git checkout -- "
                                "<file>`), then `pq rebase --continue`")
-    markers = added_conflict_markers(git, state.tip)
+    markers = added_conflict_markers(git, state.tip, state.steps[state.index].commit)
     if markers:
         path, line = markers[0]
         more = f" (and {len(markers) - 1} more)" if len(markers) > 1 else ""
@@ -278,23 +279,46 @@ def require_resolved(git: Git, state: rs.RebaseState) -> None:
 _MARKER = re.compile(r"^(.*):(\d+): leftover conflict marker$")
 
 
-def added_conflict_markers(git: Git, tip: str) -> list[tuple[str, int]]:
+def added_conflict_markers(git: Git, tip: str, pick: str | None = None
+                           ) -> list[tuple[str, int]]:
     """(path, line) of each conflict marker the index adds to `tip`, as
     `git diff --cached --check` finds them (conflict-marker-size attributes included), in
     files where at least one is a `<<<<<<<` or `>>>>>>>` line: a lone `=======` or
-    `|||||||` line is far more often a heading's underline than a leftover conflict."""
-    out = git.check_cached(tip)
-    found: dict[str, list[int]] = {}
-    for line in out.splitlines():
+    `|||||||` line is far more often a heading's underline than a leftover conflict. Lines
+    the patch being resolved (commit `pick`) adds itself, a merge tool's test data say,
+    are its content, not a leftover: as many of each as it adds are not counted."""
+    found = _marker_lines(git, git.diff_check(tip), ":")
+    own: Counter[tuple[str, bytes]] = Counter()
+    if pick is not None and found:
+        for path, marks in _marker_lines(git, git.diff_check(pick, commit=True),
+                                         f"{pick}:").items():
+            own.update((path, text) for _, text in marks)
+    result = []
+    for path, marks in found.items():
+        left = []
+        for number, text in marks:
+            if own[(path, text)] > 0:
+                own[(path, text)] -= 1
+            else:
+                left.append((number, text))
+        if any(text[:1] in (b"<", b">") for _, text in left):
+            result += [(path, number) for number, _ in left]
+    return result
+
+
+def _marker_lines(git: Git, report: str, prefix: str) -> dict[str, list[tuple[int, bytes]]]:
+    """{path: [(line, its bytes)]} of the conflict markers a `git diff --check` report
+    names; `prefix` + path names the blob the lines are read from."""
+    numbers: dict[str, list[int]] = {}
+    for line in report.splitlines():
         m = _MARKER.match(line)
         if m:
-            found.setdefault(m.group(1), []).append(int(m.group(2)))
-    result = []
-    for path, numbers in found.items():
-        lines = git.blob(f":{path}").split(b"\n")
-        if any(lines[n - 1][:1] in (b"<", b">") for n in numbers if n <= len(lines)):
-            result += [(path, n) for n in numbers]
-    return result
+            numbers.setdefault(m.group(1), []).append(int(m.group(2)))
+    found = {}
+    for path, wanted in numbers.items():
+        lines = git.blob(prefix + path).split(b"\n")
+        found[path] = [(n, lines[n - 1] if n <= len(lines) else b"") for n in wanted]
+    return found
 
 
 def is_conflict_marker(line: str, size: int = 7) -> str | None:
