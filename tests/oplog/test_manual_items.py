@@ -59,6 +59,26 @@ def test_redo_after_undoing_a_finished_continue(tmp_path: Path) -> None:
     assert repo_state(fork) == finished
 
 
+def test_redo_of_an_abort_whose_conflict_was_resolved_and_staged(tmp_path: Path) -> None:
+    """The abort of a rebase whose conflict was resolved and staged (not continued),
+    undone and redone: the staged resolution is the logged stop's, not work in the way."""
+    fork = conflict_fork(tmp_path)
+    assert pq(fork, "rebase", "upstream/main", ok=False).exit_code == 1
+    write(fork, "setup.py", RESOLVED)
+    git(fork, "add", "setup.py")
+    resolved = repo_state(fork)
+    pq(fork, "rebase", "--abort")
+    aborted = repo_state(fork)
+    pq(fork, "undo")
+    assert repo_state(fork) == resolved
+    pq(fork, "redo")
+    assert repo_state(fork) == aborted
+    pq(fork, "undo")
+    assert repo_state(fork) == resolved
+    pq(fork, "rebase", "--continue")
+    assert (fork / "setup.py").read_text() == RESOLVED
+
+
 # -- item 3: the gate's logs are not state ---------------------------------------------------
 
 

@@ -313,7 +313,9 @@ def restore(git: Git, p: Plan, current: Snapshot) -> None:
         # Files whose stat data changed but whose bytes did not must not count as edits.
         git.refresh_index()
         conflict = current.get("worktree") or {}
-        took_back = bool(conflict) and bool(git.unmerged())
+        # Unmerged or resolved and staged, the conflict's work is in the snapshot this
+        # operation logs: git moves no HEAD over it, so it is taken back first.
+        took_back = bool(conflict)
         if took_back:
             _take_conflict_back(git, commit_now, p, env)
         clear_queue(git, commit_now, current)
