@@ -173,6 +173,24 @@ def test_hand_edited_patch_is_not_overwritten(tmp_path: Path) -> None:
     assert b"# edited" in p.read_bytes()
 
 
+def test_export_twice_after_a_summary_edit_changes_nothing_the_second_time(
+        tmp_path: Path) -> None:
+    """The first export rewrites the patch's Description header from series.yaml; the
+    second finds the file as it would write it: no uncommitted edit is at risk."""
+    fork = compat_fork(tmp_path)
+    series = (fork / "series.yaml").read_text()
+    summary = next(ln for ln in series.splitlines() if ln.strip().startswith("summary:"))
+    (fork / "series.yaml").write_text(series.replace(summary, "    summary: Scoped compat"))
+    patch = fork / "patches/0001-enable-compat.patch"
+    before = patch.read_bytes()
+    pq(fork, "export")
+    written = patch.read_bytes()
+    assert written != before and b"Scoped compat" in written
+    second = pq(fork, "export")
+    assert "already up to date" in second.output
+    assert patch.read_bytes() == written
+
+
 def test_apply_refuses_to_drop_unexported_commits(tmp_path: Path) -> None:
     fork = compat_fork(tmp_path)
     write(fork, "pkg/__init__.py", "new edit\n")

@@ -135,8 +135,6 @@ def export(git: Git, *, commit: bool = False, force: bool = False) -> ExportResu
         if not commit and verified.known(git, head, current):
             # Exporting this very commit gave these very bytes before: nothing to write.
             return ExportResult(current, copies=propose_copies(git, current))
-        if not force:
-            _refuse_hand_edited_patches(git, current)
         series = current.series
         committed = _committed(git)
         last = stack_mod.last_written(git, series.base, head) if git.is_ancestor(
@@ -145,6 +143,8 @@ def export(git: Git, *, commit: bool = False, force: bool = False) -> ExportResu
         stack = stack_mod.read_stack(git, series.base, head, series.queue_paths)
         recorded = stack_mod.recorded_files(current, committed, written)
         queue = stack_mod.export(git, stack, series, series.base, recorded=recorded)
+        if not force:
+            _refuse_hand_edited_patches(current, committed, queue)
         if not force and committed is not None and last is not None:
             _refuse_committed_patch_edits(git, committed, last, queue)
         result = _write_export(git, queue, series, t, commit, head, previous=current)
@@ -177,18 +177,15 @@ def _refuse_committed_patch_edits(git: Git, committed: Queue, last: tuple[Commit
                  "`pq export --force` discards the edit and writes the commits' patch")
 
 
-def _refuse_hand_edited_patches(git: Git, current: Queue) -> None:
-    """Uncommitted edits to patch files would be lost by an export: say so instead."""
-    head_queue = None
-    try:
-        head_queue = read_tree(git, "HEAD")
-    except ConfigError:
-        return
-    if head_queue is None:
+def _refuse_hand_edited_patches(current: Queue, committed: Queue | None, fresh: Queue
+                                ) -> None:
+    """Uncommitted edits to patch files would be lost by an export: say so instead. A file
+    that already holds what the export writes (an earlier export wrote it) loses nothing."""
+    if committed is None:
         return
     for name, data in current.files.items():
-        committed = head_queue.files.get(name)
-        if committed is not None and committed != data:
+        then = committed.files.get(name)
+        if then is not None and then != data and fresh.files.get(name) != data:
             raise ConfigError(
                 f"{PATCHES_DIR}/{name} has uncommitted edits; export rewrites patch files "
                 "from the branch's commits and would lose them",
