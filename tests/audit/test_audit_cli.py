@@ -174,6 +174,10 @@ def test_issue_body(tmp_path: Path) -> None:
                      ("9999-nope.patch", "no patch named '9999-nope.patch'")):
         code, err = audit(fork, "--issue-body", bad)
         assert code == 2 and why in err
+    for form in ("--json", "--markdown"):  # the issue is text: no report shape to give it
+        code, err = audit(fork, "--issue-body", name, form)
+        assert code == 2 and f"--issue-body prints the issue's own text (Markdown); drop " \
+                             f"{form}" in err
 
 
 def test_rev_reads_the_committed_queue(tmp_path: Path) -> None:

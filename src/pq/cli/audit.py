@@ -80,6 +80,9 @@ def workarounds(rev: str | None, upstream: str | None, paddle_version: str | Non
 
     if as_json and as_markdown:
         raise click.UsageError("choose one of --json and --markdown")
+    if issue_patch is not None and (as_json or as_markdown):
+        raise click.UsageError("--issue-body prints the issue's own text (Markdown); drop "
+                               f"{'--json' if as_json else '--markdown'}")
     if paddle_version is not None and not api.valid_version(paddle_version):
         raise click.BadParameter(f"{paddle_version!r} is not a version such as 3.3.1",
                                  param_hint="--paddle-version")
