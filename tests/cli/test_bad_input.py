@@ -215,3 +215,14 @@ def test_upstream_commits_are_never_taken_for_patches(fork: Path) -> None:
     pq(fork, "init", "--force", "--upstream", "upstream/main", "--commit")
     assert [p.name for p in sorted((fork / "patches").iterdir())] == [
         "0001-enable-compat.patch", "0002-scoped-compat.patch"]
+
+
+@pytest.mark.parametrize("group", ["audit", "hook"])
+def test_a_group_without_its_command_prints_its_help(tmp_path: Path, group: str) -> None:
+    """As a bare `pq` does: the usage and the commands, not an 'error' of many lines."""
+    result = pq(tmp_path, group, ok=False)
+    assert result.exit_code == 2
+    first = result.output.splitlines()[0]  # the runner calls the program `main`
+    assert first.startswith("Usage: ") and first.endswith(f" {group} [OPTIONS] COMMAND [ARGS]...")
+    assert "Commands:" in result.output
+    assert "pq: error" not in result.output and "(see `pq" not in result.output

@@ -68,6 +68,8 @@ class PqGroup(click.Group):
         except (click.exceptions.Exit, click.Abort, SystemExit):
             raise
         except click.ClickException as exc:  # usage errors: one line too, with the help
+            if type(exc).__name__ == "NoArgsIsHelpError":  # a bare group (click >= 8.2):
+                raise  # its help, as a bare `pq` prints it
             message = exc.format_message().rstrip(".")
             where = getattr(exc, "ctx", None)
             if isinstance(exc, click.UsageError) and where is not None and not as_json:
