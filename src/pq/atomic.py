@@ -29,7 +29,10 @@ def write_atomic(path: Path, data: bytes, durable: bool = True) -> None:
     checkpoint("write " + path.name)
     import tempfile  # ~5 ms, paid only by commands that write
 
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:  # the folder refuses a new file: name it, not the temporary one
+        raise OSError(exc.errno, exc.strerror, str(path.parent)) from None
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)

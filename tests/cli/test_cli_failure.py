@@ -4,6 +4,7 @@ hook's fast path (`python -m pq hook run`, no click) and the click CLI say the s
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -27,6 +28,39 @@ def test_pq_errors_keep_their_message_hint_and_exit_code() -> None:
     assert conflict is not None and conflict.exit_code == 1
     git = failure_of(GitError("`git x` failed"))
     assert git is not None and (git.exit_code, git.line()) == (2, "pq: error: `git x` failed")
+
+
+def test_what_the_file_system_refuses_is_named_not_reported_as_a_bug(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("PQ_DEBUG", raising=False)
+    denied = failure_of(PermissionError(13, "Permission denied", "/f/patches"))
+    assert denied is not None and denied.exit_code == 2
+    assert denied.line() == ("pq: error: /f/patches: Permission denied (check the permissions "
+                             "of /f/patches and of its folder, then run the command again)")
+    full = failure_of(OSError(28, "No space left on device", "/f/.git/objects/ab"))
+    assert full is not None and "free some disk space" in str(full.line())
+    nameless = failure_of(PermissionError(13, "Permission denied"))  # no file: a bug still
+    assert nameless is not None and "internal error" in str(nameless.line())
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() == 0,
+                    reason="root writes into a read-only folder")
+def test_a_read_only_patches_folder_is_named(tmp_path: Path) -> None:
+    from gitrepo import commit_all, pq, write
+
+    fork = make_fork(tmp_path)
+    write(fork, "setup.py", "import paddle\n")
+    commit_all(fork, "enable compat")
+    pq(fork, "init", "--upstream", "upstream/main")
+    (fork / "series.yaml").write_text((fork / "series.yaml").read_text().replace(
+        "summary: ", "summary: Now "))
+    os.chmod(fork / "patches", 0o555)
+    try:
+        result = pq(fork, "export", ok=False)
+    finally:
+        os.chmod(fork / "patches", 0o755)
+    assert result.exit_code == 2
+    assert f"pq: error: {fork / 'patches'}: Permission denied" in result.output
 
 
 def test_interrupt_pipe_and_bugs(monkeypatch: pytest.MonkeyPatch) -> None:

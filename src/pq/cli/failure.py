@@ -6,14 +6,24 @@ imports click, both ask `failure_of` what an exception means; neither maps error
 
 from __future__ import annotations
 
+import errno
 import os
 from typing import Any
 
 from pq.errors import PqError
 
+EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 EXIT_INTERNAL = 2
 EXIT_BROKEN_PIPE = 1
+
+_FILE_SYSTEM_FIXES = {
+    errno.EACCES: "check the permissions of {where} and of its folder",
+    errno.EPERM: "check the permissions of {where} and of its folder",
+    errno.EROFS: "{where} is on a read-only file system: work in a writable clone",
+    errno.ENOSPC: "free some disk space",
+    errno.EDQUOT: "free some disk space (the quota is reached)",
+}
 
 
 class Failure:
@@ -65,6 +75,13 @@ def failure_of(exc: BaseException) -> Failure | None:
         return Failure("interrupted" + half, EXIT_INTERRUPTED)
     if isinstance(exc, BrokenPipeError):
         return Failure("", EXIT_BROKEN_PIPE, quiet=True)
+    if isinstance(exc, OSError) and exc.filename and exc.errno in _FILE_SYSTEM_FIXES:
+        # Where the file system says no (permissions, a read-only mount, a full disk), the
+        # file it names and what to do, not a bug report.
+        where = os.fsdecode(exc.filename)
+        return Failure(f"{where}: {exc.strerror or os.strerror(exc.errno)}{half} "
+                       f"({_FILE_SYSTEM_FIXES[exc.errno].format(where=where)}, then run the "
+                       "command again)", EXIT_USAGE)
     if isinstance(exc, Exception):  # a bug: one line, and the way to see more
         if os.environ.get("PQ_DEBUG"):
             return None
