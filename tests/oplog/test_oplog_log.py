@@ -185,6 +185,24 @@ def test_an_entry_out_of_order_is_refused_with_the_fix(repo: Path) -> None:
     assert "git update-ref -d refs/pq/oplog" in info.value.render()
 
 
+def test_a_log_ref_to_a_blob_is_a_damaged_log_not_an_empty_one(repo: Path) -> None:
+    with Git.open(repo) as g:
+        with Transaction(g, "pq b1") as t:
+            branch_commit(repo, "b1")
+            t.done()
+    blob = git(repo, "hash-object", "-w", "--stdin", input=b"hi\n")
+    git(repo, "update-ref", "refs/pq/oplog", blob)
+    for reading in (log.read, log.tip):
+        with Git.open(repo) as g, pytest.raises(log.LogCorrupt) as info:
+            reading(g)
+        assert f"refs/pq/oplog: entry {blob[:12]} is not a pq log entry (a blob, not a " \
+               "commit)" in info.value.render()
+        assert "git update-ref -d refs/pq/oplog" in info.value.render()
+    git(repo, "update-ref", "-d", "refs/pq/oplog")
+    with Git.open(repo) as g:
+        assert log.tip(g) is None and log.read(g) == []
+
+
 def test_settling_reads_the_whole_log_when_it_was_started_again(repo: Path) -> None:
     """The log dropped after the rebase began (`git update-ref -d refs/pq/oplog`, as a
     corrupt log's fix says): its ids restart at 1, and the stops since are still found."""

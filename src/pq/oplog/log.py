@@ -68,7 +68,14 @@ def _trees(git: Git) -> Trees:
 
 
 def tip(git: Git) -> str | None:
-    return git.try_resolve(LOG_REF)
+    """The newest entry, or None when nothing is logged (a ref to a blob or a tree is a
+    damaged log, not an empty one)."""
+    found = git.try_resolve(LOG_REF)
+    if found is None:
+        other = git.odb.read_many([LOG_REF])[0]  # the running cat-file: no process
+        if other is not None:
+            raise _corrupt(other[0], None, f"a {other[1]}, not a commit")
+    return found
 
 
 def read(git: Git, since: int | None = None) -> list[Record]:
