@@ -95,6 +95,19 @@ def test_fast_path_and_click_cli_report_an_error_alike(tmp_path: Path) -> None:
     assert err.count("\n") == 1
 
 
+def test_pre_push_input_with_a_sha_that_is_no_object_id_is_refused() -> None:
+    from pq.errors import ConfigError
+    from pq.push.refs import parse_push_lines
+
+    zero, one = "0" * 40, "1" * 64
+    good = parse_push_lines(f"refs/heads/a {one} refs/heads/a {zero}\n".encode())
+    assert [(u.local_sha, u.remote_sha) for u in good] == [(one, zero)]
+    for bad in (f"refs/heads/a nothex refs/heads/a {zero}", f"refs/heads/a {zero} refs/heads/a "
+                "HEAD", f"refs/heads/a {zero[:39]} refs/heads/a {zero}"):
+        with pytest.raises(ConfigError, match="cannot read git's pre-push input line"):
+            parse_push_lines(bad.encode())
+
+
 def test_json_output_stays_utf8_with_a_file_name_that_is_not() -> None:
     """A file name's byte that is not UTF-8 (read with surrogateescape) is written as its
     \\u escape: the output encodes as UTF-8, and reads back as the same string."""
