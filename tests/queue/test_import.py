@@ -146,6 +146,10 @@ def test_keep_commits_keeps_empty_commits_and_counts_only_non_merges(tmp_path: P
     assert [p["summary"] for p in data["patches"]] == ["Build against Paddle",
                                                        "empty: a marker", "side: add"]
     assert tree(fork, "HEAD") == tree(fork, before)
+    # each patch names the fork commit whose message it keeps: on the branch, in its order
+    own = git(fork, "rev-list", "--reverse", "--topo-order", "--no-merges",
+              f"upstream/main..{before}")
+    assert [p["kept_from"] for p in data["patches"]] == own.split()
 
 
 def test_keep_commits_falls_back_when_a_merge_resolved_a_conflict(tmp_path: Path) -> None:

@@ -145,7 +145,10 @@ def import_fork(git: Git, upstream: str, branch: str | None = None, *, dry_run: 
         queue = stack_mod.export(git, stack, new_series(upstream, base), base, names=names)
         queue, candidates = _drafts(git, stack, queue, detect)
         _verify(git, queue, base, target, committer, name)
-        patches = _summaries(stack, queue, mode, kept)
+        if mode == "commits":  # each patch keeps its fork commit, in the branch's order
+            kept = dict(zip((e.name for e in queue.series.patches), (c for c, _ in log),
+                            strict=True))
+        patches = _summaries(stack, queue, kept)
         result = ImportResult(upstream, base, name, tip, mode, reason, patches, candidates,
                               None, tuple(propose_copies(git, queue)))
         if dry_run:
@@ -286,12 +289,13 @@ def _verify(git: Git, queue: Queue, base: CommitId, target: str, committer: Pers
                  "linearise the branch and `pq init`")
 
 
-def _summaries(stack: Sequence[stack_mod.StackCommit], queue: Queue, mode: str,
+def _summaries(stack: Sequence[stack_mod.StackCommit], queue: Queue,
                kept: dict[str, CommitId | None]) -> tuple[ImportedPatch, ...]:
+    """What each patch holds, and the fork commit whose message it keeps (`kept`)."""
     out = []
     for entry, sc in zip(queue.series.patches, stack, strict=True):
         files = diffs.parse(sc.diff, f"{PATCHES_DIR}/{entry.name}")
-        source = sc.commit if mode == "commits" else kept.get(entry.name)
+        source = kept.get(entry.name)
         out.append(ImportedPatch(entry.name, entry.layer, entry.summary,
                                  tuple(f.path for f in files),
                                  sum(len(f.added()) for f in files),
