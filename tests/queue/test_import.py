@@ -11,7 +11,7 @@ from pq.git.repo import Git
 from pq.model import diff as diffs
 from pq.model import layers
 from pq.queue import topics
-from tests.gitrepo import commit_all, git, make_fork, pq, write
+from tests.gitrepo import commit_all, git, make_fork, make_upstream, pq, write
 
 NON_UTF8 = "café".encode("latin-1") + b"\n"
 
@@ -249,3 +249,22 @@ def test_import_refuses_to_delete_a_draft_patch_file_of_the_users(tmp_path: Path
         in result.output
     assert (fork / "patches/draft.patch").read_text() == "my draft\n"
     assert git(fork, "rev-parse", "HEAD") == before
+
+
+def test_a_folder_replaced_by_a_file_of_its_name_is_imported_in_one_part(
+        tmp_path: Path) -> None:
+    """One fork commit removes x/t.py, a later one adds a file x: no tree holds both, so
+    the regrouped parts keep them together (it was an internal error)."""
+    fork = make_fork(tmp_path, make_upstream(tmp_path / "upstream", {
+        "x/t.py": "t = 1\n", "setup.py": "setup()\n"}))
+    git(fork, "rm", "-q", "x/t.py")
+    git(fork, "commit", "-q", "-m", "remove x/t.py")
+    write(fork, "x", "a file now\n")
+    write(fork, "csrc/k.cc", "int k();\n")
+    commit_all(fork, "add x and a kernel")
+    before = git(fork, "rev-parse", "HEAD")
+    data = json.loads(pq(fork, "import", "--upstream", "upstream/main", "--json").output)
+    assert data["mode"] == "topics"
+    parts = {p["name"]: sorted(p["files"]) for p in data["patches"]}
+    assert sorted(["x", "x/t.py"]) in parts.values(), parts
+    assert tree(fork, "HEAD") == tree(fork, before)

@@ -139,3 +139,26 @@ def test_a_file_become_a_link_goes_whole_into_one_part(tmp_path: Path) -> None:
     assert git(fork, "rev-parse", "HEAD~1^{tree}") == tree
     for rev in ("HEAD~1", "HEAD~2"):  # no part is an empty commit
         assert git(fork, "diff-tree", "--no-commit-id", "--name-only", "-r", rev) != ""
+
+
+def test_a_folder_become_a_link_goes_into_one_part_with_its_files_removal(
+        tmp_path: Path) -> None:
+    """A vendored folder replaced by a symlink of its name: the link (python-glue by its
+    path) and the removal of the folder's kernel files cannot be parts apart, as no tree
+    holds both; the kernel part keeps the patch's other kernel change."""
+    fork = make_fork(tmp_path, make_upstream(tmp_path / "upstream", {
+        "third_party/cutlass/gemm.h": "int gemm();\n", "csrc/k.cc": "int k() { return 2; }\n",
+        "pkg/__init__.py": "X = 1\n"}))
+    git(fork, "rm", "-rq", "third_party/cutlass")
+    (fork / "third_party").mkdir()
+    (fork / "third_party/cutlass").symlink_to("/opt/cutlass")
+    write(fork, "csrc/k.cc", "int k() { return 3; }\n")
+    commit_all(fork, "mixed: system cutlass")
+    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    tree = git(fork, "rev-parse", "HEAD~1^{tree}")
+    parts = json.loads(pq(fork, "split", "patches/0001-mixed-system-cutlass.patch",
+                          "--by-layer", "--json").output)["parts"]
+    assert [(p["layer"], p["files"]) for p in parts] == [
+        ("kernel", ["csrc/k.cc"]),
+        ("python-glue", ["third_party/cutlass", "third_party/cutlass/gemm.h"])], parts
+    assert git(fork, "rev-parse", "HEAD~1^{tree}") == tree

@@ -187,3 +187,31 @@ def classify_hunks(files: Sequence[FileDiff], content: Callable[[FileDiff], byte
         out = [replace(d, layer=one.layer, rule=one.rule) if d.path == path else d
                for d in out]
     return out
+
+
+def replacements(files: Sequence[FileDiff]) -> list[tuple[str, str]]:
+    """(path, path) of each two files of a diff (by `FileDiff.path`) that no tree holds one
+    without the other: a file added where a folder's file goes away, or a folder's file
+    added where a file goes away (a vendored folder that becomes a symlink, say)."""
+    pairs = []
+    for g in files:
+        if g.new is None:
+            continue
+        for f in files:
+            if f is not g and f.old is not None and f.new != f.old and (
+                    f.old.startswith(g.new + "/") or g.new.startswith(f.old + "/")):
+                pairs.append((g.path, f.path))
+    return pairs
+
+
+def together(files: Sequence[FileDiff], decisions: Sequence[HunkDecision]
+             ) -> list[HunkDecision]:
+    """`decisions`, where a file replaces another (`replacements`) the one going away
+    given the layer of the one that comes: a patch split by layer keeps the two in one
+    part, as no tree in between could hold both."""
+    layer_of: dict[str, str] = {}
+    for d in decisions:
+        layer_of.setdefault(d.path, d.layer)
+    moved = {gone: layer_of[come] for come, gone in replacements(files) if come in layer_of}
+    return [replace(d, layer=moved[d.path], rule=f"{d.rule}; replaced with its new file")
+            if d.path in moved and d.layer != moved[d.path] else d for d in decisions]

@@ -201,7 +201,7 @@ def _regroup(git: Git, base: CommitId, tip: CommitId,
     diff = git.commit_patches([whole])[whole]
     files = diffs.parse(diff, f"{base[:12]}..{tip[:12]}")
     sc = stack_mod.StackCommit(whole, base, diff, None, "", committer)
-    decisions = layers.classify_hunks(files, stack_mod.post_image(git, sc))
+    decisions = layers.together(files, layers.classify_hunks(files, stack_mod.post_image(git, sc)))
     grouping = topics.group(files, decisions, log)
     order = [p.key for p in grouping.parts]
     trees = part_trees(git, base, whole, files, grouping.where, order)

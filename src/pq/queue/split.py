@@ -107,7 +107,8 @@ def split(git: Git, patch: str) -> SplitResult:
         index = series.index_of(name)
         sc = stack[index]
         files = diffs.parse(sc.diff, f"{PATCHES_DIR}/{name}")
-        decisions = layers.classify_hunks(files, stack_mod.post_image(git, sc))
+        decisions = layers.together(files, layers.classify_hunks(files, stack_mod.post_image(
+            git, sc)))
         order, where = _group(files, decisions, entry.layer)
         if len(order) < 2:
             raise ConfigError(f"{PATCHES_DIR}/{name} has one layer ({order[0]}); there is "

@@ -54,7 +54,10 @@ def _topics(files: Sequence[diffs.FileDiff],
             p = parent[p]
         return p
 
-    for _commit, paths in log:
+    # A file that replaces another (layers.replacements) shares its topic, as if one
+    # commit made both changes: no part can hold one without the other.
+    for _commit, paths in [*log, *((None, frozenset(pair))
+                                   for pair in layers.replacements(files))]:
         mine = sorted({alias[p] for p in paths if p in alias})
         for other in mine[1:]:
             a, b = find(mine[0]), find(other)
