@@ -40,12 +40,13 @@ def _hook_run_args(argv: list[str]) -> tuple[str | None, str | None, str | None]
 
 
 def _hook_run(remote: str | None, url: str | None, chain: str | None) -> int:
-    from pq.cli import skip_teardown
+    from pq.cli import raw_bytes_out, skip_teardown
     from pq.cli.failure import failure_of
     from pq.cli.render_hook import hook_lines
     from pq.push.hook import pre_push
 
     skip_teardown()
+    raw_bytes_out()
     try:
         stdin = sys.stdin.buffer.read() if remote is not None else b""
         result = pre_push(remote, url, stdin, dict(os.environ), chain)

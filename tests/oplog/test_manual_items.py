@@ -391,6 +391,26 @@ def test_workaround_paths_follow_an_upstream_rename(tmp_path: Path) -> None:
     assert wa007() == []
 
 
+def test_a_rename_to_a_name_that_is_not_utf8_keeps_the_old_path_readable(
+        tmp_path: Path) -> None:
+    """series.yaml is UTF-8 text: the block keeps the old name (the audit then says the
+    patch is outside `covers`), and pq reads the series it wrote."""
+    fork = base_fork(tmp_path)
+    text = (fork / "series.yaml").read_text()
+    anchor = "    summary: 'build: enable compat'\n"
+    write(fork, "series.yaml", text.replace(anchor, anchor + WORKAROUND))
+    git(fork, "commit", "-q", "-m", "pq: the build patch is a workaround", "series.yaml")
+    pq(fork, "export", "--commit")
+    upstream = tmp_path / "upstream"
+    git(upstream, "mv", "setup.py", b"s\xe9tup.py".decode("utf-8", "surrogateescape"))
+    commit_all(upstream, "upstream: move setup.py to a Latin-1 name")
+    git(fork, "fetch", "-q", "upstream")
+    pq(fork, "rebase", "upstream/main")
+    series = (fork / "series.yaml").read_text()
+    assert "        - setup.py\n" in series and "\\udc" not in series.lower()
+    assert pq(fork, "series").exit_code == 0
+
+
 def test_item_13_plain_cpp_is_kernel_and_the_readme_says_so() -> None:
     from pq.model import layers
 

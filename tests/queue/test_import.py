@@ -268,3 +268,17 @@ def test_a_folder_replaced_by_a_file_of_its_name_is_imported_in_one_part(
     parts = {p["name"]: sorted(p["files"]) for p in data["patches"]}
     assert sorted(["x", "x/t.py"]) in parts.values(), parts
     assert tree(fork, "HEAD") == tree(fork, before)
+
+
+def test_a_draft_workaround_in_a_file_whose_name_is_not_utf8_leaves_a_readable_series(
+        tmp_path: Path) -> None:
+    """series.yaml is UTF-8 text: the draft's reason shows the name with escapes, and its
+    covers leaves it out; pq reads back the series it wrote."""
+    fork = make_fork(tmp_path)
+    name = b"glue_\xe9.py".decode("utf-8", "surrogateescape")
+    write(fork, name, "import torch\nx = 1  # TODO: paddle has no op yet\n")
+    commit_all(fork, "glue")
+    pq(fork, "import", "--upstream", "upstream/main")
+    series = (fork / "series.yaml").read_text()
+    assert "glue_\\xe9.py:2" in series and "\\udc" not in series.lower()
+    assert pq(fork, "series").exit_code == 0

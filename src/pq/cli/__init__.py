@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import atexit
 import gc
+import sys
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -27,6 +28,15 @@ def __getattr__(name: str) -> Any:
 
 
 _teardown_skipped = False
+
+
+def raw_bytes_out() -> None:
+    """Text pq prints may hold a file name's bytes that are not UTF-8 (read from git with
+    surrogateescape): the standard streams write them back as those bytes, as git does
+    with core.quotePath off, instead of failing."""
+    for stream in (sys.stdout, sys.stderr):
+        if getattr(stream, "errors", None) == "strict" and hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="surrogateescape")
 
 
 def skip_teardown() -> None:

@@ -33,9 +33,10 @@ COMMANDS = {
 
 class PqGroup(click.Group):
     def main(self, *args: Any, **kwargs: Any) -> Any:
-        from pq.cli import skip_teardown
+        from pq.cli import raw_bytes_out, skip_teardown
 
         skip_teardown()
+        raw_bytes_out()
         return super().main(*args, **kwargs)
 
     def list_commands(self, ctx: click.Context) -> list[str]:

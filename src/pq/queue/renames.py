@@ -19,6 +19,14 @@ from pq.model.series import Series
 UPSTREAM_CONTAINS = "upstream-contains"
 
 
+def _is_text(path: str) -> bool:
+    try:
+        path.encode("utf-8")
+        return True
+    except UnicodeEncodeError:
+        return False
+
+
 def _path(item: str, renames: dict[str, str]) -> str:
     path, sep, symbol = item.partition("::")
     return renames[path] + sep + symbol if path in renames else item
@@ -43,7 +51,9 @@ def follow(series: Series, renamed: Callable[[], dict[str, str]]) -> Series:
     `renamed()` gives {old path: new path}, asked only when a workaround block is there."""
     if not any(isinstance(e.workaround, dict) for e in series.patches):
         return series
-    renames = renamed()
+    # series.yaml is UTF-8 text: a new name that is not (its bytes read with
+    # surrogateescape) cannot be written there, so the block keeps the old one.
+    renames = {old: new for old, new in renamed().items() if _is_text(new)}
     if not renames:
         return series
     entries = []
