@@ -87,6 +87,22 @@ def test_reads_what_git_format_patch_writes() -> None:
     assert patch.diff == DIFF and patch.headers == ()
 
 
+def test_a_patch_saved_with_crlf_line_ends_reads_as_git_am_reads_it() -> None:
+    """Every CR of a file converted to CRLF is the conversion's (pq writes LF headers), and
+    git am strips them: the patch is the one written. A CRLF file's own CRs in a patch pq
+    wrote (LF headers) stay."""
+    crlf_file = b"diff --git a/w.bat b/w.bat\n--- a/w.bat\n+++ b/w.bat\n@@ -1 +1 @@\n" \
+                b"-old\r\n+new\r\n"
+    for diff in (DIFF, crlf_file):
+        written = patchfile.render(PatchFile(AUTHOR, "glue: scoped compat\n\nWhy.\n", diff))
+        assert patchfile.parse(written, "p.patch").diff == diff
+    converted = patchfile.render(PatchFile(AUTHOR, "glue: scoped compat\n\nWhy.\n", DIFF)
+                                 ).replace(b"\n", b"\r\n")
+    patch = patchfile.parse(converted, "p.patch")
+    assert (patch.author, patch.message, patch.diff) == (AUTHOR, "glue: scoped compat\n\n"
+                                                         "Why.\n", DIFF)
+
+
 @pytest.mark.parametrize("data,expected", [
     (b"garbage", "p.patch:1: no mail header"),
     (b"From: a <a@b>\nSubject: s\n\n---\n", "p.patch:1: missing `Date:` header"),

@@ -179,6 +179,10 @@ def parse(data: bytes, filename: str) -> PatchFile:
 def _parse_cached(data: bytes, filename: str) -> PatchFile:
     if len(data) > MAX_PATCH_BYTES:
         raise ConfigError(f"patch is {len(data)} bytes, more than pq reads", path=filename)
+    if data[:data.find(b"\n") + 1].endswith(b"\r\n"):
+        # Saved with CRLF line ends (an editor, a mail client): pq writes LF headers, so
+        # every line's CR is the conversion's, and `git am` strips them all; so does pq.
+        data = data.replace(b"\r\n", b"\n")
     text = data
     if text.startswith(b"From "):
         text = text.split(b"\n", 1)[1] if b"\n" in text else b""
