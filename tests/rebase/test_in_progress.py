@@ -253,6 +253,14 @@ def test_check_refuses_a_patch_that_adds_conflict_markers(tmp_path: Path) -> Non
     check = git(fork, "diff", "--check", "HEAD~2", "HEAD~1", "--", "pkg", check=False)
     assert [ln.split(":")[1] for ln in check.splitlines() if "conflict marker" in ln] == [
         "2", "4", "6"]
+    # Test data of a merge tool: a larger conflict-marker-size says so, to git and to pq.
+    write(fork, ".gitattributes", "pkg/merge.py conflict-marker-size=32\n")
+    commit_all(fork, "build: merge.py holds test data")
+    pq(fork, "export", "--commit")
+    bad = git(fork, "log", "--format=%H", "--grep=a bad merge", "-1")
+    assert git(fork, "diff", "--check", f"{bad}^", bad, "--", "pkg", check=False) == ""
+    data = json.loads(pq(fork, "check", "--json").stdout)
+    assert not [f for f in data["failures"] if f["check"] == "markers"]
 
 
 def test_skip_says_where_the_commit_is_kept(tmp_path: Path) -> None:

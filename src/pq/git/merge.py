@@ -117,6 +117,15 @@ class Merging(Gateway):
                               self.empty_tree(), tree, "--", ":(glob)**/.gitattributes")
         return frozenset(zsplit(out))
 
+    def attribute_of(self, tree: str, attribute: str, paths: Sequence[str]) -> dict[str, str]:
+        """{path: value} of `attribute` for `paths` as git sees it in a checkout of `tree`
+        (its `.gitattributes` files, info/attributes, core.attributesFile): `unspecified`,
+        `set`, `unset` or the value."""
+        with self.temp_index(tree) as env:
+            out = self.run("check-attr", "--cached", "-z", attribute, "--", *paths, env=env)
+        items = zsplit(out)
+        return {items[i]: items[i + 2] for i in range(0, len(items) - 2, 3)}
+
     def attributes_from(self, files: dict[str, str]) -> bytes:
         """What git's attribute lookup sees in a checkout whose `.gitattributes` files are
         `files` ({path: blob id}), with this repository's info/attributes, as one file."""

@@ -260,24 +260,33 @@ def _apply_one_by_one(git: Git, ctx: CheckContext, queue: Queue, base: CommitId,
 @check("markers", "no patch adds conflict-marker lines", needs=("series",))
 def check_markers(git: Git, ctx: CheckContext) -> list[CheckFailure]:
     """Added lines git would call conflict markers, in files where one of them is a
-    `<<<<<<<` or `>>>>>>>` line (as `pq rebase --continue` refuses them)."""
+    `<<<<<<<` or `>>>>>>>` line (as `pq rebase --continue` refuses them); a file whose
+    `conflict-marker-size` attribute is larger (a merge tool's test data) has none of
+    that size, as `git diff --check` reads it."""
     from pq.model import patchfile
     from pq.rebase.status import is_conflict_marker
 
     queue = _queue(ctx)
     failures = []
+    candidates = []
     for entry in queue.series.patches:
         name = f"patches/{entry.name}"
         data = queue.files[entry.name]
         if b"\n+<<<<<<<" not in data and b"\n+>>>>>>>" not in data:
             continue  # no added line starts with a < or > marker: nothing to read
         try:
-            files = patchfile.parse(data, name).files
+            candidates.append((name, patchfile.parse(data, name).files))
         except ConfigError:
             continue  # the series check reports patch files that do not parse
+    paths = sorted({f.path for _, files in candidates for f in files})
+    sizes = git.attribute_of(ctx.tree, "conflict-marker-size", paths) if paths else {}
+    for name, files in candidates:
         found = []
         for f in files:
-            marks = [(ln.number, is_conflict_marker(ln.text)) for ln in f.added()]
+            size = sizes.get(f.path, "")
+            marks = [(ln.number, is_conflict_marker(ln.text, int(size) if size.isdigit()
+                                                    and int(size) > 0 else 7))
+                     for ln in f.added()]
             if any(char in ("<", ">") for _, char in marks):
                 found += [(f.path, number) for number, char in marks if char]
         if found:
@@ -287,7 +296,9 @@ def check_markers(git: Git, ctx: CheckContext) -> list[CheckFailure]:
                 "markers", f"{name} adds a conflict marker at {path}:{line}{more}: an "
                            "unresolved conflict was committed",
                 f"resolve the conflict in {path} in that patch's commit (`git rebase -i`, "
-                "edit), then `pq export --commit`"))
+                "edit), then `pq export --commit`; lines that are the file's content (a "
+                "merge tool's test data) want a `conflict-marker-size` attribute above 7 in "
+                ".gitattributes, as for `git diff --check`"))
     return failures
 
 
