@@ -186,10 +186,9 @@ def test_an_entry_out_of_order_is_refused_with_the_fix(repo: Path) -> None:
 
 
 def test_a_log_ref_to_a_blob_is_a_damaged_log_not_an_empty_one(repo: Path) -> None:
-    with Git.open(repo) as g:
-        with Transaction(g, "pq b1") as t:
-            branch_commit(repo, "b1")
-            t.done()
+    with Git.open(repo) as g, Transaction(g, "pq b1") as t:
+        branch_commit(repo, "b1")
+        t.done()
     blob = git(repo, "hash-object", "-w", "--stdin", input=b"hi\n")
     git(repo, "update-ref", "refs/pq/oplog", blob)
     for reading in (log.read, log.tip):

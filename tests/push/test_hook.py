@@ -188,6 +188,26 @@ def test_plain_git_rebase_leaves_a_stale_base(tmp_path: Path) -> None:
     assert ok.returncode == 0, ok.stderr
 
 
+def test_a_cached_verdict_is_not_reused_once_the_upstream_ref_moved(tmp_path: Path) -> None:
+    """The base check finds upstream commits past the recorded base through the upstream
+    ref: a verdict cached before `git fetch` moved it is not reused after."""
+    fork, remote = make_pushable(tmp_path)
+    up = tmp_path / "upstream"
+    write(up, "README.md", "upstream moved\n")
+    moved = commit_all(up, "upstream: readme")
+    git(fork, "fetch", "-q", str(up), "main")  # FETCH_HEAD only: upstream/main stays
+    git(fork, "rebase", "-q", "FETCH_HEAD")
+    pq(fork, "export", "--commit")
+    ok = push(fork, "origin", "paddle")
+    assert ok.returncode == 0, ok.stderr
+    assert "cached" in pq(fork, "check").output
+    git(fork, "fetch", "-q", "upstream")
+    assert git(fork, "rev-parse", "upstream/main") == moved
+    result = pq(fork, "check", ok=False)
+    assert result.exit_code == 1 and "stale base" in result.output
+    assert "cached" not in result.output
+
+
 def test_a_merge_of_upstream_names_a_fix_that_works(tmp_path: Path) -> None:
     """A branch that merged upstream by plain git was told `pq init --force`, which refuses
     merged history."""
@@ -559,6 +579,79 @@ def test_pre_commit_entry_reads_the_framework_variables(tmp_path: Path) -> None:
                               capture_output=True, text=True, env={**os.environ, **pre_commit_env(fork, tip, remote)})
         assert proc.returncode == code, proc.stderr
     assert "unexported edit" in proc.stderr
+
+
+def test_pre_commit_mode_knows_the_remote_tip_from_the_tracking_ref(tmp_path: Path) -> None:
+    """PRE_COMMIT_FROM_REF is where the pushed range starts, not the remote tip: a new
+    branch without the series passes, as under pq's own hook, and a tip without it over a
+    remote branch that has one (its remote-tracking ref says so) is refused."""
+    fork, remote = make_pushable(tmp_path)
+    assert push(fork, "origin", "paddle").returncode == 0
+    git(fork, "fetch", "-q", "origin")
+    base = git(fork, "rev-parse", "paddle")
+    git(fork, "checkout", "-q", "-b", "experiment")
+    git(fork, "rm", "-rq", "series.yaml", "patches")
+    bare = commit_all(fork, "experiment without the series")
+    cmd = [sys.executable, "-m", "pq", "hook", "run"]
+    for branch, code in (("experiment", 0), ("paddle", 1)):
+        env = {**pre_commit_env(fork, bare, remote), "PRE_COMMIT_FROM_REF": base,
+               "PRE_COMMIT_LOCAL_BRANCH": "refs/heads/experiment",
+               "PRE_COMMIT_REMOTE_BRANCH": f"refs/heads/{branch}"}
+        proc = subprocess.run(cmd, check=False, cwd=fork, stdin=subprocess.DEVNULL,
+                              capture_output=True, text=True, env={**os.environ, **env})
+        assert proc.returncode == code, proc.stderr
+    assert "this push would take the series off it" in proc.stderr
+
+
+def test_a_series_yaml_that_is_a_folder_is_no_series(tmp_path: Path) -> None:
+    fork, remote = make_pushable(tmp_path)
+    git(fork, "checkout", "-q", "-b", "other", "upstream/main")
+    write(fork, "series.yaml/x", "hi\n")
+    commit_all(fork, "a folder named series.yaml")
+    result = pq(fork, "check", ok=False)
+    assert result.exit_code == 2 and "has no series.yaml: pq does not manage it" in \
+        result.output
+    assert push(fork, "origin", "other").returncode == 0
+
+
+def test_the_hook_falls_back_when_its_interpreter_lost_pq(tmp_path: Path) -> None:
+    """The interpreter that installed the hook no longer has pq: the hook runs pq from
+    PATH, else says pq is not installed (not python's `No module named pq`)."""
+    fork, remote = make_pushable(tmp_path)
+    hook = fork / ".git/hooks/pre-push"
+    text = hook.read_text()
+    assert "PQ_PACKAGE=" in text
+    hook.write_text("\n".join("PQ_PACKAGE=/nowhere" if ln.startswith("PQ_PACKAGE=") else ln
+                              for ln in text.splitlines()) + "\n")
+    with_pq = {"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    assert push(fork, "origin", "paddle", **with_pq).returncode == 0
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    (empty / "git").symlink_to(subprocess.run(["sh", "-c", "command -v git"], check=True,
+                                              capture_output=True, text=True).stdout.strip())
+    for name in ("sh", "dirname"):
+        found = subprocess.run(["sh", "-c", f"command -v {name}"], capture_output=True,
+                               text=True).stdout.strip()
+        if found:
+            (empty / name).symlink_to(found)
+    write(fork, "pkg/x.py", "x\n")
+    commit_all(fork, "more")
+    result = push(fork, "origin", "HEAD:refs/heads/more", PATH=str(empty))
+    assert result.returncode != 0
+    assert "pq: pre-push hook: pq is not installed" in result.stderr
+
+
+def test_a_chained_hook_is_found_beside_a_renamed_hook(tmp_path: Path) -> None:
+    """A hook manager that moves pq's hook to another name (pre-commit's migration mode:
+    pre-push.legacy) still runs the hook pq chained."""
+    fork = make_fork(tmp_path)
+    hooks = fork / ".git/hooks"
+    write(hooks, "pre-push", "#!/bin/sh\necho team hook refuses >&2\nexit 1\n", mode=0o755)
+    pq(fork, "hook", "install", "--chain")
+    (hooks / "pre-push").rename(hooks / "pre-push.legacy")
+    proc = subprocess.run([str(hooks / "pre-push.legacy"), "origin", "url"], cwd=fork,
+                          input="", capture_output=True, text=True, check=False)
+    assert proc.returncode == 1 and "team hook refuses" in proc.stderr
 
 
 def _pre_commit(tmp_path: Path) -> Path:

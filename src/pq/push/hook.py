@@ -12,7 +12,7 @@ import json
 import os
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,7 +22,14 @@ from pq.git import process
 from pq.git.gateway import clean_env, worktree_of
 from pq.git.objects import CommitId
 from pq.git.repo import Git
-from pq.push.refs import SKIP_ENV, RefUpdate, parse_push_lines, parse_skip, updates_from_env
+from pq.push.refs import (
+    SKIP_ENV,
+    RefUpdate,
+    parse_push_lines,
+    parse_skip,
+    tracked_ref,
+    updates_from_env,
+)
 
 if TYPE_CHECKING:
     from pq.push.registry import CheckFailure
@@ -82,9 +89,12 @@ class _Probe:
 def _probe(git: Git, revs: Sequence[str]) -> list[_Probe]:
     """Commit, tree and series.yaml blob of each rev, in one `cat-file --batch-check`."""
     lines = "".join(f"{r}^{{commit}}\n{r}^{{tree}}\n{r}:series.yaml\n" for r in revs)
-    ids = [None if obj is None else obj[0] for obj in git.odb.read_many(lines.splitlines())]
+    found = git.odb.read_many(lines.splitlines())
+    ids = [None if obj is None else obj[0] for obj in found]
+    # A series.yaml that is a folder or a submodule is no series: the ref is unmanaged.
+    blobs = [obj[0] if obj is not None and obj[1] == "blob" else None for obj in found[2::3]]
     return [_Probe(CommitId(c) if c else None, t, s)
-            for c, t, s in zip(ids[0::3], ids[1::3], ids[2::3])]
+            for c, t, s in zip(ids[0::3], ids[1::3], blobs)]
 
 
 def cache_key(probe: _Probe, skip: frozenset[str]) -> str:
@@ -144,6 +154,8 @@ def check_refs(git: Git, updates: Sequence[RefUpdate], skip: frozenset[str],
             report.notices, report.seconds = first.notices, first.seconds
             continue
         hit = known.get(key)
+        if hit is not None and _upstream_moved(git, hit):
+            hit = None  # the base check's verdict rests on where the upstream ref is
         if hit is not None:
             report.state = "cached"
             report.statuses = dict(hit.get("statuses") or {})
@@ -159,8 +171,10 @@ def check_refs(git: Git, updates: Sequence[RefUpdate], skip: frozenset[str],
         done[key] = report
         if outcome.ok and use_cache and _as_predicted(outcome.statuses):
             cache = [e for e in cache if e.get("key") != key]
+            ref = ctx.queue.series.upstream_ref if ctx.queue is not None else None
             cache.append({"key": key, "commit": probe.commit, "statuses": outcome.statuses,
-                          "notices": outcome.notices})
+                          "notices": outcome.notices,
+                          "upstream": [ref, git.try_resolve(ref) if ref else None]})
             dirty = True
     if dirty:
         _store_cache(git, cache)
@@ -187,6 +201,17 @@ def _refuse_taking_series_off(git: Git, reports: list[RefReport]) -> None:
             "push the branch that carries the series (a stopped `pq rebase` has none until "
             "it ends: `pq status`); to take pq off that branch on purpose, `git push "
             "--no-verify`")]
+
+
+def _upstream_moved(git: Git, entry: Mapping[str, Any]) -> bool:
+    """Whether the upstream ref a cached verdict saw has moved since (the base check finds
+    upstream commits the branch holds past its recorded base through it); an entry that
+    did not record it counts as moved."""
+    seen = entry.get("upstream")
+    if not (isinstance(seen, list) and len(seen) == 2):
+        return True
+    ref, sha = seen
+    return isinstance(ref, str) and bool(ref) and git.try_resolve(ref) != sha
 
 
 def _as_predicted(statuses: Mapping[str, str]) -> bool:
@@ -266,5 +291,8 @@ def pre_push(remote: str | None, url: str | None, stdin: bytes, environ: Mapping
     updates = parse_push_lines(stdin) if remote is not None else updates_from_env(environ)
     scrub_environment()
     with open_for_hook(environ) as git:
+        if remote is None:  # pre-commit's: the remote tip is the remote-tracking ref's
+            updates = [replace(u, remote_sha=git.try_resolve(ref) or u.remote_sha)
+                       if (ref := tracked_ref(environ, u)) else u for u in updates]
         reports = check_refs(git, updates, skip)
     return HookResult(reports, skip, unknown, chained)

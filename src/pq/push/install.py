@@ -19,22 +19,30 @@ MARKER = "# pq-hook: pre-push"
 
 
 def script(python: str | None) -> str:
-    """The hook script; `hooks/pre-push` in pq's source is this with no interpreter."""
+    """The hook script; `hooks/pre-push` in pq's source is this with no interpreter. With
+    one, it runs `python -m pq` while that interpreter still has pq (the package's folder
+    is checked, not imported: no second interpreter per push); else pq on PATH, else a
+    python3 that imports pq. The chained hook is found beside the script, under whatever
+    name a hook manager gives the script itself."""
+    package = os.path.dirname(os.path.abspath(__file__)).rsplit(os.sep, 1)[0] if python \
+        else ""
     return f"""#!/bin/sh
 {MARKER} (written by `pq hook install`; `pq hook uninstall` removes it)
 # Refuses a push whose branch, series.yaml and patches/ disagree: the same checks as
 # `pq check`. `git push --no-verify` skips it; PQ_SKIP=gate (or all) skips checks, loudly.
 PQ_PYTHON={shlex.quote(python or '')}
-if [ -e "$0{CHAINED_SUFFIX}" ]; then
-    set -- --chain "$0{CHAINED_SUFFIX}" "$@"
+PQ_PACKAGE={shlex.quote(package)}
+chained="$(dirname "$0")/{HOOK_NAME}{CHAINED_SUFFIX}"
+if [ -e "$chained" ]; then
+    set -- --chain "$chained" "$@"
 fi
-if [ -n "$PQ_PYTHON" ] && [ -x "$PQ_PYTHON" ]; then
+if [ -n "$PQ_PYTHON" ] && [ -x "$PQ_PYTHON" ] && [ -e "$PQ_PACKAGE/__init__.py" ]; then
     exec "$PQ_PYTHON" -m pq hook run "$@"
 fi
 if command -v pq >/dev/null 2>&1; then
     exec pq hook run "$@"
 fi
-if command -v python3 >/dev/null 2>&1; then
+if command -v python3 >/dev/null 2>&1 && python3 -c 'import pq' 2>/dev/null; then
     exec python3 -m pq hook run "$@"
 fi
 echo "pq: pre-push hook: pq is not installed (install it, or \\`git push --no-verify\\`)" >&2

@@ -48,16 +48,28 @@ def parse_push_lines(data: bytes) -> list[RefUpdate]:
 
 
 def updates_from_env(environ: Mapping[str, str]) -> list[RefUpdate]:
-    """The one ref the pre-commit framework hands its pre-push hooks, or HEAD."""
+    """The one ref the pre-commit framework hands its pre-push hooks, or HEAD. Its
+    PRE_COMMIT_FROM_REF is where the pushed range starts (for a new branch, the parent of
+    its first new commit), not the remote ref's tip: the remote tip is left unknown here
+    (all zeros), for `tracked_tip` to fill in."""
     to_ref = environ.get("PRE_COMMIT_TO_REF", "")
     local = environ.get("PRE_COMMIT_LOCAL_BRANCH", "")
     remote = environ.get("PRE_COMMIT_REMOTE_BRANCH", "")
-    from_ref = environ.get("PRE_COMMIT_FROM_REF", "") or "0" * 40
+    unknown = "0" * 40
     if to_ref:
-        return [RefUpdate(local or to_ref, to_ref, remote, from_ref)]
+        return [RefUpdate(local or to_ref, to_ref, remote, unknown)]
     if local:  # a new branch with its root commit: pre-commit passes no range
-        return [RefUpdate(local, local, remote, from_ref)]
-    return [RefUpdate("HEAD", "HEAD", remote, from_ref)]
+        return [RefUpdate(local, local, remote, unknown)]
+    return [RefUpdate("HEAD", "HEAD", remote, unknown)]
+
+
+def tracked_ref(environ: Mapping[str, str], update: RefUpdate) -> str | None:
+    """The remote-tracking ref that says where the pre-commit framework's pushed remote ref
+    is, as far as this repository knows (`refs/remotes/<remote>/<branch>`), or None."""
+    name, ref = environ.get("PRE_COMMIT_REMOTE_NAME", ""), update.remote_ref
+    if not name or not ref or (ref.startswith("refs/") and not ref.startswith("refs/heads/")):
+        return None  # a tag, say: no remote-tracking ref follows it
+    return f"refs/remotes/{name}/{ref.removeprefix('refs/heads/')}"
 
 
 def parse_skip(value: str | None) -> tuple[frozenset[str], list[str]]:
