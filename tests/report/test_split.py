@@ -162,3 +162,25 @@ def test_a_folder_become_a_link_goes_into_one_part_with_its_files_removal(
         ("kernel", ["csrc/k.cc"]),
         ("python-glue", ["third_party/cutlass", "third_party/cutlass/gemm.h"])], parts
     assert git(fork, "rev-parse", "HEAD~1^{tree}") == tree
+
+
+def test_a_file_become_a_folder_of_two_layers_splits_without_losing_the_tree(
+        tmp_path: Path) -> None:
+    """The file `vend` becomes a folder with a kernel and a python-glue file: whichever part
+    first adds under vend/ removes the file too (it was an internal error)."""
+    fork = make_fork(tmp_path, make_upstream(tmp_path / "upstream", {
+        "vend": "vendored\n", "csrc/k.cc": "int k() { return 2; }\n",
+        "csrc/ops.cc": "#include <torch/extension.h>\nint f() { return 1; }\n"}))
+    git(fork, "rm", "-q", "vend")
+    write(fork, "vend/a.cc", "int g() { return 2; }\n")
+    write(fork, "vend/z.py", "import paddle\n")
+    write(fork, "csrc/k.cc", "int k() { return 3; }\n")
+    write(fork, "csrc/ops.cc", "#include <paddle/extension.h>\nint f() { return 1; }\n")
+    commit_all(fork, "mixed: vendor it")
+    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    tree = git(fork, "rev-parse", "HEAD~1^{tree}")
+    parts = json.loads(pq(fork, "split", "patches/0001-mixed-vendor-it.patch", "--by-layer",
+                          "--json").output)["parts"]
+    assert len(parts) >= 2
+    assert git(fork, "rev-parse", "HEAD~1^{tree}") == tree
+    assert pq(fork, "check").exit_code == 0

@@ -189,5 +189,13 @@ def part_trees(git: Git, parent: str, commit: str, files: tuple[diffs.FileDiff, 
                 old = git.blob(before[f.old][1]) if f.old in before else b""
                 obj = git.write_blob(apply_hunks(old, git.blob(obj), f.hunks, set(mine)))
             changes[f.new] = (mode, obj)
+        # What a file (or folder) of this part replaces goes with it, whatever part its
+        # layer gives it (layers.together keeps most such pairs in one part already; files
+        # of several layers under one new folder need this): no tree holds both.
+        for path in [p for p, v in changes.items() if v is not None]:
+            for f in files:
+                if f.old is not None and f.old not in changes and f.old != f.new and (
+                        f.old.startswith(path + "/") or path.startswith(f.old + "/")):
+                    changes[f.old] = None
         trees.append(TreeId(editor.edit(base_tree, changes)))
     return trees
