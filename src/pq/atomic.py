@@ -45,11 +45,13 @@ def write_atomic(path: Path, data: bytes, durable: bool = True) -> None:
         else:
             os.chmod(tmp, 0o644)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         try:
             os.unlink(tmp)
         except OSError:
             pass
+        if isinstance(exc, OSError) and exc.filename is None:  # a full disk, say: name the
+            raise OSError(exc.errno, exc.strerror, str(path)) from None  # file, not nothing
         raise
     if durable:
         _fsync_dir(path.parent)

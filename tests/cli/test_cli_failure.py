@@ -63,6 +63,27 @@ def test_a_read_only_patches_folder_is_named(tmp_path: Path) -> None:
     assert f"pq: error: {fork / 'patches'}: Permission denied" in result.output
 
 
+def test_a_write_the_disk_refuses_names_the_file(tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """The error of a full disk carries no file name; write_atomic gives it the file's."""
+    import errno
+
+    from pq.atomic import write_atomic
+
+    def full(_fd: int) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", full)
+    target = tmp_path / "series.yaml"
+    with pytest.raises(OSError) as info:
+        write_atomic(target, b"x\n")
+    assert info.value.filename == str(target) and not list(tmp_path.iterdir())
+    failure = failure_of(info.value)
+    assert failure is not None and failure.line() == (
+        f"pq: error: {target}: No space left on device (free some disk space, then run the "
+        "command again)")
+
+
 def test_interrupt_pipe_and_bugs(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("PQ_DEBUG", raising=False)
     stop = failure_of(KeyboardInterrupt())
