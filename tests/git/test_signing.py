@@ -127,3 +127,49 @@ def test_a_commit_git_would_change_while_signing_it_is_refused_not_rewritten(
     assert "signing the commit 'python-glue: op adds zero', git changes it" in line
     assert "GIT_CONFIG_VALUE_0=false" in line
     assert git(fork, "rev-parse", "paddle") == tip
+
+
+def test_import_signs_the_branch_it_writes_and_a_dry_run_signs_nothing(tmp_path: Path) -> None:
+    fork = make_fork(tmp_path)
+    write(fork, "setup.py", "import paddle\npaddle.enable_compat()\n")
+    commit_all(fork, "build: enable compat")
+    git(fork, "config", "commit.gpgSign", "true")
+    git(fork, "config", "gpg.program", "false")  # a dry run must not even ask
+    for extra in ([], ["--keep-commits"]):
+        pq(fork, "import", "--upstream", "upstream/main", "--dry-run", *extra)
+    _sign_with_ssh(fork, tmp_path)
+    pq(fork, "import", "--upstream", "upstream/main")
+    assert set(_signatures(fork, "upstream/main..paddle")) == {"G"}
+
+
+@pytest.mark.parametrize(("author", "why"), [
+    (b"A U Thor <author@example.com> 1700000000 -0000", "differ from the original"),
+    (b" <author@example.com> 1700000000 +0000", "git refuses its identity or date"),
+])
+def test_an_identity_git_rewrites_or_refuses_is_named_not_blamed_on_the_signer(
+        tmp_path: Path, author: bytes, why: str) -> None:
+    """`git commit-tree` formats the identity it is given (`-0000` becomes `+0000`, an empty
+    name is refused): the refusal says so and how to go on, not that the key is wrong."""
+    fork, _ = _fork_needing_a_rebase(tmp_path, author)
+    _sign_with_ssh(fork, tmp_path)
+    result = pq(fork, "rebase", "upstream/main", ok=False)
+    assert result.exit_code == 2
+    line, = result.output.strip().splitlines()
+    assert "signing the commit 'python-glue: op adds zero', git changes it" in line
+    assert why in line and "commit.gpgSign" in line and "user.signingKey" not in line
+
+
+def test_an_encoding_header_naming_utf8_is_dropped_as_git_rebase_drops_it(
+        tmp_path: Path) -> None:
+    fork = make_fork(tmp_path)
+    write(fork, "setup.py", "import paddle\n")
+    commit_all(fork, "build: enable compat")
+    raw = _unsigned(fork, "HEAD").replace(b"\n\nbuild:", b"\nencoding UTF-8\n\nbuild:")
+    odd = subprocess.run(["git", "hash-object", "-t", "commit", "-w", "--stdin"], cwd=fork,
+                         input=raw, check=True, capture_output=True).stdout.decode().strip()
+    git(fork, "reset", "-q", "--hard", odd)
+    pq(fork, "init", "--upstream", "upstream/main")
+    _sign_with_ssh(fork, tmp_path)
+    pq(fork, "split", "patches/0001-build-enable-compat.patch", "--by-layer", ok=False)
+    pq(fork, "apply", "--branch", "signed")
+    assert set(_signatures(fork, "upstream/main..signed")) == {"G"}

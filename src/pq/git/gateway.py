@@ -20,7 +20,7 @@ from typing import Self
 
 from pq.errors import ConfigError, GitError
 from pq.faults import checkpoint
-from pq.git.objects import BlobId, Commit, CommitId, Person, TreeId, parse_commit
+from pq.git.objects import BlobId, Commit, CommitId, Person, TreeId, commit_object, parse_commit
 from pq.git.odb import ObjectDB
 from pq.git.process import pid_alive
 
@@ -290,19 +290,13 @@ class Gateway:
 
         `branch`: the commit goes on a branch, so it is signed where the configuration
         asks for signed commits (pq.git.signing); scratch commits never are."""
-        lines = [f"tree {tree}"]
-        lines += [f"parent {p}" for p in parents]
-        lines.append(f"author {author.ident()}")
-        lines.append(f"committer {committer.ident()}")
-        if encoding is not None:
-            lines.append(f"encoding {encoding}")
-        body = ("\n".join(lines) + "\n\n" + message).encode("utf-8", "surrogateescape")
         if branch and self.signing():
             from pq.git import signing
 
-            return signing.write_signed(self, body, tree, list(parents), author, committer,
-                                        message, encoding)
-        return CommitId(self.odb.write("commit", body))
+            return signing.write_signed(self, tree, parents, author, committer, message,
+                                        encoding)
+        return CommitId(self.odb.write("commit", commit_object(tree, parents, author,
+                                                               committer, message, encoding)))
 
     def signing(self) -> bool:
         """Whether commits that go on a branch are signed (`commit.gpgSign`, read once)."""

@@ -7,6 +7,7 @@ them through the types defined here (gitio re-exports them).
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NewType
 
@@ -51,6 +52,16 @@ class Commit:
     @property
     def subject(self) -> str:
         return subject_of(self.message)
+
+
+def commit_object(tree: str, parents: Sequence[str], author: Person, committer: Person,
+                  message: str, encoding: str | None = None) -> bytes:
+    """The bytes of a commit object of exactly these fields (text is surrogateescaped)."""
+    lines = [f"tree {tree}", *(f"parent {p}" for p in parents), f"author {author.ident()}",
+             f"committer {committer.ident()}"]
+    if encoding is not None:
+        lines.append(f"encoding {encoding}")
+    return ("\n".join(lines) + "\n\n" + message).encode("utf-8", "surrogateescape")
 
 
 def subject_of(message: str) -> str:

@@ -15,10 +15,11 @@ stack) are never signed.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from pq.errors import ConfigError, GitError
-from pq.git.objects import CommitId, Person, subject_of
+from pq.git.objects import CommitId, Person, commit_object, subject_of
 
 if TYPE_CHECKING:
     from pq.git.gateway import Gateway
@@ -48,29 +49,47 @@ def _identity_env(role: str, person: Person) -> dict[str, str]:
             f"GIT_{role}_DATE": "@" + person.date}
 
 
-def write_signed(git: Gateway, body: bytes, tree: str, parents: list[str], author: Person,
+def write_signed(git: Gateway, tree: str, parents: Sequence[str], author: Person,
                  committer: Person, message: str, encoding: str | None) -> CommitId:
-    """The commit `body` (its unsigned object) written signed through `git commit-tree -S`;
-    ConfigError when git cannot sign it, or would sign a different commit."""
+    """The commit of these fields written signed through `git commit-tree -S`; ConfigError
+    when git cannot sign it, GitError when it would sign a different commit. An `encoding`
+    header naming UTF-8 goes: git writes none (it says nothing; `git rebase` drops it)."""
+    if encoding is not None and encoding.lower() in ("utf-8", "utf8"):
+        encoding = None
+    body = commit_object(tree, parents, author, committer, message, encoding)
     args = ["-c", f"i18n.commitEncoding={encoding or 'UTF-8'}", "commit-tree", "-S", tree]
     for parent in parents:
         args += ["-p", parent]
     env = {**_identity_env("AUTHOR", author), **_identity_env("COMMITTER", committer)}
-    subject = subject_of(message) or "(no subject)"
+    subject = (subject_of(message) or "(no subject)").encode(
+        "utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
     proc = git.run_proc(*args, input=message.encode("utf-8", "surrogateescape"), env=env,
                         interruptible=True)  # a signer may ask for a passphrase
+    said = [ln.removeprefix("error: ").removeprefix("fatal: ") for ln in
+            proc.stderr.decode("utf-8", "replace").splitlines() if ln.strip()]
+    if proc.returncode != 0 and any(_IDENTITY_REFUSED.search(ln) for ln in said):
+        raise _changed(subject, f"git refuses its identity or date: {said[-1]}")
     if proc.returncode != 0:
-        said = [ln.removeprefix("error: ").removeprefix("fatal: ") for ln in
-                proc.stderr.decode("utf-8", "replace").splitlines() if ln.strip()]
         raise ConfigError(f"git could not sign the commit {subject!r}: "
                           f"{'; '.join(said[:2]) or 'git commit-tree -S failed'}", hint=_FIX)
     commit = proc.stdout.decode().strip()
     _, kind, data = git.odb.read(commit)
     if kind != "commit" or _SIGNATURE.sub(b"", data, count=1) != body:
-        raise GitError(
-            f"signing the commit {subject!r}, git changes it (its author, committer or "
-            "message as git writes them differ from the original): pq does not sign it",
-            hint="turn commit.gpgSign off for this command (`GIT_CONFIG_COUNT=1 "
-                 "GIT_CONFIG_KEY_0=commit.gpgSign GIT_CONFIG_VALUE_0=false pq ...`), then "
-                 "sign the branch's commits with git")
+        raise _changed(subject, "its author, committer or message as git writes them "
+                                "differ from the original")
     return CommitId(commit)
+
+
+# git names an identity or a date it will not write (an empty name, a date out of range).
+_IDENTITY_REFUSED = re.compile(r"ident|date", re.IGNORECASE)
+
+
+def _changed(subject: str, why: str) -> GitError:
+    """The commit git cannot sign as it is: only git's own signing knows the user's key
+    and signer, and it reformats an identity it is given (`git rebase` copies the original
+    author line as it is; `git commit-tree` cannot)."""
+    return GitError(
+        f"signing the commit {subject!r}, git changes it ({why}): pq does not sign it",
+        hint="turn commit.gpgSign off for this command (`GIT_CONFIG_COUNT=1 "
+             "GIT_CONFIG_KEY_0=commit.gpgSign GIT_CONFIG_VALUE_0=false pq ...`), then sign "
+             "the branch's commits with git")

@@ -153,6 +153,7 @@ def import_fork(git: Git, upstream: str, branch: str | None = None, *, dry_run: 
                               None, tuple(propose_copies(git, queue)))
         if dry_run:
             return result
+        last = _as_branch_commits(git, base, [sc.commit for sc in stack]) or last
         new_tip = bookkeeping_commit(git, last, None, queue, committer,
                                      f"pq: import {name} as a series on {base[:12]}\n")
         require_unmoved(git, current, tip, "pq import")
@@ -165,6 +166,21 @@ def import_fork(git: Git, upstream: str, branch: str | None = None, *, dry_run: 
         write_worktree(git, queue)
         t.done()
     return replace(result, tip=new_tip)
+
+
+def _as_branch_commits(git: Git, base: CommitId, commits: Sequence[CommitId]
+                       ) -> CommitId | None:
+    """The import's commits (written as scratch, so that a dry run or a replay that falls
+    back signs nothing) written again on `base` as the branch's: signed where the
+    configuration asks; None when it does not (they are the branch's as they are)."""
+    if not commits or not git.signing():
+        return None
+    parent = base
+    for commit in commits:
+        info = git.commit(commit)
+        parent = git.write_commit(info.tree, [parent], info.author, info.committer,
+                                  info.message, info.encoding, branch=True)
+    return parent
 
 
 def _replay(git: Git, base: CommitId, target: str, commits: Sequence[CommitId],
@@ -184,7 +200,7 @@ def _replay(git: Git, base: CommitId, target: str, commits: Sequence[CommitId],
                               "linearised onto the base (a merge resolved it)")
             info = git.commit(commit)
             parent = git.write_commit(git.write_tree(env), [parent], info.author, committer,
-                                      info.message, info.encoding, branch=True)
+                                      info.message, info.encoding, branch=False)
     if git.tree_of(parent) != target:
         return None, ("--keep-commits: the fork's commits replayed linearised do not rebuild "
                       "the branch's tree (merges changed it too)")
@@ -224,7 +240,7 @@ def _regroup(git: Git, base: CommitId, tip: CommitId,
             message = topics.part_message(part, branch, _subject(git))
             encoding = None
         parent = git.write_commit(tree, [parent], author, committer, message, encoding,
-                                  branch=True)
+                                  branch=False)
     return parent, [p.name for p in grouping.parts], kept
 
 
