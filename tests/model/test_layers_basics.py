@@ -24,6 +24,15 @@ from pq.model import layers
     ("README", b"", None, layers.DOCS),
     ("pkg/notes.rst", b"", None, layers.DOCS),
     ("pkg/__init__.py", b"", None, "python-glue"),
+    # code named like a document is code; a document named so is one
+    ("tinyop/changes.py", b"", None, "python-glue"),
+    ("csrc/license.cc", b"int f() { return 1; }\n", None, "kernel"),
+    ("CHANGES.txt", b"", None, layers.DOCS),
+    ("LICENSE", b"", None, layers.DOCS),
+    # a pointer's target written is device code, a block comment's line is not
+    ("csrc/op.cu", b"", ["#include <ATen/ATen.h>", "  *out = 1.f;"], "kernel"),
+    ("csrc/op.cu", b"", ["#include <ATen/ATen.h>", " * the output, in place", " */"],
+     "cpp-compat"),
 ])
 def test_classify_path(path: str, content: bytes, added: list[str] | None, layer: str) -> None:
     assert layers.classify_path(path, content, added) == layer

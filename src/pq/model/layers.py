@@ -85,12 +85,17 @@ class HunkDecision:
 
 def is_doc(path: str) -> bool:
     name = path.rsplit("/", 1)[-1].lower()
+    stem, _, suffix = name.partition(".")
+    # README, LICENSE, CHANGES.txt: a doc by its name; changes.py, license.cc are code.
     return (path.startswith(("docs/", "doc/")) or name.endswith(DOC_SUFFIXES)
-            or name.split(".", 1)[0] in DOC_NAMES)
+            or (stem in DOC_NAMES and suffix in ("", "txt")))
 
 
 def _code(lines: Iterable[str]) -> list[str]:
-    return [t for t in lines if t.strip() and not t.strip().startswith(("//", "/*", "*"))]
+    """The lines that are code: not blank, not a comment or a block comment's ` * ` line
+    (`*out = 1.f;`, a pointer's target written, is code)."""
+    return [t for t in lines if (x := t.strip()) and not x.startswith(("//", "/*", "*/"))
+            and not (x == "*" or x.startswith(("* ", "*\t", "**")))]
 
 
 def _api_only(changed: Sequence[str]) -> bool:
