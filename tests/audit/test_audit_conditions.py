@@ -224,3 +224,23 @@ def test_mre_from_the_commit_with_rev(tmp_path: Path) -> None:
     committed = audit_json(fork, "--run-mre", "--rev", "HEAD")
     assert states(committed) == [("mre-passes", "not met")]
     assert committed["source"] == head(fork)
+
+
+@pytest.mark.parametrize(("pattern", "path", "covered"), [
+    ("tinyop/*.py", "tinyop/a.py", True),
+    ("tinyop/*.py", "tinyop/sub/deep/other.py", False),  # `*` stays in its folder
+    ("tinyop/**/*.py", "tinyop/a.py", True),
+    ("tinyop/**/*.py", "tinyop/sub/deep/other.py", True),
+    ("**/conftest.py", "conftest.py", True),
+    ("**/conftest.py", "a/b/conftest.py", True),
+    ("tests/test_[!x]?.py", "tests/test_a/.py", False),  # nor does `?`
+    ("tests/test_[!x]?.py", "tests/test_ab.py", True),
+    ("tests/test_[!x]?.py", "tests/test_xb.py", False),
+    ("csrc/", "csrc/k/ops.cc", True),
+    ("csrc/ops.cc", "csrc/ops.cc", True),
+])
+def test_a_covers_glob_matches_as_a_git_glob_pathspec(pattern: str, path: str,
+                                                      covered: bool) -> None:
+    from pq.audit.metadata import Cover
+
+    assert Cover(pattern).matches(path) is covered

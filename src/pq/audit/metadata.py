@@ -7,10 +7,10 @@ block's file:line:column; a missing field is not an error here but a finding of 
 from __future__ import annotations
 
 import difflib
-import fnmatch
 import re
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from pq.audit import conditions
@@ -43,8 +43,36 @@ class Cover:
         if self.path.endswith("/"):
             return path.startswith(self.path)
         if any(c in self.path for c in "*?["):
-            return fnmatch.fnmatchcase(path, self.path)
+            return _glob(self.path).fullmatch(path) is not None
         return path == self.path
+
+
+@lru_cache(maxsize=256)
+def _glob(pattern: str) -> re.Pattern[str]:
+    """A `covers` glob as git reads a glob pathspec: `*`, `?` and `[...]` stay within one
+    folder, `**/` and `/**` cross folders."""
+    out, i = [], 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif pattern.startswith("/**", i) and i + 3 == len(pattern):
+            out.append("(?:/.*)?")
+            i += 3
+        elif pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif pattern[i] in "*?":
+            out.append("[^/]*" if pattern[i] == "*" else "[^/]")
+            i += 1
+        elif pattern[i] == "[" and (end := pattern.find("]", i + 2)) > 0:
+            body = pattern[i + 1:end]
+            out.append("[" + ("^" + body[1:] if body[:1] == "!" else body) + "]")
+            i = end + 1
+        else:
+            out.append(re.escape(pattern[i]))
+            i += 1
+    return re.compile("".join(out))
 
 
 @dataclass(frozen=True)
