@@ -122,6 +122,21 @@ def test_names_in_comments_and_docstrings_over_several_lines_do_not_count(
     assert "torch.special.new_op" in {i.name for i in run(fork, old).items}
 
 
+def test_a_parenthesised_import_and_global_qualification_are_read(tmp_path: Path) -> None:
+    """`from torch.cuda import (` over several lines, and `::at::x`: their names were
+    not seen (one line at a time; `::` before `at` read as another namespace's)."""
+    fork = fork_with_series(tmp_path)
+    old = git(fork, "rev-parse", "upstream/main")
+    upstream_commit(fork, {
+        "pkg/graphs.py": "from torch.cuda import (\n    CUDAGraph,\n    memory_stats,  # ok\n"
+                         ")\n",
+        "csrc/ev.cc": "void f() { auto e = ::at::cuda::CUDAEvent(); ns::at::Other o; }\n"},
+        "graphs")
+    names = {i.name for i in run(fork, old).items}
+    assert {"torch.cuda.CUDAGraph", "torch.cuda.memory_stats", "at::cuda::CUDAEvent"} <= names
+    assert "at::Other" not in names
+
+
 def test_without_a_surface_every_status_is_unknown(tmp_path: Path) -> None:
     fork = fork_with_series(tmp_path)
     old = git(fork, "rev-parse", "upstream/main")

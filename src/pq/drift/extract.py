@@ -34,7 +34,8 @@ _STL_WORDS = frozenset({"size", "data", "empty", "begin", "end", "at", "get", "p
                         "front", "back", "c_str", "str", "first", "second", "value", "to"})
 
 _INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]((?:ATen|c10|torch)/[^>"]+)[>"]')
-_QUALIFIED = re.compile(r"(?<![\w:])(?:at|c10|torch)(?:::\w+)+")
+# `::at::x`, globally qualified, is `at::x`; `ns::at::x` is another namespace's.
+_QUALIFIED = re.compile(r"(?<![\w:])(?:::)?((?:at|c10|torch)(?:::\w+)+)")
 _METHOD = re.compile(r"(?:\.|->)\s*([A-Za-z_]\w*)\s*(?:<[^<>();]*>)?\s*\(")
 _MACRO = re.compile(r"\b(TORCH_LIBRARY\w*|AT_DISPATCH\w*|TORCH_CHECK\w*|C10_CUDA_\w+)\s*\(")
 _SCHEMA = re.compile(r'\.def\(\s*"([A-Za-z_][\w.]*)(\([^"]*\)[^"]*)"')
@@ -114,6 +115,29 @@ def code_of(lang: str, lines: Sequence[str]) -> list[str]:
             kept += rest[:m.start()]
             rest, inside = rest[m.end():], ("*/" if lang == "cxx" else m.group(0))
         out.append(kept)
+    return out if lang == "cxx" else _spread_imports(out)
+
+
+_PY_FROM_OPEN = re.compile(r"^(\s*from\s+torch(?:\.\w+)*\s+import)\s*\((.*)$")
+
+
+def _spread_imports(lines: list[str]) -> list[str]:
+    """`from torch.x import (` over several lines, each line of names made a one-line
+    import of its own (`uses` reads one line, and a hunk may add one name alone)."""
+    out, prefix = [], None
+    for line in lines:
+        code = line.split("#", 1)[0]
+        if prefix is None:
+            m = _PY_FROM_OPEN.match(code)
+            if m is None or ")" in m.group(2):
+                out.append(line)
+                continue
+            prefix, names, closed = m.group(1), m.group(2), False
+        else:
+            names, closed = code.split(")", 1)[0], ")" in code
+        out.append(f"{prefix} {names.strip()}" if names.strip(" ,\t") else "")
+        if closed:
+            prefix = None
     return out
 
 
@@ -142,7 +166,7 @@ def _cxx(text: str, tensor_method: Callable[[str], bool]) -> list[Use]:
              for s in _SCHEMA.finditer(_CXX_COMMENT.sub("", text))]
     code = _STRING.sub('""', _CXX_COMMENT.sub("", text))
     found += [Use("macro", m.group(1)) for m in _MACRO.finditer(code)]
-    found += [Use("cxx", m.group(0)) for m in _QUALIFIED.finditer(code)]
+    found += [Use("cxx", m.group(1)) for m in _QUALIFIED.finditer(code)]
     found += [Use("method", m.group(1)) for m in _METHOD.finditer(code)
               if m.group(1) not in _STL_WORDS and tensor_method(m.group(1))]
     return found
