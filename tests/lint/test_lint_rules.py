@@ -175,6 +175,15 @@ def test_ln010_debug_print(tmp_path: Path) -> None:
     only(fork, name, "LN010", "tinyop/__init__.py:11")
 
 
+@pytest.mark.parametrize("path", ["tinyop/scale_add_test.py", "tinyop/test/helpers.py",
+                                  "tinyop/tests/helpers.py"])
+def test_ln010_leaves_test_modules_alone(path: str) -> None:
+    from pq.lint.code import is_package_module
+
+    assert not is_package_module(path)
+    assert is_package_module("tinyop/contest.py") and is_package_module("tinyop/testing.py")
+
+
 @pytest.mark.parametrize("path", ["tinyop.egg-info/PKG-INFO", "tinyop/__pycache__/x.txt",
                                   "tinyop/_C.so", "build/lib/tinyop/ops.py"])
 def test_ln011_build_product(tmp_path: Path, path: str) -> None:

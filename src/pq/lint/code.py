@@ -41,9 +41,10 @@ def _some(items: list[str], limit: int = 3) -> str:
 def is_package_module(path: str) -> bool:
     """A Python module of the package: not a test, example, script or build file."""
     name = path.rsplit("/", 1)[-1]
+    folders = path.split("/")[:-1]
     return (signals.is_python(path) and not path.startswith(_NOT_PACKAGE)
-            and not name.startswith(("test_", "conftest")) and name != "setup.py"
-            and "/tests/" not in path)
+            and not name.startswith(("test_", "conftest")) and not name.endswith("_test.py")
+            and name != "setup.py" and not {"tests", "test"} & set(folders))
 
 
 def api_changes(lp: LintPatch) -> list[Finding]:
