@@ -111,6 +111,26 @@ def test_ln003_formatting_only(tmp_path: Path) -> None:
     only(fork, name, "LN003", "tinyop/__init__.py:11")
 
 
+def test_ln003_a_python_reindent_that_moves_a_statement_is_no_layout_change() -> None:
+    """Indentation is Python's syntax: dedenting a statement out of a block changes what
+    runs; the same nesting written with tabs instead of spaces does not."""
+    from pq.lint.shape import _formatting_only
+    from pq.model import diff as diffs
+
+    def hunk(old: str, new: str) -> diffs.Hunk:
+        body = "".join(f"-{x}\n" for x in old.split("\n")) + "".join(
+            f"+{x}\n" for x in new.split("\n"))
+        n = old.count("\n") + 1
+        text = f"diff --git a/m.py b/m.py\n--- a/m.py\n+++ b/m.py\n@@ -1,{n} +1,{n} @@\n{body}"
+        return diffs.parse(text.encode(), "p")[0].hunks[0]
+
+    moved = hunk("if x:\n    a()\n    b()", "if x:\n    a()\nb()")
+    assert not _formatting_only(moved, indented=True)
+    assert _formatting_only(moved, indented=False)  # in C, say, it would be layout
+    tabs = hunk("if x:\n    a()", "if x:\n\ta()")
+    assert _formatting_only(tabs, indented=True)
+
+
 @pytest.mark.parametrize("how", ["delete", "rename"])
 def test_ln004_upstream_file_moved(tmp_path: Path, how: str) -> None:
     files: dict[str, str | None] = {"README.md": None}

@@ -46,18 +46,39 @@ def layer_rules(lp: LintPatch) -> list[Finding]:
     return out
 
 
-def _formatting_only(h: Hunk) -> bool:
+# Files whose indentation is syntax: a changed indent changes what the lines mean.
+_INDENTED = (".py", ".pyi", ".yml", ".yaml", ".mk")
+_INDENTED_NAMES = ("makefile", "gnumakefile")
+
+
+def _formatting_only(h: Hunk, indented: bool = False) -> bool:
     removed = [ln.text for ln in h.lines if ln.removed]
     added = [ln.text for ln in h.lines if ln.added]
     if not removed and not added:
         return False
     same = _TOKEN.findall("\n".join(removed)) == _TOKEN.findall("\n".join(added))
+    if same and indented and _levels(removed) != _levels(added):
+        return False  # a statement moved into or out of a block: not layout
     return same and removed != added
+
+
+def _levels(lines: list[str]) -> list[int]:
+    """Each non-blank line's indentation as its rank among the widths present (tabs as 8
+    columns): the same nesting in tabs or in spaces gives the same ranks."""
+    widths = [len(t) - len(t.lstrip()) for t in (x.expandtabs(8) for x in lines) if t.strip()]
+    ranks = {w: i for i, w in enumerate(sorted(set(widths)))}
+    return [ranks[w] for w in widths]
+
+
+def _is_indented(path: str) -> bool:
+    name = path.rsplit("/", 1)[-1].lower()
+    return name.endswith(_INDENTED) or name in _INDENTED_NAMES
 
 
 def formatting_only(lp: LintPatch) -> list[Finding]:
     where = [f"{f.path}:{next(ln.number for ln in h.lines if ln.kind != ' ')}"
-             for f in lp.files if not f.binary for h in f.hunks if _formatting_only(h)]
+             for f in lp.files if not f.binary for h in f.hunks
+             if _formatting_only(h, _is_indented(f.path))]
     if not where:
         return []
     return [finding("LN003", lp.name, f"{lp.name} has hunks that change only whitespace or "
