@@ -181,13 +181,41 @@ def _try(handler: str, indent: str = "    ") -> str:
                                   _try("except Exception as exc:  # why not\n        pass\n"),
                                   _try("except BaseException: pass\n"),
                                   _try("except (Exception):\n        ...\n"),
-                                  _try("except Exception:\n\t\tpass\n", "\t")])  # tabs
+                                  _try("except Exception:\n\t\tpass\n", "\t"),  # tabs
+                                  _try("except (ImportError, Exception):\n        pass\n"),
+                                  _try("except (OSError, BaseException,) as e: pass\n")])
 def test_wa008_broad_except(tmp_path: Path, body: str) -> None:
     def change(specs: list[Spec]) -> None:
         specs[P_COMPILE].files["tinyop/compile.py"] = COMPILE.replace(
             "    return torch.compile(fn)\n", body)
 
     only(tmp_path, change, "WA008", P_COMPILE)
+
+
+@pytest.mark.parametrize(("code", "found"), [
+    ("try { f(); } catch (...) {}", True),
+    ("try { f(); } catch (...) {\n}", True),
+    ("try {\n  f();\n} catch (...) { /* ignore */ }", True),
+    ("try { f(); } catch (...) {\n  // nothing to do\n}", True),
+    ("try { f(); } catch (...) { g(); }", False),
+    ("try { f(); } catch (...) {\n  throw;\n}", False),
+    ("try { f(); } catch (const std::exception& e) {}", False),
+])
+def test_wa008_an_empty_catch_all_over_several_lines(code: str, found: bool) -> None:
+    from pq.audit.signals import broad_excepts
+    from pq.model import diff as diffs
+
+    lines = code.split("\n")
+    body = "".join(f"+{x}\n" for x in lines)
+    text = f"diff --git a/k.cc b/k.cc\n--- a/k.cc\n+++ b/k.cc\n@@ -0,0 +1,{len(lines)} @@\n{body}"
+    assert bool(broad_excepts(diffs.parse(text.encode(), "p")[0])) is found
+
+
+def test_wa008_a_tuple_of_narrow_exceptions_is_fine() -> None:
+    from pq.audit.signals import _EXCEPT
+
+    assert _EXCEPT.match("except (ImportError, AttributeError):") is None
+    assert _EXCEPT.match("except ExceptionGroup:") is None
 
 
 def test_wa008_narrow_except_is_fine(tmp_path: Path) -> None:

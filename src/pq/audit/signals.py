@@ -55,10 +55,13 @@ def monkey_patches(f: FileDiff) -> list[Signal]:
 
 # -- broad exception handlers that swallow everything -------------------------------
 
-_EXCEPT = re.compile(r"^(\s*)except\s*(?:\(?\s*(?:Exception|BaseException)\s*\)?"
+# `except:`, `except Exception:`, and a tuple naming Exception or BaseException among others.
+_CAUGHT = r"(?:[\w.]+\s*,\s*)*(?:Exception|BaseException)(?:\s*,\s*[\w.]+)*\s*,?"
+_EXCEPT = re.compile(r"^(\s*)except\s*(?:(?:\(\s*" + _CAUGHT + r"\s*\)|Exception|BaseException)"
                      r"(?:\s+as\s+\w+)?\s*)?:\s*(.*)$")
 _SWALLOW = {"pass", "...", "continue"}
-_CATCH_ALL = re.compile(r"\bcatch\s*\(\s*\.\.\.\s*\)\s*\{\s*\}")
+_CATCH_ALL = re.compile(r"\bcatch\s*\(\s*\.\.\.\s*\)")
+_CXX_COMMENTS = re.compile(r"/\*.*?\*/|//[^\n]*", re.DOTALL)
 
 
 def _statement(text: str) -> str:
@@ -67,7 +70,7 @@ def _statement(text: str) -> str:
 
 def broad_excepts(f: FileDiff) -> list[Signal]:
     if f.path.endswith(C_SUFFIXES):
-        return _signals(f, _CATCH_ALL)
+        return _empty_catch_alls(f)
     if not is_python(f.path):
         return []
     out = []
@@ -82,6 +85,22 @@ def broad_excepts(f: FileDiff) -> list[Signal]:
             else:
                 body = _block(hunk[i + 1:], len(m.group(1).expandtabs()))
             if body and all(stmt in _SWALLOW for stmt in body):
+                out.append(Signal(f.path, ln.number, ln.text))
+    return out
+
+
+def _empty_catch_alls(f: FileDiff) -> list[Signal]:
+    """Added `catch (...)` whose block holds nothing but comments, on one line or on the
+    lines after it."""
+    out = []
+    for hunk in (h.post() for h in f.hunks):
+        for i, ln in enumerate(hunk):
+            m = _CATCH_ALL.search(ln.text) if ln.added else None
+            if not m:
+                continue
+            after = "\n".join([ln.text[m.end():], *(x.text for x in hunk[i + 1:i + 12])])
+            rest = _CXX_COMMENTS.sub(" ", after).lstrip()
+            if rest.startswith("{") and rest[1:].lstrip().startswith("}"):
                 out.append(Signal(f.path, ln.number, ln.text))
     return out
 
