@@ -258,7 +258,9 @@ def test_wa010_scoped_or_build_entry_is_fine(tmp_path: Path) -> None:
     def change(specs: list[Spec]) -> None:
         specs[P_SCOPED].files["tinyop/__init__.py"] = (
             "import paddle\n\npaddle.enable_compat(\n    scope={'tinyop'},\n)\n"
-            "class Op:\n    def on(self):\n        self.enable_compat()  # the object's own\n")
+            "class Op:\n    def on(self):\n        self.enable_compat()  # the object's own\n"
+            '"""Not `paddle.enable_compat()` here:\n  paddle.enable_compat() is global.\n"""\n'
+            "HINT = 'call paddle.enable_compat() with a scope'\n")
         specs[P_SCOPED].files["scripts/build_wheel.py"] = "import paddle\npaddle.enable_compat()\n"
 
     fork, _ = plant(tmp_path, change)

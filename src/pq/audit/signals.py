@@ -129,13 +129,16 @@ def global_compat_calls(f: FileDiff) -> list[Signal]:
     """`paddle.enable_compat()` (or the older `enable_torch_proxy`) with no scope."""
     if not is_python(f.path):
         return []
+    from pq.drift.extract import python_code
+
     out = []
     for hunk in (h.post() for h in f.hunks):
+        code = python_code([x.text for x in hunk])  # a call named in a string is no call
         for i, ln in enumerate(hunk):
             if not ln.added:
                 continue
-            m = _COMPAT_CALL.search(ln.text)
-            if not m or "#" in ln.text[: m.start()] or ln.text.lstrip().startswith("def "):
+            m = _COMPAT_CALL.search(code[i])
+            if not m or "#" in code[i][: m.start()] or ln.text.lstrip().startswith("def "):
                 continue
             call = _balanced(ln.text[m.start():], [x.text for x in hunk[i + 1:i + 20]])
             if not _has_scope(call):

@@ -141,6 +141,12 @@ def _spread_imports(lines: list[str]) -> list[str]:
     return out
 
 
+def python_code(lines: Sequence[str]) -> list[str]:
+    """Consecutive Python `lines` with what docstrings and string literals hold turned to
+    spaces (positions kept): a name mentioned there is not code."""
+    return [_blanked(_PY_LITERAL, line) for line in code_of("python", lines)]
+
+
 def _blanked(quoted: re.Pattern[str], text: str) -> str:
     """`text` with the quoted text `quoted` finds turned to spaces (positions kept); triple
     quotes, which `code_of` looks for, stay."""
