@@ -136,6 +136,21 @@ def test_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
     assert note(fork)["stages"][0]["status"] == "timed-out"
 
 
+def test_a_command_that_exits_leaving_a_process_on_its_output_ends_with_its_code(
+        tmp_path: Path) -> None:
+    """`cmd &` and exit 0 (a reproducer, a captured stage): the command ended; the process
+    it left holds the output pipe, and is stopped, not waited for until the time limit."""
+    from pq.git import process
+
+    pidfile = tmp_path / "child.pid"
+    start = time.monotonic()
+    done = process.run(["sh", "-c", f"(sleep 60) & echo $! > {pidfile}; echo gap closed"],
+                       timeout=30)
+    assert time.monotonic() - start < 10
+    assert (done.code, done.timed_out, done.stdout) == (0, False, b"gap closed\n")
+    assert gone_within(int(pidfile.read_text()), 5)
+
+
 def test_missing_interpreter_is_a_configuration_error(tmp_path: Path) -> None:
     fork = gate_fork(tmp_path, stage_lines(stage("build", "true"), python="/no/such/python3"))
     result = pq(fork, "gate", ok=False)

@@ -95,6 +95,13 @@ def run(argv: Sequence[str], *, timeout: float, cwd: str | None = None,
                 break
             except subprocess.TimeoutExpired:
                 first = None  # already written; communicate() keeps what it has read
+                if proc.poll() is not None:  # it ended, and left a process holding its output
+                    signal_group(proc.pid, signal.SIGKILL)  # (`cmd &`): its exit code counts
+                    try:
+                        out, errs = proc.communicate(timeout=grace)
+                    except subprocess.TimeoutExpired:  # that one left the group too
+                        out, errs = b"", b""
+                    break
                 if tick is not None:
                     tick(time.monotonic() - start)
         if timed_out and log is None:
