@@ -80,3 +80,26 @@ def test_a_later_gate_that_skipped_a_stage_does_not_hide_its_result(
     data = json.loads(pq(fork, "report", "--json").output)["verification"]
     assert [(s["name"], s["status"]) for s in data["stages"]] == [("check", "passed"),
                                                                    ("gpu-check", "passed")]
+
+
+def test_lint_reads_a_patch_s_layer_as_export_and_classify_do(tmp_path: Path) -> None:
+    """A kernel body line replaced by a c10:: call: `pq export` and `pq classify` say kernel
+    (hunk by hunk, removed lines too); lint said cpp-compat from the added line alone, and
+    called the declared layer wrong (LN001)."""
+    import json
+
+    from gitrepo import commit_all, git
+
+    fork = example_fork(tmp_path)
+    cu = fork / "csrc/cuda/scale_add.cu"
+    text = cu.read_text()
+    assert "    out[i] = x[i] + alpha * y[i];\n" in text
+    cu.write_text(text.replace("    out[i] = x[i] + alpha * y[i];\n",
+                               "    out[i] = c10::cuda::compat::fma(alpha, y[i], x[i]);\n"))
+    commit_all(fork, "kernel: use fma")
+    pq(fork, "export", "--commit")
+    name = git(fork, "diff", "--name-only", "HEAD~2", "HEAD", "--", "patches").split()[-1]
+    name = name.removeprefix("patches/")
+    assert "kernel (cuda-kernel-hunk)" in pq(fork, "classify", f"patches/{name}").output
+    data = json.loads(pq(fork, "lint", "--patch", name, "--json", ok=False).output)
+    assert "LN001" not in {f["rule_id"] for f in data["findings"]}, data["findings"]

@@ -3,6 +3,7 @@ layer of each file, the upstream base tree's file list, and the series-wide sett
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -44,15 +45,23 @@ def build(p: PatchInput, upstream: frozenset[str], base_text: dict[str, str],
           settings: Settings) -> LintPatch:
     """`base_text`: upstream's content of the files the patch changes (C++ API use is read
     from the whole file, not only the hunks)."""
-    triples = []
+    decisions: list[layers.HunkDecision] = []
+    layer_of = {}
     for f in p.files:
         post = [ln.text for h in f.hunks for ln in h.post()]
         content = "\n".join([base_text.get(f.old or f.path, ""), *post]).encode(
             "utf-8", "replace")
-        triples.append((f.path, content, [ln.text for ln in f.added()]))
-    layer_of = {path: layers.classify_path(path, c, a) for path, c, a in triples}
+        # Hunk by hunk, as `pq classify` and the layer `pq export` writes decide.
+        mine = layers.classify_hunks([f], functools.partial(_same, content))
+        decisions += mine
+        layer_of[f.path] = layers.file_layer(mine)
+    inferred = layers.patch_layer(decisions)
     return LintPatch(p=p, upstream=upstream, layer_of=layer_of,
-                     inferred=layers.explain(triples), settings=settings)
+                     inferred=(inferred.layer, inferred.rule), settings=settings)
+
+
+def _same(content: bytes, _f: object) -> bytes:
+    return content
 
 
 def scoped_packages(patches: Sequence[PatchInput]) -> frozenset[str]:

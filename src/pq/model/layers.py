@@ -149,6 +149,14 @@ def patch_layer(decisions: Iterable[Decision | HunkDecision]) -> Decision:
     return Decision("python-glue", "python-glue")
 
 
+def file_layer(decisions: Iterable[HunkDecision]) -> str:
+    """One file's layer from its hunks' decisions: the most specific, or DOCS when it is
+    documentation only."""
+    found = {d.layer for d in decisions}
+    return next((layer for layer in PRIORITY if layer in found),
+                DOCS if DOCS in found else "python-glue")
+
+
 def explain(files: Iterable[tuple[str, bytes, Sequence[str] | None]]) -> tuple[str, str]:
     """(layer, the rule that chose it) for a patch touching `files` ((path, post-image
     content, added lines) triples). Documentation is left out unless it is all there is."""
