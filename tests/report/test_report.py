@@ -103,3 +103,34 @@ def test_lint_reads_a_patch_s_layer_as_export_and_classify_do(tmp_path: Path) ->
     assert "kernel (cuda-kernel-hunk)" in pq(fork, "classify", f"patches/{name}").output
     data = json.loads(pq(fork, "lint", "--patch", name, "--json", ok=False).output)
     assert "LN001" not in {f["rule_id"] for f in data["findings"]}, data["findings"]
+
+
+def test_a_workaround_in_a_cpp_compat_file_is_no_kernel_edit(tmp_path: Path) -> None:
+    """A line added in csrc/ops.cc where the hunk shows no framework API (the file uses it
+    elsewhere): `pq classify` says cpp-compat from the whole file, and so does the audit's
+    WA012, which read the hunks alone and called it kernel code."""
+    import json
+
+    from gitrepo import commit_all
+
+    fork = example_fork(tmp_path)
+    ops = fork / "csrc/ops.cc"
+    anchor = "  return PyModule_Create(&module_def);"
+    assert anchor in ops.read_text()
+    marker = "TODO(paddle-compat): remove after Paddle compat supports PyInit"
+    ops.write_text(ops.read_text().replace(anchor, f"  // {marker}\n{anchor}"))
+    commit_all(fork, "cpp-compat: note in PyInit")
+    pq(fork, "export", "--commit")
+    series = (fork / "series.yaml").read_text()
+    at = series.rindex("\n  - name: ", 0, series.index("\ngate:")) + 1  # the new patch
+    end = series.index("\n", series.index("layer:", at))
+    block = ("\n    workaround:\n      kind: upstream-private\n      covers: [csrc/ops.cc]\n"
+             "      reason: the module's init is private upstream\n"
+             "      remove_when: ['manual: check']\n      issue: 'not-needed: private'\n"
+             f"      marker: '{marker}'")
+    (fork / "series.yaml").write_text(series[:end] + block + series[end:])
+    data = json.loads(pq(fork, "audit", "workarounds", "--json", ok=False).output)
+    name = series[at:].split("\n", 1)[0].removeprefix("  - name: ")
+    assert "note-in-pyinit" in name
+    mine = [f["rule_id"] for f in data["findings"] if f["patch"] == name]
+    assert "WA012" not in mine, data["findings"]

@@ -218,6 +218,7 @@ class UpstreamCopies:
         self._upstream: tuple[set[str], dict[str, list[str]]] | None = None
         self._lines: dict[str, frozenset[bytes]] = {}
         self._copied: dict[tuple[int, str], frozenset[int]] = {}
+        self._files: dict[str, bytes] = {}
 
     @cached_property
     def base_present(self) -> bool:
@@ -226,8 +227,16 @@ class UpstreamCopies:
 
     def attach(self, inputs: list[PatchInput]) -> list[PatchInput]:
         """`inputs`, each able to ask whether one of its added lines is upstream's."""
-        return [replace(p, is_copied=partial(self.is_copied, i, p.files))
-                for i, p in enumerate(inputs)]
+        return [replace(p, is_copied=partial(self.is_copied, i, p.files),
+                        base_file=self.base_file) for i, p in enumerate(inputs)]
+
+    def base_file(self, path: str) -> bytes:
+        """The base's bytes of `path` (b"" when absent or not a file), read once."""
+        if path not in self._files:
+            data = read_files(self.git, self.base, [path]).get(path) \
+                if self.base_present else None
+            self._files[path] = data or b""
+        return self._files[path]
 
     def is_copied(self, index: int, files: tuple[FileDiff, ...], path: str, line: int) -> bool:
         key = (index, path)

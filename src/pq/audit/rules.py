@@ -156,6 +156,9 @@ class PatchInput:
     # Whether the added line (path, number) is a verbatim copy of an upstream line; asked
     # only about lines that raise a signal (api.UpstreamCopies reads the base on demand).
     is_copied: Callable[[str, int], bool] | None = None
+    # The upstream base's bytes of a file (b"" when absent), read on demand: whether a C++
+    # file is kernel code is read from the whole file, not only the hunks.
+    base_file: Callable[[str], bytes] | None = None
 
     def own(self, sigs: Sequence[signals.Signal]) -> list[signals.Signal]:
         """The signals on lines the fork wrote: upstream's copied code is not a workaround."""
@@ -232,7 +235,7 @@ def check_patch(p: PatchInput) -> list[Finding]:
                                if getattr(wa, k) is None)
         out.append(finding("WA009", name, f"{name} monkey-patches ({_listing(monkeys)}) "
                            f"without {lacking}", monkeys[0].where))
-    kernels = [f.path for f in p.files if signals.is_kernel_file(f)]
+    kernels = [f.path for f in p.files if signals.is_kernel_file(f, p.base_file)]
     if kernels or p.entry.layer == "kernel":
         files = ", ".join(kernels) or "its files"
         out.append(finding("WA012", name, f"workaround {name} edits kernel code ({files}): "

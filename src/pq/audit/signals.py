@@ -7,6 +7,7 @@ rules decide what a signal means for a patch. Pure text matching: nothing is imp
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from pq.model import layers
@@ -242,9 +243,19 @@ def paddle_private(f: FileDiff) -> list[Signal]:
             if (m := _PADDLE_PRIVATE.search(ln.text)) and "#" not in ln.text[:m.start()]]
 
 
-def is_kernel_file(f: FileDiff) -> bool:
-    content = "\n".join(ln.text for h in f.hunks for ln in h.post()).encode("utf-8", "replace")
-    return layers.classify_path(f.path, content, [ln.text for ln in f.added()]) == "kernel"
+def is_kernel_file(f: FileDiff, base_file: Callable[[str], bytes] | None = None) -> bool:
+    """Whether the patch's edit of `f` is kernel code, hunk by hunk as `pq classify` reads
+    it; a C++ file's framework API use is read from the whole file (`base_file` gives the
+    upstream base's bytes) when the hunks alone show none."""
+    def content(with_base: bool) -> bytes:
+        post = "\n".join(ln.text for h in f.hunks for ln in h.post()).encode("utf-8", "replace")
+        return (base_file(f.old or f.path) + b"\n" + post) if with_base and base_file else post
+
+    kernel = layers.file_layer(layers.classify_hunks([f], lambda _f: content(False))) == "kernel"
+    if kernel and base_file is not None and not f.path.endswith(layers.KERNEL_SUFFIXES):
+        kernel = layers.file_layer(layers.classify_hunks([f], lambda _f: content(True))) \
+            == "kernel"
+    return kernel
 
 
 def spread_key(text: str) -> str | None:
