@@ -237,6 +237,12 @@ def test_mre_from_the_commit_with_rev(tmp_path: Path) -> None:
     ("tests/test_[!x]?.py", "tests/test_ab.py", True),
     ("tests/test_[!x]?.py", "tests/test_xb.py", False),
     ("csrc/", "csrc/k/ops.cc", True),
+    ("solo/**", "solo", False),  # what is inside, not the folder itself
+    ("solo/**", "solo/a/b.py", True),
+    ("t_[!x]?.py", "t_/a.py", False),
+    ("tests/test_op[!].py", "tests/test_op[!].py", True),  # no set: the name itself
+    ("lib/[id].py", "lib/[id].py", True),
+    ("**a.py", "x/ya.py", False),  # `**` within a name is a `*`
     ("csrc/ops.cc", "csrc/ops.cc", True),
 ])
 def test_a_covers_glob_matches_as_a_git_glob_pathspec(pattern: str, path: str,

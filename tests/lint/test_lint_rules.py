@@ -129,6 +129,10 @@ def test_ln003_a_python_reindent_that_moves_a_statement_is_no_layout_change() ->
     assert _formatting_only(moved, indented=False)  # in C, say, it would be layout
     tabs = hunk("if x:\n    a()", "if x:\n\ta()")
     assert _formatting_only(tabs, indented=True)
+    # as git writes it: one line moved, the block's other lines as context
+    text = ("diff --git a/m.py b/m.py\n--- a/m.py\n+++ b/m.py\n@@ -1,3 +1,3 @@\n"
+            " if x:\n     a = 1\n-    b = 2\n+b = 2\n")
+    assert not _formatting_only(diffs.parse(text.encode(), "p")[0].hunks[0], indented=True)
 
 
 @pytest.mark.parametrize("how", ["delete", "rename"])

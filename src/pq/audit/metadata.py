@@ -7,6 +7,7 @@ block's file:line:column; a missing field is not an error here but a finding of 
 from __future__ import annotations
 
 import difflib
+import fnmatch
 import re
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
@@ -43,36 +44,27 @@ class Cover:
         if self.path.endswith("/"):
             return path.startswith(self.path)
         if any(c in self.path for c in "*?["):
-            return _glob(self.path).fullmatch(path) is not None
+            return _glob_matches(self.path, path)
         return path == self.path
 
 
-@lru_cache(maxsize=256)
-def _glob(pattern: str) -> re.Pattern[str]:
-    """A `covers` glob as git reads a glob pathspec: `*`, `?` and `[...]` stay within one
-    folder, `**/` and `/**` cross folders."""
-    out, i = [], 0
-    while i < len(pattern):
-        if pattern.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-        elif pattern.startswith("/**", i) and i + 3 == len(pattern):
-            out.append("(?:/.*)?")
-            i += 3
-        elif pattern.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif pattern[i] in "*?":
-            out.append("[^/]*" if pattern[i] == "*" else "[^/]")
-            i += 1
-        elif pattern[i] == "[" and (end := pattern.find("]", i + 2)) > 0:
-            body = pattern[i + 1:end]
-            out.append("[" + ("^" + body[1:] if body[:1] == "!" else body) + "]")
-            i = end + 1
-        else:
-            out.append(re.escape(pattern[i]))
-            i += 1
-    return re.compile("".join(out))
+def _glob_matches(pattern: str, path: str) -> bool:
+    """Whether `path` matches a `covers` glob as git matches a glob pathspec: the path
+    itself, or segment by segment, where `*`, `?` and `[...]` never cross a `/`, a `**`
+    segment stands for any number of folders, and a trailing `/**` for what is inside."""
+    return pattern == path or _segments(tuple(pattern.split("/")), tuple(path.split("/")))
+
+
+@lru_cache(maxsize=4096)
+def _segments(pattern: tuple[str, ...], path: tuple[str, ...]) -> bool:
+    if not pattern:
+        return not path
+    head, rest = pattern[0], pattern[1:]
+    if head == "**":
+        if not rest:
+            return bool(path)  # `dir/**`: everything inside, not `dir` itself
+        return any(_segments(rest, path[i:]) for i in range(len(path) + 1))
+    return bool(path) and fnmatch.fnmatchcase(path[0], head) and _segments(rest, path[1:])
 
 
 @dataclass(frozen=True)

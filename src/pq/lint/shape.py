@@ -57,7 +57,8 @@ def _formatting_only(h: Hunk, indented: bool = False) -> bool:
     if not removed and not added:
         return False
     same = _TOKEN.findall("\n".join(removed)) == _TOKEN.findall("\n".join(added))
-    if same and indented and _levels(removed) != _levels(added):
+    if same and indented and _levels([ln.text for ln in h.lines if not ln.added]) != \
+            _levels([ln.text for ln in h.lines if not ln.removed]):
         return False  # a statement moved into or out of a block: not layout
     return same and removed != added
 
