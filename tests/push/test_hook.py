@@ -601,6 +601,12 @@ def test_pre_commit_mode_knows_the_remote_tip_from_the_tracking_ref(tmp_path: Pa
                               capture_output=True, text=True, env={**os.environ, **env})
         assert proc.returncode == code, proc.stderr
     assert "this push would take the series off it" in proc.stderr
+    # pushed to a path, no remote-tracking refs: pre-commit's FROM_REF is the remote tip
+    env = {**pre_commit_env(fork, bare, remote), "PRE_COMMIT_FROM_REF": base,
+           "PRE_COMMIT_REMOTE_NAME": str(remote)}
+    proc = subprocess.run(cmd, check=False, cwd=fork, stdin=subprocess.DEVNULL,
+                          capture_output=True, text=True, env={**os.environ, **env})
+    assert proc.returncode == 1 and "take the series off it" in proc.stderr
 
 
 def test_a_series_yaml_that_is_a_folder_is_no_series(tmp_path: Path) -> None:

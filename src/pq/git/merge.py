@@ -123,7 +123,7 @@ class Merging(Gateway):
         `set`, `unset` or the value."""
         with self.temp_index(tree) as env:
             out = self.run("check-attr", "--cached", "-z", attribute, "--", *paths, env=env)
-        items = zsplit(out)
+        items = out.decode("utf-8", "surrogateescape").split("\0")  # a value may be empty
         return {items[i]: items[i + 2] for i in range(0, len(items) - 2, 3)}
 
     def attributes_from(self, files: dict[str, str]) -> bytes:

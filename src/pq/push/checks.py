@@ -7,6 +7,7 @@ command that fixes it.
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 from pq.errors import ConfigError, OperationFailed
@@ -283,10 +284,9 @@ def check_markers(git: Git, ctx: CheckContext) -> list[CheckFailure]:
     for name, files in candidates:
         found = []
         for f in files:
-            size = sizes.get(f.path, "")
-            marks = [(ln.number, is_conflict_marker(ln.text, int(size) if size.isdigit()
-                                                    and int(size) > 0 else 7))
-                     for ln in f.added()]
+            size = re.match(r"\s*\+?(\d+)", sizes.get(f.path, ""))  # read as git's atoi
+            width = int(size.group(1)) if size and int(size.group(1)) > 0 else 7
+            marks = [(ln.number, is_conflict_marker(ln.text, width)) for ln in f.added()]
             if any(char in ("<", ">") for _, char in marks):
                 found += [(f.path, number) for number, char in marks if char]
         if found:

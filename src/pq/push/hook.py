@@ -280,6 +280,19 @@ def run_chained(path: str, args: Sequence[str], stdin: bytes) -> tuple[str, int]
     return (path, rc)
 
 
+def _remote_tip(git: Git, environ: Mapping[str, str], update: RefUpdate) -> RefUpdate:
+    """The pre-commit framework's update with the remote ref's tip as far as this
+    repository knows it: a configured remote's remote-tracking ref (none: a new branch);
+    pushing to a URL or a path, PRE_COMMIT_FROM_REF, which pre-commit sets to the remote
+    tip when git has it (and leaves unset for a new branch)."""
+    ref = tracked_ref(environ, update)
+    if ref is None:
+        return update
+    if git.has_refs_under(f"refs/remotes/{environ.get('PRE_COMMIT_REMOTE_NAME')}/"):
+        return replace(update, remote_sha=git.try_resolve(ref) or update.remote_sha)
+    return replace(update, remote_sha=environ.get("PRE_COMMIT_FROM_REF") or update.remote_sha)
+
+
 def pre_push(remote: str | None, url: str | None, stdin: bytes, environ: Mapping[str, str],
              chain: str | None = None) -> HookResult:
     """What `pq hook run` does: the chained hook first, then the checks of each ref."""
@@ -291,8 +304,7 @@ def pre_push(remote: str | None, url: str | None, stdin: bytes, environ: Mapping
     updates = parse_push_lines(stdin) if remote is not None else updates_from_env(environ)
     scrub_environment()
     with open_for_hook(environ) as git:
-        if remote is None:  # pre-commit's: the remote tip is the remote-tracking ref's
-            updates = [replace(u, remote_sha=git.try_resolve(ref) or u.remote_sha)
-                       if (ref := tracked_ref(environ, u)) else u for u in updates]
+        if remote is None:
+            updates = [_remote_tip(git, environ, u) for u in updates]
         reports = check_refs(git, updates, skip)
     return HookResult(reports, skip, unknown, chained)

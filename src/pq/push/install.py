@@ -24,8 +24,7 @@ def script(python: str | None) -> str:
     is checked, not imported: no second interpreter per push); else pq on PATH, else a
     python3 that imports pq. The chained hook is found beside the script, under whatever
     name a hook manager gives the script itself."""
-    package = os.path.dirname(os.path.abspath(__file__)).rsplit(os.sep, 1)[0] if python \
-        else ""
+    package = _installed_at() if python else ""
     return f"""#!/bin/sh
 {MARKER} (written by `pq hook install`; `pq hook uninstall` removes it)
 # Refuses a push whose branch, series.yaml and patches/ disagree: the same checks as
@@ -36,7 +35,7 @@ chained="$(dirname "$0")/{HOOK_NAME}{CHAINED_SUFFIX}"
 if [ -e "$chained" ]; then
     set -- --chain "$chained" "$@"
 fi
-if [ -n "$PQ_PYTHON" ] && [ -x "$PQ_PYTHON" ] && [ -e "$PQ_PACKAGE/__init__.py" ]; then
+if [ -n "$PQ_PYTHON" ] && [ -x "$PQ_PYTHON" ] && [ -e "$PQ_PACKAGE" ]; then
     exec "$PQ_PYTHON" -m pq hook run "$@"
 fi
 if command -v pq >/dev/null 2>&1; then
@@ -48,6 +47,21 @@ fi
 echo "pq: pre-push hook: pq is not installed (install it, or \\`git push --no-verify\\`)" >&2
 exit 1
 """
+
+
+def _installed_at() -> str:
+    """What uninstalling pq from the running interpreter removes: its distribution's
+    metadata folder (an editable install leaves the source, not this), else the package's
+    own `__init__.py` (pq run from a source tree)."""
+    from importlib import metadata
+
+    try:
+        found = getattr(metadata.distribution("pq"), "_path", None)
+    except metadata.PackageNotFoundError:
+        found = None
+    if found is not None and Path(found).name.endswith(".dist-info"):
+        return str(found)
+    return str(Path(__file__).resolve().parents[1] / "__init__.py")
 
 
 def hooks_dir(git: Git) -> Path:
