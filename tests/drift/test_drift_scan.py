@@ -303,3 +303,17 @@ def test_every_python_use_names_torch(line: str) -> None:
     from pq.drift import extract
 
     assert not extract.uses("python", line) or "torch" in line
+
+
+def test_a_docstring_whose_quotes_stand_alone_under_a_def_is_no_code() -> None:
+    """PEP 257's layout: the opening quotes alone on the line under `def ...:` open the
+    docstring (elsewhere a lone triple quote may close one the hunk starts inside of)."""
+    from pq.drift import extract
+
+    lines = ["def setup():", '    """', "    Never call torch.cuda.sync() here;", '    """',
+             "    return torch.cuda.Stream()"]
+    code = extract.code_of("python", lines)
+    assert "torch.cuda.sync" not in "".join(code) and "torch.cuda.Stream" in code[4]
+    # a lone triple quote under plain code still closes what the hunk starts inside of
+    inside = ["    more docstring text torch.x.y", '    """', "    return torch.cuda.Event()"]
+    assert "torch.cuda.Event" in extract.code_of("python", inside)[2]

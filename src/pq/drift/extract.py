@@ -91,6 +91,7 @@ def code_of(lang: str, lines: Sequence[str]) -> list[str]:
     line at a time and cannot tell that a line sits inside one."""
     opener = re.compile(r"/\*" if lang == "cxx" else r'"""|\'\'\'')
     inside: str | None = None  # the closing delimiter awaited
+    colon = False  # the last line of code ended in `:` (a docstring may open next)
     out = []
     for line in lines:
         kept, rest = "", line
@@ -108,13 +109,15 @@ def code_of(lang: str, lines: Sequence[str]) -> list[str]:
             else:  # nor in a string or after `#`; and a quote that may be a closer (below)
                 bare = _blanked(_PY_LITERAL, rest)
                 m = next((c for c in opener.finditer(bare.split("#", 1)[0])
-                          if _opens(bare, c)), None)
+                          if _opens(bare, c, colon and kept == "")), None)
             if m is None:
                 kept += rest
                 break
             kept += rest[:m.start()]
             rest, inside = rest[m.end():], ("*/" if lang == "cxx" else m.group(0))
         out.append(kept)
+        if kept.strip():
+            colon = kept.split("#", 1)[0].rstrip().endswith(":")
     return out if lang == "cxx" else _spread_imports(out)
 
 
@@ -154,13 +157,15 @@ def _blanked(quoted: re.Pattern[str], text: str) -> str:
                       else " " * len(q.group(0)), text)
 
 
-def _opens(line: str, m: re.Match[str]) -> bool:
+def _opens(line: str, m: re.Match[str], after_colon: bool = False) -> bool:
     """Whether the triple quote `m` can only open a string: after `=`, `(`, `,`, `[`, `{`,
-    `:` or `return`, or first on its line with text after it. A line that is a triple quote
-    alone may as well close a docstring that the hunk starts inside of: not taken."""
+    `:` or `return`, or first on its line with text after it, or alone on its line right
+    under a line ending in `:` (a `def`'s or a `class`'s docstring: `after_colon`). Else a
+    line that is a triple quote alone may as well close a docstring that the hunk starts
+    inside of: not taken."""
     before, after = line[:m.start()].rstrip(), line[m.end():].strip()
     if not before:
-        return bool(after)
+        return bool(after) or after_colon
     return before.endswith(("=", "(", ",", "[", "{", ":", "return"))
 
 
