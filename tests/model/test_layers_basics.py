@@ -29,6 +29,9 @@ from pq.model import layers
     ("csrc/license.cc", b"int f() { return 1; }\n", None, "kernel"),
     ("CHANGES.txt", b"", None, layers.DOCS),
     ("LICENSE", b"", None, layers.DOCS),
+    ("LICENSE.BSD", b"", None, layers.DOCS),
+    ("third_party/README.zh-CN.txt", b"", None, layers.DOCS),
+    ("NOTICE.third-party", b"", None, layers.DOCS),
     # a pointer's target written is device code, a block comment's line is not
     ("csrc/op.cu", b"", ["#include <ATen/ATen.h>", "  *out = 1.f;"], "kernel"),
     ("csrc/op.cu", b"", ["#include <ATen/ATen.h>", " * the output, in place", " */"],

@@ -35,6 +35,8 @@ BUILD_NAMES = {"setup.py", "setup.cfg", "pyproject.toml", "cmakelists.txt", "mak
 BUILD_SUFFIXES = (".cmake", ".bzl", ".bazel", ".mk")
 KERNEL_SUFFIXES = (".cu", ".cuh", ".hip", ".cl", ".ptx")
 CPP_SUFFIXES = (".cc", ".cpp", ".cxx", ".c", ".h", ".hpp", ".hh", ".hxx", ".inl")
+_CODE_SUFFIXES = (*CPP_SUFFIXES, *KERNEL_SUFFIXES, *BUILD_SUFFIXES, ".py", ".pyi", ".pyx",
+                  ".sh")
 DOC_SUFFIXES = (".md", ".rst", ".adoc")
 DOC_NAMES = ("readme", "changelog", "changes", "license", "notice", "authors", "contributing")
 COMPAT_API = re.compile(rb"\b(?:at|c10|torch)::|TORCH_LIBRARY|TORCH_CHECK|PYBIND11_MODULE|"
@@ -85,10 +87,9 @@ class HunkDecision:
 
 def is_doc(path: str) -> bool:
     name = path.rsplit("/", 1)[-1].lower()
-    stem, _, suffix = name.partition(".")
-    # README, LICENSE, CHANGES.txt: a doc by its name; changes.py, license.cc are code.
+    # README, LICENSE.BSD, CHANGES.txt: a doc by its name; changes.py, license.cc are code.
     return (path.startswith(("docs/", "doc/")) or name.endswith(DOC_SUFFIXES)
-            or (stem in DOC_NAMES and suffix in ("", "txt")))
+            or (name.partition(".")[0] in DOC_NAMES and not name.endswith(_CODE_SUFFIXES)))
 
 
 def _code(lines: Iterable[str]) -> list[str]:
