@@ -440,3 +440,12 @@ def test_a_large_log_is_streamed_to_disk_and_only_its_tail_shown(tmp_path: Path)
     assert len(result.output) < 10_000
     rec = note(fork)
     assert (fork / ".git/pq/gate/logs" / rec["tip"] / "build.log").stat().st_size > 10_000_000
+
+
+def test_output_written_before_a_process_left_the_group_with_the_pipe_is_kept(
+        tmp_path: Path) -> None:
+    from pq.git import process
+
+    done = process.run(["sh", "-c", "echo important result; setsid sleep 4 & exit 3"],
+                       timeout=30, grace=1)
+    assert (done.code, done.stdout) == (3, b"important result\n")

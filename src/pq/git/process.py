@@ -99,8 +99,8 @@ def run(argv: Sequence[str], *, timeout: float, cwd: str | None = None,
                     signal_group(proc.pid, signal.SIGKILL)  # (`cmd &`): its exit code counts
                     try:
                         out, errs = proc.communicate(timeout=grace)
-                    except subprocess.TimeoutExpired:  # that one left the group too
-                        out, errs = b"", b""
+                    except subprocess.TimeoutExpired:  # that one left the group too:
+                        out, errs = _read_so_far(proc)  # what was written until now
                     break
                 if tick is not None:
                     tick(time.monotonic() - start)
@@ -109,7 +109,7 @@ def run(argv: Sequence[str], *, timeout: float, cwd: str | None = None,
                 out, errs = proc.communicate(timeout=grace)
             except subprocess.TimeoutExpired:  # a descendant left the group with the pipe
                 proc.kill()
-                out, errs = b"", b""
+                out, errs = _read_so_far(proc)
     except BaseException:
         stop_group(proc, grace)
         raise
@@ -118,6 +118,13 @@ def run(argv: Sequence[str], *, timeout: float, cwd: str | None = None,
         proc.wait()
     return Finished(None if timed_out else proc.returncode, time.monotonic() - start,
                     timed_out, out or b"", errs or b"")
+
+
+def _read_so_far(proc: subprocess.Popen[bytes]) -> tuple[bytes, bytes]:
+    """The output `communicate` read before it timed out (CPython keeps it on the Popen
+    for the next call); empty where that is not how it keeps it."""
+    kept = getattr(proc, "_fileobj2output", None) or {}
+    return (b"".join(kept.get(proc.stdout, [])), b"".join(kept.get(proc.stderr, [])))
 
 
 def _wait(proc: subprocess.Popen[bytes], timeout: float) -> None:
