@@ -50,8 +50,8 @@ def write_atomic(path: Path, data: bytes, durable: bool = True) -> None:
             os.unlink(tmp)
         except OSError:
             pass
-        if isinstance(exc, OSError) and exc.filename is None:  # a full disk, say: name the
-            raise OSError(exc.errno, exc.strerror, str(path)) from None  # file, not nothing
+        if isinstance(exc, OSError) and exc.filename in (None, tmp):  # a full disk, say:
+            raise OSError(exc.errno, exc.strerror, str(path)) from None  # name the file
         raise
     if durable:
         _fsync_dir(path.parent)

@@ -41,6 +41,10 @@ def test_what_the_file_system_refuses_is_named_not_reported_as_a_bug(
     assert full is not None and "free some disk space" in str(full.line())
     nameless = failure_of(PermissionError(13, "Permission denied"))  # no file: a bug still
     assert nameless is not None and "internal error" in str(nameless.line())
+    full_anywhere = failure_of(OSError(28, "No space left on device"))  # a full disk is one
+    assert full_anywhere is not None and full_anywhere.line() == (
+        "pq: error: No space left on device (free some disk space, then run the command "
+        "again)")
 
 
 @pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() == 0,

@@ -24,6 +24,7 @@ _FILE_SYSTEM_FIXES = {
     errno.ENOSPC: "free some disk space",
     errno.EDQUOT: "free some disk space (the quota is reached)",
 }
+_DISK_FULL = (errno.ENOSPC, errno.EDQUOT)  # wherever the write was: no file needed to say it
 
 
 class Failure:
@@ -75,6 +76,10 @@ def failure_of(exc: BaseException) -> Failure | None:
         return Failure("interrupted" + half, EXIT_INTERRUPTED)
     if isinstance(exc, BrokenPipeError):
         return Failure("", EXIT_BROKEN_PIPE, quiet=True)
+    if isinstance(exc, OSError) and not exc.filename and exc.errno in _DISK_FULL:
+        return Failure(f"{exc.strerror or os.strerror(exc.errno)}{half} "
+                       f"({_FILE_SYSTEM_FIXES[exc.errno]}, then run the command again)",
+                       EXIT_USAGE)
     if isinstance(exc, OSError) and exc.filename and exc.errno in _FILE_SYSTEM_FIXES:
         # Where the file system says no (permissions, a read-only mount, a full disk), the
         # file it names and what to do, not a bug report.
