@@ -80,8 +80,10 @@ def write_signed(git: Gateway, tree: str, parents: Sequence[str], author: Person
     return CommitId(commit)
 
 
-# git names an identity or a date it will not write (an empty name, a date out of range).
-_IDENTITY_REFUSED = re.compile(r"ident|date", re.IGNORECASE)
+# git's words for an identity or a date it will not write (an empty name, a date it
+# cannot parse, a name of nothing but disallowed characters).
+_IDENTITY_REFUSED = re.compile(r"empty ident|invalid date|disallowed characters|"
+                               r"unable to auto-detect email", re.IGNORECASE)
 
 
 def _changed(subject: str, why: str) -> GitError:
