@@ -44,8 +44,8 @@ def start(git: Git, upstream: str | None = None, *, gate: bool = False,
     alongside the landing's checkout."""
     rs.require_none(git)
     branch = queueops.require_branch(git)
-    # Whether commits are signed is read alongside (a process's start, off the clock).
-    signing = Background(git.signing, "pq git config")
+    # Who commits, and whether commits are signed, are asked of git alongside.
+    who = Background(lambda: (git.signing(), git.committer_now())[1], "pq git var")
     with Background(lambda: queueops.dirty_tracked_files(git), "pq git status") as status:
         queue = read_worktree(git)
         series = queue.series
@@ -68,9 +68,8 @@ def start(git: Git, upstream: str | None = None, *, gate: bool = False,
         return RebaseReport("up-to-date", branch.removeprefix("refs/heads/"), ref, old_base,
                             onto, 0, head, head, [PatchReport(e.name, e.layer, "clean")
                                                   for e in series.patches])
-    signing.result()  # read and kept by `git` before any commit is written
     trees = Trees(git)
-    committer = git.committer_now()
+    committer = who.result()  # and `git` keeps whether it signs, before any commit
     layers = {e.name: e.layer for e in series.patches}
     # The upstream range's files (what finds patches upstream carries) are read by git
     # while the rebase's state is built.
