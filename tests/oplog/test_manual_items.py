@@ -365,13 +365,19 @@ WORKAROUND = """    workaround:
 """
 
 
-def test_workaround_paths_follow_an_upstream_rename(tmp_path: Path) -> None:
-    fork = base_fork(tmp_path)
+def workaround_fork(tmp: Path) -> Path:
+    """base_fork whose build patch carries WORKAROUND, committed and exported."""
+    fork = base_fork(tmp)
     text = (fork / "series.yaml").read_text()
     anchor = "    summary: 'build: enable compat'\n"
     write(fork, "series.yaml", text.replace(anchor, anchor + WORKAROUND))
     git(fork, "commit", "-q", "-m", "pq: the build patch is a workaround", "series.yaml")
     pq(fork, "export", "--commit")
+    return fork
+
+
+def test_workaround_paths_follow_an_upstream_rename(tmp_path: Path) -> None:
+    fork = workaround_fork(tmp_path)
 
     def wa007() -> list[str]:
         data = json.loads(pq(fork, "audit", "workarounds", "--json", ok=False).output)
@@ -395,12 +401,7 @@ def test_a_rename_to_a_name_that_is_not_utf8_keeps_the_old_path_readable(
         tmp_path: Path) -> None:
     """series.yaml is UTF-8 text: the block keeps the old name (the audit then says the
     patch is outside `covers`), and pq reads the series it wrote."""
-    fork = base_fork(tmp_path)
-    text = (fork / "series.yaml").read_text()
-    anchor = "    summary: 'build: enable compat'\n"
-    write(fork, "series.yaml", text.replace(anchor, anchor + WORKAROUND))
-    git(fork, "commit", "-q", "-m", "pq: the build patch is a workaround", "series.yaml")
-    pq(fork, "export", "--commit")
+    fork = workaround_fork(tmp_path)
     upstream = tmp_path / "upstream"
     git(upstream, "mv", "setup.py", b"s\xe9tup.py".decode("utf-8", "surrogateescape"))
     commit_all(upstream, "upstream: move setup.py to a Latin-1 name")
