@@ -11,15 +11,15 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import signal
 import subprocess
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Self
 
 from pq.errors import ConfigError, GitError
 from pq.faults import checkpoint
+from pq.git.hold import held
 from pq.git.objects import BlobId, Commit, CommitId, Person, TreeId, commit_object, parse_commit
 from pq.git.odb import ObjectDB
 from pq.git.process import pid_alive
@@ -90,7 +90,7 @@ class Gateway:
         self._signing: bool | None = None
         self._sealed: dict[str, tuple[Path, dict[str, str]]] = {}
         self._sealing = threading.Lock()  # a scan in a thread may run sealed diffs too
-        # Set while a command that changes the repository runs (pq.oplog.txn): see _held.
+        # Set while a command that changes the repository runs (pq.oplog.txn): see pq.git.hold.
         self.holding_interrupts = False
         tmp = common_dir / "pq" / "tmp"
         if tmp.is_dir():  # temp indexes of a pq that was killed
@@ -165,20 +165,20 @@ class Gateway:
         interruptible: bool = False,
     ) -> subprocess.CompletedProcess[bytes]:
         """`interruptible`: git only writes objects, so it runs in pq's process group even
-        while a command holds Ctrl-C (see _held), and may ask on the terminal."""
+        while a command holds Ctrl-C (see pq.git.hold), and may ask on the terminal."""
         checkpoint("git " + (args[0] if args[0] != "-c" else next(
             (a for a in args if not a.startswith("-") and "=" not in a), "?")))
         full_env = dict(self.env)
         if env:
             full_env.update(env)
-        with _held(self.holding_interrupts and not interruptible) as hold:
+        with held(self.holding_interrupts and not interruptible) as hold:
             with subprocess.Popen(["git", *args], stdin=None if input is None else subprocess.PIPE,
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=full_env,
                                   cwd=str(cwd or self.root),
                                   process_group=0 if hold.active else None) as proc:
                 hold.child = proc
                 try:
-                    out, err = proc.communicate(input)
+                    out, err = hold.communicate(proc, input)
                 except BaseException:
                     proc.kill()
                     raise
@@ -308,45 +308,6 @@ class Gateway:
 
     def empty_tree(self) -> TreeId:
         return TreeId(self.odb.write("tree", b""))
-
-
-class _Hold:
-    """What `_held` holds: whether it is active, the git process it runs, the Ctrl-Cs seen."""
-
-    def __init__(self, active: bool) -> None:
-        self.active = active
-        self.child: subprocess.Popen[bytes] | None = None
-        self.caught = 0
-
-    def interrupted(self, _number: int, _frame: object) -> None:
-        self.caught += 1
-        if self.caught > 1 and self.child is not None:  # asked again: stop git too, as a
-            with contextlib.suppress(OSError):        # Ctrl-C always did (a hook may be
-                os.killpg(self.child.pid, signal.SIGINT)  # stopped, reading the terminal)
-                os.killpg(self.child.pid, signal.SIGCONT)
-
-
-@contextlib.contextmanager
-def _held(holding: bool) -> Iterator[_Hold]:
-    """While `holding` (a command that changes the repository runs) and in the main thread:
-    the git process of the block runs in a process group of its own, which the terminal's
-    Ctrl-C does not reach, and pq's own Ctrl-C takes effect, as KeyboardInterrupt, once the
-    block is done. git never stops half way through writing the index or the working tree
-    (a checkout cut short leaves files that look like the user's edits); pq stops between
-    two git commands, where its operation log can undo what it did. A second Ctrl-C stops
-    git as well (a hook waiting on the terminal, which a process group in the background
-    cannot read, would wait for ever)."""
-    hold = _Hold(holding and threading.current_thread() is threading.main_thread())
-    if not hold.active:
-        yield hold
-        return
-    previous = signal.signal(signal.SIGINT, hold.interrupted)
-    try:
-        yield hold
-    finally:
-        signal.signal(signal.SIGINT, previous)
-        if hold.caught:
-            raise KeyboardInterrupt
 
 
 def worktree_of(git_dir: Path) -> Path:
