@@ -247,15 +247,13 @@ def is_kernel_file(f: FileDiff, base_file: Callable[[str], bytes] | None = None)
     """Whether the patch's edit of `f` is kernel code, hunk by hunk as `pq classify` reads
     it; a C++ file's framework API use is read from the whole file (`base_file` gives the
     upstream base's bytes) when the hunks alone show none."""
-    def content(with_base: bool) -> bytes:
-        post = "\n".join(ln.text for h in f.hunks for ln in h.post()).encode("utf-8", "replace")
-        return (base_file(f.old or f.path) + b"\n" + post) if with_base and base_file else post
-
-    kernel = layers.file_layer(layers.classify_hunks([f], lambda _f: content(False))) == "kernel"
-    if kernel and base_file is not None and not f.path.endswith(layers.KERNEL_SUFFIXES):
-        kernel = layers.file_layer(layers.classify_hunks([f], lambda _f: content(True))) \
-            == "kernel"
-    return kernel
+    post = "\n".join(ln.text for h in f.hunks for ln in h.post()).encode("utf-8", "replace")
+    if layers.file_layer(layers.classify_file(f, post)) != "kernel":
+        return False
+    if base_file is None or f.path.endswith(layers.KERNEL_SUFFIXES):
+        return True
+    whole = base_file(f.old or f.path) + b"\n" + post
+    return layers.file_layer(layers.classify_file(f, whole)) == "kernel"
 
 
 def spread_key(text: str) -> str | None:

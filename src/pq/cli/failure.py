@@ -10,9 +10,8 @@ import errno
 import os
 from typing import Any
 
-from pq.errors import PqError
+from pq.errors import EXIT_USAGE, PqError
 
-EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 EXIT_INTERNAL = 2
 EXIT_BROKEN_PIPE = 1
@@ -76,15 +75,13 @@ def failure_of(exc: BaseException) -> Failure | None:
         return Failure("interrupted" + half, EXIT_INTERRUPTED)
     if isinstance(exc, BrokenPipeError):
         return Failure("", EXIT_BROKEN_PIPE, quiet=True)
-    if isinstance(exc, OSError) and not exc.filename and exc.errno in _DISK_FULL:
-        return Failure(f"{exc.strerror or os.strerror(exc.errno)}{half} "
-                       f"({_FILE_SYSTEM_FIXES[exc.errno]}, then run the command again)",
-                       EXIT_USAGE)
-    if isinstance(exc, OSError) and exc.filename and exc.errno in _FILE_SYSTEM_FIXES:
+    if isinstance(exc, OSError) and exc.errno in _FILE_SYSTEM_FIXES and (
+            exc.filename or exc.errno in _DISK_FULL):
         # Where the file system says no (permissions, a read-only mount, a full disk), the
-        # file it names and what to do, not a bug report.
-        where = os.fsdecode(exc.filename)
-        return Failure(f"{where}: {exc.strerror or os.strerror(exc.errno)}{half} "
+        # file it names (a full disk needs none) and what to do, not a bug report.
+        where = os.fsdecode(exc.filename) if exc.filename else ""
+        return Failure(f"{where + ': ' if where else ''}"
+                       f"{exc.strerror or os.strerror(exc.errno)}{half} "
                        f"({_FILE_SYSTEM_FIXES[exc.errno].format(where=where)}, then run the "
                        "command again)", EXIT_USAGE)
     if isinstance(exc, Exception):  # a bug: one line, and the way to see more

@@ -64,6 +64,12 @@ def commit_object(tree: str, parents: Sequence[str], author: Person, committer: 
     return ("\n".join(lines) + "\n\n" + message).encode("utf-8", "surrogateescape")
 
 
+def printable(text: str) -> str:
+    """`text` (bytes read as UTF-8 with surrogateescape) with each byte that is not UTF-8
+    written as `\\xNN`; `printable(t) == t` says `t` is text as it is."""
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
 def subject_of(message: str) -> str:
     """A message's subject line: its first line that is not blank, where git's subject
     starts (git's `%s` then joins the rest of that paragraph; pq names and summarises by

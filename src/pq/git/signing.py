@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from pq.errors import ConfigError, GitError
-from pq.git.objects import CommitId, Person, commit_object, subject_of
+from pq.git.objects import CommitId, Person, commit_object, printable, subject_of
 
 if TYPE_CHECKING:
     from pq.git.gateway import Gateway
@@ -61,8 +61,7 @@ def write_signed(git: Gateway, tree: str, parents: Sequence[str], author: Person
     for parent in parents:
         args += ["-p", parent]
     env = {**_identity_env("AUTHOR", author), **_identity_env("COMMITTER", committer)}
-    subject = (subject_of(message) or "(no subject)").encode(
-        "utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    subject = printable(subject_of(message) or "(no subject)")
     proc = git.run_proc(*args, input=message.encode("utf-8", "surrogateescape"), env=env,
                         interruptible=True)  # a signer may ask for a passphrase
     said = [ln.removeprefix("error: ").removeprefix("fatal: ") for ln in

@@ -3,7 +3,6 @@ layer of each file, the upstream base tree's file list, and the series-wide sett
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -52,16 +51,12 @@ def build(p: PatchInput, upstream: frozenset[str], base_text: dict[str, str],
         content = "\n".join([base_text.get(f.old or f.path, ""), *post]).encode(
             "utf-8", "replace")
         # Hunk by hunk, as `pq classify` and the layer `pq export` writes decide.
-        mine = layers.classify_hunks([f], functools.partial(_same, content))
+        mine = layers.classify_file(f, content)
         decisions += mine
         layer_of[f.path] = layers.file_layer(mine)
     inferred = layers.patch_layer(decisions)
     return LintPatch(p=p, upstream=upstream, layer_of=layer_of,
                      inferred=(inferred.layer, inferred.rule), settings=settings)
-
-
-def _same(content: bytes, _f: object) -> bytes:
-    return content
 
 
 def scoped_packages(patches: Sequence[PatchInput]) -> frozenset[str]:

@@ -203,6 +203,11 @@ def classify_hunks(files: Sequence[FileDiff], content: Callable[[FileDiff], byte
     return out
 
 
+def classify_file(f: FileDiff, content: bytes) -> list[HunkDecision]:
+    """`classify_hunks` of one file whose (C/C++) post-image is `content`."""
+    return classify_hunks([f], lambda _f: content)
+
+
 def replacements(files: Sequence[FileDiff]) -> list[tuple[str, str]]:
     """(path, path) of each two files of a diff (by `FileDiff.path`) that no tree holds one
     without the other: a file added where a folder's file goes away, or a folder's file

@@ -174,7 +174,7 @@ def check_refs(git: Git, updates: Sequence[RefUpdate], skip: frozenset[str],
             ref = ctx.queue.series.upstream_ref if ctx.queue is not None else None
             cache.append({"key": key, "commit": probe.commit, "statuses": outcome.statuses,
                           "notices": outcome.notices,
-                          "upstream": [ref, _resolved(git, ref) if ref else None]})
+                          "upstream": [ref, git.try_resolve(ref) if ref else None]})
             dirty = True
     if dirty:
         _store_cache(git, cache)
@@ -211,16 +211,7 @@ def _upstream_moved(git: Git, entry: Mapping[str, Any]) -> bool:
     if not (isinstance(seen, list) and len(seen) == 2):
         return True
     ref, sha = seen
-    return isinstance(ref, str) and bool(ref) and _resolved(git, ref) != sha
-
-
-def _resolved(git: Git, ref: str) -> str | None:
-    """The commit `ref` names, asked of the running cat-file (a cached push starts no
-    other git process); None when it names none."""
-    if any(c.isspace() or ord(c) < 32 for c in ref):  # one request is one line
-        return git.try_resolve(ref)
-    found = git.odb.read_many([f"{ref}^{{commit}}"])[0]
-    return found[0] if found is not None and found[1] == "commit" else None
+    return isinstance(ref, str) and bool(ref) and git.try_resolve(ref) != sha
 
 
 def _as_predicted(statuses: Mapping[str, str]) -> bool:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 
 from pq.errors import ConfigError, OperationFailed
 from pq.git.branchmove import require_unmoved
-from pq.git.objects import CommitId, Person
+from pq.git.objects import CommitId, Person, printable
 from pq.git.repo import Git
 from pq.model import diff as diffs
 from pq.model import layers, patchfile
@@ -258,11 +258,6 @@ def _subject(git: Git) -> Callable[[CommitId], str]:
     return subject
 
 
-def _printable(text: str) -> str:
-    """`text` (bytes read with surrogateescape) with each byte that is not UTF-8 as `\\xNN`."""
-    return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-
-
 def _drafts(git: Git, stack: Sequence[stack_mod.StackCommit], queue: Queue,
             detect: Detector | None) -> tuple[Queue, tuple[Candidate, ...]]:
     """The queue with a draft `workaround` block on each patch whose added lines look like
@@ -279,10 +274,10 @@ def _drafts(git: Git, stack: Sequence[stack_mod.StackCommit], queue: Queue,
             p, n, code = sigs[0]
             # series.yaml is UTF-8 text: a path or line whose bytes are not is shown with
             # escapes in the reason, and left out of `covers`, which must name real paths.
-            where = _printable(f"{p}:{n} `{' '.join(code.split())}`")
+            where = printable(f"{p}:{n} `{' '.join(code.split())}`")
             entry = replace(entry, workaround={
                 "kind": "compat-gap",
-                "covers": sorted({s[0] for s in sigs if _printable(s[0]) == s[0]}),
+                "covers": sorted({s[0] for s in sigs if printable(s[0]) == s[0]}),
                 "reason": f"DRAFT by pq import, review: {where}",
                 "remove_when": [REVIEW],
             })

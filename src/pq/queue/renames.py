@@ -14,17 +14,10 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+from pq.git.objects import printable
 from pq.model.series import Series
 
 UPSTREAM_CONTAINS = "upstream-contains"
-
-
-def _is_text(path: str) -> bool:
-    try:
-        path.encode("utf-8")
-        return True
-    except UnicodeEncodeError:
-        return False
 
 
 def _path(item: str, renames: dict[str, str]) -> str:
@@ -53,7 +46,7 @@ def follow(series: Series, renamed: Callable[[], dict[str, str]]) -> Series:
         return series
     # series.yaml is UTF-8 text: a new name that is not (its bytes read with
     # surrogateescape) cannot be written there, so the block keeps the old one.
-    renames = {old: new for old, new in renamed().items() if _is_text(new)}
+    renames = {old: new for old, new in renamed().items() if printable(new) == new}
     if not renames:
         return series
     entries = []

@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 from pq.background import Background
 from pq.errors import ConfigError
-from pq.git.objects import Change
+from pq.git.objects import Change, Person
 from pq.git.repo import Git
 from pq.git.trees import Trees
 from pq.model import patchfile
@@ -45,7 +45,7 @@ def start(git: Git, upstream: str | None = None, *, gate: bool = False,
     rs.require_none(git)
     branch = queueops.require_branch(git)
     # Who commits, and whether commits are signed, are asked of git alongside.
-    who = Background(lambda: (git.signing(), git.committer_now())[1], "pq git var")
+    who = Background(lambda: _who_commits(git), "pq git var")
     with Background(lambda: queueops.dirty_tracked_files(git), "pq git status") as status:
         queue = read_worktree(git)
         series = queue.series
@@ -98,6 +98,12 @@ def start(git: Git, upstream: str | None = None, *, gate: bool = False,
             report = replay.run(git, state, trees, changes, matches, progress, queue,
                                 committer, crossing)
             return _settle(txn, state, report)
+
+
+def _who_commits(git: Git) -> Person:
+    """The committer now; and `git` learns whether it signs, before any commit is written."""
+    git.signing()
+    return git.committer_now()
 
 
 def _checked_stack(git: Git, branch: str, queue: Queue, ref: str, onto: str, force: bool
