@@ -226,3 +226,22 @@ def test_a_group_without_its_command_prints_its_help(tmp_path: Path, group: str)
     assert first.startswith("Usage: ") and first.endswith(f" {group} [OPTIONS] COMMAND [ARGS]...")
     assert "Commands:" in result.output
     assert "pq: error" not in result.output and "(see `pq" not in result.output
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["--bogus", "series"], "No such option '--bogus'"),
+    (["-C"], "Option '-C' requires an argument"),
+])
+def test_a_usage_error_in_pqs_own_options_is_one_line(tmp_path: Path, args: list[str],
+                                                      needle: str) -> None:
+    """As in a command's options: one line (not click's Usage/Try/Error block), exit 2."""
+    one_line_error(pq(tmp_path, *args, ok=False), needle, "(see `pq --help`)")
+
+
+def test_a_usage_error_in_pqs_own_options_is_json_under_json(tmp_path: Path) -> None:
+    import json
+
+    result = pq(tmp_path, "--bogus", "series", "--json", ok=False)
+    assert result.exit_code == 2
+    error = json.loads(result.stdout)["error"]
+    assert error["message"] == "No such option '--bogus'" and error["exit_code"] == 2

@@ -54,7 +54,12 @@ class PqGroup(click.Group):
         # `--json` anywhere before `--`: errors, too, come out as JSON on stdout.
         ctx.meta["pq.json"] = "--json" in args[:args.index("--")] if "--" in args \
             else "--json" in args
-        return super().parse_args(ctx, args)
+        try:  # pq's own options (`pq --bogus`, `pq -C`): one line, as a command's
+            return super().parse_args(ctx, args)
+        except click.ClickException as exc:
+            if type(exc).__name__ == "NoArgsIsHelpError":
+                raise
+            usage_failure(exc, bool(ctx.meta["pq.json"]), ctx)
 
     def invoke(self, ctx: click.Context) -> Any:
         from pq.oplog.txn import set_invocation
@@ -71,12 +76,7 @@ class PqGroup(click.Group):
         except click.ClickException as exc:  # usage errors: one line too, with the help
             if type(exc).__name__ == "NoArgsIsHelpError":  # a bare group (click >= 8.2):
                 raise  # its help, as a bare `pq` prints it
-            message = exc.format_message().rstrip(".")
-            where = getattr(exc, "ctx", None)
-            if isinstance(exc, click.UsageError) and where is not None and not as_json:
-                sub = where.command_path.partition(" ")[2]  # the program is `pq`, always
-                message += f" (see `pq{' ' + sub if sub else ''} --help`)"
-            fail(Failure(message, exc.exit_code), as_json)
+            usage_failure(exc, as_json)
         except BaseException as exc:
             failure = failure_of(exc)
             if failure is None:
@@ -86,6 +86,17 @@ class PqGroup(click.Group):
             fail(failure, as_json and not emitted)
         finally:
             set_invocation(None)
+
+
+def usage_failure(exc: click.ClickException, as_json: bool,
+                  ctx: click.Context | None = None) -> NoReturn:
+    """Leave on a usage error: one line naming the help to read, or the error as JSON."""
+    message = exc.format_message().rstrip(".")
+    where = getattr(exc, "ctx", None) or ctx
+    if isinstance(exc, click.UsageError) and where is not None and not as_json:
+        sub = where.command_path.partition(" ")[2]  # the program is `pq`, always
+        message += f" (see `pq{' ' + sub if sub else ''} --help`)"
+    fail(Failure(message, exc.exit_code), as_json)
 
 
 def fail(failure: Failure, as_json: bool) -> NoReturn:
