@@ -399,6 +399,53 @@ def test_commits_made_on_the_stopped_patch(tmp_path: Path) -> None:
     assert "0001" in git(fork, "show", "HEAD:series.yaml")
 
 
+def test_abort_refuses_to_leave_commits_made_on_the_stopped_patch_behind(
+        tmp_path: Path) -> None:
+    """A commit past the resolution is work the abort would leave on no branch: refused,
+    naming it and how to keep it; with --force (after keeping it) the abort goes on. One
+    commit alone is the resolution, which the abort throws away as a staged one."""
+    _, fork = stopped(tmp_path)
+    orig = git(fork, "rev-parse", "paddle")
+    write(fork, "setup.py", RESOLVED)
+    git(fork, "add", "setup.py")
+    git(fork, "commit", "-q", "-m", "resolved")
+    write(fork, "extra.txt", "extra\n")
+    extra = commit_all(fork, "extra: made mid-rebase")
+    refused = pq(fork, "rebase", "--abort", ok=False)
+    assert refused.exit_code == 2, refused.output
+    assert (f"2 commits were made on the stopped patch patches/{BUILD} (the last: "
+            f"{extra[:12]} extra: made mid-rebase); `pq rebase --abort` would leave them on "
+            f"no branch (`git branch keep-paddle {extra[:12]}` keeps them, then `pq rebase "
+            "--abort --force`)") in refused.output
+    assert git(fork, "rev-parse", "HEAD") == extra and (fork / "extra.txt").exists()
+    git(fork, "branch", "keep-paddle", extra)
+    pq(fork, "rebase", "--abort", "--force")
+    assert git(fork, "rev-parse", "paddle") == orig
+    assert git(fork, "symbolic-ref", "HEAD") == "refs/heads/paddle"
+    # The resolution alone, committed: the abort takes it as it takes a staged one.
+    _, fork = stopped(tmp_path / "one")
+    write(fork, "setup.py", RESOLVED)
+    git(fork, "add", "setup.py")
+    git(fork, "commit", "-q", "-m", "resolved")
+    pq(fork, "rebase", "--abort")
+    assert git(fork, "status", "--porcelain") == ""
+
+
+def test_abort_refuses_to_write_over_a_series_yaml_brought_back(tmp_path: Path) -> None:
+    """As --continue and --skip: the abort would write the branch's queue over it."""
+    _, fork = stopped(tmp_path)
+    git(fork, "show", "paddle:series.yaml")
+    write(fork, "series.yaml", git(fork, "show", "paddle:series.yaml") + "\n# my note\n")
+    refused = pq(fork, "rebase", "--abort", ok=False)
+    assert refused.exit_code == 2, refused.output
+    assert ("series.yaml came back while the rebase is stopped" in refused.output
+            and "`rm series.yaml`, then `pq rebase --abort`)" in refused.output)
+    assert (fork / "series.yaml").read_text().endswith("# my note\n")
+    pq(fork, "rebase", "--abort", "--force")
+    assert git(fork, "status", "--porcelain") == ""
+    assert "# my note" not in (fork / "series.yaml").read_text()
+
+
 def test_head_that_left_the_stopped_rebase_is_refused(tmp_path: Path) -> None:
     _, fork = stopped(tmp_path)
     git(fork, "reset", "-q", "--hard")

@@ -18,10 +18,13 @@ from pq.rebase.report import RebaseReport
 
 def abort(git: Git, force: bool = False) -> RebaseReport:
     """Restore everything the stopped rebase changed (`force`: even when the branch moved
-    while it was stopped) and log the stopped entry as aborted."""
+    while it was stopped, commits were made on the stopped patch, or queue files came back)
+    and log the stopped entry as aborted."""
     state = rs.load_required(git)
     if not force:
         rebase_status.require_in_place(git, state, "abort")
+        if state.detached:  # HEAD on the stack so far, without the queue files
+            rebase_status.require_queue_aside(git, "abort")
     rebase_status.require_branch_free(git, state, "abort")
     # git's own operation, started meanwhile, would outlive the abort and undo it later.
     rs.require_no_git_operation(git)

@@ -212,9 +212,10 @@ def require_in_place(git: Git, state: rs.RebaseState, action: str) -> None:
             f"{keep}{back}")
     if state.phase != "conflict" or not state.detached:
         return
-    if action == "abort":
-        return  # HEAD goes back to the branch whatever it is
     head = git.try_resolve("HEAD")
+    if action == "abort":  # HEAD goes back to the branch; commits on the patch stay behind
+        _require_nothing_left_behind(git, state, head)
+        return
     if git.current_branch() is not None or head is None or (
             head != state.tip and not git.is_ancestor(state.tip, head)):
         raise ConfigError(
@@ -234,11 +235,28 @@ def require_in_place(git: Git, state: rs.RebaseState, action: str) -> None:
                      "rebase")
 
 
+def _require_nothing_left_behind(git: Git, state: rs.RebaseState, head: str | None) -> None:
+    """Refuse --abort (unless forced) when commits past the resolution were made on the
+    stopped patch: the abort leaves them on no branch. One commit on the stopped tip is the
+    resolution committed by hand, which the abort throws away as it does a staged one."""
+    if (head is None or head == state.tip or git.current_branch() is not None
+            or not git.is_ancestor(state.tip, head)):
+        return
+    count, last = git.count(f"{state.tip}..{head}"), git.commit(head)
+    if count > 1 or len(last.parents) != 1:
+        raise ConfigError(
+            f"{count} commits were made on the stopped patch "
+            f"patches/{state.steps[state.index].name} (the last: {head[:12]} "
+            f"{last.subject}); `pq rebase --abort` would leave them on no branch",
+            hint=f"`git branch keep-{state.short_branch} {head[:12]}` keeps them, then "
+                 "`pq rebase --abort --force`")
+
+
 def require_queue_aside(git: Git, action: str) -> None:
-    """Refuse --continue/--skip while series.yaml or a patch file is back in the index or
-    the working tree (`git checkout <branch> -- series.yaml`, say) while HEAD is detached on
-    the stack so far: a stopped rebase keeps the queue in its state and writes it again
-    when it ends, over such a file."""
+    """Refuse --continue/--skip/--abort while series.yaml or a patch file is back in the
+    index or the working tree (`git checkout <branch> -- series.yaml`, say) while HEAD is
+    detached on the stack so far: a stopped rebase keeps the queue in its state and writes
+    it again when it ends (an abort: the branch's), over such a file."""
     staged, untracked = worktree.queue_files_back(git)
     found = sorted(staged + untracked)
     if found:
@@ -249,7 +267,8 @@ def require_queue_aside(git: Git, action: str) -> None:
             f"{rs.list_paths(found)} came back while the rebase is stopped; pq keeps the "
             f"queue aside and writes it again when the rebase ends, over {them}",
             hint=f"copy what you want to keep elsewhere, {' and '.join(remove)}, then "
-                 f"`pq rebase --{action}`; edit the new series once it is done")
+                 f"`pq rebase --{action}`" + ("" if action == "abort" else
+                                              "; edit the new series once it is done"))
 
 
 def require_resolved(git: Git, state: rs.RebaseState) -> None:
