@@ -328,3 +328,27 @@ def test_a_second_ctrl_c_stops_the_git_command_pq_waits_for(tmp_path: Path) -> N
     assert b"pq: interrupted" in proc.stderr
     assert run_pq(fork, ["rebase", "--abort"]).returncode == 0
     assert git(fork, "status", "--porcelain") == "?? notes.txt"
+
+
+def test_continue_after_a_kill_at_the_end_of_a_landing_finishes_it(
+        work: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Killed after the landing moved the branch and HEAD but before the state went: `pq
+    status` says it landed, and `--continue` (what it suggests) removes the state, leaving
+    the branch, HEAD and files as the uninterrupted `--continue` left them."""
+    template("conflict", conflict_fork, tmp_path_factory)
+    tpl = template("stopped", stopped_fork, tmp_path_factory)
+    labels = count_checkpoints(tpl, work, ["rebase", "--continue"])
+    done = repo_state(work / "count")
+    landed = labels.index(next(lb for lb in labels if lb.endswith(" git symbolic-ref")))
+    k = next(i + 1 for i, lb in enumerate(labels) if i > landed and "unlink" in lb)
+    root = copy(tpl, work / "killed")
+    assert run_pq(root, ["rebase", "--continue"], PQ_FAULT_AT=str(k)).returncode == -9
+    assert rebase_in_progress(root)
+    status = run_pq(root, ["status"]).stdout.decode()
+    assert "all 2 patches replayed and landed" in status, status
+    proc = run_pq(root, ["rebase", "--continue"])
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert not rebase_in_progress(root)
+    got = repo_state(root)
+    for key in ("refs", "HEAD", "index", "files", "git-locks"):
+        assert got[key] == done[key], key

@@ -312,6 +312,9 @@ def status(as_json: bool) -> None:
         first = "resolve the conflicted files, then " if st.conflicted else ""
         click.echo(f"next: {first}`pq rebase --continue`; or `pq rebase --skip` drops this "
                    "patch; or `pq rebase --abort` goes back to before the rebase")
+    elif st.landed:
+        click.echo("next: `pq rebase --continue` removes the state; or `pq rebase --abort` "
+                   "goes back to before the rebase")
     elif st.phase == "stopped":
         click.echo("next: move aside what was in the way, then `pq rebase --continue` "
                    "(nothing resolved is lost); or `pq rebase --abort`")

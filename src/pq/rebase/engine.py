@@ -25,7 +25,7 @@ from pq.queue import ops as queueops
 from pq.queue import stack as stack_mod
 from pq.queue.files import Queue, is_queue_path, read_worktree
 from pq.queue.ops import Progress
-from pq.rebase import rangediff, replay, worktree
+from pq.rebase import landing, rangediff, replay, worktree
 from pq.rebase import state as rs
 from pq.rebase import status as rebase_status
 from pq.rebase.report import PatchReport, RebaseReport
@@ -160,6 +160,18 @@ def _diffs_of(queue: Queue) -> list[bytes] | None:
         return None
 
 
+def _finish_landed(git: Git, state: RebaseState) -> RebaseReport:
+    """`--continue` after pq stopped (killed, say) at the very end of a landing: the branch
+    and HEAD are on the rebased stack already; what is left is removing the state."""
+    rebase_status.require_branch_free(git, state, "continue")
+    old = rs.queue_before(git, state)
+    with Transaction(git, "pq rebase --continue") as txn:
+        worktree.clear_git_merge_files(git)
+        rs.remove(git)
+        report = landing.report(git, state, "done", old, read_worktree(git))
+        return _settle(txn, state, report)
+
+
 def _settle(txn: Transaction, state: RebaseState, report: RebaseReport) -> RebaseReport:
     """Log a stop at a conflict as `stopped`; a finished rebase settles its stops as done."""
     if report.status == "conflict":
@@ -189,6 +201,8 @@ def resume(git: Git, action: str, progress: Progress | None = None,
     """`--continue` (take the staged resolution) or `--skip` (drop the conflicted patch);
     `crossing` as for `start`."""
     state = rs.load_required(git)
+    if action == "continue" and rebase_status.landed(git, state):
+        return _finish_landed(git, state)
     # A rebase that stopped in memory (files in the way of a conflict or of landing) goes
     # on from where it was saved.
     stopped = rebase_status.resumable(state)

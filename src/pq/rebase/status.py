@@ -62,12 +62,15 @@ class RebaseStatus:
     next: list[str] = field(default_factory=list)
     worktree: str | None = None
     holder: str | None = None  # the running pq command and its process, when running
+    landed: bool = False  # the branch is on the rebased stack: only the state is left
 
     def line(self) -> str:
         """One line: what is in progress, where, and what to run next."""
         at = "at" if self.phase == "running" else "stopped at"
         where = (f"{at} patch {self.number} of {self.total}, patches/{self.patch} "
                  f"(layer {self.layer})" if self.patch else
+                 f"all {self.total} patches replayed and landed, the rebase's state "
+                 "not removed yet" if self.landed else
                  f"all {self.total} patches replayed, not landed yet")
         what = {"conflict": "conflict", "stopped": "stopped", "interrupted": "interrupted",
                 "elsewhere": f"in the worktree {self.worktree}",
@@ -91,7 +94,7 @@ class RebaseStatus:
                 "conflicted": [{"path": c.path, "code": c.code, "kind": c.kind, "fix": c.fix}
                                for c in self.conflicted],
                 "resolved": self.resolved, "next": self.next, "worktree": self.worktree,
-                "holder": self.holder}
+                "holder": self.holder, "landed": self.landed}
 
 
 def conflicts(git: Git) -> list[ConflictFile]:
@@ -142,7 +145,7 @@ def status(git: Git) -> RebaseStatus | None:
         st.phase, st.next = "running", []
         st.holder = f"`{holder.get('command') or 'pq'}` (process {holder.get('pid', '?')})"
     elif resumable(state):
-        st.phase = "stopped"
+        st.phase, st.landed = "stopped", landed(git, state)
         st.next = ["pq rebase --continue", "pq rebase --abort"]
     else:
         st.next = ["pq rebase --abort"]
@@ -153,6 +156,14 @@ def resumable(state: rs.RebaseState) -> bool:
     """Whether `--continue` goes on from a rebase that stopped outside a conflict: files
     were in the way of showing a conflict or of landing (the replay is saved)."""
     return (state.phase == "replaying" and state.detached) or state.phase == "landing"
+
+
+def landed(git: Git, state: rs.RebaseState) -> bool:
+    """Whether a landing got to its end (the branch on the rebased stack, HEAD on the
+    branch) and only the state is left: pq stopped, killed say, before removing it."""
+    return (state.phase == "landing" and state.new_tip is not None
+            and git.try_resolve(state.branch) == state.new_tip
+            and git.current_branch() == state.branch)
 
 
 def refuse_while_rebasing(git: Git, command: str) -> None:
