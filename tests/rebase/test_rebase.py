@@ -312,6 +312,27 @@ def test_bad_inputs_exit_2_with_one_line(tmp_path: Path) -> None:
     assert git(fork, "rev-parse", "HEAD") == tip
 
 
+def test_a_patch_file_edited_by_hand_is_named_with_the_fixes_that_work(tmp_path: Path
+                                                                       ) -> None:
+    """Not "commits that differ; run `pq export`" (export refuses a hand edit): the file,
+    and `pq apply` (keep the edit) or `pq export --force` (keep the commit)."""
+    up, fork = make_series(tmp_path)
+    upstream_commit(up, fork, "upstream: more", {"README.md": "more\n"})
+    patch = fork / "patches" / GLUE_PATCH
+    patch.write_text(patch.read_text().replace("+glue_5 = 'scoped'", "+glue_5 = 'scoped!'"))
+    commit_all(fork, "edit the patch by hand")
+    refused = pq(fork, "rebase", "upstream/main", ok=False)
+    assert refused.exit_code == 2, refused.output
+    assert refused.output.startswith(
+        f"pq: error: patches/{GLUE_PATCH}: the patch file differs from paddle's commit for "
+        "it"), refused.output
+    assert "`pq apply` rebuilds the branch" in refused.output
+    assert "`pq export --force` writes the patch files again" in refused.output
+    pq(fork, "apply")  # the fix it names works
+    pq(fork, "rebase", "upstream/main")
+    assert "glue_5 = 'scoped!'" in (fork / "pkg/__init__.py").read_text()
+
+
 def test_two_conflicts_resolved_one_after_the_other(tmp_path: Path) -> None:
     up, fork = make_series(tmp_path)
     upstream_commit(up, fork, "upstream: rewrite both lines", {

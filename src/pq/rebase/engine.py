@@ -131,9 +131,7 @@ def _checked_stack(git: Git, branch: str, queue: Queue, ref: str, onto: str, for
         if not stack_mod.same_commits(fresh.files, queue.files) or [
                 e.name for e in fresh.series.patches] != [
                 e.name for e in series.patches]:
-            raise ConfigError(f"{branch.removeprefix('refs/heads/')} has commits that differ "
-                              f"from {SERIES_FILE}; rebasing would lose them",
-                              hint="run `pq export` first")
+            raise _stack_differs(branch, fresh, queue)
         if fresh.series.dumps() == queue.series_bytes:  # what `pq export` would write
             verified.remember(git, head, queue)
     if stack and onto != old_base and not force and git.is_ancestor(stack[0].commit, onto):
@@ -148,6 +146,27 @@ def _checked_stack(git: Git, branch: str, queue: Queue, ref: str, onto: str, for
     if onto != old_base and not (force and stack and git.is_ancestor(stack[0].commit, onto)):
         queuefiles.require_no_upstream_files(git, onto, qp, ref, since=(old_base, head))
     return stack, head, old_base
+
+
+def _stack_differs(branch: str, fresh: Queue, queue: Queue) -> ConfigError:
+    """The refusal when the branch's commits and the queue differ: where only patch files
+    differ (the same patches, in the same order), it names them; either side may be the
+    newer (a patch file edited by hand, or a commit amended since the export)."""
+    name = branch.removeprefix("refs/heads/")
+    if list(fresh.files) != list(queue.files):
+        return ConfigError(f"{name} has commits that differ from {SERIES_FILE}; rebasing "
+                           "would lose them", hint="run `pq export` first")
+    edited = [f"{PATCHES_DIR}/{n}" for n in queue.files
+              if not stack_mod.same_commits({n: fresh.files[n]}, {n: queue.files[n]})]
+    one = len(edited) == 1
+    return ConfigError(
+        f"{'the patch file' if one else ', '.join(edited)} {'differs' if one else 'differ'} "
+        f"from {name}'s {'commit for it' if one else 'commits'} (a patch file edited by "
+        "hand, or a commit changed since the last export); rebasing would lose one of them",
+        path=edited[0] if one else None,
+        hint="to keep the patch files, `pq apply` rebuilds the branch from them; to keep "
+             "the commits, `pq export --force` writes the patch files again; then `pq "
+             "rebase`")
 
 
 def _diffs_of(queue: Queue) -> list[bytes] | None:
