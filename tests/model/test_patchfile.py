@@ -164,3 +164,20 @@ def test_index_lines_go_except_on_binary_diffs() -> None:
 ])
 def test_unquote_path_reads_git_quoting(raw: bytes, path: str) -> None:
     assert diffs.unquote_path(raw) == path
+
+
+@pytest.mark.parametrize("date,expected", [
+    ("Tue, 14 Nov 2023 22:13:20 +0530 (IST)", "1699980200 +0530"),  # a comment after it
+    ("Tue, 14 Nov 2023 22:13:20 EST", "1700018000 -0500"),  # a zone by its name
+    ("Tue, 14 Nov 2023 22:13:20 -0000", "1700000000 +0000"),  # RFC 2822's unknown offset
+    ("14 Nov 2023 22:13:20 -0130", "1700005400 -0130"),
+    ("Tue, 14 Nov 2023 22:13:20 +1400", "1699949600 +1400"),
+    ("1700000000 -0130", "1700000000 -0130"),  # git's own form
+    ("Tue, 14 Nov 2023 22:13:20", None),  # no zone: refused, not guessed
+])
+def test_a_date_header_reads_as_git_am_reads_it(date: str, expected: str | None) -> None:
+    """The dates `git am` takes from a hand-edited Date: header (checked against git am
+    2.39): the zone comes from the date itself, not from a `+hhmm` at the line's end."""
+    from pq.model.mailheader import read_date
+
+    assert read_date(date) == expected

@@ -140,10 +140,18 @@ def read_date(value: str) -> str | None:
         when = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError, IndexError, OverflowError):
         return None
-    if when is None or when.tzinfo is None:
+    if when is None:
         return None
-    m = re.search(r"([+-]\d{4})\s*$", value)
-    tz = m.group(1) if m else "+0000"
-    return f"{int(when.timestamp())} {tz}"
+    if when.tzinfo is None:
+        # `-0000` (RFC 2822: UTC, local offset unknown) reads as +0000, as `git am` reads
+        # it; no zone, or a name Python does not know, is refused.
+        if not re.search(r"\s-0000(?:\s*\(.*\))?\s*$", value):
+            return None
+        when = when.replace(tzinfo=timezone.utc)
+    offset = when.utcoffset()
+    assert offset is not None
+    minutes = int(offset.total_seconds()) // 60
+    sign = "-" if minutes < 0 else "+"
+    return f"{int(when.timestamp())} {sign}{abs(minutes) // 60:02d}{abs(minutes) % 60:02d}"
 
 
