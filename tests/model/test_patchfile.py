@@ -122,6 +122,25 @@ def test_refusals_name_the_line(data: bytes, expected: str) -> None:
     assert str(info.value).startswith(expected), str(info.value)
 
 
+@pytest.mark.parametrize("size,hint", [
+    ("53", "`X-Pq-Message: 14` counts its bytes up to the first `---` line now"),
+    ("\u00b2", "`X-Pq-Message: 14` counts"),  # a digit to str.isdigit, not to int()
+])
+def test_a_message_whose_x_pq_message_is_wrong_says_the_count(size: str, hint: str) -> None:
+    """A message edited by hand: the hint gives the count that makes it read (`pq export`
+    would throw the edit away, and refuses a hand edit anyway)."""
+    data = (b"From: a <a@b>\nDate: Tue, 14 Nov 2023 23:13:20 +0100\nSubject: s\n"
+            + f"X-Pq-Message: {size}\n".encode() + b"\n\nsecond line!\n---\n"
+            b"diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\n")
+    with pytest.raises(ConfigError) as info:
+        patchfile.parse(data, "p.patch")
+    assert str(info.value).startswith(f"p.patch:6: the message is not {size} bytes"), \
+        str(info.value)
+    assert info.value.hint is not None and hint in info.value.hint, info.value.hint
+    fixed = data.replace(f"X-Pq-Message: {size}".encode(), b"X-Pq-Message: 14")
+    assert patchfile.parse(fixed, "p.patch").message == "s\nsecond line!\n"
+
+
 def test_escaping_path_is_refused() -> None:
     data = (b"From: a <a@b>\nDate: Tue, 14 Nov 2023 23:13:20 +0100\nSubject: s\n\n---\n"
             b'diff --git "a/\\056\\056/x" "b/\\056\\056/x"\nnew file mode 100644\n')

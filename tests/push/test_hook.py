@@ -298,6 +298,24 @@ def test_audit_error_is_refused(tmp_path: Path) -> None:
     assert "NOT fully verified" in skipped.stderr
 
 
+def test_an_audit_that_cannot_read_a_patch_file_is_no_policy_finding(tmp_path: Path
+                                                                    ) -> None:
+    """A patch file that does not parse stops the audit: listed with the branch's
+    problems, and no "acknowledge it" line (there is no rule to acknowledge)."""
+    fork, _ = make_pushable(tmp_path)
+    patch = next((fork / "patches").glob("0001-*.patch"))
+    text = patch.read_text()
+    date = next(ln for ln in text.splitlines() if ln.startswith("Date: "))
+    patch.write_text(text.replace(date, "Date: yesterday"))
+    commit_all(fork, "a patch file with a bad date")
+    check = pq(fork, "check", ok=False)
+    assert check.exit_code != 0
+    out = check.output
+    assert f"[audit] patches/{patch.name}:1: bad Date: header 'yesterday'" in out, out
+    assert out.index("[audit]") > out.index("the branch does not match its series:")
+    assert "policy findings" not in out and "acknowledged:" not in out, out
+
+
 @pytest.mark.skipif(importlib.util.find_spec("pq.gate.api") is None,
                     reason="pq.gate.api (record_ok) is not in this checkout yet")
 def test_missing_gate_record_is_refused(tmp_path: Path) -> None:

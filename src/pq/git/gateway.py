@@ -342,7 +342,8 @@ def _remove_stale_temp(parent: Path) -> None:
     """Remove `index-<pid>-*` folders under `parent` whose process no longer runs."""
     for entry in parent.iterdir():
         parts = entry.name.split("-")
-        if len(parts) < 3 or parts[0] != "index" or not parts[1].isdigit():
+        if len(parts) < 3 or parts[0] != "index" or not (parts[1].isascii()
+                                                              and parts[1].isdigit()):
             continue
         pid = int(parts[1])
         if pid == os.getpid() or pid_alive(pid):

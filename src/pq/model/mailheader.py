@@ -12,7 +12,7 @@ import base64
 import email.header
 import email.utils
 import re
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 from functools import lru_cache
 
 _ENC = ("utf-8", "surrogateescape")
@@ -147,7 +147,7 @@ def read_date(value: str) -> str | None:
         # it; no zone, or a name Python does not know, is refused.
         if not re.search(r"\s-0000(?:\s*\(.*\))?\s*$", value):
             return None
-        when = when.replace(tzinfo=timezone.utc)
+        when = when.replace(tzinfo=UTC)
     offset = when.utcoffset()
     assert offset is not None
     minutes = int(offset.total_seconds()) // 60

@@ -213,13 +213,18 @@ def _parse_cached(data: bytes, filename: str) -> PatchFile:
     body_line = text[: head_end].count(b"\n") + 3 + (data.startswith(b"From ") and 1 or 0)
     if MESSAGE_HEADER.lower() in keys:
         size = keys[MESSAGE_HEADER.lower()]
-        region = rest[: int(size)] if size.isdigit() else b""
+        counted = size.isascii() and size.isdigit()  # int() refuses other digits (²)
+        region = rest[: int(size)] if counted else b""
         sep = b"---\n" if region.endswith(b"\n") else b"\n---\n"
-        if not size.isdigit() or len(region) != int(size) or \
+        if not counted or len(region) != int(size) or \
                 not rest.startswith(sep, len(region)):
+            found = _SEPARATOR.search(rest)
             raise ConfigError(f"the message is not {size} bytes followed by a `---` line, as "
                               f"its {MESSAGE_HEADER}: header says", path=filename,
-                              line=body_line, hint="regenerate it with `pq export`")
+                              line=body_line,
+                              hint=f"a message edited by hand: `{MESSAGE_HEADER}: "
+                                   f"{found.start()}` counts its bytes up to the first `---` "
+                                   "line now" if found else "regenerate it with `pq export`")
         message = subject + region.decode(*_ENC)
         diff = rest[len(region) + len(sep):]
     else:

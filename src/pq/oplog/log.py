@@ -125,8 +125,8 @@ def newest(git: Git) -> tuple[str | None, int, str | None]:
     if ref is not None and not git.commit(ref).message.startswith(LEGACY_SUBJECT):
         return ref, int(_record(git, _trees(git), ref)["id"]) + 1, ref
     legacy = git.pq_dir() / LEGACY_DIR
-    numbers = [int(p.stem) for p in legacy.glob("*.json") if p.stem.isdigit()] \
-        if legacy.is_dir() else []
+    numbers = [int(p.stem) for p in legacy.glob("*.json")
+               if p.stem.isascii() and p.stem.isdigit()] if legacy.is_dir() else []
     return None, max(numbers, default=0) + 1, ref
 
 
@@ -148,7 +148,7 @@ def _record(git: Git, trees: Trees, sha: str) -> Record:
     for key in ("id", "command", "kind", "status", "time", "pid"):
         if key not in fields:
             raise _corrupt(sha, parent, f"record/{key} is missing")
-    if not fields["id"].isdigit() or fields["kind"] not in KINDS \
+    if not (fields["id"].isascii() and fields["id"].isdigit()) or fields["kind"] not in KINDS \
             or fields["status"] not in STATUSES or b"before" not in top:
         raise _corrupt(sha, parent, "its record or snapshot is malformed")
     try:
@@ -163,7 +163,8 @@ def _record(git: Git, trees: Trees, sha: str) -> Record:
     record: Record = {"previous": previous, "id": int(fields["id"]), "command": fields["command"],
                       "kind": fields["kind"], "status": fields["status"],
                       "time": fields["time"], "target": target, "commit": sha,
-                      "pid": int(fields["pid"]) if fields["pid"].isdigit() else None}
+                      "pid": int(fields["pid"]) if fields["pid"].isascii()
+                      and fields["pid"].isdigit() else None}
     if "note" in fields:
         record["note"] = fields["note"]
     if settles:
