@@ -4,6 +4,8 @@ Pq-Patch trailer round trips."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -200,3 +202,32 @@ def test_a_date_header_reads_as_git_am_reads_it(date: str, expected: str | None)
     from pq.model.mailheader import read_date
 
     assert read_date(date) == expected
+
+
+@pytest.mark.parametrize("options", [[], ["--no-stat"], ["--stat", "--signature=sig"]])
+@pytest.mark.parametrize("body", ["", "\n\nWhy it is so.\n\nSigned-off-by: A <a@b>\n"])
+def test_a_patch_as_git_format_patch_writes_it_reads_as_git_am_reads_it(
+        tmp_path: Path, options: list[str], body: str) -> None:
+    """`git format-patch`'s diffstat (or, with --no-stat, no `---` line at all) and its
+    signature: the message and the diff are the commit's, as `git am` takes them."""
+    import subprocess
+
+    def git(*args: str) -> bytes:
+        return subprocess.run(["git", "-C", str(tmp_path), *args], check=True,
+                              capture_output=True).stdout
+
+    git("init", "-q")
+    (tmp_path / "a.txt").write_text("one\n")
+    git("add", "a.txt")
+    git("-c", "user.name=A U Thor", "-c", "user.email=a@b", "commit", "-q", "-m", "base")
+    (tmp_path / "a.txt").write_text("one\ntwo\n")
+    (tmp_path / "b.txt").write_text("new\n")
+    git("add", "a.txt", "b.txt")
+    git("-c", "user.name=A U Thor", "-c", "user.email=a@b", "commit", "-q", "-m",
+        "edit a, add b" + body)
+    data = git("format-patch", "-1", "--stdout", *options, "HEAD")
+    patch = patchfile.parse(data, "p.patch")
+    assert patch.message == git("log", "-1", "--format=%B", "HEAD").decode().rstrip("\n") + "\n"
+    assert patch.diff.startswith(b"diff --git a/a.txt b/a.txt\n")
+    assert b"\ndiff --git a/b.txt b/b.txt\nnew file mode 100644\n" in patch.diff
+    assert b"|" not in patch.diff.split(b"\ndiff --git")[0]  # no diffstat line in it

@@ -52,6 +52,10 @@ _OWN_HEADERS = ("from", "date", "subject", "mime-version", "content-type",
                 "content-transfer-encoding", MESSAGE_HEADER.lower(), ENCODING_HEADER.lower())
 # The line between message and diff; a diff may be empty (a commit that started empty).
 _SEPARATOR = re.compile(rb"(?m)^---\n(?=diff --git |\Z)")
+# `git format-patch`'s own forms, read as `git am` reads them: a `---` line, the diffstat
+# (lines that start with a space, a blank line) and the diff; or, with --no-stat, the diff
+# right after the message.
+_FORMAT_PATCH = re.compile(rb"(?m)^(?:---[ \t]*\n(?:(?: [^\n]*)?\n)*?)?(?=diff --git )")
 _IN_BODY = re.compile(rb"(?m)^---\n(?=diff --git )")
 
 
@@ -229,11 +233,15 @@ def _parse_cached(data: bytes, filename: str) -> PatchFile:
         diff = rest[len(region) + len(sep):]
     else:
         found = _SEPARATOR.search(rest)
+        body = rest[: found.start()] if found else b""
+        if found is None and (found := _FORMAT_PATCH.search(rest)) is not None:
+            body = rest[: found.start()].rstrip(b"\n")
+            body += b"\n" if body else b""
         if found is None:
             raise ConfigError("no diff found (expected a `---` line followed by `diff --git`)",
                               path=filename, line=body_line,
                               hint="regenerate it with `pq export`")
-        message = _plain_message(subject_value, rest[: found.start()])
+        message = _plain_message(subject_value, body)
         diff = rest[found.end():]
     diffs.check_paths(diff, filename, data.count(b"\n", 0, len(data) - len(diff)) + 1)
     enc = keys.get(ENCODING_HEADER.lower())
