@@ -298,6 +298,25 @@ def test_audit_error_is_refused(tmp_path: Path) -> None:
     assert "NOT fully verified" in skipped.stderr
 
 
+def test_a_patch_file_saved_with_crlf_is_named_with_a_fix_that_works(tmp_path: Path
+                                                                    ) -> None:
+    """The same patch in other bytes (an editor saved it with CRLF, committed): not "the
+    header lines do not match series.yaml"; `pq export --commit`, which it names, writes
+    it back (nothing of it is lost, so export does not refuse it as a hand edit)."""
+    fork, _ = make_pushable(tmp_path)
+    patch = next((fork / "patches").glob("0001-*.patch"))
+    lf = patch.read_bytes()
+    patch.write_bytes(lf.replace(b"\n", b"\r\n"))
+    commit_all(fork, "an editor saved the patch with CRLF")
+    check = pq(fork, "check", ok=False)
+    assert f"[export] patches/{patch.name} says what pq writes for its commit, in other " \
+           "bytes" in check.output, check.output
+    assert "fix: pq export --commit" in check.output and "header lines" not in check.output
+    pq(fork, "export", "--commit")
+    assert patch.read_bytes() == lf
+    pq(fork, "check")
+
+
 def test_an_audit_that_cannot_read_a_patch_file_is_no_policy_finding(tmp_path: Path
                                                                     ) -> None:
     """A patch file that does not parse stops the audit: listed with the branch's

@@ -144,12 +144,19 @@ def check_export(git: Git, ctx: CheckContext) -> list[CheckFailure]:
     edited = set(stack.hand_edits(git, series.base, ctx.commit, queue, last)) if (
         differ and last) else set()
     for name in differ:
-        failures.append(_mismatch(git, name, by_name[name].commit, fresh, last, edited)
-                        if not _headers_only(name, fresh.files[name], queue.files[name]) else
-                        CheckFailure("export", f"patches/{name}'s header lines (its layer, its "
-                                     "workaround metadata) do not match its entry in "
-                                     "series.yaml, one of them edited without `pq export`; "
-                                     "its message and diff are its commit's", fix))
+        same = _same_parts(name, fresh.files[name], queue.files[name])
+        if same == "all":  # the same patch file in another form: CRLF line ends, say
+            failures.append(CheckFailure(
+                "export", f"patches/{name} says what pq writes for its commit, in other bytes "
+                          "(line ends or header folding changed, by an editor say)", fix))
+        elif same == "commit":
+            failures.append(CheckFailure(
+                "export", f"patches/{name}'s header lines (its layer, its workaround "
+                          "metadata) do not match its entry in series.yaml, one of them "
+                          "edited without `pq export`; its message and diff are its commit's",
+                fix))
+        else:
+            failures.append(_mismatch(git, name, by_name[name].commit, fresh, last, edited))
     common_fresh = [n for n in fresh_names if n in queue.files]
     common_old = [n for n in old_names if n in fresh.files]
     if not failures and common_fresh != common_old:
@@ -159,16 +166,19 @@ def check_export(git: Git, ctx: CheckContext) -> list[CheckFailure]:
     return failures
 
 
-def _headers_only(name: str, fresh: bytes, committed: bytes) -> bool:
-    """Whether two forms of a patch file differ only in the header lines pq writes from
-    series.yaml: the same author, message, encoding and diff."""
+def _same_parts(name: str, fresh: bytes, committed: bytes) -> str | None:
+    """What two forms of a patch file share: "all" (they read the same, headers too),
+    "commit" (they differ only in the header lines pq writes from series.yaml: the same
+    author, message, encoding and diff), or None."""
     from pq.model import patchfile
 
     try:
         a, b = (patchfile.parse(data, f"patches/{name}") for data in (fresh, committed))
     except ConfigError:
-        return False
-    return (a.author, a.message, a.encoding, a.diff) == (b.author, b.message, b.encoding, b.diff)
+        return None
+    if (a.author, a.message, a.encoding, a.diff) != (b.author, b.message, b.encoding, b.diff):
+        return None
+    return "all" if a.headers == b.headers else "commit"
 
 
 def _mismatch(git: Git, name: str, commit: str, fresh: Queue,

@@ -166,8 +166,8 @@ def _refuse_committed_patch_edits(git: Git, committed: Queue, last: tuple[Commit
     if all(fresh.files.get(n) == d for n, d in committed.files.items()):
         return  # nothing committed would change
     for name in stack_mod.hand_edits(git, fresh.series.base, git.head(), committed, last):
-        if fresh.files.get(name) == committed.files[name]:
-            continue  # the commits were changed the same way: nothing is lost
+        if stack_mod.same_patch(name, fresh.files.get(name, b""), committed.files[name]):
+            continue  # the commits were changed the same way, or only the bytes' form was
         raise ConfigError(
             f"{PATCHES_DIR}/{name} was edited by hand and committed after pq last wrote it "
             f"(in {last[0][:12]}); export rewrites patch files from the branch's commits "
@@ -180,12 +180,14 @@ def _refuse_committed_patch_edits(git: Git, committed: Queue, last: tuple[Commit
 def _refuse_hand_edited_patches(current: Queue, committed: Queue | None, fresh: Queue
                                 ) -> None:
     """Uncommitted edits to patch files would be lost by an export: say so instead. A file
-    that already holds what the export writes (an earlier export wrote it) loses nothing."""
+    that already holds what the export writes (an earlier export wrote it, or the same in
+    other bytes: CRLF line ends, say) loses nothing."""
     if committed is None:
         return
     for name, data in current.files.items():
         then = committed.files.get(name)
-        if then is not None and then != data and fresh.files.get(name) != data:
+        if then is not None and then != data and not stack_mod.same_patch(
+                name, fresh.files.get(name, b""), data):
             raise ConfigError(
                 f"{PATCHES_DIR}/{name} has uncommitted edits; export rewrites patch files "
                 "from the branch's commits and would lose them",

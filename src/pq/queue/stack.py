@@ -226,6 +226,20 @@ def assign_names(stack: Sequence[StackCommit], old: Series | None,
     return names
 
 
+def same_patch(name: str, a: bytes, b: bytes) -> bool:
+    """Whether two patch files read the same, header lines and all: one differs from the
+    other only in its bytes' form (CRLF line ends, a folded header), which an export
+    that rewrites it loses nothing of."""
+    if a == b:
+        return True
+    try:
+        x, y = (patchfile.parse(d, f"{PATCHES_DIR}/{name}") for d in (a, b))
+    except ConfigError:
+        return False
+    return (x.author, x.message, x.diff, x.encoding, x.headers) == (
+        y.author, y.message, y.diff, y.encoding, y.headers)
+
+
 def same_commits(a: Mapping[str, bytes], b: Mapping[str, bytes]) -> bool:
     """Whether two sets of patch files stand for the same commits: the same names, each
     with the same author, message, diff and headers, whatever the headers series.yaml
