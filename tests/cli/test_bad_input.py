@@ -245,3 +245,26 @@ def test_a_usage_error_in_pqs_own_options_is_json_under_json(tmp_path: Path) -> 
     assert result.exit_code == 2
     error = json.loads(result.stdout)["error"]
     assert error["message"] == "No such option '--bogus'" and error["exit_code"] == 2
+
+
+def test_a_repository_git_will_not_open_gets_gits_reason(fork: Path) -> None:
+    """Not "not a git repository, `git init` one" (which would be wrong advice): why git
+    refuses it."""
+    git(fork, "config", "core.repositoryformatversion", "1")
+    git(fork, "config", "extensions.frobnicate", "true")
+    one_line_error(pq(fork, "series", ok=False),
+                   "git cannot open this repository: unknown repository extension found: "
+                   "frobnicate")
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "geteuid") or __import__("os").geteuid() != 0,
+                    reason="needs root to give the repository to another user")
+def test_a_repository_another_user_owns_names_safe_directory(fork: Path) -> None:
+    import os
+
+    os.chown(fork, 65534, 65534)
+    try:
+        one_line_error(pq(fork, "series", ok=False), "another user owns",
+                       f"git config --global --add safe.directory {fork}")
+    finally:
+        os.chown(fork, 0, 0)

@@ -76,6 +76,24 @@ def _failed(args: Sequence[str], proc: subprocess.CompletedProcess[bytes]) -> Gi
                     f"{stderr_reason(proc.stderr)}")
 
 
+def _not_opened(path: Path, stderr: bytes) -> ConfigError:
+    """Why git would not open `path`: no repository there, or git's own reason (a folder
+    another user owns, a repository format this git does not know)."""
+    said = stderr_reason(stderr).removeprefix("fatal: ")
+    if not stderr.strip() or b"not a git repository" in stderr:
+        return ConfigError(f"{path}: not a git repository",
+                           hint="run pq inside a git repository's working tree, or `git init` "
+                                "one")
+    if b"dubious ownership" in stderr:
+        return ConfigError(f"{path}: git refuses to work in a repository another user owns "
+                           "(its safe.directory check)",
+                           hint="if you trust it, `git config --global --add safe.directory "
+                                f"{path}`, then run pq again")
+    return ConfigError(f"{path}: git cannot open this repository: {said}",
+                       hint="fix what git says (`git status` there shows it too), then run pq "
+                            "again")
+
+
 class Gateway:
     """One repository, addressed by its top-level working directory."""
 
@@ -114,10 +132,7 @@ class Gateway:
                               hint="run pq in a clone of it, or in a worktree that `git "
                                    "worktree add` makes")
         if proc.returncode != 0:
-            raise ConfigError(
-                f"{path.resolve()}: not a git repository",
-                hint="run pq inside a git repository's working tree, or `git init` one",
-            )
+            raise _not_opened(path.resolve(), proc.stderr)
         lines = os.fsdecode(proc.stdout).splitlines()  # a folder name need not be UTF-8
         if len(lines) != 4:
             raise ConfigError(f"{path.resolve()}: a bare repository has no working tree for pq")
