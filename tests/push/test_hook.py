@@ -236,8 +236,14 @@ def test_a_shallow_clone_is_told_to_unshallow(tmp_path: Path) -> None:
     (tmp_path / "s").mkdir()
     remote = origin_with_hook(tmp_path / "s", shallow)
     result = push(shallow, "origin", "paddle")
-    assert_refused(result, remote, {}, "which is not in this shallow clone",
+    assert_refused(result, remote, {}, "is not in this shallow clone",
                    "fix: git fetch --unshallow, then push again")
+    # pq export there says the same, not "rebased outside pq: `pq init --force`" (which
+    # would record a wrong base).
+    export = pq(shallow, "export", ok=False)
+    assert export.exit_code == 2
+    assert "is not in this shallow clone (git fetch --unshallow, then run it again)" in \
+        export.output and "init --force" not in export.output, export.output
     git(shallow, "fetch", "-q", "--unshallow")
     ok = push(shallow, "origin", "paddle")
     assert ok.returncode == 0, ok.stderr

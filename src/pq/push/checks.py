@@ -68,13 +68,11 @@ def check_base(git: Git, ctx: CheckContext) -> list[CheckFailure]:
     base, ref = series.base, series.upstream_ref
     fix = f"pq init --force --upstream {ref} --commit"
     later = "(`pq rebase` moves a series onto a new upstream without this)"
-    if git.try_resolve(base) is None:
-        shallow = (git.common_dir / "shallow").is_file()
-        return [CheckFailure(
-            "base", f"series.yaml records base {base[:12]}, which is not in this "
-                    + ("shallow clone" if shallow else "repository"),
-            "git fetch --unshallow, then push again" if shallow else
-            f"git fetch the upstream of {ref}, then push again")]
+    from pq.queue import stack
+
+    missing = stack.missing_base(git, base, ref, "push again")
+    if missing is not None:
+        return [CheckFailure("base", *missing)]
     if not git.is_ancestor(base, ctx.commit):
         return [CheckFailure(
             "base",

@@ -101,11 +101,28 @@ def patterns(queue_paths: Sequence[str]) -> bool:
     return any(set(q) & _PATHSPEC_MAGIC for q in queue_paths)
 
 
+def missing_base(git: Git, base: str, upstream_ref: str, then: str
+                 ) -> tuple[str, str] | None:
+    """(what is wrong, the fix, ending `then ...`) when the series base is not in this
+    repository at all (a shallow clone, a clone without the upstream fetched); None when
+    it is."""
+    if git.try_resolve(base) is not None:
+        return None
+    if (git.common_dir / "shallow").is_file():
+        return (f"the base series.yaml records, {base[:12]}, is not in this shallow clone",
+                f"git fetch --unshallow, then {then}")
+    return (f"the base series.yaml records, {base[:12]}, is not in this repository",
+            f"git fetch the upstream of {upstream_ref}, then {then}")
+
+
 def _linear_range(git: Git, base: str, tip: str
                   ) -> list[tuple[CommitId, tuple[CommitId, ...]]]:
     """(commit, parents) of base..tip, oldest first, refusing a base that is not an ancestor
     of tip and a merge in the range."""
     if not git.is_ancestor(base, tip):
+        missing = missing_base(git, base, "series.yaml's upstream.ref", "run it again")
+        if missing is not None:
+            raise ConfigError(missing[0], hint=missing[1])
         raise ConfigError(
             f"the series base {base[:12]} is not an ancestor of {tip[:12]}",
             path="series.yaml",
