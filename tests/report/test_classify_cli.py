@@ -59,3 +59,18 @@ def test_classify_a_missing_path_is_one_line_and_exit_2(tmp_path: Path) -> None:
     assert r.exit_code == 2
     assert r.output.splitlines() == [
         "pq: error: gone.py: no such file (give files of the working tree or patch files)"]
+
+
+def test_classify_names_files_as_the_repository_does_wherever_it_runs(tmp_path: Path) -> None:
+    """From a subfolder: the same paths and layers as from the top (a docs/ file is no
+    glue code, a patch's C++ file is read from the working tree's top)."""
+    import subprocess
+
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    write(tmp_path, "docs/notes.txt", "notes\n")
+    write(tmp_path, "csrc/k.cu", "__global__ void k() {}\n")
+    write(tmp_path, "x.patch", PATCH)
+    top = pq(tmp_path, "classify", "docs/notes.txt", "x.patch").output
+    assert top.splitlines()[0] == "docs/notes.txt: python-glue (docs-only)"
+    assert pq(tmp_path / "docs", "classify", "notes.txt", "../x.patch").output == top
+    assert pq(tmp_path / "csrc", "classify", "../docs/notes.txt", "../x.patch").output == top

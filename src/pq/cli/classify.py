@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -17,24 +18,41 @@ def register(main: click.Group) -> None:
         main.add_command(command)
 
 
-def _rel(arg: str) -> str:
+def _top() -> Path | None:
+    """The working tree's top folder, or None outside a repository (files are then
+    classified by the paths as given)."""
+    try:
+        return open_repo().root
+    except ConfigError:
+        return None
+
+
+def _rel(arg: str, top: Path | None) -> str:
+    """`arg` as the repository names it (from its top folder, wherever pq runs), else as
+    given."""
+    if top is not None:
+        try:
+            where = Path(os.path.abspath(arg))  # its folder's real path, not a link's
+            return (where.parent.resolve() / where.name).relative_to(top.resolve()).as_posix()
+        except ValueError:  # outside the working tree: as given
+            pass
     return Path(arg).as_posix().removeprefix("./")
 
 
-def _classify_one(arg: str) -> dict[str, Any]:
+def _classify_one(arg: str, top: Path | None) -> dict[str, Any]:
     """A path's decision; a patch file (`*.patch`) is decided per hunk, a C/C++ source of
     it read from the working tree when there (the post-image the branch holds)."""
     path = Path(arg)
     if not path.is_file():
         raise ConfigError("no such file", path=arg,
                           hint="give files of the working tree or patch files")
-    rel = _rel(arg)
+    rel = _rel(arg, top)
     data = path.read_bytes()
     if rel.endswith(".patch"):
         pf = patchfile.parse(data, rel)
 
         def content(f: Any) -> bytes:
-            p = Path(f.path)
+            p = (top or Path()) / f.path
             return p.read_bytes() if p.is_file() else b""
 
         hunks = layers.classify_hunks(pf.files, content)
@@ -58,7 +76,8 @@ def classify(paths: tuple[str, ...], as_json: bool) -> None:
     A patch file (`*.patch`) is decided hunk by hunk and takes the most specific layer of
     its hunks; any other file is decided as a patch that adds it whole.
     """
-    results = [_classify_one(p) for p in paths]
+    top = _top()
+    results = [_classify_one(p, top) for p in paths]
     if as_json:
         emit_json({"files": results, "rules": layers.RULES})
         return
