@@ -268,3 +268,17 @@ def test_a_repository_another_user_owns_names_safe_directory(fork: Path) -> None
                        f"git config --global --add safe.directory {fork}")
     finally:
         os.chown(fork, 0, 0)
+
+
+def test_patch_files_a_sparse_checkout_leaves_out_are_named_as_such(fork: Path) -> None:
+    """Not "does not exist: `git checkout -- patches/...`" (which git refuses there)."""
+    write(fork, "docs/a.txt", "docs\n")
+    commit_all(fork, "docs")
+    pq(fork, "export", "--commit")
+    git(fork, "sparse-checkout", "set", "docs")
+    assert not (fork / "patches").exists()
+    one_line_error(pq(fork, "series", ok=False),
+                   "series.yaml: patches/0001-enable-compat.patch and 2 more are outside the "
+                   "sparse checkout", "`git sparse-checkout add patches`")
+    git(fork, "sparse-checkout", "add", "patches")
+    pq(fork, "series")

@@ -65,6 +65,15 @@ class WorkingTree(Merging):
         args += ["--others", "--exclude-standard"] if others else []
         return zsplit(self.run(*args, "--", *paths, env=env))
 
+    def outside_sparse_checkout(self, paths: Sequence[str]) -> list[str]:
+        """Those of `paths` (or under them) the index holds but a sparse checkout leaves
+        out of the working tree (skip-worktree), sorted."""
+        if not (self.git_dir / "info" / "sparse-checkout").is_file() and not (
+                self.common_dir / "info" / "sparse-checkout").is_file():
+            return []
+        listed = zsplit(self.run("--literal-pathspecs", "ls-files", "-t", "-z", "--", *paths))
+        return sorted(rec[2:] for rec in listed if rec.startswith("S "))
+
     def untracked(self, paths: Sequence[str]) -> list[str]:
         """Those of `paths` that stand in the working tree untracked (not ignored), sorted:
         what a checkout of a commit that has them would refuse to overwrite."""

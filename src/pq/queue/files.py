@@ -66,7 +66,11 @@ def read_worktree(where: Git | Path) -> Queue:
             raw[f"{PATCHES_DIR}/{name}"] = _read(p)
     clean = clean_forms(where, raw)
     series = series_mod.loads(clean[SERIES_FILE], SERIES_FILE)
-    series_mod.check_files(series, names)
+    try:
+        series_mod.check_files(series, names)
+    except ConfigError:
+        _require_checked_out(where, series)
+        raise
     files = {}
     for entry in series.patches:
         if (pdir / entry.name).is_symlink() or f"{PATCHES_DIR}/{entry.name}" not in clean:
@@ -74,6 +78,18 @@ def read_worktree(where: Git | Path) -> Queue:
                               path=f"{PATCHES_DIR}/{entry.name}")
         files[entry.name] = clean[f"{PATCHES_DIR}/{entry.name}"]
     return Queue(series, files, clean[SERIES_FILE])
+
+
+def _require_checked_out(git: Git, series: Series) -> None:
+    """Refuse patch files a sparse checkout leaves out of the working tree: they are
+    there, in the index and in HEAD, just not on disk."""
+    absent = git.outside_sparse_checkout([f"{PATCHES_DIR}/{e.name}" for e in series.patches])
+    if absent:
+        more = f" and {len(absent) - 1} more" if len(absent) > 1 else ""
+        raise ConfigError(f"{absent[0]}{more} {'are' if more else 'is'} outside the sparse "
+                          "checkout: pq reads the series from the working tree",
+                          path=SERIES_FILE,
+                          hint=f"`git sparse-checkout add {PATCHES_DIR}`, then run it again")
 
 
 def clean_forms(git: Git, raw: dict[str, bytes]) -> dict[str, bytes]:
