@@ -216,3 +216,28 @@ def test_undo_op_looks_past_a_note_for_pqs_last_operation(tmp_path: Path) -> Non
     refused = pq(fork, "undo", "--op", "1", ok=False)
     assert refused.exit_code == 2 and "refs/heads/paddle has moved" in refused.output
     assert git(fork, "rev-parse", "HEAD") == mine
+
+
+def test_a_detached_head_that_moves_is_listed_by_the_log_and_the_undo(tmp_path: Path
+                                                                       ) -> None:
+    """`pq export --commit` on a detached HEAD moves HEAD and no branch: `pq log` and
+    `pq undo` list it as the ref `HEAD` (the JSON's `refs` were empty)."""
+    import json
+
+    fork = make_fork(tmp_path)
+    write(fork, "setup.py", "import paddle\n")
+    commit_all(fork, "enable compat")
+    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    git(fork, "checkout", "-q", "--detach")
+    write(fork, "pkg/y.py", "y = 1\n")
+    commit_all(fork, "glue: y")
+    before = git(fork, "rev-parse", "HEAD")
+    pq(fork, "export", "--commit")
+    after = git(fork, "rev-parse", "HEAD")
+    assert before != after
+    entry = json.loads(pq(fork, "log", "-n", "1", "--json").output)["operations"][0]
+    assert entry["refs"] == [{"ref": "HEAD", "old": before, "new": after}]
+    assert f"HEAD  {before[:12]} -> {after[:12]}" in pq(fork, "log", "-n", "1").output
+    undone = json.loads(pq(fork, "undo", "--json").output)
+    assert undone["refs"] == [{"ref": "HEAD", "old": after, "new": before}]
+    assert git(fork, "rev-parse", "HEAD") == before

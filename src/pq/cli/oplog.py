@@ -47,6 +47,10 @@ def _changes(record: dict[str, Any]) -> dict[str, Any]:
     head = None
     if before.get("head") != after.get("head"):
         head = {"old": before.get("head"), "new": after.get("head")}
+    elif before.get("head") == "HEAD" and before.get("head_commit") != after.get("head_commit"):
+        # A detached HEAD that moved: listed with the refs, as `HEAD`.
+        refs.append({"ref": "HEAD", "old": before.get("head_commit"),
+                     "new": after.get("head_commit")})
     files = []
     bf, af = before.get("files", {}), after.get("files", {})
     for path in sorted(set(bf) | set(af)):

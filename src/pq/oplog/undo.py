@@ -235,13 +235,15 @@ def run(git: Git, kind: str = "undo", op: int | None = None, force: bool = False
         final = p.target["files"] if "queue" in p.changed else current["files"]
         files = sorted(f for f in set(final) | set(current["files"])
                        if final.get(f) != current["files"].get(f))
-        result = UndoResult(
-            p.kind, int(p.record["id"]), str(p.record.get("command")), int(t.record["id"]),
-            [(ref, current["refs"].get(ref), new) for ref, new in sorted(p.refs.items())
-             if current["refs"].get(ref) != new],
-            (current["head"], p.target["head"]) if "HEAD" in p.changed
-            and current["head"] != p.target["head"] else None, files,
-            REBASE_STATE in p.target["state"] and "state" in p.changed)
+        refs = [(ref, current["refs"].get(ref), new) for ref, new in sorted(p.refs.items())
+                if current["refs"].get(ref) != new]
+        if "HEAD" in p.changed and current["head"] == p.target["head"] == "HEAD":
+            refs.append(("HEAD", current["head_commit"], p.target["head_commit"]))  # detached
+        head = (current["head"], p.target["head"]) if "HEAD" in p.changed and \
+            current["head"] != p.target["head"] else None
+        result = UndoResult(p.kind, int(p.record["id"]), str(p.record.get("command")),
+                            int(t.record["id"]), refs, head, files,
+                            REBASE_STATE in p.target["state"] and "state" in p.changed)
         if p.kind != "redo":
             result.taken_back = [result.target_id] if p.kind == "undo" else [
                 rid for rid in history(log.read(git)).records if rid >= result.target_id]
