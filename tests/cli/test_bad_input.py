@@ -282,3 +282,22 @@ def test_patch_files_a_sparse_checkout_leaves_out_are_named_as_such(fork: Path) 
                    "sparse checkout", "`git sparse-checkout add patches`")
     git(fork, "sparse-checkout", "add", "patches")
     pq(fork, "series")
+
+
+def test_git_dir_and_git_work_tree_name_the_repository_as_for_git(
+        fork: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Run from another repository's folder with both set: the fork's series, as `git log`
+    there shows the fork's commits; a git dir kept apart from its working tree is refused
+    in one line (pq's git commands find the repository from the working tree)."""
+    other = tmp_path / "other"
+    other.mkdir()
+    git(other, "init", "-q")
+    apart = tmp_path / "apart.git"
+    git(tmp_path, "clone", "-q", "--bare", str(fork), str(apart))
+    monkeypatch.setenv("GIT_DIR", str(fork / ".git"))
+    monkeypatch.setenv("GIT_WORK_TREE", str(fork))
+    assert "0001-enable-compat.patch" in pq(other, "series").output
+    monkeypatch.setenv("GIT_DIR", str(apart))
+    monkeypatch.setenv("GIT_WORK_TREE", str(other))
+    one_line_error(pq(other, "series", ok=False), f"GIT_DIR names {apart}",
+                   "unset GIT_DIR and GIT_WORK_TREE")

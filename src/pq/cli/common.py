@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 def open_repo() -> Git:
     from pq.git.repo import Git  # here: `pq --version` and `--help` need no git layer
 
-    return Git.open(".")
+    return Git.open(".", environment=True)
 
 
 JSON_EMITTED = "pq.json_emitted"  # click context meta: a report is out; an error after it

@@ -94,6 +94,21 @@ def _not_opened(path: Path, stderr: bytes) -> ConfigError:
                             "again")
 
 
+def _named_by(path: Path, given: dict[str, str]) -> tuple[Path, Path]:
+    """(working tree, git dir) that GIT_DIR and GIT_WORK_TREE (`given`) name, from `path`."""
+    proc = subprocess.run(["git", "-C", str(path), "rev-parse", "--show-toplevel",
+                           "--absolute-git-dir"], capture_output=True,
+                          env={**clean_env(), **given})
+    lines = os.fsdecode(proc.stdout).splitlines()
+    if proc.returncode != 0 or len(lines) != 2:
+        where = ", ".join(f"{k}={v}" for k, v in sorted(given.items()))
+        raise ConfigError(f"{where}: git finds no working tree there "
+                          f"({stderr_reason(proc.stderr).removeprefix('fatal: ')})",
+                          hint="set GIT_DIR and GIT_WORK_TREE to a clone's .git and working "
+                               "tree, or unset them and run pq in the working tree")
+    return Path(lines[0]), Path(lines[1])
+
+
 class Gateway:
     """One repository, addressed by its top-level working directory."""
 
@@ -117,10 +132,23 @@ class Gateway:
     # -- opening and closing -------------------------------------------------
 
     @classmethod
-    def open(cls, path: str | Path = ".") -> Self:
+    def open(cls, path: str | Path = ".", *, environment: bool = False) -> Self:
+        """The repository at `path`; `environment`: the one GIT_DIR and GIT_WORK_TREE
+        name when they are set, as git takes it (the command line's repository)."""
         path = Path(path)
         if not path.is_dir():
             raise ConfigError(f"{path}: not a directory", hint="run pq inside a git repository")
+        given = {k: os.environ[k] for k in ("GIT_DIR", "GIT_WORK_TREE") if os.environ.get(k)}
+        if environment and given:
+            named = _named_by(path, given)
+            opened = cls.open(named[0])
+            if opened.git_dir.resolve() != named[1].resolve():
+                raise ConfigError(
+                    f"GIT_DIR names {named[1]}, which is not the .git of its working tree "
+                    f"{named[0]}: pq works in a working tree with its repository in it",
+                    hint="unset GIT_DIR and GIT_WORK_TREE and run pq in a clone's working "
+                         "tree")
+            return opened
         proc = subprocess.run(
             ["git", "-C", str(path), "rev-parse", "--show-object-format", "--show-toplevel",
              "--absolute-git-dir", "--git-common-dir"],
