@@ -690,6 +690,35 @@ def test_the_hook_falls_back_when_its_interpreter_lost_pq(tmp_path: Path) -> Non
     assert "pq: pre-push hook: pq is not installed" in result.stderr
 
 
+@pytest.mark.parametrize("shebang", ["#!/usr/bin/env sh", "#!/bin/bash -e", None])
+def test_a_chained_hook_sees_the_name_git_runs_it_by(tmp_path: Path, shebang: str | None
+                                                     ) -> None:
+    """husky's hook (core.hooksPath .husky/_) finds the user's script by `basename "$0"`:
+    chained, it still runs as `pre-push` (a shell script is sourced with that `$0`), and
+    refuses the push; a program that is no shell script runs as it is."""
+    fork, remote = make_pushable(tmp_path)
+    pq(fork, "hook", "uninstall")
+    hooks = fork / ".husky" / "_"
+    if shebang is None:  # a Python hook: run as it is, with git's arguments and input
+        write(hooks, "pre-push", f"#!{sys.executable}\nimport sys\nsys.stdin.read()\n"
+              "sys.exit(len(sys.argv) == 3 and 7)\n", mode=0o755)
+    else:
+        write(hooks, "h", 's=$(dirname "$(dirname "$0")")/$(basename "$0")\n'
+              '[ ! -f "$s" ] && exit 0\nsh -e "$s" "$@"\n', mode=0o755)
+        write(hooks, "pre-push", f'{shebang}\n. "$(dirname "$0")/h"\n', mode=0o755)
+        write(fork / ".husky", "pre-push", 'echo "tests failed: $1" >&2\nexit 1\n')
+    git(fork, "config", "core.hooksPath", ".husky/_")
+    pq(fork, "hook", "install", "--chain")
+    assert (hooks / "pre-push.pre-pq").exists()
+    refused = push(fork, "origin", "paddle")
+    assert refused.returncode != 0, refused.stderr
+    if shebang is None:
+        assert "(exit 7)" in refused.stderr, refused.stderr
+    else:
+        assert "tests failed: origin" in refused.stderr, refused.stderr
+    assert remote_refs(remote) == {}
+
+
 def test_a_chained_hook_is_found_beside_a_renamed_hook(tmp_path: Path) -> None:
     """A hook manager that moves pq's hook to another name (pre-commit's migration mode:
     pre-push.legacy) still runs the hook pq chained."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -22,6 +23,7 @@ from pq.git import process
 from pq.git.gateway import clean_env, worktree_of
 from pq.git.objects import CommitId
 from pq.git.repo import Git
+from pq.push.install import HOOK_NAME
 from pq.push.refs import (
     SKIP_ENV,
     RefUpdate,
@@ -273,11 +275,34 @@ def run_chained(path: str, args: Sequence[str], stdin: bytes) -> tuple[str, int]
     if not os.access(path, os.X_OK):
         return (path, 0)  # git ignores a hook that is not executable; so does pq
     try:
-        rc = process.passthrough([path, *args], input=stdin)
+        rc = process.passthrough(_as_git_runs_it(path, args), input=stdin)
     except OSError as exc:
         raise ConfigError(f"cannot run the chained hook {path}: {exc.strerror}",
                           hint="make it an executable script, or `pq hook uninstall`") from None
     return (path, rc)
+
+
+_SHELLS = ("sh", "dash", "bash", "zsh", "ksh", "ash")
+
+
+def _as_git_runs_it(path: str, args: Sequence[str]) -> list[str]:
+    """The command that runs the chained hook with the `$0` git gives a hook (its own
+    folder's `pre-push`, not `pre-push.pre-pq`): hook managers find the user's script by
+    that name (husky: `basename "$0"`). A shell script is sourced by its shell with `$0`
+    set so; any other program is run as it is."""
+    try:
+        with open(path, "rb") as f:
+            first = f.readline(256)
+    except OSError:
+        return [path, *args]
+    words = first[2:].decode("utf-8", "replace").split() if first.startswith(b"#!") else []
+    if words and os.path.basename(words[0]) == "env" and len(words) > 1:
+        words = words[1:]
+    if not words or os.path.basename(words[0]) not in _SHELLS:
+        return [path, *args]
+    name = os.path.join(os.path.dirname(path), HOOK_NAME)
+    return [words[0] if "/" in words[0] else shutil.which(words[0]) or words[0], *words[1:],
+            "-c", 'f=$1; shift; . "$f"', name, path, *args]
 
 
 def _remote_tip(git: Git, environ: Mapping[str, str], update: RefUpdate) -> RefUpdate:
