@@ -415,8 +415,12 @@ def _a_real_date(value: str) -> bool:
 
 
 def git_am_accepts(fork: Path, data: bytes) -> bool:
+    return git_am_commit(fork, data) is not None
+
+
+def git_am_commit(fork: Path, data: bytes) -> str | None:
     """What git does with the file: `git am` of it on the commit the patch applies to, in a
-    clone of the fork."""
+    clone of the fork; the commit it makes (tree, author, message), or None."""
     scratch = fork.parent / "git-am"
     if not scratch.exists():
         git(fork.parent, "clone", "-q", str(fork), str(scratch))
@@ -426,7 +430,8 @@ def git_am_accepts(fork: Path, data: bytes) -> bool:
                         capture_output=True).returncode == 0
     if not ok:
         git(scratch, "am", "--abort", check=False)
-    return ok
+        return None
+    return git(scratch, "log", "-1", "--format=%T%n%an%n%ae%n%ad%n%B", "--date=raw")
 
 
 def git_reads_the_diff(fork: Path, data: bytes) -> bool:
@@ -442,12 +447,16 @@ def judge_patch(fork: Path, data: bytes) -> None:
     `pq series` (which reads but does not apply) accepts every such file that git reads
     as a well-formed diff and refuses every file without that header; where git itself
     refuses to read the diff (truncated garbage) `pq series` may list it or refuse it.
-    `pq export` refuses every hand-edited patch file. Refusals are one line and write
-    nothing."""
+    `pq export` refuses every hand-edited patch file, unless `git am` makes the same
+    commit of it as of the file pq wrote (an edit of what no reader takes, the mbox `From `
+    line say, which pq may write back). Refusals are one line and write nothing."""
     if data == valid_patch(fork):
         return  # unchanged: nothing to judge
     headers_ok = _headers_ok(data)
-    apply_ok = headers_ok and git_am_accepts(fork, data)
+    made = git_am_commit(fork, data) if headers_ok else None
+    apply_ok = made is not None
+    export_ok = None if made is not None and made == git_am_commit(
+        fork, valid_patch(fork)) else False
     series_ok: bool | None = (None if headers_ok and not git_reads_the_diff(fork, data)
                               else headers_ok)
     path = fork / PATCH
@@ -455,13 +464,14 @@ def judge_patch(fork: Path, data: bytes) -> None:
     path.write_bytes(data)
     try:
         expected = repo_state(fork)
-        for command, ok in ((["series"], series_ok), (["export"], False),
+        for command, ok in ((["series"], series_ok), (["export"], export_ok),
                             (["apply", "--branch", "hostile"], apply_ok)):
             with watchdog(WALL_S):
                 result = pq(fork, *command, ok=False)
             out = result.output
             assert "Traceback" not in out and "internal error" not in out, out
             if ok is None and result.exit_code == 0:
+                path.write_bytes(data)  # an export may have written pq's form back
                 continue
             if ok:
                 assert result.exit_code == 0, (command, data, out)

@@ -341,6 +341,29 @@ def test_applied_reverted_and_merged_with_upstream_edits(tmp_path: Path) -> None
     assert p["outcome"] == "merged" and p["upstream_reverted"] is not None
 
 
+ADDED = edit(A, "/* a line 11 */\n", "/* a line 11 */\nint added(void);\n")
+
+
+@pytest.mark.parametrize("later", [
+    edit(ADDED, "int added(void);", "int added(int scope);"),  # the adopted line edited
+    "int added(void);\n" + A,  # the adopted line moved
+    edit(ADDED, "int added(void);", "int added(void); "),  # trailing whitespace added
+])
+def test_an_adopted_line_that_upstream_edits_later_is_no_revert(tmp_path: Path,
+                                                                 later: str) -> None:
+    """Upstream took the patch (same patch-id), then refined its line: the patch is
+    dropped, as git drops it, not kept as reverted (which conflicted, or added the line a
+    second time)."""
+    c = compare(tmp_path, [("add a declaration", {"lib/a.c": ADDED})],
+                [("upstream: took it", {"lib/a.c": ADDED}),
+                 ("upstream: refined it", {"lib/a.c": later})])
+    assert c.git.per_patch == ["dropped"]
+    assert_agree(c)
+    p = c.data["patches"][0]  # type: ignore[index]
+    assert p["upstream_reverted"] is None
+    assert (c.fork / "lib/a.c").read_text() == later
+
+
 def test_applied_reverted_reapplied_is_dropped(tmp_path: Path) -> None:
     c = compare(tmp_path, [("a returns 10", {"lib/a.c": A10})],
                 [("upstream: a returns 10", {"lib/a.c": A10}), ("", {"revert": None}),

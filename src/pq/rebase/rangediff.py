@@ -135,7 +135,9 @@ class UpstreamMatches:
                 if pid is not None and self._ids.get(u) == pid]
 
     def _reverted_by(self, applied: str) -> str | None:
-        """The first later upstream commit whose diff undoes every line `applied` changed."""
+        """The first later upstream commit whose diff undoes every line `applied` changed
+        and changes nothing else in its files: a revert. A later edit of an adopted line
+        (it removes the line and adds another, or the same one elsewhere) is no revert."""
         order = [c for c, _ in self._upstream()]
         files = self._files_of[applied]
         later = [c for c in order[order.index(applied) + 1:] if files <= self._files_of[c]]
@@ -146,7 +148,7 @@ class UpstreamMatches:
             return None
         for candidate in later:
             theirs = self._lines_of(candidate)
-            if all(lines <= theirs.get(path, set()) for path, lines in undo.items()):
+            if all(theirs.get(path) == lines for path, lines in undo.items()):
                 return candidate
         return None
 
