@@ -192,6 +192,31 @@ def test_landing_git_refused_resumes_with_the_resolution(tmp_path: Path) -> None
     assert not (fork / ".git/pq/rebase").exists()
 
 
+def test_continue_finds_conflict_markers_in_a_file_whose_name_holds_a_newline(
+        tmp_path: Path) -> None:
+    """`git diff --check` writes such a name over two lines, and cat-file cannot be asked
+    for it: the markers are still found and named (it said "object :l.txt not found")."""
+    name = "new\nl.txt"
+    numbers = "".join(f"{i}\n" for i in range(1, 11))
+    up = make_upstream(tmp_path / "upstream", {name: numbers})
+    fork = make_fork(tmp_path, up)
+    write(fork, name, numbers.replace("5\n", "fork\n"))
+    commit_all(fork, "fork edits")
+    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    write(up, name, numbers.replace("5\n", "up\n"))
+    commit_all(up, "upstream edits")
+    git(fork, "fetch", "-q", "upstream")
+    assert pq(fork, "rebase", "upstream/main", ok=False).exit_code == 1
+    git(fork, "add", "-A")  # the markers staged as they are
+    refused = pq(fork, "rebase", "--continue", ok=False)
+    assert refused.exit_code == 1, refused.output
+    assert f"{name}:5: conflict marker added (and 2 more)" in refused.output, refused.output
+    write(fork, name, numbers.replace("5\n", "both\n"))
+    git(fork, "add", "-A")
+    pq(fork, "rebase", "--continue")
+    assert (fork / name).read_text() == numbers.replace("5\n", "both\n")
+
+
 def test_continue_refuses_conflict_markers(tmp_path: Path) -> None:
     _, fork = stopped(tmp_path)
     git(fork, "add", "setup.py")  # unedited: the markers staged as they are

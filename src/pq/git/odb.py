@@ -64,6 +64,10 @@ class ObjectDB:
             return self._read_many(revs)
 
     def _read_many(self, revs: Sequence[str]) -> list[RawObject | None]:
+        if any("\n" in r for r in revs):  # cat-file reads names line by line
+            named = {r: self._resolve(r) for r in revs if "\n" in r}
+            by_id = iter(self._read_many([named.get(r) or r for r in revs if named.get(r, r)]))
+            return [next(by_id) if named.get(r, r) else None for r in revs]
         result: list[RawObject | None] = []
         missing = [r for r in dict.fromkeys(revs) if r not in self._cache]
         fetched = self._pipelined(missing) if len(missing) > 1 else {}
@@ -87,6 +91,12 @@ class ObjectDB:
                     self._remember(rev, found)
             result.append(found)
         return result
+
+    def _resolve(self, rev: str) -> str | None:
+        """The id of a name cat-file cannot be asked (a path with a newline in it)."""
+        proc = subprocess.run(["git", "-C", str(self.root), "rev-parse", "--verify", "--quiet",
+                               "--end-of-options", rev], capture_output=True, env=self.env)
+        return proc.stdout.decode().strip() or None if proc.returncode == 0 else None
 
     def _pipelined(self, revs: list[str]) -> dict[str, RawObject | None]:
         """Many requests in one stream: a thread writes them while this one reads the

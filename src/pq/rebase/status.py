@@ -317,11 +317,11 @@ def added_conflict_markers(git: Git, tip: str, pick: str | None = None
     `|||||||` line is far more often a heading's underline than a leftover conflict. Lines
     the patch being resolved (commit `pick`) adds itself, a merge tool's test data say,
     are its content, not a leftover: as many of each as it adds are not counted."""
-    found = _marker_lines(git, git.diff_check(tip), ":")
+    found = _marker_lines(git, git.diff_check(tip), ":", ("--cached", tip))
     own: Counter[tuple[str, bytes]] = Counter()
     if pick is not None and found:
         for path, marks in _marker_lines(git, git.diff_check(pick, commit=True),
-                                         f"{pick}:").items():
+                                         f"{pick}:", (f"{pick}^", pick)).items():
             own.update((path, text) for _, text in marks)
     result = []
     for path, marks in found.items():
@@ -336,14 +336,27 @@ def added_conflict_markers(git: Git, tip: str, pick: str | None = None
     return result
 
 
-def _marker_lines(git: Git, report: str, prefix: str) -> dict[str, list[tuple[int, bytes]]]:
+def _marker_lines(git: Git, report: str, prefix: str, revs: tuple[str, str]
+                  ) -> dict[str, list[tuple[int, bytes]]]:
     """{path: [(line, its bytes)]} of the conflict markers a `git diff --check` report
-    names; `prefix` + path names the blob the lines are read from."""
+    names; `prefix` + path names the blob the lines are read from. The report writes
+    names as they are: one with a newline in it spans lines, and is found among the
+    paths the diff (of `revs`) changes."""
     numbers: dict[str, list[int]] = {}
-    for line in report.splitlines():
+    said = report.split("\n")
+    changed: set[str] | None = None
+    for i, line in enumerate(said):
         m = _MARKER.match(line)
-        if m:
-            numbers.setdefault(m.group(1), []).append(int(m.group(2)))
+        if not m:
+            continue
+        path, start = m.group(1), i
+        if changed is None:
+            changed = set(git.diff_names(*revs))
+        while path not in changed and start > 0:
+            start -= 1
+            path = said[start] + "\n" + path
+        if path in changed:
+            numbers.setdefault(path, []).append(int(m.group(2)))
     found = {}
     for path, wanted in numbers.items():
         lines = git.blob(prefix + path).split(b"\n")
