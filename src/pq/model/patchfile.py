@@ -263,3 +263,17 @@ def _parse_headers(block: str, filename: str) -> list[tuple[str, str]]:
                               hint="a patch starts with From:, Date:, Subject: headers")
         parts.append((key, [value]))
     return [(key, "".join(values).strip()) for key, values in parts]
+
+
+def reads_the_same(a: bytes, b: bytes, path: str) -> bool:
+    """Whether two patch files read the same, header lines and all: one differs from the
+    other only in its bytes' form (CRLF line ends, a folded header), which rewriting it
+    loses nothing of."""
+    if a == b:
+        return True
+    try:
+        x, y = parse(a, path), parse(b, path)
+    except ConfigError:
+        return False
+    return (x.author, x.message, x.diff, x.encoding, x.headers) == (
+        y.author, y.message, y.diff, y.encoding, y.headers)

@@ -68,9 +68,9 @@ def check_base(git: Git, ctx: CheckContext) -> list[CheckFailure]:
     base, ref = series.base, series.upstream_ref
     fix = f"pq init --force --upstream {ref} --commit"
     later = "(`pq rebase` moves a series onto a new upstream without this)"
-    from pq.queue import stack
+    from pq.queue.files import missing_base
 
-    missing = stack.missing_base(git, base, ref, "push again")
+    missing = missing_base(git, base, ref, "push again")
     if missing is not None:
         return [CheckFailure("base", *missing)]
     if not git.is_ancestor(base, ctx.commit):

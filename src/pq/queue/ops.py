@@ -14,6 +14,7 @@ from pq.errors import ConfigError
 from pq.git.branchmove import require_unmoved
 from pq.git.objects import CommitId, Person
 from pq.git.repo import Git
+from pq.model import patchfile
 from pq.model.series import PATCHES_DIR, SERIES_FILE, PatchEntry, Series, new_series
 from pq.oplog.txn import Transaction
 from pq.queue import stack as stack_mod
@@ -166,7 +167,8 @@ def _refuse_committed_patch_edits(git: Git, committed: Queue, last: tuple[Commit
     if all(fresh.files.get(n) == d for n, d in committed.files.items()):
         return  # nothing committed would change
     for name in stack_mod.hand_edits(git, fresh.series.base, git.head(), committed, last):
-        if stack_mod.same_patch(name, fresh.files.get(name, b""), committed.files[name]):
+        if patchfile.reads_the_same(fresh.files.get(name, b""), committed.files[name],
+                                    f"{PATCHES_DIR}/{name}"):
             continue  # the commits were changed the same way, or only the bytes' form was
         raise ConfigError(
             f"{PATCHES_DIR}/{name} was edited by hand and committed after pq last wrote it "
@@ -186,8 +188,8 @@ def _refuse_hand_edited_patches(current: Queue, committed: Queue | None, fresh: 
         return
     for name, data in current.files.items():
         then = committed.files.get(name)
-        if then is not None and then != data and not stack_mod.same_patch(
-                name, fresh.files.get(name, b""), data):
+        if then is not None and then != data and not patchfile.reads_the_same(
+                fresh.files.get(name, b""), data, f"{PATCHES_DIR}/{name}"):
             raise ConfigError(
                 f"{PATCHES_DIR}/{name} has uncommitted edits; export rewrites patch files "
                 "from the branch's commits and would lose them",

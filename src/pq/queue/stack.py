@@ -20,7 +20,7 @@ from pq.model import diff as diffs
 from pq.model.patchfile import PatchFile
 from pq.model.series import PATCHES_DIR, PatchEntry, Series
 from pq.queue import identity
-from pq.queue.files import Queue, is_queue_path, read_tree
+from pq.queue.files import Queue, is_queue_path, missing_base, read_tree
 
 
 @dataclass(frozen=True)
@@ -99,20 +99,6 @@ _PATHSPEC_MAGIC = frozenset("*?[\\")
 def patterns(queue_paths: Sequence[str]) -> bool:
     """Whether a queue path is a pattern (git matches those itself, as pathspecs)."""
     return any(set(q) & _PATHSPEC_MAGIC for q in queue_paths)
-
-
-def missing_base(git: Git, base: str, upstream_ref: str, then: str
-                 ) -> tuple[str, str] | None:
-    """(what is wrong, the fix, ending `then ...`) when the series base is not in this
-    repository at all (a shallow clone, a clone without the upstream fetched); None when
-    it is."""
-    if git.try_resolve(base) is not None:
-        return None
-    if (git.common_dir / "shallow").is_file():
-        return (f"the base series.yaml records, {base[:12]}, is not in this shallow clone",
-                f"git fetch --unshallow, then {then}")
-    return (f"the base series.yaml records, {base[:12]}, is not in this repository",
-            f"git fetch the upstream of {upstream_ref}, then {then}")
 
 
 def _linear_range(git: Git, base: str, tip: str
@@ -241,20 +227,6 @@ def assign_names(stack: Sequence[StackCommit], old: Series | None,
             nxt += 1
         names.append(name)
     return names
-
-
-def same_patch(name: str, a: bytes, b: bytes) -> bool:
-    """Whether two patch files read the same, header lines and all: one differs from the
-    other only in its bytes' form (CRLF line ends, a folded header), which an export
-    that rewrites it loses nothing of."""
-    if a == b:
-        return True
-    try:
-        x, y = (patchfile.parse(d, f"{PATCHES_DIR}/{name}") for d in (a, b))
-    except ConfigError:
-        return False
-    return (x.author, x.message, x.diff, x.encoding, x.headers) == (
-        y.author, y.message, y.diff, y.encoding, y.headers)
 
 
 def same_commits(a: Mapping[str, bytes], b: Mapping[str, bytes]) -> bool:
