@@ -403,16 +403,21 @@ def test_a_commit_on_the_branch_after_a_landing_git_refused_is_never_overwritten
         fork, "rebase", "--continue", ok=False).output
 
 
+def commit_resolution_and_more(fork: Path) -> str:
+    """On the stopped patch: the resolution committed, then a commit of other work (its id)."""
+    write(fork, "setup.py", RESOLVED)
+    git(fork, "add", "setup.py")
+    git(fork, "commit", "-q", "-m", "resolved")
+    write(fork, "extra.txt", "extra\n")
+    return commit_all(fork, "extra: made mid-rebase")
+
+
 def test_commits_made_on_the_stopped_patch(tmp_path: Path) -> None:
     """One commit on the stopped patch is its resolution; two would be folded into one
     patch, so --continue refuses and says how to squash them."""
     _, fork = stopped(tmp_path)
     tip = git(fork, "rev-parse", "HEAD")
-    write(fork, "setup.py", RESOLVED)
-    git(fork, "add", "setup.py")
-    git(fork, "commit", "-q", "-m", "resolved")
-    write(fork, "extra.txt", "extra\n")
-    extra = commit_all(fork, "extra: made mid-rebase")
+    extra = commit_resolution_and_more(fork)
     refused = pq(fork, "rebase", "--continue", ok=False)
     assert refused.exit_code == 2, refused.output
     assert (f"2 commits were made on the stopped patch patches/{BUILD} (the last: "
@@ -431,11 +436,7 @@ def test_abort_refuses_to_leave_commits_made_on_the_stopped_patch_behind(
     commit alone is the resolution, which the abort throws away as a staged one."""
     _, fork = stopped(tmp_path)
     orig = git(fork, "rev-parse", "paddle")
-    write(fork, "setup.py", RESOLVED)
-    git(fork, "add", "setup.py")
-    git(fork, "commit", "-q", "-m", "resolved")
-    write(fork, "extra.txt", "extra\n")
-    extra = commit_all(fork, "extra: made mid-rebase")
+    extra = commit_resolution_and_more(fork)
     refused = pq(fork, "rebase", "--abort", ok=False)
     assert refused.exit_code == 2, refused.output
     assert (f"2 commits were made on the stopped patch patches/{BUILD} (the last: "

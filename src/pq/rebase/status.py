@@ -234,33 +234,37 @@ def require_in_place(git: Git, state: rs.RebaseState, action: str) -> None:
             f"patches/{state.steps[state.index].name})",
             hint=f"`git switch --detach {state.tip[:12]}`, resolve again, then "
                  f"`pq rebase --{action}`; or `pq rebase --abort`")
-    if head != state.tip:
-        count, last = git.count(f"{state.tip}..{head}"), git.commit(head)
-        if count > 1 or len(last.parents) != 1:
-            raise ConfigError(
-                f"{count} commits were made on the stopped patch "
+    made = _past_the_resolution(git, state, head) if head != state.tip else None
+    if made:
+        raise ConfigError(f"{made}; pq keeps one commit per patch",
+                          hint=f"squash them (`git reset --soft {state.tip[:12]}`) then `pq "
+                               f"rebase --{action}`; a separate change becomes a patch of its "
+                               "own after the rebase")
+
+
+def _past_the_resolution(git: Git, state: rs.RebaseState, head: str) -> str | None:
+    """What was committed on the stopped patch (HEAD `head`, a descendant of its tip)
+    past the one commit that is its resolution committed by hand, or None."""
+    count, last = git.count(f"{state.tip}..{head}"), git.commit(head)
+    if count > 1 or len(last.parents) != 1:
+        return (f"{count} commits were made on the stopped patch "
                 f"patches/{state.steps[state.index].name} (the last: {head[:12]} "
-                f"{last.subject}); pq keeps one commit per patch",
-                hint=f"squash them (`git reset --soft {state.tip[:12]}`) then `pq rebase "
-                     f"--{action}`; a separate change becomes a patch of its own after the "
-                     "rebase")
+                f"{last.subject})")
+    return None
 
 
 def _require_nothing_left_behind(git: Git, state: rs.RebaseState, head: str | None) -> None:
     """Refuse --abort (unless forced) when commits past the resolution were made on the
-    stopped patch: the abort leaves them on no branch. One commit on the stopped tip is the
-    resolution committed by hand, which the abort throws away as it does a staged one."""
+    stopped patch: the abort leaves them on no branch. The resolution committed by hand it
+    throws away, as it throws away a staged one."""
     if (head is None or head == state.tip or git.current_branch() is not None
             or not git.is_ancestor(state.tip, head)):
         return
-    count, last = git.count(f"{state.tip}..{head}"), git.commit(head)
-    if count > 1 or len(last.parents) != 1:
-        raise ConfigError(
-            f"{count} commits were made on the stopped patch "
-            f"patches/{state.steps[state.index].name} (the last: {head[:12]} "
-            f"{last.subject}); `pq rebase --abort` would leave them on no branch",
-            hint=f"`git branch keep-{state.short_branch} {head[:12]}` keeps them, then "
-                 "`pq rebase --abort --force`")
+    made = _past_the_resolution(git, state, head)
+    if made:
+        raise ConfigError(f"{made}; `pq rebase --abort` would leave them on no branch",
+                          hint=f"`git branch keep-{state.short_branch} {head[:12]}` keeps "
+                               "them, then `pq rebase --abort --force`")
 
 
 def require_queue_aside(git: Git, action: str) -> None:
