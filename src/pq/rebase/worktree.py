@@ -13,6 +13,7 @@ from contextlib import suppress
 from pq.atomic import write_atomic
 from pq.errors import ConfigError, GitError, OperationFailed
 from pq.git.repo import Git
+from pq.git.trees import Trees
 from pq.model.series import PATCHES_DIR, SERIES_FILE
 from pq.queue.files import index_entries, is_queue_file, is_queue_path, reset_to_head
 from pq.rebase import rerere as rerere_mod
@@ -105,6 +106,8 @@ def _as_committed(git: Git, committed: dict[str, tuple[str, str]], on_disk: dict
     """Whether the queue files are exactly `committed`'s regular files, in the index (stage
     0, same mode and blob) and on disk, where no file differs from its index entry, not
     even in its stat data alone (which stops `reset --keep` too)."""
+    if not (committed or on_disk or entries):
+        return True  # none anywhere: nothing for a file to differ from
     staged = {}
     for entry in entries:
         info, path = entry.split("\t", 1)
@@ -118,9 +121,12 @@ def _as_committed(git: Git, committed: dict[str, tuple[str, str]], on_disk: dict
 
 
 def _committed_entries(git: Git, rev: str) -> dict[str, tuple[str, str]]:
-    """{path: (mode, blob)} of series.yaml and patches/*.patch as committed in `rev`."""
-    return {path: (mode, obj) for mode, kind, obj, path in git.ls_tree(
-        rev, [SERIES_FILE, PATCHES_DIR]) if kind == "blob" and is_queue_file(path)}
+    """{path: (mode, blob)} of series.yaml and patches/*.patch as committed in `rev` (read
+    through the object layer: no process)."""
+    trees = Trees(git)
+    return {path: (mode, obj) for path, (mode, obj) in trees.files_under(
+        trees.tree_of(rev), [SERIES_FILE, PATCHES_DIR]).items()
+        if mode != "160000" and is_queue_file(path)}
 
 
 # -- moves ------------------------------------------------------------------------------
