@@ -352,3 +352,34 @@ def test_continue_after_a_kill_at_the_end_of_a_landing_finishes_it(
     got = repo_state(root)
     for key in ("refs", "HEAD", "index", "files", "git-locks"):
         assert got[key] == done[key], key
+
+
+def noted_stop_fork(tmp: Path) -> Path:
+    """conflict_fork with a note added to series.yaml, uncommitted, then stopped at the
+    conflict (a rebase keeps such an edit and puts it back)."""
+    fork = copy(template_paths["conflict"], tmp / "fork")
+    (fork / "series.yaml").write_text((fork / "series.yaml").read_text() + "# my note\n")
+    assert pq(fork, "rebase", "upstream/main", ok=False).exit_code == 1
+    return fork
+
+
+def test_abort_after_a_kill_that_put_head_back_on_the_branch(
+        work: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Killed once HEAD is back on the branch: the queue files there are the branch's (and
+    the user's uncommitted note), no queue file "came back"; a second `--abort` finishes,
+    and everything is as before the rebase, the note included."""
+    before = repo_state(template("conflict", conflict_fork, tmp_path_factory))
+    before_files = dict(before["files"])  # type: ignore[call-overload]
+    tpl = template("noted-stop", noted_stop_fork, tmp_path_factory)
+    labels = count_checkpoints(tpl, work, ["rebase", "--abort"])
+    back = labels.index(next(lb for lb in labels if lb.endswith(" git symbolic-ref")))
+    for k in range(back + 2, min(back + 5, len(labels)) + 1):
+        root = copy(tpl, work / f"k{k}")
+        assert run_pq(root, ["rebase", "--abort"], PQ_FAULT_AT=str(k)).returncode == -9
+        proc = run_pq(root, ["rebase", "--abort"])
+        assert proc.returncode == 0, (k, labels[k - 1], proc.stderr.decode())
+        got = repo_state(root)
+        assert got["refs"] == before["refs"] and got["HEAD"] == before["HEAD"], k
+        files = dict(got["files"])  # type: ignore[call-overload]
+        assert files.pop("series.yaml")[1].endswith(b"# my note\n"), k
+        assert files == {p: v for p, v in before_files.items() if p != "series.yaml"}, k

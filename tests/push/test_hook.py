@@ -719,6 +719,25 @@ def test_a_chained_hook_sees_the_name_git_runs_it_by(tmp_path: Path, shebang: st
     assert remote_refs(remote) == {}
 
 
+def test_a_chained_hook_that_is_a_link_runs_as_it_is(tmp_path: Path) -> None:
+    """A hook linked from elsewhere finds its files through `$0` (`readlink -f "$0"`): it
+    runs as git runs it, not sourced under the name `pre-push`."""
+    fork, remote = make_pushable(tmp_path)
+    pq(fork, "hook", "uninstall")
+    scripts = tmp_path / "scripts"
+    write(scripts, "common.sh", 'echo "common: refusing" >&2\nexit 5\n')
+    write(scripts, "pre-push", '#!/bin/sh\n. "$(dirname "$(readlink -f "$0")")/common.sh"\n',
+          mode=0o755)
+    (fork / ".git/hooks/pre-push").symlink_to(scripts / "pre-push")
+    pq(fork, "hook", "install", "--chain")
+    assert (fork / ".git/hooks/pre-push.pre-pq").is_symlink()
+    refused = push(fork, "origin", "paddle")
+    assert refused.returncode != 0
+    assert "common: refusing" in refused.stderr and "(exit 5)" in refused.stderr, \
+        refused.stderr
+    assert remote_refs(remote) == {}
+
+
 def test_a_chained_hook_is_found_beside_a_renamed_hook(tmp_path: Path) -> None:
     """A hook manager that moves pq's hook to another name (pre-commit's migration mode:
     pre-push.legacy) still runs the hook pq chained."""

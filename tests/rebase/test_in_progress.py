@@ -460,7 +460,6 @@ def test_abort_refuses_to_leave_commits_made_on_the_stopped_patch_behind(
 def test_abort_refuses_to_write_over_a_series_yaml_brought_back(tmp_path: Path) -> None:
     """As --continue and --skip: the abort would write the branch's queue over it."""
     _, fork = stopped(tmp_path)
-    git(fork, "show", "paddle:series.yaml")
     write(fork, "series.yaml", git(fork, "show", "paddle:series.yaml") + "\n# my note\n")
     refused = pq(fork, "rebase", "--abort", ok=False)
     assert refused.exit_code == 2, refused.output

@@ -85,10 +85,13 @@ def _not_opened(path: Path, stderr: bytes) -> ConfigError:
                            hint="run pq inside a git repository's working tree, or `git init` "
                                 "one")
     if b"dubious ownership" in stderr:
-        return ConfigError(f"{path}: git refuses to work in a repository another user owns "
+        # git names the repository's top folder (pq may run in a folder under it).
+        named = re.search(rb"dubious ownership in repository at '([^\n]*)'", stderr)
+        top = os.fsdecode(named.group(1)) if named else str(path)
+        return ConfigError(f"{top}: git refuses to work in a repository another user owns "
                            "(its safe.directory check)",
                            hint="if you trust it, `git config --global --add safe.directory "
-                                f"{path}`, then run pq again")
+                                f"{top}`, then run pq again")
     return ConfigError(f"{path}: git cannot open this repository: {said}",
                        hint="fix what git says (`git status` there shows it too), then run pq "
                             "again")

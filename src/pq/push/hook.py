@@ -289,7 +289,10 @@ def _as_git_runs_it(path: str, args: Sequence[str]) -> list[str]:
     """The command that runs the chained hook with the `$0` git gives a hook (its own
     folder's `pre-push`, not `pre-push.pre-pq`): hook managers find the user's script by
     that name (husky: `basename "$0"`). A shell script is sourced by its shell with `$0`
-    set so; any other program is run as it is."""
+    set so; any other program, and a link (which finds its files through `$0`), is run as
+    it is."""
+    if os.path.islink(path):  # a link finds its own files through `$0`: run it as it is
+        return [path, *args]
     try:
         with open(path, "rb") as f:
             first = f.readline(256)

@@ -23,8 +23,8 @@ def abort(git: Git, force: bool = False) -> RebaseReport:
     state = rs.load_required(git)
     if not force:
         rebase_status.require_in_place(git, state, "abort")
-        if state.detached:  # HEAD on the stack so far, without the queue files
-            rebase_status.require_queue_aside(git, "abort")
+        if state.detached and git.current_branch() is None:  # HEAD on the stack so far,
+            rebase_status.require_queue_aside(git, "abort")  # the queue files cleared
     rebase_status.require_branch_free(git, state, "abort")
     # git's own operation, started meanwhile, would outlive the abort and undo it later.
     rs.require_no_git_operation(git)
