@@ -265,7 +265,7 @@ def test_a_repository_another_user_owns_names_safe_directory(fork: Path) -> None
     os.chown(fork, 65534, 65534)
     try:  # from a folder under the top: the top is the folder to trust, as git says
         one_line_error(pq(fork / "pkg", "series", ok=False), "another user owns",
-                       f"git config --global --add safe.directory {fork})")
+                       f"git config --global --add safe.directory {fork}`")
     finally:
         os.chown(fork, 0, 0)
 
