@@ -364,6 +364,20 @@ def test_an_adopted_line_that_upstream_edits_later_is_no_revert(tmp_path: Path,
     assert (c.fork / "lib/a.c").read_text() == later
 
 
+def test_a_revert_made_together_with_another_change_to_the_file_is_a_revert(
+        tmp_path: Path) -> None:
+    """One upstream commit takes back the adopted change and another edit of the same
+    file: the patch is still kept as reverted (the fork still needs its change)."""
+    a10_tweaked = edit(A10, "/* a line 8 */", "/* a line 8 tweaked */")
+    c = compare(tmp_path, [("a returns 10", {"lib/a.c": A10})],
+                [("upstream: a returns 10", {"lib/a.c": A10}),
+                 ("upstream: tweak line 8", {"lib/a.c": a10_tweaked}),
+                 ("upstream: take both back", {"lib/a.c": A})])
+    assert c.pq.per_patch == ["kept"]
+    assert c.data["patches"][0]["upstream_reverted"] is not None  # type: ignore[index]
+    assert "return 10;" in (c.fork / "lib/a.c").read_text()
+
+
 def test_applied_reverted_reapplied_is_dropped(tmp_path: Path) -> None:
     c = compare(tmp_path, [("a returns 10", {"lib/a.c": A10})],
                 [("upstream: a returns 10", {"lib/a.c": A10}), ("", {"revert": None}),

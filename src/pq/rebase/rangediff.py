@@ -55,6 +55,8 @@ class UpstreamMatches:
         self._ids: dict[str, str] = {}  # commit: patch-id
         self._diffs: dict[str, list[bytes]] = {}  # commit: its diffs as read, not parsed yet
         self._lines: dict[str, dict[str, set[bytes]]] = {}  # commit: {path: changed lines}
+        # commit: {path: [the lines each hunk changes]}, for the reverts of a match
+        self._hunks: dict[str, dict[str, list[set[bytes]]]] = {}
         self._read: set[str] = set()  # commits diffed so far
         self._files_cache: dict[str, frozenset[str]] = {}
         self._prefetched = False  # the candidates of every pending patch were read
@@ -148,9 +150,23 @@ class UpstreamMatches:
             return None
         for candidate in later:
             theirs = self._lines_of(candidate)
-            if all(theirs.get(path) == lines for path, lines in undo.items()):
+            if all(lines <= theirs.get(path, set()) and self._only_undoes(candidate, path, lines)
+                   for path, lines in undo.items()):
                 return candidate
         return None
+
+    def _only_undoes(self, candidate: str, path: str, undo: set[bytes]) -> bool:
+        """Whether `candidate`'s edit of `path` around the lines it takes out is the undo
+        (`undo`: the applied commit's changed lines, flipped) and no more: it adds none of
+        those lines again (a line moved), and each hunk that takes one out adds only lines
+        the applied commit had taken out (an adopted line edited is no revert). Its other
+        hunks, an unrelated change made with the revert, do not matter."""
+        taken_out = {ln for ln in undo if ln[:1] == b"-"}  # what the applied commit added
+        put_back = undo - taken_out  # what it removed, which a revert adds again
+        adopted = {b"+" + ln[1:] for ln in taken_out} - put_back
+        hunks = self._hunks.get(candidate, {}).get(path, [])
+        return not any(adopted & h for h in hunks) and all(
+            {ln for ln in h if ln[:1] == b"+"} <= put_back for h in hunks if h & taken_out)
 
     def _read_diffs(self, upstream: list[str], mine: list[str]) -> None:
         """The diffs and patch-ids of these upstream and patch commits (two processes, and
@@ -181,9 +197,11 @@ class UpstreamMatches:
         read or with an empty diff), parsed on first ask: most rebases never ask."""
         if commit in self._diffs:
             lines = self._lines[commit] = {}
+            hunks = self._hunks[commit] = {}
             for diff in self._diffs.pop(commit):
                 for path, changed in diff_lines(diff).items():
-                    lines.setdefault(path, set()).update(changed)
+                    lines.setdefault(path, set()).update(s for h in changed for s in h)
+                    hunks.setdefault(path, []).extend(changed)
         return self._lines.get(commit, {})
 
 
@@ -214,14 +232,14 @@ def log_sections(log: bytes) -> list[tuple[str, bytes]]:
                                          else len(log)]) for i, m in enumerate(marks)]
 
 
-def diff_lines(diff: bytes) -> dict[str, set[bytes]]:
-    """{path: the lines a diff adds or removes, with their sign}."""
-    files: dict[str, set[bytes]] = {}
+def diff_lines(diff: bytes) -> dict[str, list[set[bytes]]]:
+    """{path: the lines each hunk of a diff adds or removes, with their sign}."""
+    files: dict[str, list[set[bytes]]] = {}
     for f in diffs.parse(diff):
         if f.hunks:
-            files.setdefault(f.path, set()).update(
-                (b"+" if ln.added else b"-") + ln.raw.rstrip()
-                for h in f.hunks for ln in h.lines if ln.kind != " ")
+            files.setdefault(f.path, []).extend(
+                {(b"+" if ln.added else b"-") + ln.raw.rstrip() for ln in h.lines
+                 if ln.kind != " "} for h in f.hunks)
     return files
 
 
