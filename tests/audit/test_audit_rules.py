@@ -414,3 +414,54 @@ def test_a_copied_upstream_line_is_matched_byte_for_byte(tmp_path: Path) -> None
     copies = UpstreamCopies(Git.open(tmp_path), base)
     assert [copies.is_copied(0, files, "paddle_tests/test_x.py", n) for n in range(1, 6)] == [
         True, True, True, True, False]
+
+
+def _signals_of(path: str, code: str, detector: Callable[..., list[object]]) -> int:
+    from pq.model import diff as diffs
+
+    lines = code.split("\n")
+    body = "".join(f"+{x}\n" for x in lines)
+    text = f"diff --git a/{path} b/{path}\n--- a/{path}\n+++ b/{path}\n" \
+           f"@@ -0,0 +1,{len(lines)} @@\n{body}"
+    return len(detector(diffs.parse(text.encode(), "p")[0]))
+
+
+@pytest.mark.parametrize("path,code,found", [
+    ("pkg/x.py", 'LABEL = "see issue #3 on the workaround board"', 0),  # `#` in a string
+    ("csrc/x.cc", 'const char* url = "https://example.com/TODO/list";', 0),  # `//` in one
+    ("csrc/x.cc", "char c = '/'; int y = 0;  // TODO(paddle): drop", 1),
+    ("pkg/x.py", 's = "it\'s"  # TODO: drop with Paddle 3.4', 1),
+    ("CMakeLists.txt", 'set(X "a#b")  # workaround for the compat build', 1),
+    ("CMakeLists.txt", 'message("FIXME is not a comment here")', 0),
+])
+def test_wa014_a_todo_counts_in_a_comment_only(path: str, code: str, found: int) -> None:
+    from pq.audit.signals import todo_comments
+
+    assert _signals_of(path, code, todo_comments) == found
+
+
+@pytest.mark.parametrize("code,found", [
+    ("try: import triton\nexcept ImportError: triton = None", 1),  # one line
+    ("try:\n    import cupy\nexcept ImportError:\n    cupy = None", 1),
+    ("fn = getattr(torch.ops.tinyop, name)", 0),  # a lookup, no test: fails without it
+    ("fn = getattr(torch.ops.tinyop, name, None)", 1),  # a default: a feature test
+    ("ok = hasattr(torch, 'compile')", 1),
+    ("fn = getattr(paddle,\n    'compat', None)", 1),  # its arguments over two lines
+])
+def test_wa014_guards(code: str, found: int) -> None:
+    from pq.audit.signals import guards
+
+    assert _signals_of("pkg/x.py", code, guards) == found
+
+
+@pytest.mark.parametrize("code,found", [
+    ("import torch as th\nth.Tensor.fancy = lambda self: self", 1),  # through an alias
+    ("import paddle as pd\nsetattr(pd, 'x', 1)", 1),
+    ("import torch\ntorch.Tensor.fancy = lambda self: self", 1),
+    ("import numpy as np\nnp.x = 1", 0),
+    ("th = object()\nth.x = 1", 0),  # not an alias of torch
+])
+def test_monkey_patches_through_an_alias(code: str, found: int) -> None:
+    from pq.audit.signals import monkey_patches
+
+    assert _signals_of("pkg/x.py", code, monkey_patches) == found

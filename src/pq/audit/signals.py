@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cache
 
 from pq.model import layers
 from pq.model.diff import FileDiff, Line
@@ -44,14 +45,27 @@ def _signals(f: FileDiff, pattern: re.Pattern[str]) -> list[Signal]:
 
 # -- monkey patches: assignments to attributes of torch/paddle modules --------------
 
-_MONKEY = re.compile(
-    r"^\s*(?:(?:torch|paddle)(?:\.\w+)+\s*(?:[-+*/|&]?=)(?!=)"
-    r"|setattr\(\s*(?:torch|paddle)\b"
-    r"|sys\.modules\[\s*['\"](?:torch|paddle)\b[^\]]*\]\s*=(?!=))")
+_ALIAS = re.compile(r"^\s*import\s+(?:torch|paddle)\s+as\s+([A-Za-z_]\w*)\s*(?:#.*)?$")
+
+
+@cache
+def _monkey(names: frozenset[str]) -> re.Pattern[str]:
+    """Assignments to attributes of the modules `names` name (torch, paddle, aliases)."""
+    module = "(?:" + "|".join(sorted(map(re.escape, names))) + ")"
+    return re.compile(
+        rf"^\s*(?:{module}(?:\.\w+)+\s*(?:[-+*/|&]?=)(?!=)"
+        rf"|setattr\(\s*{module}\b"
+        r"|sys\.modules\[\s*['\"](?:torch|paddle)\b[^\]]*\]\s*=(?!=))")
 
 
 def monkey_patches(f: FileDiff) -> list[Signal]:
-    return _signals(f, _MONKEY) if is_python(f.path) else []
+    """Assignments to attributes of torch or paddle, also through an alias the diff shows
+    (`import torch as th`: `th.Tensor.x = ...`)."""
+    if not is_python(f.path):
+        return []
+    aliases = {m.group(1) for h in f.hunks for ln in h.post()
+               if (m := _ALIAS.match(ln.text))}
+    return _signals(f, _monkey(frozenset({"torch", "paddle"} | aliases)))
 
 
 # -- broad exception handlers that swallow everything -------------------------------
@@ -190,20 +204,43 @@ _IMPORT = re.compile(r"^\s*(?:import\s+\w|from\s+[\w.]+\s+import\s)")
 
 
 def _comment(path: str, text: str) -> str:
+    """The comment on one line of source: what follows its `//`, `/*` or `#` outside a
+    string (a URL or an issue number in a string is no comment)."""
+    from pq.drift.extract import without_literals
+
     if path.endswith(C_SUFFIXES):
-        for opener in ("//", "/*"):
-            if opener in text:
-                return text.split(opener, 1)[1]
+        code = without_literals("cxx", text)
+        opened = [i for i in (code.find("//"), code.find("/*")) if i >= 0]
+        if opened:
+            return text[min(opened) + 2:]
         return text.strip()[1:] if text.strip().startswith("*") else ""
     name = path.rsplit("/", 1)[-1]
     if path.endswith(HASH_COMMENT_SUFFIXES) or name in ("CMakeLists.txt", "Makefile"):
-        return text.split("#", 1)[1] if "#" in text else ""
+        hashed = without_literals("python", text).find("#")
+        return text[hashed + 1:] if hashed >= 0 else ""
     return ""
 
 
 def todo_comments(f: FileDiff) -> list[Signal]:
     return [Signal(f.path, ln.number, ln.text) for ln in f.added()
             if _TODO_CASE.search(_comment(f.path, ln.text))]
+
+
+def _feature_test(text: str, following: tuple[Line, ...]) -> bool:
+    """Whether the `hasattr(`/`getattr(` on a line asks whether torch or paddle has a
+    name: any `hasattr`, a `getattr` with a default; a two-argument `getattr` is a lookup
+    that fails without the name (`getattr(torch.ops.mylib, name)`), no test."""
+    m = _GUARD.search(text)
+    if m is None or m.group(0).startswith("hasattr"):
+        return True
+    import ast  # only a patch that calls getattr on torch or paddle pays for it
+
+    call = _balanced(text[m.start():], [x.text for x in following])
+    try:
+        node = ast.parse(call.strip(), mode="eval").body
+    except SyntaxError:
+        return True
+    return not isinstance(node, ast.Call) or len(node.args) + len(node.keywords) != 2
 
 
 def guards(f: FileDiff) -> list[Signal]:
@@ -215,12 +252,15 @@ def guards(f: FileDiff) -> list[Signal]:
         for i, ln in enumerate(hunk):
             if not ln.added:
                 continue
-            if _GUARD.search(ln.text.split("#", 1)[0]):
+            stmt = _statement(ln.text)
+            if _GUARD.search(stmt) and _feature_test(ln.text, hunk[i + 1:i + 20]):
                 out.append(Signal(f.path, ln.number, ln.text))
-            elif _statement(ln.text) == "try:":
+            elif stmt == "try:":
                 nxt = next((x for x in hunk[i + 1:] if _statement(x.text)), None)
                 if nxt is not None and _IMPORT.match(nxt.text):
                     out.append(Signal(f.path, nxt.number, "try: " + _statement(nxt.text)))
+            elif stmt.startswith("try:") and _IMPORT.match(stmt[4:]):  # `try: import x`
+                out.append(Signal(f.path, ln.number, stmt))
     return out
 
 

@@ -150,6 +150,13 @@ def python_code(lines: Sequence[str]) -> list[str]:
     return [_blanked(_PY_LITERAL, line) for line in code_of("python", lines)]
 
 
+def without_literals(lang: str, text: str) -> str:
+    """One line of `lang` source ("python": any `#`-comment language; else C/C++) with
+    what its string literals (and C++ character literals) hold turned to spaces, positions
+    kept: a `#` or `//` in a string opens no comment."""
+    return _blanked(_PY_LITERAL if lang == "python" else _QUOTED, text)
+
+
 def _blanked(quoted: re.Pattern[str], text: str) -> str:
     """`text` with the quoted text `quoted` finds turned to spaces (positions kept); triple
     quotes, which `code_of` looks for, stay."""
