@@ -54,6 +54,16 @@ def test_paddle_version_given(tmp_path: Path, given: str, state: str) -> None:
     assert data["paddle"] == {"version": given, "source": "--paddle-version"}
 
 
+def test_removable_names_only_the_conditions_met(tmp_path: Path) -> None:
+    """`--strict`'s WA017 says why the workaround can go: the condition met, not the one
+    that is not."""
+    fork = build_fork(tmp_path, library_only(["paddle >= 9.0", "paddle >= 3.4"]))
+    data = audit_json(fork, "--strict", "--paddle-version", "3.4.0")
+    (finding,) = [f for f in data["findings"] if f["rule_id"] == "WA017"]
+    assert finding["message"].endswith("can go: paddle >= 3.4: --paddle-version 3.4.0"), \
+        finding["message"]
+
+
 def test_paddle_version_installed_both_ways(tmp_path: Path) -> None:
     installed = metadata.version("paddlepaddle")
     assert installed == "3.3.1"

@@ -144,8 +144,10 @@ def run_audit(
                    for c in w.remove_when or ())
         states[name] = st
         overall = conditions.combine(list(st))
+        # Why it can go: the conditions met (any one is enough); else what each says.
+        said = [s for s in st if s.state == conditions.MET] or list(st)
         removal[name] = (overall, "; ".join(f"{s.condition.text}: {s.detail or s.state}"
-                                            for s in st))
+                                            for s in said))
     findings, acknowledged, unused = acknowledge(rules.check_all(inputs, removal, strict),
                                                  acks, rules.AUDIT_IDS)
     by_patch: dict[str, list[str]] = {}
