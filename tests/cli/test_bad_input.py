@@ -299,5 +299,5 @@ def test_git_dir_and_git_work_tree_name_the_repository_as_for_git(
     assert "0001-enable-compat.patch" in pq(other, "series").output
     monkeypatch.setenv("GIT_DIR", str(apart))
     monkeypatch.setenv("GIT_WORK_TREE", str(other))
-    one_line_error(pq(other, "series", ok=False), f"GIT_DIR names {apart}",
+    one_line_error(pq(other, "series", ok=False), f"GIT_DIR and GIT_WORK_TREE name the git dir {apart},",
                    "unset GIT_DIR and GIT_WORK_TREE")

@@ -147,8 +147,9 @@ class Gateway:
             opened = cls.open(named[0])
             if opened.git_dir.resolve() != named[1].resolve():
                 raise ConfigError(
-                    f"GIT_DIR names {named[1]}, which is not the .git of its working tree "
-                    f"{named[0]}: pq works in a working tree with its repository in it",
+                    f"{' and '.join(sorted(given))} name the git dir {named[1]}, which is not "
+                    f"the .git of its working tree {named[0]}: pq works in a working tree "
+                    "with its repository in it",
                     hint="unset GIT_DIR and GIT_WORK_TREE and run pq in a clone's working "
                          "tree")
             return opened

@@ -70,7 +70,7 @@ def check_base(git: Git, ctx: CheckContext) -> list[CheckFailure]:
     later = "(`pq rebase` moves a series onto a new upstream without this)"
     from pq.queue.files import missing_base
 
-    missing = missing_base(git, base, ref, "push again")
+    missing = missing_base(git, base, f"the upstream of {ref}", "push again")
     if missing is not None:
         return [CheckFailure("base", *missing)]
     if not git.is_ancestor(base, ctx.commit):

@@ -106,7 +106,8 @@ def _linear_range(git: Git, base: str, tip: str
     """(commit, parents) of base..tip, oldest first, refusing a base that is not an ancestor
     of tip and a merge in the range."""
     if not git.is_ancestor(base, tip):
-        missing = missing_base(git, base, "series.yaml's upstream.ref", "run it again")
+        missing = missing_base(git, base, "the remote series.yaml's upstream.ref names",
+                               "run it again")
         if missing is not None:
             raise ConfigError(missing[0], hint=missing[1])
         raise ConfigError(
