@@ -289,8 +289,8 @@ def _as_git_runs_it(path: str, args: Sequence[str]) -> list[str]:
     """The command that runs the chained hook with the `$0` git gives a hook (its own
     folder's `pre-push`, not `pre-push.pre-pq`): hook managers find the user's script by
     that name (husky: `basename "$0"`). A shell script is sourced by its shell with `$0`
-    set so; any other program, and a link (which finds its files through `$0`), is run as
-    it is."""
+    set so (a text file without `#!` by sh, as git runs it); any other program, and a link
+    (which finds its files through `$0`), is run as it is."""
     if os.path.islink(path):  # a link finds its own files through `$0`: run it as it is
         return [path, *args]
     try:
@@ -298,7 +298,10 @@ def _as_git_runs_it(path: str, args: Sequence[str]) -> list[str]:
             first = f.readline(256)
     except OSError:
         return [path, *args]
-    words = first[2:].decode("utf-8", "replace").split() if first.startswith(b"#!") else []
+    if first.startswith(b"#!"):
+        words = first[2:].decode("utf-8", "replace").split()
+    else:  # no `#!`: git runs a text file through sh; a binary program is run as it is
+        words = ["/bin/sh"] if first and b"\0" not in first else []
     if words and os.path.basename(words[0]) == "env" and len(words) > 1:
         words = words[1:]
     if not words or os.path.basename(words[0]) not in _SHELLS:
