@@ -218,7 +218,8 @@ def test_diff_lines_read_diff_tree_output(repo: Path) -> None:
     head = git(repo, "rev-parse", "HEAD")
     log = git_bytes(repo, "diff-tree", "--stdin", "-p", "-M", "--format=commit %H",
                     input=(head + "\n").encode())
-    lines = diff_lines(dict(log_sections(log))[head])
+    lines = {path: set().union(*hunks)
+             for path, hunks in diff_lines(dict(log_sections(log))[head]).items()}
     assert lines["plain.txt"] == {b"-b", b"+B", b"+d"}
     assert lines[QUOTED] == {b"+q"} and lines["crlf.txt"] == {b"-y", b"+Y"}
     assert "sp ace.txt" not in lines and "bin.dat" not in lines

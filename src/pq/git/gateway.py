@@ -17,7 +17,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Self
 
-from pq.errors import ConfigError, GitError
+from pq.errors import GitError
 from pq.faults import checkpoint
 from pq.git.hold import held
 from pq.git.objects import BlobId, Commit, CommitId, Person, TreeId, commit_object, parse_commit
@@ -76,42 +76,6 @@ def _failed(args: Sequence[str], proc: subprocess.CompletedProcess[bytes]) -> Gi
                     f"{stderr_reason(proc.stderr)}")
 
 
-def _not_opened(path: Path, stderr: bytes) -> ConfigError:
-    """Why git would not open `path`: no repository there, or git's own reason (a folder
-    another user owns, a repository format this git does not know)."""
-    said = stderr_reason(stderr).removeprefix("fatal: ")
-    if not stderr.strip() or b"not a git repository" in stderr:
-        return ConfigError(f"{path}: not a git repository",
-                           hint="run pq inside a git repository's working tree, or `git init` "
-                                "one")
-    if b"dubious ownership" in stderr:
-        # git names the repository's top folder (pq may run in a folder under it).
-        named = re.search(rb"dubious ownership in repository at '([^\n]*)'", stderr)
-        top = os.fsdecode(named.group(1)) if named else str(path)
-        return ConfigError(f"{top}: git refuses to work in a repository another user owns "
-                           "(its safe.directory check)",
-                           hint="if you trust it, `git config --global --add safe.directory "
-                                f"{top}`, then run pq again")
-    return ConfigError(f"{path}: git cannot open this repository: {said}",
-                       hint="fix what git says (`git status` there shows it too), then run pq "
-                            "again")
-
-
-def _named_by(path: Path, given: dict[str, str]) -> tuple[Path, Path]:
-    """(working tree, git dir) that GIT_DIR and GIT_WORK_TREE (`given`) name, from `path`."""
-    proc = subprocess.run(["git", "-C", str(path), "rev-parse", "--show-toplevel",
-                           "--absolute-git-dir"], capture_output=True,
-                          env={**clean_env(), **given})
-    lines = os.fsdecode(proc.stdout).splitlines()
-    if proc.returncode != 0 or len(lines) != 2:
-        where = ", ".join(f"{k}={v}" for k, v in sorted(given.items()))
-        raise ConfigError(f"{where}: git finds no working tree there "
-                          f"({stderr_reason(proc.stderr).removeprefix('fatal: ')})",
-                          hint="set GIT_DIR and GIT_WORK_TREE to a clone's .git and working "
-                               "tree, or unset them and run pq in the working tree")
-    return Path(lines[0]), Path(lines[1])
-
-
 class Gateway:
     """One repository, addressed by its top-level working directory."""
 
@@ -138,42 +102,11 @@ class Gateway:
     def open(cls, path: str | Path = ".", *, environment: bool = False) -> Self:
         """The repository at `path`; `environment`: the one GIT_DIR and GIT_WORK_TREE
         name when they are set, as git takes it (the command line's repository)."""
-        path = Path(path)
-        if not path.is_dir():
-            raise ConfigError(f"{path}: not a directory", hint="run pq inside a git repository")
-        given = {k: os.environ[k] for k in ("GIT_DIR", "GIT_WORK_TREE") if os.environ.get(k)}
-        if environment and given:
-            named = _named_by(path, given)
-            opened = cls.open(named[0])
-            if opened.git_dir.resolve() != named[1].resolve():
-                raise ConfigError(
-                    f"{' and '.join(sorted(given))} name the git dir {named[1]}, which is not "
-                    f"the .git of its working tree {named[0]}: pq works in a working tree "
-                    "with its repository in it",
-                    hint="unset GIT_DIR and GIT_WORK_TREE and run pq in a clone's working "
-                         "tree")
-            return opened
-        proc = subprocess.run(
-            ["git", "-C", str(path), "rev-parse", "--show-object-format", "--show-toplevel",
-             "--absolute-git-dir", "--git-common-dir"],
-            capture_output=True,
-            env=clean_env(),
-        )
-        if proc.returncode != 0 and b"must be run in a work tree" in proc.stderr:
-            raise ConfigError(f"{path.resolve()}: a bare repository has no working tree for pq",
-                              hint="run pq in a clone of it, or in a worktree that `git "
-                                   "worktree add` makes")
-        if proc.returncode != 0:
-            raise _not_opened(path.resolve(), proc.stderr)
-        lines = os.fsdecode(proc.stdout).splitlines()  # a folder name need not be UTF-8
-        if len(lines) != 4:
-            raise ConfigError(f"{path.resolve()}: a bare repository has no working tree for pq")
-        object_format, root, git_dir, common = lines
-        common_path = Path(common)
-        if not common_path.is_absolute():
-            common_path = (path / common_path).resolve()
-        opened = cls(Path(root), Path(git_dir), common_path)
-        opened._format = object_format or "sha1"
+        from pq.git.discover import locate
+
+        root, git_dir, common, object_format = locate(Path(path), environment)
+        opened = cls(root, git_dir, common)
+        opened._format = object_format
         return opened
 
     def close(self) -> None:

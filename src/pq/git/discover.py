@@ -1,0 +1,89 @@
+"""Finding the repository pq works on: the `git rev-parse` that opens one from a folder
+(or from GIT_DIR and GIT_WORK_TREE, as git takes them), and, when git will not, its
+reason in one line."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from pathlib import Path
+
+from pq.errors import ConfigError
+from pq.git.gateway import clean_env, stderr_reason
+
+
+def locate(path: Path, environment: bool = False) -> tuple[Path, Path, Path, str]:
+    """(working tree, git dir, common git dir, object format) of the repository at
+    `path`; `environment`: the one GIT_DIR and GIT_WORK_TREE name when they are set (the
+    command line's repository)."""
+    if not path.is_dir():
+        raise ConfigError(f"{path}: not a directory", hint="run pq inside a git repository")
+    given = {k: os.environ[k] for k in ("GIT_DIR", "GIT_WORK_TREE") if os.environ.get(k)}
+    if environment and given:
+        top, named_dir = _named_by(path, given)
+        found = locate(top)
+        if found[1].resolve() != named_dir.resolve():
+            raise ConfigError(
+                f"{' and '.join(sorted(given))} name the git dir {named_dir}, which is not "
+                f"the .git of its working tree {top}: pq works in a working tree with its "
+                "repository in it",
+                hint="unset GIT_DIR and GIT_WORK_TREE and run pq in a clone's working tree")
+        return found
+    proc = subprocess.run(
+        ["git", "-C", str(path), "rev-parse", "--show-object-format", "--show-toplevel",
+         "--absolute-git-dir", "--git-common-dir"],
+        capture_output=True,
+        env=clean_env(),
+    )
+    if proc.returncode != 0 and b"must be run in a work tree" in proc.stderr:
+        raise ConfigError(f"{path.resolve()}: a bare repository has no working tree for pq",
+                          hint="run pq in a clone of it, or in a worktree that `git "
+                               "worktree add` makes")
+    if proc.returncode != 0:
+        raise _not_opened(path.resolve(), proc.stderr)
+    lines = os.fsdecode(proc.stdout).splitlines()  # a folder name need not be UTF-8
+    if len(lines) != 4:
+        raise ConfigError(f"{path.resolve()}: a bare repository has no working tree for pq")
+    object_format, root, git_dir, common = lines
+    common_path = Path(common)
+    if not common_path.is_absolute():
+        common_path = (path / common_path).resolve()
+    return Path(root), Path(git_dir), common_path, object_format or "sha1"
+
+
+def _not_opened(path: Path, stderr: bytes) -> ConfigError:
+    """Why git would not open `path`: no repository there, or git's own reason (a folder
+    another user owns, a repository format this git does not know)."""
+    said = stderr_reason(stderr).removeprefix("fatal: ")
+    if not stderr.strip() or b"not a git repository" in stderr:
+        return ConfigError(f"{path}: not a git repository",
+                           hint="run pq inside a git repository's working tree, or `git init` "
+                                "one")
+    if b"dubious ownership" in stderr:
+        # git names the repository's top folder (pq may run in a folder under it).
+        named = re.search(rb"dubious ownership in repository at '([^\n]*)'", stderr)
+        top = os.fsdecode(named.group(1)) if named else str(path)
+        return ConfigError(f"{top}: git refuses to work in a repository another user owns "
+                           "(its safe.directory check)",
+                           hint="if you trust it, `git config --global --add safe.directory "
+                                f"{top}`, then run pq again")
+    return ConfigError(f"{path}: git cannot open this repository: {said}",
+                       hint="fix what git says (`git status` there shows it too), then run pq "
+                            "again")
+
+
+def _named_by(path: Path, given: dict[str, str]) -> tuple[Path, Path]:
+    """(working tree, git dir) that GIT_DIR and GIT_WORK_TREE (`given`) name, from `path`."""
+    proc = subprocess.run(["git", "-C", str(path), "rev-parse", "--show-toplevel",
+                           "--absolute-git-dir"], capture_output=True,
+                          env={**clean_env(), **given})
+    lines = os.fsdecode(proc.stdout).splitlines()
+    if proc.returncode != 0 or len(lines) != 2:
+        where = ", ".join(f"{k}={v}" for k, v in sorted(given.items()))
+        raise ConfigError(f"{where}: git finds no working tree there "
+                          f"({stderr_reason(proc.stderr).removeprefix('fatal: ')})",
+                          hint="set GIT_DIR and GIT_WORK_TREE to a clone's .git and working "
+                               "tree, or unset them and run pq in the working tree")
+    return Path(lines[0]), Path(lines[1])
+
