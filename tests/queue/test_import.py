@@ -185,11 +185,14 @@ def test_a_kept_message_loses_a_trailer_of_earlier_pq_use(tmp_path: Path) -> Non
 @pytest.mark.parametrize("args, message", [
     (["--upstream", "nope/main"], "nope/main"),
     (["--upstream", "upstream/main", "other"], "git switch other"),
+    (["--upstream", "upstream/main", "nosuch"], "no branch nosuch"),  # not "switch to it"
 ])
 def test_bad_input_exits_2_with_one_line(tmp_path: Path, args: list[str], message: str) -> None:
     fork, _up = grown_fork(tmp_path)
+    git(fork, "branch", "other")
     result = pq(fork, "import", *args, ok=False)
-    assert result.exit_code == 2 and message in result.output
+    assert result.exit_code == 2 and message in result.output, result.output
+    assert len(result.output.strip().splitlines()) == 1
 
 
 def test_dirty_tree_and_existing_series_are_refused(tmp_path: Path) -> None:

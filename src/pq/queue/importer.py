@@ -97,9 +97,13 @@ def import_fork(git: Git, upstream: str, branch: str | None = None, *, dry_run: 
         current = ops.require_branch(git)
         name = current.removeprefix("refs/heads/")
         if branch is not None and branch.removeprefix("refs/heads/") != name:
+            short = branch.removeprefix("refs/heads/")
+            if not git.ref_exists(f"refs/heads/{short}"):
+                raise ConfigError(f"no branch {short} (pq import works on the checked-out "
+                                  f"branch, {name})", hint="check the name (`git branch` "
+                                  "lists them), or leave it out to import " + name)
             raise ConfigError(f"pq import works on the checked-out branch; {branch} is not "
-                              f"checked out ({name} is)",
-                              hint=f"`git switch {branch.removeprefix('refs/heads/')}` first")
+                              f"checked out ({name} is)", hint=f"`git switch {short}` first")
         queue_paths = new_series(upstream, upstream_id).queue_paths
         tip = git.head()
         if (git.root / SERIES_FILE).exists() or git.ls_tree(tip, [SERIES_FILE]):
