@@ -323,6 +323,27 @@ def test_a_patch_file_saved_with_crlf_is_named_with_a_fix_that_works(tmp_path: P
     pq(fork, "check")
 
 
+def test_a_push_from_a_bare_repository_is_checked_by_its_commits(tmp_path: Path) -> None:
+    """A mirror (`git clone --mirror`) pushing through pq's hook: a ref without series.yaml
+    passes, a consistent series passes, an unexported commit is refused, as from a clone
+    with a working tree (the checks read commits; it was refused, exit 2, for any ref)."""
+    fork, _ = make_pushable(tmp_path)
+    mirror, dest = tmp_path / "mirror.git", tmp_path / "dest.git"
+    git(tmp_path, "clone", "-q", "--mirror", str(fork), str(mirror))
+    git(tmp_path, "init", "-q", "--bare", str(dest))
+    git(mirror, "config", "core.hooksPath", str(Path(__file__).resolve().parents[2] / "hooks"))
+    env = {"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    for ref in ("main", "paddle"):
+        ok = push(mirror, str(dest), ref, **env)
+        assert ok.returncode == 0, ok.stderr
+    write(fork, "pkg/extra.py", "x = 1\n")
+    commit_all(fork, "glue: unexported")
+    git(mirror, "fetch", "-q", str(fork), "+paddle:paddle")
+    refused = push(mirror, str(dest), "paddle", **env)
+    assert refused.returncode != 0
+    assert "is not in the series: an unexported edit" in refused.stderr, refused.stderr
+
+
 def test_an_audit_that_cannot_read_a_patch_file_is_no_policy_finding(tmp_path: Path
                                                                     ) -> None:
     """A patch file that does not parse stops the audit: listed with the branch's

@@ -13,10 +13,12 @@ from pq.errors import ConfigError
 from pq.git.gateway import clean_env, stderr_reason
 
 
-def locate(path: Path, environment: bool = False) -> tuple[Path, Path, Path, str]:
+def locate(path: Path, environment: bool = False, bare: bool = False
+           ) -> tuple[Path, Path, Path, str]:
     """(working tree, git dir, common git dir, object format) of the repository at
     `path`; `environment`: the one GIT_DIR and GIT_WORK_TREE name when they are set (the
-    command line's repository)."""
+    command line's repository); `bare`: a bare repository is taken too, its git dir
+    standing for the working tree it has not (for what reads commits only)."""
     if not path.is_dir():
         raise ConfigError(f"{path}: not a directory", hint="run pq inside a git repository")
     given = {k: os.environ[k] for k in ("GIT_DIR", "GIT_WORK_TREE") if os.environ.get(k)}
@@ -36,6 +38,14 @@ def locate(path: Path, environment: bool = False) -> tuple[Path, Path, Path, str
         capture_output=True,
         env=clean_env(),
     )
+    if proc.returncode != 0 and b"must be run in a work tree" in proc.stderr and bare:
+        proc = subprocess.run(["git", "-C", str(path), "rev-parse", "--show-object-format",
+                               "--absolute-git-dir", "--git-common-dir"],
+                              capture_output=True, env=clean_env())
+        lines = os.fsdecode(proc.stdout).splitlines()
+        if proc.returncode == 0 and len(lines) == 3:
+            lines.insert(1, lines[1])
+            return _found(path, lines)
     if proc.returncode != 0 and b"must be run in a work tree" in proc.stderr:
         raise ConfigError(f"{path.resolve()}: a bare repository has no working tree for pq",
                           hint="run pq in a clone of it, or in a worktree that `git "
@@ -45,6 +55,10 @@ def locate(path: Path, environment: bool = False) -> tuple[Path, Path, Path, str
     lines = os.fsdecode(proc.stdout).splitlines()  # a folder name need not be UTF-8
     if len(lines) != 4:
         raise ConfigError(f"{path.resolve()}: a bare repository has no working tree for pq")
+    return _found(path, lines)
+
+
+def _found(path: Path, lines: list[str]) -> tuple[Path, Path, Path, str]:
     object_format, root, git_dir, common = lines
     common_path = Path(common)
     if not common_path.is_absolute():

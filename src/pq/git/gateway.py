@@ -99,12 +99,13 @@ class Gateway:
     # -- opening and closing -------------------------------------------------
 
     @classmethod
-    def open(cls, path: str | Path = ".", *, environment: bool = False) -> Self:
+    def open(cls, path: str | Path = ".", *, environment: bool = False,
+             bare: bool = False) -> Self:
         """The repository at `path`; `environment`: the one GIT_DIR and GIT_WORK_TREE
         name when they are set, as git takes it (the command line's repository)."""
         from pq.git.discover import locate
 
-        root, git_dir, common, object_format = locate(Path(path), environment)
+        root, git_dir, common, object_format = locate(Path(path), environment, bare)
         opened = cls(root, git_dir, common)
         opened._format = object_format
         return opened

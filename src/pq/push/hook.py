@@ -252,7 +252,7 @@ def open_for_hook(environ: Mapping[str, str]) -> Git:
     belongs to (the checks read commits, never the working tree's files)."""
     given = environ.get("GIT_DIR")
     where = environ.get("GIT_WORK_TREE") or (worktree_of(Path(given)) if given else ".")
-    git = Git.open(where)
+    git = Git.open(where, bare=True)  # a bare repository's push: its commits are checked
     if given and Path(given).resolve() != git.git_dir.resolve():
         git.close()
         raise ConfigError(f"git pushes from {given}, but pq's hook runs in {git.root}",
