@@ -344,6 +344,23 @@ def test_a_push_from_a_bare_repository_is_checked_by_its_commits(tmp_path: Path)
     assert "is not in the series: an unexported edit" in refused.stderr, refused.stderr
 
 
+def test_a_markers_verdict_that_read_local_attributes_is_not_kept(tmp_path: Path) -> None:
+    """Marker-like lines let through by a `conflict-marker-size` in .git/info/attributes
+    (this clone's own setting, not the commit's): once it is gone, the next check reads
+    them again and refuses, instead of reusing the cached pass."""
+    fork, _ = make_pushable(tmp_path)
+    write(fork, "data.txt", "<<<<<<< ours\nx\n=======\ny\n>>>>>>> theirs\n")
+    commit_all(fork, "glue: merge tool test data")
+    pq(fork, "export", "--commit")
+    assert pq(fork, "check", ok=False).exit_code == 1  # markers, as git diff --check says
+    write(fork / ".git" / "info", "attributes", "data.txt conflict-marker-size=10\n")
+    pq(fork, "check")
+    (fork / ".git" / "info" / "attributes").unlink()
+    again = pq(fork, "check", ok=False)
+    assert again.exit_code == 1 and "adds a conflict marker at data.txt:1" in again.output, \
+        again.output
+
+
 def test_an_audit_that_cannot_read_a_patch_file_is_no_policy_finding(tmp_path: Path
                                                                     ) -> None:
     """A patch file that does not parse stops the audit: listed with the branch's

@@ -289,6 +289,7 @@ def check_markers(git: Git, ctx: CheckContext) -> list[CheckFailure]:
             continue  # the series check reports patch files that do not parse
     paths = sorted({f.path for _, files in candidates for f in files})
     sizes = git.attribute_of(ctx.tree, "conflict-marker-size", paths) if paths else {}
+    ctx.read_local = ctx.read_local or bool(paths)  # info/attributes, core.attributesFile
     for name, files in candidates:
         found = []
         for f in files:

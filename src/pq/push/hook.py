@@ -171,7 +171,7 @@ def check_refs(git: Git, updates: Sequence[RefUpdate], skip: frozenset[str],
         report.notices = outcome.notices
         report.seconds = time.monotonic() - started
         done[key] = report
-        if outcome.ok and use_cache and _as_predicted(outcome.statuses):
+        if outcome.ok and use_cache and _as_predicted(outcome.statuses) and not ctx.read_local:
             cache = [e for e in cache if e.get("key") != key]
             ref = ctx.queue.series.upstream_ref if ctx.queue is not None else None
             cache.append({"key": key, "commit": probe.commit, "statuses": outcome.statuses,

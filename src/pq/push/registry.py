@@ -63,6 +63,9 @@ class CheckContext:
     statuses: dict[str, str] = field(default_factory=dict)
     decided: threading.Condition = field(default_factory=threading.Condition)
     slots: threading.Semaphore | None = None  # run_checks' running checks, when it runs
+    # A check read more than the commit (this repository's own attribute files): the
+    # verdict is not kept for the next push of the same commit.
+    read_local: bool = False
 
     def status_of(self, name: str) -> str:
         """The status of check `name`, once decided: a check that runs alongside the
