@@ -59,6 +59,25 @@ def test_redo_after_undoing_a_finished_continue(tmp_path: Path) -> None:
     assert repo_state(fork) == finished
 
 
+def test_redo_over_a_resolution_edited_after_the_undo(tmp_path: Path) -> None:
+    """The resolution brought back by `pq undo` edited again, unstaged: `pq redo` names
+    the file (not "pq's state changed"); `--force` redoes it (it failed in git's words),
+    and `pq undo --op` of the forced redo brings the edit back."""
+    fork = continued(tmp_path)
+    finished = repo_state(fork)
+    pq(fork, "undo")
+    with open(fork / "setup.py", "a") as f:
+        f.write("# more, unstaged\n")
+    edited = repo_state(fork)
+    refused = error_line(pq(fork, "redo", ok=False), 2)
+    assert "the stopped rebase's setup.py changed (staged or not)" in refused, refused
+    pq(fork, "redo", "--force")
+    assert repo_state(fork) == finished
+    rid = json.loads(pq(fork, "log", "--json").output)["operations"][0]["id"]
+    pq(fork, "undo", "--op", str(rid))
+    assert repo_state(fork) == edited
+
+
 def test_redo_of_an_abort_whose_conflict_was_resolved_and_staged(tmp_path: Path) -> None:
     """The abort of a rebase whose conflict was resolved and staged (not continued),
     undone and redone: the staged resolution is the logged stop's, not work in the way."""

@@ -33,6 +33,10 @@ def test_history_walks_back_through_undos_and_redos() -> None:
 def test_history_restore_and_unfinished_undo() -> None:
     h = history([rec(1), rec(2), rec(3), rec(4, "restore", 2)])
     assert h.view == [1] and h.redo == []
+    # A restore to before an operation that came after an undo: the redo list that
+    # operation cleared stays cleared (a restore is an operation too).
+    h = history([rec(1), rec(2), rec(3, "undo", 2), rec(4), rec(5, "restore", 4)])
+    assert h.view == [1] and h.redo == []
     h = history([rec(1), rec(2, "undo", 1, status="started")])  # killed: acts as a command
     assert h.view == [1, 2]
     h = history([rec(1), rec(2, "note")])

@@ -121,6 +121,10 @@ class WorkingTree(Merging):
         self.run("--literal-pathspecs", "checkout", *(["-m"] if merge else ["-q"]),
                  *([rev] if rev else []), "--", *paths)
 
+    def reset_paths(self, rev: str, paths: Sequence[str]) -> None:
+        """`git reset <rev> -- paths`: their index entries as `rev` has them (files left)."""
+        self.run("--literal-pathspecs", "reset", "-q", rev, "--", *paths)
+
     def reset(self, mode: str, rev: str, env: dict[str, str] | None = None) -> None:
         """`git reset --<mode>` (hard, keep) of the current branch to `rev`."""
         self.run("reset", f"--{mode}", "-q", rev, env=env)

@@ -1,0 +1,163 @@
+"""Putting a recorded state back: refs, HEAD, index and working tree moved by git in one
+step where it can, then the queue files, pq's state and a stopped rebase's conflict
+written from the snapshot (`pq.oplog.undo` decides what; this module does it)."""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from pq.errors import ConfigError, GitError
+from pq.git.repo import Git
+from pq.oplog.snapshot import (
+    Snapshot,
+    clear_queue,
+    in_queue,
+    read_refs,
+    write_conflict,
+    write_queue,
+    write_state,
+)
+
+if TYPE_CHECKING:
+    from pq.oplog.undo import Plan
+
+
+def restore(git: Git, p: Plan, current: Snapshot) -> None:
+    """Move refs, HEAD, index and working tree, then the queue files, to `p.target`.
+
+    Each step is one git command or one file write, so a restore that is killed half-way
+    leaves a state that the next `pq undo` (which first undoes this restore) can read.
+    """
+    target = p.target
+    env = {"GIT_REFLOG_ACTION": f"pq {p.kind}: operation {p.record['id']}"}
+    final_refs = dict(current["refs"])
+    for ref, value in p.refs.items():
+        if value is None:
+            final_refs.pop(ref, None)
+        else:
+            final_refs[ref] = value
+    head_now = current["head"]
+    head_then = target["head"] if "HEAD" in p.changed else head_now
+    commit_now = current["head_commit"]
+    if head_then == "HEAD":
+        commit_then = target["head_commit"] if "HEAD" in p.changed else commit_now
+    else:
+        commit_then = final_refs.get(head_then)
+    moving = head_then != head_now or commit_then != commit_now
+    elsewhere = git.branches_elsewhere()
+    for ref in [*p.refs, *([head_then] if moving else [])]:
+        if ref in elsewhere:  # git would move or delete it under that worktree's files
+            raise ConfigError(f"{ref} is checked out in the worktree {elsewhere[ref]}; "
+                              f"{_doing(p)} would move it there too",
+                              hint="switch that worktree to another branch or remove it, "
+                                   f"then run `pq {'redo' if p.kind == 'redo' else 'undo'}` "
+                                   "again")
+    if moving and (commit_now is None or commit_then is None):
+        raise ConfigError("cannot undo: HEAD would have no commit",
+                          hint="check `git status`; `pq log --json` has the recorded refs")
+    queue = (target["files"], target["index"]) if "queue" in p.changed else (
+        current["files"], current["index"])
+
+    # 1. HEAD, index and working tree together, in one git command, before anything else
+    #    changes: if it refuses (it would overwrite uncommitted work) nothing has.
+    if moving:
+        assert commit_now is not None and commit_then is not None
+        _require_no_untracked_in_the_way(git, commit_now, commit_then, p)
+        # Files whose stat data changed but whose bytes did not must not count as edits.
+        git.refresh_index()
+        conflict = current.get("worktree") or {}
+        # Unmerged or resolved and staged, the conflict's work is in the snapshot this
+        # operation logs: git moves no HEAD over it, so it is taken back first.
+        took_back = bool(conflict)
+        if took_back:
+            _take_conflict_back(git, commit_now, p, env, conflict.get("paths") or [])
+        clear_queue(git, commit_now, current)
+        branch = None if head_then == "HEAD" else head_then.removeprefix("refs/heads/")
+        moved, stderr = git.try_move_head(
+            commit_then, branch, create=current["refs"].get(head_then) != commit_then, env=env)
+        if not moved:
+            if took_back:  # nothing changes when the move fails: the conflict goes back too
+                write_conflict(git, conflict)
+            write_queue(git, current["files"], current["index"], current["scope"])
+            raise ConfigError(_checkout_failure(stderr, p),
+                              hint="commit or stash those changes (`git stash`), then run it "
+                                   "again")
+    # 2. Every other ref, in one atomic update (the branch HEAD moved with is done).
+    refs_now = read_refs(git) if moving else current["refs"]
+    _update_refs(git, {ref: value for ref, value in p.refs.items()
+                       if not (moving and ref == head_then)}, refs_now, env)
+    # 3. The queue files and their index entries, byte for byte; then pq's state files.
+    if "queue" in p.changed or moving:
+        write_queue(git, *queue, target["scope"])
+    if "state" in p.changed:
+        write_state(git, target["state"])
+    if "worktree" in p.changed:
+        write_conflict(git, target.get("worktree") or {})
+
+
+def _take_conflict_back(git: Git, head: str, p: Plan, env: dict[str, str],
+                        paths: list[str]) -> None:
+    """A stopped rebase's conflict (in the snapshot this operation logs) out of the index
+    and its files, as `git cherry-pick --abort` takes one back: git moves no HEAD over
+    unmerged entries. Forced, a file with changes both staged and not (which `reset
+    --merge` refuses) is put back as HEAD has it first; its bytes are in the log."""
+    try:
+        git.reset("merge", head, env=env)
+        return
+    except GitError as exc:
+        if not (p.forced and paths):
+            raise ConfigError(f"{_doing(p)} failed: the stopped rebase's conflict cannot be "
+                              f"taken back: {exc.message}",
+                              hint="`git add` the file git names (or `git checkout -- <file>` "
+                                   "to drop its unstaged change), then run it again; or `pq "
+                                   "rebase --continue` or `pq rebase --abort` ends the "
+                                   "rebase") from None
+    git.reset_paths(head, paths)
+    tracked = git.ls_files(paths, literal=True)
+    if tracked:  # and their files as HEAD has them: the conflict's bytes are in the log
+        git.checkout_paths(tracked)
+    git.reset("merge", head, env=env)
+
+
+def _update_refs(git: Git, refs: dict[str, str | None], now: dict[str, str],
+                 env: dict[str, str]) -> None:
+    """One atomic `update-ref --stdin`, each update checked against the value we saw (two,
+    deletions first, for `feat` going and `feat/x` coming: git refuses that in one)."""
+    updates = [(ref, value, now.get(ref) or git.null_id())
+               for ref, value in sorted(refs.items())
+               if ((ref in now) if value is None else value != now.get(ref))]
+    gone, come = [u for u in updates if u[1] is None], [u for u in updates if u[1]]
+    if any(a.startswith(b + "/") or b.startswith(a + "/") for a, _, _ in gone for b, _, _ in come):
+        git.update_refs(gone, env["GIT_REFLOG_ACTION"])
+        updates = come
+    git.update_refs(updates, env["GIT_REFLOG_ACTION"])
+
+
+def _require_no_untracked_in_the_way(git: Git, now: str, then: str, p: Plan) -> None:
+    """Untracked files where the restored commit has files: git's reset would refuse
+    halfway with a bare `Could not reset index file`; say which, as `git checkout` does."""
+    in_way = git.untracked([path for path in git.changed_paths(now, then, diff_filter="A")
+                            if not in_queue(path)])
+    if in_way:
+        more = f" and {len(in_way) - 1} more" if len(in_way) > 1 else ""
+        raise ConfigError(f"untracked {in_way[0]}{more} would be overwritten by {_doing(p)}",
+                          hint="move it aside, then run `pq "
+                               f"{'redo' if p.kind == 'redo' else 'undo'}` again")
+
+
+def _checkout_failure(stderr: bytes, p: Plan) -> str:
+    text = stderr.decode("utf-8", "replace")
+    paths = [ln.strip() for ln in text.splitlines() if ln.startswith("\t")]
+    paths += re.findall(r"^error: Entry '(.+)' not uptodate", text, re.MULTILINE)
+    if paths:
+        more = f" and {len(paths) - 1} more" if len(paths) > 1 else ""
+        return f"uncommitted changes in {paths[0]}{more} would be overwritten by {_doing(p)}"
+    last = [ln for ln in text.splitlines() if ln.strip()]
+    return f"{_doing(p)} failed: {last[-1] if last else 'git checkout failed'}"
+
+
+def _doing(p: Plan) -> str:
+    """`undoing operation 3 (`pq rebase upstream/main`)`: what the plan does, for errors."""
+    verb = {"undo": "undoing", "redo": "redoing", "restore": "restoring"}[p.kind]
+    return f"{verb} operation {p.record['id']} (`{p.record.get('command')}`)"
