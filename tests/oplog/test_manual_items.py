@@ -78,6 +78,27 @@ def test_redo_over_a_resolution_edited_after_the_undo(tmp_path: Path) -> None:
     assert repo_state(fork) == edited
 
 
+def test_a_stop_reads_stopped_again_once_the_continue_that_ended_it_is_undone(
+        tmp_path: Path) -> None:
+    """The log's status of a stopped rebase follows undo and redo of the `--continue` that
+    ended it: stopped again after the undo, done after a redo, aborted after an abort."""
+    def status_of(fork: Path, command: str) -> str:
+        ops = json.loads(pq(fork, "log", "--json").output)["operations"]
+        return str(next(o["status"] for o in ops if o["command"] == command))
+
+    fork = continued(tmp_path / "a")
+    start = "pq rebase upstream/main"
+    assert status_of(fork, start) == "done"
+    pq(fork, "undo")
+    assert status_of(fork, start) == "stopped"
+    pq(fork, "redo")
+    assert status_of(fork, start) == "done"
+    fork = continued(tmp_path / "b")
+    pq(fork, "undo")
+    pq(fork, "rebase", "--abort")
+    assert status_of(fork, start) == "aborted"
+
+
 def test_redo_of_an_abort_whose_conflict_was_resolved_and_staged(tmp_path: Path) -> None:
     """The abort of a rebase whose conflict was resolved and staged (not continued),
     undone and redone: the staged resolution is the logged stop's, not work in the way."""

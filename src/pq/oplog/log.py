@@ -97,12 +97,34 @@ def read(git: Git, since: int | None = None) -> list[Record]:
         records.append(record)
         sha = record["previous"]
     records.reverse()
+    _settle(records)
+    return records
+
+
+def _settle(records: list[Record]) -> None:
+    """Each rebase logged `stopped` as the entry that ended it says (`done`, `aborted`),
+    unless an undo took that entry back (the rebase is stopped again; a redo of the undo
+    ends it again)."""
     by_id = {r["id"]: r for r in records}
-    for record in records:
+    settled_by: dict[int, int] = {}  # a stopped entry: the entry that settled it
+
+    def settle(record: Record) -> None:
         for rid, status in record.get("settles", {}).items():
             if rid in by_id and by_id[rid]["status"] == "stopped":
                 by_id[rid]["status"] = status
-    return records
+                settled_by[rid] = record["id"]
+
+    for record in records:
+        kind, done = record.get("kind", "command"), record.get("status") == "done"
+        if done and kind == "undo":
+            for rid in [r for r, by in settled_by.items() if by == record.get("target")]:
+                by_id[rid]["status"] = "stopped"
+                del settled_by[rid]
+        elif done and kind == "redo":  # its target: the undo it reverts
+            undo = by_id.get(record.get("target"))
+            if undo is not None and undo.get("target") in by_id:
+                settle(by_id[undo["target"]])
+        settle(record)
 
 
 def load(git: Git, record: Record) -> Record:
