@@ -146,6 +146,47 @@ def test_a_symbolic_link_the_build_made_is_restored(tmp_path: Path) -> None:
     assert report["status"] == "passed", report
 
 
+def test_reuse_never_puts_another_commits_tracked_file_in_place(tmp_path: Path) -> None:
+    """A build that touches a tracked file outside its inputs (same bytes: no artifact), and
+    one that rewrites one (its run started from those bytes: reused only where the tip has
+    the same ones): the next stage always sees the tip's own file."""
+    runs = tmp_path / "runs.txt"
+    fork = gate_fork(tmp_path, stage_lines(
+        stage("build", BUILD.format(runs=runs) + "; touch pkg/__init__.py"),
+        stage("use", "grep -q glue pkg/__init__.py && echo ok")))
+    write(fork, "pkg/__init__.py", "# glue\n")
+    commit_all(fork, "python-glue: glue")
+    assert gate(fork)["status"] == "passed"
+    write(fork, "pkg/__init__.py", "# broken\n")
+    commit_all(fork, "python-glue: break it")
+    report = gate(fork)
+    assert stages(report)["build"]["status"] == "reused" and count(runs) == 1
+    assert report["status"] == "failed", report  # `use` read the tip's pkg/__init__.py
+    runs2 = tmp_path / "runs2.txt"
+    set_gate(fork, stage_lines(
+        stage("build", BUILD.format(runs=runs2) + '; echo "# built" >> pkg/__init__.py'),
+        stage("use", "cat pkg/__init__.py")))
+    assert gate(fork)["status"] == "passed" and count(runs2) == 1
+    change(fork, "README.md", "more\n", "docs: readme")  # pkg/__init__.py as it was
+    assert stages(gate(fork))["build"]["status"] == "reused" and count(runs2) == 1
+    change(fork, "pkg/__init__.py", "# changed\n", "python-glue: other bytes")
+    assert stages(gate(fork))["build"]["status"] == "passed" and count(runs2) == 2
+
+
+def test_reuse_restores_what_the_build_deleted_and_its_empty_folders(tmp_path: Path) -> None:
+    runs = tmp_path / "runs.txt"
+    fork = gate_fork(tmp_path, stage_lines(
+        stage("build", BUILD.format(runs=runs) + "; rm stale.py; mkdir -p build/tmp"),
+        stage("use", "test ! -e stale.py && test -d build/tmp")))
+    write(fork, "stale.py", "old = 1\n")
+    commit_all(fork, "python-glue: a stale file")
+    assert gate(fork)["status"] == "passed"
+    change(fork, "README.md", "more\n", "docs: readme")
+    report = gate(fork)
+    assert stages(report)["build"]["status"] == "reused" and count(runs) == 1
+    assert report["status"] == "passed", report
+
+
 def test_one_stage_run_alone_keys_on_the_stages_before_it(tmp_path: Path) -> None:
     runs = tmp_path / "runs.txt"
     fork = gate_fork(tmp_path, stage_lines(

@@ -170,13 +170,17 @@ class StageCache:
     mtime, at most `max_bytes` in all."""
 
     def __init__(self, root: Path, keys: Mapping[str, str], max_bytes: int = DEFAULT_MAX_BYTES,
-                 *, lookup: bool = True) -> None:
+                 *, lookup: bool = True, tracked: Mapping[str, str] | None = None) -> None:
         self.root = root
         self.lookup = lookup  # False (`--force`): run every stage, refresh the entries
         self.keys = dict(keys)
         self.max_bytes = max_bytes
+        # {path: blob id} of the files the tip tracks: a run that changed or deleted one
+        # started from that blob, and is reused only where the tip has the same one.
+        self.tracked = dict(tracked or {})
         self.notes: list[str] = []
         self._before: Snapshot = {}
+        self._folders: set[str] = set()
 
     def key(self, stage: Stage) -> str | None:
         return self.keys.get(stage.name)
@@ -196,12 +200,21 @@ class StageCache:
             meta = json.loads((entry / _META).read_text(encoding="utf-8"))
             if meta.get("format") != FORMAT or meta.get("key") != key:
                 raise ValueError("not an entry of this pq")
+            if any(item.get("base") != self.tracked.get(str(item["path"]))
+                   for item in meta["files"] if "base" in item):
+                return None  # it changed a tracked file this tip has other bytes of: run it
             for item in meta["files"]:
                 rel, digest, mode = str(item["path"]), str(item.get("sha256")), \
                     int(item.get("mode", 0))
                 if rel.startswith("/") or ".." in rel.split("/"):
                     raise ValueError(f"bad path {rel!r}")
                 target = worktree / rel
+                if item.get("deleted"):  # a file the stage removed
+                    target.unlink(missing_ok=True)
+                    continue
+                if item.get("folder"):  # an empty folder the stage made
+                    target.mkdir(parents=True, exist_ok=True)
+                    continue
                 target.parent.mkdir(parents=True, exist_ok=True)
                 placed.append(target)
                 if "link" in item:  # a symbolic link the stage made (libfoo.so -> .so.1)
@@ -224,6 +237,7 @@ class StageCache:
 
     def before(self, stage: Stage, worktree: Path) -> None:
         self._before = snapshot(worktree) if self.key(stage) else {}
+        self._folders = _empty_folders(worktree) if self.key(stage) else set()
 
     def save(self, stage: Stage, worktree: Path, commit: str) -> None:
         """Keep what a passing run of a reusable stage wrote, for the next run to restore."""
@@ -242,15 +256,28 @@ class StageCache:
         items: list[dict[str, Any]] = []
         for rel in files:
             src = worktree / rel
+            base = self.tracked.get(rel)
+            if base is not None and not src.is_symlink() and src.is_file() and \
+                    _blob_id(src, len(base)) == base:
+                continue  # a tracked file as committed (touched, not changed): no artifact
+            extra = {"base": base} if base is not None else {}
             if src.is_symlink():
-                items.append({"path": rel, "link": os.readlink(src)})
+                items.append({"path": rel, "link": os.readlink(src), **extra})
                 continue
             if not src.is_file():
                 continue
             dst = tmp / _FILES / rel
             dst.parent.mkdir(parents=True, exist_ok=True)
             items.append({"path": rel, "sha256": _copy(src, dst), "size": src.stat().st_size,
-                          "mode": src.stat().st_mode & 0o7777})
+                          "mode": src.stat().st_mode & 0o7777, **extra})
+        after = snapshot(worktree)
+        for rel in sorted(set(self._before) - set(after)):  # what the stage deleted
+            if stage.artifacts is None or matches(rel, stage.artifacts):
+                items.append({"path": rel, "deleted": True, **(
+                    {"base": self.tracked[rel]} if rel in self.tracked else {})})
+        for rel in sorted(_empty_folders(worktree) - self._folders):
+            if stage.artifacts is None or matches(rel, stage.artifacts):
+                items.append({"path": rel, "folder": True})
         meta = {"format": FORMAT, "key": key, "stage": stage.name, "commit": commit,
                 "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "size": size,
                 "files": items}
@@ -281,6 +308,24 @@ def prune(root: Path, max_bytes: int) -> None:
             break
         shutil.rmtree(entry, ignore_errors=True)
         total -= size
+
+
+def _empty_folders(root: Path) -> set[str]:
+    """The empty folders under root, its `.git` left out."""
+    found = set()
+    for folder, dirs, files in os.walk(root):
+        if folder == str(root):
+            dirs[:] = [d for d in dirs if d != ".git"]
+        elif not dirs and not files:
+            found.add(os.path.relpath(folder, root).replace(os.sep, "/"))
+    return found
+
+
+def _blob_id(path: Path, id_len: int) -> str:
+    """The id git gives a blob of the file's bytes (SHA-1, or SHA-256 for a 64-digit id)."""
+    data = path.read_bytes()
+    algo = hashlib.sha256 if id_len == 64 else hashlib.sha1
+    return algo(b"blob %d\0" % len(data) + data).hexdigest()
 
 
 def _copy(src: Path, dst: Path) -> str:
