@@ -198,6 +198,10 @@ BAD = [
     ("run NUL", stage("build", "true\0"), "run:", "`run` holds a NUL character"),
     ("unknown kind", "    - name: cmp\n      kind: fuzz\n", "kind: fuzz", "unknown kind 'fuzz'"),
     ("bad name", stage("bad/name", "true"), "name: bad/name", "bad gate stage name"),
+    ("name ending in a newline", '    - name: "build\\n"\n      run: "true"\n', 'name: "build',
+     "bad gate stage name"),
+    ("env name ending in a newline", stage("build", "true", env='{"CC\\n": x}'), "env: {",
+     "bad environment variable name"),
 ]
 
 
@@ -449,3 +453,20 @@ def test_output_written_before_a_process_left_the_group_with_the_pipe_is_kept(
     done = process.run(["sh", "-c", "echo important result; setsid sleep 4 & exit 3"],
                        timeout=30, grace=1)
     assert (done.code, done.stdout) == (3, b"important result\n")
+
+
+def test_a_note_of_another_shape_is_left_out_not_a_crash(tmp_path: Path) -> None:
+    """Notes written by hand or by something else in refs/notes/pq-gate (a `history` that
+    is a number, a fingerprint that is a list): pq gate, --status and pq check skip them."""
+    fork = gate_fork(tmp_path, stage_lines(stage("a", "true")))
+    git(fork, "notes", "--ref=refs/notes/pq-gate", "add", "-f", "-m",
+        json.dumps({"tree": "x", "status": "passed", "stages": [], "history": 5}), "main")
+    tree = git(fork, "rev-parse", "HEAD^{tree}")
+    git(fork, "notes", "--ref=refs/notes/pq-gate", "add", "-f", "-m", json.dumps(
+        {"tree": tree, "status": "passed", "fingerprint": [1],
+         "stages": [{"name": "a", "status": "passed", "requires": 5}]}), "HEAD")
+    status = pq(fork, "gate", "--status", ok=False)
+    assert status.exit_code == 1 and "no gate record" in status.output, status.output
+    assert pq(fork, "gate").exit_code == 0
+    assert pq(fork, "gate", "--status").exit_code == 0
+    assert pq(fork, "check", "--no-cache").exit_code == 0

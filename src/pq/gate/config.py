@@ -179,7 +179,7 @@ def _stage(series: Series, lines: list[str], i: int, item: Any) -> Stage:
         raise series.error(path + ("name",) if "name" in item else path,
                            f"gate stage {i + 1} needs a `name`",
                            hint="e.g. " + ", ".join(DEFAULT_ORDER))
-    if not _NAME_RE.match(name):
+    if not _NAME_RE.fullmatch(name):
         raise series.error(path + ("name",), f"bad gate stage name {name!r}",
                            hint="letters, digits, '.', '_' and '-', at most 64")
     run, kind = item.get("run"), item.get("kind")
@@ -268,7 +268,7 @@ def _env(series: Series, path: tuple[str | int, ...], name: str, value: Any) -> 
                            "of variable names to strings")
     env: dict[str, str] = {}
     for key, val in value.items():
-        if not _ENV_RE.match(key):
+        if not _ENV_RE.fullmatch(key):
             raise series.error(path + ("env", key), f"gate stage {name!r}: bad environment "
                                f"variable name {key!r}")
         if not isinstance(val, str):  # YAML reads 12.10 as 12.1, 022 as 18: never guess

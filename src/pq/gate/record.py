@@ -57,10 +57,24 @@ def _parse(git: Git, blob: str) -> list[Record]:
 
 
 def _records_of(note: Record) -> list[Record]:
-    """The record at the top of a note object, then those under its `history`."""
+    """The record at the top of a note object, then those under its `history`; a record of
+    another shape (a note written by hand, or by something else) is left out."""
     top = {k: v for k, v in note.items() if k != "history"}
-    older = [r for r in note.get("history") or [] if isinstance(r, dict)]
-    return [r for r in (top, *older) if isinstance(r.get("stages"), list)]
+    history = note.get("history")
+    older = [r for r in history if isinstance(r, dict)] if isinstance(history, list) else []
+    return [r for r in (top, *older) if _well_formed(r)]
+
+
+def _well_formed(record: Record) -> bool:
+    """Whether `record` has the shape pq writes: text where pq reads text, a mapping for
+    the fingerprint, a list of stages each with a name, a status and a list of needs."""
+    stages = record.get("stages")
+    return (isinstance(stages, list)
+            and all(isinstance(record.get(k, ""), str) for k in ("tree", "status", "time"))
+            and isinstance(record.get("fingerprint") or {}, dict)
+            and all(isinstance(st, dict) and isinstance(st.get("name"), str)
+                    and isinstance(st.get("status"), str)
+                    and isinstance(st.get("requires") or [], list) for st in stages))
 
 
 def records_for_tree(git: Git, commit: str, tree: str) -> list[tuple[str, Record]]:
