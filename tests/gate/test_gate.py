@@ -470,3 +470,18 @@ def test_a_note_of_another_shape_is_left_out_not_a_crash(tmp_path: Path) -> None
     assert pq(fork, "gate").exit_code == 0
     assert pq(fork, "gate", "--status").exit_code == 0
     assert pq(fork, "check", "--no-cache").exit_code == 0
+
+
+def test_the_gate_leaves_the_users_other_worktrees_alone(tmp_path: Path) -> None:
+    """A linked worktree of the user's whose folder is away just now (moved, a disk not
+    mounted): after `pq gate`, git still knows it, and it works once the folder is back."""
+    fork = gate_fork(tmp_path, stage_lines(stage("a", "true")))
+    wt, away = tmp_path / "wt", tmp_path / "wt-away"
+    git(fork, "worktree", "add", "-q", "-b", "feature", str(wt))
+    write(wt, "wip.txt", "wip\n")
+    git(wt, "add", "wip.txt")
+    wt.rename(away)
+    assert pq(fork, "gate").exit_code == 0
+    away.rename(wt)
+    assert str(wt) in git(fork, "worktree", "list")
+    assert git(wt, "status", "--porcelain") == "A  wip.txt"

@@ -196,12 +196,20 @@ class WorkingTree(Merging):
 
     def remove_worktree(self, path: Path) -> None:
         """Remove a worktree (dirty or locked alike), its folder even where git could not,
-        and what git keeps about it."""
+        and what git keeps about it: about it alone (a `git worktree prune` would also drop
+        the user's worktrees whose folders are away just now)."""
         self.run_proc("worktree", "remove", "--force", "--force", str(path))
         import shutil  # a cleanup needs it; most commands never get here
 
         shutil.rmtree(path, ignore_errors=True)
-        self.run_proc("worktree", "prune")
+        admin = self.common_dir / "worktrees"
+        for entry in admin.iterdir() if admin.is_dir() else ():
+            try:
+                points = (entry / "gitdir").read_text().strip()
+            except OSError:
+                continue
+            if os.path.normpath(points) == os.path.normpath(str(path / ".git")):
+                shutil.rmtree(entry, ignore_errors=True)
 
     def worktrees(self) -> list[tuple[Path, str | None]]:
         """(folder, checked-out branch ref or None) of every worktree git knows, the main
