@@ -485,3 +485,13 @@ def test_the_gate_leaves_the_users_other_worktrees_alone(tmp_path: Path) -> None
     away.rename(wt)
     assert str(wt) in git(fork, "worktree", "list")
     assert git(wt, "status", "--porcelain") == "A  wip.txt"
+
+
+def test_status_after_a_partial_pass_says_what_the_whole_gate_says(tmp_path: Path) -> None:
+    fork = gate_fork(tmp_path, stage_lines(stage("one", "true"), stage("two", "exit 3")))
+    assert pq(fork, "gate", ok=False).exit_code == 1
+    assert pq(fork, "gate", "--stage", "one").exit_code == 0
+    status = pq(fork, "gate", "--status", ok=False)
+    assert status.exit_code == 1, status.output
+    assert "a partial run (--stage)" in status.output
+    assert "the whole gate: failed at stage two" in status.output

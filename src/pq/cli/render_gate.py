@@ -57,6 +57,11 @@ def status_text(status: GateStatus) -> str:
               if isinstance(s, dict)]
     lines.extend(_stage_lines(stages))
     lines.append("result: " + str(rec.get("summary") or rec.get("status")))
+    whole = status.whole
+    if rec.get("partial"):  # what the gate as a whole says: the exit code's answer
+        lines.append("the whole gate: " + (
+            f"{whole.get('summary') or whole.get('status')} (recorded {whole.get('time')})"
+            if whole is not None else "not run for this tree (`pq gate` runs it)"))
     for old in status.history:
         lines.append(f"earlier: {old.get('time')}: {old.get('summary') or old.get('status')}"
                      f" ({_env_line(old.get('fingerprint'))})")

@@ -241,8 +241,17 @@ class GateStatus:
     history: list[dict[str, Any]]
 
     @property
+    def whole(self) -> dict[str, Any] | None:
+        """The newest record of a run of the whole gate (a `--stage` run is partial)."""
+        return next((r for r in ([self.record] if self.record else []) + self.history
+                     if not r.get("partial")), None)
+
+    @property
     def exit_code(self) -> int:
-        return 0 if self.record is not None and self.record.get("status") in R.PASSING else 1
+        """0 when the newest run of the whole gate passed (a partial run's pass alone is
+        not the gate's), else 1."""
+        whole = self.whole
+        return 0 if whole is not None and whole.get("status") in R.PASSING else 1
 
     def to_json(self) -> dict[str, Any]:
         return {"tip": self.tip, "tree": self.tree, "found_on": self.found_on,
