@@ -495,3 +495,19 @@ def test_status_after_a_partial_pass_says_what_the_whole_gate_says(tmp_path: Pat
     assert status.exit_code == 1, status.output
     assert "a partial run (--stage)" in status.output
     assert "the whole gate: failed at stage two" in status.output
+
+
+def test_two_gates_at_once_keep_both_records(tmp_path: Path) -> None:
+    """Two `pq gate` runs of the same tip in different environments, ending together: the
+    note keeps both records (the second read the note before the first wrote it)."""
+    import subprocess
+    import sys
+
+    fork = gate_fork(tmp_path, stage_lines(stage("a", "sleep 1")))
+    pq_script = str(Path(sys.executable).parent / "pq")
+    runs = [subprocess.Popen([pq_script, "gate"], cwd=fork, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL, env={**os.environ, **extra})
+            for extra in ({}, {"CC": "gcc"})]
+    assert [r.wait(timeout=60) for r in runs] == [0, 0]
+    data = note(fork)
+    assert 1 + len(data["history"]) == 2, data

@@ -135,20 +135,22 @@ def covers(git: Git, commit: str, tree: str, required: tuple[str, ...]) -> tuple
 
 
 def save(git: Git, commit: str, record: Record) -> None:
-    """Write `record` as the note on `commit`, keeping other environments' runs as history."""
+    """Write `record` as the note on `commit`, keeping other environments' runs as history
+    (the note is read under the same lock it is written under: two gates run at once both
+    keep their record)."""
+    if in_transaction(git):
+        _write(git, commit, record)  # inside the caller's transaction (pq rebase --gate)
+        return
+    with Transaction(git, "pq gate") as txn:
+        _write(git, commit, record)
+        txn.done()
+
+
+def _write(git: Git, commit: str, record: Record) -> None:
     history = [r for r in read_records(git, commit) if not _superseded(r, record)]
     note = dict(record)
     note["history"] = history[:HISTORY_MAX]
     data = (json.dumps(note, indent=1, ensure_ascii=False) + "\n").encode("utf-8")
-    if in_transaction(git):
-        _write(git, commit, data)  # inside the caller's transaction (pq rebase --gate)
-        return
-    with Transaction(git, "pq gate") as txn:
-        _write(git, commit, data)
-        txn.done()
-
-
-def _write(git: Git, commit: str, data: bytes) -> None:
     blob = git.write_blob(data)
     # -C takes the blob as it is: no whitespace clean-up of the JSON.
     git.add_note(NOTES_REF, commit, blob)
