@@ -13,6 +13,7 @@ from pq.cli.failure import Failure
 from pq.cli.render_gate import report_text, status_text
 from pq.errors import ConfigError
 from pq.gate import api, junit
+from pq.git.hold import terminate_as_interrupt
 
 
 def register(main: click.Group) -> None:
@@ -56,7 +57,7 @@ def gate(ctx: click.Context, stages: tuple[str, ...], force: bool, python: str |
         check_writable(junit_path, "--junit")
     if python and "/" in python:
         python = os.path.abspath(os.path.expanduser(python))  # relative to where pq runs
-    with open_repo() as git:
+    with open_repo() as git, terminate_as_interrupt():
         report = api.run_gate(git, stages=list(stages) or None, force=force,
                               progress=progress_printer("gate"), python=python)
     if report.error is not None and not as_json:

@@ -69,3 +69,22 @@ def held(holding: bool) -> Iterator[Hold]:
         signal.signal(signal.SIGINT, previous)
         if hold.caught:
             raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def terminate_as_interrupt() -> Iterator[None]:
+    """A SIGTERM (a CI job cancelled, `timeout`) ends the block as a Ctrl-C does, so that
+    what runs in it is stopped and cleaned up the same way (the gate's stage group, its
+    throwaway worktree); the default is to die at once, leaving them behind."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
