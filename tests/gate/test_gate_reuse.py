@@ -227,6 +227,22 @@ def test_a_damaged_cache_entry_is_rebuilt_not_a_crash(tmp_path: Path) -> None:
     assert stages(gate(fork))["build"]["status"] == "reused" and count(runs) == 2
 
 
+def test_an_older_pqs_cache_entry_is_run_again_and_replaced(tmp_path: Path) -> None:
+    """An entry of the format before tracked files carried their blob: not restored (it
+    may hold another commit's tracked file), no warning; the run replaces it."""
+    fork, runs = fork_with_build(tmp_path)
+    gate(fork)
+    (meta,) = (fork / ".git/pq/gate-cache").glob("*/meta.json")
+    data = json.loads(meta.read_text())
+    meta.write_text(json.dumps({**data, "format": 1}))
+    change(fork, "pkg/__init__.py", "\n# glue\n", "python-glue: a comment")
+    report = gate(fork)
+    assert stages(report)["build"]["status"] == "passed" and count(runs) == 2
+    assert not any("damaged" in w for w in report["warnings"]), report["warnings"]
+    change(fork, "pkg/__init__.py", "\n# more glue\n", "python-glue: another comment")
+    assert stages(gate(fork))["build"]["status"] == "reused" and count(runs) == 2
+
+
 def test_declared_inputs_and_artifacts(tmp_path: Path) -> None:
     runs = tmp_path / "runs.txt"
     fork = gate_fork(tmp_path, stage_lines(

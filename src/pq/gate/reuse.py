@@ -22,7 +22,7 @@ from pq.gate import result as R
 from pq.gate.config import BASE, Stage
 from pq.model.layers import classify_path
 
-FORMAT = 1
+FORMAT = 2  # 2: tracked files an artifact replaces carry the blob the run started from
 DEFAULT_LAYERS = ("kernel", "build", "cpp-compat")
 # Variables of the caller's environment that change what a compiler produces.
 BUILD_ENV = ("CC", "CXX", "CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS", "LDSHARED", "NVCC_FLAGS",
@@ -198,7 +198,9 @@ class StageCache:
         placed: list[Path] = []
         try:
             meta = json.loads((entry / _META).read_text(encoding="utf-8"))
-            if meta.get("format") != FORMAT or meta.get("key") != key:
+            if meta.get("format") != FORMAT:
+                return None  # an older pq's entry: the stage runs, and its run replaces it
+            if meta.get("key") != key:
                 raise ValueError("not an entry of this pq")
             if any(item.get("base") != self.tracked.get(str(item["path"]))
                    for item in meta["files"] if "base" in item):
