@@ -4,6 +4,7 @@ renames, the no-op, byte stability of patch files, the JSON report and bad input
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -409,6 +410,41 @@ def test_gate_runs_after_the_rebase_and_gives_the_exit_code(tmp_path: Path) -> N
     assert result.exit_code == 1, result.output
     assert "rebased paddle onto" in result.output and "docs" in result.output
     assert f"base: {new}" in (fork / "series.yaml").read_text()  # the rebase itself is done
+
+
+def test_a_sigterm_during_the_gate_of_a_rebase_stops_the_stage(tmp_path: Path) -> None:
+    """`pq rebase --gate` cancelled while its gate runs: the stage's group is stopped and
+    the throwaway worktree removed, as `pq gate` does; the rebase itself is done."""
+    import signal
+    import subprocess
+    import time
+
+    up, fork = make_series(tmp_path)
+    pidfile = tmp_path / "stage.pid"
+    gate = ("gate:\n  python: " + sys.executable + "\n  stages:\n    - name: slow\n"
+            f"      run: 'echo $$ > \"{pidfile}\"; sleep 60'\n")
+    write(fork, "series.yaml", (fork / "series.yaml").read_text() + gate)
+    commit_all(fork, "pq: gate")
+    upstream_commit(up, fork, "upstream: docs", {"README.md": "more\n"})
+    proc = subprocess.Popen([str(Path(sys.executable).parent / "pq"), "rebase",
+                             "upstream/main", "--gate"], cwd=fork, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    while not pidfile.exists() or not pidfile.read_text().strip():
+        assert time.monotonic() < deadline and proc.poll() is None
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=30) != 0
+    pid = int(pidfile.read_text())
+    for _ in range(100):  # the group is stopped within the grace period
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.1)
+    else:
+        raise AssertionError("the stage still runs")
+    assert git(fork, "worktree", "list").count("\n") == 0
 
 
 def test_merges_give_what_git_rebase_gives(tmp_path: Path) -> None:

@@ -165,9 +165,11 @@ def _forget(paths: list[str], as_json: bool) -> None:
 
 def _run_gate(git: Git, as_json: bool) -> dict[str, Any]:
     from pq.gate.api import run_gate  # the gate is optional: loaded only when asked for
+    from pq.git.hold import terminate_as_interrupt
 
     try:
-        result = run_gate(git, progress=None if as_json else progress_printer("gate"))
+        with terminate_as_interrupt():  # a SIGTERM stops the stage as `pq gate` does
+            result = run_gate(git, progress=None if as_json else progress_printer("gate"))
     except PqError as exc:
         return {"exit_code": exc.exit_code, "summary": f"gate: error: {exc.render()}"}
     from pq.cli.render_gate import report_text
