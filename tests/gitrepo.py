@@ -135,3 +135,21 @@ def migrate(fork: Path) -> str:
         "-m", "[cpp-compat] include torch/library.h\n\nBody line one.\n---\nnot a separator\n\n"
         "Signed-off-by: Jörg Ümlaut <j@example.com>")
     return git(fork, "rev-parse", "HEAD")
+
+
+def terminate_pq_once_started(root: Path, args: list[str], pidfile: Path) -> int:
+    """Run the `pq` console script with `args` in `root` until a command it starts writes
+    its pid to `pidfile`, then send pq SIGTERM; pq's exit code (that process's pid is in
+    `pidfile`)."""
+    import signal
+    import sys
+    import time
+
+    proc = subprocess.Popen([str(Path(sys.executable).parent / "pq"), *args], cwd=root,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    while not pidfile.exists() or not pidfile.read_text().strip():
+        assert time.monotonic() < deadline and proc.poll() is None
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)
+    return proc.wait(timeout=30)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from fixtures.gate.gatefork import PY, gate_fork, note, set_gate, stage, stage_lines
-from gitrepo import commit_all, git, pq, write
+from gitrepo import commit_all, git, pq, terminate_pq_once_started, write
 
 from pq.cli.render_gate import report_text
 from pq.gate import api
@@ -516,19 +516,8 @@ def test_two_gates_at_once_keep_both_records(tmp_path: Path) -> None:
 def test_sigterm_stops_the_stage_and_removes_the_worktree(tmp_path: Path) -> None:
     """A cancelled CI job (SIGTERM to pq): the stage's process group is stopped and the
     throwaway worktree goes, as after a Ctrl-C (the stage ran on, the worktree stayed)."""
-    import signal
-    import subprocess
-    import sys
-
     pidfile = tmp_path / "stage.pid"
     fork = gate_fork(tmp_path, stage_lines(stage("slow", f'echo $$ > "{pidfile}"; sleep 60')))
-    proc = subprocess.Popen([str(Path(sys.executable).parent / "pq"), "gate"], cwd=fork,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 30
-    while not pidfile.exists() or not pidfile.read_text().strip():
-        assert time.monotonic() < deadline and proc.poll() is None
-        time.sleep(0.05)
-    proc.send_signal(signal.SIGTERM)
-    assert proc.wait(timeout=30) != 0
+    assert terminate_pq_once_started(fork, ["gate"], pidfile) != 0
     assert gone_within(int(pidfile.read_text()), 10)
     assert git(fork, "worktree", "list").count("\n") == 0  # the fork's own, alone

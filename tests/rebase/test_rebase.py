@@ -15,6 +15,7 @@ from gitrepo import (
     make_upstream,
     pq,
     snapshot_queue,
+    terminate_pq_once_started,
     worktree_files,
     write,
 )
@@ -415,8 +416,6 @@ def test_gate_runs_after_the_rebase_and_gives_the_exit_code(tmp_path: Path) -> N
 def test_a_sigterm_during_the_gate_of_a_rebase_stops_the_stage(tmp_path: Path) -> None:
     """`pq rebase --gate` cancelled while its gate runs: the stage's group is stopped and
     the throwaway worktree removed, as `pq gate` does; the rebase itself is done."""
-    import signal
-    import subprocess
     import time
 
     up, fork = make_series(tmp_path)
@@ -426,15 +425,8 @@ def test_a_sigterm_during_the_gate_of_a_rebase_stops_the_stage(tmp_path: Path) -
     write(fork, "series.yaml", (fork / "series.yaml").read_text() + gate)
     commit_all(fork, "pq: gate")
     upstream_commit(up, fork, "upstream: docs", {"README.md": "more\n"})
-    proc = subprocess.Popen([str(Path(sys.executable).parent / "pq"), "rebase",
-                             "upstream/main", "--gate"], cwd=fork, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 30
-    while not pidfile.exists() or not pidfile.read_text().strip():
-        assert time.monotonic() < deadline and proc.poll() is None
-        time.sleep(0.05)
-    proc.send_signal(signal.SIGTERM)
-    assert proc.wait(timeout=30) != 0
+    assert terminate_pq_once_started(fork, ["rebase", "upstream/main", "--gate"],
+                                     pidfile) != 0
     pid = int(pidfile.read_text())
     for _ in range(100):  # the group is stopped within the grace period
         try:

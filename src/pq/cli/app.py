@@ -57,8 +57,6 @@ class PqGroup(click.Group):
         try:  # pq's own options (`pq --bogus`, `pq -C`): one line, as a command's
             return super().parse_args(ctx, args)
         except click.ClickException as exc:
-            if type(exc).__name__ == "NoArgsIsHelpError":
-                raise
             usage_failure(exc, bool(ctx.meta["pq.json"]), ctx)
 
     def invoke(self, ctx: click.Context) -> Any:
@@ -74,8 +72,6 @@ class PqGroup(click.Group):
         except (click.exceptions.Exit, click.Abort, SystemExit):
             raise
         except click.ClickException as exc:  # usage errors: one line too, with the help
-            if type(exc).__name__ == "NoArgsIsHelpError":  # a bare group (click >= 8.2):
-                raise  # its help, as a bare `pq` prints it
             usage_failure(exc, as_json)
         except BaseException as exc:
             failure = failure_of(exc)
@@ -90,7 +86,10 @@ class PqGroup(click.Group):
 
 def usage_failure(exc: click.ClickException, as_json: bool,
                   ctx: click.Context | None = None) -> NoReturn:
-    """Leave on a usage error: one line naming the help to read, or the error as JSON."""
+    """Leave on a usage error: one line naming the help to read, or the error as JSON;
+    a bare group (click >= 8.2's NoArgsIsHelpError) prints its help, as a bare `pq` does."""
+    if type(exc).__name__ == "NoArgsIsHelpError":
+        raise exc
     message = exc.format_message().rstrip(".")
     where = getattr(exc, "ctx", None) or ctx
     if isinstance(exc, click.UsageError) and where is not None and not as_json:

@@ -20,6 +20,7 @@ from typing import Any
 
 from pq.gate import result as R
 from pq.gate.config import BASE, Stage
+from pq.git.odb import object_id
 from pq.model.layers import classify_path
 
 FORMAT = 2  # 2: tracked files an artifact replaces carry the blob the run started from
@@ -30,6 +31,7 @@ BUILD_ENV = ("CC", "CXX", "CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS", "LDSHARED
 DEFAULT_MAX_BYTES = 2 << 30
 CACHE_DIR = "gate-cache"
 _META = "meta.json"
+_FORMATS = {40: "sha1", 64: "sha256"}  # object id length: the object format
 _FILES = "files"
 
 Entries = Sequence[tuple[str, str, str, str]]  # (mode, type, object, path), as git ls-tree
@@ -126,13 +128,17 @@ def stage_keys(stages: Sequence[Stage], entries: Entries, toolchain: Mapping[str
 # -- what a stage wrote ----------------------------------------------------------------------
 
 
-def snapshot(root: Path) -> Snapshot:
-    """(mtime ns, size, inode) of every file under root, its `.git` left out."""
+def _walk(root: Path) -> tuple[Snapshot, set[str]]:
+    """(mtime ns, size, inode) of every file under root, and its empty folders, its `.git`
+    left out."""
     found: Snapshot = {}
+    empty: set[str] = set()
     for folder, dirs, files in os.walk(root):
         if folder == str(root):
             dirs[:] = [d for d in dirs if d != ".git"]
         rel = os.path.relpath(folder, root)
+        if rel != "." and not dirs and not files:
+            empty.add(rel.replace(os.sep, "/"))
         links = [d for d in dirs if os.path.islink(os.path.join(folder, d))]  # not walked
         for name in files + links:
             if folder == str(root) and name == ".git":
@@ -144,12 +150,11 @@ def snapshot(root: Path) -> Snapshot:
                 continue
             found[name if rel == "." else f"{rel}/{name}"] = (st.st_mtime_ns, st.st_size,
                                                               st.st_ino)
-    return found
+    return found, empty
 
 
-def written(root: Path, before: Snapshot, patterns: tuple[str, ...] | None) -> list[str]:
-    """The files under root that are new or changed since `before` (matching `patterns`)."""
-    after = snapshot(root)
+def written(after: Snapshot, before: Snapshot, patterns: tuple[str, ...] | None) -> list[str]:
+    """The files of `after` that are new or changed since `before` (matching `patterns`)."""
     return sorted(p for p, st in after.items() if before.get(p) != st
                   and (patterns is None or matches(p, patterns)))
 
@@ -238,15 +243,15 @@ class StageCache:
         return Hit(commit, len(placed), time.monotonic() - start)
 
     def before(self, stage: Stage, worktree: Path) -> None:
-        self._before = snapshot(worktree) if self.key(stage) else {}
-        self._folders = _empty_folders(worktree) if self.key(stage) else set()
+        self._before, self._folders = _walk(worktree) if self.key(stage) else ({}, set())
 
     def save(self, stage: Stage, worktree: Path, commit: str) -> None:
         """Keep what a passing run of a reusable stage wrote, for the next run to restore."""
         key = self.key(stage)
         if key is None:
             return
-        files = written(worktree, self._before, stage.artifacts)
+        after, folders = _walk(worktree)
+        files = written(after, self._before, stage.artifacts)
         size = sum((worktree / f).lstat().st_size for f in files)
         if size > self.max_bytes:
             self.notes.append(f"stage {stage.name}: artifacts of {size >> 20} MiB exceed the "
@@ -260,7 +265,7 @@ class StageCache:
             src = worktree / rel
             base = self.tracked.get(rel)
             if base is not None and not src.is_symlink() and src.is_file() and \
-                    _blob_id(src, len(base)) == base:
+                    object_id("blob", src.read_bytes(), _FORMATS[len(base)]) == base:
                 continue  # a tracked file as committed (touched, not changed): no artifact
             extra = {"base": base} if base is not None else {}
             if src.is_symlink():
@@ -272,12 +277,11 @@ class StageCache:
             dst.parent.mkdir(parents=True, exist_ok=True)
             items.append({"path": rel, "sha256": _copy(src, dst), "size": src.stat().st_size,
                           "mode": src.stat().st_mode & 0o7777, **extra})
-        after = snapshot(worktree)
         for rel in sorted(set(self._before) - set(after)):  # what the stage deleted
             if stage.artifacts is None or matches(rel, stage.artifacts):
                 items.append({"path": rel, "deleted": True, **(
                     {"base": self.tracked[rel]} if rel in self.tracked else {})})
-        for rel in sorted(_empty_folders(worktree) - self._folders):
+        for rel in sorted(folders - self._folders):
             if stage.artifacts is None or matches(rel, stage.artifacts):
                 items.append({"path": rel, "folder": True})
         meta = {"format": FORMAT, "key": key, "stage": stage.name, "commit": commit,
@@ -310,24 +314,6 @@ def prune(root: Path, max_bytes: int) -> None:
             break
         shutil.rmtree(entry, ignore_errors=True)
         total -= size
-
-
-def _empty_folders(root: Path) -> set[str]:
-    """The empty folders under root, its `.git` left out."""
-    found = set()
-    for folder, dirs, files in os.walk(root):
-        if folder == str(root):
-            dirs[:] = [d for d in dirs if d != ".git"]
-        elif not dirs and not files:
-            found.add(os.path.relpath(folder, root).replace(os.sep, "/"))
-    return found
-
-
-def _blob_id(path: Path, id_len: int) -> str:
-    """The id git gives a blob of the file's bytes (SHA-1, or SHA-256 for a 64-digit id)."""
-    data = path.read_bytes()
-    algo = hashlib.sha256 if id_len == 64 else hashlib.sha1
-    return algo(b"blob %d\0" % len(data) + data).hexdigest()
 
 
 def _copy(src: Path, dst: Path) -> str:

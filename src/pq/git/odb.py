@@ -186,8 +186,7 @@ class ObjectDB:
 
     def hash_object(self, kind: str, data: bytes) -> str:
         """The id git gives an object of `kind` holding `data`, computed without git."""
-        algo = hashlib.sha256 if self.object_format == "sha256" else hashlib.sha1
-        return algo(kind.encode() + b" %d\0" % len(data) + data).hexdigest()
+        return object_id(kind, data, self.object_format)
 
     def write(self, kind: str, data: bytes) -> str:
         """Write one object (unless this process has it already) and return its id."""
@@ -218,6 +217,13 @@ class ObjectDB:
             raise GitError(f"writing a {kind} gave {written}, expected {oid}")
         self._cache[oid] = (oid, kind, data)
         return oid
+
+
+def object_id(kind: str, data: bytes, object_format: str = "sha1") -> str:
+    """The id git gives an object of `kind` holding `data` in a repository of that object
+    format (`sha1` or `sha256`), computed without git."""
+    algo = hashlib.sha256 if object_format == "sha256" else hashlib.sha1
+    return algo(kind.encode() + b" %d\0" % len(data) + data).hexdigest()
 
 
 _tmp_ids = itertools.count(1)  # next() on it is atomic: threads never share a name

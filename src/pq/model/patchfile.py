@@ -265,15 +265,20 @@ def _parse_headers(block: str, filename: str) -> list[tuple[str, str]]:
     return [(key, "".join(values).strip()) for key, values in parts]
 
 
-def reads_the_same(a: bytes, b: bytes, path: str) -> bool:
-    """Whether two patch files read the same, header lines and all: one differs from the
-    other only in its bytes' form (CRLF line ends, a folded header), which rewriting it
-    loses nothing of."""
-    if a == b:
-        return True
+def same_parts(a: bytes, b: bytes, path: str) -> str | None:
+    """What two patch files share: "all" (they read the same, header lines and all: one
+    differs from the other only in its bytes' form, CRLF line ends or a folded header),
+    "commit" (the same author, message, encoding and diff: only header lines differ), or
+    None (they stand for other commits, or one does not parse)."""
     try:
         x, y = parse(a, path), parse(b, path)
     except ConfigError:
-        return False
-    return (x.author, x.message, x.diff, x.encoding, x.headers) == (
-        y.author, y.message, y.diff, y.encoding, y.headers)
+        return None
+    if (x.author, x.message, x.diff, x.encoding) != (y.author, y.message, y.diff, y.encoding):
+        return None
+    return "all" if x.headers == y.headers else "commit"
+
+
+def reads_the_same(a: bytes, b: bytes, path: str) -> bool:
+    """Whether rewriting one patch file as the other loses nothing of it."""
+    return a == b or same_parts(a, b, path) == "all"

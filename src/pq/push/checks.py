@@ -101,6 +101,7 @@ def check_base(git: Git, ctx: CheckContext) -> list[CheckFailure]:
 @check("export", "every commit on the branch is in the series, as committed",
        needs=("series", "base"), version=2)
 def check_export(git: Git, ctx: CheckContext) -> list[CheckFailure]:
+    from pq.model import patchfile
     from pq.queue import stack
 
     queue = _queue(ctx)
@@ -142,7 +143,7 @@ def check_export(git: Git, ctx: CheckContext) -> list[CheckFailure]:
     edited = set(stack.hand_edits(git, series.base, ctx.commit, queue, last)) if (
         differ and last) else set()
     for name in differ:
-        same = _same_parts(name, fresh.files[name], queue.files[name])
+        same = patchfile.same_parts(fresh.files[name], queue.files[name], f"patches/{name}")
         if same == "all":  # the same patch file in another form: CRLF line ends, say
             failures.append(CheckFailure(
                 "export", f"patches/{name} says what pq writes for its commit, in other bytes "
@@ -162,21 +163,6 @@ def check_export(git: Git, ctx: CheckContext) -> list[CheckFailure]:
             "export", "the branch's commits are in a different order than series.yaml lists "
                       "the patches", fix))
     return failures
-
-
-def _same_parts(name: str, fresh: bytes, committed: bytes) -> str | None:
-    """What two forms of a patch file share: "all" (they read the same, headers too),
-    "commit" (they differ only in the header lines pq writes from series.yaml: the same
-    author, message, encoding and diff), or None."""
-    from pq.model import patchfile
-
-    try:
-        a, b = (patchfile.parse(data, f"patches/{name}") for data in (fresh, committed))
-    except ConfigError:
-        return None
-    if (a.author, a.message, a.encoding, a.diff) != (b.author, b.message, b.encoding, b.diff):
-        return None
-    return "all" if a.headers == b.headers else "commit"
 
 
 def _mismatch(git: Git, name: str, commit: str, fresh: Queue,
