@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+import shlex
 from pathlib import Path
 
 import pytest
@@ -204,6 +206,11 @@ def test_dirty_tree_and_existing_series_are_refused(tmp_path: Path) -> None:
     pq(fork, "import", "--upstream", "upstream/main")
     again = pq(fork, "import", "--upstream", "upstream/main", ok=False)
     assert again.exit_code == 2 and "series.yaml already exists" in again.output
+    named = re.search(r"`(git rm [^`]*)` and commit first", again.output)
+    assert named, again.output  # the command named works as written
+    git(fork, *shlex.split(named.group(1))[1:])
+    git(fork, "commit", "-q", "-m", "drop the series")
+    pq(fork, "import", "--upstream", "upstream/main")
 
 
 def test_topics_group_co_changed_files_and_never_mix_layers() -> None:

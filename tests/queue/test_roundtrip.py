@@ -329,3 +329,20 @@ def test_apply_carries_an_edit_beside_the_patches_and_a_staged_draft_is_the_user
     result = pq(fork, "init", "--upstream", "upstream/main", "--force", ok=False)
     assert result.exit_code == 2 and "patches/draft.patch: not a patch" in result.output
     assert git(fork, "status", "--porcelain", "patches/draft.patch") == "A  patches/draft.patch"
+
+
+def test_patch_bytes_do_not_follow_the_callers_git_environment(tmp_path: Path,
+                                                               monkeypatch) -> None:
+    """GIT_DIFF_OPTS (git's context setting, read by plumbing too) and GIT_EXTERNAL_DIFF are
+    the caller's: the patch files one user writes are those another user writes."""
+    fork = make_fork(tmp_path)
+    migrate(fork)
+    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    plain = snapshot_queue(fork)
+    monkeypatch.setenv("GIT_DIFF_OPTS", "--unified=1")
+    monkeypatch.setenv("GIT_EXTERNAL_DIFF", "false")
+    result = pq(fork, "export")
+    assert "already up to date" in result.output
+    assert snapshot_queue(fork) == plain
+    pq(fork, "init", "--upstream", "upstream/main", "--force")
+    assert snapshot_queue(fork) == plain

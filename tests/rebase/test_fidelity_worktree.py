@@ -495,3 +495,32 @@ def test_a_redo_git_refuses_leaves_the_stopped_rebase_as_it_was(tmp_path: Path) 
     assert "uncommitted changes in pkg/__init__.py would be overwritten" in refused.output
     assert state(fork) == before
     assert "1 conflicted" in pq(fork, "status").output
+
+
+def test_queue_files_pq_wrote_with_lf_stay_clean_under_autocrlf_through_abort_and_undo(
+        tmp_path: Path) -> None:
+    """Under core.autocrlf=true, series.yaml and patches/ as `pq init --commit` wrote them
+    (LF; git's checkout would write CRLF): after `--abort`, `pq undo` and `pq redo`, the
+    files hold the same bytes and `git status` stays clean (the index's stat data of a
+    CRLF checkout made them look modified, for good)."""
+    up, fork = make_series(tmp_path)
+    git(fork, "config", "core.autocrlf", "true")
+    before = queue_bytes(fork)
+    assert git(fork, "status", "--porcelain") == ""
+    upstream_commit(up, fork, "upstream: docs", {"README.md": "upstream, improved\n"})
+    pq(fork, "rebase", "upstream/main")
+    pq(fork, "undo")
+    assert queue_bytes(fork) == before
+    assert git(fork, "status", "--porcelain") == ""
+    pq(fork, "redo")
+    assert git(fork, "status", "--porcelain") == ""
+    pq(fork, "undo")
+    conflict_upstream(up, fork)
+    assert pq(fork, "rebase", "upstream/main", ok=False).exit_code == 1
+    pq(fork, "rebase", "--abort")
+    assert queue_bytes(fork) == before
+    assert git(fork, "status", "--porcelain") == ""
+    pq(fork, "undo")
+    pq(fork, "redo")
+    assert queue_bytes(fork) == before
+    assert git(fork, "status", "--porcelain") == ""

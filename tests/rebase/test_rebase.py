@@ -515,3 +515,52 @@ def test_untracked_files_in_the_way_stop_it_before_anything_moves(tmp_path: Path
     assert [p["outcome"] for p in data["patches"]] == ["conflict", "clean", "clean"]
     assert (fork / "pkg/extra.py").read_text() == "x = 1\n"
     assert git(fork, "status", "--porcelain") == ""
+
+
+def test_the_upstream_count_takes_merge_commits_in(tmp_path: Path) -> None:
+    """The report's count is the commits of old_base..onto, as `git rev-list --count`
+    gives it, merges included (even a range of merges alone)."""
+    up, fork = make_series(tmp_path)
+    old = git(up, "rev-parse", "HEAD")
+    git(up, "switch", "-q", "-c", "feature")
+    write(up, "README.md", "upstream, on a feature branch\n")
+    commit_all(up, "upstream: feature")
+    git(up, "switch", "-q", "main")
+    git(up, "merge", "-q", "--no-ff", "-m", "Merge feature", "feature")
+    git(fork, "fetch", "-q", "upstream")
+    want = int(git(up, "rev-list", "--count", f"{old}..main"))
+    assert want == 2
+    data = json.loads(pq(fork, "rebase", "upstream/main", "--json").output)
+    assert data["upstream"]["commits"] == want
+    # An upstream that moved by a merge alone (of a commit main holds already).
+    merge = git(up, "commit-tree", "HEAD^{tree}", "-p", "HEAD", "-p", "HEAD~2", "-m", "Merge")
+    git(up, "merge", "-q", "--ff-only", merge)
+    git(fork, "fetch", "-q", "upstream")
+    text = pq(fork, "rebase", "upstream/main").output
+    assert "(1 commit)" in text, text
+
+
+def test_a_patch_file_that_changed_by_a_cr_or_a_byte_alone_is_reported_changed(
+        tmp_path: Path) -> None:
+    """Upstream renormalises a context line's CRLF, or changes one Latin-1 byte of another:
+    the patch files' bytes change, and the report says so and shows the line."""
+    up = make_upstream(tmp_path / "upstream", {"win.txt": b"w1\r\nw2\r\nw3\r\nw4\r\nw5\r\n",
+                                               "latin.txt": b"l1\nl2\nl3\nl4 caf\xe9\n"})
+    fork = make_fork(tmp_path, up)
+    (fork / "win.txt").write_bytes(b"w1\r\nw2 paddle\r\nw3\r\nw4\r\nw5\r\n")
+    commit_all(fork, "edit win")
+    (fork / "latin.txt").write_bytes(b"l1 paddle\nl2\nl3\nl4 caf\xe9\n")
+    commit_all(fork, "edit latin")
+    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    (up / "win.txt").write_bytes(b"w1\r\nw2\r\nw3\r\nw4\r\nw5\n")
+    (up / "latin.txt").write_bytes(b"l1\nl2\nl3\nl4 caf\xe8\n")
+    commit_all(up, "upstream: renormalise")
+    git(fork, "fetch", "-q", "upstream")
+    data = json.loads(pq(fork, "rebase", "upstream/main", "--json").output)
+    changed = git(fork, "diff", "--name-only", "refs/pq/orig-head/paddle", "HEAD", "--",
+                  "patches").split()
+    assert len(changed) == 2
+    assert [p["changed"] for p in data["patches"]] == [True, True]
+    win, latin = (p["range_diff"] for p in data["patches"])
+    assert "- w5\\r" in win and "+ w5" in win, win
+    assert "- l4 caf\\xe9" in latin and "+ l4 caf\\xe8" in latin, latin

@@ -24,7 +24,7 @@ from pq.git.objects import BlobId, Commit, CommitId, Person, TreeId, commit_obje
 from pq.git.odb import ObjectDB
 from pq.git.process import pid_alive
 
-# Variables git exports to hooks and aliases; pq always names its repository explicitly.
+# Variables git exports to hooks and aliases (pq always names its repository explicitly)
 _SCRUBBED = {
     "GIT_DIR",
     "GIT_WORK_TREE",
@@ -34,6 +34,10 @@ _SCRUBBED = {
     "GIT_NAMESPACE",
     "GIT_CEILING_DIRECTORIES",
     "GIT_DISCOVERY_ACROSS_FILESYSTEM",
+    # ...and the caller's settings that change what git prints, which pq parses and
+    # writes (a patch file's bytes must not depend on who runs pq).
+    "GIT_DIFF_OPTS",
+    "GIT_EXTERNAL_DIFF",
 }
 
 STDERR_REASON_CHARS = 600  # how much of git's stderr a GitError message keeps

@@ -69,6 +69,7 @@ def env(root: Path, common_dir: Path, kind: str) -> dict[str, str]:
     if kind == "diff":
         result["GIT_CONFIG_NOSYSTEM"] = "1"
         result["GIT_CONFIG_GLOBAL"] = os.devnull
+        result["GIT_ATTR_NOSYSTEM"] = "1"  # no attributes file of the system's either
     return result
 
 

@@ -8,7 +8,7 @@ A mixin of `pq.git.repo.Git`; every verb here changes or reads what a user sees 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 
 from pq.git.gateway import stdin_lines, zsplit
@@ -140,15 +140,23 @@ class WorkingTree(Merging):
         """Record the resolutions of the conflicts git rerere follows."""
         self.run("-c", "rerere.enabled=true", "rerere")
 
-    def set_index_entries(self, now: list[str], entries: list[str], refresh: bool = True
-                          ) -> bool:
+    def set_index_entries(self, now: list[str], entries: list[str], refresh: bool = True,
+                          rewritten: Collection[str] = ()) -> bool:
         """Replace the index entries `now` (`git ls-files -s` lines) with `entries`; with
         `refresh`, stat data is refreshed, so that unchanged files do not look modified.
-        Whether the index changed."""
+        The entries of `rewritten` paths (files just written) are set again even when they
+        are unchanged: without stat data, the refresh compares their content, where a
+        checkout's stat data (a CRLF checkout's size) would keep bytes that git stores as
+        the same blob looking modified. Whether the index changed."""
         if sorted(now) == sorted(entries):
-            return False
-        gone = sorted({e.split("\t", 1)[1] for e in now})
-        self.update_index_info([f"0 {self.null_id()}\t{path}" for path in gone] + sorted(entries))
+            stale = sorted(e for e in entries if e.split("\t", 1)[1] in rewritten)
+            if not stale:
+                return False
+            self.update_index_info(stale)
+        else:
+            gone = sorted({e.split("\t", 1)[1] for e in now})
+            self.update_index_info([f"0 {self.null_id()}\t{path}" for path in gone]
+                                   + sorted(entries))
         if refresh:
             self.refresh_index()
         return True

@@ -283,9 +283,11 @@ def write_queue(git: Git, files: dict[str, str], index: list[str],
     """The queue's files (series.yaml, patches/, mre/, .pq/) exactly as recorded: files
     written, extra files removed."""
     root = git.root
+    written: set[str] = set()
     for rel, spec in sorted(files.items()):
         mode, blob = spec.split()
-        _write_file(git, root / rel, mode, blob)
+        if _write_file(git, root / rel, mode, blob):
+            written.add(rel)
     for rel in sorted(_present_files(git, scope) - set(files)):
         checkpoint("unlink " + rel)
         (root / rel).unlink(missing_ok=True)
@@ -298,7 +300,7 @@ def write_queue(git: Git, files: dict[str, str], index: list[str],
             if not any(folder.iterdir()):
                 folder.rmdir()
     now = git.ls_files(scope, stage=True)
-    git.set_index_entries(now, index, refresh=False)
+    git.set_index_entries(now, index, refresh=False, rewritten=written)
     git.refresh_index()
 
 
@@ -326,16 +328,17 @@ def _present_files(git: Git, scope: Sequence[str]) -> set[str]:
     return present
 
 
-def _write_file(git: Git, path: Path, mode: str, blob: str) -> None:
+def _write_file(git: Git, path: Path, mode: str, blob: str) -> bool:
+    """Whether the file was written (it did not hold the blob)."""
     data = git.blob(blob)
     if mode == "120000":
         if path.is_symlink() and os.readlink(path).encode("utf-8", "surrogateescape") == data:
-            return
+            return False
         checkpoint("symlink " + path.name)
         path.unlink(missing_ok=True)
         path.parent.mkdir(parents=True, exist_ok=True)
         os.symlink(data.decode("utf-8", "surrogateescape"), path)
-        return
+        return True
     same = False
     try:
         st = path.lstat()
@@ -344,7 +347,7 @@ def _write_file(git: Git, path: Path, mode: str, blob: str) -> None:
     except OSError:
         pass
     if same:
-        return
+        return False
     if path.is_symlink() or path.is_dir():
         checkpoint("unlink " + path.name)
         if path.is_dir() and not path.is_symlink():
@@ -353,6 +356,7 @@ def _write_file(git: Git, path: Path, mode: str, blob: str) -> None:
         path.unlink()
     write_atomic(path, data)
     os.chmod(path, 0o755 if mode == "100755" else 0o644)
+    return True
 
 
 def write_state(git: Git, files: dict[str, str]) -> None:

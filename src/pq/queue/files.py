@@ -106,6 +106,14 @@ def missing_base(git: Git, base: str, upstream_ref: str, then: str
             f"git fetch {upstream_ref}, then {then}")
 
 
+def checkout_undone(data: bytes) -> bytes:
+    """A queue file whose every LF is a CRLF with each CRLF made an LF (what a checkout's
+    LF -> CRLF conversion was given: pq writes its header lines with LF alone, so such a
+    file is never pq's own form); any other file as it is (the same object)."""
+    crlf = data.count(b"\r\n")
+    return data.replace(b"\r\n", b"\n") if crlf and crlf == data.count(b"\n") else data
+
+
 def clean_forms(git: Git, raw: dict[str, bytes]) -> dict[str, bytes]:
     """{path: bytes as git stores them} for working-tree files read as `raw`.
 
@@ -125,13 +133,12 @@ def clean_forms(git: Git, raw: dict[str, bytes]) -> dict[str, bytes]:
     out = git.hash_files(paths)
     for path, oid in zip(paths, out, strict=True):
         data = raw[path]
-        crlf = data.count(b"\r\n")
+        lf = checkout_undone(data)
         if git.hash_blob(data) == oid:
             clean[path] = data
-        elif crlf and crlf == data.count(b"\n") and git.hash_blob(
-                lf := data.replace(b"\r\n", b"\n")) == oid:
+        elif lf is not data and git.hash_blob(lf) == oid:
             clean[path] = lf  # a checkout's LF -> CRLF
-        elif crlf:
+        elif b"\r\n" in data:
             clean[path] = data  # CRs next to bare LFs: pq's own bytes, not a checkout's
         else:  # another filter (a clean filter driver): what git stores, from git
             git.store_file(path)

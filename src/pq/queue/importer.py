@@ -107,10 +107,13 @@ def import_fork(git: Git, upstream: str, branch: str | None = None, *, dry_run: 
         queue_paths = new_series(upstream, upstream_id).queue_paths
         tip = git.head()
         if (git.root / SERIES_FILE).exists() or git.ls_tree(tip, [SERIES_FILE]):
+            tracked = sorted({path.split("/", 1)[0] for *_, path in
+                              git.ls_tree(tip, [SERIES_FILE, PATCHES_DIR])})
+            again = (f"`git rm -r -q {' '.join(tracked)}` and commit first" if tracked else
+                     f"remove the untracked {SERIES_FILE} first")
             raise ConfigError(f"{SERIES_FILE} already exists: {name} already has a series",
                               path=SERIES_FILE,
-                              hint="`pq export` refreshes it; `git rm series.yaml patches` "
-                                   "and commit first to import again")
+                              hint=f"`pq export` refreshes it; {again} to import again")
         ops.require_clean(git, queue_paths, "pq import")
         base = git.merge_base(tip, upstream_id)
         if base is None:

@@ -71,10 +71,11 @@ def start(git: Git, upstream: str | None = None, *, gate: bool = False,
     trees = Trees(git)
     committer = who.result()  # and `git` keeps whether it signs, before any commit
     layers = {e.name: e.layer for e in series.patches}
-    # The upstream range's files (what finds patches upstream carries) are read by git
-    # while the rebase's state is built.
+    # The upstream range's files (what finds patches upstream carries) and its size, merges
+    # included, are read by git while the rebase's state is built.
+    crossed = f"{old_base}..{onto}"
     with Transaction(git, f"pq rebase {ref}") as txn, Background(
-            lambda: git.log_files(f"{old_base}..{onto}"), "pq git log") as upstream_log:
+            lambda: (git.log_files(crossed), git.count(crossed)), "pq git log") as range_log:
         changes = trees.load_changes([sc.commit for sc in stack])
         trees.read_commits([sc.commit for sc in stack])
         steps = [Step(entry.name, layers[entry.name], sc.commit, sc.parent,
@@ -92,9 +93,8 @@ def start(git: Git, upstream: str | None = None, *, gate: bool = False,
         rs.save(git, state)
         with rs.cleanup_unless_touched(git, state):
             diffs: dict[str, bytes] = {sc.commit: sc.diff for sc in stack}
-            matches = rangediff.UpstreamMatches(git, state, qp, changes, diffs,
-                                                upstream_log.result)
-            state.upstream_count = matches.count()
+            log, state.upstream_count = range_log.result()
+            matches = rangediff.UpstreamMatches(git, state, qp, changes, diffs, lambda: log)
             report = replay.run(git, state, trees, changes, matches, progress, queue,
                                 committer, crossing)
             return _settle(txn, state, report)

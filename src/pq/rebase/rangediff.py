@@ -13,7 +13,7 @@ from pq.git.objects import Change, CommitId
 from pq.git.repo import Git
 from pq.model import diff as diffs
 from pq.queue import stack as stack_mod
-from pq.queue.files import is_queue_path
+from pq.queue.files import checkout_undone, is_queue_path
 from pq.rebase.report import PatchReport, RebaseReport, trim
 from pq.rebase.rerere import Resolution
 from pq.rebase.state import RebaseState
@@ -60,10 +60,6 @@ class UpstreamMatches:
         self._read: set[str] = set()  # commits diffed so far
         self._files_cache: dict[str, frozenset[str]] = {}
         self._prefetched = False  # the candidates of every pending patch were read
-
-    def count(self) -> int:
-        """The number of commits in old_base..onto."""
-        return len(self._upstream())
 
     def find(self, commit: str) -> str | None:
         return self.status(commit)[0]
@@ -260,8 +256,9 @@ def report(state: RebaseState, status: str, old: dict[str, bytes],
             p.applied_in, p.reverted_in = step.applied_in, step.reverted_in
             p.subjects = {c: subjects.get(c, "") for c in (step.applied_in, step.reverted_in)}
         if new is not None and step.name in new:
-            p.range_diff = summary(old.get(step.name, b""), new[step.name])
-            p.changed = bool(p.range_diff)
+            before = checkout_undone(old.get(step.name, b""))  # as git stores it
+            p.range_diff = summary(before, new[step.name])
+            p.changed = before != new[step.name]
         patches.append(p)
     result = RebaseReport(status, state.short_branch, state.onto_ref, state.old_base,
                           state.onto, state.upstream_count, state.orig_head, state.new_tip,
@@ -274,10 +271,16 @@ def report(state: RebaseState, status: str, old: dict[str, bytes],
 
 def summary(old: bytes, new: bytes, max_lines: int | None = None) -> list[str]:
     """Changed lines of `old` -> `new` (`@@` headers, `-` and `+` lines); [] when equal;
-    all of them, or the first `max_lines` and a line saying how many were left out."""
+    all of them, or the first `max_lines` and a line saying how many were left out.
+    Lines are split at LF alone, a CR shown as `\\r` and a byte that is not UTF-8 as
+    `\\xNN`, so that a change of those alone shows as one."""
     if old == new:
         return []
-    a = old.decode("utf-8", "replace").splitlines()
-    b = new.decode("utf-8", "replace").splitlines()
+    a = [_shown(line) for line in old.split(b"\n")]
+    b = [_shown(line) for line in new.split(b"\n")]
     lines = list(difflib.unified_diff(a, b, lineterm="", n=0))[2:]  # drop the ---/+++ pair
     return lines if max_lines is None else trim(lines, max_lines)
+
+
+def _shown(line: bytes) -> str:
+    return line.decode("utf-8", "backslashreplace").replace("\r", "\\r")

@@ -59,19 +59,19 @@ def save_queue_files(git: Git, committed: dict[str, str]) -> dict[str, str]:
     return saved
 
 
-def set_queue_files(git: Git, wanted: dict[str, str]) -> bool:
+def set_queue_files(git: Git, wanted: dict[str, str]) -> list[str]:
     """Make series.yaml and patches/* hold exactly the blobs `wanted` ({path: blob});
-    whether any file was written or removed."""
-    changed = False
+    the paths written or removed."""
+    removed = []
     for path, data in worktree_queue_files(git).items():
         if path not in wanted:
             (git.root / path).unlink()
-            changed = True
+            removed.append(path)
         elif git.hash_blob(data) == wanted[path]:
             del wanted[path]
     for path, oid in sorted(wanted.items()):
         write_atomic(git.root / path, git.blob(oid))
-    return changed or bool(wanted)
+    return removed + sorted(wanted)
 
 
 def clear_queue_files(git: Git) -> None:
@@ -253,7 +253,8 @@ def restore(git: Git, state: RebaseState) -> None:
         clear_git_merge_files(git)
     rewritten = set_queue_files(git, dict(state.queue_before))
     if state.index_before is not None and (git.set_index_entries(
-            index_entries(git), state.index_before, refresh=False) or rewritten):
+            index_entries(git), state.index_before, refresh=False,
+            rewritten=set(rewritten)) or rewritten):
         git.refresh_index()  # else `reset --hard` above left every entry fresh
     git.set_orig_head(state.branch, state.prev_orig_head, "pq rebase --abort")
     legacy = state.prev_legacy_orig_head
