@@ -657,3 +657,19 @@ def test_commands_that_read_the_queue_say_a_rebase_holds_it(tmp_path: Path) -> N
         assert said.exit_code == 2, (command, said.output)
         assert "pq init" not in said.output, (command, said.output)
         assert "rebase" in said.output and "pq status" in said.output, (command, said.output)
+
+
+def test_series_in_another_worktree_lists_that_worktrees_own_series(tmp_path: Path) -> None:
+    """A rebase stopped in one worktree: `pq series` in another lists the series its own
+    series.yaml holds, not the stopped rebase's."""
+    _, fork = stopped(tmp_path)
+    other = tmp_path / "other"
+    git(fork, "worktree", "add", "-q", "-b", "dev", str(other), "paddle")
+    text = (other / "series.yaml").read_text()
+    write(other, "series.yaml", text[:text.index(f"  - name: {GLUE}")])  # one patch left
+    (other / "patches" / GLUE).unlink()
+    data = json.loads(pq(other, "series", "--json").output)
+    assert [p["name"] for p in data["patches"]] == [BUILD]
+    assert data["rebase"] is not None  # and it says a rebase is stopped elsewhere
+    here = json.loads(pq(fork, "series", "--json").output)
+    assert len(here["patches"]) == 2

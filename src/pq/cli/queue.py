@@ -208,6 +208,8 @@ def series(as_json: bool) -> None:
     with open_repo() as git:
         st = rebase_status.status(git)
         state = rs.load(git) if st else None
+        if state is not None and git.other_worktree(state.worktree) is not None:
+            state = None  # stopped in another worktree: this one's series.yaml is in place
         s, infos = queueops.list_series(git, rs.queue_before(git, state) if state else None)
     if as_json:
         emit_json({"upstream": s.upstream_ref, "base": s.base, "patches": [

@@ -8,6 +8,7 @@ directory with exactly the attributes of the trees being merged.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -117,14 +118,32 @@ class Merging(Gateway):
                               self.empty_tree(), tree, "--", ":(glob)**/.gitattributes")
         return frozenset(zsplit(out))
 
-    def attribute_of(self, tree: str, attribute: str, paths: Sequence[str]) -> dict[str, str]:
+    def attribute_of(self, tree: str | None, attribute: str, paths: Sequence[str]
+                     ) -> dict[str, str]:
         """{path: value} of `attribute` for `paths` as git sees it in a checkout of `tree`
-        (its `.gitattributes` files, info/attributes, core.attributesFile): `unspecified`,
-        `set`, `unset` or the value."""
-        with self.temp_index(tree) as env:
-            out = self.run("check-attr", "--cached", "-z", attribute, "--", *paths, env=env)
+        (its `.gitattributes` files, info/attributes, core.attributesFile), or in the
+        working tree (None): `unspecified`, `set`, `unset` or the value."""
+        args = ("check-attr", "-z", attribute, "--", *paths)
+        if tree is None:
+            out = self.run(*args)
+        else:
+            with self.temp_index(tree) as env:
+                out = self.run(args[0], "--cached", *args[1:], env=env)
         items = out.decode("utf-8", "surrogateescape").split("\0")  # a value may be empty
         return {items[i]: items[i + 2] for i in range(0, len(items) - 2, 3)}
+
+    def marker_sizes(self, tree: str | None, paths: Sequence[str]) -> dict[str, int]:
+        """{path: the width of its conflict markers}: the `conflict-marker-size` attribute
+        as git reads it (a leading number, else 7) in a checkout of `tree`, or in the
+        working tree (None: its `.gitattributes` files, then the index's)."""
+        if not paths:
+            return {}
+        values = self.attribute_of(tree, "conflict-marker-size", paths)
+        sizes = {}
+        for path in paths:
+            found = re.match(r"\s*\+?(\d+)", values.get(path, ""))  # as git's atoi reads it
+            sizes[path] = int(found.group(1)) if found and int(found.group(1)) > 0 else 7
+        return sizes
 
     def attributes_from(self, files: dict[str, str]) -> bytes:
         """What git's attribute lookup sees in a checkout whose `.gitattributes` files are

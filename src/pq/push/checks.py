@@ -7,7 +7,6 @@ command that fixes it.
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING
 
 from pq.errors import ConfigError, OperationFailed
@@ -274,14 +273,13 @@ def check_markers(git: Git, ctx: CheckContext) -> list[CheckFailure]:
         except ConfigError:
             continue  # the series check reports patch files that do not parse
     paths = sorted({f.path for _, files in candidates for f in files})
-    sizes = git.attribute_of(ctx.tree, "conflict-marker-size", paths) if paths else {}
+    sizes = git.marker_sizes(ctx.tree, paths)
     ctx.read_local = ctx.read_local or bool(paths)  # info/attributes, core.attributesFile
     for name, files in candidates:
         found = []
         for f in files:
-            size = re.match(r"\s*\+?(\d+)", sizes.get(f.path, ""))  # read as git's atoi
-            width = int(size.group(1)) if size and int(size.group(1)) > 0 else 7
-            marks = [(ln.number, is_conflict_marker(ln.text, width)) for ln in f.added()]
+            marks = [(ln.number, is_conflict_marker(ln.text, sizes[f.path]))
+                     for ln in f.added()]
             if any(char in ("<", ">") for _, char in marks):
                 found += [(f.path, number) for number, char in marks if char]
         if found:

@@ -173,10 +173,25 @@ def _variants(folder: Path) -> list[tuple[str, Path, Path]]:
     return sorted(found, key=lambda v: int(v[0][1:] or 0))
 
 
-def lookup(git: Git, path: str, conflicted: bytes) -> tuple[Resolution, bytes] | None:
-    """The recorded resolution of `conflicted` (a file with conflict markers) and the
-    resolved bytes, when a recorded preimage is exactly its normalized form."""
-    normal = normalize(conflicted, git.object_format())
+def _normalized(git: Git, path: str, conflicted: bytes, tree: str | None
+                ) -> tuple[bytes, str] | None:
+    """`normalize` of `path`'s conflicted bytes with its markers' width: 7, or the
+    `conflict-marker-size` of its attributes in `tree` (None: the working tree), asked of
+    git only when markers of 7 are not there."""
+    found = normalize(conflicted, git.object_format())
+    if found is None and conflicted:
+        size = git.marker_sizes(tree, [path])[path]
+        if size != MARKER_SIZE:
+            found = normalize(conflicted, git.object_format(), size)
+    return found
+
+
+def lookup(git: Git, path: str, conflicted: bytes, tree: str | None
+           ) -> tuple[Resolution, bytes] | None:
+    """The recorded resolution of `conflicted` (a file with conflict markers, as a checkout
+    of `tree` has it) and the resolved bytes, when a recorded preimage is exactly its
+    normalized form."""
+    normal = _normalized(git, path, conflicted, tree)
     if normal is None:
         return None
     preimage, cid = normal
@@ -203,7 +218,7 @@ def reused_in_worktree(git: Git, paths: list[str]) -> list[Resolution]:
             conflicted = b""
         finally:
             target.write_bytes(resolved)
-        normal = normalize(conflicted, git.object_format())
+        normal = _normalized(git, path, conflicted, None)
         if normal is None:
             continue
         preimage, cid = normal
@@ -245,7 +260,7 @@ def resolve_tree(git: Git, trees: Trees, merged: str, paths: tuple[str, ...],
             there = trees.lookup(side, path)
             if there is None or there[0] != entry[0]:
                 return None
-        hit = lookup(git, path, git.blob(entry[1]))
+        hit = lookup(git, path, git.blob(entry[1]), merged)
         if hit is None:
             return None
         resolution, data = hit
