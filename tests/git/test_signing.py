@@ -10,7 +10,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from gitrepo import commit_all, git, make_fork, pq, write
+from gitrepo import commit_all, git, make_fork, migrate, pq, write
 
 pytestmark = pytest.mark.skipif(shutil.which("ssh-keygen") is None, reason="needs ssh-keygen")
 
@@ -173,3 +173,20 @@ def test_an_encoding_header_naming_utf8_is_dropped_as_git_rebase_drops_it(
     pq(fork, "split", "patches/0001-build-enable-compat.patch", "--by-layer", ok=False)
     pq(fork, "apply", "--branch", "signed")
     assert set(_signatures(fork, "upstream/main..signed")) == {"G"}
+
+
+def test_init_commit_that_cannot_sign_names_a_next_step_that_works(tmp_path: Path) -> None:
+    """`pq init --commit` wrote the series, then git could not sign its commit: the fix
+    named commits what was written (running `pq init --commit` again is refused)."""
+    fork = make_fork(tmp_path)
+    migrate(fork)
+    git(fork, "config", "commit.gpgSign", "true")
+    git(fork, "config", "gpg.program", "false")
+    result = pq(fork, "init", "--upstream", "upstream/main", "--commit", ok=False)
+    assert result.exit_code == 2
+    assert "`pq export --commit` commits the series.yaml and patches/" in result.output
+    git(fork, "config", "commit.gpgSign", "false")
+    assert "committed as" in pq(fork, "export", "--commit").output
+    assert git(fork, "status", "--porcelain") == ""
+    done = pq(fork, "init", "--upstream", "upstream/main", ok=False)  # nothing to commit
+    assert done.exit_code == 2 and "already has a series" in done.output

@@ -314,6 +314,9 @@ def test_the_next_step_init_names_works_with_no_patch(tmp_path: Path) -> None:
     add = line.split("next: ", 1)[1].split(" && ")[0].split()
     assert add == ["git", "add", "series.yaml"]
     git(fork, *add[1:])  # what the user is told to run works
+    # ... and so does the other way it names (not `pq init --commit` again: refused).
+    assert line.endswith("(or `pq export --commit`)")
+    assert "committed as" in pq(fork, "export", "--commit").output
 
 
 def test_apply_carries_an_edit_beside_the_patches_and_a_staged_draft_is_the_users(

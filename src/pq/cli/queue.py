@@ -67,7 +67,7 @@ def _render_export(result: queueops.ExportResult, as_json: bool, verb: str,
         paths = " ".join(p for p in ("series.yaml", "patches")
                          if any(c == p or c.startswith(p + "/") for c in result.changed))
         click.echo(f"  next: git add {paths} && git commit -m 'pq: update series' "
-                   "(or rerun with --commit)")
+                   "(or `pq export --commit`)")
 
 
 def _render_copies(copies: Sequence[CopyProposal]) -> None:

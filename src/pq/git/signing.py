@@ -28,8 +28,9 @@ if TYPE_CHECKING:
 # continuation lines, each starting with a space.
 _SIGNATURE = re.compile(rb"^gpgsig(?:-sha256)? [^\n]*\n(?: [^\n]*\n)*", re.MULTILINE)
 
+RETRY = "run the command again"  # the end of the fix, which a caller may name better
 _FIX = ("make `git commit -S` work in this repository (user.signingKey, gpg.format, "
-        "gpg.program), or turn commit.gpgSign off, then run the command again")
+        f"gpg.program), or turn commit.gpgSign off, then {RETRY}")
 
 
 def wanted(git: Gateway) -> bool:

@@ -222,8 +222,17 @@ def _write_export(git: Git, queue: Queue, old: Series, t: Transaction, commit: b
     if who is not None:
         # The working tree now holds `queue` (in its clean form): commit that.
         written = Queue(queue.series, queue.files, queue.series.dumps())
-        result.commit = commit_queue(git, f"pq: {command} series", written, expect=head,
-                                     who=who)
+        try:
+            result.commit = commit_queue(git, f"pq: {command} series", written,
+                                         expect=head, who=who)
+        except ConfigError as exc:  # git cannot sign, say: the files stay written
+            from pq.git.signing import RETRY
+
+            if exc.hint and exc.hint.endswith(RETRY):
+                exc.hint = exc.hint.removesuffix(RETRY) + (
+                    "`pq export --commit` commits the series.yaml and patches/ just written "
+                    "(`pq undo` takes them back)")
+            raise
     t.done()
     return result
 
