@@ -285,3 +285,20 @@ def test_random_comments_survive_random_edits(case: tuple[str, dict[str, set[str
     assert render(target) == out
     again = series_mod.loads(out.encode())
     assert render(again) == out
+
+
+def test_queue_paths_are_kept_as_written_trailing_slash_and_all(tmp_path: Path) -> None:
+    """`queue_paths: [notes/]` reads as `notes`; pq writes it back as the user wrote it, and
+    `pq export` with nothing to export writes nothing."""
+    fork = fork_with_two(tmp_path)
+    text = (fork / "series.yaml").read_text().replace("[mre, notes]", "[mre/, notes/]")
+    write(fork, "series.yaml", text)
+    commit_all(fork, "pq: queue paths as folders")
+    result = pq(fork, "export")
+    assert "already up to date" in result.output
+    assert (fork / "series.yaml").read_text() == text
+    loaded = series_mod.loads(text.encode(), "series.yaml")
+    assert loaded.queue_extra == ("mre", "notes")
+    assert "queue_paths: [mre/, notes/]" in loaded.dumps().decode()
+    moved = replace(loaded, queue_extra=("notes",))  # a real change is written as pq has it
+    assert "queue_paths: [notes]" in moved.dumps().decode()

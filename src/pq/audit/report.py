@@ -25,7 +25,7 @@ def _row_data(w: WorkaroundRow) -> dict[str, Any]:
         "issue": str(wa.issue) if wa.issue else None,
         "mre": wa.mre,
         "mre_present": w.mre_present,
-        "marker": wa.marker,
+        "marker": wa.marker or (f"none: {wa.no_marker}" if wa.no_marker else None),
         "conditions": [{"condition": s.condition.text, "kind": s.condition.kind,
                         "state": s.state, "detail": s.detail} for s in w.conditions],
         "removal": w.removal,
