@@ -62,8 +62,14 @@ def test_the_verification_path_reads_the_latest_gate_record(tmp_path: Path) -> N
     assert data["record"]["status"] == "failed"
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", data["record"]["finished"])
     text = pq(fork, "report").output
-    assert "| check | — | passed |" in text and "Latest gate record of this tree: failed" in text
+    assert "| check | — | passed |" in text and "Latest whole gate run of this tree: failed" \
+        in text
     assert f"({data['record']['finished']})" in text
+    # A later `--stage` run that passes is not the gate's result: the whole run's stands.
+    pq(fork, "gate", "--stage", "check")
+    data = json.loads(pq(fork, "report", "--json").output)["verification"]
+    assert (data["record"]["status"], data["record"]["partial"]) == ("failed", False)
+    assert "Latest whole gate run of this tree: failed" in pq(fork, "report").output
 
 
 def test_a_later_gate_that_skipped_a_stage_does_not_hide_its_result(

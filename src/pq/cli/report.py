@@ -61,7 +61,9 @@ def render(r: MigrationReport) -> str:
             out += ["`pq gate` runs these stages in a clean worktree; no gate record of this "
                     "tree yet (run `pq gate`).", ""]
         else:
-            out += [f"Latest gate record of this tree: {rec.get('status')} on "
+            what = ("Latest gate run of this tree (`--stage`, no whole run yet)"
+                    if rec.get("partial") else "Latest whole gate run of this tree")
+            out += [f"{what}: {rec.get('status')} on "
                     f"`{short(str(rec.get('commit')))}` ({rec.get('finished') or '—'}).", ""]
         out += ["| Stage | Needs | Latest result |", "|---|---|---|"]
         for s in r.stages:

@@ -6,8 +6,8 @@ Rules (ids are stable; `RULES` holds their one-line descriptions):
 - `build-file`: setup.py, setup.cfg, pyproject.toml, CMake, Makefiles, build scripts -> build;
 - `cuda-api-hunk` / `cuda-kernel-hunk`: a GPU kernel source (`.cu`, `.cuh`, ...) is decided
   per hunk, by content: a hunk whose changed code lines all talk to a C++ framework API
-  (ATen/c10/torch or Paddle/phi calls, `#include`s; comments ignored) is plumbing ->
-  cpp-compat, any other hunk changes device code -> kernel;
+  (ATen/c10/torch or Paddle/phi calls, `#include`s; comments ignored, at least one such
+  line) is plumbing -> cpp-compat, any other hunk (comments alone included) -> kernel;
 - `cpp-api-hunk` / `cpp-api-file` / `cpp-compute`: a C/C++ source is cpp-compat when the
   hunk's changed lines, or the file itself, use at::/c10::/torch::, TORCH_LIBRARY or
   pybind11; C++ that only computes is kernel;

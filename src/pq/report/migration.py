@@ -205,8 +205,11 @@ def _verification(git: Git, series: Series, text: bytes | None,
                 for name, value in gate_record.stage_statuses(rec).items():
                     if value not in moot or name not in statuses:
                         statuses[name] = value
+            # The gate's result is its newest whole run's: a `--stage` run's pass is not.
+            latest = status.whole or status.record
             report.gate_record = {"commit": status.found_on, "tree": status.tree,
-                                  "status": status.record.get("status"),
-                                  "finished": status.record.get("time")}
+                                  "status": latest.get("status"),
+                                  "finished": latest.get("time"),
+                                  "partial": bool(latest.get("partial"))}
     report.stages = [StageResult(s.name, s.requires, s.kind, statuses.get(s.name))
                      for s in config.stages]
