@@ -102,9 +102,10 @@ class Series:
         known: dict[str, Any] = {"version": FORMAT_VERSION, "upstream": upstream}
         if self.queue_extra:
             given = self.raw.get("queue_paths")  # as written: `notes/` stays `notes/`
-            same = isinstance(given, list) and [str(p).rstrip("/") for p in given] == list(
-                self.queue_extra)
-            known["queue_paths"] = list(given) if same else list(self.queue_extra)
+            if not (isinstance(given, list) and [str(p).rstrip("/") for p in given] == list(
+                    self.queue_extra)):
+                given = list(self.queue_extra)
+            known["queue_paths"] = list(given)
         known["patches"] = [e.to_data() for e in self.patches]
         if self.gate is not None:
             known["gate"] = self.gate
