@@ -302,3 +302,10 @@ def test_queue_paths_are_kept_as_written_trailing_slash_and_all(tmp_path: Path) 
     assert "queue_paths: [mre/, notes/]" in loaded.dumps().decode()
     moved = replace(loaded, queue_extra=("notes",))  # a real change is written as pq has it
     assert "queue_paths: [notes]" in moved.dumps().decode()
+
+
+def test_an_empty_queue_paths_list_stays() -> None:
+    text = series_mod.new_series("upstream/main", BASE1).dumps().decode().replace(
+        "patches:", "queue_paths: []\npatches:")
+    loaded = series_mod.loads(text.encode(), "series.yaml")
+    assert loaded.dumps().decode() == text

@@ -336,14 +336,23 @@ def test_apply_carries_an_edit_beside_the_patches_and_a_staged_draft_is_the_user
 
 def test_patch_bytes_do_not_follow_the_callers_git_environment(tmp_path: Path,
                                                                monkeypatch) -> None:
-    """GIT_DIFF_OPTS (git's context setting, read by plumbing too) and GIT_EXTERNAL_DIFF are
-    the caller's: the patch files one user writes are those another user writes."""
+    """GIT_DIFF_OPTS (git's context setting, read by plumbing too), GIT_EXTERNAL_DIFF, the
+    user's attributes file and configuration in the environment are the caller's: the
+    patch files one user writes are those another user writes."""
     fork = make_fork(tmp_path)
     migrate(fork)
     pq(fork, "init", "--upstream", "upstream/main", "--commit")
     plain = snapshot_queue(fork)
     monkeypatch.setenv("GIT_DIFF_OPTS", "--unified=1")
     monkeypatch.setenv("GIT_EXTERNAL_DIFF", "false")
+    # The user's attributes file (read when core.attributesFile is unset) and settings
+    # given through the environment, as `git -c` hands them on.
+    write(tmp_path, "xdg/git/attributes", "* -diff\n")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    monkeypatch.setenv("GIT_CONFIG_COUNT", "1")
+    monkeypatch.setenv("GIT_CONFIG_KEY_0", "diff.context")
+    monkeypatch.setenv("GIT_CONFIG_VALUE_0", "0")
+    monkeypatch.setenv("GIT_CONFIG_PARAMETERS", "'diff.interhunkcontext'='9'")
     result = pq(fork, "export")
     assert "already up to date" in result.output
     assert snapshot_queue(fork) == plain

@@ -564,3 +564,28 @@ def test_a_patch_file_that_changed_by_a_cr_or_a_byte_alone_is_reported_changed(
     win, latin = (p["range_diff"] for p in data["patches"])
     assert "- w5\\r" in win and "+ w5" in win, win
     assert "- l4 caf\\xe9" in latin and "+ l4 caf\\xe8" in latin, latin
+
+
+def test_the_range_diff_tells_an_escape_written_out_from_the_byte() -> None:
+    from pq.rebase.rangediff import summary
+
+    written, byte = b'x = "caf\\xe9"\nok\n', b'x = "caf\xe9"\nok\n'
+    assert summary(written, byte) == ["@@ -1 +1 @@", '-x = "caf\\xe9"', '+x = "caf\\xe9"']
+    assert summary(b"a\\r\n", b"a\r\n") != []
+
+
+def test_a_patch_file_committed_with_crlf_and_rewritten_is_reported_changed(
+        tmp_path: Path) -> None:
+    """No checkout filter: a user saved and committed a patch file with CRLF; the rebase
+    writes it with LF, and the report says the file changed (it did, in git's eyes)."""
+    up, fork = make_series(tmp_path)
+    name = "patches/0002-python-glue-scoped-compat.patch"
+    data = (fork / name).read_bytes()
+    (fork / name).write_bytes(data.replace(b"\n", b"\r\n"))
+    commit_all(fork, "pq: the glue patch saved with CRLF")
+    upstream_commit(up, fork, "upstream: docs", {"README.md": "upstream, improved\n"})
+    data = json.loads(pq(fork, "rebase", "upstream/main", "--json").output)
+    changed = git(fork, "diff", "--name-only", "refs/pq/orig-head/paddle", "HEAD", "--",
+                  "patches").split()
+    assert changed == [name]
+    assert [p["changed"] for p in data["patches"]] == [False, True]

@@ -316,27 +316,29 @@ def test_a_resolution_reused_under_a_conflict_marker_size_is_reported(tmp_path: 
     tree's .gitattributes): the reused resolution is found and reported as reused."""
     for where in ("info", "tree"):
         root = tmp_path / where
-        up = make_upstream(root / "upstream", {"f.py": "a\nb\nc\n"})
+        # The file holds lines like 7-wide markers: the reason for a larger size.
+        sample = "<<<<<<< ours\nx\n=======\ny\n>>>>>>> theirs\n"
+        up = make_upstream(root / "upstream", {"f.py": "a\nb\nc\n" + sample})
         if where == "tree":
             write(up, ".gitattributes", "*.py conflict-marker-size=10\n")
             commit_all(up, "upstream: attributes")
         fork = make_fork(root, up)
         if where == "info":
             write(fork, ".git/info/attributes", "*.py conflict-marker-size=10\n")
-        write(fork, "f.py", "a\nFORK\nc\n")
+        write(fork, "f.py", "a\nFORK\nc\n" + sample)
         commit_all(fork, "fork line")
         pq(fork, "init", "--upstream", "upstream/main", "--commit")
-        upstream_commit(up, fork, "upstream: line", {"f.py": "a\nUP\nc\n"})
+        upstream_commit(up, fork, "upstream: line", {"f.py": "a\nUP\nc\n" + sample})
         orig = git(fork, "rev-parse", "HEAD")
         assert pq(fork, "rebase", "upstream/main", ok=False).exit_code == 1
         assert "<" * 10 + " " in (fork / "f.py").read_text()
-        write(fork, "f.py", "a\nRESOLVED\nc\n")
+        write(fork, "f.py", "a\nRESOLVED\nc\n" + sample)
         git(fork, "add", "f.py")
         pq(fork, "rebase", "--continue")
         git(fork, "reset", "-q", "--hard", orig)
         data = json.loads(pq(fork, "rebase", "upstream/main", "--json").output)
         [patch] = data["patches"]
-        assert (fork / "f.py").read_text() == "a\nRESOLVED\nc\n"
+        assert (fork / "f.py").read_text() == "a\nRESOLVED\nc\n" + sample
         assert patch["rerere"] is True, (where, patch)
         assert [f["path"] for f in patch["rerere_files"]] == ["f.py"]
         assert "+RESOLVED" in patch["rerere_files"][0]["hunks"]

@@ -203,7 +203,8 @@ def series(as_json: bool) -> None:
     """List the patches, in order, with layer and size.
 
     While a rebase is stopped, the first line says so and the list is the series as it
-    was when the rebase started (series.yaml is out of the working tree until it ends).
+    was when the rebase started (series.yaml is out of the working tree until it ends); in
+    another worktree, the list is that worktree's own series.
     """
     with open_repo() as git:
         st = rebase_status.status(git)

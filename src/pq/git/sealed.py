@@ -35,6 +35,8 @@ def prepare(common_dir: Path, git_dir: Path, kind: str, object_format: str) -> P
     # git never reads the current folder's .gitattributes. "diff" is bare; "merge" has an
     # empty folder of its own for one (git 2.39's merge.renormalize dies in a bare one).
     lines += ["[core]", "\trepositoryformatversion = 1"]
+    if kind == "diff":  # nor the user's attributes file (~/.config/git/attributes)
+        lines += [f"\tattributesFile = {_quote(os.devnull)}"]
     if kind == "merge":
         (root / "worktree").mkdir(exist_ok=True)
         lines += ["\tbare = false", f"\tworktree = {_quote(str(root / 'worktree'))}"]
@@ -70,6 +72,9 @@ def env(root: Path, common_dir: Path, kind: str) -> dict[str, str]:
         result["GIT_CONFIG_NOSYSTEM"] = "1"
         result["GIT_CONFIG_GLOBAL"] = os.devnull
         result["GIT_ATTR_NOSYSTEM"] = "1"  # no attributes file of the system's either
+        # ... and no configuration given through the environment (`git -c` of a caller).
+        result["GIT_CONFIG_PARAMETERS"] = ""
+        result["GIT_CONFIG_COUNT"] = "0"
     return result
 
 

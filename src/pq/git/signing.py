@@ -28,9 +28,17 @@ if TYPE_CHECKING:
 # continuation lines, each starting with a space.
 _SIGNATURE = re.compile(rb"^gpgsig(?:-sha256)? [^\n]*\n(?: [^\n]*\n)*", re.MULTILINE)
 
-RETRY = "run the command again"  # the end of the fix, which a caller may name better
+_RETRY = "run the command again"  # the end of the fix, which a caller may name better
 _FIX = ("make `git commit -S` work in this repository (user.signingKey, gpg.format, "
-        f"gpg.program), or turn commit.gpgSign off, then {RETRY}")
+        f"gpg.program), or turn commit.gpgSign off, then {_RETRY}")
+
+
+def retry_as(exc: ConfigError, step: str) -> ConfigError:
+    """`exc`, a signing failure's fix naming `step` as what to run once signing works
+    (where running the command again would be refused); any other error as it is."""
+    if exc.hint and exc.hint.endswith(_FIX):
+        exc.hint = exc.hint.removesuffix(_RETRY) + step
+    return exc
 
 
 def wanted(git: Gateway) -> bool:

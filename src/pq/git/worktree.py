@@ -147,7 +147,7 @@ class WorkingTree(Merging):
         The entries of `rewritten` paths (files just written) are set again even when they
         are unchanged: without stat data, the refresh compares their content, where a
         checkout's stat data (a CRLF checkout's size) would keep bytes that git stores as
-        the same blob looking modified. Whether the index changed."""
+        the same blob looking modified. Whether the index was written."""
         if sorted(now) == sorted(entries):
             stale = sorted(e for e in entries if e.split("\t", 1)[1] in rewritten)
             if not stale:

@@ -100,7 +100,7 @@ class Series:
         upstream = _merge_ordered(self.upstream_raw, {"ref": self.upstream_ref,
                                                       "base": self.base}, ("ref", "base"))
         known: dict[str, Any] = {"version": FORMAT_VERSION, "upstream": upstream}
-        if self.queue_extra:
+        if self.queue_extra or self.raw.get("queue_paths") == []:
             given = self.raw.get("queue_paths")  # as written: `notes/` stays `notes/`
             if not (isinstance(given, list) and [str(p).rstrip("/") for p in given] == list(
                     self.queue_extra)):

@@ -109,8 +109,11 @@ def import_fork(git: Git, upstream: str, branch: str | None = None, *, dry_run: 
         if (git.root / SERIES_FILE).exists() or git.ls_tree(tip, [SERIES_FILE]):
             tracked = sorted({path.split("/", 1)[0] for *_, path in
                               git.ls_tree(tip, [SERIES_FILE, PATCHES_DIR])})
-            again = (f"`git rm -r -q {' '.join(tracked)}` and commit first" if tracked else
-                     f"remove the untracked {SERIES_FILE} first")
+            untracked = SERIES_FILE not in tracked
+            again = " and ".join(
+                ([f"`git rm -r -q {' '.join(tracked)}`"] if tracked else [])
+                + ([f"`rm {SERIES_FILE}`"] if untracked else [])) + (
+                " and commit first" if tracked else " first")
             raise ConfigError(f"{SERIES_FILE} already exists: {name} already has a series",
                               path=SERIES_FILE,
                               hint=f"`pq export` refreshes it; {again} to import again")

@@ -14,6 +14,7 @@ from pq.errors import ConfigError
 from pq.git.branchmove import require_unmoved
 from pq.git.objects import CommitId, Person
 from pq.git.repo import Git
+from pq.git.signing import retry_as
 from pq.model import patchfile
 from pq.model.series import PATCHES_DIR, SERIES_FILE, PatchEntry, Series, new_series
 from pq.oplog.txn import Transaction
@@ -226,13 +227,8 @@ def _write_export(git: Git, queue: Queue, old: Series, t: Transaction, commit: b
             result.commit = commit_queue(git, f"pq: {command} series", written,
                                          expect=head, who=who)
         except ConfigError as exc:  # git cannot sign, say: the files stay written
-            from pq.git.signing import RETRY
-
-            if exc.hint and exc.hint.endswith(RETRY):
-                exc.hint = exc.hint.removesuffix(RETRY) + (
-                    "`pq export --commit` commits the series.yaml and patches/ just written "
-                    "(`pq undo` takes them back)")
-            raise
+            raise retry_as(exc, "`pq export --commit` commits the series.yaml and patches/ "
+                                "just written (`pq undo` takes them back)") from None
     t.done()
     return result
 

@@ -12,9 +12,10 @@ from pq.git.objects import CommitId, Person
 from pq.git.repo import Git
 from pq.git.trees import Trees
 from pq.model import patchfile
+from pq.model.series import PATCHES_DIR
 from pq.queue import bookkeeping, renames
 from pq.queue import stack as stack_mod
-from pq.queue.files import Queue
+from pq.queue.files import Queue, checkout_undone
 from pq.rebase import rangediff, worktree
 from pq.rebase import state as rs
 from pq.rebase.report import RebaseReport
@@ -114,8 +115,26 @@ def report(git: Git, state: RebaseState, status: str, old: Queue,
            new: Queue | None) -> RebaseReport:
     subjects = {c: git.commit(c).subject for s in state.steps
                 for c in (s.upstream_commit, s.applied_in, s.reverted_in) if c}
-    result = rangediff.report(state, status, old.files, new.files if new else None, subjects)
+    result = rangediff.report(state, status, _as_stored(git, state, old.files),
+                              new.files if new else None, subjects)
     for p, step in zip(result.patches, state.steps, strict=True):
         p.source = step.commit
     result.queue = new
     return result
+
+
+def _as_stored(git: Git, state: RebaseState, files: dict[str, bytes]) -> dict[str, bytes]:
+    """The patch files {name: bytes} the working tree held, as git stores them: one that a
+    checkout wrote with CRLF (core.autocrlf) is its LF form when that is the blob the old
+    tip committed; a file committed with CRLF stays as it is."""
+    converted = {name: lf for name, data in files.items()
+                 if (lf := checkout_undone(data)) is not data}
+    if not converted:
+        return files
+    stored = dict(files)
+    for _, _, obj, path in git.ls_tree(state.orig_head,
+                                       [f"{PATCHES_DIR}/{name}" for name in converted]):
+        name = path.removeprefix(f"{PATCHES_DIR}/")
+        if name in converted and git.hash_blob(converted[name]) == obj:
+            stored[name] = converted[name]
+    return stored

@@ -13,7 +13,7 @@ from pq.git.objects import Change, CommitId
 from pq.git.repo import Git
 from pq.model import diff as diffs
 from pq.queue import stack as stack_mod
-from pq.queue.files import checkout_undone, is_queue_path
+from pq.queue.files import is_queue_path
 from pq.rebase.report import PatchReport, RebaseReport, trim
 from pq.rebase.rerere import Resolution
 from pq.rebase.state import RebaseState
@@ -256,7 +256,7 @@ def report(state: RebaseState, status: str, old: dict[str, bytes],
             p.applied_in, p.reverted_in = step.applied_in, step.reverted_in
             p.subjects = {c: subjects.get(c, "") for c in (step.applied_in, step.reverted_in)}
         if new is not None and step.name in new:
-            before = checkout_undone(old.get(step.name, b""))  # as git stores it
+            before = old.get(step.name, b"")
             p.range_diff = summary(before, new[step.name])
             p.changed = before != new[step.name]
         patches.append(p)
@@ -276,11 +276,8 @@ def summary(old: bytes, new: bytes, max_lines: int | None = None) -> list[str]:
     `\\xNN`, so that a change of those alone shows as one."""
     if old == new:
         return []
-    a = [_shown(line) for line in old.split(b"\n")]
-    b = [_shown(line) for line in new.split(b"\n")]
-    lines = list(difflib.unified_diff(a, b, lineterm="", n=0))[2:]  # drop the ---/+++ pair
+    diff = difflib.diff_bytes(difflib.unified_diff, old.split(b"\n"), new.split(b"\n"),
+                              lineterm=b"", n=0)  # lines compared as bytes, shown as text
+    lines = [line.decode("utf-8", "backslashreplace").replace("\r", "\\r")
+             for line in list(diff)[2:]]  # without the ---/+++ pair
     return lines if max_lines is None else trim(lines, max_lines)
-
-
-def _shown(line: bytes) -> str:
-    return line.decode("utf-8", "backslashreplace").replace("\r", "\\r")

@@ -175,11 +175,12 @@ def _variants(folder: Path) -> list[tuple[str, Path, Path]]:
 
 def _normalized(git: Git, path: str, conflicted: bytes, tree: str | None
                 ) -> tuple[bytes, str] | None:
-    """`normalize` of `path`'s conflicted bytes with its markers' width: 7, or the
+    """`normalize` of `path`'s conflicted bytes with its markers' width: the
     `conflict-marker-size` of its attributes in `tree` (None: the working tree), asked of
-    git only when markers of 7 are not there."""
+    git only when markers of 7 do not name a recorded resolution (a file given a larger
+    size often holds lines like 7-wide markers as its content)."""
     found = normalize(conflicted, git.object_format())
-    if found is None and conflicted:
+    if conflicted and (found is None or not (rr_cache(git) / found[1]).is_dir()):
         size = git.marker_sizes(tree, [path])[path]
         if size != MARKER_SIZE:
             found = normalize(conflicted, git.object_format(), size)
