@@ -140,3 +140,14 @@ def test_json_output_stays_utf8_with_a_file_name_that_is_not() -> None:
     text = json_text(data)
     assert "café" in text and "\\udcff" in text
     assert json.loads(text.encode("utf-8")) == data
+
+
+def test_a_file_names_bytes_reach_stderr_as_they_are() -> None:
+    """An error line naming a file whose name is not UTF-8 names it with its own bytes (as
+    git does), on stderr as on stdout: Python's stderr would write `\\udce9`, a name the
+    user cannot `git add`."""
+    code = ("import sys; from pq.cli import raw_bytes_out; raw_bytes_out(); "
+            "sys.stderr.write('caf\\udce9\\n'); print('caf\\udce9')")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, check=True,
+                          env={**os.environ, "PYTHONIOENCODING": ""})
+    assert proc.stderr == b"caf\xe9\n" and proc.stdout == b"caf\xe9\n"

@@ -169,6 +169,17 @@ def test_the_repositorys_info_attributes_are_honoured(tmp_path: Path) -> None:
     ({"sp ace/.gitattributes": b'"a b.txt" merge=union\n'}, "sp ace/a b.txt", "union"),
     ({".gitattributes": b"[attr]u merge=union\n*.c u\n", "a/.gitattributes": b"[attr]v -merge\n"},
      "a/x.c", "union"),
+    # A byte-order mark at the start of a file is skipped, as git skips it.
+    ({"sub/.gitattributes": b"\xef\xbb\xbf*.txt -merge\n"}, "sub/f.txt", "unset"),
+    # Quoting as git's unquote_c_style reads it: an escape it refuses leaves the pattern
+    # unquoted (`"f\` here); octal and the C escapes it knows.
+    ({".gitattributes": b'"f\\ g" merge=union\n'}, "f g", "unspecified"),
+    ({".gitattributes": b'"a\\040b" merge=union\n'}, "a b", "union"),
+    # A line git reads (under 2048 bytes) that the relocated pattern makes longer; and one
+    # git ignores already.
+    ({"some/deeper/folder/.gitattributes": b"f -merge note=" + b"y" * 2020 + b"\n"},
+     "some/deeper/folder/f", "unset"),
+    ({".gitattributes": b"f merge=union note=" + b"y" * 2040 + b"\n"}, "f", "unspecified"),
 ])
 def test_flattened_attributes_match_git(tmp_path: Path, files: dict[str, bytes], path: str,
                                         expected: str) -> None:

@@ -34,8 +34,9 @@ def raw_bytes_out() -> None:
     """Text pq prints may hold a file name's bytes that are not UTF-8 (read from git with
     surrogateescape): the standard streams write them back as those bytes, as git does
     with core.quotePath off, instead of failing."""
-    for stream in (sys.stdout, sys.stderr):
-        if getattr(stream, "errors", None) == "strict" and hasattr(stream, "reconfigure"):
+    for stream in (sys.stdout, sys.stderr):  # stderr's default is backslashreplace
+        if getattr(stream, "errors", None) in ("strict", "backslashreplace") and hasattr(
+                stream, "reconfigure"):
             stream.reconfigure(errors="surrogateescape")
 
 

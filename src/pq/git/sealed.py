@@ -98,28 +98,45 @@ def flatten_attributes(files: dict[str, bytes], info: bytes = b"") -> bytes:
     out: list[bytes] = []
     for path in sorted(files, key=lambda p: (p.count("/"), p)):
         folder = path[: -len(".gitattributes")].rstrip("/")
-        for raw in files[path].splitlines():
+        for raw in files[path].removeprefix(_BOM).splitlines():
             line = raw.strip()
-            if not line or line.startswith(b"#"):
-                continue
+            if not line or line.startswith(b"#") or len(raw) >= MAX_LINE:
+                continue  # git ignores a line longer than it reads
             if line.startswith(b"[attr]"):
                 if not folder:
                     out.append(line)
                 continue
             pattern, rest = _split_pattern(line)
-            if pattern is None:
-                continue
-            out.append(_quote_pattern(_relocate(pattern, folder)) + rest)
-    out += [ln for ln in (r.strip() for r in info.splitlines()) if ln]
+            out += _lines(_quote_pattern(_relocate(pattern, folder)), rest)
+    out += [ln for ln in (r.strip() for r in info.removeprefix(_BOM).splitlines()) if ln]
     return b"".join(ln + b"\n" for ln in out)
 
 
-def _split_pattern(line: bytes) -> tuple[bytes | None, bytes]:
+_BOM = b"\xef\xbb\xbf"  # git skips one at the start of an attributes file
+MAX_LINE = 2048  # git ignores an attributes line of this many bytes or more
+
+
+def _lines(pattern: bytes, rest: bytes) -> list[bytes]:
+    """`pattern` with its attributes `rest`, as lines git reads whole: a line that the
+    relocated pattern made longer than git reads is split in lines of the same pattern,
+    each with some of the attributes (the last line naming an attribute still wins)."""
+    if len(pattern) + len(rest) < MAX_LINE:
+        return [pattern + rest]
+    out = [pattern]
+    for state in rest.split():
+        if len(out[-1]) + 1 + len(state) >= MAX_LINE and out[-1] != pattern:
+            out.append(pattern)
+        out[-1] += b" " + state
+    return out
+
+
+def _split_pattern(line: bytes) -> tuple[bytes, bytes]:
+    """(pattern, the attributes after it), as git's attribute parser reads a line: a
+    quoted pattern that does not unquote is a plain one, quote and all."""
     if line.startswith(b'"'):
-        m = re.match(rb'"((?:[^"\\]|\\.)*)"', line)
-        if not m:
-            return None, b""
-        return _unquote(m.group(1)), line[m.end():]
+        found = _unquote(line)
+        if found is not None:
+            return found[0], line[found[1]:]
     m = re.match(rb"(\S+)", line)
     assert m is not None
     return m.group(1), line[m.end():]
@@ -135,26 +152,33 @@ def _relocate(pattern: bytes, folder: str) -> bytes:
     return prefix + b"/**/" + pattern
 
 
-_C_ESCAPES = {b"n": b"\n", b"t": b"\t", b'"': b'"', b"\\": b"\\"}
+_C_ESCAPES = {b"a": b"\a", b"b": b"\b", b"f": b"\f", b"n": b"\n", b"r": b"\r", b"t": b"\t",
+              b"v": b"\v", b'"': b'"', b"\\": b"\\"}
 
 
-def _unquote(body: bytes) -> bytes:
+def _unquote(line: bytes) -> tuple[bytes, int] | None:
+    """The C-quoted string `line` starts with, as git's unquote_c_style reads it, and the
+    offset after its closing quote; None where git refuses it (another escape, no end)."""
     out = bytearray()
-    i = 0
-    while i < len(body):
-        c = body[i:i + 1]
-        if c == b"\\" and i + 1 < len(body):
-            nxt = body[i + 1:i + 2]
-            if nxt.isdigit():
-                out.append(int(body[i + 1:i + 4], 8) & 0xFF)
+    i = 1
+    while i < len(line):
+        c = line[i:i + 1]
+        if c == b'"':
+            return bytes(out), i + 1
+        if c == b"\\":
+            nxt = line[i + 1:i + 2]
+            if nxt in _C_ESCAPES:
+                out += _C_ESCAPES[nxt]
+                i += 2
+                continue
+            if re.fullmatch(rb"[0-3][0-7][0-7]", line[i + 1:i + 4]):
+                out.append(int(line[i + 1:i + 4], 8))
                 i += 4
                 continue
-            out += _C_ESCAPES.get(nxt, nxt)
-            i += 2
-            continue
+            return None
         out += c
         i += 1
-    return bytes(out)
+    return None
 
 
 def _quote_pattern(pattern: bytes) -> bytes:
