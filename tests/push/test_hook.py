@@ -72,6 +72,18 @@ def test_consistent_branch_pushes_and_a_repeat_is_cached(tmp_path: Path) -> None
     again = push(fork, "origin", "paddle:copy", "paddle:copy2")
     assert again.returncode == 0 and "cached" in again.stderr
     assert "paddle -> copy " in again.stderr and "paddle -> copy2 " in again.stderr
+    # A cache entry of another shape is a miss: the checks run again (no internal error,
+    # no push let through on a verdict that is not one).
+    cache = fork / ".git/pq/hook-cache.json"
+    good = json.loads(cache.read_bytes())
+    for n, (field, value) in enumerate((("statuses", 5), ("notices", 5),
+                                        ("statuses", {"export": {}}))):
+        entries = [{**e, field: value} for e in good["passed"]]
+        cache.write_text(json.dumps({**good, "passed": entries}))
+        result = push(fork, "origin", f"paddle:damaged{n}")
+        assert result.returncode == 0, result.stderr
+        assert "7 checks passed" in result.stderr and "cached" not in result.stderr, \
+            result.stderr
 
 
 def test_unexported_commit_is_refused_until_exported(tmp_path: Path) -> None:

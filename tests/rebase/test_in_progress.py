@@ -9,8 +9,11 @@ from __future__ import annotations
 import json
 import shlex
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+import pytest
 from gitrepo import commit_all, git, make_fork, make_upstream, pq, write
 from test_rebase import (
     SETUP,
@@ -673,3 +676,26 @@ def test_series_in_another_worktree_lists_that_worktrees_own_series(tmp_path: Pa
     assert data["rebase"] is not None  # and it says a rebase is stopped elsewhere
     here = json.loads(pq(fork, "series", "--json").output)
     assert len(here["patches"]) == 2
+
+
+@pytest.mark.parametrize("damage", [
+    lambda s: None, lambda s: "a string", lambda s: {**s, "queue_before": []},
+    lambda s: {**s, "queue_before": {**s["queue_before"], "../outside.txt": s["orig_head"]}},
+    lambda s: {**s, "queue_before": {"/tmp/x.patch": s["orig_head"]}},
+    lambda s: {**s, "queue_before": {}}, lambda s: {**s, "index": "1"},
+    lambda s: {**s, "conflict_paths": 5}, lambda s: {**s, "steps": [3]},
+])
+def test_a_damaged_rebase_state_is_refused_in_one_line_and_writes_nothing(
+        tmp_path: Path, damage: Callable[[dict[str, Any]], Any]) -> None:
+    """A state file of another shape, or one naming a file outside the queue for --abort to
+    write back, is refused by every command that reads it; no file outside is written."""
+    _, fork = stopped(tmp_path)
+    path = fork / ".git" / "pq" / "rebase" / "state.json"
+    path.write_text(json.dumps(damage(json.loads(path.read_bytes()))))
+    for args in (["status"], ["series", "--json"], ["rebase", "--abort"],
+                 ["rebase", "--continue"]):
+        result = pq(fork, *args, ok=False)
+        assert result.exit_code == 2, (args, result.output)
+        assert "unreadable rebase state" in result.output, result.output
+        assert "Traceback" not in result.output and "internal error" not in result.output
+    assert not (tmp_path / "outside.txt").exists()

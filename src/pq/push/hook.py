@@ -115,7 +115,17 @@ def _load_cache(git: Git) -> list[dict[str, Any]]:
     except (OSError, ValueError):
         return []
     entries = data.get("passed") if isinstance(data, dict) else None
-    return [e for e in entries if isinstance(e, dict)] if isinstance(entries, list) else []
+    return [e for e in entries if _well_formed(e)] if isinstance(entries, list) else []
+
+
+def _well_formed(entry: object) -> bool:
+    """An entry of the shape pq writes (any other is a miss: the checks run again)."""
+    return (isinstance(entry, dict) and isinstance(entry.get("key"), str)
+            and isinstance(entry.get("statuses"), dict)
+            and all(isinstance(k, str) and isinstance(v, str)
+                    for k, v in entry["statuses"].items())
+            and isinstance(entry.get("notices", []), list)
+            and all(isinstance(n, str) for n in entry.get("notices", [])))
 
 
 def _store_cache(git: Git, entries: list[dict[str, Any]]) -> None:

@@ -9,6 +9,7 @@ the moves that do touch them live in rebase/worktree.py and rebase/landing.py.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
@@ -95,15 +96,16 @@ class RebaseState:
     def from_json(cls, raw: bytes, where: str) -> RebaseState:
         try:
             data: dict[str, Any] = json.loads(raw)
-            if data.pop("version", None) != STATE_VERSION:
+            if not isinstance(data, dict) or data.pop("version", None) != STATE_VERSION:
                 raise ValueError("unknown version")
+            _require_shape(data)
             data["steps"] = [Step(**s) for s in data["steps"]]
             state = cls(**data)
         except (ValueError, TypeError, KeyError) as exc:
             raise ConfigError(f"unreadable rebase state ({exc})", path=where,
-                              hint="a different pq version wrote it; finish the rebase with "
-                                   "that version, or delete the file and restore the branch "
-                                   "by hand") from None
+                              hint="a different pq version wrote it, or it was damaged; "
+                                   "finish the rebase with that version, or delete the file "
+                                   "and restore the branch by hand") from None
         if state.phase not in PHASES:
             raise ConfigError(f"unknown rebase phase {state.phase!r}", path=where)
         return state
@@ -111,6 +113,34 @@ class RebaseState:
     @property
     def short_branch(self) -> str:
         return self.branch.removeprefix("refs/heads/")
+
+
+_SHAPE: dict[str, type | tuple[type, ...]] = {
+    "command": str, "branch": str, "orig_head": str, "old_base": str, "onto": str,
+    "onto_ref": str, "upstream_count": int, "tip": str, "index": int, "phase": str,
+    "touched": bool, "detached": bool, "gate": bool, "rerere": bool,
+    "prev_orig_head": (str, type(None)), "new_tip": (str, type(None)),
+    "prev_legacy_orig_head": (str, type(None)), "log_id": (int, type(None)),
+    "worktree": (dict, type(None)), "index_before": (list, type(None)),
+    "conflict_paths": list, "queue_before": dict, "steps": list}
+
+
+def _require_shape(data: dict[str, Any]) -> None:
+    """ValueError unless each value has its type, and every file the abort writes back is a
+    queue file (series.yaml, patches/*.patch): a damaged state writes nowhere else."""
+    for key, kind in _SHAPE.items():
+        if key in data and not isinstance(data[key], kind):
+            raise ValueError(f"{key} is a {type(data[key]).__name__}")
+    if "queue_before" in data and SERIES_FILE not in data["queue_before"]:
+        raise ValueError(f"queue_before has no {SERIES_FILE}")
+    for path, blob in data.get("queue_before", {}).items():
+        if not (isinstance(blob, str) and (path == SERIES_FILE or re.fullmatch(
+                rf"{PATCHES_DIR}/[^/]+\.patch", path) and path.count("/") == 1)):
+            raise ValueError(f"queue_before names {path!r}")
+    if not all(isinstance(s, dict) for s in data.get("steps", [])) or not all(
+            isinstance(p, str) for p in [*data.get("conflict_paths", []),
+                                         *(data.get("index_before") or [])]):
+        raise ValueError("a step, a conflicted path or an index entry of another shape")
 
 
 def _fields(obj: Step | RebaseState) -> dict[str, Any]:
