@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -151,3 +152,17 @@ def test_a_file_names_bytes_reach_stderr_as_they_are() -> None:
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, check=True,
                           env={**os.environ, "PYTHONIOENCODING": ""})
     assert proc.stderr == b"caf\xe9\n" and proc.stdout == b"caf\xe9\n"
+
+
+def test_a_file_where_pq_keeps_a_folder_is_named_with_its_fix(tmp_path: Path) -> None:
+    from gitrepo import migrate, pq
+
+    fork = make_fork(tmp_path)
+    migrate(fork)
+    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    shutil.rmtree(fork / ".git" / "pq" / "tmp", ignore_errors=True)
+    (fork / ".git" / "pq" / "tmp").write_text("not a folder\n")
+    result = pq(fork, "check", ok=False)
+    assert result.exit_code == 2 and "internal error" not in result.output
+    assert len(result.output.strip().splitlines()) == 1
+    assert ".git/pq/tmp aside" in result.output

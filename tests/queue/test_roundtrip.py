@@ -358,3 +358,22 @@ def test_patch_bytes_do_not_follow_the_callers_git_environment(tmp_path: Path,
     assert snapshot_queue(fork) == plain
     pq(fork, "init", "--upstream", "upstream/main", "--force")
     assert snapshot_queue(fork) == plain
+
+
+def test_an_export_git_stops_half_way_says_so_and_undo_puts_it_back(tmp_path: Path) -> None:
+    """A crashed git's index.lock stops `pq export --commit` after the files are written:
+    the error says the operation is logged as failed and `pq undo` puts it back."""
+    fork = make_fork(tmp_path)
+    migrate(fork)
+    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    write(fork, "pkg/extra.py", "X = 1\n")
+    commit_all(fork, "glue: extra")
+    before = snapshot_queue(fork)
+    (fork / ".git" / "index.lock").write_text("")
+    result = pq(fork, "export", "--commit", ok=False)
+    assert result.exit_code == 2
+    assert "half-way: operation" in result.output and "`pq undo` puts back" in result.output
+    assert len(result.output.strip().splitlines()) == 1
+    (fork / ".git" / "index.lock").unlink()
+    pq(fork, "undo")
+    assert snapshot_queue(fork) == before

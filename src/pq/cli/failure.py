@@ -22,6 +22,10 @@ _FILE_SYSTEM_FIXES = {
     errno.EROFS: "{where} is on a read-only file system: work in a writable clone",
     errno.ENOSPC: "free some disk space",
     errno.EDQUOT: "free some disk space (the quota is reached)",
+    # A file where a folder is wanted, or the other way round (in .git/pq, say).
+    errno.EEXIST: "move {where} aside: a folder of that name is wanted there",
+    errno.ENOTDIR: "a file stands where {where} wants a folder: move it aside",
+    errno.EISDIR: "move the folder {where} aside: a file of that name is wanted there",
 }
 _DISK_FULL = (errno.ENOSPC, errno.EDQUOT)  # wherever the write was: no file needed to say it
 
@@ -70,7 +74,12 @@ def failure_of(exc: BaseException) -> Failure | None:
             "--abort` goes back (`pq status` says where it stands)"
             if getattr(exc, "pq_rebase_left", False) else "")
     if isinstance(exc, PqError):
-        return Failure(exc.render(), exc.exit_code, exc)
+        text = exc.render()
+        if half and ("pq undo" if logged is not None else "pq rebase --") not in text:
+            # git refused half-way (an index.lock a crashed git left, say): what changed
+            # and the way back, unless the error names it already.
+            text = exc.message + half + (f" ({exc.hint})" if exc.hint else "")
+        return Failure(text, exc.exit_code, exc)
     if isinstance(exc, KeyboardInterrupt):
         return Failure("interrupted" + half, EXIT_INTERRUPTED)
     if isinstance(exc, BrokenPipeError):
