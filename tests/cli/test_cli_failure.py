@@ -166,3 +166,18 @@ def test_a_file_where_pq_keeps_a_folder_is_named_with_its_fix(tmp_path: Path) ->
     assert result.exit_code == 2 and "internal error" not in result.output
     assert len(result.output.strip().splitlines()) == 1
     assert ".git/pq/tmp aside" in result.output
+
+
+def test_a_folder_where_pq_keeps_its_lock_is_named_with_its_fix(tmp_path: Path) -> None:
+    from gitrepo import migrate, pq
+
+    fork = make_fork(tmp_path)
+    migrate(fork)
+    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    lock = fork / ".git" / "pq" / "lock"
+    lock.unlink(missing_ok=True)
+    lock.mkdir()
+    result = pq(fork, "export", ok=False)
+    assert result.exit_code != 0 and f"move the folder {lock} aside" in result.output
+    lock.rmdir()  # the fix named
+    assert pq(fork, "export").exit_code == 0

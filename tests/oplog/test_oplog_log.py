@@ -220,3 +220,23 @@ def test_settling_reads_the_whole_log_when_it_was_started_again(repo: Path) -> N
             branch_commit(repo, "b5")
             settle_stopped(g, "aborted", 3)
         assert [(r["id"], r["status"]) for r in log.read(g)] == [(1, "aborted"), (2, "done")]
+
+
+def test_a_pq_ref_whose_object_is_gone_is_named_with_a_fix_that_works(tmp_path: Path) -> None:
+    """refs/pq/oplog pointing at an object the repository lacks (a pruned or damaged
+    repository): `pq log` said "no operations logged yet", `pq undo` gave git's error."""
+    from gitrepo import make_fork, migrate, pq
+
+    fork = make_fork(tmp_path)
+    migrate(fork)
+    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    git(fork, "pack-refs", "--all")
+    (fork / ".git" / "refs" / "pq").mkdir(parents=True, exist_ok=True)
+    (fork / ".git" / "refs" / "pq" / "oplog").write_text("12" * 20 + "\n")
+    for args in (["log"], ["undo"]):
+        result = pq(fork, *args, ok=False)
+        assert result.exit_code == 2, (args, result.output)
+        assert "`git update-ref -d refs/pq/oplog`" in result.output, result.output
+        assert "no operations logged yet" not in result.output
+    git(fork, "update-ref", "-d", "refs/pq/oplog")  # the fix named
+    assert pq(fork, "log").exit_code == 0

@@ -50,7 +50,9 @@ class Lock:
                 fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
             except OSError as exc:
                 raise LockBusy(f"cannot open the lock {self.path}: {exc.strerror}",
-                               hint="check the permissions of .git/pq") from None
+                               hint=f"move the folder {self.path} aside (pq's lock is a "
+                                    "file)" if exc.errno == errno.EISDIR else
+                               "check the permissions of .git/pq") from None
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError as exc:

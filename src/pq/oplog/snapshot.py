@@ -61,7 +61,7 @@ def _take(git: Git, commits: set[str] | None, queue_paths: tuple[str, ...],
     head_ref = None
     refs: dict[str, str] = {}
     named = commits if commits is not None else set()
-    for name, kind, sha, is_head in git.list_refs("refs/heads/", "refs/pq/"):
+    for name, kind, sha, is_head in _listed_refs(git):
         if name != LOG_REF and not name.startswith(LOG_REF + "/"):
             refs[name] = sha
             if kind == "commit":
@@ -247,7 +247,22 @@ def check_paths(snap: Snapshot, rid: int) -> None:
 
 
 def read_refs(git: Git) -> dict[str, str]:
-    return {name: sha for name, _, sha, _ in git.list_refs("refs/heads/", "refs/pq/")}
+    return {name: sha for name, _, sha, _ in _listed_refs(git)}
+
+
+def _listed_refs(git: Git) -> list[tuple[str, str, str, bool]]:
+    """The branches and pq's refs (Git.list_refs); a ref whose object is gone (a damaged
+    or pruned repository) is named with its fix."""
+    try:
+        return git.list_refs("refs/heads/", "refs/pq/")
+    except GitError as exc:  # a ref whose object is gone (a damaged or pruned repository)
+        missing = re.search(r"missing object (\w+) for (\S+)", exc.message)
+        if missing is None:
+            raise
+        raise ConfigError(f"{missing[2]} points at {missing[1][:12]}, an object this "
+                          "repository does not have",
+                          hint=f"`git update-ref -d {missing[2]}` removes the ref (a pq ref "
+                               "holds undo history or an old tip), or fetch the object") from None
 
 
 def clear_queue(git: Git, commit: str, current: Snapshot) -> None:
