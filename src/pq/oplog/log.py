@@ -75,9 +75,10 @@ def tip(git: Git) -> str | None:
         other = git.odb.read_many([LOG_REF])[0]  # the running cat-file: no process
         if other is not None:
             raise _corrupt(other[0], None, f"a {other[1]}, not a commit")
-        named = git.run_proc("rev-parse", "--verify", "--quiet", LOG_REF).stdout.strip()
-        if named:  # the ref is there, its object is not
-            raise _corrupt(named.decode(), None, "an object this repository does not have")
+        if git.ref_exists(LOG_REF):  # the ref is there, its object is not
+            raise LogCorrupt(f"{LOG_REF} points at an object this repository does not have",
+                             hint=f"`git update-ref -d {LOG_REF}` starts a new log; undo "
+                                  "cannot reach back past what it drops")
     return found
 
 
