@@ -23,7 +23,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pq.compat.coverage import Status
-from pq.drift import ahead, index, scan
+from pq.drift import ahead, extract, index, scan
 from pq.drift.scan import DriftReport, Item
 from pq.errors import PqError
 from pq.git.repo import Git
@@ -317,3 +317,24 @@ def test_a_docstring_whose_quotes_stand_alone_under_a_def_is_no_code() -> None:
     # a lone triple quote under plain code still closes what the hunk starts inside of
     inside = ["    more docstring text torch.x.y", '    """', "    return torch.cuda.Event()"]
     assert "torch.cuda.Event" in extract.code_of("python", inside)[2]
+
+
+@pytest.mark.parametrize(("lang", "line", "names"), [
+    # A method call with a nested template argument, or spelled with `template`.
+    ("cxx", "auto p = x.const_data_ptr<c10::complex<float>>();",
+     ["c10::complex", "const_data_ptr"]),
+    ("cxx", "auto p = x.template mutable_data_ptr<T>();", ["mutable_data_ptr"]),
+    ("cxx", "auto p = x->template const_data_ptr<T>();", ["const_data_ptr"]),
+    # A `//` or a `"` inside a string or a character is no comment and no string's end.
+    ("cxx", 'TORCH_CHECK(ok, "see https://x.org/a"); auto y = at::special_erfcx(x);',
+     ["TORCH_CHECK", "at::special_erfcx"]),
+    ("cxx", "if (q == '\"') { auto z = at::special_erfcx(x); puts(\"q\"); }",
+     ["at::special_erfcx"]),
+    ("cxx", 'm.def("scale(Tensor x) -> Tensor"); // see http://x', ["scale"]),
+    # Python: a ` #` in a string opens no comment; a `#` without a space before it does.
+    ("python", 'print("step #1", torch.special.erfcx(x))', ["torch.special.erfcx"]),
+    ("python", "y = torch.ones(1)# torch.b", ["torch.ones"]),
+    ("python", "x = 1\t# torch.a", []),
+])
+def test_a_line_names_what_its_code_uses(lang: str, line: str, names: list[str]) -> None:
+    assert [u.name for u in extract.uses(lang, line)] == names

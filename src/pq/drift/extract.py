@@ -36,14 +36,15 @@ _STL_WORDS = frozenset({"size", "data", "empty", "begin", "end", "at", "get", "p
 _INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]((?:ATen|c10|torch)/[^>"]+)[>"]')
 # `::at::x`, globally qualified, is `at::x`; `ns::at::x` is another namespace's.
 _QUALIFIED = re.compile(r"(?<![\w:])(?:::)?((?:at|c10|torch)(?:::\w+)+)")
-_METHOD = re.compile(r"(?:\.|->)\s*([A-Za-z_]\w*)\s*(?:<[^<>();]*>)?\s*\(")
+# `.name(`, `->name<T>(`, `.template name<c10::complex<float>>(` (one nested template).
+_METHOD = re.compile(r"(?:\.|->)\s*(?:template\s+)?([A-Za-z_]\w*)\s*"
+                     r"(?:<(?:[^<>();]|<[^<>();]*>)*>)?\s*\(")
 _MACRO = re.compile(r"\b(TORCH_LIBRARY\w*|AT_DISPATCH\w*|TORCH_CHECK\w*|C10_CUDA_\w+)\s*\(")
 _SCHEMA = re.compile(r'\.def\(\s*"([A-Za-z_][\w.]*)(\([^"]*\)[^"]*)"')
 _PY_FROM = re.compile(r"^\s*from\s+(torch(?:\.\w+)*)\s+import\s+\(?([\w\s,]+?)\)?\s*(?:#.*)?$")
 _PY_IMPORT = re.compile(r"^\s*import\s+(torch\.[\w.]+)")
 _PY_ATTR = re.compile(r"(?<![\w.])torch(?:\.[A-Za-z_]\w*)+")
 _CXX_COMMENT = re.compile(r"//.*$|/\*.*?\*/")
-_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
 # Quoted text: Python's strings, C++'s strings and characters.
 _QUOTED = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'')
 # Python strings, triple-quoted ones first (those stay: they are what `code_of` looks for).
@@ -180,9 +181,14 @@ def _cxx(text: str, tensor_method: Callable[[str], bool]) -> list[Use]:
     m = _INCLUDE.match(text)
     if m:
         return [Use("header", m.group(1))]
+    # Comments found where strings and characters are blanked (a `//` in a URL is text),
+    # then cut from the line as it is (a schema is a string) and from the blanked one.
+    bare = _blanked(_QUOTED, text)
+    spans = [c.span() for c in _CXX_COMMENT.finditer(bare)]
+    uncommented = "".join(text[a:b] for a, b in _between(spans, len(text)))
     found = [Use("schema", s.group(1), s.group(1) + s.group(2))
-             for s in _SCHEMA.finditer(_CXX_COMMENT.sub("", text))]
-    code = _STRING.sub('""', _CXX_COMMENT.sub("", text))
+             for s in _SCHEMA.finditer(uncommented)]
+    code = "".join(bare[a:b] for a, b in _between(spans, len(text)))
     found += [Use("macro", m.group(1)) for m in _MACRO.finditer(code)]
     found += [Use("cxx", m.group(1)) for m in _QUALIFIED.finditer(code)]
     found += [Use("method", m.group(1)) for m in _METHOD.finditer(code)
@@ -190,8 +196,18 @@ def _cxx(text: str, tensor_method: Callable[[str], bool]) -> list[Use]:
     return found
 
 
+def _between(spans: list[tuple[int, int]], end: int) -> list[tuple[int, int]]:
+    """The (start, end) ranges of a line of `end` characters outside `spans`."""
+    out, at = [], 0
+    for a, b in spans:
+        out.append((at, a))
+        at = b
+    return out + [(at, end)]
+
+
 def _python(text: str) -> list[Use]:
-    code = text.split(" #", 1)[0] if not text.lstrip().startswith("#") else ""
+    hash_at = _blanked(_PY_LITERAL, text).find("#")  # a `#` in a string opens no comment
+    code = text[:hash_at] if hash_at >= 0 else text
     m = _PY_FROM.match(code)
     if m:
         names = [n.split()[0] for n in m.group(2).split(",") if n.strip()]
