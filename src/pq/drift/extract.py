@@ -182,27 +182,17 @@ def _cxx(text: str, tensor_method: Callable[[str], bool]) -> list[Use]:
     if m:
         return [Use("header", m.group(1))]
     # Comments found where strings and characters are blanked (a `//` in a URL is text),
-    # then cut from the line as it is (a schema is a string) and from the blanked one.
-    bare = _blanked(_QUOTED, text)
-    spans = [c.span() for c in _CXX_COMMENT.finditer(bare)]
-    uncommented = "".join(text[a:b] for a, b in _between(spans, len(text)))
+    # then taken out of the line as it is (a schema is a string) and of the blanked one.
+    masked = _CXX_COMMENT.sub(lambda c: "\0" * len(c.group(0)), _blanked(_QUOTED, text))
+    uncommented = "".join(t for t, m in zip(text, masked, strict=True) if m != "\0")
     found = [Use("schema", s.group(1), s.group(1) + s.group(2))
              for s in _SCHEMA.finditer(uncommented)]
-    code = "".join(bare[a:b] for a, b in _between(spans, len(text)))
+    code = masked.replace("\0", "")
     found += [Use("macro", m.group(1)) for m in _MACRO.finditer(code)]
     found += [Use("cxx", m.group(1)) for m in _QUALIFIED.finditer(code)]
     found += [Use("method", m.group(1)) for m in _METHOD.finditer(code)
               if m.group(1) not in _STL_WORDS and tensor_method(m.group(1))]
     return found
-
-
-def _between(spans: list[tuple[int, int]], end: int) -> list[tuple[int, int]]:
-    """The (start, end) ranges of a line of `end` characters outside `spans`."""
-    out, at = [], 0
-    for a, b in spans:
-        out.append((at, a))
-        at = b
-    return out + [(at, end)]
 
 
 def _python(text: str) -> list[Use]:

@@ -100,12 +100,12 @@ class Series:
         upstream = _merge_ordered(self.upstream_raw, {"ref": self.upstream_ref,
                                                       "base": self.base}, ("ref", "base"))
         known: dict[str, Any] = {"version": FORMAT_VERSION, "upstream": upstream}
-        if self.queue_extra or self.raw.get("queue_paths") == []:
-            given = self.raw.get("queue_paths")  # as written: `notes/` stays `notes/`
-            if not (isinstance(given, list) and [str(p).rstrip("/") for p in given] == list(
-                    self.queue_extra)):
-                given = list(self.queue_extra)
+        given = self.raw.get("queue_paths")  # as written: `notes/` stays, so does `[]`
+        if isinstance(given, list) and [str(p).rstrip("/") for p in given] == list(
+                self.queue_extra):
             known["queue_paths"] = list(given)
+        elif self.queue_extra:
+            known["queue_paths"] = list(self.queue_extra)
         known["patches"] = [e.to_data() for e in self.patches]
         if self.gate is not None:
             known["gate"] = self.gate

@@ -255,7 +255,7 @@ def _listed_refs(git: Git) -> list[tuple[str, str, str, bool]]:
     or pruned repository) is named with its fix."""
     try:
         return git.list_refs("refs/heads/", "refs/pq/")
-    except GitError as exc:  # a ref whose object is gone (a damaged or pruned repository)
+    except GitError as exc:
         missing = re.search(r"missing object (\w+) for (\S+)", exc.message)
         if missing is None:
             raise

@@ -106,14 +106,13 @@ def import_fork(git: Git, upstream: str, branch: str | None = None, *, dry_run: 
                               f"checked out ({name} is)", hint=f"`git switch {short}` first")
         queue_paths = new_series(upstream, upstream_id).queue_paths
         tip = git.head()
-        if (git.root / SERIES_FILE).exists() or git.ls_tree(tip, [SERIES_FILE]):
-            tracked = sorted({path.split("/", 1)[0] for *_, path in
-                              git.ls_tree(tip, [SERIES_FILE, PATCHES_DIR])})
-            untracked = SERIES_FILE not in tracked
-            again = " and ".join(
-                ([f"`git rm -r -q {' '.join(tracked)}`"] if tracked else [])
-                + ([f"`rm {SERIES_FILE}`"] if untracked else [])) + (
-                " and commit first" if tracked else " first")
+        tracked = sorted({path.split("/", 1)[0] for *_, path in
+                          git.ls_tree(tip, [SERIES_FILE, PATCHES_DIR])})
+        if (git.root / SERIES_FILE).exists() or SERIES_FILE in tracked:
+            steps = [f"`git rm -r -q {' '.join(tracked)}`"] if tracked else []
+            if SERIES_FILE not in tracked:
+                steps.append(f"`rm {SERIES_FILE}`")
+            again = " and ".join(steps) + (" and commit" if tracked else "") + " first"
             raise ConfigError(f"{SERIES_FILE} already exists: {name} already has a series",
                               path=SERIES_FILE,
                               hint=f"`pq export` refreshes it; {again} to import again")

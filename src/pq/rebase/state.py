@@ -135,7 +135,7 @@ def _require_shape(data: dict[str, Any]) -> None:
         raise ValueError(f"queue_before has no {SERIES_FILE}")
     for path, blob in data.get("queue_before", {}).items():
         if not (isinstance(blob, str) and (path == SERIES_FILE or re.fullmatch(
-                rf"{PATCHES_DIR}/[^/]+\.patch", path) and path.count("/") == 1)):
+                rf"{PATCHES_DIR}/[^/]+\.patch", path))):
             raise ValueError(f"queue_before names {path!r}")
     if not all(isinstance(s, dict) for s in data.get("steps", [])) or not all(
             isinstance(p, str) for p in [*data.get("conflict_paths", []),
