@@ -137,6 +137,39 @@ def test_a_parenthesised_import_and_global_qualification_are_read(tmp_path: Path
     assert "at::Other" not in names
 
 
+def test_a_name_added_inside_an_import_block_the_hunk_does_not_show_is_read(
+        tmp_path: Path) -> None:
+    """The range is read with -U0: a hunk adding `    load_inline,` inside an existing
+    `from torch.utils.cpp_extension import (` block never shows the `from` line, and the
+    name was missed. Names moved inside a block, and lists that are no torch import, are
+    not new API."""
+    fork = fork_with_series(tmp_path)
+    block = ("import os\nfrom torch.utils.cpp_extension import (  # build helpers\n"
+             "    BuildExtension,\n\n    CUDAExtension as CE,\n)\n"
+             "from other.lib import (\n    thing,\n)\nNAMES = [\n    'a',\n    b,\n]\n")
+    upstream_commit(fork, {"pkg/ext.py": block}, "ext")
+    old = git(fork, "rev-parse", "upstream/main")
+    grown = (block.replace("    CUDAExtension as CE,\n", "    CUDAExtension as CE,\n"
+                           "    load_inline, include_paths\n")
+             .replace("    thing,\n", "    thing,\n    other_thing,\n")
+             .replace("    b,\n", "    b,\n    torchlike,\n"))
+    sha = upstream_commit(fork, {"pkg/ext.py": grown}, "more build helpers")
+    items = {i.name: i for i in run(fork, old).items}
+    assert set(items) == {"torch.utils.cpp_extension.load_inline",
+                          "torch.utils.cpp_extension.include_paths"}
+    assert (items["torch.utils.cpp_extension.load_inline"].line, items[
+        "torch.utils.cpp_extension.load_inline"].commit) == (6, sha)
+    # The same names moved inside the block (one hunk takes them out, another puts them
+    # back) are no new API; a name taken out alone is none either.
+    old = git(fork, "rev-parse", "upstream/main")
+    moved = grown.replace("    BuildExtension,\n", "    load_inline, include_paths\n"
+                          "    BuildExtension,\n", 1).replace(
+        "    CUDAExtension as CE,\n    load_inline, include_paths\n",
+        "    CUDAExtension as CE,\n")
+    upstream_commit(fork, {"pkg/ext.py": moved}, "sort the names")
+    assert run(fork, old).items == ()
+
+
 def test_without_a_surface_every_status_is_unknown(tmp_path: Path) -> None:
     fork = fork_with_series(tmp_path)
     old = git(fork, "rev-parse", "upstream/main")

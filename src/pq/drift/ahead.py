@@ -21,8 +21,9 @@ if TYPE_CHECKING:
 def scan_ahead(git: Git, old: str, new: str, load: Callable[[], Loaded] | None = None
                ) -> Background[RangeScan]:
     """`scan.scan_range(git, old, new, load())` in a thread; `load` defaults to the compat
-    surface as cached (never measured here). The thread uses only processes of its own
-    (no object reader shared with the caller)."""
+    surface as cached (never measured here). The thread reads the range through a process
+    of its own; the few files a hunk inside an import block needs it reads through the
+    shared object reader, which takes turns with the caller."""
 
     def work() -> RangeScan:
         from pq.drift import index, scan

@@ -73,9 +73,38 @@ def language(path: str) -> str | None:
 
 
 def may_use(lang: str, text: bytes) -> bool:
-    """Whether any line of `text` (`lang` source) can use a framework name: every Python
-    use names `torch`; a C++ line can call a tensor method by any name."""
-    return lang != "python" or b"torch" in text
+    """Whether any line of `text` (`lang` source, a file's section of a diff) can use a
+    framework name: every Python use names `torch`, or is a line of bare names that may sit
+    in a `from torch.x import (` block opened above the hunk; a C++ line can call a tensor
+    method by any name."""
+    return lang != "python" or b"torch" in text or _PY_NAMES_CHANGED.search(text) is not None
+
+
+# A line of a parenthesized list of names: `    name,`, `    a as b, c)`.
+_PY_NAMES = re.compile(r"^\s*[A-Za-z_]\w*(?:\s+as\s+\w+)?"
+                       r"(?:\s*,\s*[A-Za-z_]\w*(?:\s+as\s+\w+)?)*\s*,?\s*\)?\s*$")
+_PY_NAMES_CHANGED = re.compile(rb"^[-+][ \t]+[A-Za-z_][\w \t,]*\)?[ \t]*(?:#.*)?$", re.M)
+_IMPORT_BLOCK_MAX = 500  # lines looked back for the opening of an import block
+
+
+def names_only(line: str) -> bool:
+    """Whether a Python line holds only names of a parenthesized list (and a comment): a
+    hunk that begins with one may be inside an import block the hunk does not show."""
+    return _PY_NAMES.match(line.split("#", 1)[0]) is not None
+
+
+def open_import(above: Sequence[str]) -> list[str]:
+    """The last lines of `above` (a Python file's lines before a hunk) from a
+    `from torch.x import (` still open at its end, up to that end: what a hunk inside
+    that block needs before its lines to be read; [] when the hunk is not inside one."""
+    for i in range(len(above) - 1, max(-1, len(above) - 1 - _IMPORT_BLOCK_MAX), -1):
+        code = above[i].split("#", 1)[0]
+        m = _PY_FROM_OPEN.match(code)
+        if m is not None:
+            return list(above[i:]) if ")" not in m.group(2) else []
+        if code.strip() and not (_PY_NAMES.match(code) and ")" not in code):
+            return []
+    return []
 
 
 def uses(lang: str, text: str, tensor_method: Callable[[str], bool] = TENSOR_METHODS.__contains__

@@ -7,7 +7,7 @@ The rules (which files, which names, what counts as new, what is risky) are in d
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -121,7 +121,12 @@ class RangeScan:
 def scan_range(git: Git, old: str, new: str, loaded: index.Loaded) -> RangeScan:
     surface = loaded.surface
     range_ = git.range_diffs(old, new)
-    uses, changed = _new_uses(range_, surface)
+
+    def files_at(named: list[tuple[str, str]]) -> list[bytes | None]:
+        objects = git.odb.read_many([f"{commit}:{path}" for commit, path in named])
+        return [o[2] if o is not None and o[1] == "blob" else None for o in objects]
+
+    uses, changed = _new_uses(range_, surface, files_at)
     items = []
     asked: dict[tuple[str, str], Coverage] = {}
     for use, path, line, commit in uses:
@@ -148,10 +153,14 @@ def report(git: Git, scanned: RangeScan, queue: Queue | None) -> DriftReport:
                    touched=tuple(_touched(queue, changed)), renames=tuple(hits(queue)))
 
 
-def _new_uses(range_: Sequence[tuple[str, bytes]], surface: Surface | None
-              ) -> tuple[list[Found], dict[str, list[str]]]:
+def _new_uses(range_: Sequence[tuple[str, bytes]], surface: Surface | None,
+               files_at: Callable[[list[tuple[str, str]]], list[bytes | None]] | None = None
+               ) -> tuple[list[Found], dict[str, list[str]]]:
     """The first use of each name per file on an added line whose name the same commit
-    does not remove from the same file; and {path: the commits that change it}."""
+    does not remove from the same file; and {path: the commits that change it}.
+    `files_at` gives files as (commit, path) name them: a Python hunk that begins with a
+    line of bare names is read after the lines of the `from torch.x import (` block it
+    may sit in, which -U0 leaves out."""
     known: dict[str, bool] = {}
 
     def is_method(name: str) -> bool:
@@ -172,6 +181,8 @@ def _new_uses(range_: Sequence[tuple[str, bytes]], surface: Surface | None
         read[path] = lang
         return True
 
+    parsed: list[tuple[str, diffs.FileDiff, str]] = []
+    wanted: dict[tuple[str, str], None] = {}  # (commit, path) of hunks in a block, maybe
     for commit, diff in range_:
         for f in diffs.parse(diff, read_hunks=read_hunks):
             for p in dict.fromkeys(x for x in (f.old, f.new) if x is not None):
@@ -179,22 +190,40 @@ def _new_uses(range_: Sequence[tuple[str, bytes]], surface: Surface | None
             lang = read.get(f.path)
             if lang is None or f.deleted or f.binary or not f.hunks:
                 continue
-            removed: set[extract.Use] = set()
-            added = []
-            for h in f.hunks:  # each side's lines in order: a comment may span several
-                before = [ln for ln in h.lines if not ln.added]
-                for ln, code in zip(before, extract.code_of(lang, [x.text for x in before])):
-                    if ln.removed:
-                        removed.update(extract.uses(lang, code, is_method))
-                after = h.post()
-                added += [(ln, code) for ln, code in zip(
-                    after, extract.code_of(lang, [x.text for x in after])) if ln.added]
-            for ln, code in added:
-                for use in extract.uses(lang, code, is_method):
-                    key = (f.path, use.kind, use.name)
-                    if use not in removed and key not in seen:
-                        seen.add(key)
-                        found.append((use, f.path, ln.number, commit))
+            parsed.append((commit, f, lang))
+            if lang == "python" and any(extract.names_only(h.lines[0].text) for h in f.hunks):
+                wanted[(commit, f.path)] = None
+    above: dict[tuple[str, str], list[str]] = {}
+    if wanted and files_at is not None:
+        for named, data in zip(wanted, files_at(list(wanted)), strict=True):
+            if data is not None:
+                above[named] = data.decode("utf-8", "replace").splitlines()
+
+    for commit, f, lang in parsed:
+        lines_of_file = above.get((commit, f.path))
+        removed: set[extract.Use] = set()
+        added = []
+        for h in f.hunks:  # each side's lines in order: a comment may span several
+            context: list[str] = []
+            if lines_of_file is not None and extract.names_only(h.lines[0].text):
+                # The new file's lines above the hunk (-U0: a hunk that adds none starts
+                # after its line `new_start`).
+                context = extract.open_import(
+                    lines_of_file[:h.new_start - (1 if h.new_count else 0)])
+            before = [ln for ln in h.lines if not ln.added]
+            codes = extract.code_of(lang, context + [x.text for x in before])[len(context):]
+            for ln, code in zip(before, codes):
+                if ln.removed:
+                    removed.update(extract.uses(lang, code, is_method))
+            after = h.post()
+            codes = extract.code_of(lang, context + [x.text for x in after])[len(context):]
+            added += [(ln, code) for ln, code in zip(after, codes) if ln.added]
+        for ln, code in added:
+            for use in extract.uses(lang, code, is_method):
+                key = (f.path, use.kind, use.name)
+                if use not in removed and key not in seen:
+                    seen.add(key)
+                    found.append((use, f.path, ln.number, commit))
     return found, changed
 
 
