@@ -371,3 +371,23 @@ def test_a_docstring_whose_quotes_stand_alone_under_a_def_is_no_code() -> None:
 ])
 def test_a_line_names_what_its_code_uses(lang: str, line: str, names: list[str]) -> None:
     assert [u.name for u in extract.uses(lang, line)] == names
+
+
+@pytest.mark.parametrize(("lines", "names"), [
+    # A raw string over several lines (a pybind11 docstring) is text, not code.
+    (['m.def("f", &f, R"pbdoc(', "    Like at::rawdoc_name, see c10::rawdoc_other.",
+      ')pbdoc"); auto y = at::after_doc(x);'], [[], [], ["at::after_doc"]]),
+    (['auto d = u8R"(at::inside', ')"; auto z = at::x();'], [[], ["at::x"]]),
+    # A schema wrapped onto the next line, or split into literals over lines.
+    (["m.def(", '    "wrapped(Tensor x, int y=1) -> Tensor");'],
+     [["wrapped(Tensor x, int y=1) -> Tensor"], []]),
+    (['m.def("concat(Tensor x, "', '      "int y=1) -> Tensor",', "      &impl);"],
+     [["concat(Tensor x, int y=1) -> Tensor"], [], []]),
+    # A pybind11 def wrapped the same way names no schema.
+    (["m.def(", '    "add_one", &add_one, "doc");'], [[], []]),
+])
+def test_lines_name_what_their_code_uses(lines: list[str], names: list[list[str]]) -> None:
+    """Text that spans lines in C++: raw strings (whose names were read as code) and
+    wrapped op schemas (which were missed)."""
+    assert [[u.detail or u.name for u in extract.uses("cxx", code)]
+            for code in extract.code_of("cxx", lines)] == names

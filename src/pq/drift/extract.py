@@ -119,7 +119,7 @@ def code_of(lang: str, lines: Sequence[str]) -> list[str]:
     """Consecutive `lines` of `lang` source (a hunk's) with what multi-line comments
     (`/* ... */`) and docstrings (triple-quoted strings) hold blanked: `uses` reads one
     line at a time and cannot tell that a line sits inside one."""
-    opener = re.compile(r"/\*" if lang == "cxx" else r'"""|\'\'\'')
+    opener = _CXX_OPENER if lang == "cxx" else _PY_OPENER
     inside: str | None = None  # the closing delimiter awaited
     colon = False  # the last line of code ended in `:` (a docstring may open next)
     out = []
@@ -144,11 +144,53 @@ def code_of(lang: str, lines: Sequence[str]) -> list[str]:
                 kept += rest
                 break
             kept += rest[:m.start()]
-            rest, inside = rest[m.end():], ("*/" if lang == "cxx" else m.group(0))
+            rest, inside = rest[m.end():], _closer(lang, m)
         out.append(kept)
         if kept.strip():
             colon = kept.split("#", 1)[0].rstrip().endswith(":")
-    return out if lang == "cxx" else _spread_imports(out)
+    return _joined_schemas(out) if lang == "cxx" else _spread_imports(out)
+
+
+# What opens text that spans lines: a comment or a raw string (C++), a triple quote.
+_CXX_OPENER = re.compile(r'/\*|(?<!\w)(?:u8|[uUL])?R"([^()\\\s"]{0,16})\(')
+_PY_OPENER = re.compile(r'"""|\'\'\'')
+
+
+def _closer(lang: str, m: re.Match[str]) -> str:
+    """What closes the text `m` opened: `*/`, a raw string's `)delimiter"`, the quote."""
+    if lang != "cxx":
+        return m.group(0)
+    return "*/" if m.group(0) == "/*" else f'){m.group(1)}"'
+
+
+# `.def(` with its schema's literals still open at the end of the line; a line that goes
+# on with literals; one literal's text.
+_DEF_OPEN = re.compile(r'\.def\(\s*((?:"(?:[^"\\]|\\.)*"\s*)*)$')
+_LITERALS = re.compile(r'\s*((?:"(?:[^"\\]|\\.)*"\s*)+)(.*)$')
+_LITERAL = re.compile(r'"((?:[^"\\]|\\.)*)"')
+
+
+def _joined_schemas(lines: list[str]) -> list[str]:
+    """A `m.def(` whose schema starts on a later line, or is split into adjacent literals
+    over lines (clang-format's wrapping), given the whole schema as one literal on the
+    def's line (`uses` reads one line; the lines that go on keep their own text)."""
+    out = list(lines)
+    for i, line in enumerate(lines):
+        m = _DEF_OPEN.search(line)
+        if m is None:
+            continue
+        parts, j = _LITERAL.findall(m.group(1)), i + 1
+        while j < len(lines):
+            more = _LITERALS.match(lines[j])
+            if more is None:
+                break
+            parts += _LITERAL.findall(more.group(1))
+            j += 1
+            if more.group(2).strip():  # the literals end on this line
+                break
+        if j > i + 1:
+            out[i] = line[:m.start()] + '.def("' + "".join(parts) + '")'
+    return out
 
 
 _PY_FROM_OPEN = re.compile(r"^(\s*from\s+torch(?:\.\w+)*\s+import)\s*\((.*)$")
