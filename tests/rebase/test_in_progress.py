@@ -198,7 +198,8 @@ def test_landing_git_refused_resumes_with_the_resolution(tmp_path: Path) -> None
 def test_continue_finds_conflict_markers_in_a_file_whose_name_holds_a_newline(
         tmp_path: Path) -> None:
     """`git diff --check` writes such a name over two lines, and cat-file cannot be asked
-    for it: the markers are still found and named (it said "object :l.txt not found")."""
+    for it: the markers are still found and named (it said "object :l.txt not found"), in
+    one line (the name was written as it is, over two)."""
     name = "new\nl.txt"
     numbers = "".join(f"{i}\n" for i in range(1, 11))
     up = make_upstream(tmp_path / "upstream", {name: numbers})
@@ -209,11 +210,19 @@ def test_continue_finds_conflict_markers_in_a_file_whose_name_holds_a_newline(
     write(up, name, numbers.replace("5\n", "up\n"))
     commit_all(up, "upstream edits")
     git(fork, "fetch", "-q", "upstream")
-    assert pq(fork, "rebase", "upstream/main", ok=False).exit_code == 1
+    stop = pq(fork, "rebase", "upstream/main", ok=False)
+    assert stop.exit_code == 1
+    # Each error stays one line: the name quoted as git quotes it, and as bash reads it.
+    error = next(ln for ln in stop.output.splitlines() if ln.startswith("pq: error:"))
+    assert error.endswith('conflicts in "new\\nl.txt" (edit, `git add $\'new\\nl.txt\'`, '
+                          "`pq rebase --continue`; or `pq rebase --skip` to drop this patch; "
+                          "or `pq rebase --abort` to go back)"), stop.output
+    assert "  conflicted  \"new\\nl.txt\"" in pq(fork, "status").output
     git(fork, "add", "-A")  # the markers staged as they are
     refused = pq(fork, "rebase", "--continue", ok=False)
     assert refused.exit_code == 1, refused.output
-    assert f"{name}:5: conflict marker added (and 2 more)" in refused.output, refused.output
+    assert '"new\\nl.txt":5: conflict marker added (and 2 more)' in refused.output, refused.output
+    assert "`git add $'new\\nl.txt'`" in refused.output and "\n" not in refused.output.strip()
     write(fork, name, numbers.replace("5\n", "both\n"))
     git(fork, "add", "-A")
     pq(fork, "rebase", "--continue")

@@ -47,9 +47,11 @@ class Failure:
         """The one stderr line: `pq: error: ...`, `pq: interrupted`, or None when quiet."""
         if self.quiet:
             return None
+        # One line, whatever a message quotes (a file name holding a newline, git's text).
+        message = self.message.replace("\r", "\\r").replace("\n", "\\n")
         if self.exit_code == EXIT_INTERRUPTED and self.error is None:
-            return f"pq: {self.message}"
-        return f"pq: error: {self.message}"
+            return f"pq: {message}"
+        return f"pq: error: {message}"
 
     def data(self) -> dict[str, Any]:
         """The JSON shape of an error (README: "Errors as JSON")."""

@@ -11,6 +11,7 @@ import click
 from pq.cli.common import base_label, emit_json, open_repo, plural, progress_printer, short
 from pq.errors import ConfigError, OperationFailed, PqError
 from pq.git.repo import Git
+from pq.quoting import shown
 from pq.rebase import rerere
 from pq.rebase import status as rebase_status
 from pq.rebase.report import PatchReport, RebaseReport, trim
@@ -185,7 +186,8 @@ def _conflict_error(report: RebaseReport, conflicted: list[rebase_status.Conflic
     files = [c for c in conflicted if c.path in paths] or [
         rebase_status.ConflictFile(path, "UU", *rebase_status.KINDS["UU"]) for path in paths]
     return OperationFailed(
-        f"patches/{p.name} (layer {p.layer}) conflicts in {', '.join(paths)}",
+        f"patches/{p.name} (layer {p.layer}) conflicts in "
+        f"{', '.join(shown(path) for path in paths)}",
         hint=f"{rebase_status.resolve_hint(files)}, `pq rebase --continue`; or "
              "`pq rebase --skip` to drop this patch; or `pq rebase --abort` to go back")
 
@@ -307,9 +309,9 @@ def status(as_json: bool) -> None:
         return
     click.echo(st.line())
     for c in st.conflicted:
-        click.echo(f"  conflicted  {c.path}  ({c.kind}: {c.fix})")
+        click.echo(f"  conflicted  {shown(c.path)}  ({c.kind}: {c.fix})")
     for path in st.resolved:
-        click.echo(f"  resolved    {path}")
+        click.echo(f"  resolved    {shown(path)}")
     if st.phase == "conflict":
         first = "resolve the conflicted files, then " if st.conflicted else ""
         click.echo(f"next: {first}`pq rebase --continue`; or `pq rebase --skip` drops this "

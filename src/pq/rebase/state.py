@@ -24,6 +24,7 @@ from pq.model import series as series_mod
 from pq.model.series import PATCHES_DIR, SERIES_FILE
 from pq.oplog.snapshot import REBASE_STATE
 from pq.queue.files import Queue
+from pq.quoting import shown
 
 STATE_VERSION = 1
 # Phases: `replaying` (in memory; HEAD and files untouched unless `touched`), `stopping`
@@ -196,7 +197,8 @@ def queue_before(git: Git, state: RebaseState) -> Queue:
 
 
 def list_paths(paths: list[str]) -> str:
-    return ", ".join(paths[:5]) + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")
+    more = f" and {len(paths) - 5} more" if len(paths) > 5 else ""
+    return ", ".join(shown(p) for p in paths[:5]) + more
 
 
 def require_none(git: Git) -> None:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import re
-import shlex
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,6 +15,7 @@ from typing import Any
 from pq.errors import ConfigError, OperationFailed
 from pq.git.repo import Git
 from pq.oplog.lock import lock_holder
+from pq.quoting import shell_args, shown
 from pq.rebase import state as rs
 from pq.rebase import worktree
 
@@ -102,22 +102,17 @@ def conflicts(git: Git) -> list[ConflictFile]:
     out: list[ConflictFile] = []
     for path, code in sorted(git.unmerged().items()):
         kind, fix = KINDS[code]
-        out.append(ConflictFile(path, code, kind, fix.format(p=shell_args([path]), f=path)))
+        out.append(ConflictFile(path, code, kind, fix.format(p=shell_args([path]),
+                                                             f=shown(path))))
     return out
-
-
-def shell_args(paths: list[str]) -> str:
-    """`paths` as a shell reads them back: quoted where needed, after `--` when one of
-    them starts with `-` (so that a suggested `git add ...` can be pasted as it is)."""
-    words = " ".join(shlex.quote(p) for p in paths)
-    return f"-- {words}" if any(p.startswith("-") for p in paths) else words
 
 
 def resolve_hint(files: list[ConflictFile]) -> str:
     """How to resolve `files`: one clause for plain edits, one per file otherwise."""
     plain = [c.path for c in files if c.code in ("UU", "AA")]
     parts = [f"edit, `git add {shell_args(plain)}`"] if plain else []
-    parts += [f"{c.path} ({c.kind}): {c.fix}" for c in files if c.code not in ("UU", "AA")]
+    parts += [f"{shown(c.path)} ({c.kind}): {c.fix}" for c in files
+              if c.code not in ("UU", "AA")]
     return "; ".join(parts)
 
 
@@ -304,9 +299,9 @@ def require_resolved(git: Git, state: rs.RebaseState) -> None:
         path, line = markers[0]
         more = f" (and {len(markers) - 1} more)" if len(markers) > 1 else ""
         raise OperationFailed(
-            f"{path}:{line}: conflict marker added{more}; the resolution of "
+            f"{shown(path)}:{line}: conflict marker added{more}; the resolution of "
             f"patches/{state.steps[state.index].name} would commit it",
-            hint=f"edit {path} (and any other file `git diff --cached --check` names), "
+            hint=f"edit {shown(path)} (and any other file `git diff --cached --check` names), "
                  f"`git add {shell_args([path])}`, then `pq rebase --continue`")
 
 

@@ -1,0 +1,32 @@
+"""How a file name is written in a line of text, and in a command a user can paste: a
+name may hold a newline, a quote or a leading dash, and every error is one line."""
+
+from __future__ import annotations
+
+import re
+import shlex
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+# git's quote_c_style, which bash's `$'...'` reads the same way: letters, else octal.
+_ESCAPES = {"\a": "\\a", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\v": "\\v",
+            "\f": "\\f", "\r": "\\r", "\\": "\\\\"}
+
+
+def shell_args(paths: list[str]) -> str:
+    """`paths` as a shell reads them back: quoted where needed (a name holding a newline
+    or another control character as bash's `$'...'`, so that the line stays one), after
+    `--` when one of them starts with `-` (so a suggested `git add ...` can be pasted)."""
+    words = " ".join("$'" + _escaped(p, "'") + "'" if _CONTROL.search(p) else shlex.quote(p)
+                     for p in paths)
+    return f"-- {words}" if any(p.startswith("-") for p in paths) else words
+
+
+def shown(path: str) -> str:
+    """`path` for a line of text: as it is, or, when it holds a newline or another control
+    character, quoted as git quotes it (`"a\\nb"`)."""
+    return '"' + _escaped(path, '"') + '"' if _CONTROL.search(path) else path
+
+
+def _escaped(text: str, quote: str) -> str:
+    return "".join(_ESCAPES.get(c) or ("\\" + c if c == quote else f"\\{ord(c):03o}"
+                                       if _CONTROL.match(c) else c) for c in text)

@@ -1,0 +1,43 @@
+"""A file name in an error: one line, and a command that bash reads back as that name."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from pq.cli.failure import failure_of
+from pq.errors import OperationFailed
+from pq.quoting import shell_args, shown
+
+NAMES = ["plain.txt", "a\nb", "it's here", "-dash", "tab\there", "back\\slash\n", "cr\r",
+         "bell\x07", "caf\u00e9", "q\"uote\n'both'"]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_suggested_command_gives_bash_the_name_back(name: str) -> None:
+    words = shell_args([name])
+    assert "\n" not in words and "\r" not in words
+    out = subprocess.run(["bash", "-c", f"printf '%s\\0' {words}"], capture_output=True,
+                         check=True).stdout
+    assert out.split(b"\0")[:-1] == ([b"--"] if name.startswith("-") else []) + [
+        name.encode()]
+
+
+def test_a_name_is_shown_as_git_quotes_it(tmp_path: Path) -> None:
+    assert shown("plain.txt") == "plain.txt" and shown("caf\u00e9") == "caf\u00e9"
+    assert shown('q"\t\\\x07\x1b') == '"q\\"\\t\\\\\\a\\033"'
+    names = ["a\nb", 'q"\t\\\x07\x1b', "v\x0b\x0c\x08\x7f", "caf\u00e9\n"]
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    for name in names:
+        (tmp_path / name).write_text("x")
+    listed = subprocess.run(["git", "-c", "core.quotePath=false", "ls-files", "--others"],
+                            cwd=tmp_path, capture_output=True, text=True, check=True).stdout
+    assert sorted(listed.splitlines()) == sorted(shown(n) for n in names)
+
+
+def test_an_error_is_one_line_whatever_it_quotes() -> None:
+    failure = failure_of(OperationFailed("git said:\nfatal: no\r\n", hint="fix it"))
+    assert failure is not None and failure.line() == (
+        "pq: error: git said:\\nfatal: no\\r\\n (fix it)")
