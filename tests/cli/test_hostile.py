@@ -379,10 +379,12 @@ def valid_patch(fork: Path) -> bytes:
 
 def _headers_ok(data: bytes) -> bool:
     """The mail header pq's format needs, judged by Python's mail parser: From naming an
-    address, an RFC 2822 Date, a Subject, then a `---` line before `diff --git` or the end."""
+    address, an RFC 2822 Date, a Subject; and no NUL byte before the diff (git refuses one
+    in a commit's message or author; pq refuses it in any header). A `---` line before the
+    diff is not needed: `git am` reads the forms of `git format-patch` without one."""
     text = data.partition(b"\n")[2] if data.startswith(b"From ") else data
     head, sep, body = text.partition(b"\n\n")
-    if not sep:
+    if not sep or b"\0" in text.partition(b"\ndiff --git ")[0]:
         return False
     head = head.replace(b"\r", b" ")  # git's mailinfo reads a CR in a header as a space
     msg = email.message_from_bytes(head + b"\n\n", policy=email.policy.compat32)
@@ -394,8 +396,7 @@ def _headers_ok(data: bytes) -> bool:
             # an address, possibly an empty `<>` (git allows it)
             and bool(email.utils.parseaddr(sender)[1] or re.search(r"<\s*>\s*$", sender))
             and isinstance(date, str) and _a_real_date(date)
-            and msg.get("Subject") is not None
-            and re.search(rb"(?m)^---\n(?=diff --git |\Z)", body) is not None)
+            and msg.get("Subject") is not None)
 
 
 def _git_finds_a_sender(value: str) -> bool:

@@ -60,7 +60,8 @@ def test_empty_diff_headers_and_encoding_round_trip() -> None:
 
 
 @settings(max_examples=200, deadline=None)
-@given(message=st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=1),
+@given(message=st.text(st.characters(codec="utf-8", exclude_categories=("Cs",),
+                                     exclude_characters="\x00"), min_size=1),
        name=st.text(st.characters(exclude_characters="<>\n\r\x00", codec="utf-8",
                                   exclude_categories=("Cs", "Cc")), max_size=20))
 def test_any_message_and_name_round_trip(message: str, name: str) -> None:
@@ -117,6 +118,11 @@ def test_a_patch_saved_with_crlf_line_ends_reads_as_git_am_reads_it() -> None:
     (b"From: a <a@b>\nDate: Tue, 14 Nov 2023 23:13:20 +0100\nSubject: s\n\n---\n"
      b"diff --git a/x b/x\n--- a/x\n+++ b/../x\n@@ -1 +1 @@\n-a\n+b\n",
      "p.patch:8: "),
+    # A NUL byte in the message or the author, which git refuses in a commit (git am too).
+    (b"From: a <a@b>\nDate: Tue, 14 Nov 2023 23:13:20 +0100\nSubject: s\n\nbo\0dy\n---\n"
+     + DIFF, "p.patch:5: a NUL byte in the header or the message"),
+    (b"From 0 Mon Sep 17 00:00:00 2001\nFrom: a\0b <a@b>\nDate: Tue, 14 Nov 2023 23:13:20 "
+     b"+0100\nSubject: s\n\n---\n" + DIFF, "p.patch:2: a NUL byte in the header"),
 ])
 def test_refusals_name_the_line(data: bytes, expected: str) -> None:
     with pytest.raises(ConfigError) as info:

@@ -243,6 +243,12 @@ def _parse_cached(data: bytes, filename: str) -> PatchFile:
                               hint="regenerate it with `pq export`")
         message = _plain_message(subject_value, body)
         diff = rest[found.end():]
+    nul = text.find(b"\0", 0, len(text) - len(diff))  # after the mbox line, as git am
+    if nul >= 0:  # git refuses one in a commit's message or its author (commit-tree, am)
+        at = len(data) - len(text) + nul
+        raise ConfigError("a NUL byte in the header or the message, which git refuses in a "
+                          "commit", path=filename, line=data.count(b"\n", 0, at) + 1,
+                          hint="take it out of the patch file, or regenerate it with `pq export`")
     diffs.check_paths(diff, filename, data.count(b"\n", 0, len(data) - len(diff)) + 1)
     enc = keys.get(ENCODING_HEADER.lower())
     encoding = None if enc is None else mailheader.decode(enc)
