@@ -379,12 +379,11 @@ def valid_patch(fork: Path) -> bytes:
 
 def _headers_ok(data: bytes) -> bool:
     """The mail header pq's format needs, judged by Python's mail parser: From naming an
-    address, an RFC 2822 Date, a Subject; and no NUL byte before the diff (git refuses one
-    in a commit's message or author; pq refuses it in any header). A `---` line before the
-    diff is not needed: `git am` reads the forms of `git format-patch` without one."""
+    address, an RFC 2822 Date, a Subject. A `---` line before the diff is not needed: `git
+    am` reads the forms of `git format-patch` without one."""
     text = data.partition(b"\n")[2] if data.startswith(b"From ") else data
     head, sep, body = text.partition(b"\n\n")
-    if not sep or b"\0" in text.partition(b"\ndiff --git ")[0]:
+    if not sep:
         return False
     head = head.replace(b"\r", b" ")  # git's mailinfo reads a CR in a header as a space
     msg = email.message_from_bytes(head + b"\n\n", policy=email.policy.compat32)
@@ -397,6 +396,20 @@ def _headers_ok(data: bytes) -> bool:
             and bool(email.utils.parseaddr(sender)[1] or re.search(r"<\s*>\s*$", sender))
             and isinstance(date, str) and _a_real_date(date)
             and msg.get("Subject") is not None)
+
+
+def _nul_in_the_commit(data: bytes) -> bool:
+    """A NUL byte in what becomes the commit's author or message (From:, Subject:, the
+    body): git refuses it in a message, and reads a header only up to it (cutting a name
+    or a subject short); pq refuses both."""
+    text = data.partition(b"\n")[2] if data.startswith(b"From ") else data
+    head, _, body = text.partition(b"\n\n")
+    header = b""
+    for line in head.split(b"\n"):
+        header = header if line[:1] in (b" ", b"\t") else line.split(b":", 1)[0].lower()
+        if header in (b"from", b"subject") and b"\0" in line:
+            return True
+    return b"\0" in body.partition(b"diff --git ")[0]
 
 
 def _git_finds_a_sender(value: str) -> bool:
@@ -455,7 +468,7 @@ def judge_patch(fork: Path, data: bytes) -> None:
         return  # unchanged: nothing to judge
     headers_ok = _headers_ok(data)
     made = git_am_commit(fork, data) if headers_ok else None
-    apply_ok = made is not None
+    apply_ok = made is not None and not _nul_in_the_commit(data)
     export_ok = None if made is not None and made == git_am_commit(
         fork, valid_patch(fork)) else False
     series_ok: bool | None = (None if headers_ok and not git_reads_the_diff(fork, data)

@@ -378,6 +378,64 @@ def test_a_revert_made_together_with_another_change_to_the_file_is_a_revert(
     assert "return 10;" in (c.fork / "lib/a.c").read_text()
 
 
+K = "".join(f"// k line {i}\n" if i not in (9, 29) else "    foo();\n" for i in range(40))
+K_BAR = K.replace("foo();", "bar();")
+
+
+def test_a_revert_of_some_of_an_adopted_change_is_no_revert(tmp_path: Path) -> None:
+    """The patch changes two identical lines; upstream took it, then took one line back.
+    Only a revert of every change keeps the patch: it is dropped, as git drops it (the
+    same line text counted once made it "reverted", and its line came back silently)."""
+    c = compare(tmp_path, [("foo becomes bar", {"lib/k.c": K_BAR})],
+                [("upstream: took it", {"lib/k.c": K_BAR}),
+                 ("upstream: line 10 back to foo", {"lib/k.c": edit(K_BAR, "bar();",
+                                                                     "foo();")})],
+                base={**BASE, "lib/k.c": K})
+    assert c.git.per_patch == ["dropped"]
+    assert_agree(c)
+    assert c.data["patches"][0]["upstream_reverted"] is None  # type: ignore[index]
+
+
+R = "".join(f"// r line {i}\n" if i not in (9, 29) else f"    return {i // 20};\n"
+            for i in range(40))  # `return 0;` at line 10, `return 1;` at line 30
+
+
+def test_the_same_change_undone_elsewhere_in_the_file_is_no_revert(tmp_path: Path) -> None:
+    """Upstream took the patch (line 10: return 0 -> 1), refined it, and in another
+    commit changed line 30 from `return 1;` to `return 0;`: the same text, flipped, but
+    not the patch's change. The patch is dropped, as git drops it (it was kept as
+    reverted, and stopped at a conflict)."""
+    took = edit(R, "return 0;", "return 1;")
+    refined = edit(took, "return 1;", "return 2;")
+    c = compare(tmp_path, [("return 1 at line 10", {"lib/r.c": took})],
+                [("upstream: took it", {"lib/r.c": took}),
+                 ("upstream: refined it", {"lib/r.c": refined}),
+                 ("upstream: line 30 returns 0", {"lib/r.c": refined.replace(
+                     "    return 1;\n", "    return 0;\n")})],
+                base={**BASE, "lib/r.c": R})
+    assert c.git.per_patch == ["dropped"]
+    assert_agree(c)
+    assert c.data["patches"][0]["upstream_reverted"] is None  # type: ignore[index]
+
+
+def test_a_dropped_patch_names_the_commit_that_made_its_change_where_it_made_it(
+        tmp_path: Path) -> None:
+    """An earlier upstream commit made the same change to another line: the report names
+    the commit that made the patch's change at the patch's place (it named the other)."""
+    t = R.replace("return 1;", "return 0;")  # `return 0;` at lines 10 and 30
+    mine = edit(t, "return 0;", "return 1;")
+    line30 = t.replace("    return 0;\n// r line 30", "    return 1;\n// r line 30")
+    adopt = edit(edit(line30, "return 0;", "return 1;"), "// r line 19", "// r 19 too")
+    c = compare(tmp_path, [("return 1 at line 10", {"lib/r.c": mine})],
+                [("upstream: line 30 returns 1", {"lib/r.c": line30}),
+                 ("upstream: took it with more", {"lib/r.c": adopt})],
+                base={**BASE, "lib/r.c": t})
+    assert c.git.per_patch == ["dropped"]
+    assert_agree(c)
+    assert c.data["patches"][0]["upstream_commit"] == git(  # type: ignore[index]
+        c.up, "rev-parse", "HEAD")
+
+
 def test_applied_reverted_reapplied_is_dropped(tmp_path: Path) -> None:
     c = compare(tmp_path, [("a returns 10", {"lib/a.c": A10})],
                 [("upstream: a returns 10", {"lib/a.c": A10}), ("", {"revert": None}),

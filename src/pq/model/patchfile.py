@@ -243,18 +243,23 @@ def _parse_cached(data: bytes, filename: str) -> PatchFile:
                               hint="regenerate it with `pq export`")
         message = _plain_message(subject_value, body)
         diff = rest[found.end():]
-    nul = text.find(b"\0", 0, len(text) - len(diff))  # after the mbox line, as git am
-    if nul >= 0:  # git refuses one in a commit's message or its author (commit-tree, am)
-        at = len(data) - len(text) + nul
-        raise ConfigError("a NUL byte in the header or the message, which git refuses in a "
-                          "commit", path=filename, line=data.count(b"\n", 0, at) + 1,
-                          hint="take it out of the patch file, or regenerate it with `pq export`")
     diffs.check_paths(diff, filename, data.count(b"\n", 0, len(data) - len(diff)) + 1)
     enc = keys.get(ENCODING_HEADER.lower())
     encoding = None if enc is None else mailheader.decode(enc)
     extra = tuple((k, mailheader.decode(v)) for k, v in headers
                   if k.lower() not in _OWN_HEADERS)
     return PatchFile(Person(name, mail, date), message, diff, extra, encoding, filename)
+
+
+def parse_committable(data: bytes, filename: str) -> PatchFile:
+    """`parse`, refusing a patch file whose commit git refuses to make (`git am` does): a
+    NUL byte in its message or its author's name or e-mail."""
+    pf = parse(data, filename)
+    if "\0" in pf.message + pf.author.name + pf.author.email:
+        raise ConfigError("a NUL byte in the author or the message, which git refuses in a "
+                          "commit", path=filename, line=data.count(b"\n", 0, data.find(b"\0")) + 1,
+                          hint="take it out of the patch file")
+    return pf
 
 
 def _parse_headers(block: str, filename: str) -> list[tuple[str, str]]:

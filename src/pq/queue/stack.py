@@ -337,8 +337,8 @@ def materialise(
     `branch`: the commits go on a branch (signed where commits are; see write_commit)."""
     parsed = []
     for entry in queue.series.patches:
-        parsed.append((entry, patchfile.parse(queue.files[entry.name],
-                                              f"{PATCHES_DIR}/{entry.name}")))
+        parsed.append((entry, patchfile.parse_committable(queue.files[entry.name],
+                                                          f"{PATCHES_DIR}/{entry.name}")))
     result: list[tuple[PatchEntry, CommitId]] = []
     parent = onto
     trees = Trees(git)

@@ -54,9 +54,7 @@ class UpstreamMatches:
         self._by_files: dict[frozenset[str], list[str]] = {}
         self._ids: dict[str, str] = {}  # commit: patch-id
         self._diffs: dict[str, list[bytes]] = {}  # commit: its diffs as read, not parsed yet
-        self._lines: dict[str, dict[str, set[bytes]]] = {}  # commit: {path: changed lines}
-        # commit: {path: [the lines each hunk changes]}, for the reverts of a match
-        self._hunks: dict[str, dict[str, list[set[bytes]]]] = {}
+        self._blocks: dict[str, dict[str, list[Block]]] = {}  # commit: {path: its blocks}
         self._read: set[str] = set()  # commits diffed so far
         self._files_cache: dict[str, frozenset[str]] = {}
         self._prefetched = False  # the candidates of every pending patch were read
@@ -87,9 +85,17 @@ class UpstreamMatches:
         mine = self._lines_of(commit)
         if not mine:
             return None
+        # The oldest that holds each of the patch's changes where the patch made it (the
+        # same lines changed between the same neighbours), else the oldest holding every
+        # changed line anywhere in the file (upstream took it with other context).
+        blocks = self._blocks_of(commit)
         for candidate in candidates:
-            theirs = self._lines_of(candidate)
-            if all(lines <= theirs.get(path, set()) for path, lines in mine.items()):
+            theirs = self._blocks_of(candidate)
+            if all(_holds(theirs.get(path, []), bs) for path, bs in blocks.items()):
+                return candidate
+        for candidate in candidates:
+            theirs_lines = self._lines_of(candidate)
+            if all(lines <= theirs_lines.get(path, set()) for path, lines in mine.items()):
                 return candidate
         return None
 
@@ -133,36 +139,26 @@ class UpstreamMatches:
                 if pid is not None and self._ids.get(u) == pid]
 
     def _reverted_by(self, applied: str) -> str | None:
-        """The first later upstream commit whose diff undoes every line `applied` changed
-        and changes nothing else in its files: a revert. A later edit of an adopted line
-        (it removes the line and adds another, or the same one elsewhere) is no revert."""
+        """The first later upstream commit that undoes each change `applied` made, where it
+        made it: each block of lines it changed is changed back between the same
+        neighbours (the lines it added taken out, the ones it removed put back, as many
+        and in order), and no other block of the reverting commit adds an adopted line
+        again (a moved line). Other edits of the file in the same commit may come with it;
+        a later edit of an adopted line (removed for another line) is no revert, nor is
+        the same change undone elsewhere in the file, or only some of the changes."""
         order = [c for c, _ in self._upstream()]
         files = self._files_of[applied]
         later = [c for c in order[order.index(applied) + 1:] if files <= self._files_of[c]]
         self._read_diffs(later, [])
-        undo = {path: {_flip(line) for line in lines}
-                for path, lines in self._lines_of(applied).items()}
+        undo = {path: [(above, added, removed, below) for above, removed, added, below in bs]
+                for path, bs in self._blocks_of(applied).items()}
         if not undo:
             return None
         for candidate in later:
-            theirs = self._lines_of(candidate)
-            if all(lines <= theirs.get(path, set()) and self._only_undoes(candidate, path, lines)
-                   for path, lines in undo.items()):
+            theirs = self._blocks_of(candidate)
+            if all(_reverts(theirs.get(path, []), bs) for path, bs in undo.items()):
                 return candidate
         return None
-
-    def _only_undoes(self, candidate: str, path: str, undo: set[bytes]) -> bool:
-        """Whether `candidate`'s edit of `path` around the lines it takes out is the undo
-        (`undo`: the applied commit's changed lines, flipped) and no more: it adds none of
-        those lines again (a line moved), and each hunk that takes one out adds only lines
-        the applied commit had taken out (an adopted line edited is no revert). Its other
-        hunks, an unrelated change made with the revert, do not matter."""
-        taken_out = {ln for ln in undo if ln[:1] == b"-"}  # what the applied commit added
-        put_back = undo - taken_out  # what it removed, which a revert adds again
-        adopted = {b"+" + ln[1:] for ln in taken_out} - put_back
-        hunks = self._hunks.get(candidate, {}).get(path, [])
-        return not any(adopted & h for h in hunks) and all(
-            {ln for ln in h if ln[:1] == b"+"} <= put_back for h in hunks if h & taken_out)
 
     def _read_diffs(self, upstream: list[str], mine: list[str]) -> None:
         """The diffs and patch-ids of these upstream and patch commits (two processes, and
@@ -190,15 +186,20 @@ class UpstreamMatches:
 
     def _lines_of(self, commit: str) -> dict[str, set[bytes]]:
         """{path: the lines it adds or removes} of a commit diffed so far ({} for one not
-        read or with an empty diff), parsed on first ask: most rebases never ask."""
+        read or with an empty diff)."""
+        return {path: {b"-" + ln for _, removed, _, _ in bs for ln in removed}
+                | {b"+" + ln for _, _, added, _ in bs for ln in added}
+                for path, bs in self._blocks_of(commit).items()}
+
+    def _blocks_of(self, commit: str) -> dict[str, list[Block]]:
+        """{path: its blocks of changed lines} of a commit diffed so far, parsed on first
+        ask: most rebases never ask."""
         if commit in self._diffs:
-            lines = self._lines[commit] = {}
-            hunks = self._hunks[commit] = {}
+            blocks = self._blocks[commit] = {}
             for diff in self._diffs.pop(commit):
-                for path, changed in diff_lines(diff).items():
-                    lines.setdefault(path, set()).update(s for h in changed for s in h)
-                    hunks.setdefault(path, []).extend(changed)
-        return self._lines.get(commit, {})
+                for path, found in diff_blocks(diff).items():
+                    blocks.setdefault(path, []).extend(found)
+        return self._blocks.get(commit, {})
 
 
 def _as_log(patches: dict[str, bytes]) -> bytes:
@@ -228,15 +229,64 @@ def log_sections(log: bytes) -> list[tuple[str, bytes]]:
                                          else len(log)]) for i, m in enumerate(marks)]
 
 
-def diff_lines(diff: bytes) -> dict[str, list[set[bytes]]]:
-    """{path: the lines each hunk of a diff adds or removes, with their sign}."""
-    files: dict[str, list[set[bytes]]] = {}
+# One block of changed lines: (the context line above it, the lines it removes, the lines
+# it adds, the context line below it); None where the hunk shows no line there. Lines are
+# compared without trailing white space.
+Block = tuple[bytes | None, tuple[bytes, ...], tuple[bytes, ...], bytes | None]
+
+
+def diff_blocks(diff: bytes) -> dict[str, list[Block]]:
+    """{path: the blocks of changed lines of a diff, in order}."""
+    files: dict[str, list[Block]] = {}
     for f in diffs.parse(diff):
-        if f.hunks:
-            files.setdefault(f.path, []).extend(
-                {(b"+" if ln.added else b"-") + ln.raw.rstrip() for ln in h.lines
-                 if ln.kind != " "} for h in f.hunks)
+        for h in f.hunks:
+            lines, i = h.lines, 0
+            while i < len(lines):
+                if lines[i].kind == " ":
+                    i += 1
+                    continue
+                j = i
+                while j < len(lines) and lines[j].kind != " ":
+                    j += 1
+                files.setdefault(f.path, []).append((
+                    lines[i - 1].raw.rstrip() if i else None,
+                    tuple(ln.raw.rstrip() for ln in lines[i:j] if ln.removed),
+                    tuple(ln.raw.rstrip() for ln in lines[i:j] if ln.added),
+                    lines[j].raw.rstrip() if j < len(lines) else None))
+                i = j
     return files
+
+
+def _beside(a: bytes | None, b: bytes | None) -> bool:
+    """Whether two blocks' neighbours on one side agree (a side a hunk does not show, at
+    the file's start or end, agrees with any)."""
+    return a is None or b is None or a == b
+
+
+def _holds(theirs: list[Block], mine: list[Block]) -> bool:
+    """Whether each block of `mine` is a block of `theirs`, between the same neighbours
+    (each of theirs taken once)."""
+    free = list(theirs)
+    for above, removed, added, below in mine:
+        match = next((t for t in free if (t[1], t[2]) == (removed, added)
+                      and _beside(t[0], above) and _beside(t[3], below)), None)
+        if match is None:
+            return False
+        free.remove(match)
+    return True
+
+
+def _reverts(theirs: list[Block], undo: list[Block]) -> bool:
+    """Whether `theirs` (a commit's blocks of one file) holds every block of `undo` (an
+    applied commit's blocks, turned round) and no other block of theirs adds a line the
+    applied commit had added (one moved, not reverted)."""
+    if not _holds(theirs, undo):
+        return False
+    adopted = {ln for _, removed, _, _ in undo for ln in removed}
+    rest = list(theirs)
+    for block in undo:
+        rest.remove(next(t for t in rest if (t[1], t[2]) == (block[1], block[2])))
+    return not any(adopted & set(added) for _, _, added, _ in rest)
 
 
 def report(state: RebaseState, status: str, old: dict[str, bytes],
