@@ -331,6 +331,29 @@ def test_applied_and_reverted_upstream_is_kept_and_reported(tmp_path: Path) -> N
            "kept" in line
 
 
+def test_upstream_subjects_in_another_encoding_are_reported_as_git_log_shows_them(
+        tmp_path: Path) -> None:
+    """Upstream commits written with i18n.commitEncoding=ISO-8859-1: the report names them
+    in UTF-8 (it printed the raw Latin-1 byte, and lone surrogates in --json)."""
+    up = make_upstream(tmp_path / "upstream", BASE)
+    fork = make_fork(tmp_path, up)
+    write(fork, "lib/a.c", A10)
+    commit_all(fork, "a returns 10")
+    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    git(up, "config", "i18n.commitEncoding", "ISO-8859-1")
+    for message in ("Caf\u00e9 takes it\n", "R\u00e9vert it\n"):
+        write(up, "lib/a.c", A10 if "takes" in message else A)
+        git(up, "add", "-A")
+        git(up, "commit", "-q", "-F", "-", input=message.encode("latin-1"))
+    git(fork, "fetch", "-q", "upstream")
+    data = json.loads(pq(fork, "rebase", "upstream/main", "--json").stdout)
+    reverted = data["patches"][0]["upstream_reverted"]
+    assert (reverted["applied_subject"], reverted["reverted_subject"]) == (
+        "Caf\u00e9 takes it", "R\u00e9vert it")
+    shown = git(up, "-c", "i18n.logOutputEncoding=UTF-8", "log", "-2", "--format=%s")
+    assert shown.splitlines() == ["R\u00e9vert it", "Caf\u00e9 takes it"]
+
+
 def test_applied_reverted_and_merged_with_upstream_edits(tmp_path: Path) -> None:
     """Reverted, then upstream edited next to it: kept, merged, still reported."""
     c = compare(tmp_path, [("a returns 10", {"lib/a.c": A10})],

@@ -53,6 +53,11 @@ class Commit:
     def subject(self) -> str:
         return subject_of(self.message)
 
+    @property
+    def title(self) -> str:
+        """The subject as `git log` shows it: in UTF-8, from the commit's encoding."""
+        return subject_of(in_utf8(self.message, self.encoding))
+
 
 def commit_object(tree: str, parents: Sequence[str], author: Person, committer: Person,
                   message: str, encoding: str | None = None) -> bytes:
@@ -123,16 +128,25 @@ def as_git_commits(author: Person, message: str, encoding: str | None) -> tuple[
     is not part of a valid UTF-8 sequence is taken as Latin-1 (commit.c's verify_utf8).
     The message starts at its first line that is not blank (spaces, tabs, CRs), as git's
     pick takes it from the subject on."""
-    ident = author.ident().encode("utf-8", "surrogateescape")
-    text = _skip_blank_lines(message).encode("utf-8", "surrogateescape")
+    ident, text = _in_utf8([author.ident(), _skip_blank_lines(message)], encoding)
+    return Person.parse(ident), text
+
+
+def in_utf8(text: str, encoding: str | None) -> str:
+    """A commit's `text` (surrogateescaped bytes in `encoding`) in UTF-8, as git shows it
+    and as a picked commit holds it (the conversion of `as_git_commits`)."""
+    return _in_utf8([text], encoding)[0]
+
+
+def _in_utf8(texts: list[str], encoding: str | None) -> list[str]:
+    """`texts` of one commit converted together: all of them, or none where one fails."""
+    data = [t.encode("utf-8", "surrogateescape") for t in texts]
     if encoding is not None and encoding.lower() not in ("utf-8", "utf8"):
         try:
-            ident, text = (ident.decode(encoding).encode("utf-8"),
-                           text.decode(encoding).encode("utf-8"))
+            data = [d.decode(encoding).encode("utf-8") for d in data]
         except (LookupError, UnicodeError, ValueError):
             pass
-    return (Person.parse(_verify_utf8(ident).decode("utf-8", "surrogateescape")),
-            _verify_utf8(text).decode("utf-8", "surrogateescape"))
+    return [_verify_utf8(d).decode("utf-8", "surrogateescape") for d in data]
 
 
 def _verify_utf8(data: bytes) -> bytes:

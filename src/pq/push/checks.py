@@ -40,7 +40,7 @@ def _queue(ctx: CheckContext) -> Queue:
 
 
 def _subject(git: Git, commit: str) -> str:
-    return git.commit(commit).subject
+    return git.commit(commit).title
 
 
 def _listing(items: list[str], limit: int = 5) -> str:

@@ -82,7 +82,7 @@ def land(git: Git, state: RebaseState, previous: str | None = None) -> None:
     expected = previous if previous is not None and now == previous else state.orig_head
     if not state.detached and now != expected:
         # HEAD is on the branch: `reset --keep` below would move it from wherever it is.
-        moved = f"to {now[:12]} ({git.commit(now).subject})" if now else "(deleted)"
+        moved = f"to {now[:12]} ({git.commit(now).title})" if now else "(deleted)"
         raise ConfigError(f"{state.short_branch} moved {moved} while pq rebase was "
                           "computing; nothing was changed",
                           hint="run `pq export` if that commit belongs to the series, then "
@@ -113,7 +113,7 @@ def land(git: Git, state: RebaseState, previous: str | None = None) -> None:
 
 def report(git: Git, state: RebaseState, status: str, old: Queue,
            new: Queue | None) -> RebaseReport:
-    subjects = {c: git.commit(c).subject for s in state.steps
+    subjects = {c: git.commit(c).title for s in state.steps
                 for c in (s.upstream_commit, s.applied_in, s.reverted_in) if c}
     result = rangediff.report(state, status, _as_stored(git, state, old.files),
                               new.files if new else None, subjects)

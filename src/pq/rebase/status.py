@@ -204,7 +204,7 @@ def require_in_place(git: Git, state: rs.RebaseState, action: str) -> None:
     moved = git.try_resolve(state.branch)
     # The branch stays at its old tip until the landing moves it to the new one.
     if moved != state.orig_head and (moved is None or moved != state.new_tip):
-        where = f"to {moved[:12]} ({git.commit(moved).subject})" if moved else "(deleted)"
+        where = f"to {moved[:12]} ({git.commit(moved).title})" if moved else "(deleted)"
         keep = f"`git branch keep-{name} {moved[:12]}` keeps it, " if moved else ""
         back = (f"`git update-ref refs/heads/{name} {state.orig_head[:12]}` puts it back; "
                 f"then `git switch --detach {state.tip[:12]}` and `pq rebase --{action}`"
@@ -244,7 +244,7 @@ def _past_the_resolution(git: Git, state: rs.RebaseState, head: str) -> str | No
     if count > 1 or len(last.parents) != 1:
         return (f"{count} commits were made on the stopped patch "
                 f"patches/{state.steps[state.index].name} (the last: {head[:12]} "
-                f"{last.subject})")
+                f"{last.title})")
     return None
 
 
