@@ -237,6 +237,34 @@ def test_shallow_clone_rebases(tmp_path: Path) -> None:
     assert "one (paddle)" in (shallow / "notes.txt").read_text()
 
 
+def test_a_partial_clone_fetches_the_blobs_its_diffs_need(tmp_path: Path) -> None:
+    """A `--filter=blob:none` clone: upstream edited a patched file twice, once touching
+    exactly the patch's files, so pq diffs upstream blobs the clone never fetched. git
+    fetches them on demand; pq's sealed diff did not, and the rebase failed (exit 2)."""
+    up = make_upstream(tmp_path / "upstream", {"f.txt": "a\nb\nc\nd\ne\nf\ng\n",
+                                               "g.txt": "x\n"})
+    git(up, "config", "uploadpack.allowFilter", "true")
+    git(up, "config", "uploadpack.allowAnySHA1InWant", "true")
+    fork = tmp_path / "fork"
+    git(tmp_path, "clone", "-q", "--filter=blob:none", "-o", "upstream",
+        (up.resolve()).as_uri(), str(fork))
+    git(fork, "switch", "-q", "-c", "paddle")
+    write(fork, "f.txt", "a\nB\nc\nd\ne\nf\ng\n")
+    commit_all(fork, "patch b")
+    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    for old, new in (("f\n", "F\n"), ("g\n", "G\n")):
+        write(up, "f.txt", (up / "f.txt").read_text().replace(old, new))
+        commit_all(up, f"upstream: {new.strip()}")
+    git(fork, "fetch", "-q", "upstream")
+    by_git = tmp_path / "by-git"
+    shutil.copytree(fork, by_git, symlinks=True)
+    pq(fork, "rebase", "upstream/main")
+    git(by_git, "rebase", "-q", "upstream/main")
+    assert (fork / "f.txt").read_text() == (by_git / "f.txt").read_text() == \
+        "a\nB\nc\nd\ne\nF\nG\n"
+    assert tree_without_queue(fork, "HEAD") == tree_without_queue(by_git, "HEAD")
+
+
 def test_an_earlier_patch_sets_the_attribute_a_later_merge_uses(tmp_path: Path) -> None:
     up = make_upstream(tmp_path / "upstream", {"notes.txt": NOTES, "other.txt": NOTES,
                                                "README.md": "x\n"})

@@ -183,12 +183,27 @@ class Gateway:
 
         with self._sealing:
             if kind not in self._sealed:
-                root = sealed.prepare(self.common_dir, self.git_dir, kind, self.object_format())
+                root = sealed.prepare(self.common_dir, self.git_dir, kind, self.object_format(),
+                                      self._promisor() if kind == "diff" else None)
                 self._sealed[kind] = (root, sealed.env(root, self.common_dir, kind))
             root, env = self._sealed[kind]
         if kind == "merge":
             sealed.set_attributes(root, attributes)
         return self.run(*args, input=input, env=env, ok_codes=ok_codes, cwd=root)
+
+    def _promisor(self) -> list[tuple[str, str]]:
+        """A partial clone's fetch settings (sealed.PROMISOR_KEYS); [] for another clone."""
+        from pq.git import sealed
+
+        try:
+            if b"partialclone" not in (self.common_dir / "config").read_bytes().lower():
+                return []
+        except OSError:
+            return []
+        out = self.run("config", "-z", "--get-regexp", sealed.PROMISOR_KEYS, ok_codes=(0, 1))
+        items = [item.split("\n", 1) for item in
+                 out.decode("utf-8", "surrogateescape").split("\0") if item]
+        return [(kv[0], kv[1] if len(kv) > 1 else "true") for kv in items]
 
     # -- facts about the repository -------------------------------------------
 

@@ -20,8 +20,17 @@ from pq.atomic import write_atomic
 KINDS = ("diff", "merge")
 
 
-def prepare(common_dir: Path, git_dir: Path, kind: str, object_format: str) -> Path:
-    """The sealed git directory of `kind` for this repository, created or refreshed."""
+# What a partial clone's git needs to fetch a missing object from its promisor remote:
+# transport settings only, none that changes what git writes in a diff.
+PROMISOR_KEYS = (r"^(extensions\.partialclone|remote\..*|http\..*|credential\..*|"
+                 r"core\.sshcommand|url\..*\.(insteadof|pushinsteadof))$")
+
+
+def prepare(common_dir: Path, git_dir: Path, kind: str, object_format: str,
+            promisor: list[tuple[str, str]] | None = None) -> Path:
+    """The sealed git directory of `kind` for this repository, created or refreshed.
+    `promisor`: a partial clone's settings (PROMISOR_KEYS, as git lists them), so that a
+    "diff" directory fetches the objects the clone left out, as git there would."""
     root = common_dir / "pq" / "sealed" / kind
     (root / "refs").mkdir(parents=True, exist_ok=True)
     (root / "info").mkdir(exist_ok=True)
@@ -44,6 +53,8 @@ def prepare(common_dir: Path, git_dir: Path, kind: str, object_format: str) -> P
         lines += ["\tbare = true"]
     if object_format not in ("", "sha1"):
         lines += ["[extensions]", f"\tobjectformat = {object_format}"]
+    if kind == "diff":
+        lines += _config_lines(promisor or [])
     write_atomic(root / "config", ("\n".join(lines) + "\n").encode("utf-8", "surrogateescape"))
     shallow = common_dir / "shallow"
     link = root / "shallow"
@@ -80,6 +91,18 @@ def env(root: Path, common_dir: Path, kind: str) -> dict[str, str]:
 
 def _quote(value: str) -> str:
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _config_lines(items: list[tuple[str, str]]) -> list[str]:
+    """Configuration file lines that set `items` ((key, value) as `git config -l` names
+    them: `section.key` or `section.sub.section.key`)."""
+    lines = []
+    for key, value in items:
+        section, _, rest = key.partition(".")
+        sub, _, name = rest.rpartition(".")
+        lines += [f"[{section} {_quote(sub)}]" if sub else f"[{section}]",
+                  f"\t{name} = {_quote(value)}"]
+    return lines
 
 
 # -- attributes of a tree, as one file ------------------------------------------------
