@@ -3,8 +3,10 @@ name may hold a newline, a quote or a leading dash, and every error is one line.
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
+from pathlib import Path
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 # git's quote_c_style, which bash's `$'...'` reads the same way: letters, else octal.
@@ -19,6 +21,18 @@ def shell_args(paths: list[str]) -> str:
     words = " ".join("$'" + _escaped(p, "'") + "'" if _CONTROL.search(p) else shlex.quote(p)
                      for p in paths)
     return f"-- {words}" if any(p.startswith("-") for p in paths) else words
+
+
+def from_here(root: Path, paths: list[str]) -> list[str]:
+    """Repository `paths` (relative to its top, `root`) as a command run in the current
+    folder names them: a suggested `git add` works from a subfolder too."""
+    try:
+        here = os.getcwd()
+    except OSError:  # the folder is gone
+        return paths
+    if Path(here) == root:
+        return paths
+    return [os.path.relpath(root / p, here) for p in paths]
 
 
 def shown(path: str) -> str:

@@ -7,6 +7,7 @@ conflicts get their own fix, and the operation log tells a stopped rebase apart.
 from __future__ import annotations
 
 import json
+import re
 import shlex
 import subprocess
 from collections.abc import Callable
@@ -597,7 +598,7 @@ def test_a_rebase_stopped_in_one_worktree_is_ended_only_there(tmp_path: Path) ->
     tip = git(fork, "rev-parse", "HEAD")
     conflict_upstream(up, fork)
     git(fork, "switch", "-q", "-c", "other", "upstream/main")
-    linked = tmp_path / "linked"
+    linked = tmp_path / "linked tree"  # a space: each `cd` hint quotes it
     git(fork, "worktree", "add", "-q", str(linked), "paddle")
     assert pq(linked, "rebase", "upstream/main", ok=False).exit_code == 1
     write(fork, "README.md", "my edit, committed nowhere\n")
@@ -609,10 +610,34 @@ def test_a_rebase_stopped_in_one_worktree_is_ended_only_there(tmp_path: Path) ->
         assert whole_state(fork) == before
     status = json.loads(pq(fork, "status", "--json").output)["rebase"]
     assert status["phase"] == "elsewhere" and status["worktree"] == str(linked)
-    assert status["next"] == [f"cd {linked}"] and status["conflicted"] == []
+    assert status["next"] == [f"cd '{linked}'"] and status["conflicted"] == []
+    assert f"`cd '{linked}'`" in pq(fork, "status").output
     pq(linked, "rebase", "--abort")
     assert git(linked, "rev-parse", "HEAD") == tip
     assert (fork / "README.md").read_text() == "my edit, committed nowhere\n"
+
+
+def test_hints_run_from_a_subfolder_name_paths_from_there(tmp_path: Path) -> None:
+    """pq run in a subfolder: a suggested `git add` names the file as seen from there
+    (`git add csrc/x` failed in csrc/), and pasted as it is, it resolves the conflict."""
+    up = make_upstream(tmp_path / "upstream")
+    fork = make_fork(tmp_path, up)
+    write(fork, "csrc/ops.cc", "#include <torch/extension.h>\n\nint f() { return 2; }\n")
+    commit_all(fork, "kernel: f returns 2")
+    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    write(up, "csrc/ops.cc", "#include <torch/extension.h>\n\nint f() { return 3; }\n")
+    commit_all(up, "upstream: f returns 3")
+    git(fork, "fetch", "-q", "upstream")
+    here = fork / "csrc"
+    stop = pq(here, "rebase", "upstream/main", ok=False)
+    assert "conflicts in csrc/ops.cc (edit, `git add ops.cc`," in stop.output, stop.output
+    assert "git add ops.cc" in pq(here, "status").output
+    write(fork, "csrc/ops.cc", "#include <torch/extension.h>\n\nint f() { return 5; }\n")
+    command = re.search(r"`(git add [^`]+)`", stop.output)
+    assert command is not None
+    subprocess.run(command.group(1), shell=True, cwd=here, check=True)
+    pq(here, "rebase", "--continue")
+    assert git(fork, "show", "HEAD~1:csrc/ops.cc").endswith("return 5; }")
 
 
 def test_continue_and_abort_refuse_while_git_runs_a_rebase_of_its_own(tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from pq.demo import build as demo_mod
+from pq.quoting import shell_args
 
 
 def register(main: click.Group) -> None:
@@ -23,7 +24,8 @@ def demo(directory: Path | None) -> None:
     upstream/main` and `pq audit workarounds` and says what happened.
     """
     result = demo_mod.run(directory, click.echo)
-    click.echo(f"\nThe repositories stay in {result.directory} (cd {result.directory}/fork "
+    fork = shell_args([f"{result.directory}/fork"])
+    click.echo(f"\nThe repositories stay in {result.directory} (cd {fork} "
                "and try `pq series`, `pq log`, `pq undo`).")
     if not result.ok:
         raise SystemExit(1)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -11,7 +12,7 @@ import click
 from pq.cli.common import base_label, emit_json, open_repo, plural, progress_printer, short
 from pq.errors import ConfigError, OperationFailed, PqError
 from pq.git.repo import Git
-from pq.quoting import shown
+from pq.quoting import shell_args, shown
 from pq.rebase import rerere
 from pq.rebase import status as rebase_status
 from pq.rebase.report import PatchReport, RebaseReport, trim
@@ -105,7 +106,7 @@ def rebase(upstream: str | None, continue_: bool, skip: bool, abort: bool, gate:
                          else drift.to_json() if drift is not None else None)
         emit_json(data)
     if report.status == "conflict":
-        raise _conflict_error(report, conflicted)
+        raise _conflict_error(report, conflicted, git.root)
     if gate_result is not None and gate_result["exit_code"] != 0:
         sys.exit(int(gate_result["exit_code"]))
 
@@ -178,8 +179,8 @@ def _run_gate(git: Git, as_json: bool) -> dict[str, Any]:
     return {"exit_code": result.exit_code, "summary": report_text(result)}
 
 
-def _conflict_error(report: RebaseReport, conflicted: list[rebase_status.ConflictFile]
-                    ) -> OperationFailed:
+def _conflict_error(report: RebaseReport, conflicted: list[rebase_status.ConflictFile],
+                    root: Path) -> OperationFailed:
     assert report.conflict is not None
     p = report.conflict
     paths = report.conflict_paths
@@ -188,7 +189,7 @@ def _conflict_error(report: RebaseReport, conflicted: list[rebase_status.Conflic
     return OperationFailed(
         f"patches/{p.name} (layer {p.layer}) conflicts in "
         f"{', '.join(shown(path) for path in paths)}",
-        hint=f"{rebase_status.resolve_hint(files)}, `pq rebase --continue`; or "
+        hint=f"{rebase_status.resolve_hint(files, root)}, `pq rebase --continue`; or "
              "`pq rebase --skip` to drop this patch; or `pq rebase --abort` to go back")
 
 
@@ -325,6 +326,7 @@ def status(as_json: bool) -> None:
     elif st.phase == "running":
         click.echo("next: wait for it to finish; `pq status` says where it stands then")
     elif st.phase == "elsewhere":
-        click.echo(f"next: `cd {st.worktree}`: the rebase's index and files are there")
+        click.echo(f"next: `cd {shell_args([st.worktree or ''])}`: the rebase's index and "
+                   "files are there")
     else:
         click.echo("next: `pq rebase --abort` restores the branch; then run the rebase again")

@@ -22,6 +22,7 @@ from pq.faults import checkpoint
 from pq.git.repo import Git
 from pq.git.trees import Trees
 from pq.model.series import DEFAULT_QUEUE_PATHS, PATCHES_DIR, SERIES_FILE
+from pq.quoting import shell_args
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -106,7 +107,7 @@ def require_same_checkout(git: Git, snap: Snapshot, what: str, command: str) -> 
     if elsewhere is not None:
         raise ConfigError(f"{what} ran in the worktree {elsewhere}: its HEAD, index and files "
                           "are that one's, not this one's",
-                          hint=f"run `{command}` there (`cd {elsewhere}`)")
+                          hint=f"run `{command}` there (`cd {shell_args([elsewhere])}`)")
 
 
 def _conflict(git: Git, queue_paths: tuple[str, ...], changed: set[str]) -> dict[str, Any]:

@@ -24,7 +24,7 @@ from pq.model import series as series_mod
 from pq.model.series import PATCHES_DIR, SERIES_FILE
 from pq.oplog.snapshot import REBASE_STATE
 from pq.queue.files import Queue
-from pq.quoting import shown
+from pq.quoting import shell_args, shown
 
 STATE_VERSION = 1
 # Phases: `replaying` (in memory; HEAD and files untouched unless `touched`), `stopping`
@@ -184,7 +184,7 @@ def load_required(git: Git) -> RebaseState:
         raise ConfigError(f"the pq rebase in progress runs in the worktree {elsewhere}, not "
                           f"in this one ({git.root})",
                           hint=f"run `pq rebase --continue`, `--skip` or `--abort` there "
-                               f"(`cd {elsewhere}`)")
+                               f"(`cd {shell_args([elsewhere])}`)")
     return state
 
 
@@ -208,7 +208,7 @@ def require_none(git: Git) -> None:
         elsewhere = git.other_worktree(state.worktree) if state is not None else None
         raise ConfigError("a pq rebase is already in progress"
                           + (f" in the worktree {elsewhere}" if elsewhere else ""),
-                          hint=(f"`cd {elsewhere}`, then " if elsewhere else "")
+                          hint=(f"`cd {shell_args([elsewhere])}`, then " if elsewhere else "")
                           + "`pq rebase --continue`, `pq rebase --skip` or "
                             "`pq rebase --abort`")
     require_no_git_operation(git)

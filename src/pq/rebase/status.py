@@ -10,12 +10,13 @@ import os
 import re
 from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from pq.errors import ConfigError, OperationFailed
 from pq.git.repo import Git
 from pq.oplog.lock import lock_holder
-from pq.quoting import shell_args, shown
+from pq.quoting import from_here, shell_args, shown
 from pq.rebase import state as rs
 from pq.rebase import worktree
 
@@ -102,15 +103,15 @@ def conflicts(git: Git) -> list[ConflictFile]:
     out: list[ConflictFile] = []
     for path, code in sorted(git.unmerged().items()):
         kind, fix = KINDS[code]
-        out.append(ConflictFile(path, code, kind, fix.format(p=shell_args([path]),
-                                                             f=shown(path))))
+        fix = fix.format(p=shell_args(from_here(git.root, [path])), f=shown(path))
+        out.append(ConflictFile(path, code, kind, fix))
     return out
 
 
-def resolve_hint(files: list[ConflictFile]) -> str:
+def resolve_hint(files: list[ConflictFile], root: Path) -> str:
     """How to resolve `files`: one clause for plain edits, one per file otherwise."""
     plain = [c.path for c in files if c.code in ("UU", "AA")]
-    parts = [f"edit, `git add {shell_args(plain)}`"] if plain else []
+    parts = [f"edit, `git add {shell_args(from_here(root, plain))}`"] if plain else []
     parts += [f"{shown(c.path)} ({c.kind}): {c.fix}" for c in files
               if c.code not in ("UU", "AA")]
     return "; ".join(parts)
@@ -128,7 +129,8 @@ def status(git: Git) -> RebaseStatus | None:
                       step.layer if step else None)
     elsewhere = git.other_worktree(state.worktree)
     if elsewhere is not None:  # this worktree's index and files are not the rebase's
-        st.phase, st.worktree, st.next = "elsewhere", elsewhere, [f"cd {elsewhere}"]
+        st.phase, st.worktree = "elsewhere", elsewhere
+        st.next = [f"cd {shell_args([elsewhere])}"]
     elif state.phase == "conflict":
         st.phase = "conflict"
         st.conflicted = conflicts(git)
@@ -271,8 +273,9 @@ def require_queue_aside(git: Git, action: str) -> None:
     found = sorted(staged + untracked)
     if found:
         them = "it" if len(found) == 1 else "them"
-        remove = ([f"`git rm -q -f {shell_args(staged)}`"] if staged else []) + (
-            [f"`rm {shell_args(untracked)}`"] if untracked else [])
+        remove = ([f"`git rm -q -f {shell_args(from_here(git.root, staged))}`"] if staged
+                  else []) + ([f"`rm {shell_args(from_here(git.root, untracked))}`"]
+                              if untracked else [])
         raise ConfigError(
             f"{rs.list_paths(found)} came back while the rebase is stopped; pq keeps the "
             f"queue aside and writes it again when the rebase ends, over {them}",
@@ -288,7 +291,7 @@ def require_resolved(git: Git, state: rs.RebaseState) -> None:
     if unmerged:
         files = [c for c in conflicts(git) if c.path in unmerged]
         raise OperationFailed(f"{rs.list_paths(unmerged)} still unmerged",  # a conflict: 1
-                          hint=f"{resolve_hint(files)}, then "
+                          hint=f"{resolve_hint(files, git.root)}, then "
                                "`pq rebase --continue`")
     if changed:
         raise ConfigError(f"changes in {rs.list_paths(changed)} are not added",
@@ -302,7 +305,8 @@ def require_resolved(git: Git, state: rs.RebaseState) -> None:
             f"{shown(path)}:{line}: conflict marker added{more}; the resolution of "
             f"patches/{state.steps[state.index].name} would commit it",
             hint=f"edit {shown(path)} (and any other file `git diff --cached --check` names), "
-                 f"`git add {shell_args([path])}`, then `pq rebase --continue`")
+                 f"`git add {shell_args(from_here(git.root, [path]))}`, then "
+                 "`pq rebase --continue`")
 
 
 _MARKER = re.compile(r"^(.*):(\d+): leftover conflict marker$")
