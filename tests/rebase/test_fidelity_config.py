@@ -265,6 +265,32 @@ def test_a_partial_clone_fetches_the_blobs_its_diffs_need(tmp_path: Path) -> Non
     assert tree_without_queue(fork, "HEAD") == tree_without_queue(by_git, "HEAD")
 
 
+def test_a_shallow_clone_cut_below_the_branch_names_the_fetch_that_fixes_it(
+        tmp_path: Path) -> None:
+    """A `--depth 2` clone of the fork whose base arrived with upstream: the branch's
+    history stops short of it. pq blamed a rebase outside pq and suggested `pq rebase`
+    (the command refused) or `pq init --force` (which fails); the fix is a deeper fetch."""
+    up = make_upstream(tmp_path / "upstream", {"f.txt": "a\nb\nc\nd\ne\nf\n"})
+    fork = make_fork(tmp_path, up)
+    for old, new in (("b\n", "B\n"), ("e\n", "E\n")):
+        write(fork, "f.txt", (fork / "f.txt").read_text().replace(old, new))
+        commit_all(fork, f"patch {new.strip()}")
+    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    shallow = tmp_path / "shallow"
+    git(tmp_path, "clone", "-q", "--depth", "2", "-b", "paddle", fork.resolve().as_uri(),
+        str(shallow))
+    git(shallow, "remote", "add", "upstream", up.resolve().as_uri())
+    git(shallow, "fetch", "-q", "upstream")
+    for args in (["rebase", "upstream/main"], ["export"], ["check"]):
+        refused = pq(shallow, *args, ok=False)
+        assert refused.exit_code in (1, 2), refused.output
+        assert "stops before the series base" in refused.output, refused.output
+        assert "git fetch --deepen=<commits> (or --unshallow)" in refused.output
+        assert "pq init --force" not in refused.output
+    git(shallow, "fetch", "-q", "--deepen=2", "origin")
+    pq(shallow, "export")
+
+
 def test_an_earlier_patch_sets_the_attribute_a_later_merge_uses(tmp_path: Path) -> None:
     up = make_upstream(tmp_path / "upstream", {"notes.txt": NOTES, "other.txt": NOTES,
                                                "README.md": "x\n"})

@@ -67,12 +67,15 @@ def check_base(git: Git, ctx: CheckContext) -> list[CheckFailure]:
     base, ref = series.base, series.upstream_ref
     fix = f"pq init --force --upstream {ref} --commit"
     later = "(`pq rebase` moves a series onto a new upstream without this)"
-    from pq.queue.files import missing_base
+    from pq.queue.reach import missing_base, shallow_cut
 
     missing = missing_base(git, base, f"the upstream of {ref}", "push again")
     if missing is not None:
         return [CheckFailure("base", *missing)]
     if not git.is_ancestor(base, ctx.commit):
+        cut = shallow_cut(git, base, ctx.commit)
+        if cut is not None:
+            return [CheckFailure("base", cut[0], cut[1].replace("run it again", "push again"))]
         return [CheckFailure(
             "base",
             f"stale base: series.yaml records base {base[:12]}, which is not an ancestor of "

@@ -92,20 +92,6 @@ def _require_checked_out(git: Git, series: Series) -> None:
                           hint=f"`git sparse-checkout add {PATCHES_DIR}`, then run it again")
 
 
-def missing_base(git: Git, base: str, upstream_ref: str, then: str
-                 ) -> tuple[str, str] | None:
-    """(what is wrong, the fix: fetch `upstream_ref` (words that name what to fetch), then
-    `then`) when the series base is not in this repository at all (a shallow clone, a
-    clone without the upstream fetched); None when it is."""
-    if git.try_resolve(base) is not None:
-        return None
-    if (git.common_dir / "shallow").is_file():
-        return (f"the base series.yaml records, {base[:12]}, is not in this shallow clone",
-                f"git fetch --unshallow, then {then}")
-    return (f"the base series.yaml records, {base[:12]}, is not in this repository",
-            f"git fetch {upstream_ref}, then {then}")
-
-
 def checkout_undone(data: bytes) -> bytes:
     """A queue file whose every LF is a CRLF with each CRLF made an LF (what a checkout's
     LF -> CRLF conversion was given: pq writes its header lines with LF alone, so such a

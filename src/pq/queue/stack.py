@@ -20,7 +20,8 @@ from pq.model import diff as diffs
 from pq.model.patchfile import PatchFile
 from pq.model.series import PATCHES_DIR, PatchEntry, Series
 from pq.queue import identity
-from pq.queue.files import Queue, is_queue_path, missing_base, read_tree
+from pq.queue.files import Queue, is_queue_path, read_tree
+from pq.queue.reach import missing_base, shallow_cut
 
 
 @dataclass(frozen=True)
@@ -103,11 +104,10 @@ def patterns(queue_paths: Sequence[str]) -> bool:
 
 def _linear_range(git: Git, base: str, tip: str
                   ) -> list[tuple[CommitId, tuple[CommitId, ...]]]:
-    """(commit, parents) of base..tip, oldest first, refusing a base that is not an ancestor
-    of tip and a merge in the range."""
+    """(commit, parents) of base..tip, oldest first; refused for a merge or a base not below."""
     if not git.is_ancestor(base, tip):
         missing = missing_base(git, base, "the remote series.yaml's upstream.ref names",
-                               "run it again")
+                               "run it again") or shallow_cut(git, base, tip)
         if missing is not None:
             raise ConfigError(missing[0], hint=missing[1])
         raise ConfigError(

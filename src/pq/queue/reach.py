@@ -1,0 +1,34 @@
+"""Whether the series base can be reached from where git stands: a clone may lack it (not
+fetched, or cut off by a shallow clone), or a shallow clone may cut the branch's history
+short of it; each with what the user fetches to fix it."""
+
+from __future__ import annotations
+
+from pq.git.repo import Git
+
+
+def missing_base(git: Git, base: str, upstream_ref: str, then: str
+                 ) -> tuple[str, str] | None:
+    """(what is wrong, the fix: fetch `upstream_ref` (words that name what to fetch), then
+    `then`) when the series base is not in this repository at all (a shallow clone, a
+    clone without the upstream fetched); None when it is."""
+    if git.try_resolve(base) is not None:
+        return None
+    if (git.common_dir / "shallow").is_file():
+        return (f"the base series.yaml records, {base[:12]}, is not in this shallow clone",
+                f"git fetch --unshallow, then {then}")
+    return (f"the base series.yaml records, {base[:12]}, is not in this repository",
+            f"git fetch {upstream_ref}, then {then}")
+
+
+def shallow_cut(git: Git, base: str, tip: str) -> tuple[str, str] | None:
+    """(what is wrong, the fix) when `tip`'s history in this shallow clone stops before
+    the series base `base` (no ancestor of it, as far as git can see); else None."""
+    try:
+        cut = set((git.common_dir / "shallow").read_text().split())
+    except OSError:
+        return None
+    if not cut & set(git.rev_list(f"{base}..{tip}")):
+        return None
+    return (f"the history of {tip[:12]} stops before the series base {base[:12]} in this "
+            "shallow clone", "git fetch --deepen=<commits> (or --unshallow), then run it again")
