@@ -44,3 +44,9 @@ def shown(path: str) -> str:
 def _escaped(text: str, quote: str) -> str:
     return "".join(_ESCAPES.get(c) or ("\\" + c if c == quote else f"\\{ord(c):03o}"
                                        if _CONTROL.match(c) else c) for c in text)
+
+
+def list_paths(paths: list[str]) -> str:
+    """The first five of `paths` for a line of text, and how many more."""
+    more = f" and {len(paths) - 5} more" if len(paths) > 5 else ""
+    return ", ".join(shown(p) for p in paths[:5]) + more

@@ -18,7 +18,7 @@ from gitrepo import commit_all, git, write
 
 from pq.errors import ConfigError
 from pq.model import diff as diffs
-from pq.rebase.rangediff import diff_lines, log_sections
+from pq.rebase.rangediff import diff_blocks, log_sections
 
 QUOTED = 'qu"ote\\tä.txt'
 
@@ -214,15 +214,16 @@ def test_check_paths_skips_hunk_bodies_by_count(repo: Path) -> None:
     diffs.check_paths(body, "p", 1)  # `+++ b/../evil` is an added line, not a header
 
 
-def test_diff_lines_read_diff_tree_output(repo: Path) -> None:
+def test_diff_blocks_read_diff_tree_output(repo: Path) -> None:
     head = git(repo, "rev-parse", "HEAD")
     log = git_bytes(repo, "diff-tree", "--stdin", "-p", "-M", "--format=commit %H",
                     input=(head + "\n").encode())
-    lines = {path: set().union(*hunks)
-             for path, hunks in diff_lines(dict(log_sections(log))[head]).items()}
-    assert lines["plain.txt"] == {b"-b", b"+B", b"+d"}
-    assert lines[QUOTED] == {b"+q"} and lines["crlf.txt"] == {b"-y", b"+Y"}
-    assert "sp ace.txt" not in lines and "bin.dat" not in lines
+    blocks = diff_blocks(dict(log_sections(log))[head])
+    # Each run of changed lines, between the context lines around it (None: none shown).
+    assert blocks["plain.txt"] == [(b"a", (b"b",), (b"B",), b"c"), (b"c", (), (b"d",), None)]
+    assert blocks[QUOTED] == [(None, (), (b"q",), None)]
+    assert blocks["crlf.txt"] == [(b"x", (b"y",), (b"Y",), None)]  # CRs as white space
+    assert "sp ace.txt" not in blocks and "bin.dat" not in blocks
 
 
 def test_without_line_numbers_equates_moved_hunks() -> None:

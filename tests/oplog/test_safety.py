@@ -568,6 +568,23 @@ def test_undo_waits_for_a_rebase_in_progress(tmp_path: Path) -> None:
     assert repo_state(fork) == expected
 
 
+def test_undo_over_a_conflict_pq_no_longer_follows_names_the_fix_that_works(
+        tmp_path: Path) -> None:
+    """The rebase's state deleted mid-conflict (as pq's hint for a damaged one says):
+    `pq undo --force` cannot move HEAD over the unmerged file. Its hint said `git stash`,
+    which fails on an unmerged file; `git reset --merge`, which it names now, works."""
+    fork = conflict_fork(tmp_path)
+    expected = repo_state(fork)
+    assert pq(fork, "rebase", "upstream/main", ok=False).exit_code == 1
+    (fork / ".git/pq/rebase/state.json").unlink()
+    refused = pq(fork, "undo", "--force", ok=False)
+    one_line_error(refused, 2, "setup.py unmerged", "`git reset --merge`")
+    assert "git stash" not in refused.output
+    git(fork, "reset", "-q", "--merge")
+    pq(fork, "undo", "--force")
+    assert repo_state(fork) == expected
+
+
 # -- commands run only from the committed series ------------------------------------------------
 
 

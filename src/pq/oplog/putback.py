@@ -18,6 +18,7 @@ from pq.oplog.snapshot import (
     write_queue,
     write_state,
 )
+from pq.quoting import list_paths
 
 if TYPE_CHECKING:
     from pq.oplog.undo import Plan
@@ -80,9 +81,13 @@ def restore(git: Git, p: Plan, current: Snapshot) -> None:
             if took_back:  # nothing changes when the move fails: the conflict goes back too
                 write_conflict(git, conflict)
             write_queue(git, current["files"], current["index"], current["scope"])
-            raise ConfigError(_checkout_failure(stderr, p),
-                              hint="commit or stash those changes (`git stash`), then run it "
-                                   "again")
+            unmerged = sorted(git.unmerged())
+            raise ConfigError(_checkout_failure(stderr, p), hint=(
+                f"{list_paths(unmerged)} unmerged (no rebase of pq's is stopped on them): "
+                f"resolve and `git add` {'it' if len(unmerged) == 1 else 'them'}, or `git "
+                "reset --merge` to drop the merge and its changes, then run it again"
+                if unmerged else "commit or stash those changes (`git stash`), then run it "
+                                 "again"))
     # 2. Every other ref, in one atomic update (the branch HEAD moved with is done).
     refs_now = read_refs(git) if moving else current["refs"]
     _update_refs(git, {ref: value for ref, value in p.refs.items()

@@ -24,7 +24,7 @@ from pq.model import series as series_mod
 from pq.model.series import PATCHES_DIR, SERIES_FILE
 from pq.oplog.snapshot import REBASE_STATE
 from pq.queue.files import Queue
-from pq.quoting import shell_args, shown
+from pq.quoting import shell_args
 
 STATE_VERSION = 1
 # Phases: `replaying` (in memory; HEAD and files untouched unless `touched`), `stopping`
@@ -194,11 +194,6 @@ def queue_before(git: Git, state: RebaseState) -> Queue:
     series = series_mod.loads(files[SERIES_FILE], SERIES_FILE)
     return Queue(series, {e.name: files.get(f"{PATCHES_DIR}/{e.name}", b"")
                           for e in series.patches})
-
-
-def list_paths(paths: list[str]) -> str:
-    more = f" and {len(paths) - 5} more" if len(paths) > 5 else ""
-    return ", ".join(shown(p) for p in paths[:5]) + more
 
 
 def require_none(git: Git) -> None:

@@ -16,7 +16,7 @@ from typing import Any
 from pq.errors import ConfigError, OperationFailed
 from pq.git.repo import Git
 from pq.oplog.lock import lock_holder
-from pq.quoting import from_here, shell_args, shown
+from pq.quoting import from_here, list_paths, shell_args, shown
 from pq.rebase import state as rs
 from pq.rebase import worktree
 
@@ -277,7 +277,7 @@ def require_queue_aside(git: Git, action: str) -> None:
                   else []) + ([f"`rm {shell_args(from_here(git.root, untracked))}`"]
                               if untracked else [])
         raise ConfigError(
-            f"{rs.list_paths(found)} came back while the rebase is stopped; pq keeps the "
+            f"{list_paths(found)} came back while the rebase is stopped; pq keeps the "
             f"queue aside and writes it again when the rebase ends, over {them}",
             hint=f"copy what you want to keep elsewhere, {' and '.join(remove)}, then "
                  f"`pq rebase --{action}`" + ("" if action == "abort" else
@@ -290,11 +290,11 @@ def require_resolved(git: Git, state: rs.RebaseState) -> None:
     unmerged, changed = worktree.unstaged_paths(git)
     if unmerged:
         files = [c for c in conflicts(git) if c.path in unmerged]
-        raise OperationFailed(f"{rs.list_paths(unmerged)} still unmerged",  # a conflict: 1
+        raise OperationFailed(f"{list_paths(unmerged)} still unmerged",  # a conflict: 1
                           hint=f"{resolve_hint(files, git.root)}, then "
                                "`pq rebase --continue`")
     if changed:
-        raise ConfigError(f"changes in {rs.list_paths(changed)} are not added",
+        raise ConfigError(f"changes in {list_paths(changed)} are not added",
                           hint="`git add` what belongs to the patch (or `git checkout -- "
                                "<file>`), then `pq rebase --continue`")
     markers = added_conflict_markers(git, state.tip, state.steps[state.index].commit)

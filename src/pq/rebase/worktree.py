@@ -16,8 +16,9 @@ from pq.git.repo import Git
 from pq.git.trees import Trees
 from pq.model.series import PATCHES_DIR, SERIES_FILE
 from pq.queue.files import index_entries, is_queue_file, is_queue_path, reset_to_head
+from pq.quoting import list_paths
 from pq.rebase import rerere as rerere_mod
-from pq.rebase.state import RebaseState, list_paths, save
+from pq.rebase.state import RebaseState, save
 
 
 def require_clean_queue_dirs(dirty: list[str], queue_paths: tuple[str, ...]) -> None:
