@@ -391,3 +391,19 @@ def test_lines_name_what_their_code_uses(lines: list[str], names: list[list[str]
     wrapped op schemas (which were missed)."""
     assert [[u.detail or u.name for u in extract.uses("cxx", code)]
             for code in extract.code_of("cxx", lines)] == names
+
+
+@pytest.mark.parametrize(("lines", "names"), [
+    # An attribute chain split over lines inside brackets, or after a backslash.
+    (["y = (torch", "     .special", "     .erfcx(1.0))"],
+     [["torch.special.erfcx"], [], []]),
+    (["g = torch.cuda.\\", "    nvtx", "h = 1"], [["torch.cuda.nvtx"], [], []]),
+    # A module named on its own, then other code: no chain.
+    (["x = torch", "foo.bar()"], [[], []]),
+    (["import torch", "import os"], [[], []]),
+    (["s = 'torch'", "    .cuda"], [[], []]),
+])
+def test_python_lines_name_what_their_code_uses(lines: list[str],
+                                                names: list[list[str]]) -> None:
+    assert [[u.name for u in extract.uses("python", code)]
+            for code in extract.code_of("python", lines)] == names

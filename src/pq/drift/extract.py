@@ -148,7 +148,7 @@ def code_of(lang: str, lines: Sequence[str]) -> list[str]:
         out.append(kept)
         if kept.strip():
             colon = kept.split("#", 1)[0].rstrip().endswith(":")
-    return _joined_schemas(out) if lang == "cxx" else _spread_imports(out)
+    return _joined_schemas(out) if lang == "cxx" else _spread_imports(_joined_chains(out))
 
 
 # What opens text that spans lines: a comment or a raw string (C++), a triple quote.
@@ -190,6 +190,36 @@ def _joined_schemas(lines: list[str]) -> list[str]:
                 break
         if j > i + 1:
             out[i] = line[:m.start()] + '.def("' + "".join(parts) + '")'
+    return out
+
+
+# A `torch` attribute chain that goes on on the next line (inside brackets, or after a
+# backslash), and the part of a line that carries one on.
+_PY_CHAIN_OPEN = re.compile(r"(?<![\w.])torch(?:\.[A-Za-z_]\w*)*\.?(?=\s*\\?\s*$)")
+_PY_CHAIN_MORE = re.compile(r"\s*(\.?)([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)(\.?)(\s*\\?\s*$)?")
+
+
+def _joined_chains(lines: list[str]) -> list[str]:
+    """A `torch.` attribute chain split over lines (`(torch\n .special\n .erfcx(x))`, or
+    after a backslash) given whole to the line it starts on (`uses` reads one line; the
+    lines that go on keep their own text)."""
+    out = list(lines)
+    for i, line in enumerate(lines):
+        code = _blanked(_PY_LITERAL, line).split("#", 1)[0]
+        m = _PY_CHAIN_OPEN.search(code)
+        if m is None:
+            continue
+        chain, j = m.group(0), i + 1
+        while j < len(lines):
+            more = _PY_CHAIN_MORE.match(_blanked(_PY_LITERAL, lines[j]).split("#", 1)[0])
+            if more is None or bool(more.group(1)) == chain.endswith("."):
+                break  # no name, or `..`, or two names with no dot between
+            chain += more.group(1) + more.group(2) + more.group(3)
+            j += 1
+            if more.group(4) is None:  # the chain ends on this line
+                break
+        if j > i + 1:
+            out[i] = line[:m.start()] + chain.rstrip(".")
     return out
 
 
