@@ -459,6 +459,32 @@ def test_a_dropped_patch_names_the_commit_that_made_its_change_where_it_made_it(
         c.up, "rev-parse", "HEAD")
 
 
+def test_a_revert_after_its_neighbour_line_changed_is_a_revert(tmp_path: Path) -> None:
+    """Upstream took the patch, changed the line above it, then reverted the patch (a
+    resolved `git revert`): its diff shows the new neighbour, and it is still the revert.
+    The patch is kept (and conflicts with the new neighbour, as the revert did)."""
+    nine = edit(A10, "int a(void) {", "int a(int x) {")
+    c = compare(tmp_path, [("a returns 10", {"lib/a.c": A10})],
+                [("upstream: a returns 10", {"lib/a.c": A10}),
+                 ("upstream: a takes x", {"lib/a.c": nine}),
+                 ("upstream: back to 1", {"lib/a.c": edit(nine, "return 10", "return 1")})])
+    assert c.pq.per_patch == ["kept"] or c.data["status"] == "conflict"
+    assert c.data["patches"][0]["upstream_reverted"] is not None  # type: ignore[index]
+
+
+def test_a_revert_git_draws_with_other_lines_is_a_revert(tmp_path: Path) -> None:
+    """Where lines repeat, `git revert`'s diff need not mirror the adopted commit's line for
+    line: the hunk's text before and after says it is the revert, and the patch is kept."""
+    base = "}\n\n}\nx\n{\n\n"
+    mine = "\n}\n\ny\nx\n{\n\n"
+    c = compare(tmp_path, [("patch: y", {"lib/f.c": mine})],
+                [("upstream: took it", {"lib/f.c": mine}), ("", {"revert": None})],
+                base={**BASE, "lib/f.c": base})
+    assert c.pq.per_patch == ["kept"]
+    assert c.data["patches"][0]["upstream_reverted"] is not None  # type: ignore[index]
+    assert (c.fork / "lib/f.c").read_text() == mine
+
+
 def test_applied_reverted_reapplied_is_dropped(tmp_path: Path) -> None:
     c = compare(tmp_path, [("a returns 10", {"lib/a.c": A10})],
                 [("upstream: a returns 10", {"lib/a.c": A10}), ("", {"revert": None}),

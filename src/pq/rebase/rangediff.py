@@ -12,8 +12,10 @@ from collections.abc import Callable, Sequence
 from pq.git.objects import Change, CommitId
 from pq.git.repo import Git
 from pq.model import diff as diffs
+from pq.model.diff import Hunk
 from pq.queue import stack as stack_mod
 from pq.queue.files import is_queue_path
+from pq.rebase import reverts
 from pq.rebase.report import PatchReport, RebaseReport, trim
 from pq.rebase.rerere import Resolution
 from pq.rebase.state import RebaseState
@@ -54,6 +56,7 @@ class UpstreamMatches:
         self._by_files: dict[frozenset[str], list[str]] = {}
         self._ids: dict[str, str] = {}  # commit: patch-id
         self._diffs: dict[str, list[bytes]] = {}  # commit: its diffs as read, not parsed yet
+        self._hunks: dict[str, dict[str, list[Hunk]]] = {}  # commit: {path: its hunks}
         self._blocks: dict[str, dict[str, list[Block]]] = {}  # commit: {path: its blocks}
         self._read: set[str] = set()  # commits diffed so far
         self._files_cache: dict[str, frozenset[str]] = {}
@@ -139,26 +142,15 @@ class UpstreamMatches:
                 if pid is not None and self._ids.get(u) == pid]
 
     def _reverted_by(self, applied: str) -> str | None:
-        """The first later upstream commit that undoes each change `applied` made, where it
-        made it: each block of lines it changed is changed back between the same
-        neighbours (the lines it added taken out, the ones it removed put back, as many
-        and in order), and no other block of the reverting commit adds an adopted line
-        again (a moved line). Other edits of the file in the same commit may come with it;
-        a later edit of an adopted line (removed for another line) is no revert, nor is
-        the same change undone elsewhere in the file, or only some of the changes."""
+        """The first later upstream commit that reverts `applied` (pq.rebase.reverts: each
+        run of lines it changed, followed through the commits after it, changed back where
+        it sits, and nothing of it changed otherwise before)."""
         order = [c for c, _ in self._upstream()]
         files = self._files_of[applied]
-        later = [c for c in order[order.index(applied) + 1:] if files <= self._files_of[c]]
+        later = [c for c in order[order.index(applied) + 1:] if files & self._files_of[c]]
         self._read_diffs(later, [])
-        undo = {path: [(above, added, removed, below) for above, removed, added, below in bs]
-                for path, bs in self._blocks_of(applied).items()}
-        if not undo:
-            return None
-        for candidate in later:
-            theirs = self._blocks_of(candidate)
-            if all(_reverts(theirs.get(path, []), bs) for path, bs in undo.items()):
-                return candidate
-        return None
+        adopted = {path: reverts.runs(hunks) for path, hunks in self._hunks_of(applied).items()}
+        return reverts.follow(adopted, [(c, self._hunks_of(c)) for c in later])
 
     def _read_diffs(self, upstream: list[str], mine: list[str]) -> None:
         """The diffs and patch-ids of these upstream and patch commits (two processes, and
@@ -192,14 +184,22 @@ class UpstreamMatches:
                 for path, bs in self._blocks_of(commit).items()}
 
     def _blocks_of(self, commit: str) -> dict[str, list[Block]]:
-        """{path: its blocks of changed lines} of a commit diffed so far, parsed on first
-        ask: most rebases never ask."""
+        """{path: its blocks of changed lines} of a commit diffed so far."""
+        if commit not in self._blocks:
+            self._blocks[commit] = {path: blocks(hunks)
+                                    for path, hunks in self._hunks_of(commit).items()}
+        return self._blocks[commit]
+
+    def _hunks_of(self, commit: str) -> dict[str, list[Hunk]]:
+        """{path: its hunks} of a commit diffed so far ({} for one not read or with an
+        empty diff), parsed on first ask: most rebases never ask."""
         if commit in self._diffs:
-            blocks = self._blocks[commit] = {}
+            found = self._hunks[commit] = {}
             for diff in self._diffs.pop(commit):
-                for path, found in diff_blocks(diff).items():
-                    blocks.setdefault(path, []).extend(found)
-        return self._blocks.get(commit, {})
+                for f in diffs.parse(diff):
+                    if f.hunks:
+                        found.setdefault(f.path, []).extend(f.hunks)
+        return self._hunks.get(commit, {})
 
 
 def _as_log(patches: dict[str, bytes]) -> bytes:
@@ -237,24 +237,27 @@ Block = tuple[bytes | None, tuple[bytes, ...], tuple[bytes, ...], bytes | None]
 
 def diff_blocks(diff: bytes) -> dict[str, list[Block]]:
     """{path: the blocks of changed lines of a diff, in order}."""
-    files: dict[str, list[Block]] = {}
-    for f in diffs.parse(diff):
-        for h in f.hunks:
-            lines, i = h.lines, 0
-            while i < len(lines):
-                if lines[i].kind == " ":
-                    i += 1
-                    continue
-                j = i
-                while j < len(lines) and lines[j].kind != " ":
-                    j += 1
-                files.setdefault(f.path, []).append((
-                    lines[i - 1].raw.rstrip() if i else None,
-                    tuple(ln.raw.rstrip() for ln in lines[i:j] if ln.removed),
-                    tuple(ln.raw.rstrip() for ln in lines[i:j] if ln.added),
-                    lines[j].raw.rstrip() if j < len(lines) else None))
-                i = j
-    return files
+    return {f.path: blocks(f.hunks) for f in diffs.parse(diff) if f.hunks}
+
+
+def blocks(hunks: Sequence[Hunk]) -> list[Block]:
+    """The blocks of changed lines of one file's hunks, in order."""
+    found: list[Block] = []
+    for h in hunks:
+        lines, i = h.lines, 0
+        while i < len(lines):
+            if lines[i].kind == " ":
+                i += 1
+                continue
+            j = i
+            while j < len(lines) and lines[j].kind != " ":
+                j += 1
+            found.append((lines[i - 1].raw.rstrip() if i else None,
+                          tuple(ln.raw.rstrip() for ln in lines[i:j] if ln.removed),
+                          tuple(ln.raw.rstrip() for ln in lines[i:j] if ln.added),
+                          lines[j].raw.rstrip() if j < len(lines) else None))
+            i = j
+    return found
 
 
 def _beside(a: bytes | None, b: bytes | None) -> bool:
@@ -274,19 +277,6 @@ def _holds(theirs: list[Block], mine: list[Block]) -> bool:
             return False
         free.remove(match)
     return True
-
-
-def _reverts(theirs: list[Block], undo: list[Block]) -> bool:
-    """Whether `theirs` (a commit's blocks of one file) holds every block of `undo` (an
-    applied commit's blocks, turned round) and no other block of theirs adds a line the
-    applied commit had added (one moved, not reverted)."""
-    if not _holds(theirs, undo):
-        return False
-    adopted = {ln for _, removed, _, _ in undo for ln in removed}
-    rest = list(theirs)
-    for block in undo:
-        rest.remove(next(t for t in rest if (t[1], t[2]) == (block[1], block[2])))
-    return not any(adopted & set(added) for _, _, added, _ in rest)
 
 
 def report(state: RebaseState, status: str, old: dict[str, bytes],
