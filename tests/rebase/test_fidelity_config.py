@@ -249,6 +249,8 @@ def test_a_partial_clone_fetches_the_blobs_its_diffs_need(tmp_path: Path) -> Non
     git(tmp_path, "clone", "-q", "--filter=blob:none", "-o", "upstream",
         (up.resolve()).as_uri(), str(fork))
     git(fork, "switch", "-q", "-c", "paddle")
+    # A setting the sealed directory is handed (the remote's), whose value spans lines.
+    git(fork, "config", "remote.upstream.note", "two\nlines")
     write(fork, "f.txt", "a\nB\nc\nd\ne\nf\ng\n")
     commit_all(fork, "patch b")
     pq(fork, "init", "--upstream", "upstream/main", "--commit")
@@ -263,6 +265,8 @@ def test_a_partial_clone_fetches_the_blobs_its_diffs_need(tmp_path: Path) -> Non
     assert (fork / "f.txt").read_text() == (by_git / "f.txt").read_text() == \
         "a\nB\nc\nd\ne\nF\nG\n"
     assert tree_without_queue(fork, "HEAD") == tree_without_queue(by_git, "HEAD")
+    # The remote's settings are handed to git, not written down (a token stays where it was).
+    assert "remote" not in (fork / ".git/pq/sealed/diff/config").read_text()
 
 
 def test_a_shallow_clone_cut_below_the_branch_names_the_fetch_that_fixes_it(

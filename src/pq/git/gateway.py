@@ -183,9 +183,12 @@ class Gateway:
 
         with self._sealing:
             if kind not in self._sealed:
+                settings = self._promisor() if kind == "diff" else []
+                partial = next((v for k, v in settings if k == "extensions.partialclone"), None)
                 root = sealed.prepare(self.common_dir, self.git_dir, kind, self.object_format(),
-                                      self._promisor() if kind == "diff" else None)
-                self._sealed[kind] = (root, sealed.env(root, self.common_dir, kind))
+                                      partial)
+                self._sealed[kind] = (root, sealed.env(root, self.common_dir, kind, [
+                    (k, v) for k, v in settings if k != "extensions.partialclone"]))
             root, env = self._sealed[kind]
         if kind == "merge":
             sealed.set_attributes(root, attributes)

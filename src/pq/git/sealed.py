@@ -27,10 +27,11 @@ PROMISOR_KEYS = (r"^(extensions\.partialclone|remote\..*|http\..*|credential\..*
 
 
 def prepare(common_dir: Path, git_dir: Path, kind: str, object_format: str,
-            promisor: list[tuple[str, str]] | None = None) -> Path:
+            partial_clone: str | None = None) -> Path:
     """The sealed git directory of `kind` for this repository, created or refreshed.
-    `promisor`: a partial clone's settings (PROMISOR_KEYS, as git lists them), so that a
-    "diff" directory fetches the objects the clone left out, as git there would."""
+    `partial_clone`: the promisor remote of a partial clone, which a "diff" directory
+    fetches the objects the clone left out from, as git there would (with the settings
+    `env` hands it)."""
     root = common_dir / "pq" / "sealed" / kind
     (root / "refs").mkdir(parents=True, exist_ok=True)
     (root / "info").mkdir(exist_ok=True)
@@ -53,8 +54,8 @@ def prepare(common_dir: Path, git_dir: Path, kind: str, object_format: str,
         lines += ["\tbare = true"]
     if object_format not in ("", "sha1"):
         lines += ["[extensions]", f"\tobjectformat = {object_format}"]
-    if kind == "diff":
-        lines += _config_lines(promisor or [])
+    if kind == "diff" and partial_clone is not None:  # read from this file alone, by git
+        lines += ["[extensions]", f"\tpartialClone = {_quote(partial_clone)}"]
     write_atomic(root / "config", ("\n".join(lines) + "\n").encode("utf-8", "surrogateescape"))
     shallow = common_dir / "shallow"
     link = root / "shallow"
@@ -72,7 +73,11 @@ def set_attributes(root: Path, data: bytes) -> None:
     write_atomic(root / "info" / "attributes", data)
 
 
-def env(root: Path, common_dir: Path, kind: str) -> dict[str, str]:
+def env(root: Path, common_dir: Path, kind: str,
+        settings: list[tuple[str, str]] | None = None) -> dict[str, str]:
+    """The environment of git run in the sealed directory `root`; `settings`: the
+    configuration a "diff" directory gets (a partial clone's fetch settings), handed in
+    the environment, never written to a file."""
     result = {
         "GIT_DIR": str(root),
         "GIT_OBJECT_DIRECTORY": os.environ.get("GIT_OBJECT_DIRECTORY")
@@ -85,24 +90,16 @@ def env(root: Path, common_dir: Path, kind: str) -> dict[str, str]:
         result["GIT_ATTR_NOSYSTEM"] = "1"  # no attributes file of the system's either
         # ... and no configuration given through the environment (`git -c` of a caller).
         result["GIT_CONFIG_PARAMETERS"] = ""
-        result["GIT_CONFIG_COUNT"] = "0"
+        result["GIT_CONFIG_COUNT"] = str(len(settings or []))
+        for i, (key, value) in enumerate(settings or []):
+            result[f"GIT_CONFIG_KEY_{i}"], result[f"GIT_CONFIG_VALUE_{i}"] = key, value
     return result
 
 
 def _quote(value: str) -> str:
-    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
-def _config_lines(items: list[tuple[str, str]]) -> list[str]:
-    """Configuration file lines that set `items` ((key, value) as `git config -l` names
-    them: `section.key` or `section.sub.section.key`)."""
-    lines = []
-    for key, value in items:
-        section, _, rest = key.partition(".")
-        sub, _, name = rest.rpartition(".")
-        lines += [f"[{section} {_quote(sub)}]" if sub else f"[{section}]",
-                  f"\t{name} = {_quote(value)}"]
-    return lines
+    """A configuration value as git reads it back (a newline or tab in it escaped)."""
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"').replace(
+        "\n", "\\n").replace("\t", "\\t").replace("\b", "\\b") + '"'
 
 
 # -- attributes of a tree, as one file ------------------------------------------------
