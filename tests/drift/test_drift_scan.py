@@ -170,6 +170,23 @@ def test_a_name_added_inside_an_import_block_the_hunk_does_not_show_is_read(
     assert run(fork, old).items == ()
 
 
+@pytest.mark.parametrize(("before", "added"), [
+    ("    BuildExtension,\n", "    # jit\n    load_inline,\n"),  # a comment first
+    ("    BuildExtension,\n", "\n    load_inline,\n"),  # a blank line first
+])
+@pytest.mark.parametrize("above", ["import os\n", "import os\n\x0c\n"])  # a form feed
+def test_a_name_added_to_an_import_block_after_a_comment_or_a_blank_line_is_read(
+        tmp_path: Path, before: str, added: str, above: str) -> None:
+    """The hunk's first line is a comment or a blank line, or a form feed above the block
+    (which str.splitlines, not git, reads as a line break) shifted the lines read."""
+    fork = fork_with_series(tmp_path)
+    block = above + "from torch.utils.cpp_extension import (\n" + before + ")\n"
+    upstream_commit(fork, {"pkg/ext.py": block}, "ext")
+    old = git(fork, "rev-parse", "upstream/main")
+    upstream_commit(fork, {"pkg/ext.py": block.replace(before, before + added)}, "more")
+    assert [i.name for i in run(fork, old).items] == ["torch.utils.cpp_extension.load_inline"]
+
+
 def test_without_a_surface_every_status_is_unknown(tmp_path: Path) -> None:
     fork = fork_with_series(tmp_path)
     old = git(fork, "rev-parse", "upstream/main")

@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from pq.model import layers
+from pq.model.diff import Line
 
 CXX_SUFFIXES = (".cc", ".cpp", ".cxx", ".cu", ".cuh", ".h", ".hpp", ".hh")
 VENDORED = frozenset({"third_party", "third-party", "thirdparty", "3rdparty", "vendor",
@@ -87,10 +88,12 @@ _PY_NAMES_CHANGED = re.compile(rb"^[-+][ \t]+[A-Za-z_][\w \t,]*\)?[ \t]*(?:#.*)?
 _IMPORT_BLOCK_MAX = 500  # lines looked back for the opening of an import block
 
 
-def names_only(line: str) -> bool:
-    """Whether a Python line holds only names of a parenthesized list (and a comment): a
-    hunk that begins with one may be inside an import block the hunk does not show."""
-    return _PY_NAMES.match(line.split("#", 1)[0]) is not None
+def in_a_list(lines: Sequence[Line]) -> bool:
+    """Whether a Python hunk's first line of code (blank and comment lines passed over)
+    holds only names of a parenthesized list: the hunk may sit inside an import block
+    that it does not show."""
+    code = next((c for c in (ln.text.split("#", 1)[0] for ln in lines) if c.strip()), "")
+    return _PY_NAMES.match(code) is not None
 
 
 def open_import(above: Sequence[str]) -> list[str]:

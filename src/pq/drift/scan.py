@@ -191,13 +191,13 @@ def _new_uses(range_: Sequence[tuple[str, bytes]], surface: Surface | None,
             if lang is None or f.deleted or f.binary or not f.hunks:
                 continue
             parsed.append((commit, f, lang))
-            if lang == "python" and any(extract.names_only(h.lines[0].text) for h in f.hunks):
+            if lang == "python" and any(extract.in_a_list(h.lines) for h in f.hunks):
                 wanted[(commit, f.path)] = None
     above: dict[tuple[str, str], list[str]] = {}
     if wanted and files_at is not None:
         for named, data in zip(wanted, files_at(list(wanted)), strict=True):
             if data is not None:
-                above[named] = data.decode("utf-8", "replace").splitlines()
+                above[named] = data.decode("utf-8", "replace").split("\n")  # git's lines
 
     for commit, f, lang in parsed:
         lines_of_file = above.get((commit, f.path))
@@ -205,7 +205,7 @@ def _new_uses(range_: Sequence[tuple[str, bytes]], surface: Surface | None,
         added = []
         for h in f.hunks:  # each side's lines in order: a comment may span several
             context: list[str] = []
-            if lines_of_file is not None and extract.names_only(h.lines[0].text):
+            if lines_of_file is not None and extract.in_a_list(h.lines):
                 # The new file's lines above the hunk (-U0: a hunk that adds none starts
                 # after its line `new_start`).
                 context = extract.open_import(
