@@ -156,6 +156,27 @@ def test_apply_compares_the_rebuilt_tree_without_the_queue_files(tmp_path: Path)
     assert "pkg/extra.py" in failures[0].message and "differ" in failures[0].message
 
 
+def test_the_apply_check_refuses_a_patch_file_git_would_not_commit(tmp_path: Path) -> None:
+    """A NUL byte in a patch file's message: `pq apply` refuses it (git refuses such a
+    commit), and so does the apply check, whose one-go `git apply` read only the diffs
+    and said "passed"."""
+    from pq.git.repo import Git
+    from pq.push import checks, registry
+
+    fork, _ = make_pushable(tmp_path)
+    name = sorted(p.name for p in (fork / "patches").iterdir())[0]
+    data = (fork / "patches" / name).read_bytes()
+    head, sep, rest = data.partition(b"\n\n")
+    (fork / "patches" / name).write_bytes(head + sep + b"a NUL \0 here\n\n" + rest)
+    commit_all(fork, "pq: a hand edit")
+    repo = Git.open(fork)
+    ctx = registry.load_context(repo, repo.resolve("HEAD"), "refs/heads/paddle")
+    ctx.decide("export", registry.PASSED)
+    failures = checks.check_apply(repo, ctx)
+    assert [f.check for f in failures] == ["apply"]
+    assert f"patches/{name}:" in failures[0].message and "NUL byte" in failures[0].message
+
+
 def test_a_queue_path_that_is_a_pattern_is_matched_as_git_matches_it(tmp_path: Path) -> None:
     """`queue_paths: ["notes/*.md"]`: the export leaves the matching files out as pathspecs,
     and so does the apply check's comparison (a literal lookup found no `notes/*.md`)."""

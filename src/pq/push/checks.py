@@ -220,7 +220,7 @@ def _apply_in_one_go(git: Git, queue: Queue, base: CommitId) -> TreeId | None:
     from pq.model import patchfile
 
     try:
-        diffs = [patchfile.parse(queue.files[e.name], f"patches/{e.name}").diff
+        diffs = [patchfile.parse_committable(queue.files[e.name], f"patches/{e.name}").diff
                  for e in queue.series.patches]
     except ConfigError:
         return None
