@@ -248,3 +248,13 @@ def test_a_nul_byte_in_the_message_or_author_reads_but_makes_no_commit(data: byt
         patchfile.parse_committable(data, "p.patch")
     assert str(info.value).startswith(f"p.patch:{line}: a NUL byte in the author or the "
                                       "message"), str(info.value)
+
+
+def test_a_trailer_left_inside_a_squashed_message_comes_off() -> None:
+    """Commits squashed after `pq apply`, the second one's `Pq-Patch:` line taken out: the
+    first one's stands inside the message, and still names the patch."""
+    message = "glue\n\nPq-Patch: 0004-glue.patch\n\nthe build part, no colon\n"
+    assert patchfile.strip_trailer(message) == ("glue\n\nthe build part, no colon\n",
+                                                 "0004-glue.patch")
+    two = message.replace("no colon\n", "no colon\n\nPq-Patch: 0005-b.patch\n")
+    assert patchfile.strip_trailer(two)[1] == "0005-b.patch"  # the last one (identity asks)

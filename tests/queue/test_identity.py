@@ -173,6 +173,57 @@ def test_squash_two_patches(tmp_path: Path, verb: str) -> None:
     assert "dropped  its field(s) tag of 0005-build-paddle.patch" in out
 
 
+def _applied(fork: Path) -> dict[str, str]:
+    """`pq apply` (each commit then carries its `Pq-Patch:` trailer): {key: new commit}."""
+    pq(fork, "apply")
+    base = yaml.safe_load((fork / "series.yaml").read_text())["upstream"]["base"]
+    ids = git(fork, "rev-list", "--reverse", f"{base}..HEAD").split()
+    return dict(zip(KEYS, ids))
+
+
+def test_squash_after_apply_stops_on_two_trailers_then_keeps_the_one_left(
+        tmp_path: Path) -> None:
+    """A squash of two commits `pq apply` made carries both `Pq-Patch:` lines: pq filed it
+    under the second patch (the last line wins), with that one's metadata. It now stops
+    and asks; with one line left, that patch keeps its entry."""
+    fork, _ = make_queue(tmp_path)
+    shas = _applied(fork)
+    todo = picks(shas, KEYS)
+    todo[4] = f"squash {shas['build']}"
+    rebase_i(fork, todo + bookkeeping(fork, shas), editor="true")
+    before = (fork / "series.yaml").read_bytes()
+    refused = pq(fork, "export", ok=False)
+    assert refused.exit_code == 2, refused.output
+    assert "0004-glue-scoped-compat.patch and patches/0005-build-paddle.patch" in \
+        refused.output and "keep only the `Pq-Patch:` line" in refused.output
+    assert (fork / "series.yaml").read_bytes() == before
+    message = git(fork, "log", "-1", "--format=%B", "HEAD~1")
+    kept = fork.parent / "kept-message"
+    kept.write_text("\n".join(ln for ln in message.split("\n") if "0005-build" not in ln))
+    rebase_i(fork, picks(shas, KEYS[:3]) + [
+        f"pick {git(fork, 'rev-parse', 'HEAD~1')}",
+        f"exec git commit -q --amend --cleanup=verbatim -F {kept}",
+        f"pick {git(fork, 'rev-parse', 'HEAD')}"])
+    pq(fork, "export", "--commit")
+    assert_own_metadata(fork, ["readme1", "readme2", "readme3", "glue"])
+    assert "Pq-Patch" not in (fork / "patches" / str(entries(fork)[3]["name"])).read_text()
+
+
+def test_a_patch_renamed_after_apply_keeps_its_new_name_and_metadata(tmp_path: Path) -> None:
+    """The commits carry `Pq-Patch:` lines naming the old file: the rename in series.yaml
+    and patches/ is kept (the old name came back, and the metadata was dropped)."""
+    fork, _ = make_queue(tmp_path)
+    _applied(fork)
+    old, new = "0004-glue-scoped-compat.patch", "0004-glue-compat.patch"
+    git(fork, "mv", f"patches/{old}", f"patches/{new}")
+    (fork / "series.yaml").write_text((fork / "series.yaml").read_text().replace(old, new))
+    commit_all(fork, "pq: rename a patch")
+    assert "the branch matches its series" in pq(fork, "check", ok=False).output
+    pq(fork, "export", "--commit")
+    assert_own_metadata(fork, KEYS)
+    assert entries(fork)[3]["name"] == new
+
+
 def test_insert_a_commit_with_a_duplicate_subject(tmp_path: Path) -> None:
     fork, shas = make_queue(tmp_path)
     todo = picks(shas, KEYS)

@@ -2,7 +2,8 @@
 
 A commit is matched to an entry by the first kind of evidence that decides it, in order:
 
-1. its `Pq-Patch:` trailer;
+1. its `Pq-Patch:` trailer, when it names an entry (one naming none, a patch renamed
+   since, names the commit only when nothing below does; two different ones stop);
 2. the recorded patch file (the series' own, or the one pq last committed in a
    bookkeeping commit) is this very commit: same author, message and diff;
 3. the same diff (a reworded or moved commit);
@@ -51,12 +52,19 @@ def match(stack: Sequence[StackCommit], entries: Sequence[PatchEntry],
     known = {e.name for e in entries}
     claimed: set[str] = set()
     trailers = [sc.trailer_name for sc in stack]
+    for sc in stack:
+        others = {ln[len(TRAILER) + 2:].strip() for ln in sc.message.split("\n")
+                  if ln.startswith(TRAILER + ": ")} - {sc.trailer_name}
+        if others:  # commits squashed after `pq apply`, each with its trailer
+            raise _two_trailers(sc, sorted(others) + [str(sc.trailer_name)])
     first: dict[str, int] = {}
     for i, name in enumerate(trailers):
         if name:
             first.setdefault(name, i)
     for i, name in enumerate(trailers):
-        if name and NAME_RE.match(name) and first[name] == i:
+        # A trailer naming no entry (the patch was renamed since) is weighed after the
+        # evidence below; it names a new patch only when nothing else does.
+        if name and name in known and first[name] == i:
             names[i] = name
             claimed.add(name)
     parsed: dict[str, list[PatchFile]] = {}
@@ -97,6 +105,11 @@ def match(stack: Sequence[StackCommit], entries: Sequence[PatchEntry],
                 raise _two_commits(stack[i], stack[rivals[0]], name, what)
             names[i] = name
             claimed.add(name)
+    for i, name in enumerate(trailers):
+        if names[i] is None and name and NAME_RE.match(name) and first[name] == i and (
+                name not in claimed):
+            names[i] = name
+            claimed.add(name)
     return names
 
 
@@ -110,6 +123,16 @@ def _ambiguous(sc: StackCommit, options: list[str], what: str) -> ConfigError:
         hint=f"add the line `{TRAILER}: <name>` (e.g. `{TRAILER}: {options[0]}`) to the end "
              "of the commit's message (`git commit --amend`, or `reword` in `git rebase -i`), "
              "then run it again")
+
+
+def _two_trailers(sc: StackCommit, names: list[str]) -> ConfigError:
+    both = " and ".join(f"patches/{n}" for n in names[:2])
+    return ConfigError(
+        f"commit {sc.commit[:12]} ({subject_of(sc.message)!r}) carries a `{TRAILER}:` line "
+        f"for each of {both} (commits squashed after `pq apply`?); pq will not guess which "
+        "patch it is", path="series.yaml",
+        hint=f"keep only the `{TRAILER}:` line of the patch it is in the commit's message "
+             "(`git commit --amend`, or `reword` in `git rebase -i`), then run it again")
 
 
 def _two_commits(a: StackCommit, b: StackCommit, name: str, what: str) -> ConfigError:
