@@ -224,6 +224,33 @@ def test_a_patch_renamed_after_apply_keeps_its_new_name_and_metadata(tmp_path: P
     assert entries(fork)[3]["name"] == new
 
 
+def test_export_refuses_to_undo_a_reorder_of_series_yaml_made_by_hand(tmp_path: Path) -> None:
+    """series.yaml's entries reordered by hand and committed: export put the commits'
+    order back with no word. It refuses now, naming `pq apply`, which builds the branch in
+    the new order; a reorder of the commits themselves is still taken from the branch."""
+    fork, shas = make_queue(tmp_path)
+    text = (fork / "series.yaml").read_text()
+    data = yaml.safe_load(text)
+    data["patches"][3], data["patches"][4] = data["patches"][4], data["patches"][3]
+    (fork / "series.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+    commit_all(fork, "series: glue after build")
+    before = (fork / "series.yaml").read_bytes()
+    refused = pq(fork, "export", ok=False)
+    assert refused.exit_code == 2 and "`pq apply`" in refused.output, refused.output
+    assert (fork / "series.yaml").read_bytes() == before
+    check = pq(fork, "check", ok=False).output
+    assert "different order" in check and "or `pq apply`" in check
+    pq(fork, "apply")
+    assert_own_metadata(fork, ["readme1", "readme2", "readme3", "build", "glue"])
+    # The commits reordered with git (series.yaml as pq wrote it): export takes that order.
+    order = ["readme1", "readme2", "readme3", "glue", "build"]
+    shas = dict(zip(["readme1", "readme2", "readme3", "build", "glue"], git(
+        fork, "rev-list", "--reverse", "-5", "HEAD~1").split()))
+    rebase_i(fork, picks(shas, order) + [f"pick {git(fork, 'rev-parse', 'HEAD')}"])
+    pq(fork, "export", "--commit")
+    assert_own_metadata(fork, order)
+
+
 def test_insert_a_commit_with_a_duplicate_subject(tmp_path: Path) -> None:
     fork, shas = make_queue(tmp_path)
     todo = picks(shas, KEYS)

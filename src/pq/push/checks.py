@@ -163,7 +163,8 @@ def check_export(git: Git, ctx: CheckContext) -> list[CheckFailure]:
     if not failures and common_fresh != common_old:
         failures.append(CheckFailure(
             "export", "the branch's commits are in a different order than series.yaml lists "
-                      "the patches", fix))
+                      "the patches", f"{fix} (writes the commits' order), or `pq apply` "
+                                     "(builds the branch in series.yaml's order)"))
     return failures
 
 

@@ -18,8 +18,8 @@ from pq.git.signing import retry_as
 from pq.model import patchfile
 from pq.model.series import PATCHES_DIR, SERIES_FILE, PatchEntry, Series, new_series
 from pq.oplog.txn import Transaction
+from pq.queue import handedits, verified
 from pq.queue import stack as stack_mod
-from pq.queue import verified
 from pq.queue.bookkeeping import bookkeeping_commit
 from pq.queue.copies import CopyProposal
 from pq.queue.copies import propose as propose_copies
@@ -146,9 +146,7 @@ def export(git: Git, *, commit: bool = False, force: bool = False) -> ExportResu
         recorded = stack_mod.recorded_files(current, committed, written)
         queue = stack_mod.export(git, stack, series, series.base, recorded=recorded)
         if not force:
-            _refuse_hand_edited_patches(current, committed, queue)
-        if not force and committed is not None and last is not None:
-            _refuse_committed_patch_edits(git, committed, last, queue)
+            handedits.refuse_losing_them(git, current, committed, last, queue)
         result = _write_export(git, queue, series, t, commit, head, previous=current)
         if not force and not (result.changed or result.added or result.removed):
             verified.remember(git, head, current)  # checked in full: the next one need not
@@ -160,43 +158,6 @@ def _committed(git: Git) -> Queue | None:
         return read_tree(git, "HEAD")
     except ConfigError:
         return None
-
-
-def _refuse_committed_patch_edits(git: Git, committed: Queue, last: tuple[CommitId, Queue],
-                                  fresh: Queue) -> None:
-    """A committed hand edit of a patch file is the user's: export would overwrite it."""
-    if all(fresh.files.get(n) == d for n, d in committed.files.items()):
-        return  # nothing committed would change
-    for name in stack_mod.hand_edits(git, fresh.series.base, git.head(), committed, last):
-        if patchfile.reads_the_same(fresh.files.get(name, b""), committed.files[name],
-                                    f"{PATCHES_DIR}/{name}"):
-            continue  # the commits were changed the same way, or only the bytes' form was
-        raise ConfigError(
-            f"{PATCHES_DIR}/{name} was edited by hand and committed after pq last wrote it "
-            f"(in {last[0][:12]}); export rewrites patch files from the branch's commits "
-            "and would overwrite that edit",
-            path=f"{PATCHES_DIR}/{name}",
-            hint="`pq apply` takes the edited patch files into the commits; or "
-                 "`pq export --force` discards the edit and writes the commits' patch")
-
-
-def _refuse_hand_edited_patches(current: Queue, committed: Queue | None, fresh: Queue
-                                ) -> None:
-    """Uncommitted edits to patch files would be lost by an export: say so instead. A file
-    that already holds what the export writes (an earlier export wrote it, or the same in
-    other bytes: CRLF line ends, say) loses nothing."""
-    if committed is None:
-        return
-    for name, data in current.files.items():
-        then = committed.files.get(name)
-        if then is not None and then != data and not patchfile.reads_the_same(
-                fresh.files.get(name, b""), data, f"{PATCHES_DIR}/{name}"):
-            raise ConfigError(
-                f"{PATCHES_DIR}/{name} has uncommitted edits; export rewrites patch files "
-                "from the branch's commits and would lose them",
-                path=f"{PATCHES_DIR}/{name}",
-                hint="make the change as a commit on the branch, or `git checkout -- "
-                     f"{PATCHES_DIR}/{name}`, or pass --force to discard it")
 
 
 def _write_export(git: Git, queue: Queue, old: Series, t: Transaction, commit: bool,
@@ -381,7 +342,6 @@ class PatchInfo:
 def list_series(git: Git, queue: Queue | None = None) -> tuple[Series, list[PatchInfo]]:
     """The patches of `queue` (default: the working tree's), with their sizes."""
     queue = queue or read_worktree(git)
-    from pq.model import patchfile
 
     infos = []
     for i, entry in enumerate(queue.series.patches, start=1):

@@ -1,0 +1,80 @@
+"""What an export would overwrite: the user's own edits of the queue files since pq last
+wrote them (a patch file edited by hand, committed or not; the order of series.yaml's
+entries), each refused in one line naming the file and the way to keep it.
+"""
+
+from __future__ import annotations
+
+from pq.errors import ConfigError
+from pq.git.objects import CommitId
+from pq.git.repo import Git
+from pq.model import patchfile
+from pq.model.series import PATCHES_DIR, SERIES_FILE
+from pq.queue import stack as stack_mod
+from pq.queue.files import Queue
+
+
+def refuse_losing_them(git: Git, current: Queue, committed: Queue | None,
+                       last: tuple[CommitId, Queue] | None, fresh: Queue) -> None:
+    """Refuse an export of `fresh` over `current` (the working tree's queue; `committed`:
+    HEAD's; `last`: what pq last wrote, and where) that would lose a hand edit."""
+    _uncommitted_patch_edits(current, committed, fresh)
+    if committed is not None and last is not None:
+        _committed_patch_edits(git, committed, last, fresh)
+    if last is not None:
+        _reordered(current, last[1], fresh)
+
+
+def _reordered(current: Queue, last: Queue, fresh: Queue) -> None:
+    """series.yaml's entries put in another order by hand since pq wrote them, where the
+    branch's commits keep the order pq wrote: the export would put it back."""
+    def order(q: Queue, among: set[str]) -> list[str]:
+        return [e.name for e in q.series.patches if e.name in among]
+
+    names = ({e.name for e in current.series.patches} & {e.name for e in last.series.patches}
+             & {e.name for e in fresh.series.patches})
+    mine, then, now = order(current, names), order(last, names), order(fresh, names)
+    if mine != then and mine != now:
+        moved = next(n for n, m in zip(mine, now) if n != m)
+        raise ConfigError(
+            f"{SERIES_FILE} lists the patches in an order of its own ({moved} moved) that "
+            "the branch's commits do not have; export writes the commits' order and would "
+            "undo it", path=SERIES_FILE,
+            hint="`pq apply` builds the branch in series.yaml's order; or `pq export "
+                 "--force` writes the commits' order")
+
+
+def _committed_patch_edits(git: Git, committed: Queue, last: tuple[CommitId, Queue],
+                           fresh: Queue) -> None:
+    """A committed hand edit of a patch file is the user's: export would overwrite it."""
+    if all(fresh.files.get(n) == d for n, d in committed.files.items()):
+        return  # nothing committed would change
+    for name in stack_mod.hand_edits(git, fresh.series.base, git.head(), committed, last):
+        if patchfile.reads_the_same(fresh.files.get(name, b""), committed.files[name],
+                                    f"{PATCHES_DIR}/{name}"):
+            continue  # the commits were changed the same way, or only the bytes' form was
+        raise ConfigError(
+            f"{PATCHES_DIR}/{name} was edited by hand and committed after pq last wrote it "
+            f"(in {last[0][:12]}); export rewrites patch files from the branch's commits "
+            "and would overwrite that edit",
+            path=f"{PATCHES_DIR}/{name}",
+            hint="`pq apply` takes the edited patch files into the commits; or "
+                 "`pq export --force` discards the edit and writes the commits' patch")
+
+
+def _uncommitted_patch_edits(current: Queue, committed: Queue | None, fresh: Queue) -> None:
+    """Uncommitted edits to patch files would be lost by an export: say so instead. A file
+    that already holds what the export writes (an earlier export wrote it, or the same in
+    other bytes: CRLF line ends, say) loses nothing."""
+    if committed is None:
+        return
+    for name, data in current.files.items():
+        then = committed.files.get(name)
+        if then is not None and then != data and not patchfile.reads_the_same(
+                fresh.files.get(name, b""), data, f"{PATCHES_DIR}/{name}"):
+            raise ConfigError(
+                f"{PATCHES_DIR}/{name} has uncommitted edits; export rewrites patch files "
+                "from the branch's commits and would lose them",
+                path=f"{PATCHES_DIR}/{name}",
+                hint="make the change as a commit on the branch, or `git checkout -- "
+                     f"{PATCHES_DIR}/{name}`, or pass --force to discard it")
