@@ -64,6 +64,34 @@ def test_reorder_and_drop_items_keep_their_comments() -> None:
     assert "# top comment\n" in out and "tags: [a, b]  # flow list\n" in out
 
 
+SECTIONS = """\
+patches:
+  - name: one.patch
+    layer: build
+
+  # ==== team X owns what follows ====
+
+  - name: two.patch
+    layer: kernel
+  - name: three.patch
+    layer: kernel
+"""
+
+
+def test_a_section_comment_goes_with_the_item_it_heads() -> None:
+    """A comment between two items, blank lines around it, heads the item below: dropping
+    the item above deleted it, and a reorder dragged it along with the item above."""
+    new = data(SECTIONS)
+    new["patches"] = new["patches"][1:]
+    assert rewrite(new, SECTIONS) == SECTIONS.replace(
+        "  - name: one.patch\n    layer: build\n\n", "")
+    new = data(SECTIONS)
+    new["patches"] = [new["patches"][2], new["patches"][0], new["patches"][1]]
+    out = rewrite(new, SECTIONS)
+    assert "  # ==== team X owns what follows ====\n\n  - name: two.patch\n" in out
+    assert out.index("one.patch") < out.index("team X") < out.index("two.patch")
+
+
 def test_new_item_is_rendered_like_its_siblings() -> None:
     new = data(TEXT)
     new["patches"].append({"name": "three.patch", "layer": "build"})

@@ -7,9 +7,11 @@ place in its own quoting style, a block list or mapping is rebuilt from its item
 text chunks (reordered, dropped, or with a new item rendered like its siblings).
 
 An item's chunk is its text plus the comments that belong to it: the full-line comments
-directly above it (not for the first item: those head the collection and stay), its
-end-of-line comments, the comments indented deeper than it right after its content, and
-what lies between it and the next item. A removed item takes its chunk with it.
+above it up to the item before, blank lines between them included (a section heading
+belongs to the item it heads; not for the first item: those head the collection and
+stay), its end-of-line comments, the comments indented deeper than it right after its
+content, and the blank lines between it and the next item's comments or the next item.
+A removed item takes its chunk with it.
 
 `rewrite` checks that the edited text loads to exactly the wanted data (same types, same
 key order) and returns None when it does not, or when an edit is not safe; the caller
@@ -145,9 +147,9 @@ class _Editor:
         items: list[_Item] = []
         for i, (key, value, head, col, key_end) in enumerate(heads):
             start = head
-            if items:
-                while start - 1 > items[-1].body_end and self.comment(start - 1):
-                    start -= 1
+            if items:  # the comments above it, up to the item before, blank lines between
+                above = [n for n in range(items[-1].body_end + 1, head) if self.comment(n)]
+                start = above[0] if above else head
                 items[-1].end = start
             body_end = max(head, self.last_line(value))
             limit = heads[i + 1][2] if i + 1 < len(heads) else self.nlines()
