@@ -177,6 +177,27 @@ def test_the_apply_check_refuses_a_patch_file_git_would_not_commit(tmp_path: Pat
     assert f"patches/{name}:" in failures[0].message and "NUL byte" in failures[0].message
 
 
+def test_a_workaround_block_the_audit_cannot_read_is_no_branch_mismatch(
+        tmp_path: Path) -> None:
+    """An unknown key in a workaround block stops the audit (exit 2 for `pq audit`); the
+    check said "the branch does not match its series" (consistent: false), although every
+    consistency check passed. It is its own group now."""
+    fork, _ = make_pushable(tmp_path)
+    text = (fork / "series.yaml").read_text()
+    first = text.index("  - name: ")
+    end = text.index("\n", text.index("layer:", first))
+    (fork / "series.yaml").write_text(
+        text[:end] + "\n    workaround:\n      kind: compat-gap\n      owner: team-x" +
+        text[end:])
+    pq(fork, "export", "--commit")  # the headers follow series.yaml
+    result = pq(fork, "check", ok=False)
+    assert result.exit_code == 1, result.output
+    assert "the workaround audit cannot read the series:" in result.output
+    assert "does not match its series" not in result.output
+    assert "unknown key `owner`" in result.output
+    assert json.loads(pq(fork, "check", "--json", ok=False).stdout)["consistent"] is True
+
+
 def test_a_queue_path_that_is_a_pattern_is_matched_as_git_matches_it(tmp_path: Path) -> None:
     """`queue_paths: ["notes/*.md"]`: the export leaves the matching files out as pathspecs,
     and so does the apply check's comparison (a literal lookup found no `notes/*.md`)."""

@@ -104,7 +104,7 @@ def check(rev: str, as_json: bool, no_cache: bool) -> None:
     for line in skip_warnings(skip, unknown, rev):
         click.echo(line, err=True)
     if as_json:
-        consistency, policy = registry.split_failures(report.failures)
+        consistency, policy, _ = registry.split_failures(report.failures)
         summaries = {c.name: c.summary for c in registry.all_checks()}
         emit_json({
             "rev": rev,

@@ -74,7 +74,7 @@ def _report_lines(r: RefReport) -> list[str]:
         how = "cached" if r.state == "cached" else f"{r.seconds:.1f} s"
         lines.append(f"pq: {where}: {consistent_summary(r.statuses, how)}")
         return lines
-    consistency, policy = split_failures(r.failures)
+    consistency, policy, stopped = split_failures(r.failures)
     if r.state == "unmanaging":
         return [*lines, f"pq: {where}: the push takes a series off the remote:",
                 *_failure_lines(r.failures)]
@@ -84,6 +84,9 @@ def _report_lines(r: RefReport) -> list[str]:
         lines.extend(_failure_lines(consistency))
     else:
         lines.append(f"pq: {where}: the branch matches its series")
+    if stopped:
+        lines.append(f"pq: {where}: the workaround audit cannot read the series:")
+        lines.extend(_failure_lines(stopped))
     if policy:
         lines.append(f"pq: {where}: {_n(len(policy), 'policy finding')} of the workaround "
                      "audit (`pq audit workarounds` shows them all):")
@@ -105,10 +108,11 @@ def _failure_lines(failures: Sequence[CheckFailure]) -> list[str]:
 
 def check_lines(rev: str, report: RefReport) -> list[str]:
     """`pq check REV`'s report: each check's status, the failures and their fixes."""
-    consistency, policy = split_failures(report.failures)
+    consistency, policy, stopped = split_failures(report.failures)
     lines = [f"{rev} {(report.commit or '')[:12] or '-'}:"]
     lines += [f"  {status:<11} {name}" for name, status in report.statuses.items()]
     for title, group in (("the branch does not match its series", consistency),
+                         ("the workaround audit cannot read the series", stopped),
                          ("policy findings of the workaround audit", policy)):
         if group:
             lines.append(f"{title}:")
@@ -117,9 +121,9 @@ def check_lines(rev: str, report: RefReport) -> list[str]:
             lines.append(f"    fix: {f.fix_command}")
     if policy:
         lines.append(ack_hint(policy))
-    if not consistency and policy:
-        lines.append("the branch matches its series; the push is refused for the policy "
-                     "findings above")
+    if not consistency and (policy or stopped):
+        lines.append("the branch matches its series; the push is refused for the "
+                     f"{'policy findings' if policy else 'audit problems'} above")
     if report.ok:
         lines.append(consistent_summary(
             report.statuses, "cached" if report.state == "cached" else None))

@@ -301,9 +301,9 @@ def _moot(c: Check, statuses: dict[str, str], skip: frozenset[str] = frozenset()
 
 
 def split_failures(failures: Sequence[CheckFailure]
-                   ) -> tuple[list[CheckFailure], list[CheckFailure]]:
-    """(consistency problems: branch vs series, policy findings: the audit's errors).
-    An audit that could not run (a patch file that does not parse) found no policy
-    finding: what stopped it is a consistency problem, with no rule to acknowledge."""
+                   ) -> tuple[list[CheckFailure], list[CheckFailure], list[CheckFailure]]:
+    """(consistency problems: branch vs series, policy findings: the audit's errors, what
+    stopped the audit: a workaround block it cannot read, with no rule to acknowledge)."""
     policy = [f for f in failures if f.check in POLICY_CHECKS and f.rule]
-    return [f for f in failures if f not in policy], policy
+    stopped = [f for f in failures if f.check in POLICY_CHECKS and not f.rule]
+    return [f for f in failures if f.check not in POLICY_CHECKS], policy, stopped
