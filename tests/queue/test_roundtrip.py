@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 from pathlib import Path
 
 from gitrepo import (
@@ -63,6 +64,28 @@ def test_init_export_apply_round_trip(tmp_path: Path) -> None:
     orig = git(fork, "log", "--format=%an|%ae|%ad|%B", "-1", tip)
     new = git(fork, "log", "--format=%an|%ae|%ad|%B", "-1", "HEAD~1")
     assert new.replace(f"\nPq-Patch: {names[-1]}", "") == orig
+
+
+def test_a_corrupt_patch_names_its_line_in_the_patch_file(tmp_path: Path) -> None:
+    """A patch file whose final newline an editor dropped: `pq apply` named git's line
+    in the diff (`at line 11`), not the file's, and suggested `pq rebase`, which refuses
+    a hand-edited file. Now the line is the file's, as `git apply --check` of the file
+    says, and the fix is to edit it or write the commit's patch again."""
+    fork = make_fork(tmp_path)
+    write(fork, "pkg/__init__.py", "import torch  # scoped compat\n")
+    commit_all(fork, "glue: scoped compat")
+    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    patch = next((fork / "patches").iterdir())
+    patch.write_bytes(patch.read_bytes().rstrip(b"\n"))
+    commit_all(fork, "an editor dropped the final newline")
+    refused = pq(fork, "apply", ok=False)
+    check = subprocess.run(["git", "apply", "--check", str(patch)], cwd=fork,
+                           capture_output=True, text=True).stderr
+    line = re.search(r"at line (\d+)", check)
+    assert line is not None, check
+    assert refused.exit_code == 1 and f"corrupt patch at line {line.group(1)} " in \
+        refused.output, refused.output
+    assert "pq export --force" in refused.output and "pq rebase" not in refused.output
 
 
 def test_patch_files_apply_with_git_am(tmp_path: Path) -> None:

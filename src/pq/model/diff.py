@@ -310,8 +310,8 @@ def _hunks(region: bytes, path: str | None, source: str | None) -> tuple[Hunk, .
     except UnidiffParseError as e:
         raise ConfigError(f"the diff of {path} is not what its `@@` lines say: {e}",
                           path=source,
-                          hint="fix the hunk's line counts, or regenerate the patch with "
-                               "`pq export`") from e
+                          hint="fix the hunk's line counts, or `pq export --force` writes "
+                               "the commit's patch again, dropping the edit") from e
     hunks = []
     for h in (patched[0] if patched else ()):
         out = []

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 
-from pq.errors import ConfigError
+from pq.errors import ConfigError, OperationFailed
 from pq.git.objects import Person, subject_of
 from pq.model import diff as diffs
 from pq.model import mailheader
@@ -264,6 +264,22 @@ def _parse_cached(data: bytes, filename: str) -> PatchFile:
     extra = tuple((k, mailheader.decode(v)) for k, v in headers
                   if k.lower() not in _OWN_HEADERS)
     return PatchFile(Person(name, mail, date), message, diff, extra, encoding, filename)
+
+
+def apply_failure(pf: PatchFile, data: bytes, index: int, onto: str, error: str
+                  ) -> OperationFailed:
+    """Why `git apply` refused the diff of patch file `pf` (bytes `data`, patch `index` of
+    the series, counted from 0) onto `onto`: git's last line, its `at line N` counted in
+    the patch file (git counts from the diff), and the fix."""
+    reason = error.splitlines()[-1] if error.strip() else "git apply failed"
+    header = data.count(b"\n") - pf.diff.count(b"\n")  # the lines before the diff
+    reason = re.sub(r"at line (\d+)", lambda m: f"at line {int(m.group(1)) + header}", reason)
+    corrupt = "corrupt patch" in reason
+    return OperationFailed(
+        f"{pf.source} (patch {index + 1}) does not apply onto {onto[:12]}: {reason}",
+        hint="fix the patch file there (`git apply --check` names the same line), or `pq "
+             "export --force` writes its commit's patch again, dropping the edit" if corrupt
+        else f"`pq rebase {onto[:12]}` replays the series with three-way merges")
 
 
 def parse_committable(data: bytes, filename: str) -> PatchFile:

@@ -11,7 +11,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from pq.errors import ConfigError, GitError, OperationFailed
+from pq.errors import ConfigError, GitError
 from pq.git.objects import CommitId, Person, subject_of
 from pq.git.repo import Git
 from pq.git.trees import TreeCollision, Trees
@@ -351,11 +351,7 @@ def materialise(
             applied, error = git.apply_to_tree(tree, pf.diff)
             if applied is None:
                 diffs.parse(pf.diff, pf.source)  # malformed: ConfigError, exit 2, the fix
-                reason = error.splitlines()
-                raise OperationFailed(
-                    f"{PATCHES_DIR}/{entry.name} (patch {i + 1}) does not apply onto "
-                    f"{onto[:12]}: {reason[-1] if reason else 'git apply failed'}",
-                    hint=f"`pq rebase {onto[:12]}` replays the series with three-way merges")
+                raise patchfile.apply_failure(pf, queue.files[entry.name], i, onto, error)
         tree = applied
         message = patchfile.add_trailer(pf.message, entry.name)
         parent = git.write_commit(tree, [parent], pf.author, committer, message,
