@@ -50,10 +50,6 @@ class Commit:
     encoding: str | None = None  # the `encoding` header, when the commit has one
 
     @property
-    def subject(self) -> str:
-        return subject_of(self.message)
-
-    @property
     def title(self) -> str:
         """The subject as `git log` shows it: in UTF-8, from the commit's encoding."""
         return subject_of(in_utf8(self.message, self.encoding))

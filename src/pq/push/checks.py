@@ -73,9 +73,9 @@ def check_base(git: Git, ctx: CheckContext) -> list[CheckFailure]:
     if missing is not None:
         return [CheckFailure("base", *missing)]
     if not git.is_ancestor(base, ctx.commit):
-        cut = shallow_cut(git, base, ctx.commit)
+        cut = shallow_cut(git, base, ctx.commit, "push again")
         if cut is not None:
-            return [CheckFailure("base", cut[0], cut[1].replace("run it again", "push again"))]
+            return [CheckFailure("base", *cut)]
         return [CheckFailure(
             "base",
             f"stale base: series.yaml records base {base[:12]}, which is not an ancestor of "

@@ -21,7 +21,8 @@ def missing_base(git: Git, base: str, upstream_ref: str, then: str
             f"git fetch {upstream_ref}, then {then}")
 
 
-def shallow_cut(git: Git, base: str, tip: str) -> tuple[str, str] | None:
+def shallow_cut(git: Git, base: str, tip: str, then: str = "run it again"
+                ) -> tuple[str, str] | None:
     """(what is wrong, the fix) when `tip`'s history in this shallow clone stops before
     the series base `base` (no ancestor of it, as far as git can see); else None."""
     try:
@@ -31,4 +32,4 @@ def shallow_cut(git: Git, base: str, tip: str) -> tuple[str, str] | None:
     if not cut & set(git.rev_list(f"{base}..{tip}")):
         return None
     return (f"the history of {tip[:12]} stops before the series base {base[:12]} in this "
-            "shallow clone", "git fetch --deepen=<commits> (or --unshallow), then run it again")
+            "shallow clone", f"git fetch --deepen=<commits> (or --unshallow), then {then}")
