@@ -12,13 +12,14 @@ from pq.model import patchfile
 from pq.model.series import PATCHES_DIR, SERIES_FILE
 from pq.queue import stack as stack_mod
 from pq.queue.files import Queue
+from pq.quoting import from_here, shell_args
 
 
 def refuse_losing_them(git: Git, current: Queue, committed: Queue | None,
                        last: tuple[CommitId, Queue] | None, fresh: Queue) -> None:
     """Refuse an export of `fresh` over `current` (the working tree's queue; `committed`:
     HEAD's; `last`: what pq last wrote, and where) that would lose a hand edit."""
-    _uncommitted_patch_edits(current, committed, fresh)
+    _uncommitted_patch_edits(git, current, committed, fresh)
     if committed is not None and last is not None:
         _committed_patch_edits(git, committed, last, fresh)
     if last is not None:
@@ -62,7 +63,8 @@ def _committed_patch_edits(git: Git, committed: Queue, last: tuple[CommitId, Que
                  "`pq export --force` discards the edit and writes the commits' patch")
 
 
-def _uncommitted_patch_edits(current: Queue, committed: Queue | None, fresh: Queue) -> None:
+def _uncommitted_patch_edits(git: Git, current: Queue, committed: Queue | None,
+                             fresh: Queue) -> None:
     """Uncommitted edits to patch files would be lost by an export: say so instead. A file
     that already holds what the export writes (an earlier export wrote it, or the same in
     other bytes: CRLF line ends, say) loses nothing."""
@@ -77,4 +79,5 @@ def _uncommitted_patch_edits(current: Queue, committed: Queue | None, fresh: Que
                 "from the branch's commits and would lose them",
                 path=f"{PATCHES_DIR}/{name}",
                 hint="make the change as a commit on the branch, or `git checkout -- "
-                     f"{PATCHES_DIR}/{name}`, or pass --force to discard it")
+                     f"{shell_args(from_here(git.root, [f'{PATCHES_DIR}/{name}']))}`, or "
+                     "pass --force to discard it")

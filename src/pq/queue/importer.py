@@ -41,6 +41,7 @@ from pq.queue.files import (
     write_worktree,
 )
 from pq.queue.split import part_trees
+from pq.quoting import from_here, shell_args
 
 # (path, line, code) of each added line that looks like a workaround, for one file's diff.
 Detector = Callable[[diffs.FileDiff], Sequence[tuple[str, int, str]]]
@@ -109,9 +110,10 @@ def import_fork(git: Git, upstream: str, branch: str | None = None, *, dry_run: 
         tracked = sorted({path.split("/", 1)[0] for *_, path in
                           git.ls_tree(tip, [SERIES_FILE, PATCHES_DIR])})
         if (git.root / SERIES_FILE).exists() or SERIES_FILE in tracked:
-            steps = [f"`git rm -r -q {' '.join(tracked)}`"] if tracked else []
+            steps = ([f"`git rm -r -q {shell_args(from_here(git.root, tracked))}`"]
+                     if tracked else [])
             if SERIES_FILE not in tracked:
-                steps.append(f"`rm {SERIES_FILE}`")
+                steps.append(f"`rm {shell_args(from_here(git.root, [SERIES_FILE]))}`")
             again = " and ".join(steps) + (" and commit" if tracked else "") + " first"
             raise ConfigError(f"{SERIES_FILE} already exists: {name} already has a series",
                               path=SERIES_FILE,

@@ -103,7 +103,8 @@ def conflicts(git: Git) -> list[ConflictFile]:
     out: list[ConflictFile] = []
     for path, code in sorted(git.unmerged().items()):
         kind, fix = KINDS[code]
-        fix = fix.format(p=shell_args(from_here(git.root, [path])), f=shown(path))
+        here = from_here(git.root, [path])
+        fix = fix.format(p=shell_args(here), f=shown(here[0]))
         out.append(ConflictFile(path, code, kind, fix))
     return out
 
