@@ -258,3 +258,15 @@ def test_a_trailer_left_inside_a_squashed_message_comes_off() -> None:
                                                  "0004-glue.patch")
     two = message.replace("no colon\n", "no colon\n\nPq-Patch: 0005-b.patch\n")
     assert patchfile.strip_trailer(two)[1] == "0005-b.patch"  # the last one (identity asks)
+
+
+def test_a_hunk_whose_counts_are_wrong_names_its_line_in_the_patch_file() -> None:
+    """A line added to a hunk by hand: the error named the file alone."""
+    data = (b"From: a <a@b>\nDate: Tue, 14 Nov 2023 23:13:20 +0100\nSubject: s\n\n---\n"
+            b"diff --git a/pkg/x.py b/pkg/x.py\n--- a/pkg/x.py\n+++ b/pkg/x.py\n"
+            b"@@ -1,3 +1,3 @@\n x\n-old\n+new\n+more\n y\n")
+    pf = patchfile.parse(data, "p.patch")
+    with pytest.raises(ConfigError) as info:
+        _ = pf.files
+    at = data.split(b"\n").index(b"@@ -1,3 +1,3 @@") + 1
+    assert str(info.value).startswith(f"p.patch:{at}: the diff of pkg/x.py"), str(info.value)

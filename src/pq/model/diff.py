@@ -229,14 +229,20 @@ def _check_path(path: str, filename: str, lineno: int) -> None:
 
 
 def parse(diff: bytes, source: str | None = None,
-          read_hunks: Callable[[str, bytes], bool] | None = None) -> tuple[FileDiff, ...]:
+          read_hunks: Callable[[str, bytes], bool] | None = None,
+          first_line: int = 1) -> tuple[FileDiff, ...]:
     """Every `diff --git` file section of `diff` (anything else is ignored); ConfigError
     naming `source` (the patch file) when a hunk is not what its `@@` header says.
     `read_hunks(path, section bytes)`, when given, says which sections' hunks a caller
     needs: the others come with no hunks, unread (a scan of a long upstream range skips
-    the files it cannot find anything in)."""
-    return tuple(_section(s, source, read_hunks) for s in split_sections(diff)
-                 if s.startswith(b"diff --git "))
+    the files it cannot find anything in). `first_line`: where the diff starts in
+    `source`, for the line an error names."""
+    found, line = [], first_line
+    for s in split_sections(diff):
+        if s.startswith(b"diff --git "):
+            found.append(_section(s, source, read_hunks, line))
+        line += s.count(b"\n")
+    return tuple(found)
 
 
 def paths(diff: bytes) -> list[tuple[str | None, str | None]]:
@@ -247,12 +253,13 @@ def paths(diff: bytes) -> list[tuple[str | None, str | None]]:
 
 
 def _section(section: bytes, source: str | None,
-             read_hunks: Callable[[str, bytes], bool] | None = None) -> FileDiff:
+             read_hunks: Callable[[str, bytes], bool] | None = None,
+             line: int = 1) -> FileDiff:
     lines = section.split(b"\n")
     old, new, status, binary, old_mode, new_mode, i = _header(lines)
     skip = binary or i == len(lines) or (
         read_hunks is not None and not read_hunks(new or old or "", section))
-    hunks = () if skip else _hunks(b"\n".join(lines[i:]), new or old, source)
+    hunks = () if skip else _hunks(b"\n".join(lines[i:]), new or old, source, line + i)
     return FileDiff(old, new, status, binary, old_mode, new_mode, hunks)
 
 
@@ -298,7 +305,8 @@ def _header(lines: list[bytes]) -> tuple[str | None, str | None, str, bool, str 
     return old, new, status, binary, old_mode, new_mode, i
 
 
-def _hunks(region: bytes, path: str | None, source: str | None) -> tuple[Hunk, ...]:
+def _hunks(region: bytes, path: str | None, source: str | None, line: int = 1
+           ) -> tuple[Hunk, ...]:
     """The hunks of one file section (from its first `@@` line on), read by unidiff
     (imported here: many commands read sections and never a hunk)."""
     from unidiff.errors import UnidiffParseError
@@ -309,7 +317,7 @@ def _hunks(region: bytes, path: str | None, source: str | None) -> tuple[Hunk, .
         patched = PatchSet(text.decode("utf-8", "surrogateescape"))
     except UnidiffParseError as e:
         raise ConfigError(f"the diff of {path} is not what its `@@` lines say: {e}",
-                          path=source,
+                          path=source, line=line if source else None,
                           hint="fix the hunk's line counts, or `pq export --force` writes "
                                "the commit's patch again, dropping the edit") from e
     hunks = []

@@ -31,6 +31,7 @@ class PatchFile:
     headers: tuple[tuple[str, str], ...] = field(default=())
     encoding: str | None = None  # the commit's `encoding` header, when it has one
     source: str | None = field(default=None, compare=False)  # the file it was read from
+    diff_line: int = field(default=1, compare=False)  # the diff's first line in `source`
 
     @property
     def subject(self) -> str:
@@ -39,7 +40,7 @@ class PatchFile:
     @cached_property
     def files(self) -> tuple[diffs.FileDiff, ...]:
         """The diff, parsed once (pq.model.diff)."""
-        return diffs.parse(self.diff, self.source)
+        return diffs.parse(self.diff, self.source, first_line=self.diff_line)
 
 
 # Text is the commit's bytes read as UTF-8 with surrogateescape: any bytes round trip.
@@ -263,7 +264,8 @@ def _parse_cached(data: bytes, filename: str) -> PatchFile:
     encoding = None if enc is None else mailheader.decode(enc)
     extra = tuple((k, mailheader.decode(v)) for k, v in headers
                   if k.lower() not in _OWN_HEADERS)
-    return PatchFile(Person(name, mail, date), message, diff, extra, encoding, filename)
+    return PatchFile(Person(name, mail, date), message, diff, extra, encoding, filename,
+                     data.count(b"\n") - diff.count(b"\n") + 1)
 
 
 def apply_failure(pf: PatchFile, data: bytes, index: int, onto: str, error: str

@@ -350,7 +350,7 @@ def materialise(
         if applied is None:  # what only git apply reads exactly: ask it
             applied, error = git.apply_to_tree(tree, pf.diff)
             if applied is None:
-                diffs.parse(pf.diff, pf.source)  # malformed: ConfigError, exit 2, the fix
+                _ = pf.files  # malformed: ConfigError naming its line, exit 2, the fix
                 raise patchfile.apply_failure(pf, queue.files[entry.name], i, onto, error)
         tree = applied
         message = patchfile.add_trailer(pf.message, entry.name)
