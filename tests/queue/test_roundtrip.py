@@ -326,8 +326,9 @@ def test_apply_calls_a_malformed_patch_file_malformed(tmp_path: Path) -> None:
     commit_all(fork, "pq: a hand-broken patch file")
     result = pq(fork, "apply", "--branch", "t", ok=False)
     assert result.exit_code == 2, result.output
-    assert "patches/0001-enable-compat.patch: the diff of setup.py is not what its `@@` " \
-           "lines say" in result.output and "pq rebase" not in result.output
+    at = p.read_bytes().split(b"\n").index(b"@@ -99,1 +99,2 @@") + 1  # named: its line
+    assert f"patches/0001-enable-compat.patch:{at}: the diff of setup.py is not what its " \
+           "`@@` lines say" in result.output and "pq rebase" not in result.output
 
 
 def test_the_next_step_init_names_works_with_no_patch(tmp_path: Path) -> None:
