@@ -1,13 +1,10 @@
-"""Git diffs: the one reader of `git diff` / `git format-patch` output in pq.
-
-Two parts, each the only one of its kind:
-
+"""Git diffs: the one reader of `git diff` / `git format-patch` output in pq. Two parts,
+each the only one of its kind:
 - the strict byte reader (`split_sections`, `unquote_path`, `check_paths` and the file
   headers `parse` reads): it reads as `git apply` does, hunk bodies skipped by their line
   counts, C-quoted and spaced names, and refuses paths that leave the repository;
 - hunk analysis through `unidiff`: every hunk's added, removed and context lines with
   their line numbers in the old and the new file.
-
 `parse` combines them: paths, status, modes and binary-ness come from the strict reader
 (unidiff keeps C-quoted names quoted and knows no modes), hunks from unidiff, fed only the
 hunk region the strict reader delimited.
@@ -18,6 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from itertools import accumulate
 
 from pq.errors import ConfigError
 
@@ -27,8 +25,7 @@ _HUNK_LINE = re.compile(rb"(?m)^@@ [^\n]*$")
 _HUNK = re.compile(rb"^@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@")
 _PATH_LINE = re.compile(
     rb"^(?:--- (?:a/)?|\+\+\+ (?:b/)?|rename from |rename to |copy from |copy to )(.*)$")
-_ESCAPES = {ord("n"): 10, ord("t"): 9, ord("\\"): 92, ord('"'): 34, ord("a"): 7,
-            ord("b"): 8, ord("f"): 12, ord("r"): 13, ord("v"): 11}
+_ESCAPES = {ord(k): v for k, v in zip('nt\\"abfrv', (10, 9, 92, 34, 7, 8, 12, 13, 11))}
 STATUSES = ("added", "deleted", "renamed", "copied", "modified")
 
 
@@ -232,17 +229,13 @@ def parse(diff: bytes, source: str | None = None,
           read_hunks: Callable[[str, bytes], bool] | None = None,
           first_line: int = 1) -> tuple[FileDiff, ...]:
     """Every `diff --git` file section of `diff` (anything else is ignored); ConfigError
-    naming `source` (the patch file) when a hunk is not what its `@@` header says.
-    `read_hunks(path, section bytes)`, when given, says which sections' hunks a caller
-    needs: the others come with no hunks, unread (a scan of a long upstream range skips
-    the files it cannot find anything in). `first_line`: where the diff starts in
-    `source`, for the line an error names."""
-    found, line = [], first_line
-    for s in split_sections(diff):
-        if s.startswith(b"diff --git "):
-            found.append(_section(s, source, read_hunks, line))
-        line += s.count(b"\n")
-    return tuple(found)
+    naming `source` (the patch file; the diff starts at its line `first_line`) when a
+    hunk is not what its `@@` header says. `read_hunks(path, section bytes)`, when given,
+    says which sections' hunks a caller needs: the others come with no hunks, unread."""
+    sections = split_sections(diff)
+    at = accumulate((s.count(b"\n") for s in sections), initial=first_line)
+    return tuple(_section(s, source, read_hunks, line) for s, line in zip(sections, at)
+                 if s.startswith(b"diff --git "))
 
 
 def paths(diff: bytes) -> list[tuple[str | None, str | None]]:
@@ -253,8 +246,7 @@ def paths(diff: bytes) -> list[tuple[str | None, str | None]]:
 
 
 def _section(section: bytes, source: str | None,
-             read_hunks: Callable[[str, bytes], bool] | None = None,
-             line: int = 1) -> FileDiff:
+             read_hunks: Callable[[str, bytes], bool] | None = None, line: int = 1) -> FileDiff:
     lines = section.split(b"\n")
     old, new, status, binary, old_mode, new_mode, i = _header(lines)
     skip = binary or i == len(lines) or (
