@@ -250,16 +250,6 @@ def test_a_nul_byte_in_the_message_or_author_reads_but_makes_no_commit(data: byt
                                       "message"), str(info.value)
 
 
-def test_a_trailer_left_inside_a_squashed_message_comes_off() -> None:
-    """Commits squashed after `pq apply`, the second one's `Pq-Patch:` line taken out: the
-    first one's stands inside the message, and still names the patch."""
-    message = "glue\n\nPq-Patch: 0004-glue.patch\n\nthe build part, no colon\n"
-    assert patchfile.strip_trailer(message) == ("glue\n\nthe build part, no colon\n",
-                                                 "0004-glue.patch")
-    two = message.replace("no colon\n", "no colon\n\nPq-Patch: 0005-b.patch\n")
-    assert patchfile.strip_trailer(two)[1] == "0005-b.patch"  # the last one (identity asks)
-
-
 def test_a_hunk_whose_counts_are_wrong_names_its_line_in_the_patch_file() -> None:
     """A line added to a hunk by hand: the error named the file alone."""
     data = (b"From: a <a@b>\nDate: Tue, 14 Nov 2023 23:13:20 +0100\nSubject: s\n\n---\n"

@@ -162,26 +162,11 @@ def strip_trailer(message: str) -> tuple[str, str | None]:
         if lines[i] and not _TRAILER_LINE.match(lines[i]):
             break
     if found is None:
-        return _strip_inner_trailer(message)
+        return message, None
     text = "\n".join(lines)
     if text.endswith("\n\n"):
         text = text[:-1]
     return text, found
-
-
-def _strip_inner_trailer(message: str) -> tuple[str, str | None]:
-    """The one `Pq-Patch:` line of a message that has it inside, not at its end (commits
-    squashed after `pq apply`, the other patch's line taken out), taken out with the blank
-    line after it when it stands as a paragraph of its own."""
-    lines = message.split("\n")
-    at = [i for i, ln in enumerate(lines) if ln.startswith(TRAILER + ": ")]
-    if len(at) != 1:
-        return message, None
-    i = at[0]
-    name = lines[i][len(TRAILER) + 2:].strip()
-    alone = (i == 0 or lines[i - 1] == "") and i + 1 < len(lines) and lines[i + 1] == ""
-    del lines[i:i + 2 if alone else i + 1]
-    return "\n".join(lines), name
 
 
 # -- reading -----------------------------------------------------------------

@@ -3,7 +3,8 @@
 A commit is matched to an entry by the first kind of evidence that decides it, in order:
 
 1. its `Pq-Patch:` trailer, when it names an entry (one naming none, a patch renamed
-   since, names the commit only when nothing below does; two different ones stop);
+   since, names the commit only when nothing below does; a message with lines naming two
+   entries stops);
 2. the recorded patch file (the series' own, or the one pq last committed in a
    bookkeeping commit) is this very commit: same author, message and diff;
 3. the same diff (a reworded or moved commit);
@@ -52,11 +53,12 @@ def match(stack: Sequence[StackCommit], entries: Sequence[PatchEntry],
     known = {e.name for e in entries}
     claimed: set[str] = set()
     trailers = [sc.trailer_name for sc in stack]
-    for sc in stack:
+    for sc in stack:  # a line of the message that names another entry: a squash
         others = {ln[len(TRAILER) + 2:].strip() for ln in sc.message.split("\n")
-                  if ln.startswith(TRAILER + ": ")} - {sc.trailer_name}
-        if others:  # commits squashed after `pq apply`, each with its trailer
-            raise _two_trailers(sc, sorted(others) + [str(sc.trailer_name)])
+                  if ln.startswith(TRAILER + ": ")} & known - {sc.trailer_name}
+        named = sorted(others) + ([sc.trailer_name] if sc.trailer_name else [])
+        if len(named) > 1:  # commits squashed after `pq apply`, each with its trailer
+            raise _two_trailers(sc, named)
     first: dict[str, int] = {}
     for i, name in enumerate(trailers):
         if name:
