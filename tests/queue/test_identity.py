@@ -225,21 +225,26 @@ def test_a_patch_renamed_after_apply_keeps_its_new_name_and_metadata(tmp_path: P
 
 
 def test_export_refuses_to_undo_a_reorder_of_series_yaml_made_by_hand(tmp_path: Path) -> None:
-    """series.yaml's entries reordered by hand and committed: export put the commits'
-    order back with no word. It refuses now, naming `pq apply`, which builds the branch in
-    the new order; a reorder of the commits themselves is still taken from the branch."""
-    fork, shas = make_queue(tmp_path)
-    text = (fork / "series.yaml").read_text()
-    data = yaml.safe_load(text)
+    """series.yaml's entries reordered by hand: export put the commits' order back with no
+    word. Not committed, it refuses, naming `pq apply`, which builds the branch in the new
+    order; committed (it may be an export of commits reordered since), it takes the
+    commits' order and says so, and `pq undo` puts the hand order back."""
+    fork, _ = make_queue(tmp_path)
+    data = yaml.safe_load((fork / "series.yaml").read_text())
     data["patches"][3], data["patches"][4] = data["patches"][4], data["patches"][3]
     (fork / "series.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
-    commit_all(fork, "series: glue after build")
     before = (fork / "series.yaml").read_bytes()
     refused = pq(fork, "export", ok=False)
     assert refused.exit_code == 2 and "`pq apply`" in refused.output, refused.output
     assert (fork / "series.yaml").read_bytes() == before
+    commit_all(fork, "series: glue after build")
     check = pq(fork, "check", ok=False).output
     assert "different order" in check and "or `pq apply`" in check
+    out = pq(fork, "export").output
+    assert "reordered series.yaml takes the commits' order (2 moved)" in out, out
+    assert_own_metadata(fork, KEYS)
+    pq(fork, "undo")
+    assert (fork / "series.yaml").read_bytes() == before
     pq(fork, "apply")
     assert_own_metadata(fork, ["readme1", "readme2", "readme3", "build", "glue"])
     # The commits reordered with git (series.yaml as pq wrote it): export takes that order.

@@ -37,6 +37,7 @@ def _render_export(result: queueops.ExportResult, as_json: bool, verb: str,
             "added": result.added,
             "removed": result.removed,
             "dropped": [{"name": n, "what": w} for n, w in result.dropped],
+            "reordered": result.reordered,
             "changed": result.changed,
             "commit": result.commit,
             "copies_proposed": [c.to_json() for c in result.copies],
@@ -51,6 +52,10 @@ def _render_export(result: queueops.ExportResult, as_json: bool, verb: str,
     for name, what in result.dropped:
         click.echo(f"  dropped  {what} of {name} (no commit carries it any more; "
                    "`pq undo` brings it back)")
+    if result.reordered:
+        click.echo(f"  reordered series.yaml takes the commits' order ({len(result.reordered)} "
+                   "moved); `pq undo` puts the old one back, and `pq apply` then builds the "
+                   "branch in it")
     if not result.changed:
         click.echo("  series.yaml and patches/ already up to date")
     else:

@@ -22,27 +22,31 @@ def refuse_losing_them(git: Git, current: Queue, committed: Queue | None,
     _uncommitted_patch_edits(git, current, committed, fresh)
     if committed is not None and last is not None:
         _committed_patch_edits(git, committed, last, fresh)
-    if last is not None:
-        _reordered(current, last[1], fresh)
+    if committed is not None:
+        _reordered(current, committed, fresh)
 
 
-def _reordered(current: Queue, last: Queue, fresh: Queue) -> None:
-    """series.yaml's entries put in another order by hand since pq wrote them, where the
-    branch's commits keep the order pq wrote: the export would put it back."""
-    def order(q: Queue, among: set[str]) -> list[str]:
-        return [e.name for e in q.series.patches if e.name in among]
+def _reordered(current: Queue, committed: Queue, fresh: Queue) -> None:
+    """series.yaml's entries put in another order by hand and not committed, where the
+    branch's commits keep the old order: the export would put it back. (A committed order
+    may be an export's of commits reordered since: the export takes the commits' order and
+    says so; `pq undo` puts it back.)"""
+    names = set.intersection(*({e.name for e in q.series.patches}
+                               for q in (current, committed, fresh)))
 
-    names = ({e.name for e in current.series.patches} & {e.name for e in last.series.patches}
-             & {e.name for e in fresh.series.patches})
-    mine, then, now = order(current, names), order(last, names), order(fresh, names)
-    if mine != then and mine != now:
-        moved = next(n for n, m in zip(mine, now) if n != m)
-        raise ConfigError(
-            f"{SERIES_FILE} lists the patches in an order of its own ({moved} moved) that "
-            "the branch's commits do not have; export writes the commits' order and would "
-            "undo it", path=SERIES_FILE,
-            hint="`pq apply` builds the branch in series.yaml's order; or `pq export "
-                 "--force` writes the commits' order")
+    def order(q: Queue) -> list[str]:
+        return [e.name for e in q.series.patches if e.name in names]
+
+    mine, now = order(current), order(fresh)
+    if mine == now or mine == order(committed):
+        return
+    moved = next(n for n, m in zip(mine, now) if n != m)
+    raise ConfigError(
+        f"{SERIES_FILE} lists the patches in an order of its own ({moved} moved, not "
+        "committed) that the branch's commits do not have; export writes the commits' order "
+        "and would undo it", path=SERIES_FILE,
+        hint="`pq apply` builds the branch in series.yaml's order; or `pq export --force` "
+             "writes the commits' order")
 
 
 def _committed_patch_edits(git: Git, committed: Queue, last: tuple[CommitId, Queue],

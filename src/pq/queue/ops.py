@@ -49,6 +49,7 @@ class ExportResult:
     # Removed entries that carried more than a name, layer and summary: (name, what).
     dropped: list[tuple[str, str]] = field(default_factory=list)
     copies: list[CopyProposal] = field(default_factory=list)  # proposed `copies:` blocks
+    reordered: list[str] = field(default_factory=list)  # entries the commits' order moved
 
 
 def _metadata(entry: PatchEntry) -> str:
@@ -164,11 +165,13 @@ def _write_export(git: Git, queue: Queue, old: Series, t: Transaction, commit: b
                   head: CommitId, previous: Queue | None = None) -> ExportResult:
     """Write what `t`'s command computed from `head`, under `t`'s lock, if the branch is
     still there: a commit made meanwhile is not in `queue` and must not be committed on."""
-    before = {e.name for e in old.patches}
-    after = {e.name for e in queue.series.patches}
+    before_order = [e.name for e in old.patches]
+    before, after = set(before_order), {e.name for e in queue.series.patches}
     result = ExportResult(queue, added=sorted(after - before), removed=sorted(before - after))
     result.dropped = [(e.name, what) for e in old.patches
                       if e.name in result.removed and (what := _metadata(e))]
+    kept = [e.name for e in queue.series.patches if e.name in before]
+    result.reordered = [n for n, m in zip(kept, [n for n in before_order if n in after]) if n != m]
     result.copies = propose_copies(git, queue)
     command = t.command.split()[1] if len(t.command.split()) > 1 else "export"
     branch = git.current_branch()

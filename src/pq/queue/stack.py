@@ -188,14 +188,14 @@ def hand_edits(git: Git, base: str, tip: str, committed: Queue,
         changed = next(iter(git.rev_list(f"{last[0]}..{tip}", [f"{PATCHES_DIR}/{name}"],
                                          max_count=1)), "")
         if changed and changed not in exported:
-            exported[changed] = _export_at(git, base, changed)
+            exported[changed] = export_at(git, base, changed)
         fresh = exported.get(changed)
         if fresh is None or fresh.files.get(name) != data:
             result.append(name)
     return result
 
 
-def _export_at(git: Git, base: str, commit: str) -> Queue | None:
+def export_at(git: Git, base: str, commit: str) -> Queue | None:
     """What `pq export` gives for base..commit with commit's own series, or None."""
     try:
         queue = read_tree(git, commit)
