@@ -163,3 +163,21 @@ def test_another_interpreter_answers_like_the_running_one(tmp_path: Path) -> Non
     assert (bad.facts, bad.problem, bad.failed) == (None, "SyntaxError: too old", True)
     missing = toolchain.ask(str(tmp_path / "none"))
     assert missing.facts is None and not missing.failed and missing.problem
+
+
+def test_a_held_command_gets_all_its_input_however_long_it_runs() -> None:
+    """A command that changes the repository waits in quarter seconds (for Ctrl-C): once a
+    wait timed out, CPython wrote no more of a large input and never closed stdin, and git
+    (`diff-tree --stdin` of a long upstream range) waited for the rest for ever."""
+    import subprocess
+    import threading
+
+    from pq.git import hold
+
+    reader = "import sys, time; time.sleep(0.6); print(len(sys.stdin.buffer.read()))"
+    with hold.held(True) as h:
+        proc = subprocess.Popen([sys.executable, "-c", reader], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        threading.Timer(20, proc.kill).start()  # the bug: a hang, made a failure here
+        out, _ = h.communicate(proc, b"x" * 300_000)
+    assert out.strip() == b"300000"
