@@ -485,6 +485,31 @@ def test_a_revert_git_draws_with_other_lines_is_a_revert(tmp_path: Path) -> None
     assert (c.fork / "lib/f.c").read_text() == mine
 
 
+def test_a_revert_after_the_adoption_came_through_a_merge_is_a_revert(
+        tmp_path: Path) -> None:
+    """Upstream adopted the patch on a branch, moved the file's lines on main, merged, and
+    reverted the adoption: merges' diffs are not read, so line numbers are not followed
+    across one; by text, it is the revert, and the patch is kept."""
+    up = make_upstream(tmp_path / "upstream", BASE)
+    fork = make_fork(tmp_path, up)
+    write(fork, "lib/a.c", A10)
+    commit_all(fork, "a returns 10")
+    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    git(up, "switch", "-q", "-c", "pr")
+    write(up, "lib/a.c", A10)
+    adopt = commit_all(up, "upstream: a returns 10")
+    git(up, "switch", "-q", "main")
+    write(up, "lib/a.c", "/* new */\n/* top */\n/* lines */\n" + A)
+    commit_all(up, "upstream: lines on top")
+    git(up, "merge", "-q", "--no-edit", "pr")
+    git(up, "revert", "--no-edit", adopt)
+    git(fork, "fetch", "-q", "upstream")
+    data = json.loads(pq(fork, "rebase", "upstream/main", "--json").stdout)
+    p = data["patches"][0]
+    assert p["outcome"] in ("clean", "merged") and p["upstream_reverted"] is not None, p
+    assert "return 10;" in (fork / "lib/a.c").read_text()
+
+
 def test_applied_reverted_reapplied_is_dropped(tmp_path: Path) -> None:
     c = compare(tmp_path, [("a returns 10", {"lib/a.c": A10})],
                 [("upstream: a returns 10", {"lib/a.c": A10}), ("", {"revert": None}),

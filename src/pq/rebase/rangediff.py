@@ -150,7 +150,10 @@ class UpstreamMatches:
         later = [c for c in order[order.index(applied) + 1:] if files & self._files_of[c]]
         self._read_diffs(later, [])
         adopted = {path: reverts.runs(hunks) for path, hunks in self._hunks_of(applied).items()}
-        return reverts.follow(adopted, [(c, self._hunks_of(c)) for c in later])
+        # Merges' diffs are not read: across one, line numbers tell nothing, text alone does.
+        merges = self.git.count(f"{applied}..{self.state.onto}", "--merges")
+        follow = reverts.follow_text if merges else reverts.follow
+        return follow(adopted, [(c, self._hunks_of(c)) for c in later])
 
     def _read_diffs(self, upstream: list[str], mine: list[str]) -> None:
         """The diffs and patch-ids of these upstream and patch commits (two processes, and

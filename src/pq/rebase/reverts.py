@@ -6,12 +6,13 @@ that changes its lines otherwise (an edit, a move, a re-spacing, part of them ta
 ends the search, for what was adopted is no longer there to revert; and the commit that
 changes every run back, where it sits, to what it was before is the revert. The text of a
 run is checked, not only its place, and a reverting commit that adds an adopted line again
-elsewhere moved it: no revert. Diffs of merges are not read: a run that a merge moved may
-not be found where it is looked for, and its revert is missed.
+elsewhere moved it: no revert. Diffs of merges are not read, so across a merge line
+numbers tell nothing: `follow_text` judges such a range by the lines' text alone.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -138,3 +139,31 @@ def _hunks_revert(tracked: list[Run], hunks: Sequence[diffs.Hunk]
                 found += inside
                 reverting.append(h)
     return found, reverting
+
+
+def follow_text(adopted: dict[str, list[Run]],
+                later: Sequence[tuple[str, dict[str, list[diffs.Hunk]]]]) -> str | None:
+    """`follow` for a range with merges, whose diffs are not read (so line numbers tell
+    nothing): the first later commit that takes out, file by file, every line the adopted
+    commit added and puts back every line it removed (as many of each), adding no adopted
+    line again; None once a commit takes an adopted line out otherwise (an edit)."""
+    def counted(rs: list[Run], side: str) -> Counter[bytes]:
+        return Counter(ln for r in rs for ln in (r.added if side == "+" else r.removed))
+
+    tracked = {path: rs for path, rs in adopted.items() if rs}
+    if not tracked:
+        return None
+    significant = {ln for rs in tracked.values() for r in rs for ln in r.added
+                   if any(c.isalnum() for c in ln.decode("utf-8", "replace"))}
+    for commit, files in later:
+        theirs = {path: runs(files[path], new_side=False) for path in tracked if path in files}
+        if len(theirs) == len(tracked) and all(
+                counted(theirs[p], "-") >= counted(rs, "+")
+                and counted(theirs[p], "+") >= counted(rs, "-")
+                and all(counted(theirs[p], "+")[ln] <= counted(rs, "-")[ln]
+                        for ln in significant)
+                for p, rs in tracked.items()):
+            return commit
+        if any(significant & set(counted(rs, "-")) for rs in theirs.values()):
+            return None  # an adopted line taken out for something else: refined
+    return None
