@@ -195,7 +195,9 @@ def test_a_workaround_block_the_audit_cannot_read_is_no_branch_mismatch(
     assert "the workaround audit cannot read the series:" in result.output
     assert "does not match its series" not in result.output
     assert "unknown key `owner`" in result.output
-    assert json.loads(pq(fork, "check", "--json", ok=False).stdout)["consistent"] is True
+    data = json.loads(pq(fork, "check", "--json", ok=False).stdout)
+    assert (data["consistent"], data["policy_findings"], data["audit_unreadable"]) == (
+        True, 0, 1)
 
 
 def test_a_queue_path_that_is_a_pattern_is_matched_as_git_matches_it(tmp_path: Path) -> None:

@@ -104,7 +104,7 @@ def check(rev: str, as_json: bool, no_cache: bool) -> None:
     for line in skip_warnings(skip, unknown, rev):
         click.echo(line, err=True)
     if as_json:
-        consistency, policy, _ = registry.split_failures(report.failures)
+        consistency, policy, unreadable = registry.split_failures(report.failures)
         summaries = {c.name: c.summary for c in registry.all_checks()}
         emit_json({
             "rev": rev,
@@ -117,6 +117,7 @@ def check(rev: str, as_json: bool, no_cache: bool) -> None:
             "failures": [f.to_json() for f in report.failures],
             "consistent": not consistency,
             "policy_findings": len(policy),
+            "audit_unreadable": len(unreadable),
             "notices": report.notices,
         })
     else:
