@@ -181,3 +181,13 @@ def test_a_held_command_gets_all_its_input_however_long_it_runs() -> None:
         threading.Timer(20, proc.kill).start()  # the bug: a hang, made a failure here
         out, _ = h.communicate(proc, b"x" * 300_000)
     assert out.strip() == b"300000"
+
+
+def test_a_command_run_with_a_timeout_gets_all_its_input() -> None:
+    """The same for `process.run` (the gate's `c++filt`, fed the symbols on stdin): its
+    waits time out every TICK_S, and the input stopped after the first."""
+    reader = (f"import sys, time; time.sleep({process.TICK_S * 3}); "
+              "print(len(sys.stdin.buffer.read()))")
+    done = process.run([sys.executable, "-c", reader], timeout=20, input=b"x" * 300_000,
+                       merge_stderr=False)
+    assert not done.timed_out and done.stdout.strip() == b"300000", done

@@ -12,7 +12,8 @@ import subprocess
 import threading
 import time
 from collections.abc import Iterator
-from typing import IO
+
+from pq.git.process import feed
 
 
 class Hold:
@@ -31,12 +32,9 @@ class Hold:
         kernel gave another thread does not end the wait) and to kill git's process group
         when it is still there a second after a second Ctrl-C asked it to stop (a process
         that traps SIGINT, or one started just after it came)."""
-        if self.active and input is not None and proc.stdin is not None:
-            # Written by a thread of its own: once a wait timed out, CPython's communicate
-            # writes no more of its input and never closes stdin (git then waits forever).
-            writer = threading.Thread(target=_write_all, args=(proc.stdin, input), daemon=True)
-            proc.stdin, input = None, None
-            writer.start()
+        if self.active and input is not None:
+            feed(proc, input)  # its waits time out: `communicate` would stop writing
+            input = None
         while True:
             try:
                 return proc.communicate(input, timeout=0.25 if self.active else None)
@@ -53,14 +51,6 @@ class Hold:
             with contextlib.suppress(OSError):  # may be stopped, reading the terminal)
                 os.killpg(self.child.pid, signal.SIGINT)
                 os.killpg(self.child.pid, signal.SIGCONT)
-
-
-def _write_all(stdin: IO[bytes], data: bytes) -> None:
-    with contextlib.suppress(OSError):  # git ended early (a broken pipe): it says why
-        try:
-            stdin.write(data)
-        finally:
-            stdin.close()
 
 
 @contextlib.contextmanager

@@ -8,10 +8,12 @@ it left running in its group is SIGKILLed. Also here: `pid_alive` and `scrubbed_
 
 from __future__ import annotations
 
+import contextlib
 import os
 import select
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -80,7 +82,9 @@ def run(argv: Sequence[str], *, timeout: float, cwd: str | None = None,
     errs: bytes | None = b""
     timed_out = False
     try:
-        first = input
+        first = None
+        if input is not None:
+            feed(proc, input)
         while True:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
@@ -88,8 +92,8 @@ def run(argv: Sequence[str], *, timeout: float, cwd: str | None = None,
                 stop_group(proc, grace)
                 break
             try:
-                if log is not None and input is None:
-                    _wait(proc, min(TICK_S, remaining))  # no pipes: nothing to read
+                if log is not None:
+                    _wait(proc, min(TICK_S, remaining))  # no pipe read: nothing to read
                 else:
                     out, errs = proc.communicate(first, timeout=min(TICK_S, remaining))
                 break
@@ -118,6 +122,24 @@ def run(argv: Sequence[str], *, timeout: float, cwd: str | None = None,
         proc.wait()
     return Finished(None if timed_out else proc.returncode, time.monotonic() - start,
                     timed_out, out or b"", errs or b"")
+
+
+def feed(proc: subprocess.Popen[bytes], data: bytes) -> None:
+    """Write `data` to `proc`'s stdin in a thread of its own, then close it; the pipe is
+    taken off `proc`, so that `communicate` only reads. (Once a `communicate` with a
+    timeout timed out, CPython writes no more of its input and never closes stdin: a
+    command reading all of it then waits for ever.)"""
+    stdin, proc.stdin = proc.stdin, None
+    if stdin is not None:
+        threading.Thread(target=_write_all, args=(stdin, data), daemon=True).start()
+
+
+def _write_all(stdin: IO[bytes], data: bytes) -> None:
+    with contextlib.suppress(OSError):  # the command ended early (a broken pipe): it says why
+        try:
+            stdin.write(data)
+        finally:
+            stdin.close()
 
 
 def _read_so_far(proc: subprocess.Popen[bytes]) -> tuple[bytes, bytes]:
