@@ -221,10 +221,6 @@ def _without_renames(git: Git, patches: dict[str, bytes], exclude: Sequence[str]
     return {**patches, **git.commit_patches(renamed, exclude, renames=False)}
 
 
-def _flip(line: bytes) -> bytes:
-    return (b"-" if line[:1] == b"+" else b"+") + line[1:]
-
-
 def log_sections(log: bytes) -> list[tuple[str, bytes]]:
     """(commit, its diff) of each section of `git log -p` output with `commit <id>` headers."""
     marks = list(_COMMIT_LINE.finditer(log))
@@ -244,23 +240,9 @@ def diff_blocks(diff: bytes) -> dict[str, list[Block]]:
 
 
 def blocks(hunks: Sequence[Hunk]) -> list[Block]:
-    """The blocks of changed lines of one file's hunks, in order."""
-    found: list[Block] = []
-    for h in hunks:
-        lines, i = h.lines, 0
-        while i < len(lines):
-            if lines[i].kind == " ":
-                i += 1
-                continue
-            j = i
-            while j < len(lines) and lines[j].kind != " ":
-                j += 1
-            found.append((lines[i - 1].raw.rstrip() if i else None,
-                          tuple(ln.raw.rstrip() for ln in lines[i:j] if ln.removed),
-                          tuple(ln.raw.rstrip() for ln in lines[i:j] if ln.added),
-                          lines[j].raw.rstrip() if j < len(lines) else None))
-            i = j
-    return found
+    """The blocks of changed lines of one file's hunks, in order (pq.rebase.reverts' runs,
+    with the lines around them)."""
+    return [(r.above, r.removed, r.added, r.below) for r in reverts.runs(hunks)]
 
 
 def _beside(a: bytes | None, b: bytes | None) -> bool:

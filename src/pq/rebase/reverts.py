@@ -30,6 +30,8 @@ class Run:
     end: int
     added: Lines
     removed: Lines
+    above: bytes | None = None  # the context line above it (None: the hunk shows none)
+    below: bytes | None = None  # the context line below it
 
 
 def runs(hunks: Sequence[diffs.Hunk], new_side: bool = True) -> list[Run]:
@@ -51,7 +53,9 @@ def runs(hunks: Sequence[diffs.Hunk], new_side: bool = True) -> list[Run]:
             added = tuple(x.raw.rstrip() for x in lines[i:j] if x.added)
             removed = tuple(x.raw.rstrip() for x in lines[i:j] if x.removed)
             size = len(added) if new_side else len(removed)
-            found.append(Run(pos, pos + size, added, removed))
+            found.append(Run(pos, pos + size, added, removed,
+                             lines[i - 1].raw.rstrip() if i else None,
+                             lines[j].raw.rstrip() if j < len(lines) else None))
             pos, i = pos + size, j
     return found
 
