@@ -9,8 +9,11 @@ alternating, several rounds of the same replay from the old stack:
   * git: `git -c rerere.enabled=true -c rerere.autoupdate=true rebase` of the same commits,
          with `git rebase --continue` after each stop (git rerere resolves, git stops).
 Prints each round, the medians side by side, the ratio pq/git, and pq's time per patch.
-`upstream/merge` edits the same files far from the patches' lines: bench/speed.py times
-`pq rebase` onto it (a three-way merge per patch) against the replay of the resolutions.
+`upstream/merge` edits the same files far from the patches' lines, `upstream/nearby` three
+lines below them (inside each patch's context, which the patch file then carries anew):
+bench/speed.py times `pq rebase` onto each (a clean three-way merge per patch; every patch
+file stays as it was, or every one is written again, as the replay writes every one)
+against the replay of the resolutions.
 `--pq-src DIR` runs pq from another source tree (e.g. an older commit's `src`), to compare
 before and after.
 
@@ -88,6 +91,12 @@ def setup(tmp: Path, patches: int, e: dict[str, str], pq: list[str]) -> tuple[Pa
         (up / f"f{i:03d}.txt").write_text(content(i, f"file {i} line 5").replace(
             f"file {i} line {LINES - 5}\n", f"upstream {i} line {LINES - 5}\n"))
     run(up, ["git", "commit", "-q", "-am", "upstream: edit far from line 5"], e)
+    # upstream/nearby: line 8, in each patch's context: merged cleanly, patch files rewritten.
+    run(up, ["git", "checkout", "-q", "-b", "nearby", "main~1"], e)
+    for i in range(patches):
+        (up / f"f{i:03d}.txt").write_text(content(i, f"file {i} line 5").replace(
+            f"file {i} line 8\n", f"upstream {i} line 8\n"))
+    run(up, ["git", "commit", "-q", "-am", "upstream: edit line 8, near line 5"], e)
     run(up, ["git", "checkout", "-q", "main"], e)
     run(fork, ["git", "fetch", "-q", "upstream"], e)
     # Record every resolution once, through pq's conflict loop.
@@ -117,17 +126,21 @@ def time_pq(fork: Path, orig: str, e: dict[str, str], pq: list[str]) -> tuple[fl
     return elapsed, used
 
 
-def time_pq_merge(fork: Path, orig: str, e: dict[str, str], pq: list[str], patches: int
-                  ) -> tuple[float, float]:
-    """(wall, CPU) seconds of one `pq rebase` of the same stack onto upstream/merge, where
-    every patch needs a three-way merge and none conflicts: what a merge costs pq."""
+def time_pq_merge(fork: Path, orig: str, e: dict[str, str], pq: list[str], patches: int,
+                  onto: str = "upstream/merge") -> tuple[float, float]:
+    """(wall, CPU) seconds of one `pq rebase` of the same stack onto `onto` (upstream/merge
+    or upstream/nearby), where every patch needs a three-way merge and none conflicts:
+    what a merge costs pq."""
     run(fork, ["git", "checkout", "-q", "paddle"], e)
     run(fork, ["git", "reset", "-q", "--hard", orig], e)
     start, used = time.perf_counter(), cpu()
-    out = run(fork, pq + ["rebase", "upstream/merge"], e)
+    out = run(fork, pq + ["rebase", onto], e)
     elapsed, used = time.perf_counter() - start, cpu() - used
     if sum(1 for ln in out.splitlines() if ln.split()[:1] == ["merged"]) != patches:
-        sys.exit("pq did not merge every patch onto upstream/merge:\n" + out)
+        sys.exit(f"pq did not merge every patch onto {onto}:\n" + out)
+    changed = f"{patches} of {patches} patches kept, {patches if 'nearby' in onto else 0} "
+    if changed not in out:
+        sys.exit(f"pq onto {onto} did not rewrite the patch files as expected:\n" + out)
     return elapsed, used
 
 

@@ -129,8 +129,12 @@ class BatchMerge:
             path for cs in changes.values() for path, _, _ in cs
             if path.rpartition("/")[2] == ".gitattributes"}
         self.merged: dict[str, dict[str, Entry | None]] = {}
-        # The patches a batch found in conflict: their merged files, the conflicted ones.
-        self._in_conflict: dict[str, tuple[dict[str, Entry | None], tuple[str, ...]]] = {}
+        # The patches a batch found in conflict: their merged files, the conflicted ones,
+        # and each conflicted file's entries on the two sides (the tip's, the patch's).
+        self._in_conflict: dict[str, tuple[dict[str, Entry | None], tuple[str, ...],
+                                           dict[str, tuple[Entry, Entry]]]] = {}
+        self._sides: dict[tuple[str, str], dict[str, tuple[Entry, Entry]]] = {}
+        self._read_ahead: set[str] = set()  # patches whose conflicted blobs were read
         self._onto: dict[str, str] = {}  # patch commit: the tree its batch merged onto
         self._refused = False  # git refused a batch: each patch is merged on its own
         self._batch(steps, trees.tree_of(tip))
@@ -187,7 +191,8 @@ class BatchMerge:
             self.merged.pop(commit, None)
             self._in_conflict.pop(commit, None)
             if hit:  # the same content conflict, conflict markers and all, as on its own
-                self._in_conflict[commit] = (entries, hit)
+                self._in_conflict[commit] = (entries, hit, {p: (now, new) for p, _, now, new
+                                                            in files if p in conflicted})
             else:
                 self.merged[commit] = entries
             self._onto[commit] = tree
@@ -240,10 +245,24 @@ class BatchMerge:
         found = self._in_conflict.get(step.commit)
         if found is None or not self._holds(step.commit, found[0], tip_tree):
             return False
-        files, paths = found
+        files, paths, sides = found
         self._kept[(step.commit, tip)] = MergeResult(
             TreeId(self.trees.edit(tip_tree, files)), False, paths)
+        self._sides[(step.commit, tip)] = sides
         return True
+
+    def conflict_sides(self, step: Step, tip: str) -> dict[str, tuple[Entry, Entry]]:
+        """{path: (the tip's entry, the patch's)} of each conflicted file of the patch's
+        merge onto `tip`, where a batch merged it (else empty: look them up in the trees);
+        and the conflict-marker blobs of every patch the batches found in conflict are
+        read in one stream the first time, for the readers that follow (rerere reuse)."""
+        ahead = [e[1] for commit, (entries, paths, _) in self._in_conflict.items()
+                 if commit not in self._read_ahead for p in paths
+                 if (e := entries.get(p)) is not None]
+        self._read_ahead.update(self._in_conflict)
+        if len(ahead) > 1:
+            self.git.odb.read_many(ahead)
+        return self._sides.pop((step.commit, tip), {})
 
     def _holds(self, commit: str, files: dict[str, Entry | None], tip_tree: str) -> bool:
         """Whether a batch's merge of `files` is theirs on `tip_tree`: the tip still has the

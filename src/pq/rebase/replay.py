@@ -105,7 +105,8 @@ def _reuse(git: Git, trees: Trees, batch: BatchMerge, state: RebaseState, step: 
     if result.clean:
         return None
     return rerere_mod.resolve_tree(git, trees, result.tree, result.conflicted_paths,
-                                   (tip_tree, trees.tree_of(step.pick)))
+                                   (tip_tree, trees.tree_of(step.pick)),
+                                   batch.conflict_sides(step, state.tip))
 
 
 

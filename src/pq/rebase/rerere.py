@@ -27,6 +27,7 @@ from pq.git.repo import Git
 from pq.oplog.txn import Transaction, current_record_id
 
 if TYPE_CHECKING:
+    from pq.git.objects import Entry
     from pq.git.trees import Trees
 
 MARKER_SIZE = 7
@@ -247,20 +248,21 @@ def plain_checkout(git: Git) -> bool:
 
 
 def resolve_tree(git: Git, trees: Trees, merged: str, paths: tuple[str, ...],
-                 sides: tuple[str, str]) -> tuple[str, list[Resolution]] | None:
+                 sides: tuple[str, str], known: dict[str, tuple[Entry, Entry]] | None = None
+                 ) -> tuple[str, list[Resolution]] | None:
     """`merged` (a merge's tree, conflict markers in `paths`) with every conflicted file
     taken from a recorded resolution, or None unless each is a plain content conflict (a
-    regular file at the same path and mode on both `sides`) with one."""
+    regular file at the same path and mode in both `sides` trees) with one. `known`:
+    {path: its entries in the two sides}, where the caller has them (not read again)."""
     changes: dict[str, tuple[str, str] | None] = {}
     found = []
     for path in paths:
         entry = trees.lookup(merged, path)
         if entry is None or entry[0] not in ("100644", "100755"):
             return None
-        for side in sides:
-            there = trees.lookup(side, path)
-            if there is None or there[0] != entry[0]:
-                return None
+        pair = (known or {}).get(path) or tuple(trees.lookup(side, path) for side in sides)
+        if any(there is None or there[0] != entry[0] for there in pair):
+            return None
         hit = lookup(git, path, git.blob(entry[1]), merged)
         if hit is None:
             return None
@@ -311,9 +313,14 @@ def _read_cache(git: Git) -> dict[str, dict[str, Any]]:
 
 
 def _write_cache(git: Git, data: dict[str, dict[str, Any]]) -> None:
+    """Atomic, not durable (no fsync), as git writes rr-cache itself: after a crash the
+    file is the old one or the new one, and losing the newest notes only costs `--forget`
+    and `pq undo` the naming of those paths; its two fsyncs cost a rebase that reuses a
+    resolution ~20 ms."""
     from pq.atomic import write_atomic
 
-    write_atomic(_cache_path(git), (json.dumps(data, indent=1, sort_keys=True) + "\n").encode())
+    write_atomic(_cache_path(git), (json.dumps(data, indent=1, sort_keys=True) + "\n").encode(),
+                 durable=False)
 
 
 def _exists(git: Git, rid: str) -> bool:
