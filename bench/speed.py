@@ -19,8 +19,10 @@ warm-up, after setup's writes were flushed to disk):
   rerere replay         `pq rebase` reusing resolutions  `pq rebase` merging the same
                         (10 patches)                     patches cleanly (the target: a
                                                          replay costs no more than a merge)
-                                                         and, for information, `git rebase`
-                                                         with rerere
+                                                         and, for information, merging them
+                                                         where every patch file is rewritten
+                                                         (as the replay rewrites them), and
+                                                         `git rebase` with rerere
 
 Each round checks that pq's trees are git's (and the same stop, the same conflicted files)
 and that no patch file changed a byte. Prints every median ratio beside its target with
@@ -251,33 +253,42 @@ def hook_case(b: Bench, fork: fixture.Fork, rounds: int) -> Case:
     return case
 
 
-def rerere_cases(b: Bench, rounds: int, patches: int = 10) -> tuple[Case, Case]:
+def rerere_cases(b: Bench, rounds: int, patches: int = 10) -> tuple[Case, Case, Case]:
     """The issue's target: replaying a recorded resolution costs no more than a merge, so
     `pq rebase` resolving every patch from its recorded resolution against `pq rebase` of
     the same stack onto an upstream where every patch merges cleanly (the "git" column is
-    pq's merge there); and, for information, against `git rebase` with rerere."""
+    pq's merge there); for information, against clean merges that rewrite every patch
+    file (as the replay does: upstream's edit sits in each patch's context), and against
+    `git rebase` with rerere."""
     merge = Case(f"replaying {patches} recorded resolutions vs {patches} clean merges (pq)",
                  1.0)
+    nearby = Case(f"the same vs {patches} clean merges that rewrite every patch file (pq)",
+                  None)
     versus_git = Case(f"rebase replaying recorded resolutions ({patches} patches)", None)
     tmp = b.root / "rerere"
     tmp.mkdir()
     fork, orig, last_patch = rerere_bench.setup(tmp, patches, b.env, [b.pq])
     for r in range(rounds):
-        for which in (("merge", *alternate(r)) if r % 2 else (*alternate(r), "merge")):
+        order = ("merge", *alternate(r), "nearby")
+        for which in (order[::-1] if r % 2 else order):
             if which == "pq":
                 t = rerere_bench.time_pq(fork, orig, b.env, [b.pq])[0]
                 merge.pq.append(t)
+                nearby.pq.append(t)
                 versus_git.pq.append(t)
                 replayed = b.git(fork, "rev-parse", "paddle").strip()
             elif which == "git":
                 versus_git.git.append(rerere_bench.time_git(fork, last_patch, b.env)[0])
             else:
-                merge.git.append(rerere_bench.time_pq_merge(fork, orig, b.env, [b.pq],
-                                                            patches)[0])
+                case = merge if which == "merge" else nearby
+                case.git.append(rerere_bench.time_pq_merge(
+                    fork, orig, b.env, [b.pq], patches,
+                    "upstream/merge" if which == "merge" else "upstream/nearby")[0])
         b.git(fork, "checkout", "-q", "-B", "replayed", replayed)
         versus_git.same.append(b.same_tree(fork, "gitside", "replayed"))
         merge.same.append(versus_git.same[-1])
-    return merge, versus_git
+        nearby.same.append(versus_git.same[-1])
+    return merge, nearby, versus_git
 
 
 def report(case: Case, rounds: bool = False) -> str:
