@@ -17,7 +17,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Self
 
-from pq.errors import GitError
+from pq.errors import ConfigError, GitError
 from pq.faults import checkpoint
 from pq.git.hold import held
 from pq.git.objects import BlobId, Commit, CommitId, Person, TreeId, commit_object, parse_commit
@@ -300,6 +300,19 @@ class Gateway:
                                         encoding)
         return CommitId(self.odb.write("commit", commit_object(tree, parents, author,
                                                                committer, message, encoding)))
+
+    def config_bool(self, key: str) -> bool | None:
+        """`key` read as git reads a boolean (`git config --type=bool`: `yes`, `on`, `1`, a
+        key with no value; `""`, `00`, `0x0` are false); None when it is unset, ConfigError
+        naming the key when it is no boolean."""
+        proc = self.run_proc("config", "--type=bool", "--get", key)
+        if proc.returncode == 1:  # not set
+            return None
+        if proc.returncode != 0:
+            raise ConfigError(f"{key} is not a boolean: "
+                              f"{proc.stderr.decode('utf-8', 'replace').strip()}",
+                              hint=f"set it to true or false with `git config {key}`")
+        return proc.stdout.strip() == b"true"
 
     def signing(self) -> bool:
         """Whether commits that go on a branch are signed (`commit.gpgSign`, read once)."""

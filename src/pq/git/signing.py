@@ -43,14 +43,7 @@ def retry_as(exc: ConfigError, step: str) -> ConfigError:
 
 def wanted(git: Gateway) -> bool:
     """Whether the configuration asks for signed commits (`commit.gpgSign`)."""
-    proc = git.run_proc("config", "--type=bool", "--get", "commit.gpgsign")
-    if proc.returncode == 1:  # not set
-        return False
-    if proc.returncode != 0:
-        raise ConfigError(f"commit.gpgSign is not a boolean: "
-                          f"{proc.stderr.decode('utf-8', 'replace').strip()}",
-                          hint="set it to true or false with `git config commit.gpgSign`")
-    return proc.stdout.strip() == b"true"
+    return bool(git.config_bool("commit.gpgSign"))
 
 
 def _identity_env(role: str, person: Person) -> dict[str, str]:

@@ -65,11 +65,23 @@ def _settings(git: Git) -> dict[str, str]:
     return found
 
 
+_BOOLEANS = {"true": True, "yes": True, "on": True, "1": True,
+             "false": False, "no": False, "off": False, "0": False}
+
+
 def enabled(git: Git, wanted: bool = True) -> bool:
     """Whether pq runs git rerere: not with `--no-rerere` (`wanted` False), nor where the
-    configuration says `rerere.enabled=false`; on when it is unset."""
-    value = _settings(git).get("rerere.enabled")
-    return wanted and (value is None or value.lower() not in ("false", "no", "off", "0"))
+    configuration says `rerere.enabled` is false as git reads it; on when it is unset."""
+    if not wanted:
+        return False
+    settings = _settings(git)
+    value = settings.get("rerere.enabled")
+    if value is None:
+        return True
+    if value.lower() not in _BOOLEANS:  # "", "00", "0x0", a key with no value: ask git
+        found = git.config_bool("rerere.enabled")
+        settings["rerere.enabled"] = value = "true" if found is None or found else "false"
+    return _BOOLEANS[value.lower()]
 
 
 def rr_cache(git: Git) -> Path:
@@ -213,6 +225,7 @@ def reused_in_worktree(git: Git, paths: list[str]) -> list[Resolution]:
     for path in paths:
         target = git.root / path
         resolved = target.read_bytes()
+        mode = target.stat().st_mode  # `checkout -m` writes the file with the tip's mode
         try:
             git.checkout_paths([path], merge=True)
             conflicted = target.read_bytes()
@@ -220,6 +233,7 @@ def reused_in_worktree(git: Git, paths: list[str]) -> list[Resolution]:
             conflicted = b""
         finally:
             target.write_bytes(resolved)
+            os.chmod(target, mode & 0o7777)  # the merge's mode (a patch's chmod +x) is staged
         normal = _normalized(git, path, conflicted, None)
         if normal is None:
             continue
@@ -328,15 +342,27 @@ def _exists(git: Git, rid: str) -> bool:
                for suffix, _, _ in _variants(rr_cache(git) / rid.partition(".")[0]))
 
 
+def _paths(entry: dict[str, Any]) -> list[str]:
+    """The paths an entry's resolution was recorded or reused for (a file written before
+    an entry kept several has one `path`)."""
+    paths = entry.get("paths")
+    if isinstance(paths, list):
+        return [str(p) for p in paths]
+    return [str(entry["path"])] if "path" in entry else []
+
+
 def remember(git: Git, resolutions: list[Resolution]) -> None:
-    """Note that the running operation recorded or reused these resolutions."""
+    """Note that the running operation recorded or reused these resolutions. One
+    resolution (one conflict id) can serve several paths whose conflicts hash alike: each
+    is kept, and `--forget` of any of them forgets it, as `git rerere forget` does."""
     if not resolutions or not rr_cache(git).is_dir():
         return
     op = current_record_id(git)
     data = _read_cache(git)
     for r in resolutions:
-        entry = data.setdefault(r.id, {"path": r.path, "ops": []})
-        entry["path"] = r.path
+        entry = data.setdefault(r.id, {"ops": []})
+        entry["paths"] = sorted({*_paths(entry), r.path})
+        entry.pop("path", None)
         if op is not None and op not in entry["ops"]:
             entry["ops"] = sorted([*entry["ops"], op])
     _write_cache(git, data)
@@ -344,8 +370,8 @@ def remember(git: Git, resolutions: list[Resolution]) -> None:
 
 def paths_of_operation(git: Git, op: int) -> list[str]:
     """The paths whose resolutions operation `op` recorded or reused, still recorded."""
-    return sorted({str(e["path"]) for rid, e in _read_cache(git).items()
-                   if op in e.get("ops", []) and _exists(git, rid)})
+    return sorted({p for rid, e in _read_cache(git).items()
+                   if op in e.get("ops", []) and _exists(git, rid) for p in _paths(e)})
 
 
 def forget(git: Git, path: str) -> list[str]:
@@ -354,7 +380,7 @@ def forget(git: Git, path: str) -> list[str]:
         data = _read_cache(git)
         gone = []
         for rid in sorted(data):
-            if data[rid].get("path") != path:
+            if path not in _paths(data[rid]):
                 continue
             cid, _, variant = rid.partition(".")
             folder = rr_cache(git) / cid
