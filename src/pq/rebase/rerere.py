@@ -65,19 +65,16 @@ def _settings(git: Git) -> dict[str, str]:
     return found
 
 
-_BOOLEANS = {"true": True, "yes": True, "on": True, "1": True,
-             "false": False, "no": False, "off": False, "0": False}
+_BOOLEANS = dict.fromkeys(("true", "yes", "on", "1"), True) | dict.fromkeys(
+    ("false", "no", "off", "0"), False)
 
 
 def enabled(git: Git, wanted: bool = True) -> bool:
     """Whether pq runs git rerere: not with `--no-rerere` (`wanted` False), nor where the
     configuration says `rerere.enabled` is false as git reads it; on when it is unset."""
-    if not wanted:
-        return False
     settings = _settings(git)
-    value = settings.get("rerere.enabled")
-    if value is None:
-        return True
+    if not wanted or (value := settings.get("rerere.enabled")) is None:
+        return wanted
     if value.lower() not in _BOOLEANS:  # "", "00", "0x0", a key with no value: ask git
         found = git.config_bool("rerere.enabled")
         settings["rerere.enabled"] = value = "true" if found is None or found else "false"
@@ -343,12 +340,9 @@ def _exists(git: Git, rid: str) -> bool:
 
 
 def _paths(entry: dict[str, Any]) -> list[str]:
-    """The paths an entry's resolution was recorded or reused for (a file written before
-    an entry kept several has one `path`)."""
-    paths = entry.get("paths")
-    if isinstance(paths, list):
-        return [str(p) for p in paths]
-    return [str(entry["path"])] if "path" in entry else []
+    """The paths an entry's resolution served (an older file's entry has one `path`)."""
+    paths = entry.get("paths", [entry["path"]] if "path" in entry else [])
+    return [str(p) for p in paths] if isinstance(paths, list) else []
 
 
 def remember(git: Git, resolutions: list[Resolution]) -> None:
