@@ -253,16 +253,18 @@ class BatchMerge:
 
     def conflict_sides(self, step: Step, tip: str) -> dict[str, tuple[Entry, Entry]]:
         """{path: (the tip's entry, the patch's)} of each conflicted file of the patch's
-        merge onto `tip`, where a batch merged it (else empty: look them up in the trees);
-        and the conflict-marker blobs of every patch the batches found in conflict are
-        read in one stream the first time, for the readers that follow (rerere reuse)."""
+        merge onto `tip`, where a batch merged it (else empty: look them up in the trees)."""
+        return self._sides.pop((step.commit, tip), {})
+
+    def read_conflicts_ahead(self) -> None:
+        """Read the conflict-marker blobs of every patch the batches found in conflict, not
+        read yet, in one stream (rerere reuse reads them next, one patch at a time)."""
         ahead = [e[1] for commit, (entries, paths, _) in self._in_conflict.items()
                  if commit not in self._read_ahead for p in paths
                  if (e := entries.get(p)) is not None]
         self._read_ahead.update(self._in_conflict)
         if len(ahead) > 1:
             self.git.odb.read_many(ahead)
-        return self._sides.pop((step.commit, tip), {})
 
     def _holds(self, commit: str, files: dict[str, Entry | None], tip_tree: str) -> bool:
         """Whether a batch's merge of `files` is theirs on `tip_tree`: the tip still has the

@@ -104,6 +104,7 @@ def _reuse(git: Git, trees: Trees, batch: BatchMerge, state: RebaseState, step: 
     result = batch.merge(step, state.tip, tip_tree)  # the conflict cherry_pick found
     if result.clean:
         return None
+    batch.read_conflicts_ahead()
     return rerere_mod.resolve_tree(git, trees, result.tree, result.conflicted_paths,
                                    (tip_tree, trees.tree_of(step.pick)),
                                    batch.conflict_sides(step, state.tip))
