@@ -1,8 +1,11 @@
-"""`python -m pq`: the same commands as the `pq` script.
+"""The `pq` script and `python -m pq`: every command, through click (`pq.cli.app`).
 
-`python -m pq hook run ...`, which the installed pre-push hook calls, takes a short path
-that loads only the hook and its checks, so a push whose checks are cached stays fast; it
-reports errors through the same handler as the CLI (`pq.cli.failure`).
+Two command lines take a short path that never imports click, the most frequent and the
+ones whose time is mostly pq's start: `python -m pq hook run ...`, which the installed
+pre-push hook calls (it loads only the hook and its checks, so a push whose checks are
+cached stays fast), and a plain `pq rebase` (`pq.cli.rebase.plain_args`: an upstream ref,
+`--continue`, `--skip`, `--abort` and the flags that go with them). Both report errors
+through the CLI's own handler (`pq.cli.failure`); any other command line goes to click.
 """
 
 from __future__ import annotations
@@ -63,12 +66,42 @@ def _hook_run(remote: str | None, url: str | None, chain: str | None) -> int:
     return result.exit_code
 
 
+def _plain_rebase(argv: list[str]) -> bool:
+    """Run `pq rebase ...` as click would, when `argv` is a plain rebase command line;
+    False (nothing done) for any other."""
+    as_json = "--json" in argv
+    try:
+        from pq.cli import rebase as command
+
+        kwargs = command.plain_args(argv[1:])
+        if kwargs is None:
+            return False
+        import shlex
+
+        from pq.cli import raw_bytes_out, skip_teardown
+        from pq.oplog.txn import set_invocation
+
+        skip_teardown()
+        raw_bytes_out()
+        set_invocation("pq " + shlex.join(argv))  # the operation log's command, as typed
+        command.run(**kwargs)
+    except SystemExit:
+        raise
+    except BaseException as exc:
+        from pq.cli.failure import leave
+
+        leave(exc, as_json)
+    return True
+
+
 def main() -> None:
     argv = sys.argv[1:]
     if argv[:2] == ["hook", "run"]:
         parsed = _hook_run_args(argv[2:])
         if parsed is not None:
             sys.exit(_hook_run(*parsed))
+    if argv[:1] == ["rebase"] and _plain_rebase(argv):
+        sys.exit(0)
     from pq.cli import main as cli
 
     cli(prog_name="pq")

@@ -307,6 +307,7 @@ def test_a_scan_ahead_in_a_thread_is_the_scan_and_hands_back_its_error(tmp_path:
 def test_a_report_without_measuring_looks_paddle_up_only_when_a_surface_is_cached(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import pq.compat.probe as probe
+    from pq import compat
 
     looked: list[str | None] = []
 
@@ -318,10 +319,10 @@ def test_a_report_without_measuring_looks_paddle_up_only_when_a_surface_is_cache
     monkeypatch.setattr(probe, "find_paddle", find_paddle)
     # no cache folder, then an empty one: nothing measured, Paddle is not looked up
     assert "is not measured yet" in index.load(measure=False).note
-    probe.cache_dir().mkdir(parents=True)
+    compat.cache_dir().mkdir(parents=True)
     assert "is not measured yet" in index.load(measure=False).note and looked == []
     # another build's surface is cached: this one's is looked up, and named
-    (probe.cache_dir() / "1.0.0-fedcba9876543210.json").write_text("{}")
+    (compat.cache_dir() / "1.0.0-fedcba9876543210.json").write_text("{}")
     note = index.load(measure=False).note
     assert looked == [None] and "Paddle 9.9.9 is not measured yet" in note
 

@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import os
 import shlex
-import sys
 from typing import Any, NoReturn
 
 import click
 
 from pq import __version__
-from pq.cli.common import JSON_EMITTED
-from pq.cli.failure import Failure, failure_of
+from pq.cli.common import reset_json_emitted
+from pq.cli.failure import Failure, fail, leave
 
 # Command name -> the module under pq.cli that defines it (its `register` adds it).
 COMMANDS = {
@@ -67,6 +66,7 @@ class PqGroup(click.Group):
         typed = [*(ctx.protected_args if protected is None else protected), *ctx.args]
         set_invocation("pq " + shlex.join(typed) if typed else None)
         as_json = bool(ctx.meta.get("pq.json"))
+        reset_json_emitted()
         try:
             return super().invoke(ctx)
         except (click.exceptions.Exit, click.Abort, SystemExit):
@@ -74,12 +74,7 @@ class PqGroup(click.Group):
         except click.ClickException as exc:  # usage errors: one line too, with the help
             usage_failure(exc, as_json)
         except BaseException as exc:
-            failure = failure_of(exc)
-            if failure is None:
-                raise
-            # After a JSON report (rebase's conflict) an error is a stderr line.
-            emitted = failure.error is not None and ctx.meta.get(JSON_EMITTED)
-            fail(failure, as_json and not emitted)
+            leave(exc, as_json)
         finally:
             set_invocation(None)
 
@@ -96,22 +91,6 @@ def usage_failure(exc: click.ClickException, as_json: bool,
         sub = where.command_path.partition(" ")[2]  # the program is `pq`, always
         message += f" (see `pq{' ' + sub if sub else ''} --help`)"
     fail(Failure(message, exc.exit_code), as_json)
-
-
-def fail(failure: Failure, as_json: bool) -> NoReturn:
-    """Leave with the failure's exit code: its one stderr line, or, under --json, the error
-    as JSON on stdout."""
-    if failure.quiet:
-        sys.exit(failure.exit_code)
-    if as_json:
-        from pq.cli.common import json_text
-
-        click.echo(json_text(failure.data()))
-    else:
-        line = failure.line()
-        if line is not None:
-            click.echo(line, err=True)
-    sys.exit(failure.exit_code)
 
 
 @click.group(cls=PqGroup, context_settings={"help_option_names": ["-h", "--help"]})

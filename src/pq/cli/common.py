@@ -1,4 +1,6 @@
-"""Helpers every command shares: opening the repository, JSON output, terminal progress."""
+"""Helpers every command shares: opening the repository, JSON output, terminal progress.
+
+Nothing here imports click: `pq rebase`'s short path (`pq.__main__`) runs without it."""
 
 from __future__ import annotations
 
@@ -7,8 +9,6 @@ import re
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
-
-import click
 
 if TYPE_CHECKING:
     from pq.git.repo import Git
@@ -20,8 +20,27 @@ def open_repo() -> Git:
     return Git.open(".", environment=True)
 
 
-JSON_EMITTED = "pq.json_emitted"  # click context meta: a report is out; an error after it
-#                                   (a conflict's exit 1) stays a stderr line
+_json_emitted = False  # a report is out: an error after it (a conflict's exit 1) stays
+#                       a stderr line
+
+
+def json_emitted() -> bool:
+    """Whether this command printed its JSON report already."""
+    return _json_emitted
+
+
+def reset_json_emitted() -> None:
+    """A new command starts (several run in one process under tests)."""
+    global _json_emitted
+    _json_emitted = False
+
+
+def echo(text: str = "", err: bool = False) -> None:
+    """One line on stdout (stderr with `err`), written at once, as `click.echo` writes it."""
+    stream = sys.stderr if err else sys.stdout
+    if stream is not None:
+        stream.write(text + "\n")
+        stream.flush()
 
 
 def json_text(data: Any) -> str:
@@ -36,10 +55,9 @@ _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def emit_json(data: Any) -> None:
-    click.echo(json_text(data))
-    ctx = click.get_current_context(silent=True)
-    if ctx is not None:
-        ctx.meta[JSON_EMITTED] = True
+    global _json_emitted
+    echo(json_text(data))
+    _json_emitted = True
 
 
 def progress_printer(label: str) -> Callable[[int, int, str], None] | None:

@@ -1,14 +1,16 @@
 """The one error handler of every entry point: an exception becomes one line and an exit code.
 
-The click CLI (`pq.cli.app`) and `python -m pq hook run`, the hook's fast path that never
-imports click, both ask `failure_of` what an exception means; neither maps errors itself.
+The click CLI (`pq.cli.app`) and the short paths that never import click (`python -m pq
+hook run`, a plain `pq rebase`: see `pq.__main__`) all ask `failure_of` what an exception
+means, and leave through `fail`; none maps errors itself.
 """
 
 from __future__ import annotations
 
 import errno
 import os
-from typing import Any
+import sys
+from typing import Any, NoReturn
 
 from pq.errors import EXIT_USAGE, PqError
 
@@ -102,3 +104,31 @@ def failure_of(exc: BaseException) -> Failure | None:
         return Failure(f"internal error: {type(exc).__name__}: {first}{half} (set PQ_DEBUG=1 "
                        "for the traceback, and please report it)", EXIT_INTERNAL)
     return None
+
+
+def fail(failure: Failure, as_json: bool) -> NoReturn:
+    """Leave with the failure's exit code: its one stderr line, or, under --json, the error
+    as JSON on stdout."""
+    if failure.quiet:
+        sys.exit(failure.exit_code)
+    if as_json:
+        from pq.cli.common import echo, json_text
+
+        echo(json_text(failure.data()))
+    else:
+        line = failure.line()
+        if line is not None:
+            sys.stderr.write(line + "\n")
+            sys.stderr.flush()
+    sys.exit(failure.exit_code)
+
+
+def leave(exc: BaseException, as_json: bool) -> NoReturn:
+    """Leave as `exc` means (`failure_of`); what is not pq's to report is raised again.
+    After a command's JSON report (a rebase's conflict), its error is a stderr line."""
+    failure = failure_of(exc)
+    if failure is None:
+        raise exc
+    from pq.cli.common import json_emitted
+
+    fail(failure, as_json and not (failure.error is not None and json_emitted()))

@@ -1,5 +1,9 @@
 """`pq rebase`: replay the series onto a new upstream commit; `--continue`, `--skip`,
-`--abort`; and `pq status`: what is in progress and what to run next."""
+`--abort`; and `pq status`: what is in progress and what to run next.
+
+Only `register` imports click: a plain `pq rebase` (`plain_args`) runs from `pq.__main__`
+without it, through the same `run` and the same error handler.
+"""
 
 from __future__ import annotations
 
@@ -7,51 +11,23 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import click
-
-from pq.cli.common import base_label, emit_json, open_repo, plural, progress_printer, short
+from pq.cli.common import base_label, echo, emit_json, open_repo, plural, progress_printer, short
 from pq.errors import ConfigError, OperationFailed, PqError
 from pq.git.repo import Git
 from pq.quoting import shell_args, shown
-from pq.rebase import rerere
-from pq.rebase import status as rebase_status
 from pq.rebase.report import PatchReport, RebaseReport, trim
 
 if TYPE_CHECKING:
+    import click
+
     from pq.background import Background
     from pq.drift.scan import DriftReport, RangeScan
+    from pq.rebase.status import ConflictFile
 
 RANGE_DIFF_LINES = 12
 RERERE_LINES = 6  # of each reused file's resolution, in the text report
 
-
-def register(main: click.Group) -> None:
-    main.add_command(rebase)
-    main.add_command(status)
-
-
-@click.command()
-@click.argument("upstream", required=False, metavar="[UPSTREAM-REF]")
-@click.option("--continue", "continue_", is_flag=True,
-              help="Take the staged resolution of the conflicted patch and go on.")
-@click.option("--skip", is_flag=True, help="Drop the conflicted patch and go on.")
-@click.option("--abort", is_flag=True,
-              help="Restore the branch, index, working tree and queue as before the rebase.")
-@click.option("--gate", is_flag=True, help="Run the gate after a successful rebase.")
-@click.option("--force", is_flag=True,
-              help="Rebase even onto an ancestor of the series base (an older upstream) "
-                   "or onto a ref that already holds the branch's patch commits; with "
-                   "--abort, abort even when the branch moved while the rebase was stopped.")
-@click.option("--no-rerere", "no_rerere", is_flag=True,
-              help="Neither reuse nor record conflict resolutions (git rerere) in this "
-                   "rebase, --continue included.")
-@click.option("--forget", "forget", multiple=True, metavar="PATH",
-              help="Forget the recorded resolutions (git rerere) pq recorded or reused for "
-                   "PATH; repeatable.")
-@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
-def rebase(upstream: str | None, continue_: bool, skip: bool, abort: bool, gate: bool,
-           force: bool, no_rerere: bool, forget: tuple[str, ...], as_json: bool) -> None:
-    """Replay every patch onto UPSTREAM-REF (default: upstream.ref in series.yaml).
+REBASE_HELP = """Replay every patch onto UPSTREAM-REF (default: upstream.ref in series.yaml).
 
     Each patch is replayed with a three-way merge and ends clean, merged, dropped (already
     upstream) or in a conflict. On a conflict pq stops with the conflict in the working
@@ -60,6 +36,70 @@ def rebase(upstream: str | None, continue_: bool, skip: bool, abort: bool, gate:
     re-exported onto the new base and the old tip is kept as refs/pq/orig-head/<branch>.
     `pq status` says where a stopped rebase stands.
     """
+
+# The flags a plain command line may hold (`plain_args`): each sets its keyword of `run`.
+_PLAIN_FLAGS = {"--continue": "continue_", "--skip": "skip", "--abort": "abort",
+                "--gate": "gate", "--force": "force", "--no-rerere": "no_rerere",
+                "--json": "as_json"}
+
+
+def register(main: click.Group) -> None:
+    import click
+
+    @main.command(help=REBASE_HELP)
+    @click.argument("upstream", required=False, metavar="[UPSTREAM-REF]")
+    @click.option("--continue", "continue_", is_flag=True,
+                  help="Take the staged resolution of the conflicted patch and go on.")
+    @click.option("--skip", is_flag=True, help="Drop the conflicted patch and go on.")
+    @click.option("--abort", is_flag=True,
+                  help="Restore the branch, index, working tree and queue as before the "
+                       "rebase.")
+    @click.option("--gate", is_flag=True, help="Run the gate after a successful rebase.")
+    @click.option("--force", is_flag=True,
+                  help="Rebase even onto an ancestor of the series base (an older upstream) "
+                       "or onto a ref that already holds the branch's patch commits; with "
+                       "--abort, abort even when the branch moved while the rebase was "
+                       "stopped.")
+    @click.option("--no-rerere", "no_rerere", is_flag=True,
+                  help="Neither reuse nor record conflict resolutions (git rerere) in this "
+                       "rebase, --continue included.")
+    @click.option("--forget", "forget", multiple=True, metavar="PATH",
+                  help="Forget the recorded resolutions (git rerere) pq recorded or reused "
+                       "for PATH; repeatable.")
+    @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+    def rebase(upstream: str | None, continue_: bool, skip: bool, abort: bool, gate: bool,
+               force: bool, no_rerere: bool, forget: tuple[str, ...], as_json: bool) -> None:
+        run(upstream, continue_=continue_, skip=skip, abort=abort, gate=gate, force=force,
+            no_rerere=no_rerere, forget=forget, as_json=as_json)
+
+    @main.command()
+    @click.option("--json", "as_json", is_flag=True, help="Print the status as JSON.")
+    def status(as_json: bool) -> None:
+        """What is in progress: the rebase, the patch it stopped at, the conflicted and
+        resolved files, and what to run next; else the series summary."""
+        show_status(as_json)
+
+
+def plain_args(args: list[str]) -> dict[str, Any] | None:
+    """`run`'s keywords for a plain `pq rebase` command line (`args` after `rebase`): at
+    most one UPSTREAM-REF and the flags `_PLAIN_FLAGS` names, each once. Anything else
+    (`--forget`, `--help`, `--`, an option click would have to read) is None: click then
+    parses it, usage errors included."""
+    kwargs: dict[str, Any] = {}
+    for arg in args:
+        if arg in _PLAIN_FLAGS and _PLAIN_FLAGS[arg] not in kwargs:
+            kwargs[_PLAIN_FLAGS[arg]] = True
+        elif arg and not arg.startswith("-") and "upstream" not in kwargs:
+            kwargs["upstream"] = arg
+        else:
+            return None
+    return kwargs
+
+
+def run(upstream: str | None = None, *, continue_: bool = False, skip: bool = False,
+        abort: bool = False, gate: bool = False, force: bool = False, no_rerere: bool = False,
+        forget: tuple[str, ...] = (), as_json: bool = False) -> None:
+    """`pq rebase` with its options."""
     actions = [name for name, on in (("--continue", continue_), ("--skip", skip),
                                      ("--abort", abort), ("--forget", bool(forget))) if on]
     if len(actions) > 1 or (actions and upstream):
@@ -86,19 +126,23 @@ def rebase(upstream: str | None, continue_: bool, skip: bool, abort: bool, gate:
                                     crossing=ahead.start) if continue_ or skip else
                       engine.start(git, upstream, gate=gate, progress=progress, force=force,
                                    rerere=not no_rerere, crossing=ahead.start))
-        conflicted = (rebase_status.conflicts(git) if report.status == "conflict" else [])
+        conflicted: list[ConflictFile] = []
+        if report.status == "conflict":
+            from pq.rebase.status import conflicts
+
+            conflicted = conflicts(git)
         drift = _drift(git, report, ahead)
         if not as_json:
             render(report)  # the rebase's outcome first, whatever the gate does
             if drift is not None:
                 from pq.cli.render_drift import summary
 
-                click.echo("\n".join([drift] if isinstance(drift, str) else summary(drift)))
+                echo("\n".join([drift] if isinstance(drift, str) else summary(drift)))
         gate_result = None
         if report.status == "done" and (gate or report.gate):
             gate_result = _run_gate(git, as_json)
             if not as_json:
-                click.echo(gate_result["summary"])
+                echo(gate_result["summary"])
     if as_json:
         data = to_json(report)
         data["gate"] = gate_result
@@ -156,13 +200,15 @@ def _drift(git: Git, report: RebaseReport, ahead: _DriftAhead) -> DriftReport | 
 
 
 def _forget(paths: list[str], as_json: bool) -> None:
+    from pq.rebase import rerere
+
     with open_repo() as git:
         forgotten = {path: rerere.forget(git, path) for path in paths}
     if as_json:
         emit_json({"forgotten": [{"path": p, "ids": ids} for p, ids in forgotten.items()]})
         return
     for path, ids in forgotten.items():
-        click.echo(f"forgot {len(ids)} recorded resolution(s) of {path}: {', '.join(ids)}")
+        echo(f"forgot {len(ids)} recorded resolution(s) of {path}: {', '.join(ids)}")
 
 
 def _run_gate(git: Git, as_json: bool) -> dict[str, Any]:
@@ -179,8 +225,10 @@ def _run_gate(git: Git, as_json: bool) -> dict[str, Any]:
     return {"exit_code": result.exit_code, "summary": report_text(result)}
 
 
-def _conflict_error(report: RebaseReport, conflicted: list[rebase_status.ConflictFile],
-                    root: Path) -> OperationFailed:
+def _conflict_error(report: RebaseReport, conflicted: list[ConflictFile], root: Path
+                    ) -> OperationFailed:
+    from pq.rebase import status as rebase_status
+
     assert report.conflict is not None
     p = report.conflict
     paths = report.conflict_paths
@@ -195,34 +243,34 @@ def _conflict_error(report: RebaseReport, conflicted: list[rebase_status.Conflic
 
 def render(report: RebaseReport) -> None:
     if report.status == "aborted":
-        click.echo(f"rebase aborted: {report.branch} is back at {short(report.orig_head)}, "
+        echo(f"rebase aborted: {report.branch} is back at {short(report.orig_head)}, "
                    "with its index, working tree, series.yaml and patches/")
         return
     if report.status == "up-to-date":
-        click.echo(f"already up to date: {report.branch} is on {report.upstream_ref} at "
+        echo(f"already up to date: {report.branch} is on {report.upstream_ref} at "
                    f"{short(report.onto)} ({len(report.patches)} patches); nothing changed")
         return
-    click.echo(f"upstream {report.upstream_ref}: {short(report.old_base)}..{short(report.onto)}"
+    echo(f"upstream {report.upstream_ref}: {short(report.old_base)}..{short(report.onto)}"
                f" ({report.upstream_count} commit{'s' if report.upstream_count != 1 else ''})")
     width = max((len(p.name) for p in report.patches), default=10)
     for p in report.patches:
-        click.echo(f"  {p.outcome:<8}  {p.name:<{width}}{_note(p, report.branch)}".rstrip())
+        echo(f"  {p.outcome:<8}  {p.name:<{width}}{_note(p, report.branch)}".rstrip())
         for r in p.rerere_files:
-            click.echo(f"      recorded resolution of {r.path} (rr-cache {r.id[:12]}):")
+            echo(f"      recorded resolution of {r.path} (rr-cache {r.id[:12]}):")
             # Short: each hunk's header and what it resolved to (--json has it all).
             for line in trim([h for h in r.hunks if h.startswith(("@@", "+"))],
                              RERERE_LINES):
-                click.echo(f"        {line}")
+                echo(f"        {line}")
     changed = [p for p in report.patches if p.changed]
     if changed:
-        click.echo("range-diff (patch files whose content changed):")
+        echo("range-diff (patch files whose content changed):")
         for p in changed:
-            click.echo(f"  {p.name}")
+            echo(f"  {p.name}")
             for line in trim(p.range_diff, RANGE_DIFF_LINES):
-                click.echo(f"    {line}")
+                echo(f"    {line}")
     if report.status == "done":
         kept = sum(1 for p in report.patches if p.commit)
-        click.echo(f"rebased {report.branch} onto {short(report.onto)}: {kept} of "
+        echo(f"rebased {report.branch} onto {short(report.onto)}: {kept} of "
                    f"{len(report.patches)} patches kept, {plural(len(changed), 'patch file')} "
                    "changed; "
                    f"the previous tip is kept as refs/pq/orig-head/{report.branch}")
@@ -283,13 +331,11 @@ def to_json(report: RebaseReport) -> dict[str, Any]:
     }
 
 
-@click.command()
-@click.option("--json", "as_json", is_flag=True, help="Print the status as JSON.")
-def status(as_json: bool) -> None:
-    """What is in progress: the rebase, the patch it stopped at, the conflicted and
-    resolved files, and what to run next; else the series summary."""
+def show_status(as_json: bool) -> None:
+    """`pq status`."""
     from pq.model.series import SERIES_FILE
     from pq.queue import files as queuefiles
+    from pq.rebase import status as rebase_status
 
     with open_repo() as git:
         st = rebase_status.status(git)
@@ -305,28 +351,28 @@ def status(as_json: bool) -> None:
         emit_json({"rebase": st.to_json() if st else None, "series": summary})
         return
     if st is None:
-        click.echo("no rebase in progress")
-        click.echo(summary)
+        echo("no rebase in progress")
+        echo(summary or "")
         return
-    click.echo(st.line())
+    echo(st.line())
     for c in st.conflicted:
-        click.echo(f"  conflicted  {shown(c.path)}  ({c.kind}: {c.fix})")
+        echo(f"  conflicted  {shown(c.path)}  ({c.kind}: {c.fix})")
     for path in st.resolved:
-        click.echo(f"  resolved    {shown(path)}")
+        echo(f"  resolved    {shown(path)}")
     if st.phase == "conflict":
         first = "resolve the conflicted files, then " if st.conflicted else ""
-        click.echo(f"next: {first}`pq rebase --continue`; or `pq rebase --skip` drops this "
+        echo(f"next: {first}`pq rebase --continue`; or `pq rebase --skip` drops this "
                    "patch; or `pq rebase --abort` goes back to before the rebase")
     elif st.landed:
-        click.echo("next: `pq rebase --continue` removes the state; or `pq rebase --abort` "
+        echo("next: `pq rebase --continue` removes the state; or `pq rebase --abort` "
                    "goes back to before the rebase")
     elif st.phase == "stopped":
-        click.echo("next: move aside what was in the way, then `pq rebase --continue` "
+        echo("next: move aside what was in the way, then `pq rebase --continue` "
                    "(nothing resolved is lost); or `pq rebase --abort`")
     elif st.phase == "running":
-        click.echo("next: wait for it to finish; `pq status` says where it stands then")
+        echo("next: wait for it to finish; `pq status` says where it stands then")
     elif st.phase == "elsewhere":
-        click.echo(f"next: `cd {shell_args([st.worktree or ''])}`: the rebase's index and "
+        echo(f"next: `cd {shell_args([st.worktree or ''])}`: the rebase's index and "
                    "files are there")
     else:
-        click.echo("next: `pq rebase --abort` restores the branch; then run the rebase again")
+        echo("next: `pq rebase --abort` restores the branch; then run the rebase again")

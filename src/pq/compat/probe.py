@@ -6,7 +6,6 @@ the target interpreter in a child process: `import torch` yields Paddle's proxy)
 from __future__ import annotations
 
 import inspect
-import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -66,12 +65,6 @@ def _ask(python: str, source: str, what: str, timeout: float) -> dict[str, Any]:
                               hint="give the path of a Python interpreter")
         raise ConfigError(f"{python}: {what} failed: {asked.problem}")
     return asked.facts
-
-
-def cache_dir() -> Path:
-    """Where measured surfaces are cached, one file per Paddle build (pq.compat.surface)."""
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "pq" / "compat-surface"
 
 
 def find_paddle(python: str | None = None, timeout: float = 60.0) -> Installed:

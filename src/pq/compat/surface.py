@@ -16,10 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from pq.atomic import write_atomic
+from pq.compat import cache_dir
 from pq.compat.exports import libraries, read_exports
 from pq.compat.index import SurfaceIndex
 from pq.compat.lexer import Macro, defines, strip_source
-from pq.compat.probe import Installed, cache_dir, find_paddle, probe_proxy
+from pq.compat.probe import Installed, find_paddle, probe_proxy
 from pq.compat.scan import Decl, Scanned, ScopeInfo, macros_of, scan_header
 from pq.errors import ConfigError
 

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from pq.compat import cache_dir
 from pq.compat.coverage import Coverage, Status, Surface
 from pq.errors import PqError
 
@@ -25,8 +26,6 @@ def load(paddle_python: str | None = None, *, measure: bool = True,
     """The surface of the Paddle that `paddle_python` (None: pq's own interpreter) imports;
     `measure` False: only a surface already measured and cached (no minutes-long build
     inside another command's report)."""
-    from pq.compat.probe import cache_dir, find_paddle
-
     try:
         if not measure:
             if paddle_python is None and not _any_measured(cache_dir()):
@@ -34,6 +33,8 @@ def load(paddle_python: str | None = None, *, measure: bool = True,
                 # metadata alone is ~25 ms of a rebase) to say so.
                 return Loaded(None, "the compat surface is not measured yet "
                                     "(`pq compat-surface` measures it once)")
+            from pq.compat.probe import find_paddle
+
             inst = find_paddle(paddle_python)
             if not (cache_dir() / f"{inst.key}.json").is_file():
                 return Loaded(None, f"the compat surface of Paddle {inst.version} is not "
