@@ -44,7 +44,7 @@ def _hook_run_args(argv: list[str]) -> tuple[str | None, str | None, str | None]
 
 def _hook_run(remote: str | None, url: str | None, chain: str | None) -> int:
     from pq.cli import raw_bytes_out, skip_teardown
-    from pq.cli.failure import failure_of
+    from pq.cli.failure import leave
     from pq.cli.render_hook import hook_lines
     from pq.push.hook import pre_push
 
@@ -54,13 +54,7 @@ def _hook_run(remote: str | None, url: str | None, chain: str | None) -> int:
         stdin = sys.stdin.buffer.read() if remote is not None else b""
         result = pre_push(remote, url, stdin, dict(os.environ), chain)
     except BaseException as exc:
-        failure = failure_of(exc)
-        if failure is None:
-            raise
-        line = failure.line()
-        if line is not None:
-            sys.stderr.write(line + "\n")
-        return failure.exit_code
+        leave(exc, as_json=False)
     for line in hook_lines(result):
         sys.stderr.write(line + "\n")
     return result.exit_code

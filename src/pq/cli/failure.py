@@ -109,17 +109,12 @@ def failure_of(exc: BaseException) -> Failure | None:
 def fail(failure: Failure, as_json: bool) -> NoReturn:
     """Leave with the failure's exit code: its one stderr line, or, under --json, the error
     as JSON on stdout."""
-    if failure.quiet:
-        sys.exit(failure.exit_code)
-    if as_json:
+    if not failure.quiet:
         from pq.cli.common import echo, json_text
 
-        echo(json_text(failure.data()))
-    else:
-        line = failure.line()
+        line = json_text(failure.data()) if as_json else failure.line()
         if line is not None:
-            sys.stderr.write(line + "\n")
-            sys.stderr.flush()
+            echo(line, err=not as_json)
     sys.exit(failure.exit_code)
 
 
