@@ -16,6 +16,10 @@ Only then does a commit get a new name. A subject's slug is never evidence. When
 commit could be two entries, or two commits one entry, nothing is guessed: a ConfigError
 names them and says how to tell pq (a `Pq-Patch:` trailer). Entries with byte-identical
 recorded files are interchangeable and are taken in series order.
+
+`positional` is the common case known cheaply: every commit renders to its entry's one
+recorded file, in series order, so `match` would name them so (checked without parsing a
+patch file, which is most of `match`'s cost on a large queue).
 """
 
 from __future__ import annotations
@@ -53,12 +57,7 @@ def match(stack: Sequence[StackCommit], entries: Sequence[PatchEntry],
     known = {e.name for e in entries}
     claimed: set[str] = set()
     trailers = [sc.trailer_name for sc in stack]
-    for sc in stack:  # a line of the message that names another entry: a squash
-        others = {ln[len(TRAILER) + 2:].strip() for ln in sc.message.split("\n")
-                  if ln.startswith(TRAILER + ": ")} & known - {sc.trailer_name}
-        named = sorted(others) + ([sc.trailer_name] if sc.trailer_name else [])
-        if len(named) > 1:  # commits squashed after `pq apply`, each with its trailer
-            raise _two_trailers(sc, named)
+    _refuse_squashed(stack, known)
     first: dict[str, int] = {}
     for i, name in enumerate(trailers):
         if name:
@@ -113,6 +112,38 @@ def match(stack: Sequence[StackCommit], entries: Sequence[PatchEntry],
             names[i] = name
             claimed.add(name)
     return names
+
+
+def positional(stack: Sequence[StackCommit], entries: Sequence[PatchEntry],
+               recorded: Mapping[str, Sequence[bytes]],
+               render: Callable[[int, PatchEntry], bytes]) -> list[str] | None:
+    """The entries' names in series order, when that is what `match` gives, known without
+    reading a patch file: each commit is its entry's recorded file byte for byte (`render`:
+    the file pq writes for commit i as that entry), which is that entry's only recorded
+    file, no two commits are the same commit and no trailer names another entry. None when
+    any of it does not hold (then `match` weighs the evidence)."""
+    if len(stack) != len(entries):
+        return None
+    _refuse_squashed(stack, {e.name for e in entries})
+    keys = {(sc.diff, sc.message, sc.author, sc.encoding) for sc in stack}
+    if len(keys) != len(stack):
+        return None
+    for i, (sc, e) in enumerate(zip(stack, entries)):
+        files = recorded.get(e.name, ())
+        if sc.trailer_name not in (None, e.name) or len(files) != 1 or (
+                render(i, e) != files[0]):
+            return None
+    return [e.name for e in entries]
+
+
+def _refuse_squashed(stack: Sequence[StackCommit], known: set[str]) -> None:
+    """A message with lines naming two entries: commits squashed after `pq apply`."""
+    for sc in stack:
+        others = {ln[len(TRAILER) + 2:].strip() for ln in sc.message.split("\n")
+                  if ln.startswith(TRAILER + ": ")} & known - {sc.trailer_name}
+        named = sorted(others) + ([sc.trailer_name] if sc.trailer_name else [])
+        if len(named) > 1:  # commits squashed after `pq apply`, each with its trailer
+            raise _two_trailers(sc, named)
 
 
 def _ambiguous(sc: StackCommit, options: list[str], what: str) -> ConfigError:

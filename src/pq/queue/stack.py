@@ -258,8 +258,16 @@ def export(git: Git, stack: Sequence[StackCommit], old: Series, base: str, *,
 
     `names` (one per commit) when the caller knows them (a rebase replays named steps);
     else they come from the evidence: trailers and the `recorded` patch files."""
+    rendered: dict[int, bytes] = {}  # commit i as entry i of `old`, by identity.positional
+
+    def render(i: int, entry: PatchEntry) -> bytes:
+        sc = stack[i]
+        return patchfile.render(PatchFile(sc.author, sc.message, sc.diff,
+                                          tuple(dep3.headers(entry)), sc.encoding))
+
     if names is None:
-        names = assign_names(stack, old, recorded)
+        names = identity.positional(stack, old.patches, recorded or {}, lambda i, e: (
+            rendered.setdefault(i, render(i, e)))) or assign_names(stack, old, recorded)
     past = upstream_past_base(git, old.upstream_ref, base, stack[-1].commit) if any(
         old.entry(n) is None for n in names) else None  # new patches: upstream's commits?
     if past is not None:
@@ -271,16 +279,12 @@ def export(git: Git, stack: Sequence[StackCommit], old: Series, base: str, *,
                  f"base from the branch; or undo that and run `pq rebase {old.upstream_ref}`")
     entries = []
     files = {}
-    for name, sc in zip(names, stack, strict=True):
-        prev = old.entry(name)
-        if prev is None:
-            entry = PatchEntry(name=name, layer=guess_layer(git, sc),
-                               summary=summary_of(sc.message, sc.encoding))
-        else:
-            entry = prev
+    for i, (name, sc) in enumerate(zip(names, stack, strict=True)):
+        entry = old.entry(name) or PatchEntry(name=name, layer=guess_layer(git, sc),
+                                              summary=summary_of(sc.message, sc.encoding))
         entries.append(entry)
-        pf = PatchFile(sc.author, sc.message, sc.diff, tuple(dep3.headers(entry)), sc.encoding)
-        files[name] = patchfile.render(pf)
+        files[name] = rendered[i] if i in rendered and old.patches[i] is entry else (
+            render(i, entry))
     series = replace(old, patches=tuple(entries), base=base)
     return Queue(series, files)
 
