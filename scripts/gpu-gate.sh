@@ -13,7 +13,7 @@
 # python3, python on PATH whose torch is a CUDA build); GPU_GATE_KEEP=1 keeps the work folder.
 # Wheels for an offline machine, prepared where pip works (match the target's Python):
 #   pip download --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
-#     --platform manylinux2014_x86_64 -d wheelhouse click PyYAML unidiff
+#     --platform manylinux2014_x86_64 -d wheelhouse click PyYAML
 # Exit status: that of `pq gate` (0 passed, 1 a stage failed, 2 configuration), or 3 when
 # this machine cannot run it (no interpreter with CUDA torch, pq does not install).
 set -euo pipefail

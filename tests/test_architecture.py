@@ -146,7 +146,7 @@ def test_an_abort_loads_neither_the_replay_nor_yaml() -> None:
     import subprocess
     import sys
 
-    heavy = ("pq.rebase.engine", "pq.queue.stack", "pq.model.patchfile", "unidiff", "yaml",
+    heavy = ("pq.rebase.engine", "pq.queue.stack", "pq.model.patchfile", "yaml",
              "email.utils", "shutil", "tempfile")
     code = ("import sys\nimport pq.cli.app, pq.cli.rebase, pq.rebase.abort\n"
             f"print(sorted(m for m in {heavy!r} if m in sys.modules))")

@@ -140,6 +140,9 @@ _COMPAT_CALL = re.compile(r"(?<![\w.])(?:(?!self\.|cls\.)[A-Za-z_]\w*\.)?(?:comp
                           r"(?:enable_compat|enable_torch_proxy)\s*\(")
 
 
+_COMPAT_NAME = re.compile(r"enable_(?:compat|torch_proxy)").search
+
+
 def global_compat_calls(f: FileDiff) -> list[Signal]:
     """`paddle.enable_compat()` (or the older `enable_torch_proxy`) with no scope."""
     if not is_python(f.path):
@@ -148,6 +151,8 @@ def global_compat_calls(f: FileDiff) -> list[Signal]:
 
     out = []
     for hunk in (h.post() for h in f.hunks):
+        if not any(_COMPAT_NAME(x.text) for x in hunk):
+            continue  # no line names it (reading the code only blanks and joins lines)
         code = python_code([x.text for x in hunk])  # a call named in a string is no call
         for i, ln in enumerate(hunk):
             if not ln.added:

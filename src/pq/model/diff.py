@@ -1,13 +1,8 @@
-"""Git diffs: the one reader of `git diff` / `git format-patch` output in pq. Two parts,
-each the only one of its kind:
-- the strict byte reader (`split_sections`, `unquote_path`, `check_paths` and the file
-  headers `parse` reads): it reads as `git apply` does, hunk bodies skipped by their line
-  counts, C-quoted and spaced names, and refuses paths that leave the repository;
-- hunk analysis through `unidiff`: every hunk's added, removed and context lines with
-  their line numbers in the old and the new file.
-`parse` combines them: paths, status, modes and binary-ness come from the strict reader
-(unidiff keeps C-quoted names quoted and knows no modes), hunks from unidiff, fed only the
-hunk region the strict reader delimited.
+"""Git diffs: the one reader of `git diff` / `git format-patch` output in pq, strict and
+byte-exact: it reads as `git apply` does (hunks delimited by their `@@` line counts,
+C-quoted and spaced names, modes, binary sections) and refuses paths that leave the
+repository. `parse` gives each file's paths, status, modes and hunks, every hunk line with
+its numbers in the old and the new file; `paths` reads the file headers alone.
 """
 
 from __future__ import annotations
@@ -22,7 +17,7 @@ from pq.errors import ConfigError
 _SECTION_START = re.compile(rb"(?m)^diff --git ")
 _NAME_TOKEN = re.compile(rb'"(?:[^"\\]|\\.)*"|[^ "]\S*')  # a C-quoted name, or a word
 _HUNK_LINE = re.compile(rb"(?m)^@@ [^\n]*$")
-_HUNK = re.compile(rb"^@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@")
+_HUNK = re.compile(rb"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 _PATH_LINE = re.compile(
     rb"^(?:--- (?:a/)?|\+\+\+ (?:b/)?|rename from |rename to |copy from |copy to )(.*)$")
 _ESCAPES = {ord(k): v for k, v in zip('nt\\"abfrv', (10, 9, 92, 34, 7, 8, 12, 13, 11))}
@@ -201,8 +196,8 @@ def check_paths(diff: bytes, filename: str, first_line: int) -> None:
                 continue
         hunk = _HUNK.match(raw)
         if hunk:
-            old = int(hunk.group(1) or 1)
-            new = int(hunk.group(2) or 1)
+            old = int(hunk.group(2) or 1)
+            new = int(hunk.group(4) or 1)
         elif raw.startswith(b"diff --git "):
             for p in _git_line_candidates(raw[len(b"diff --git "):]):
                 _check_path(p, filename, lineno)
@@ -299,31 +294,36 @@ def _header(lines: list[bytes]) -> tuple[str | None, str | None, str, bool, str 
 
 def _hunks(region: bytes, path: str | None, source: str | None, line: int = 1
            ) -> tuple[Hunk, ...]:
-    """The hunks of one file section (from its first `@@` line on), read by unidiff
-    (imported here: many commands read sections and never a hunk)."""
-    from unidiff.errors import UnidiffParseError
-    from unidiff.patch import PatchSet
-
-    text = b"--- a\n+++ b\n" + _hunk_region(region)
-    try:
-        patched = PatchSet(text.decode("utf-8", "surrogateescape"))
-    except UnidiffParseError as e:
-        raise ConfigError(f"the diff of {path} is not what its `@@` lines say: {e}",
-                          path=source, line=line if source else None,
-                          hint="fix the hunk's line counts, or `pq export --force` writes "
-                               "the commit's patch again, dropping the edit") from e
-    hunks = []
-    for h in (patched[0] if patched else ()):
-        out = []
-        for ln in h:
-            if ln.line_type not in ("+", "-", " "):
+    """The hunks of one file section (from its first `@@` line on), as `git apply` counts
+    them (`_hunk_region`); ConfigError when one has more or fewer lines than it says."""
+    lines = _hunk_region(region).split(b"\n")[:-1]
+    hunks, i = [], 0
+    while i < len(lines):
+        m = _HUNK.match(lines[i])  # _hunk_region keeps whole hunks, each after its @@ line
+        assert m is not None
+        starts = old, new = int(m.group(1)), int(m.group(3))
+        counts = left_old, left_new = int(m.group(2) or 1), int(m.group(4) or 1)
+        out, i = [], i + 1
+        while i < len(lines) and (left_old > 0 or left_new > 0 or lines[i][:1] == b"\\"):
+            kind, text = lines[i][:1] or b" ", lines[i][1:]
+            i += 1
+            if kind == b"\\":
                 continue  # `\ No newline at end of file`
-            raw = ln.value.encode("utf-8", "surrogateescape")
-            raw = raw[:-1] if raw.endswith(b"\n") else raw
-            out.append(Line(ln.line_type, raw.decode("utf-8", "replace"), raw,
-                            ln.source_line_no, ln.target_line_no))
-        hunks.append(Hunk(h.source_start, h.source_length, h.target_start, h.target_length,
-                          tuple(out)))
+            out.append(Line(kind.decode(), text.decode("utf-8", "replace"), text,
+                            None if kind == b"+" else old, None if kind == b"-" else new))
+            if kind != b"+":
+                old, left_old = old + 1, left_old - 1
+            if kind != b"-":
+                new, left_new = new + 1, left_new - 1
+            if left_old < 0 or left_new < 0:
+                break
+        if left_old or left_new:
+            raise ConfigError(
+                f"the diff of {path} is not what its `@@` lines say: a hunk is "
+                f"{'longer' if min(left_old, left_new) < 0 else 'shorter'} than they count",
+                path=source, line=line if source else None, hint="fix the hunk's line counts, "
+                "or `pq export --force` writes the commit's patch again, dropping the edit")
+        hunks.append(Hunk(starts[0], counts[0], starts[1], counts[1], tuple(out)))
     return tuple(hunks)
 
 
@@ -383,7 +383,7 @@ def _hunk_region(region: bytes) -> bytes:
         m = _HUNK.match(lines[i])
         if not m:
             break
-        old, new = int(m.group(1) or 1), int(m.group(2) or 1)
+        old, new = int(m.group(2) or 1), int(m.group(4) or 1)
         i += 1
         while i < len(lines) and (old > 0 or new > 0 or lines[i].startswith(b"\\")):
             kind = lines[i][:1]
