@@ -184,6 +184,25 @@ def test_a_hunk_shorter_than_its_header_is_refused() -> None:
     assert e.value.path == "patches/0001-x.patch"
 
 
+def test_a_hunk_longer_than_its_header_is_refused_at_the_sections_hunks() -> None:
+    """Two removed lines where the header counts one: git apply calls it corrupt too."""
+    bad = (b"From: x\n\ndiff --git a/f b/f\n--- a/f\n+++ b/f\n@@ -1 +1 @@\n-a\n-b\n+c\n")
+    with pytest.raises(ConfigError, match="a hunk is longer than they count") as e:
+        diffs.parse(bad[9:], "patches/0001-x.patch", first_line=3)
+    assert (e.value.path, e.value.line) == ("patches/0001-x.patch", 6)  # its `@@` line
+
+
+def test_hunk_lines_keep_their_bytes_and_numbers() -> None:
+    """CRs, bytes that are not UTF-8, an empty context line, and `\\ No newline` lines
+    (not lines of the file), numbered in the old and the new file."""
+    body = (b"diff --git a/f b/f\n--- a/f\n+++ b/f\n@@ -3,3 +3,3 @@\n a\r\n\n-\xff\n"
+            b"\\ No newline at end of file\n+\xc3\xa9\n\\ No newline at end of file\n")
+    (hunk,) = diffs.parse(body)[0].hunks
+    assert [(ln.kind, ln.raw, ln.text, ln.old, ln.new) for ln in hunk.lines] == [
+        (" ", b"a\r", "a\r", 3, 3), (" ", b"", "", 4, 4), ("-", b"\xff", "\ufffd", 5, None),
+        ("+", b"\xc3\xa9", "\u00e9", None, 5)]
+
+
 @pytest.mark.parametrize("line", [
     b"diff --git a/../x b/../x", b'diff --git "a/.git/config" "b/.git/config"',
     b"--- a/ok\n+++ b/.GIT/hooks/pre-commit", b"rename to ../../etc/passwd",
