@@ -510,6 +510,23 @@ def test_a_revert_after_the_adoption_came_through_a_merge_is_a_revert(
     assert "return 10;" in (fork / "lib/a.c").read_text()
 
 
+@pytest.mark.parametrize(("attributes", "base", "mine", "theirs", "by_git"), [
+    # binary to git by its attributes: compared by content, a CR or a space is a change
+    ("*.cfg -diff", "a\nb\nc\n", "a\nb\nX\r\nc\n", "a\nb\nX\nc\n", "conflict"),
+    ("*.cfg binary", "a\nb c\n", "a\nb  c  X\n", "a\nb c X\n", "conflict"),
+    # text to git by its attributes although it holds a NUL: whitespace is no change
+    ("*.cfg diff", "a\0\nb\nc\n", "a\0\nb  X\nc\n", "a\0\nb X\nc\n", "dropped"),
+])
+def test_patch_ids_see_files_as_git_does(tmp_path: Path, attributes: str, base: str,
+                                         mine: str, theirs: str, by_git: str) -> None:
+    """Whether upstream applied a patch is git's patch id of each side's diff, with the
+    files that the fork's attributes make binary (or text) read as git reads them."""
+    c = compare(tmp_path, [("mine", {"f.cfg": mine})], [("theirs", {"f.cfg": theirs})],
+                base={".gitattributes": attributes + "\n", "f.cfg": base})
+    assert c.git.per_patch == [by_git]
+    assert_agree(c)
+
+
 def test_applied_reverted_reapplied_is_dropped(tmp_path: Path) -> None:
     c = compare(tmp_path, [("a returns 10", {"lib/a.c": A10})],
                 [("upstream: a returns 10", {"lib/a.c": A10}), ("", {"revert": None}),

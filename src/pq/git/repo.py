@@ -234,16 +234,20 @@ class Git(WorkingTree):
         return result
 
     def commit_patches(self, commits: Sequence[str], exclude: Sequence[str] = (),
-                       renames: bool = True) -> dict[str, bytes]:
+                       renames: bool = True, as_git_sees: bool = False) -> dict[str, bytes]:
         """{commit: its diff against its first parent} (b"" when empty), with pq's pinned
         diff options (`renames=False`: a rename as a deletion and an addition, as git's
-        patch ids see it), leaving out the pathspecs `exclude` (one sealed process)."""
+        patch ids see it), leaving out the pathspecs `exclude` (one sealed process; with
+        `as_git_sees`, one in the repository, where its attributes and core.bigFileThreshold
+        say which files are binary, as for git's own patch ids)."""
         result = dict.fromkeys(commits, b"")
         if not commits:
             return result
         options = DIFF_OPTIONS if renames else (*DIFF_OPTIONS, "--no-renames")
-        out = self.run_sealed("diff", *DIFF_CONFIG, "diff-tree", "--stdin", "--always", "-p",
-                              *options, "--", *exclude, input=stdin_lines(commits))
+        args = (*DIFF_CONFIG, "diff-tree", "--stdin", "--always", "-p", *options, "--",
+                *exclude)
+        out = self.run(*args, input=stdin_lines(commits)) if as_git_sees else (
+            self.run_sealed("diff", *args, input=stdin_lines(commits)))
         current: str | None = None
         chunks: list[bytes] = []
         for line in out.splitlines(keepends=True):

@@ -21,7 +21,6 @@ from pq.rebase.rerere import Resolution
 from pq.rebase.state import RebaseState
 
 _COMMIT_LINE = re.compile(rb"(?m)^commit [0-9a-f]{40,64}$")
-_RENAMED = re.compile(rb"(?m)^(?:rename|copy) from ")  # a header line git's diff writes
 
 
 class UpstreamMatches:
@@ -175,9 +174,13 @@ class UpstreamMatches:
                 self._diffs.setdefault(commit, []).append(diff)
         # Patch ids are git's: of diffs without rename detection, where a rename is the old
         # file deleted and the new one added, contents and all (the changed lines above
-        # keep renames: a rename upstream is no revert of a patch's lines).
-        self._ids.update(self.git.patch_ids(_as_log(_without_renames(self.git, theirs, ()))
-                                            + _as_log(_without_renames(self.git, ours, exclude))))
+        # keep renames: a rename upstream is no revert of a patch's lines); and of files as
+        # git sees them: one its attributes or core.bigFileThreshold make binary compares by
+        # content, whitespace and line ends included, and `diff` makes any file text.
+        def ids_diff(commits: list[str], exclude: Sequence[str]) -> bytes:
+            return _as_log(self.git.commit_patches(commits, exclude, renames=False,
+                                                   as_git_sees=True))
+        self._ids.update(self.git.patch_ids(ids_diff(upstream, ()) + ids_diff(mine, exclude)))
 
     def _lines_of(self, commit: str) -> dict[str, set[bytes]]:
         """{path: the lines it adds or removes} of a commit diffed so far ({} for one not
@@ -209,16 +212,6 @@ def _as_log(patches: dict[str, bytes]) -> bytes:
     """`git log -p`-style text (`commit <id>` headers) of {commit: diff}; empty ones left
     out, as `diff-tree --stdin` without `--always` leaves them."""
     return b"".join(b"commit " + c.encode() + b"\n" + d for c, d in patches.items() if d)
-
-
-def _without_renames(git: Git, patches: dict[str, bytes], exclude: Sequence[str]
-                     ) -> dict[str, bytes]:
-    """`patches` with each diff that holds a rename diffed again without rename detection
-    (one process, only when there is one)."""
-    renamed = [c for c, d in patches.items() if _RENAMED.search(d)]
-    if not renamed:
-        return patches
-    return {**patches, **git.commit_patches(renamed, exclude, renames=False)}
 
 
 def log_sections(log: bytes) -> list[tuple[str, bytes]]:
