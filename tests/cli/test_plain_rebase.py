@@ -94,6 +94,19 @@ def test_other_command_lines_get_clicks_usage_errors(tmp_path: Path) -> None:
     assert code == 0 and "UPSTREAM-REF" in out and "--forget PATH" in out
 
 
+def test_an_empty_upstream_ref_is_refused_not_read_as_none(tmp_path: Path) -> None:
+    """`pq rebase "$REF"` with REF unset must not rebase onto series.yaml's ref (git:
+    `invalid upstream ''`)."""
+    fork = _fork(tmp_path)
+    head = git(fork, "rev-parse", "HEAD")
+    for args in (["rebase", ""], ["rebase", " ", "--json"]):
+        code, out, err = _pq(fork, args, through_click=False)
+        assert code == 2, (args, out, err)
+        assert "UPSTREAM-REF given is empty" in (err if "--json" not in args else out)
+    assert git(fork, "rev-parse", "HEAD") == head
+    assert not (fork / ".git/pq/rebase/state.json").exists()
+
+
 @pytest.mark.parametrize("args", [["rebase", "--abort"], ["rebase", "upstream/main"]])
 def test_a_plain_rebase_never_imports_click(tmp_path: Path, args: list[str]) -> None:
     fork = _fork(tmp_path)

@@ -100,6 +100,10 @@ def run(upstream: str | None = None, *, continue_: bool = False, skip: bool = Fa
         abort: bool = False, gate: bool = False, force: bool = False, no_rerere: bool = False,
         forget: tuple[str, ...] = (), as_json: bool = False) -> None:
     """`pq rebase` with its options."""
+    if upstream is not None and not upstream.strip():
+        raise ConfigError("pq rebase: the UPSTREAM-REF given is empty (an unset variable?)",
+                          hint="name the ref (`pq rebase upstream/main`), or give none to "
+                               "rebase onto series.yaml's upstream.ref")
     actions = [name for name, on in (("--continue", continue_), ("--skip", skip),
                                      ("--abort", abort), ("--forget", bool(forget))) if on]
     if len(actions) > 1 or (actions and upstream):
