@@ -524,3 +524,33 @@ def test_queue_files_pq_wrote_with_lf_stay_clean_under_autocrlf_through_abort_an
     pq(fork, "redo")
     assert queue_bytes(fork) == before
     assert git(fork, "status", "--porcelain") == ""
+
+
+@pytest.mark.parametrize("attributes", ["*.txt eol=crlf\n", "* text=auto eol=crlf\n"])
+def test_files_the_patches_wrote_follow_attributes_upstream_changed_as_with_git(
+        tmp_path: Path, attributes: str) -> None:
+    """Upstream adds a .gitattributes that changes line ends: git's rebase writes every
+    file it picks with them, so pq writes the patches' files again too (the checkout that
+    lands the stack leaves a file whose blob did not change alone); a file no patch
+    touches stays as it is, in both."""
+    base = {"f.txt": "a\nb\nc\n", "g.txt": "x\n", "h.txt": "1\n2\n"}
+    up = make_upstream(tmp_path / "upstream", base)
+    fork = make_fork(tmp_path, up)
+    write(fork, "f.txt", base["f.txt"].replace("b", "B"))
+    write(fork, "h.txt", "1\n2\n3\n")
+    commit_all(fork, "patch f and h")
+    by_git = tmp_path / "by-git"
+    git(tmp_path, "clone", "-q", "-o", "upstream", str(up), str(by_git))
+    git(by_git, "fetch", "-q", str(fork), "paddle:paddle")
+    git(by_git, "checkout", "-q", "paddle")
+    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    write(up, ".gitattributes", attributes)
+    commit_all(up, "upstream: line ends")
+    for repo in (fork, by_git):
+        git(repo, "fetch", "-q", "upstream")
+    pq(fork, "rebase", "upstream/main")
+    git(by_git, "rebase", "-q", "upstream/main")
+    for name in ("f.txt", "g.txt", "h.txt"):
+        assert (fork / name).read_bytes() == (by_git / name).read_bytes(), name
+    assert (fork / "f.txt").read_bytes() != base["f.txt"].replace("b", "B").encode()
+    assert git(fork, "status", "--porcelain", "--", "f.txt", "g.txt", "h.txt") == ""

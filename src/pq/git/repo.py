@@ -183,11 +183,13 @@ class Git(WorkingTree):
             entries.append((mode, kind, obj, path))
         return entries
 
-    def changed_paths(self, old: str, new: str, diff_filter: str | None = None) -> list[str]:
-        """The paths that differ between two trees (only those of `diff_filter`: A, D...)."""
+    def changed_paths(self, old: str, new: str, diff_filter: str | None = None,
+                      pathspec: Sequence[str] = ()) -> list[str]:
+        """The paths that differ between two trees (only those of `diff_filter`: A, D...;
+        only those `pathspec` matches, pathspec magic and all)."""
         filt = [f"--diff-filter={diff_filter}"] if diff_filter else []
         return zsplit(self.run("diff-tree", "-r", "-z", "--name-only", "--no-renames", *filt,
-                               EVERY_SUBMODULE, old, new))
+                               EVERY_SUBMODULE, old, new, "--", *pathspec))
 
     def renamed_paths(self, old: str, new: str) -> dict[str, str]:
         """{old path: new path} for each file git finds renamed between two trees."""

@@ -103,6 +103,7 @@ def land(git: Git, state: RebaseState, previous: str | None = None) -> None:
             # Uncommitted queue files (kept in the state) would stop `reset --keep`.
             worktree.clear_queue_files(git)
             git.reset("keep", state.new_tip, env=env)
+        worktree.convert_again(git, state.orig_head, state.new_tip, state.onto)
     except GitError as exc:
         raise ConfigError(f"cannot move {state.short_branch} to the rebased stack: "
                           f"{exc.message}",

@@ -231,6 +231,27 @@ def write_index_tree(git: Git, state: RebaseState) -> str:
     return git.write_tree()
 
 
+def convert_again(git: Git, old_tip: str, new_tip: str, onto: str) -> list[str]:
+    """When the rebase changed a `.gitattributes`, write again the files the patches wrote
+    that the landing's checkout left alone (the same blob before and after), as `git
+    rebase` writes every file it picks: their line ends and filters follow the attributes
+    now in force. Files with changes of their own are left as they are. Returns them."""
+    if not git.changed_paths(old_tip, new_tip, pathspec=[":(glob)**/.gitattributes"]):
+        return []
+    written = set(git.changed_paths(old_tip, new_tip))
+    picked = [p for p in git.changed_paths(onto, new_tip) if p not in written]
+    if not picked:
+        return []
+    edited = set(git.diff_names(paths=[f":(literal){p}" for p in picked]))
+    again = [p for p in picked if p not in edited and (git.root / p).is_file()
+             and not (git.root / p).is_symlink()]
+    for path in again:  # a file that matches its index entry is never written again
+        (git.root / path).unlink()
+    if again:
+        git.checkout_paths(again)
+    return again
+
+
 def reset_to(git: Git, commit: str) -> None:
     """Drop the conflicted state pq created: index and working tree back to `commit`."""
     git.reset("hard", commit, env={"GIT_REFLOG_ACTION": "pq rebase"})
