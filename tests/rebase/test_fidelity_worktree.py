@@ -164,6 +164,22 @@ def test_conflict_then_abort_restores_index_and_files(tmp_path: Path, kind: str)
     assert state(fork) == before
 
 
+@pytest.mark.parametrize("staged", [False, True])
+def test_abort_puts_back_a_chmod_of_series_yaml(tmp_path: Path, staged: bool) -> None:
+    """An executable bit the user set on series.yaml (staged or not) is there again after
+    `--abort`, as every other byte of the working tree and index."""
+    up, fork = make_series(tmp_path)
+    (fork / "series.yaml").chmod(0o755)
+    if staged:
+        git(fork, "add", "series.yaml")
+    before = state(fork)
+    conflict_upstream(up, fork)
+    assert pq(fork, "rebase", "upstream/main", ok=False).exit_code == 1
+    pq(fork, "rebase", "--abort")
+    assert state(fork) == before
+    assert (fork / "series.yaml").stat().st_mode & 0o111 == 0o111
+
+
 # -- checkout filters: core.autocrlf, core.eol, text=auto ------------------------------------
 
 

@@ -86,8 +86,9 @@ def start(git: Git, upstream: str | None = None, *, gate: bool = False,
             onto=onto, onto_ref=ref, upstream_count=0,
             prev_orig_head=git.try_resolve(git.orig_head_ref(branch)),
             prev_legacy_orig_head=git.try_resolve(git.ORIG_HEAD_REF),
-            queue_before=worktree.save_queue_files(git, bookkeeping.queue_blobs(trees, head)),
-            steps=steps,
+            queue_before=(before := worktree.save_queue_files(
+                git, bookkeeping.queue_blobs(trees, head))),
+            queue_executable=worktree.executable(git, before), steps=steps,
             tip=onto, gate=gate, index_before=queuefiles.index_entries(git), rerere=rerere,
             log_id=current_record_id(git), worktree=git.worktree())
         rs.save(git, state)

@@ -84,6 +84,9 @@ class RebaseState:
     # state is shared by every worktree of the repository, its HEAD, index and files are
     # that one's.
     worktree: dict[str, str] | None = None
+    # Those of queue_before with an executable bit on disk (a chmod of the user's): --abort
+    # puts the bits back too.
+    queue_executable: list[str] = field(default_factory=list)
 
     def to_json(self) -> bytes:
         # Shallow: asdict's deep copy was most of a save's time (every value here is a
@@ -123,7 +126,7 @@ _SHAPE: dict[str, type | tuple[type, ...]] = {
     "prev_orig_head": (str, type(None)), "new_tip": (str, type(None)),
     "prev_legacy_orig_head": (str, type(None)), "log_id": (int, type(None)),
     "worktree": (dict, type(None)), "index_before": (list, type(None)),
-    "conflict_paths": list, "queue_before": dict, "steps": list}
+    "conflict_paths": list, "queue_before": dict, "steps": list, "queue_executable": list}
 
 
 def _require_shape(data: dict[str, Any]) -> None:
@@ -138,6 +141,8 @@ def _require_shape(data: dict[str, Any]) -> None:
         if not (isinstance(blob, str) and (path == SERIES_FILE or re.fullmatch(
                 rf"{PATCHES_DIR}/[^/]+\.patch", path))):
             raise ValueError(f"queue_before names {path!r}")
+    if not set(data.get("queue_executable", [])) <= set(data.get("queue_before", {})):
+        raise ValueError("queue_executable names a file queue_before does not")
     if not all(isinstance(s, dict) for s in data.get("steps", [])) or not all(
             isinstance(p, str) for p in [*data.get("conflict_paths", []),
                                          *(data.get("index_before") or [])]):

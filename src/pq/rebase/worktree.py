@@ -8,6 +8,7 @@ first (rebase/state.py); landing the finished stack is rebase/landing.py.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from contextlib import suppress
 
 from pq.atomic import write_atomic
@@ -60,10 +61,18 @@ def save_queue_files(git: Git, committed: dict[str, str]) -> dict[str, str]:
     return saved
 
 
-def set_queue_files(git: Git, wanted: dict[str, str]) -> list[str]:
-    """Make series.yaml and patches/* hold exactly the blobs `wanted` ({path: blob});
-    the paths written or removed."""
+def executable(git: Git, paths: Iterable[str]) -> list[str]:
+    """Those of `paths` (files in the working tree) with an executable bit."""
+    return sorted(p for p in paths if (git.root / p).stat().st_mode & 0o100)
+
+
+def set_queue_files(git: Git, wanted: dict[str, str], executable: Iterable[str] = ()
+                    ) -> list[str]:
+    """Make series.yaml and patches/* hold exactly the blobs `wanted` ({path: blob}), the
+    `executable` ones with the executable bits, the others without; the paths written,
+    removed or changed in mode."""
     removed = []
+    written = set(wanted)
     for path, data in worktree_queue_files(git).items():
         if path not in wanted:
             (git.root / path).unlink()
@@ -72,7 +81,15 @@ def set_queue_files(git: Git, wanted: dict[str, str]) -> list[str]:
             del wanted[path]
     for path, oid in sorted(wanted.items()):
         write_atomic(git.root / path, git.blob(oid))
-    return removed + sorted(wanted)
+    chmodded = []
+    executable = set(executable)
+    for path in written:
+        mode = (git.root / path).stat().st_mode
+        new = mode | (mode & 0o444) >> 2 if path in executable else mode & ~0o111
+        if new != mode:
+            os.chmod(git.root / path, new)
+            chmodded.append(path)
+    return removed + sorted(set(wanted) | set(chmodded))
 
 
 def clear_queue_files(git: Git) -> None:
@@ -273,7 +290,7 @@ def restore(git: Git, state: RebaseState) -> None:
     if state.touched:
         git.reset("hard", state.orig_head, env={"GIT_REFLOG_ACTION": "pq rebase --abort"})
         clear_git_merge_files(git)
-    rewritten = set_queue_files(git, dict(state.queue_before))
+    rewritten = set_queue_files(git, dict(state.queue_before), state.queue_executable)
     if state.index_before is not None and (git.set_index_entries(
             index_entries(git), state.index_before, refresh=False,
             rewritten=set(rewritten)) or rewritten):
