@@ -185,8 +185,7 @@ class Git(WorkingTree):
 
     def changed_paths(self, old: str, new: str, diff_filter: str | None = None,
                       pathspec: Sequence[str] = ()) -> list[str]:
-        """The paths that differ between two trees (only those of `diff_filter`: A, D...;
-        only those `pathspec` matches, pathspec magic and all)."""
+        """The paths that differ between two trees (of `diff_filter`: A, D..., `pathspec`)."""
         filt = [f"--diff-filter={diff_filter}"] if diff_filter else []
         return zsplit(self.run("diff-tree", "-r", "-z", "--name-only", "--no-renames", *filt,
                                EVERY_SUBMODULE, old, new, "--", *pathspec))
@@ -242,27 +241,22 @@ class Git(WorkingTree):
         patch ids see it), leaving out the pathspecs `exclude` (one sealed process; with
         `as_git_sees`, one in the repository, where its attributes and core.bigFileThreshold
         say which files are binary, as for git's own patch ids)."""
-        result = dict.fromkeys(commits, b"")
-        if not commits:
-            return result
+        parts: dict[str, list[bytes]] = {c: [] for c in commits}
+        if not parts:
+            return {}
         options = DIFF_OPTIONS if renames else (*DIFF_OPTIONS, "--no-renames")
         args = (*DIFF_CONFIG, "diff-tree", "--stdin", "--always", "-p", *options, "--",
                 *exclude)
-        out = self.run(*args, input=stdin_lines(commits)) if as_git_sees else (
-            self.run_sealed("diff", *args, input=stdin_lines(commits)))
-        current: str | None = None
-        chunks: list[bytes] = []
+        out = self.run(*args, input=stdin_lines(parts)) if as_git_sees else (
+            self.run_sealed("diff", *args, input=stdin_lines(parts)))
+        current: list[bytes] = []
         for line in out.splitlines(keepends=True):
             name = line.rstrip(b"\n").decode("utf-8", "surrogateescape")
-            if name in result:  # a commit's id line (no diff line is bare hex)
-                if current is not None:
-                    result[current] = b"".join(chunks)
-                current, chunks = name, []
+            if name in parts:  # a commit's id line (no diff line is bare hex)
+                current = parts[name]
             else:
-                chunks.append(line)
-        if current is not None:
-            result[current] = b"".join(chunks)
-        return result
+                current.append(line)
+        return {c: b"".join(lines) for c, lines in parts.items()}
 
     def range_diffs(self, old: str, new: str, context: int = 0) -> list[tuple[CommitId, bytes]]:
         """(commit, its diff, `context` lines around each change, binary files as one line)
