@@ -97,6 +97,10 @@ def test_not_a_git_repository(tmp_path: Path) -> None:
     git(tmp_path, "init", "-q", "--bare", "b.git")
     one_line_error(pq(tmp_path / "b.git", "series", ok=False),
                    "b.git: a bare repository has no working tree for pq", "git worktree add")
+    git(tmp_path, "init", "-q", "w")  # inside a working tree's .git: no bare repository
+    one_line_error(pq(tmp_path / "w/.git/objects", "series", ok=False),
+                   "objects: inside a repository's git folder (.git), not its working tree",
+                   "the folder that holds it")
 
 
 def test_missing_upstream_ref(tmp_path: Path) -> None:

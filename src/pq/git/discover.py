@@ -47,6 +47,11 @@ def locate(path: Path, environment: bool = False, bare: bool = False
             lines.insert(1, lines[1])
             return _found(path, lines)
     if proc.returncode != 0 and b"must be run in a work tree" in proc.stderr:
+        if subprocess.run(["git", "-C", str(path), "rev-parse", "--is-bare-repository"],
+                          capture_output=True, env=clean_env()).stdout.strip() == b"false":
+            raise ConfigError(f"{path.resolve()}: inside a repository's git folder (.git), "
+                              "not its working tree", hint="run pq in the working tree (for "
+                              "a .git folder, the folder that holds it)")
         raise ConfigError(f"{path.resolve()}: a bare repository has no working tree for pq",
                           hint="run pq in a clone of it, or in a worktree that `git "
                                "worktree add` makes")
