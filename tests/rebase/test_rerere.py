@@ -184,6 +184,35 @@ def test_forget_removes_the_recorded_resolution(tmp_path: Path) -> None:
     assert "git rerere forget setup.py" in again.output
 
 
+def test_a_damaged_notes_file_names_nothing_to_delete(tmp_path: Path) -> None:
+    """pq-paths.json is no state of pq's: a key that is no conflict id (a path, `.`, a
+    name with `..`) or a value of another shape is no note. `--forget` then deletes
+    nothing (not the folder a key names, not rr-cache itself) and `pq undo` works."""
+    up, fork, orig = record_resolution(tmp_path)
+    notes = fork / ".git/rr-cache/pq-paths.json"
+    good = notes.read_text()
+    (rid,) = json.loads(good)
+    victim = tmp_path / "victim"
+    write(victim, "keep/file.txt", "precious\n")
+    recorded = rr_entries(fork)
+    for damaged in ({str(victim / "keep"): {"ops": [1], "paths": ["setup.py"]}},
+                    {".": {"ops": [1], "paths": ["setup.py"]}},
+                    {f"{rid}/../..": {"ops": [1], "paths": ["setup.py"]}},
+                    {rid: 5}, {rid: {"ops": "x", "paths": ["setup.py"]}},
+                    {rid: {"ops": [1], "paths": "setup.py"}}, [rid]):
+        notes.write_text(json.dumps(damaged))
+        result = pq(fork, "rebase", "--forget", "setup.py", ok=False)
+        assert result.exit_code == 2, (damaged, result.output)
+        assert "no recorded resolution of setup.py" in result.output
+        assert (victim / "keep/file.txt").read_text() == "precious\n"
+        assert {p: b for p, b in rr_entries(fork).items() if p != "pq-paths.json"} == {
+            p: b for p, b in recorded.items() if p != "pq-paths.json"}
+    notes.write_text(json.dumps({rid: 5}))
+    assert "internal error" not in pq(fork, "undo").output
+    notes.write_text(good)
+    assert pq(fork, "rebase", "--forget", "setup.py").exit_code == 0
+
+
 def test_undo_says_how_to_forget_a_recorded_or_reused_resolution(tmp_path: Path) -> None:
     up, fork, orig = record_resolution(tmp_path)
     result = pq(fork, "undo")  # undoes the --continue that recorded it

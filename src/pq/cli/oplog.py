@@ -13,7 +13,7 @@ from pq.git.repo import Git
 from pq.oplog import log as oplog
 from pq.oplog import undo as undo_mod
 from pq.oplog.lock import lock_holder
-from pq.rebase import rerere
+from pq.rebase import rrnotes
 from pq.rebase import status as rebase_status
 from pq.rebase.state import require_no_git_operation
 
@@ -140,7 +140,7 @@ def _rerere_paths(git: Git, result: undo_mod.UndoResult) -> list[str]:
     """Paths whose resolutions the operations taken back recorded or reused (git rerere
     keeps them): `pq rebase --forget` removes them."""
     return sorted({path for rid in result.taken_back
-                   for path in rerere.paths_of_operation(git, rid)})
+                   for path in rrnotes.paths_of_operation(git, rid)})
 
 
 def _render(result: undo_mod.UndoResult, rerere_paths: list[str], as_json: bool) -> None:

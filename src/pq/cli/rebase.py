@@ -204,10 +204,10 @@ def _drift(git: Git, report: RebaseReport, ahead: _DriftAhead) -> DriftReport | 
 
 
 def _forget(paths: list[str], as_json: bool) -> None:
-    from pq.rebase import rerere
+    from pq.rebase import rrnotes
 
     with open_repo() as git:
-        forgotten = {path: rerere.forget(git, path) for path in paths}
+        forgotten = {path: rrnotes.forget(git, path) for path in paths}
     if as_json:
         emit_json({"forgotten": [{"path": p, "ids": ids} for p, ids in forgotten.items()]})
         return

@@ -14,7 +14,7 @@ from pq.git.repo import Git
 from pq.git.trees import Trees
 from pq.queue.files import Queue
 from pq.queue.ops import Progress
-from pq.rebase import landing, rangediff, worktree
+from pq.rebase import landing, rangediff, rrnotes, worktree
 from pq.rebase import rerere as rerere_mod
 from pq.rebase import state as rs
 from pq.rebase.merge import BatchMerge, cherry_pick
@@ -34,7 +34,7 @@ def run(git: Git, state: RebaseState, trees: Trees, changes: dict[str, list[Chan
     def save() -> None:
         """Save the state, noting first the resolutions reused since the last save: a run
         resumed from this state (--continue after a kill) does not replay those patches."""
-        rerere_mod.remember(git, reused)
+        rrnotes.remember(git, reused)
         reused.clear()
         rs.save(git, state)
 
@@ -84,7 +84,7 @@ def run(git: Git, state: RebaseState, trees: Trees, changes: dict[str, list[Chan
             state.phase = "replaying"
             save()
             worktree.reset_to(git, state.tip)
-    rerere_mod.remember(git, reused)
+    rrnotes.remember(git, reused)
     if crossing is not None:  # every patch replayed: the caller's work on the range starts
         crossing(state.old_base, state.onto)
     return landing.finish(git, state, trees, old, committer, upstream.diffs)

@@ -1,7 +1,6 @@
 """git rerere's recorded resolutions, as pq uses them: whether rerere is on, the conflict
 id of a conflicted file (computed as git's rerere.c does), the recorded resolution for it
-in `.git/rr-cache/<id>/`, what pq recorded or reused (`.git/rr-cache/pq-paths.json`), and
-forgetting a path's resolutions.
+in `.git/rr-cache/<id>/` (what pq recorded or reused is pq.rebase.rrnotes).
 
 The id is the hash of the file's conflict hunks: for each top-level conflict, its two
 sides (sorted, labels and the common ancestor's part dropped) each followed by a NUL. The
@@ -14,27 +13,21 @@ to git rerere in the working tree.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pq.errors import ConfigError, GitError
+from pq.errors import GitError
 from pq.git.gateway import zsplit
 from pq.git.repo import Git
-from pq.oplog.txn import Transaction, current_record_id
 
 if TYPE_CHECKING:
     from pq.git.objects import Entry
     from pq.git.trees import Trees
 
 MARKER_SIZE = 7
-# Beside git's entries, in .git/rr-cache (git ignores names that are no conflict id): what
-# pq recorded or reused, for `--forget` and `pq undo`. Not pq state: undo and abort leave
-# it, as they leave git's recorded resolutions.
-CACHE_FILE = "pq-paths.json"
 
 
 @dataclass
@@ -170,7 +163,7 @@ def hunks(preimage: bytes, postimage: bytes) -> list[str]:
     return summary(preimage, postimage, max_lines=None)
 
 
-def _variants(folder: Path) -> list[tuple[str, Path, Path]]:
+def variants(folder: Path) -> list[tuple[str, Path, Path]]:
     """(suffix, preimage, postimage) of each recorded variant, variant 0 first."""
     found = []
     if folder.is_dir():
@@ -206,7 +199,7 @@ def lookup(git: Git, path: str, conflicted: bytes, tree: str | None
     if normal is None:
         return None
     preimage, cid = normal
-    for suffix, pre, post in _variants(rr_cache(git) / cid):
+    for suffix, pre, post in variants(rr_cache(git) / cid):
         if pre.read_bytes() == preimage:
             resolved = post.read_bytes()
             os.utime(post)  # git rerere marks a reused resolution as used, for `rerere gc`
@@ -235,9 +228,9 @@ def reused_in_worktree(git: Git, paths: list[str]) -> list[Resolution]:
         if normal is None:
             continue
         preimage, cid = normal
-        variants = _variants(rr_cache(git) / cid)
-        exact = [v for v in variants if v[1].read_bytes() == preimage]
-        for suffix, pre, post in exact or variants:
+        on_file = variants(rr_cache(git) / cid)
+        exact = [v for v in on_file if v[1].read_bytes() == preimage]
+        for suffix, pre, post in exact or on_file:
             found.append(Resolution(path, cid + suffix, hunks(pre.read_bytes(),
                                                               post.read_bytes())))
             break
@@ -306,93 +299,3 @@ def merge_rr(git: Git) -> dict[str, str]:
         if tab:
             result[path] = rid
     return result
-
-
-# -- what pq recorded or reused, for `pq rebase --forget` and `pq undo` ----------------------
-
-
-def _cache_path(git: Git) -> Path:
-    return rr_cache(git) / CACHE_FILE
-
-
-def _read_cache(git: Git) -> dict[str, dict[str, Any]]:
-    try:
-        data = json.loads(_cache_path(git).read_bytes())
-    except (FileNotFoundError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
-def _write_cache(git: Git, data: dict[str, dict[str, Any]]) -> None:
-    """Atomic, not durable (no fsync), as git writes rr-cache itself: after a crash the
-    file is the old one or the new one, and losing the newest notes only costs `--forget`
-    and `pq undo` the naming of those paths; its two fsyncs cost a rebase that reuses a
-    resolution ~20 ms."""
-    from pq.atomic import write_atomic
-
-    write_atomic(_cache_path(git), (json.dumps(data, indent=1, sort_keys=True) + "\n").encode(),
-                 durable=False)
-
-
-def _exists(git: Git, rid: str) -> bool:
-    return any(suffix == ("." + rid.partition(".")[2] if "." in rid else "")
-               for suffix, _, _ in _variants(rr_cache(git) / rid.partition(".")[0]))
-
-
-def _paths(entry: dict[str, Any]) -> list[str]:
-    """The paths an entry's resolution served (an older file's entry has one `path`)."""
-    paths = entry.get("paths", [entry["path"]] if "path" in entry else [])
-    return [str(p) for p in paths] if isinstance(paths, list) else []
-
-
-def remember(git: Git, resolutions: list[Resolution]) -> None:
-    """Note that the running operation recorded or reused these resolutions. One
-    resolution (one conflict id) can serve several paths whose conflicts hash alike: each
-    is kept, and `--forget` of any of them forgets it, as `git rerere forget` does."""
-    if not resolutions or not rr_cache(git).is_dir():
-        return
-    op = current_record_id(git)
-    data = _read_cache(git)
-    for r in resolutions:
-        entry = data.setdefault(r.id, {"ops": []})
-        entry["paths"] = sorted({*_paths(entry), r.path})
-        entry.pop("path", None)
-        if op is not None and op not in entry["ops"]:
-            entry["ops"] = sorted([*entry["ops"], op])
-    _write_cache(git, data)
-
-
-def paths_of_operation(git: Git, op: int) -> list[str]:
-    """The paths whose resolutions operation `op` recorded or reused, still recorded."""
-    return sorted({p for rid, e in _read_cache(git).items()
-                   if op in e.get("ops", []) and _exists(git, rid) for p in _paths(e)})
-
-
-def forget(git: Git, path: str) -> list[str]:
-    """Remove the recorded resolutions pq recorded or reused for `path`; their ids."""
-    with Transaction(git, "pq rebase --forget", mutating=False):
-        data = _read_cache(git)
-        gone = []
-        for rid in sorted(data):
-            if path not in _paths(data[rid]):
-                continue
-            cid, _, variant = rid.partition(".")
-            folder = rr_cache(git) / cid
-            suffix = f".{variant}" if variant else ""
-            for name in ("preimage", "postimage", "thisimage"):
-                (folder / (name + suffix)).unlink(missing_ok=True)
-            if folder.is_dir() and not _variants(folder):
-                import shutil  # `--forget` alone gets here
-
-                shutil.rmtree(folder)
-            del data[rid]
-            gone.append(rid)
-        if gone:
-            _write_cache(git, data)
-    if not gone:
-        raise ConfigError(f"no recorded resolution of {path} that pq recorded or reused",
-                          path=str(rr_cache(git)),
-                          hint=f"for one git recorded on its own, run `git rerere forget "
-                               f"{path}` while that conflict is in the working tree (e.g. "
-                               "when a `pq rebase --no-rerere` stops on it)")
-    return gone

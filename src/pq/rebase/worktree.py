@@ -19,6 +19,7 @@ from pq.model.series import PATCHES_DIR, SERIES_FILE
 from pq.queue.files import index_entries, is_queue_file, is_queue_path, reset_to_head
 from pq.quoting import list_paths
 from pq.rebase import rerere as rerere_mod
+from pq.rebase import rrnotes
 from pq.rebase.state import RebaseState, save
 
 
@@ -210,7 +211,7 @@ def show_conflict(git: Git, state: RebaseState, pick: str
         last = stderr.strip().splitlines()[-1:] or ["(no message)"]
         raise OperationFailed(f"git cherry-pick of {pick[:12]} failed: {last[0]}",
                               hint="`pq rebase --abort` restores the branch")
-    rerere_mod.remember(git, resolutions)
+    rrnotes.remember(git, resolutions)
     return unmerged, resolutions
 
 
@@ -242,7 +243,7 @@ def write_index_tree(git: Git, state: RebaseState) -> str:
     if rerere_mod.enabled(git, state.rerere):
         before = rerere_mod.merge_rr(git)
         git.rerere()
-        rerere_mod.remember(git, [r for r in (rerere_mod.recorded(git, rid, path)
+        rrnotes.remember(git, [r for r in (rerere_mod.recorded(git, rid, path)
                                               for path, rid in sorted(before.items()))
                                   if r is not None])
     return git.write_tree()
