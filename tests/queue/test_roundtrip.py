@@ -88,6 +88,26 @@ def test_a_corrupt_patch_names_its_line_in_the_patch_file(tmp_path: Path) -> Non
     assert "pq export --force" in refused.output and "pq rebase" not in refused.output
 
 
+def test_a_patch_git_refuses_before_its_end_names_gits_reason_and_its_line(
+        tmp_path: Path) -> None:
+    """An invalid mode line: git says why on its first line, then prints the rest of the
+    patch; pq gave the patch's last line as the reason and `pq rebase` as the fix."""
+    fork = make_fork(tmp_path)
+    write(fork, "pkg/__init__.py", "import torch  # scoped compat\n")
+    commit_all(fork, "glue: scoped compat")
+    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    patch = next((fork / "patches").iterdir())
+    patch.write_bytes(patch.read_bytes().replace(
+        b"\n--- a/", b"\nold mode 100644\nnew mode 999999\n--- a/", 1))
+    commit_all(fork, "a mode edited by hand")
+    refused = pq(fork, "apply", ok=False)
+    check = subprocess.run(["git", "apply", "--check", str(patch)], cwd=fork,
+                           capture_output=True, text=True).stderr.splitlines()[0]
+    assert check.startswith("error: invalid mode on line ")
+    assert refused.exit_code == 1 and f": {check} (" in refused.output, refused.output
+    assert "pq export --force" in refused.output and "pq rebase" not in refused.output
+
+
 def test_patch_files_apply_with_git_am(tmp_path: Path) -> None:
     fork = make_fork(tmp_path)
     tip = migrate(fork)
