@@ -724,6 +724,7 @@ def test_a_damaged_rebase_state_is_refused_in_one_line_and_writes_nothing(
     """A state file of another shape, or one naming a file outside the queue for --abort to
     write back, is refused by every command that reads it; no file outside is written."""
     _, fork = stopped(tmp_path)
+    before = git(fork, "rev-parse", "refs/heads/paddle")
     path = fork / ".git" / "pq" / "rebase" / "state.json"
     path.write_text(json.dumps(damage(json.loads(path.read_bytes()))))
     for args in (["status"], ["series", "--json"], ["rebase", "--abort"],
@@ -733,3 +734,11 @@ def test_a_damaged_rebase_state_is_refused_in_one_line_and_writes_nothing(
         assert "unreadable rebase state" in result.output, result.output
         assert "Traceback" not in result.output and "internal error" not in result.output
     assert not (tmp_path / "outside.txt").exists()
+    # The way out the message names brings back the branch from before the rebase.
+    assert "`pq undo --force` goes back to before the rebase" in result.output
+    path.unlink()
+    git(fork, "reset", "-q", "--merge")
+    pq(fork, "undo", "--force")
+    assert git(fork, "rev-parse", "HEAD") == before
+    assert git(fork, "symbolic-ref", "HEAD") == "refs/heads/paddle"
+    assert git(fork, "status", "--porcelain") == ""

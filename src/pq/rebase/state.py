@@ -107,9 +107,10 @@ class RebaseState:
             state = cls(**data)
         except (ValueError, TypeError, KeyError) as exc:
             raise ConfigError(f"unreadable rebase state ({exc})", path=where,
-                              hint="a different pq version wrote it, or it was damaged; "
-                                   "finish the rebase with that version, or delete the file "
-                                   "and restore the branch by hand") from None
+                              hint="a different pq version wrote it, or it was damaged: "
+                                   "finish the rebase with that version; or delete the file, "
+                                   "run `git reset --merge`, and `pq undo --force` goes back "
+                                   "to before the rebase") from None
         if state.phase not in PHASES:
             raise ConfigError(f"unknown rebase phase {state.phase!r}", path=where)
         return state
