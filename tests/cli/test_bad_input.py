@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -305,3 +306,21 @@ def test_git_dir_and_git_work_tree_name_the_repository_as_for_git(
     monkeypatch.setenv("GIT_WORK_TREE", str(other))
     one_line_error(pq(other, "series", ok=False), f"GIT_DIR and GIT_WORK_TREE name the git dir {apart},",
                    "unset GIT_DIR and GIT_WORK_TREE")
+
+
+def test_a_commit_with_a_malformed_author_line_is_named(fork: Path) -> None:
+    """An author line without a date (a commit made by a broken tool; git fsck calls it
+    malformed): pq said only "cannot parse identity", naming no commit."""
+    write(fork, "pkg/new.py", "x = 1\n")
+    git(fork, "add", "pkg/new.py")
+    tree = git(fork, "write-tree")
+    raw = (f"tree {tree}\nparent {git(fork, 'rev-parse', 'HEAD')}\nauthor A <a@x>\n"
+           "committer A <a@x> 1700000000 +0000\n\nglue: no date\n")
+    commit = subprocess.run(["git", "hash-object", "-t", "commit", "-w", "--literally",
+                             "--stdin"], cwd=fork, input=raw.encode(), capture_output=True,
+                            check=True).stdout.decode().strip()
+    git(fork, "update-ref", "refs/heads/paddle", commit)
+    for args in (["export", "--commit"], ["rebase", "upstream/main"]):
+        one_line_error(pq(fork, *args, ok=False), f"commit {commit[:12]} ('glue: no date')",
+                       "git commit --amend --reset-author")
+    assert git(fork, "rev-parse", "paddle") == commit

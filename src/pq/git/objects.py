@@ -111,9 +111,16 @@ def parse_commit(sha: CommitId, data: bytes) -> Commit:
             committer = value.decode("utf-8", "surrogateescape")
         elif key == b"encoding":
             encoding = value.decode("utf-8", "surrogateescape")
-    return Commit(sha, TreeId(tree), tuple(parents), Person.parse(author),
-                  Person.parse(committer), message.decode("utf-8", "surrogateescape"),
-                  encoding)
+    try:
+        people = Person.parse(author), Person.parse(committer)
+    except GitError as exc:
+        raise GitError(f"commit {sha[:12]} ({subject_of(message.decode('utf-8', 'replace'))!r})"
+                       f": {exc.message} (its author or committer line has no e-mail or date, "
+                       "which git fsck calls malformed)",
+                       hint="write that commit again (`git commit --amend --reset-author` "
+                            "at it, through `git rebase -i`), then run it again") from None
+    return Commit(sha, TreeId(tree), tuple(parents), *people,
+                  message.decode("utf-8", "surrogateescape"), encoding)
 
 
 def as_git_commits(author: Person, message: str, encoding: str | None) -> tuple[Person, str]:
