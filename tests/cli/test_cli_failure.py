@@ -168,6 +168,20 @@ def test_a_file_where_pq_keeps_a_folder_is_named_with_its_fix(tmp_path: Path) ->
     assert ".git/pq/tmp aside" in result.output
 
 
+def test_the_file_in_the_way_is_named_not_a_folder_below_it(tmp_path: Path) -> None:
+    """A file `.git/pq/sealed` where pq writes `.git/pq/sealed/diff/refs`: the error names
+    the file to move, not the folder the write wanted."""
+    (tmp_path / "sealed").write_text("a file\n")
+    wanted = tmp_path / "sealed" / "diff" / "refs"
+    with pytest.raises(NotADirectoryError) as caught:
+        wanted.mkdir(parents=True, exist_ok=True)
+    failure = failure_of(caught.value)
+    assert failure is not None
+    assert failure.message == (f"{tmp_path / 'sealed'}: Not a directory (a file stands where "
+                               f"{tmp_path / 'sealed'} wants a folder: move it aside, then "
+                               "run the command again)")
+
+
 def test_a_folder_where_pq_keeps_its_lock_is_named_with_its_fix(tmp_path: Path) -> None:
     from gitrepo import migrate, pq
 

@@ -93,6 +93,9 @@ def failure_of(exc: BaseException) -> Failure | None:
         # Where the file system says no (permissions, a read-only mount, a full disk), the
         # file it names (a full disk needs none) and what to do, not a bug report.
         where = os.fsdecode(exc.filename) if exc.filename else ""
+        if exc.errno == errno.ENOTDIR:  # the file in the way may be a folder further up
+            where = next((p for p in _ancestors(where) if os.path.lexists(p)
+                          and not os.path.isdir(p)), where)
         return Failure(f"{where + ': ' if where else ''}"
                        f"{exc.strerror or os.strerror(exc.errno)}{half} "
                        f"({_FILE_SYSTEM_FIXES[exc.errno].format(where=where)}, then run the "
@@ -104,6 +107,14 @@ def failure_of(exc: BaseException) -> Failure | None:
         return Failure(f"internal error: {type(exc).__name__}: {first}{half} (set PQ_DEBUG=1 "
                        "for the traceback, and please report it)", EXIT_INTERNAL)
     return None
+
+
+def _ancestors(path: str) -> list[str]:
+    """`path`'s folders from the top down, then `path`."""
+    out = [path]
+    while os.path.dirname(out[-1]) not in ("", out[-1]):
+        out.append(os.path.dirname(out[-1]))
+    return out[::-1]
 
 
 def fail(failure: Failure, as_json: bool) -> NoReturn:
