@@ -324,3 +324,12 @@ def test_a_commit_with_a_malformed_author_line_is_named(fork: Path) -> None:
         one_line_error(pq(fork, *args, ok=False), f"commit {commit[:12]} ('glue: no date')",
                        "git commit --amend --reset-author")
     assert git(fork, "rev-parse", "paddle") == commit
+
+
+def test_an_unborn_branch_and_a_bad_patch_name_say_what_to_do(tmp_path: Path) -> None:
+    up = make_fork(tmp_path / "a").parent / "upstream"
+    empty = tmp_path / "empty"
+    git(tmp_path, "init", "-q", str(empty))
+    git(empty, "fetch", "-q", str(up), "main:refs/remotes/upstream/main")
+    one_line_error(pq(empty, "init", "--upstream", "upstream/main", ok=False),
+                   "HEAD has no commit yet", "git switch")

@@ -141,3 +141,10 @@ def test_new_series_dumps_with_header_and_loads_back() -> None:
     from dataclasses import replace
     with_entry = replace(s, patches=(entry,))
     assert series.loads(with_entry.dumps()).patches == (entry,)
+
+
+def test_a_bad_patch_name_says_which_characters_a_name_may_hold() -> None:
+    with pytest.raises(ConfigError) as info:
+        series.loads(edited("  - name: 0002-glue.patch", "  - name: 0002-été.patch"))
+    assert str(info.value).startswith("series.yaml:11:11: bad patch name '0002-été.patch'")
+    assert info.value.hint is not None and "ASCII letters, digits and . _ + -" in info.value.hint

@@ -31,19 +31,9 @@ PORCELAIN_DIFF_CONFIG = DIFF_CONFIG[:-2]
 # What a commit changes includes its submodule bumps, whatever `submodule.<name>.ignore`
 # says (in the configuration or in .gitmodules, where `all` hides them from plumbing too).
 EVERY_SUBMODULE = "--ignore-submodules=none"
-DIFF_OPTIONS = (
-    "--no-color",
-    "--no-ext-diff",
-    "--no-textconv",
-    "--binary",
-    "--full-index",
-    "--find-renames",
-    "--diff-algorithm=myers",
-    "--indent-heuristic",
-    "--src-prefix=a/",
-    "--dst-prefix=b/",
-    EVERY_SUBMODULE,
-)
+DIFF_OPTIONS = ("--no-color", "--no-ext-diff", "--no-textconv", "--binary", "--full-index",
+                "--find-renames", "--diff-algorithm=myers", "--indent-heuristic",
+                "--src-prefix=a/", "--dst-prefix=b/", EVERY_SUBMODULE)
 
 
 # Names cat-file resolves exactly as `rev-parse --verify` does, with no message and no
@@ -96,7 +86,12 @@ class Git(WorkingTree):
         return proc.stdout.decode().strip() if proc.returncode == 0 else None
 
     def head(self) -> CommitId:
-        return self.resolve("HEAD", "HEAD (is the branch empty?)")
+        found = self.try_resolve("HEAD")
+        if found is None:
+            raise ConfigError("HEAD has no commit yet (a branch with no commits)",
+                              hint="check out the fork's branch (`git switch <branch>`), or "
+                                   "commit first")
+        return found
 
     def merge_base(self, a: str, b: str) -> CommitId | None:
         proc = self.run_proc("merge-base", a, b)

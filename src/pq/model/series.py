@@ -245,7 +245,8 @@ def _entry(doc: yamldoc.Located, i: int, item: Any) -> PatchEntry:
                         f"patch entry {i + 1} needs a `name` (a file in patches/)")
     if not NAME_RE.match(name):
         raise doc.error(path + ("name",), f"bad patch name {name!r}",
-                        hint="a plain file name in patches/ ending in .patch, no folders")
+                        hint="a plain file name in patches/ ending in .patch: ASCII letters, "
+                             "digits and . _ + - (a letter or digit first), no folders")
     layer = item.get("layer")
     if layer is None:
         raise doc.error(path, f"patch {name}: missing `layer`",
