@@ -256,17 +256,18 @@ def _parse_cached(data: bytes, filename: str) -> PatchFile:
 def apply_failure(pf: PatchFile, data: bytes, index: int, onto: str, error: str
                   ) -> OperationFailed:
     """Why `git apply` refused the diff of patch file `pf` (bytes `data`, patch `index` of
-    the series, counted from 0) onto `onto`: git's first `error:` line (git may go on with
-    the rest of the patch), else its last, its `at line N` counted in the patch file (git
-    counts from the diff), and the fix: the patch file's, unless git found it does not fit
-    the files."""
+    the series, counted from 0) onto `onto`: git's last line where the patch does not fit
+    the files (the fix: a three-way rebase), else its first `error:` line (git may go on
+    printing the rest of the patch; the fix: the patch file's), its `at line N` counted in
+    the patch file (git counts from the diff)."""
     lines = [ln for ln in error.splitlines() if ln.strip()] or ["git apply failed"]
-    reason = next((ln for ln in lines if ln.startswith(("error: ", "fatal: "))), lines[-1])
+    corrupt = not any(why in error for why in (
+        "patch does not apply", "already exists", "does not exist", "does not match index"))
+    reason = next((ln for ln in lines if ln.startswith(("error: ", "fatal: "))),
+                  lines[-1]) if corrupt else lines[-1]
     header = data.count(b"\n") - pf.diff.count(b"\n")  # the lines before the diff
     reason = re.sub(r"(at|on) line (\d+)",
                     lambda m: f"{m.group(1)} line {int(m.group(2)) + header}", reason)
-    corrupt = not any(why in reason for why in (
-        "patch does not apply", "already exists", "does not exist", "does not match index"))
     return OperationFailed(
         f"{pf.source} (patch {index + 1}) does not apply onto {onto[:12]}: {reason}",
         hint="fix the patch file there (`git apply --check` names the same line), or `pq "
