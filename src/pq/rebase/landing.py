@@ -7,6 +7,7 @@ rebase, finished or stopped.
 
 from __future__ import annotations
 
+from pq.background import Background
 from pq.errors import ConfigError, GitError
 from pq.git.objects import CommitId, Person
 from pq.git.repo import Git
@@ -93,6 +94,9 @@ def land(git: Git, state: RebaseState, previous: str | None = None) -> None:
     rs.save(git, state)
     git.set_orig_head(state.branch, state.orig_head, "pq rebase: previous tip")
     env = {"GIT_REFLOG_ACTION": f"pq rebase onto {state.onto[:12]}"}
+    new_tip = state.new_tip
+    attributes = Background(lambda: worktree.attributes_changed(
+        git, state.orig_head, new_tip), "pq git diff-tree")  # while git checks out
     try:
         if state.detached:
             git.checkout(state.new_tip, detach=True, env=env)
@@ -103,7 +107,8 @@ def land(git: Git, state: RebaseState, previous: str | None = None) -> None:
             # Uncommitted queue files (kept in the state) would stop `reset --keep`.
             worktree.clear_queue_files(git)
             git.reset("keep", state.new_tip, env=env)
-        worktree.convert_again(git, state.orig_head, state.new_tip, state.onto)
+        if attributes.result():
+            worktree.convert_again(git, state.orig_head, state.new_tip, state.onto)
     except GitError as exc:
         raise ConfigError(f"cannot move {state.short_branch} to the rebased stack: "
                           f"{exc.message}",

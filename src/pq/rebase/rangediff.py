@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections import Counter
 from collections.abc import Callable, Sequence
 
 from pq.git.objects import Change, CommitId
@@ -21,6 +22,8 @@ from pq.rebase.rerere import Resolution
 from pq.rebase.state import RebaseState
 
 _COMMIT_LINE = re.compile(rb"(?m)^commit [0-9a-f]{40,64}$")
+_RENAMED = re.compile(rb"(?m)^(?:rename|copy) from ")  # a header line git's diff writes
+_BINARY = re.compile(rb"(?m)^(?:GIT binary patch|Binary files )")
 
 
 class UpstreamMatches:
@@ -54,6 +57,9 @@ class UpstreamMatches:
         self._files_of: dict[str, frozenset[str]] = {}  # upstream commit: the files it changes
         self._by_files: dict[frozenset[str], list[str]] = {}
         self._ids: dict[str, str] = {}  # commit: patch-id
+        self._mine: set[str] = set()  # patch commits read so far
+        self._binary: set[str] = set()  # commits whose diff has a binary file
+        self._as_git: set[str] = set()  # commits whose id is from a diff as git sees it
         self._diffs: dict[str, list[bytes]] = {}  # commit: its diffs as read, not parsed yet
         self._hunks: dict[str, dict[str, list[Hunk]]] = {}  # commit: {path: its hunks}
         self._blocks: dict[str, dict[str, list[Block]]] = {}  # commit: {path: its blocks}
@@ -174,13 +180,31 @@ class UpstreamMatches:
                 self._diffs.setdefault(commit, []).append(diff)
         # Patch ids are git's: of diffs without rename detection, where a rename is the old
         # file deleted and the new one added, contents and all (the changed lines above
-        # keep renames: a rename upstream is no revert of a patch's lines); and of files as
-        # git sees them: one its attributes or core.bigFileThreshold make binary compares by
-        # content, whitespace and line ends included, and `diff` makes any file text.
-        def ids_diff(commits: list[str], exclude: Sequence[str]) -> bytes:
-            return _as_log(self.git.commit_patches(commits, exclude, renames=False,
-                                                   as_git_sees=True))
-        self._ids.update(self.git.patch_ids(ids_diff(upstream, ()) + ids_diff(mine, exclude)))
+        # keep renames: a rename upstream is no revert of a patch's lines).
+        self._ids.update(self.git.patch_ids(_as_log(_without_renames(self.git, theirs, ()))
+                                            + _as_log(_without_renames(self.git, ours, exclude))))
+        self._mine.update(mine)
+        self._binary.update(c for c, d in [*theirs.items(), *ours.items()] if _BINARY.search(d))
+        self._ids_as_git_sees()
+
+    def _ids_as_git_sees(self) -> None:
+        """The patch ids that decide something (shared by two commits, or of a diff with a
+        binary file) taken again from diffs made in the repository, where its attributes
+        and core.bigFileThreshold say which files are binary, as for git's own ids: a file
+        they make binary compares by content, whitespace and line ends included, and one
+        `diff` makes text compares by its lines. pq's sealed diffs read every file as its
+        bytes say, which differs from git's reading only there."""
+        counts = Counter(self._ids.values())
+        again = [c for c, pid in self._ids.items() if c not in self._as_git and (
+            counts[pid] > 1 or c in self._binary)]
+        if not again:
+            return
+        self._as_git.update(again)
+        exclude = stack_mod.exclude_pathspec(self.queue_paths)
+        diffs = [self.git.commit_patches(commits, ex, renames=False, as_git_sees=True)
+                 for commits, ex in (([c for c in again if c not in self._mine], ()),
+                                     ([c for c in again if c in self._mine], exclude))]
+        self._ids.update(self.git.patch_ids(_as_log(diffs[0]) + _as_log(diffs[1])))
 
     def _lines_of(self, commit: str) -> dict[str, set[bytes]]:
         """{path: the lines it adds or removes} of a commit diffed so far ({} for one not
@@ -212,6 +236,16 @@ def _as_log(patches: dict[str, bytes]) -> bytes:
     """`git log -p`-style text (`commit <id>` headers) of {commit: diff}; empty ones left
     out, as `diff-tree --stdin` without `--always` leaves them."""
     return b"".join(b"commit " + c.encode() + b"\n" + d for c, d in patches.items() if d)
+
+
+def _without_renames(git: Git, patches: dict[str, bytes], exclude: Sequence[str]
+                     ) -> dict[str, bytes]:
+    """`patches` with each diff that holds a rename diffed again without rename detection
+    (one process, only when there is one)."""
+    renamed = [c for c, d in patches.items() if _RENAMED.search(d)]
+    if not renamed:
+        return patches
+    return {**patches, **git.commit_patches(renamed, exclude, renames=False)}
 
 
 def log_sections(log: bytes) -> list[tuple[str, bytes]]:

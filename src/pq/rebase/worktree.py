@@ -249,13 +249,17 @@ def write_index_tree(git: Git, state: RebaseState) -> str:
     return git.write_tree()
 
 
+def attributes_changed(git: Git, old_tip: str, new_tip: str) -> bool:
+    """Whether a `.gitattributes` differs between the two commits."""
+    return bool(git.changed_paths(old_tip, new_tip, pathspec=[":(glob)**/.gitattributes"]))
+
+
 def convert_again(git: Git, old_tip: str, new_tip: str, onto: str) -> list[str]:
-    """When the rebase changed a `.gitattributes`, write again the files the patches wrote
-    that the landing's checkout left alone (the same blob before and after), as `git
-    rebase` writes every file it picks: their line ends and filters follow the attributes
-    now in force. Files with changes of their own are left as they are. Returns them."""
-    if not git.changed_paths(old_tip, new_tip, pathspec=[":(glob)**/.gitattributes"]):
-        return []
+    """After a landing that changed a `.gitattributes` (`attributes_changed`): write again
+    the files the patches wrote that its checkout left alone (the same blob before and
+    after), as `git rebase` writes every file it picks, so that their line ends and filters
+    follow the attributes now in force. Files with changes of their own are left as they
+    are. Returns the files written."""
     written = set(git.changed_paths(old_tip, new_tip))
     picked = [p for p in git.changed_paths(onto, new_tip) if p not in written]
     if not picked:
