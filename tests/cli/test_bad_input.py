@@ -332,4 +332,4 @@ def test_an_unborn_branch_and_a_bad_patch_name_say_what_to_do(tmp_path: Path) ->
     git(tmp_path, "init", "-q", str(empty))
     git(empty, "fetch", "-q", str(up), "main:refs/remotes/upstream/main")
     one_line_error(pq(empty, "init", "--upstream", "upstream/main", ok=False),
-                   "HEAD has no commit yet", "git switch")
+                   "HEAD names no commit (a branch with no commits yet?)", "git switch")

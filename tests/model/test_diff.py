@@ -192,6 +192,16 @@ def test_a_hunk_longer_than_its_header_is_refused_at_the_sections_hunks() -> Non
     assert (e.value.path, e.value.line) == ("patches/0001-x.patch", 6)  # its `@@` line
 
 
+def test_a_short_hunk_before_another_is_refused_not_read_on() -> None:
+    """A line deleted by hand from a hunk that another follows: the next `@@` line is no
+    line of the short hunk."""
+    bad = (b"diff --git a/f b/f\n--- a/f\n+++ b/f\n@@ -1,3 +1,3 @@\n a\n-b\n+B\n"
+           b"@@ -10,2 +10,2 @@\n x\n-y\n+Y\n")
+    with pytest.raises(ConfigError, match="a hunk is shorter than they count") as e:
+        diffs.parse(bad, "patches/0001-x.patch")
+    assert e.value.line == 4
+
+
 def test_hunk_lines_keep_their_bytes_and_numbers() -> None:
     """CRs, bytes that are not UTF-8, an empty context line, and `\\ No newline` lines
     (not lines of the file), numbered in the old and the new file."""

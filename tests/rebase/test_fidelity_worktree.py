@@ -570,3 +570,23 @@ def test_files_the_patches_wrote_follow_attributes_upstream_changed_as_with_git(
         assert (fork / name).read_bytes() == (by_git / name).read_bytes(), name
     assert (fork / "f.txt").read_bytes() != base["f.txt"].replace("b", "B").encode()
     assert git(fork, "status", "--porcelain", "--", "f.txt", "g.txt", "h.txt") == ""
+
+
+def test_a_file_git_is_told_not_to_look_at_keeps_its_bytes_when_attributes_change(
+        tmp_path: Path) -> None:
+    """An assume-unchanged file with an edit of the user's (which `git diff` does not
+    show): the rewrite for new attributes leaves it, and its edit, alone."""
+    up = make_upstream(tmp_path / "upstream", {"f.txt": "a\nb\nc\n", "k.txt": "1\n2\n"})
+    fork = make_fork(tmp_path, up)
+    write(fork, "f.txt", "a\nB\nc\n")
+    write(fork, "k.txt", "1\n2\n3\n")
+    commit_all(fork, "patch f and k")
+    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    write(up, ".gitattributes", "*.txt eol=crlf\n")
+    commit_all(up, "upstream: line ends")
+    git(fork, "fetch", "-q", "upstream")
+    git(fork, "update-index", "--assume-unchanged", "k.txt")
+    write(fork, "k.txt", "1\n2\n3\nthe user's\n")
+    pq(fork, "rebase", "upstream/main")
+    assert (fork / "k.txt").read_bytes() == b"1\n2\n3\nthe user's\n"
+    assert (fork / "f.txt").read_bytes() == b"a\r\nB\r\nc\r\n"

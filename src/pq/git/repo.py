@@ -88,7 +88,7 @@ class Git(WorkingTree):
     def head(self) -> CommitId:
         found = self.try_resolve("HEAD")
         if found is None:
-            raise ConfigError("HEAD has no commit yet (a branch with no commits)",
+            raise ConfigError("HEAD names no commit (a branch with no commits yet?)",
                               hint="check out the fork's branch (`git switch <branch>`), or "
                                    "commit first")
         return found

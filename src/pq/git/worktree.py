@@ -74,6 +74,12 @@ class WorkingTree(Merging):
         listed = zsplit(self.run("--literal-pathspecs", "ls-files", "-t", "-z", "--", *paths))
         return sorted(rec[2:] for rec in listed if rec.startswith("S "))
 
+    def flagged(self, paths: Sequence[str]) -> set[str]:
+        """Those of `paths` whose index entry is marked assume-unchanged or skip-worktree
+        (`git ls-files -v` tags them lower-case, or S): git does not look at their files."""
+        listed = zsplit(self.run("--literal-pathspecs", "ls-files", "-v", "-z", "--", *paths))
+        return {rec[2:] for rec in listed if rec[:1].islower() or rec[:1] == "S"}
+
     def untracked(self, paths: Sequence[str]) -> list[str]:
         """Those of `paths` that stand in the working tree untracked (not ignored), sorted:
         what a checkout of a commit that has them would refuse to overwrite."""

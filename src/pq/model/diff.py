@@ -1,9 +1,8 @@
 """Git diffs: the one reader of `git diff` / `git format-patch` output in pq, strict and
 byte-exact: it reads as `git apply` does (hunks delimited by their `@@` line counts,
 C-quoted and spaced names, modes, binary sections) and refuses paths that leave the
-repository. `parse` gives each file's paths, status, modes and hunks, every hunk line with
-its numbers in the old and the new file; `paths` reads the file headers alone.
-"""
+repository. `parse` gives each file's paths, status, modes and hunks (every line with its
+old and new numbers; `paths`: the file headers alone)."""
 
 from __future__ import annotations
 
@@ -294,8 +293,7 @@ def _header(lines: list[bytes]) -> tuple[str | None, str | None, str, bool, str 
 
 def _hunks(region: bytes, path: str | None, source: str | None, line: int = 1
            ) -> tuple[Hunk, ...]:
-    """The hunks of one file section (from its first `@@` line on), as `git apply` counts
-    them (`_hunk_region`); ConfigError when one has more or fewer lines than it says."""
+    """A file section's hunks (from its first `@@` line on), counted as `git apply` does."""
     lines = _hunk_region(region).split(b"\n")[:-1]
     hunks, i = [], 0
     while i < len(lines):
@@ -306,6 +304,8 @@ def _hunks(region: bytes, path: str | None, source: str | None, line: int = 1
         out, i = [], i + 1
         while i < len(lines) and (left_old > 0 or left_new > 0 or lines[i][:1] == b"\\"):
             kind, text = lines[i][:1] or b" ", lines[i][1:]
+            if kind not in (b" ", b"-", b"+", b"\\"):
+                break  # the next `@@` line: this hunk is shorter than it counts
             i += 1
             if kind == b"\\":
                 continue  # `\ No newline at end of file`

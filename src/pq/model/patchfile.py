@@ -262,7 +262,8 @@ def apply_failure(pf: PatchFile, data: bytes, index: int, onto: str, error: str
     the patch file (git counts from the diff)."""
     lines = [ln for ln in error.splitlines() if ln.strip()] or ["git apply failed"]
     corrupt = not any(why in error for why in (
-        "patch does not apply", "already exists", "does not exist", "does not match index"))
+        "patch does not apply", "already exists", "does not exist", "does not match index",
+        "wrong type"))
     reason = next((ln for ln in lines if ln.startswith(("error: ", "fatal: "))),
                   lines[-1]) if corrupt else lines[-1]
     header = data.count(b"\n") - pf.diff.count(b"\n")  # the lines before the diff

@@ -107,14 +107,21 @@ def land(git: Git, state: RebaseState, previous: str | None = None) -> None:
             # Uncommitted queue files (kept in the state) would stop `reset --keep`.
             worktree.clear_queue_files(git)
             git.reset("keep", state.new_tip, env=env)
-        if attributes.result():
-            worktree.convert_again(git, state.orig_head, state.new_tip, state.onto)
     except GitError as exc:
         raise ConfigError(f"cannot move {state.short_branch} to the rebased stack: "
                           f"{exc.message}",
                           hint="deal with what git names (move the files aside), then "
                                "`pq rebase --continue` lands it, resolutions included; or "
                                "`pq rebase --abort`") from None
+    try:
+        if attributes.result():
+            worktree.convert_again(git, state.orig_head, new_tip, state.onto)
+    except GitError as exc:  # the branch is there; some files keep the old line ends
+        raise ConfigError(f"{state.short_branch} is rebased, but git would not write the "
+                          f"patched files again for the new .gitattributes: {exc.message}",
+                          hint="`pq rebase --continue` finishes the rebase; a file with no "
+                               "edit of yours written again (`rm FILE && git checkout -- "
+                               "FILE`) takes the new line ends") from None
 
 
 def report(git: Git, state: RebaseState, status: str, old: Queue,

@@ -57,6 +57,7 @@ class UpstreamMatches:
         self._files_of: dict[str, frozenset[str]] = {}  # upstream commit: the files it changes
         self._by_files: dict[frozenset[str], list[str]] = {}
         self._ids: dict[str, str] = {}  # commit: patch-id
+        self._sealed_ids: dict[str, str] = {}  # commit: patch-id of pq's sealed diff
         self._mine: set[str] = set()  # patch commits read so far
         self._binary: set[str] = set()  # commits whose diff has a binary file
         self._as_git: set[str] = set()  # commits whose id is from a diff as git sees it
@@ -181,8 +182,10 @@ class UpstreamMatches:
         # Patch ids are git's: of diffs without rename detection, where a rename is the old
         # file deleted and the new one added, contents and all (the changed lines above
         # keep renames: a rename upstream is no revert of a patch's lines).
-        self._ids.update(self.git.patch_ids(_as_log(_without_renames(self.git, theirs, ()))
-                                            + _as_log(_without_renames(self.git, ours, exclude))))
+        sealed = self.git.patch_ids(_as_log(_without_renames(self.git, theirs, ()))
+                                    + _as_log(_without_renames(self.git, ours, exclude)))
+        self._sealed_ids.update(sealed)
+        self._ids.update(sealed)
         self._mine.update(mine)
         self._binary.update(c for c, d in [*theirs.items(), *ours.items()] if _BINARY.search(d))
         self._ids_as_git_sees()
@@ -194,8 +197,8 @@ class UpstreamMatches:
         they make binary compares by content, whitespace and line ends included, and one
         `diff` makes text compares by its lines. pq's sealed diffs read every file as its
         bytes say, which differs from git's reading only there."""
-        counts = Counter(self._ids.values())
-        again = [c for c, pid in self._ids.items() if c not in self._as_git and (
+        counts = Counter(self._sealed_ids.values())  # the ids of one kind, compared
+        again = [c for c, pid in self._sealed_ids.items() if c not in self._as_git and (
             counts[pid] > 1 or c in self._binary)]
         if not again:
             return

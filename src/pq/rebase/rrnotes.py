@@ -31,7 +31,7 @@ def _read_cache(git: Git) -> dict[str, dict[str, Any]]:
     folder to delete and no path to show."""
     try:
         data = json.loads(_cache_path(git).read_bytes())
-    except (FileNotFoundError, ValueError):
+    except (OSError, ValueError, RecursionError):  # not there, not a file, not JSON
         return {}
     if not isinstance(data, dict):
         return {}

@@ -85,8 +85,8 @@ class RebaseState:
     # that one's.
     worktree: dict[str, str] | None = None
     # Those of queue_before with an executable bit on disk (a chmod of the user's): --abort
-    # puts the bits back too.
-    queue_executable: list[str] = field(default_factory=list)
+    # puts the bits back too (None in states of older versions: modes are left alone).
+    queue_executable: list[str] | None = None
 
     def to_json(self) -> bytes:
         # Shallow: asdict's deep copy was most of a save's time (every value here is a
@@ -127,7 +127,8 @@ _SHAPE: dict[str, type | tuple[type, ...]] = {
     "prev_orig_head": (str, type(None)), "new_tip": (str, type(None)),
     "prev_legacy_orig_head": (str, type(None)), "log_id": (int, type(None)),
     "worktree": (dict, type(None)), "index_before": (list, type(None)),
-    "conflict_paths": list, "queue_before": dict, "steps": list, "queue_executable": list}
+    "conflict_paths": list, "queue_before": dict, "steps": list,
+    "queue_executable": (list, type(None))}
 
 
 def _require_shape(data: dict[str, Any]) -> None:
@@ -142,7 +143,7 @@ def _require_shape(data: dict[str, Any]) -> None:
         if not (isinstance(blob, str) and (path == SERIES_FILE or re.fullmatch(
                 rf"{PATCHES_DIR}/[^/]+\.patch", path))):
             raise ValueError(f"queue_before names {path!r}")
-    if not set(data.get("queue_executable", [])) <= set(data.get("queue_before", {})):
+    if not set(data.get("queue_executable") or []) <= set(data.get("queue_before", {})):
         raise ValueError("queue_executable names a file queue_before does not")
     if not all(isinstance(s, dict) for s in data.get("steps", [])) or not all(
             isinstance(p, str) for p in [*data.get("conflict_paths", []),

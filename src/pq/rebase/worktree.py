@@ -63,15 +63,16 @@ def save_queue_files(git: Git, committed: dict[str, str]) -> dict[str, str]:
 
 
 def executable(git: Git, paths: Iterable[str]) -> list[str]:
-    """Those of `paths` (files in the working tree) with an executable bit."""
-    return sorted(p for p in paths if (git.root / p).stat().st_mode & 0o100)
+    """Those of `paths` (files in the working tree, not links) with an executable bit."""
+    return sorted(p for p in paths if (git.root / p).lstat().st_mode & 0o100)
 
 
-def set_queue_files(git: Git, wanted: dict[str, str], executable: Iterable[str] = ()
+def set_queue_files(git: Git, wanted: dict[str, str], executable: Iterable[str] | None = ()
                     ) -> list[str]:
     """Make series.yaml and patches/* hold exactly the blobs `wanted` ({path: blob}), the
-    `executable` ones with the executable bits, the others without; the paths written,
-    removed or changed in mode."""
+    `executable` ones with the executable bits, the others without (None: modes left as
+    they are; a link's target is never changed); the paths written, removed or changed in
+    mode."""
     removed = []
     written = set(wanted)
     for path, data in worktree_queue_files(git).items():
@@ -83,10 +84,12 @@ def set_queue_files(git: Git, wanted: dict[str, str], executable: Iterable[str] 
     for path, oid in sorted(wanted.items()):
         write_atomic(git.root / path, git.blob(oid))
     chmodded = []
-    executable = set(executable)
-    for path in written:
+    exe = set(executable) if executable is not None else set()
+    for path in written if executable is not None else ():
+        if (git.root / path).is_symlink():
+            continue
         mode = (git.root / path).stat().st_mode
-        new = mode | (mode & 0o444) >> 2 if path in executable else mode & ~0o111
+        new = mode | (mode & 0o444) >> 2 if path in exe else mode & ~0o111
         if new != mode:
             os.chmod(git.root / path, new)
             chmodded.append(path)
@@ -264,11 +267,13 @@ def convert_again(git: Git, old_tip: str, new_tip: str, onto: str) -> list[str]:
     picked = [p for p in git.changed_paths(onto, new_tip) if p not in written]
     if not picked:
         return []
-    edited = set(git.diff_names(paths=[f":(literal){p}" for p in picked]))
-    again = [p for p in picked if p not in edited and (git.root / p).is_file()
+    left = set(git.diff_names(paths=[f":(literal){p}" for p in picked])) | git.flagged(
+        picked)  # edited, or not git's to look at
+    again = [p for p in picked if p not in left and (git.root / p).is_file()
              and not (git.root / p).is_symlink()]
-    for path in again:  # a file that matches its index entry is never written again
-        (git.root / path).unlink()
+    for path in again:  # git writes a file that matches its index entry again only when
+        st = (git.root / path).lstat()  # its stat data says it changed: it says so now
+        os.utime(git.root / path, ns=(st.st_atime_ns, st.st_mtime_ns - 1_000_000_000))
     if again:
         git.checkout_paths(again)
     return again
