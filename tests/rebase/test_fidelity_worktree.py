@@ -542,21 +542,20 @@ def test_queue_files_pq_wrote_with_lf_stay_clean_under_autocrlf_through_abort_an
     assert git(fork, "status", "--porcelain") == ""
 
 
-@pytest.mark.parametrize("attributes", ["*.txt eol=crlf\n", "* text=auto eol=crlf\n"])
-def test_files_the_patches_wrote_follow_attributes_upstream_changed_as_with_git(
-        tmp_path: Path, attributes: str) -> None:
-    """Upstream adds a .gitattributes that changes line ends: git's rebase writes every
-    file it picks with them, so pq writes the patches' files again too (the checkout that
-    lands the stack leaves a file whose blob did not change alone); a file no patch
-    touches stays as it is, in both."""
-    base = {"f.txt": "a\nb\nc\n", "g.txt": "x\n", "h.txt": "1\n2\n"}
-    up = make_upstream(tmp_path / "upstream", base)
-    fork = make_fork(tmp_path, up)
-    write(fork, "f.txt", base["f.txt"].replace("b", "B"))
+LINE_ENDS_BASE = {"f.txt": "a\nb\nc\n", "g.txt": "x\n", "h.txt": "1\n2\n"}
+
+
+def line_ends_fork(tmp: Path, attributes: str) -> tuple[Path, Path]:
+    """A fork whose patch edits f.txt and h.txt (g.txt untouched), a clone of it for git's
+    rebase made before `pq init`, and upstream then adding `attributes` as .gitattributes,
+    fetched by both: (fork, the clone)."""
+    up = make_upstream(tmp / "upstream", LINE_ENDS_BASE)
+    fork = make_fork(tmp, up)
+    write(fork, "f.txt", "a\nB\nc\n")
     write(fork, "h.txt", "1\n2\n3\n")
     commit_all(fork, "patch f and h")
-    by_git = tmp_path / "by-git"
-    git(tmp_path, "clone", "-q", "-o", "upstream", str(up), str(by_git))
+    by_git = tmp / "by-git"
+    git(tmp, "clone", "-q", "-o", "upstream", str(up), str(by_git))
     git(by_git, "fetch", "-q", str(fork), "paddle:paddle")
     git(by_git, "checkout", "-q", "paddle")
     pq(fork, "init", "--upstream", "upstream/main", "--commit")
@@ -564,11 +563,22 @@ def test_files_the_patches_wrote_follow_attributes_upstream_changed_as_with_git(
     commit_all(up, "upstream: line ends")
     for repo in (fork, by_git):
         git(repo, "fetch", "-q", "upstream")
+    return fork, by_git
+
+
+@pytest.mark.parametrize("attributes", ["*.txt eol=crlf\n", "* text=auto eol=crlf\n"])
+def test_files_the_patches_wrote_follow_attributes_upstream_changed_as_with_git(
+        tmp_path: Path, attributes: str) -> None:
+    """Upstream adds a .gitattributes that changes line ends: git's rebase writes every
+    file it picks with them, so pq writes the patches' files again too (the checkout that
+    lands the stack leaves a file whose blob did not change alone); a file no patch
+    touches stays as it is, in both."""
+    fork, by_git = line_ends_fork(tmp_path, attributes)
     pq(fork, "rebase", "upstream/main")
     git(by_git, "rebase", "-q", "upstream/main")
     for name in ("f.txt", "g.txt", "h.txt"):
         assert (fork / name).read_bytes() == (by_git / name).read_bytes(), name
-    assert (fork / "f.txt").read_bytes() != base["f.txt"].replace("b", "B").encode()
+    assert (fork / "f.txt").read_bytes() != b"a\nB\nc\n"
     assert git(fork, "status", "--porcelain", "--", "f.txt", "g.txt", "h.txt") == ""
 
 
@@ -576,17 +586,9 @@ def test_a_file_git_is_told_not_to_look_at_keeps_its_bytes_when_attributes_chang
         tmp_path: Path) -> None:
     """An assume-unchanged file with an edit of the user's (which `git diff` does not
     show): the rewrite for new attributes leaves it, and its edit, alone."""
-    up = make_upstream(tmp_path / "upstream", {"f.txt": "a\nb\nc\n", "k.txt": "1\n2\n"})
-    fork = make_fork(tmp_path, up)
-    write(fork, "f.txt", "a\nB\nc\n")
-    write(fork, "k.txt", "1\n2\n3\n")
-    commit_all(fork, "patch f and k")
-    pq(fork, "init", "--upstream", "upstream/main", "--commit")
-    write(up, ".gitattributes", "*.txt eol=crlf\n")
-    commit_all(up, "upstream: line ends")
-    git(fork, "fetch", "-q", "upstream")
-    git(fork, "update-index", "--assume-unchanged", "k.txt")
-    write(fork, "k.txt", "1\n2\n3\nthe user's\n")
+    fork, _ = line_ends_fork(tmp_path, "*.txt eol=crlf\n")
+    git(fork, "update-index", "--assume-unchanged", "h.txt")
+    write(fork, "h.txt", "1\n2\n3\nthe user's\n")
     pq(fork, "rebase", "upstream/main")
-    assert (fork / "k.txt").read_bytes() == b"1\n2\n3\nthe user's\n"
+    assert (fork / "h.txt").read_bytes() == b"1\n2\n3\nthe user's\n"
     assert (fork / "f.txt").read_bytes() == b"a\r\nB\r\nc\r\n"

@@ -248,14 +248,14 @@ def _conflict_error(report: RebaseReport, conflicted: list[ConflictFile], root: 
 def render(report: RebaseReport) -> None:
     if report.status == "aborted":
         echo(f"rebase aborted: {report.branch} is back at {short(report.orig_head)}, "
-                   "with its index, working tree, series.yaml and patches/")
+             "with its index, working tree, series.yaml and patches/")
         return
     if report.status == "up-to-date":
         echo(f"already up to date: {report.branch} is on {report.upstream_ref} at "
-                   f"{short(report.onto)} ({len(report.patches)} patches); nothing changed")
+             f"{short(report.onto)} ({len(report.patches)} patches); nothing changed")
         return
     echo(f"upstream {report.upstream_ref}: {short(report.old_base)}..{short(report.onto)}"
-               f" ({report.upstream_count} commit{'s' if report.upstream_count != 1 else ''})")
+         f" ({report.upstream_count} commit{'s' if report.upstream_count != 1 else ''})")
     width = max((len(p.name) for p in report.patches), default=10)
     for p in report.patches:
         echo(f"  {p.outcome:<8}  {p.name:<{width}}{_note(p, report.branch)}".rstrip())
@@ -275,9 +275,9 @@ def render(report: RebaseReport) -> None:
     if report.status == "done":
         kept = sum(1 for p in report.patches if p.commit)
         echo(f"rebased {report.branch} onto {short(report.onto)}: {kept} of "
-                   f"{len(report.patches)} patches kept, {plural(len(changed), 'patch file')} "
-                   "changed; "
-                   f"the previous tip is kept as refs/pq/orig-head/{report.branch}")
+             f"{len(report.patches)} patches kept, {plural(len(changed), 'patch file')} "
+             "changed; "
+             f"the previous tip is kept as refs/pq/orig-head/{report.branch}")
 
 
 def _note(p: PatchReport, branch: str) -> str:
@@ -366,17 +366,17 @@ def show_status(as_json: bool) -> None:
     if st.phase == "conflict":
         first = "resolve the conflicted files, then " if st.conflicted else ""
         echo(f"next: {first}`pq rebase --continue`; or `pq rebase --skip` drops this "
-                   "patch; or `pq rebase --abort` goes back to before the rebase")
+             "patch; or `pq rebase --abort` goes back to before the rebase")
     elif st.landed:
         echo("next: `pq rebase --continue` removes the state; or `pq rebase --abort` "
-                   "goes back to before the rebase")
+             "goes back to before the rebase")
     elif st.phase == "stopped":
         echo("next: move aside what was in the way, then `pq rebase --continue` "
-                   "(nothing resolved is lost); or `pq rebase --abort`")
+             "(nothing resolved is lost); or `pq rebase --abort`")
     elif st.phase == "running":
         echo("next: wait for it to finish; `pq status` says where it stands then")
     elif st.phase == "elsewhere":
         echo(f"next: `cd {shell_args([st.worktree or ''])}`: the rebase's index and "
-                   "files are there")
+             "files are there")
     else:
         echo("next: `pq rebase --abort` restores the branch; then run the rebase again")

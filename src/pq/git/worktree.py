@@ -71,14 +71,18 @@ class WorkingTree(Merging):
         if not (self.git_dir / "info" / "sparse-checkout").is_file() and not (
                 self.common_dir / "info" / "sparse-checkout").is_file():
             return []
-        listed = zsplit(self.run("--literal-pathspecs", "ls-files", "-t", "-z", "--", *paths))
-        return sorted(rec[2:] for rec in listed if rec.startswith("S "))
+        return sorted(p for p, tag in self._tags(paths).items() if tag in "Ss")
 
     def flagged(self, paths: Sequence[str]) -> set[str]:
-        """Those of `paths` whose index entry is marked assume-unchanged or skip-worktree
-        (`git ls-files -v` tags them lower-case, or S): git does not look at their files."""
+        """Those of `paths` whose index entry is marked assume-unchanged or skip-worktree:
+        git does not look at their files."""
+        return {p for p, tag in self._tags(paths).items() if tag.islower() or tag == "S"}
+
+    def _tags(self, paths: Sequence[str]) -> dict[str, str]:
+        """{path: its `git ls-files -v` tag} of the index entries of `paths` (or under them):
+        S skip-worktree, lower case assume-unchanged (s both)."""
         listed = zsplit(self.run("--literal-pathspecs", "ls-files", "-v", "-z", "--", *paths))
-        return {rec[2:] for rec in listed if rec[:1].islower() or rec[:1] == "S"}
+        return {rec[2:]: rec[:1] for rec in listed}
 
     def untracked(self, paths: Sequence[str]) -> list[str]:
         """Those of `paths` that stand in the working tree untracked (not ignored), sorted:

@@ -294,11 +294,9 @@ def _header(lines: list[bytes]) -> tuple[str | None, str | None, str, bool, str 
 def _hunks(region: bytes, path: str | None, source: str | None, line: int = 1
            ) -> tuple[Hunk, ...]:
     """A file section's hunks (from its first `@@` line on), counted as `git apply` does."""
-    lines = _hunk_region(region).split(b"\n")[:-1]
+    lines = region.split(b"\n")
     hunks, i = [], 0
-    while i < len(lines):
-        m = _HUNK.match(lines[i])  # _hunk_region keeps whole hunks, each after its @@ line
-        assert m is not None
+    while i < len(lines) and (m := _HUNK.match(lines[i])) is not None:  # as _hunk_region
         starts = old, new = int(m.group(1)), int(m.group(3))
         counts = left_old, left_new = int(m.group(2) or 1), int(m.group(4) or 1)
         out, i = [], i + 1

@@ -63,8 +63,7 @@ def _exists(git: Git, rid: str) -> bool:
 
 def _paths(entry: dict[str, Any]) -> list[str]:
     """The paths an entry's resolution served (an older file's entry has one `path`)."""
-    paths = entry.get("paths", [entry["path"]] if "path" in entry else [])
-    return [str(p) for p in paths] if isinstance(paths, list) else []
+    return list(entry.get("paths", [entry["path"]] if "path" in entry else []))
 
 
 def remember(git: Git, resolutions: list[Resolution]) -> None:

@@ -74,7 +74,7 @@ def set_queue_files(git: Git, wanted: dict[str, str], executable: Iterable[str] 
     they are; a link's target is never changed); the paths written, removed or changed in
     mode."""
     removed = []
-    written = set(wanted)
+    listed = set(wanted)
     for path, data in worktree_queue_files(git).items():
         if path not in wanted:
             (git.root / path).unlink()
@@ -83,17 +83,18 @@ def set_queue_files(git: Git, wanted: dict[str, str], executable: Iterable[str] 
             del wanted[path]
     for path, oid in sorted(wanted.items()):
         write_atomic(git.root / path, git.blob(oid))
-    chmodded = []
-    exe = set(executable) if executable is not None else set()
-    for path in written if executable is not None else ():
-        if (git.root / path).is_symlink():
-            continue
-        mode = (git.root / path).stat().st_mode
-        new = mode | (mode & 0o444) >> 2 if path in exe else mode & ~0o111
-        if new != mode:
-            os.chmod(git.root / path, new)
-            chmodded.append(path)
-    return removed + sorted(set(wanted) | set(chmodded))
+    chmodded = set()
+    if executable is not None:
+        exe = set(executable)
+        for path in listed:
+            if (git.root / path).is_symlink():
+                continue  # a link's target is not the queue's
+            mode = (git.root / path).stat().st_mode
+            new = mode | (mode & 0o444) >> 2 if path in exe else mode & ~0o111
+            if new != mode:
+                os.chmod(git.root / path, new)
+                chmodded.add(path)
+    return removed + sorted(set(wanted) | chmodded)
 
 
 def clear_queue_files(git: Git) -> None:
