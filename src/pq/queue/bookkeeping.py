@@ -54,16 +54,22 @@ def bookkeeping_commit(git: Git, last: str, source: str | None, queue: Queue,
                 changes[p] = entry
     else:
         changes.update(worktree_entries(git, others))
-    patches = {name.encode("utf-8", "surrogateescape"): (b"100644", _blob(git, data, known))
-               for name, data in queue.files.items()}
     kept = trees.lookup(source_tree, PATCHES_DIR)
-    if kept is not None and is_tree_mode(kept[0].encode()):
-        for name, item in trees.entries(kept[1]).items():
-            if is_tree_mode(item[0]) or not name.endswith(b".patch"):
-                patches.setdefault(name, item)
+    kept_entries = (trees.entries(kept[1]) if kept is not None and is_tree_mode(kept[0].encode())
+                    else {})
+    patches = {}
+    for name, data in queue.files.items():
+        raw = name.encode("utf-8", "surrogateescape")
+        patches[raw] = (_file_mode(kept_entries.get(raw, (b"", ""))[0]),
+                        _blob(git, data, known))
+    for raw, item in kept_entries.items():
+        if is_tree_mode(item[0]) or not raw.endswith(b".patch"):
+            patches.setdefault(raw, item)
     if patches:
         changes[PATCHES_DIR] = ("40000", trees.write_tree(patches))
-    changes[SERIES_FILE] = ("100644", _blob(git, queue.series.dumps(), known))
+    series_entry = trees.lookup(source_tree, SERIES_FILE)
+    changes[SERIES_FILE] = (_file_mode(series_entry[0].encode() if series_entry else b"").decode(),
+                            _blob(git, queue.series.dumps(), known))
     tree = trees.edit(last_tree, changes)
     if tree == last_tree:
         return CommitId(last)
@@ -84,6 +90,11 @@ def worktree_entries(git: Git, paths: list[str]) -> dict[str, Entry]:
             mode = "100755" if os.access(p, os.X_OK) else "100644"
             entries[rel] = (mode, git.write_blob(p.read_bytes()))
     return entries
+
+
+def _file_mode(before: bytes) -> bytes:
+    """A queue file keeps an executable bit it was committed with; any other is 100644."""
+    return b"100755" if before == b"100755" else b"100644"
 
 
 def _blob(git: Git, data: bytes, known: set[str]) -> str:

@@ -7,6 +7,7 @@ plain results for the CLI to render; they never print.
 
 from __future__ import annotations
 
+import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -213,11 +214,13 @@ def commit_queue(git: Git, message: str, queue: Queue, expect: CommitId,
     ignored = git.ignored(others)  # a .gitignore names the folder: its tracked files only
     git.add([p for p in others if p not in ignored], all=True)
     git.add([p for p in others if p in ignored], tracked=True)
-    exact = [f"100644 {git.write_blob(data)} 0\t{PATCHES_DIR}/{name}"
+    before = index_entries(git)
+    modes = _staged_modes(git, before)
+    exact = [f"{modes(f'{PATCHES_DIR}/{name}')} {git.write_blob(data)} 0\t{PATCHES_DIR}/{name}"
              for name, data in queue.files.items()]
     assert queue.series_bytes is not None
-    exact.append(f"100644 {git.write_blob(queue.series_bytes)} 0\t{SERIES_FILE}")
-    git.set_index_entries(index_entries(git), exact)
+    exact.append(f"{modes(SERIES_FILE)} {git.write_blob(queue.series_bytes)} 0\t{SERIES_FILE}")
+    git.set_index_entries(before, exact)
     staged = []
     for rec in git.ls_files(qp, stage=True):
         meta, path = rec.split("\t", 1)
@@ -229,6 +232,23 @@ def commit_queue(git: Git, message: str, queue: Queue, expect: CommitId,
     commit = git.write_commit(tree, [expect], *who, message + "\n", branch=True)
     git.update_ref("HEAD", commit, expect, f"commit: {message}")
     return commit
+
+
+def _staged_modes(git: Git, entries: list[str]) -> Callable[[str], str]:
+    """The mode `git add` would stage for a queue file pq just wrote: its executable bit
+    on disk, or, under `core.fileMode=false`, the one its index entry has; else 100644."""
+    indexed = {path: meta.split(" ", 1)[0] for meta, path in (e.split("\t", 1) for e in entries)}
+    trust_disk = git.config_bool("core.fileMode") is not False
+
+    def mode(path: str) -> str:
+        if trust_disk:
+            try:
+                st = (git.root / path).lstat()
+            except OSError:
+                return "100644"
+            return "100755" if stat.S_ISREG(st.st_mode) and st.st_mode & 0o100 else "100644"
+        return "100755" if indexed.get(path) == "100755" else "100644"
+    return mode
 
 
 def _tracked(git: Git, path: str) -> bool:
