@@ -297,3 +297,25 @@ def test_a_patch_file_parses_its_diff_once(repo: Path) -> None:
                                   _diff(repo))
     pf = patchfile.parse(patchfile.render(written), "patches/0001-change.patch")
     assert pf.files is pf.files and pf.files == diffs.parse(_diff(repo))
+
+
+@pytest.mark.parametrize("value", [b"100755", b" 100755", b"+100755", b"100755 junk",
+                                   b"100755\r", b"0100755", b"10o755", b"", b"abc", b"9",
+                                   b"x100755"])
+def test_a_mode_line_is_refused_exactly_when_git_apply_calls_it_invalid(
+        tmp_path: Path, value: bytes) -> None:
+    git(tmp_path, "init", "-q")
+    write(tmp_path, "x", "a\n")
+    commit_all(tmp_path, "x")
+    diff = b"diff --git a/x b/x\nold mode 100644\nnew mode " + value + b"\n"
+    applied = subprocess.run(["git", "apply", "--check", "-"], input=diff, cwd=tmp_path,
+                             capture_output=True)
+    git_refuses = b"invalid mode" in applied.stderr
+    if not git_refuses:
+        diffs.parse(diff, "p.patch")
+        return
+    with pytest.raises(ConfigError) as caught:
+        diffs.parse(b"From 1\n\n---\n" + diff, "p.patch", first_line=1)
+    assert (caught.value.path, caught.value.line) == ("p.patch", 6)  # the `new mode` line
+    assert "invalid mode line" in caught.value.message and "`pq export --force`" in str(
+        caught.value.hint)

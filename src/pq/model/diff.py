@@ -19,6 +19,9 @@ _HUNK_LINE = re.compile(rb"(?m)^@@ [^\n]*$")
 _HUNK = re.compile(rb"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 _PATH_LINE = re.compile(
     rb"^(?:--- (?:a/)?|\+\+\+ (?:b/)?|rename from |rename to |copy from |copy to )(.*)$")
+# A mode line `git apply` refuses ("invalid mode"): its value must start with octal digits.
+_BAD_MODE = re.compile(rb"(?m)^(?:new file|deleted file|old|new) mode (?![ \t]*[-+]?[0-7]+(?:\s|$))"
+                       rb".*$")
 _ESCAPES = {ord(k): v for k, v in zip('nt\\"abfrv', (10, 9, 92, 34, 7, 8, 12, 13, 11))}
 STATUSES = ("added", "deleted", "renamed", "copied", "modified")
 
@@ -245,7 +248,13 @@ def _section(section: bytes, source: str | None,
     old, new, status, binary, old_mode, new_mode, i = _header(lines)
     skip = binary or i == len(lines) or (
         read_hunks is not None and not read_hunks(new or old or "", section))
-    hunks = () if skip else _hunks(b"\n".join(lines[i:]), new or old, source, line + i)
+    if (bad := _BAD_MODE.search(head := b"\n".join(lines[:i]))) is not None:
+        raise ConfigError(f"invalid mode line `{bad.group().decode('utf-8', 'replace')}` "
+                          f"for {new or old}", path=source,
+                          line=line + head.count(b"\n", 0, bad.start()) if source else None,
+                          hint="git reads octal modes only (100644, 100755, 120000): fix "
+                          "that line, or `pq export --force` writes the commit's patch again")
+    hunks = () if skip else _hunks(b"\n".join(lines[i:]), new or old, source, line + i)[0]
     return FileDiff(old, new, status, binary, old_mode, new_mode, hunks)
 
 
@@ -292,11 +301,13 @@ def _header(lines: list[bytes]) -> tuple[str | None, str | None, str, bool, str 
 
 
 def _hunks(region: bytes, path: str | None, source: str | None, line: int = 1
-           ) -> tuple[Hunk, ...]:
-    """A file section's hunks (from its first `@@` line on), counted as `git apply` does."""
+           ) -> tuple[tuple[Hunk, ...], int]:
+    """A file section's hunks (from its first `@@` line on), counted as `git apply` does,
+    and how many of the region's lines they span (what follows is not theirs: a trailing
+    `-- ` signature, say)."""
     lines = region.split(b"\n")
     hunks, i = [], 0
-    while i < len(lines) and (m := _HUNK.match(lines[i])) is not None:  # as _hunk_region
+    while i < len(lines) and (m := _HUNK.match(lines[i])) is not None:
         starts = old, new = int(m.group(1)), int(m.group(3))
         counts = left_old, left_new = int(m.group(2) or 1), int(m.group(4) or 1)
         out, i = [], i + 1
@@ -322,7 +333,7 @@ def _hunks(region: bytes, path: str | None, source: str | None, line: int = 1
                 path=source, line=line if source else None, hint="fix the hunk's line counts, "
                 "or `pq export --force` writes the commit's patch again, dropping the edit")
         hunks.append(Hunk(starts[0], counts[0], starts[1], counts[1], tuple(out)))
-    return tuple(hunks)
+    return tuple(hunks), i
 
 
 _INDEX = re.compile(rb"index [0-9a-f]{7,64}\.\.[0-9a-f]{7,64}( 100644| 100755)?")
@@ -364,35 +375,11 @@ def plain(diff: bytes) -> bool:
             rest = rest[1:]
         if rest != [old, b"+++ b/" + name]:
             return False
-        body = b"\n".join(lines[i:])
-        tail = body[len(_hunk_region(body)):]
-        if any(ln != b"-- " and _PATCH_LIKE.match(ln) for ln in tail.split(b"\n")):
+        try:
+            end = i + _hunks(b"\n".join(lines[i:]), None, None)[1]
+        except ConfigError:
+            return False
+        if any(ln != b"-- " and _PATCH_LIKE.match(ln) for ln in lines[end:]):
             return False
     return True
 
-
-def _hunk_region(region: bytes) -> bytes:
-    """`region` up to the end of its last hunk, counted as `git apply` counts (a trailing
-    `-- ` signature or other text after the hunks is not part of them)."""
-    lines = region.split(b"\n")
-    end = 0
-    i = 0
-    while i < len(lines):
-        m = _HUNK.match(lines[i])
-        if not m:
-            break
-        old, new = int(m.group(2) or 1), int(m.group(4) or 1)
-        i += 1
-        while i < len(lines) and (old > 0 or new > 0 or lines[i].startswith(b"\\")):
-            kind = lines[i][:1]
-            if kind in (b" ", b""):
-                old, new = old - 1, new - 1
-            elif kind == b"-":
-                old -= 1
-            elif kind == b"+":
-                new -= 1
-            elif kind != b"\\":
-                break
-            i += 1
-        end = i
-    return b"".join(ln + b"\n" for ln in lines[:end])
