@@ -94,7 +94,7 @@ def test_interrupt_pipe_and_bugs(monkeypatch: pytest.MonkeyPatch) -> None:
     stop = failure_of(KeyboardInterrupt())
     assert stop is not None and (stop.exit_code, stop.line()) == (130, "pq: interrupted")
     pipe = failure_of(BrokenPipeError())
-    assert pipe is not None and (pipe.exit_code, pipe.line()) == (1, None)
+    assert pipe is not None and (pipe.exit_code, pipe.line()) == (141, None)
     bug = failure_of(ValueError("first\nsecond"))
     assert bug is not None and bug.exit_code == 2
     assert bug.line() == ("pq: error: internal error: ValueError: first (set PQ_DEBUG=1 for "

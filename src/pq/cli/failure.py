@@ -16,7 +16,7 @@ from pq.errors import EXIT_USAGE, PqError
 
 EXIT_INTERRUPTED = 130
 EXIT_INTERNAL = 2
-EXIT_BROKEN_PIPE = 1
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE: what git and the shell tools exit with
 
 _FILE_SYSTEM_FIXES = {
     errno.EACCES: "check the permissions of {where} and of its folder",

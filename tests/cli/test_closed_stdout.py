@@ -1,0 +1,47 @@
+"""A reader that went away (`pq rebase upstream/main | head -1`): pq still finishes what it
+started, says nothing more, and exits 141 (128 + SIGPIPE) as git does: not 1, which
+means a conflict or a finding."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from gitrepo import commit_all, git, make_fork, pq, write
+
+
+def closed_stdout(fork: Path, *args: str) -> tuple[int, str]:
+    """Run `python -m pq ARGS` with a stdout whose reader is closed already."""
+    read, written = os.pipe()
+    os.close(read)
+    try:
+        proc = subprocess.run([sys.executable, "-m", "pq", *args], cwd=fork, stdout=written,
+                              stderr=subprocess.PIPE, check=False)
+    finally:
+        os.close(written)
+    return proc.returncode, proc.stderr.decode()
+
+
+@pytest.mark.parametrize("click", [False, True])
+def test_a_rebase_into_a_closed_pipe_finishes_and_exits_141(tmp_path: Path, click: bool
+                                                            ) -> None:
+    fork = make_fork(tmp_path)
+    write(fork, "pkg/__init__.py", "import paddle\n\n\ndef op(x):\n    return x\n")
+    commit_all(fork, "python-glue: import paddle")
+    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    up = tmp_path / "upstream"
+    write(up, "NEWS", "moved\n")
+    commit_all(up, "upstream: news")
+    git(fork, "fetch", "-q", "upstream")
+
+    code, err = closed_stdout(fork, *(["-C", "."] if click else []), "rebase", "upstream/main")
+    assert (code, err) == (141, "")
+    assert git(fork, "rev-parse", "HEAD~2") == git(fork, "rev-parse", "upstream/main")
+    assert git(fork, "status", "--porcelain") == ""
+    assert not (fork / ".git" / "pq" / "rebase" / "state.json").exists()
+    assert git(fork, "log", "-1", "--format=%s") == "pq: rebase series onto " + git(
+        fork, "rev-parse", "--short=12", "upstream/main")
+    assert closed_stdout(fork, "series") == (141, "")
