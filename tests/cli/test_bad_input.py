@@ -306,6 +306,16 @@ def test_git_dir_and_git_work_tree_name_the_repository_as_for_git(
     monkeypatch.setenv("GIT_WORK_TREE", str(other))
     one_line_error(pq(other, "series", ok=False), f"GIT_DIR and GIT_WORK_TREE name the git dir {apart},",
                    "unset GIT_DIR and GIT_WORK_TREE")
+    # GIT_DIR alone, from a folder of no repository: git takes that folder for the working
+    # tree (`git status` there lists every file as deleted); pq says so, not "no repository".
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    monkeypatch.setenv("GIT_DIR", str(fork / ".git"))
+    monkeypatch.delenv("GIT_WORK_TREE")
+    one_line_error(pq(plain, "series", ok=False),
+                   f"GIT_DIR names the git dir {fork / '.git'}, which is not the .git of its "
+                   f"working tree {plain} (the current folder: GIT_WORK_TREE is unset)",
+                   "set GIT_WORK_TREE too")
 
 
 def test_a_commit_with_a_malformed_author_line_is_named(fork: Path) -> None:

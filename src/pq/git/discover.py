@@ -24,13 +24,20 @@ def locate(path: Path, environment: bool = False, bare: bool = False
     given = {k: os.environ[k] for k in ("GIT_DIR", "GIT_WORK_TREE") if os.environ.get(k)}
     if environment and given:
         top, named_dir = _named_by(path, given)
-        found = locate(top)
-        if found[1].resolve() != named_dir.resolve():
+        try:
+            found: tuple[Path, Path, Path, str] | None = locate(top)
+        except ConfigError:  # no repository of its own there: the folder pq runs in, say
+            found = None
+        if found is None or found[1].resolve() != named_dir.resolve():
+            alone = "GIT_WORK_TREE" not in given  # git takes the current folder for it
             raise ConfigError(
-                f"{' and '.join(sorted(given))} name the git dir {named_dir}, which is not "
-                f"the .git of its working tree {top}: pq works in a working tree with its "
-                "repository in it",
-                hint="unset GIT_DIR and GIT_WORK_TREE and run pq in a clone's working tree")
+                f"{' and '.join(sorted(given))} name{'s' if len(given) == 1 else ''} the git "
+                f"dir {named_dir}, which is not the .git of its working tree {top}"
+                f"{' (the current folder: GIT_WORK_TREE is unset)' if alone else ''}: pq "
+                "works in a working tree with its repository in it",
+                hint="set GIT_WORK_TREE too, or unset GIT_DIR and run pq in the clone's working "
+                     "tree" if alone else "unset GIT_DIR and GIT_WORK_TREE and run pq in a "
+                     "clone's working tree")
         return found
     proc = subprocess.run(
         ["git", "-C", str(path), "rev-parse", "--show-object-format", "--show-toplevel",
