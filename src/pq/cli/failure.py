@@ -88,6 +88,11 @@ def failure_of(exc: BaseException) -> Failure | None:
         return Failure("interrupted" + half, EXIT_INTERRUPTED)
     if isinstance(exc, BrokenPipeError):
         return Failure("", EXIT_BROKEN_PIPE, quiet=True)
+    if isinstance(exc, FileNotFoundError) and not exc.filename and not _cwd_exists():
+        return Failure("the folder pq was started in no longer exists (it was removed while "
+                       "the shell was in it)" + half
+                       + " (`cd` to the repository's top folder, then run pq again)",
+                       EXIT_USAGE)
     if isinstance(exc, OSError) and exc.errno in _FILE_SYSTEM_FIXES and (
             exc.filename or exc.errno in _DISK_FULL):
         # Where the file system says no (permissions, a read-only mount, a full disk), the
@@ -107,6 +112,14 @@ def failure_of(exc: BaseException) -> Failure | None:
         return Failure(f"internal error: {type(exc).__name__}: {first}{half} (set PQ_DEBUG=1 "
                        "for the traceback, and please report it)", EXIT_INTERNAL)
     return None
+
+
+def _cwd_exists() -> bool:
+    try:
+        os.getcwd()
+    except OSError:
+        return False
+    return True
 
 
 def _ancestors(path: str) -> list[str]:

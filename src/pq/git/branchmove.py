@@ -40,7 +40,7 @@ def checkout_moved(git: Git, branch: str, old: CommitId, new: CommitId, action: 
     """After `swap_branch`: the index and working tree follow from `old` to `new` as
     `git reset --keep` does (local changes kept; refused, and the branch put back, if a
     changed file would be overwritten)."""
-    proc = git.run_proc("read-tree", "-m", "-u", old, new)
+    proc = git.run_proc("read-tree", "-m", "-u", old, new, moves_files=True)
     if proc.returncode != 0:
         git.run("update-ref", "-m", action + " (refused)", "HEAD", old, new)
         raise refused(action, proc.stderr)

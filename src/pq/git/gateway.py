@@ -80,6 +80,14 @@ def _failed(args: Sequence[str], proc: subprocess.CompletedProcess[bytes]) -> Gi
                     f"{stderr_reason(proc.stderr)}")
 
 
+def _folder_below(root: Path) -> Path | None:
+    try:
+        here = Path.cwd()
+    except OSError:  # removed under pq's feet: nothing of it left to keep
+        return None
+    return here if here != root and here.is_relative_to(root) else None
+
+
 class Gateway:
     """One repository, addressed by its top-level working directory."""
 
@@ -88,6 +96,11 @@ class Gateway:
         self.git_dir = git_dir
         self.common_dir = common_dir
         self.env = clean_env()
+        # The folder pq was started in, when it lies below the top of the working tree:
+        # the git commands that move the working tree run there, and git then keeps that
+        # folder even where it empties it (git >= 2.35 never removes its starting folder),
+        # so a shell in patches/ still has a folder after a rebase stops.
+        self.here = _folder_below(root)
         self._odb: ObjectDB | None = None
         self._version: tuple[int, int] | None = None
         self._format: str | None = None
@@ -134,9 +147,10 @@ class Gateway:
         env: dict[str, str] | None = None,
         ok_codes: Sequence[int] = (0,),
         cwd: Path | None = None,
+        moves_files: bool = False,
     ) -> bytes:
         """Run git in this repository; raise GitError unless the exit code is in ok_codes."""
-        proc = self.run_proc(*args, input=input, env=env, cwd=cwd)
+        proc = self.run_proc(*args, input=input, env=env, cwd=cwd, moves_files=moves_files)
         if proc.returncode not in ok_codes:
             raise _failed(args, proc)
         return proc.stdout
@@ -148,12 +162,18 @@ class Gateway:
         env: dict[str, str] | None = None,
         cwd: Path | None = None,
         interruptible: bool = False,
+        moves_files: bool = False,
     ) -> subprocess.CompletedProcess[bytes]:
         """`interruptible`: git only writes objects, so it runs in pq's process group even
-        while a command holds Ctrl-C (see pq.git.hold), and may ask on the terminal."""
+        while a command holds Ctrl-C (see pq.git.hold), and may ask on the terminal.
+        `moves_files`: a command without paths that checks files out (reset, checkout,
+        read-tree -u): it runs in the folder pq started in (see `here`)."""
         checkpoint("git " + (args[0] if args[0] != "-c" else next(
             (a for a in args if not a.startswith("-") and "=" not in a), "?")))
         full_env = dict(self.env)
+        if moves_files and self.here is not None and cwd is None:
+            cwd = self.here  # this repository, whatever repository holds that folder
+            full_env.update(GIT_DIR=str(self.git_dir), GIT_WORK_TREE=str(self.root))
         if env:
             full_env.update(env)
         with held(self.holding_interrupts and not interruptible) as hold:

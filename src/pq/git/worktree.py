@@ -122,7 +122,8 @@ class WorkingTree(Merging):
     def checkout(self, rev: str, detach: bool = False, env: dict[str, str] | None = None
                  ) -> None:
         """Switch HEAD to `rev` (a branch name; `detach`: any commit), updating the files."""
-        self.run("checkout", "-q", *(["--detach"] if detach else []), rev, env=env)
+        self.run("checkout", "-q", *(["--detach"] if detach else []), rev, env=env,
+                 moves_files=True)
 
     def checkout_paths(self, paths: Sequence[str], rev: str | None = None,
                        merge: bool = False) -> None:
@@ -137,7 +138,7 @@ class WorkingTree(Merging):
 
     def reset(self, mode: str, rev: str, env: dict[str, str] | None = None) -> None:
         """`git reset --<mode>` (hard, keep) of the current branch to `rev`."""
-        self.run("reset", f"--{mode}", "-q", rev, env=env)
+        self.run("reset", f"--{mode}", "-q", rev, env=env, moves_files=True)
 
     def cherry_pick_no_commit(self, pick: str, config: Sequence[str] = (),
                               env: dict[str, str] | None = None) -> tuple[int, str]:
@@ -204,7 +205,7 @@ class WorkingTree(Merging):
             args = [*NO_HOOKS, "checkout", "-q", "-B", branch, commit]
         else:
             args = [*NO_HOOKS, "checkout", "-q", branch]
-        proc = self.run_proc(*args, env=env)
+        proc = self.run_proc(*args, env=env, moves_files=True)
         return proc.returncode == 0, proc.stderr
 
     def add_worktree(self, path: Path, commit: str) -> None:

@@ -311,9 +311,9 @@ def write_queue(git: Git, files: dict[str, str], index: list[str],
         if folder.is_dir() and not folder.is_symlink():
             for d in sorted((p for p in folder.rglob("*") if p.is_dir() and not p.is_symlink()),
                             key=lambda p: -len(p.parts)):
-                if not any(d.iterdir()):
-                    d.rmdir()
-            if not any(folder.iterdir()):
+                if not any(d.iterdir()) and d != git.here:  # as git keeps the folder
+                    d.rmdir()  # it was started in, pq keeps the one it was
+            if not any(folder.iterdir()) and folder != git.here:
                 folder.rmdir()
     now = git.ls_files(scope, stage=True)
     git.set_index_entries(now, index, refresh=False, rewritten=written)
