@@ -71,6 +71,11 @@ def test_sha256_base_and_empty_patches() -> None:
      "series.yaml:11:11: duplicate patch name '0001-build.patch' (also entry 1)"),
     ("  - name: 0002-glue.patch", "  - name: sub/0002.patch",
      "series.yaml:11:11: bad patch name 'sub/0002.patch'"),
+    # Longer than a file name may be, with pq's temporary name around it (`.N.xxxxxxxx.tmp`).
+    ("  - name: 0002-glue.patch", f"  - name: {'x' * 195}.patch",
+     f"series.yaml:11:11: bad patch name '{'x' * 195}.patch'"),
+    ("  - name: 0002-glue.patch", "  - name: \"0002-glue.patch\\n\"",
+     "series.yaml:11:11: bad patch name '0002-glue.patch\\n'"),
     ("layer: build", "layer: kernal", "series.yaml:8:12: patch 0001-build.patch: unknown layer"),
     ("    layer: build\n", "", "series.yaml:7:5: patch 0001-build.patch: missing `layer`"),
     ("summary: enable compat", "summary: [a]", "series.yaml:9:14: patch 0001-build.patch: "
@@ -88,6 +93,12 @@ def test_sha256_base_and_empty_patches() -> None:
 ])
 def test_refusals_name_file_line_column(old: str, new: str, expected: str) -> None:
     assert loads_error(edited(old, new)).startswith(expected)
+
+
+def test_the_longest_patch_name_is_200_characters() -> None:
+    name = "x" * 194 + ".patch"
+    assert series.loads(edited("  - name: 0002-glue.patch", f"  - name: {name}")
+                        ).patches[1].name == name
 
 
 @pytest.mark.parametrize("text,expected", [

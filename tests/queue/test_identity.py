@@ -391,3 +391,14 @@ def test_an_export_committed_by_hand_is_not_a_hand_edit(tmp_path: Path) -> None:
     pq(fork, "export", "--commit")
     assert_consistent(fork)
     assert_own_metadata(fork, KEYS)
+
+
+def test_a_trailer_naming_a_file_too_long_for_the_disk_is_no_name(tmp_path: Path) -> None:
+    """A `Pq-Patch:` name longer than a file name may be is ignored like any other name
+    pq would not write (it was an internal error: the file system refused the name)."""
+    fork = make_fork(tmp_path)
+    write(fork, "x.txt", "x\n")
+    git(fork, "add", "x.txt")
+    git(fork, "commit", "-q", "-m", "one", "-m", f"Pq-Patch: {'L' * 300}.patch")
+    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    assert sorted(p.name for p in (fork / "patches").iterdir()) == ["0001-one.patch"]

@@ -23,7 +23,9 @@ DEFAULT_QUEUE_PATHS = (SERIES_FILE, PATCHES_DIR, "mre", ".pq")
 FORMAT_VERSION = 1
 
 LAYERS = ("kernel", "build", "cpp-compat", "python-glue")
-NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*\.patch$")
+# At most 200 characters: with pq's temporary name around it (`.NAME.xxxxxxxx.tmp`), a file
+# name any file system takes (255 bytes).
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,193}\.patch\Z")
 SHA_RE = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
 
 _ENTRY_KEYS = ("name", "layer", "summary", "workaround", "copies")
@@ -246,7 +248,8 @@ def _entry(doc: yamldoc.Located, i: int, item: Any) -> PatchEntry:
     if not NAME_RE.match(name):
         raise doc.error(path + ("name",), f"bad patch name {name!r}",
                         hint="a plain file name in patches/ ending in .patch: ASCII letters, "
-                             "digits and . _ + - (a letter or digit first), no folders")
+                             "digits and . _ + - (a letter or digit first), no folders, at "
+                             "most 200 characters")
     layer = item.get("layer")
     if layer is None:
         raise doc.error(path, f"patch {name}: missing `layer`",
