@@ -8,6 +8,7 @@ import os
 import sys
 from pathlib import Path
 
+import pytest
 from gitrepo import (
     commit_all,
     git,
@@ -515,6 +516,25 @@ def test_untracked_files_in_the_way_stop_it_before_anything_moves(tmp_path: Path
     assert [p["outcome"] for p in data["patches"]] == ["conflict", "clean", "clean"]
     assert (fork / "pkg/extra.py").read_text() == "x = 1\n"
     assert git(fork, "status", "--porcelain") == ""
+
+
+@pytest.mark.parametrize("kind", ["file", "link to a folder"])
+def test_an_untracked_file_where_upstream_adds_a_folder_stops_it_before_anything_moves(
+        tmp_path: Path, kind: str) -> None:
+    """As `git rebase` refuses at its first checkout: a file (or a link, even to a folder)
+    standing where upstream now has a folder."""
+    up, fork = make_series(tmp_path)
+    tip = git(fork, "rev-parse", "HEAD")
+    upstream_commit(up, fork, "upstream: docs", {"docs/guide.md": "read me\n"})
+    if kind == "file":
+        write(fork, "docs", "my notes\n")
+    else:
+        (tmp_path / "elsewhere").mkdir()
+        os.symlink(tmp_path / "elsewhere", fork / "docs")
+    refused = pq(fork, "rebase", "upstream/main", ok=False)
+    assert refused.exit_code == 2 and "untracked docs would be overwritten" in refused.output
+    assert git(fork, "rev-parse", "HEAD") == tip and not (fork / ".git/pq/rebase").exists()
+    assert not (tmp_path / "elsewhere" / "guide.md").exists()
 
 
 def test_the_upstream_count_takes_merge_commits_in(tmp_path: Path) -> None:

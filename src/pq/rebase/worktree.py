@@ -165,12 +165,11 @@ def require_nothing_in_the_way(git: Git, state: RebaseState, target: str, *,
     # except on --abort, which puts back the queue as it was (the undo log keeps these).
     paths = [p for p in added if (state.detached and not aborting) or (
         p != SERIES_FILE and not p.startswith(PATCHES_DIR + "/"))]
-    # A file where `target` has a folder: `reset --hard` (--abort) replaces it, where a
-    # checkout refuses (and says so, which a stopped landing takes up).
-    folders = {"/".join(p.split("/")[:i]) for p in paths for i in range(1, p.count("/") + 1)
-               } if aborting else set()
+    # A file or link where `target` has a folder: a checkout refuses it (as `git rebase`
+    # does before it starts), and `reset --hard` (--abort) would replace it.
+    folders = {"/".join(p.split("/")[:i]) for p in paths for i in range(1, p.count("/") + 1)}
     in_way = git.untracked(paths + sorted(f for f in folders if os.path.lexists(
-        git.root / f) and not (git.root / f).is_dir()))
+        git.root / f) and ((git.root / f).is_symlink() or not (git.root / f).is_dir())))
     if in_way:
         again = ("then `pq rebase --abort`" if aborting else
                  "then `pq rebase --continue`" if state.detached
