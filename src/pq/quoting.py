@@ -25,12 +25,13 @@ def shell_args(paths: list[str]) -> str:
 
 def from_here(root: Path, paths: list[str]) -> list[str]:
     """Repository `paths` (relative to its top, `root`) as a command run in the current
-    folder names them: a suggested `git add` works from a subfolder too."""
+    folder names them: a suggested `git add` works from a subfolder too. Outside the
+    working tree (GIT_DIR and GIT_WORK_TREE name it), git takes them from its top."""
     try:
         here = os.getcwd()
     except OSError:  # the folder is gone
         return paths
-    if Path(here) == root:
+    if Path(here) == root or not Path(here).is_relative_to(root):
         return paths
     return [os.path.relpath(root / p, here) for p in paths]
 

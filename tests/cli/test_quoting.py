@@ -9,7 +9,7 @@ import pytest
 
 from pq.cli.failure import failure_of
 from pq.errors import OperationFailed
-from pq.quoting import shell_args, shown
+from pq.quoting import from_here, shell_args, shown
 
 NAMES = ["plain.txt", "a\nb", "it's here", "-dash", "tab\there", "back\\slash\n", "cr\r",
          "bell\x07", "caf\u00e9", "q\"uote\n'both'"]
@@ -41,3 +41,15 @@ def test_an_error_is_one_line_whatever_it_quotes() -> None:
     failure = failure_of(OperationFailed("git said:\nfatal: no\r\n", hint="fix it"))
     assert failure is not None and failure.line() == (
         "pq: error: git said:\\nfatal: no\\r\\n (fix it)")
+
+
+def test_paths_from_here_follow_the_folder_git_reads_them_from(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Relative to the current folder inside the working tree; from its top outside it
+    (GIT_DIR and GIT_WORK_TREE name the repository: git reads paths from the top then)."""
+    root = tmp_path / "fork"
+    (root / "pkg").mkdir(parents=True)
+    for folder, expected in ((root, "pkg/a.py"), (root / "pkg", "a.py"),
+                             (tmp_path, "pkg/a.py")):
+        monkeypatch.chdir(folder)
+        assert from_here(root, ["pkg/a.py"]) == [expected]

@@ -537,6 +537,28 @@ def test_an_untracked_file_where_upstream_adds_a_folder_stops_it_before_anything
     assert not (tmp_path / "elsewhere" / "guide.md").exists()
 
 
+@pytest.mark.parametrize("flag", ["--skip-worktree", "--assume-unchanged"])
+def test_an_edit_git_is_told_not_to_see_stops_it_before_anything_moves(
+        tmp_path: Path, flag: str) -> None:
+    """A local edit of a file marked skip-worktree or assume-unchanged that upstream changes:
+    `git rebase` refuses at its first checkout, and so does pq, naming the way out."""
+    up, fork = make_series(tmp_path)
+    tip = git(fork, "rev-parse", "HEAD")
+    upstream_commit(up, fork, "upstream: changelog", {"README.md": "upstream, changed\n"})
+    git(fork, "update-index", flag, "README.md")
+    write(fork, "README.md", "my local setting\n")
+    refused = pq(fork, "rebase", "upstream/main", ok=False)
+    assert refused.exit_code == 2, refused.output
+    assert "README.md holds local edits that the rebase would overwrite" in refused.output
+    assert "`git update-index --no-assume-unchanged --no-skip-worktree README.md`" in \
+        refused.output
+    assert git(fork, "rev-parse", "HEAD") == tip and not (fork / ".git/pq/rebase").exists()
+    assert (fork / "README.md").read_text() == "my local setting\n"
+    git(fork, "update-index", flag.replace("--", "--no-", 1), "README.md")
+    git(fork, "checkout", "--", "README.md")
+    pq(fork, "rebase", "upstream/main")  # an unedited flagged file moves as any other
+
+
 def test_the_upstream_count_takes_merge_commits_in(tmp_path: Path) -> None:
     """The report's count is the commits of old_base..onto, as `git rev-list --count`
     gives it, merges included (even a range of merges alone)."""

@@ -17,7 +17,7 @@ from pq.git.repo import Git
 from pq.git.trees import Trees
 from pq.model.series import PATCHES_DIR, SERIES_FILE
 from pq.queue.files import index_entries, is_queue_file, is_queue_path, reset_to_head
-from pq.quoting import list_paths
+from pq.quoting import from_here, list_paths, shell_args
 from pq.rebase import rerere as rerere_mod
 from pq.rebase import rrnotes
 from pq.rebase.state import RebaseState, save
@@ -159,12 +159,16 @@ def require_nothing_in_the_way(git: Git, state: RebaseState, target: str, *,
                                aborting: bool = False) -> None:
     """Refuse, before HEAD moves to `target`, when untracked files stand where `target`
     has files (git would refuse halfway; `--abort`'s `reset --hard` would overwrite them,
-    beyond `pq undo`'s reach); pq's own queue files are dealt with apart."""
-    added = git.changed_paths("HEAD", target, diff_filter="A")
+    beyond `pq undo`'s reach), or when a file git is told not to look at holds an edit
+    the move would overwrite; pq's own queue files are dealt with apart."""
+    changed = git.changed_paths("HEAD", target)  # only added ones can be untracked here
     # Once HEAD is detached pq has cleared the queue files: any there now are in the way,
     # except on --abort, which puts back the queue as it was (the undo log keeps these).
-    paths = [p for p in added if (state.detached and not aborting) or (
+    paths = [p for p in changed if (state.detached and not aborting) or (
         p != SERIES_FILE and not p.startswith(PATCHES_DIR + "/"))]
+    if not aborting:  # (`reset --hard` keeps what --abort puts back as it was)
+        _refuse_hidden_edits(git, paths, "then `pq rebase --continue`" if state.detached
+                             else "then run `pq rebase` again")
     # A file or link where `target` has a folder: a checkout refuses it (as `git rebase`
     # does before it starts), and `reset --hard` (--abort) would replace it.
     folders = {"/".join(p.split("/")[:i]) for p in paths for i in range(1, p.count("/") + 1)}
@@ -177,6 +181,28 @@ def require_nothing_in_the_way(git: Git, state: RebaseState, target: str, *,
         branch = "the branch as before the rebase" if aborting else "the rebased branch"
         raise ConfigError(f"untracked {list_paths(in_way)} would be overwritten by files of "
                           f"{branch}", hint=f"move them aside, {again}")
+
+
+def _refuse_hidden_edits(git: Git, paths: list[str], again: str) -> None:
+    """Refuse when one of `paths` is marked assume-unchanged or skip-worktree and its file
+    differs from its index entry: git refuses to move over it ("not uptodate"), as `git
+    rebase` refuses before it starts."""
+    flagged = sorted(p for p in git.flagged(paths) if (git.root / p).is_file()
+                     and not (git.root / p).is_symlink()) if paths else []
+    if not flagged:
+        return
+    indexed = {rec.split("\t", 1)[1]: rec.split()[1]
+               for rec in git.ls_files(flagged, stage=True, literal=True)}
+    edited = [p for p, blob in zip(flagged, git.hash_files(flagged), strict=True)
+              if indexed.get(p) not in (None, blob)]
+    if edited:
+        raise ConfigError(
+            f"{list_paths(edited)} {'holds' if len(edited) == 1 else 'hold'} local edits "
+            "that the rebase would overwrite, and git is told not to look at "
+            f"{'it' if len(edited) == 1 else 'them'} (assume-unchanged or skip-worktree)",
+            hint="`git update-index --no-assume-unchanged --no-skip-worktree "
+                 f"{shell_args(from_here(git.root, edited))}`, commit or stash the edits, "
+                 f"{again}")
 
 
 def show_conflict(git: Git, state: RebaseState, pick: str
