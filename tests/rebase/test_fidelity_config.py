@@ -115,6 +115,32 @@ def test_upstream_adds_a_union_merge_attribute_in_a_subfolder(tmp_path: Path) ->
     assert "two (upstream)" in text and "two (paddle)" in text
 
 
+def test_a_custom_merge_driver_merges_as_under_git_rebase_in_an_empty_folder(
+        tmp_path: Path) -> None:
+    """A driver from the repository's configuration merges from what git hands it (%O %A
+    %B %P), as `git rebase` has it merge; its current folder is an empty one of pq's own
+    (git's temporary files of the three versions aside), not the git directory
+    (docs/rebase.md says so)."""
+    up = make_upstream(tmp_path / "upstream", {".gitattributes": "notes.txt merge=keepboth\n",
+                                               "notes.txt": NOTES})
+    fork = make_fork(tmp_path, up)
+    seen = tmp_path / "seen"
+    git(fork, "config", "merge.keepboth.driver",
+        f"ls -A > {seen}; echo %P >> {seen}; git merge-file --union %A %O %B")
+    write(fork, "notes.txt", NOTES.replace("two", "two (paddle)"))
+    commit_all(fork, "glue: note")
+    write(up, "notes.txt", NOTES.replace("two", "two (upstream)"))
+    commit_all(up, "upstream: edit notes")
+    git(fork, "fetch", "-q", "upstream")
+    code, _ = _compare_with_git(tmp_path, fork)
+    assert code == 0
+    *listed, path = seen.read_text().splitlines()  # pq's run came last
+    assert path == "notes.txt" and listed  # only git's temporary files of %O %A %B there
+    assert all(name.startswith(".merge_file_") for name in listed), listed
+    text = (fork / "notes.txt").read_text()
+    assert "two (upstream)" in text and "two (paddle)" in text
+
+
 @pytest.mark.parametrize("renormalize", ["true", "false"])
 def test_merge_renormalize_as_git_rebase_does(tmp_path: Path, renormalize: str) -> None:
     """Upstream normalized a CRLF file to LF (`text=auto`) and edited it; the fork edited

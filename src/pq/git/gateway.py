@@ -210,8 +210,10 @@ class Gateway:
                 self._sealed[kind] = (root, sealed.env(root, self.common_dir, kind, [
                     (k, v) for k, v in settings if k != "extensions.partialclone"]))
             root, env = self._sealed[kind]
-        if kind == "merge":
+        if kind == "merge":  # in its empty working tree: a custom merge driver runs there
             sealed.set_attributes(root, attributes)
+            return self.run(*args, input=input, env=env, ok_codes=ok_codes,
+                            cwd=root / "worktree")
         return self.run(*args, input=input, env=env, ok_codes=ok_codes, cwd=root)
 
     def _promisor(self) -> list[tuple[str, str]]:

@@ -62,7 +62,7 @@ class CheckContext:
     # The statuses decided so far (run_checks fills it); `status_of` waits on `decided`.
     statuses: dict[str, str] = field(default_factory=dict)
     decided: threading.Condition = field(default_factory=threading.Condition)
-    slots: threading.Semaphore | None = None  # run_checks' running checks, when it runs
+    slots: Turns | None = None  # run_checks' running checks, when it runs
     # A check read more than the commit (this repository's own attribute files): the
     # verdict is not kept for the next push of the same commit.
     read_local: bool = False
@@ -170,6 +170,46 @@ def load_context(git: Git, commit: CommitId, ref: str) -> CheckContext:
     return ctx
 
 
+class Turns:
+    """A semaphore whose places go out in the order they were asked for (a plain one wakes
+    any waiter): the checks start in registry order, and an interrupt in one is seen by
+    every check that would start after it."""
+
+    def __init__(self, places: int) -> None:
+        self._free = places
+        self._line: list[object] = []
+        self._turn = threading.Condition()
+        self._closed = False
+
+    def ask(self) -> object:
+        """A place in the line, kept by whoever will `acquire` with it."""
+        with self._turn:
+            self._line.append(ticket := object())
+            return ticket
+
+    def acquire(self, ticket: object | None = None) -> None:
+        ticket = ticket if ticket is not None else self.ask()
+        with self._turn:
+            self._turn.wait_for(lambda: self._closed or (
+                self._free > 0 and self._line[0] is ticket))
+            if self._closed:
+                return
+            self._line.pop(0)
+            self._free -= 1
+            self._turn.notify_all()  # the next in line may have a place too
+
+    def release(self) -> None:
+        with self._turn:
+            self._free += 1
+            self._turn.notify_all()
+
+    def close(self) -> None:
+        """Let every waiter go at once (run_checks stops: they start nothing)."""
+        with self._turn:
+            self._closed = True
+            self._turn.notify_all()
+
+
 @dataclass
 class RunOutcome:
     """Per-check status (in registry order), the failures, and notices worth printing."""
@@ -206,19 +246,24 @@ def run_checks(git: Git, ctx: CheckContext, skip: frozenset[str] = frozenset(),
     errors: dict[str, Exception] = {}
     waiting = list(checks)
     ended: SimpleQueue[tuple[Check, list[CheckFailure] | BaseException]] = SimpleQueue()
-    slots = ctx.slots = threading.Semaphore(workers)
+    slots = ctx.slots = Turns(workers)
     stop = threading.Event()
     threads: list[threading.Thread] = []
     running = 0
 
-    def work(c: Check) -> None:
-        with slots:
+    def work(c: Check, ticket: object) -> None:
+        slots.acquire(ticket)
+        try:
             if stop.is_set():
                 return
             try:
                 ended.put((c, c.run(git, ctx)))
             except BaseException as exc:  # handed to the main thread
+                if not isinstance(exc, Exception):
+                    stop.set()  # Ctrl-C: before this place is free for the next check
                 ended.put((c, exc))
+        finally:
+            slots.release()
 
     try:
         while waiting or running:
@@ -229,8 +274,8 @@ def run_checks(git: Git, ctx: CheckContext, skip: frozenset[str] = frozenset(),
                     if moot is not None:
                         ctx.decide(c.name, moot)
                         continue
-                    threads.append(threading.Thread(target=work, args=(c,), daemon=True,
-                                                    name=f"pq check {c.name}"))
+                    threads.append(threading.Thread(target=work, args=(c, slots.ask()),
+                                                    daemon=True, name=f"pq check {c.name}"))
                     threads[-1].start()
                     running += 1
             if not running:
@@ -245,6 +290,7 @@ def run_checks(git: Git, ctx: CheckContext, skip: frozenset[str] = frozenset(),
                 _record(ctx, c, outcome, found, notices, errors)
     except BaseException:
         stop.set()
+        slots.close()  # a place asked for and never taken (an interrupt just then) blocks none
         with ctx.decided:  # a check waiting on one that will not run now goes on
             for c in checks:
                 statuses.setdefault(c.name, NOT_RUN)
