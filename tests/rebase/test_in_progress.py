@@ -442,6 +442,27 @@ def test_commits_made_on_the_stopped_patch(tmp_path: Path) -> None:
     assert "0001" in git(fork, "show", "HEAD:series.yaml")
 
 
+def test_skip_refuses_to_drop_a_commit_made_on_the_stopped_patch(tmp_path: Path) -> None:
+    """`git rebase --skip` keeps a commit made during the stop; pq keeps one commit per
+    patch, so its --skip, which drops the patch, refuses rather than drop the commit too."""
+    _, fork = stopped(tmp_path)
+    tip = git(fork, "rev-parse", "HEAD")
+    write(fork, "setup.py", RESOLVED)
+    write(fork, "notes.txt", "my own work\n")
+    mine = commit_all(fork, "WIP: my own work")
+    refused = pq(fork, "rebase", "--skip", ok=False)
+    assert refused.exit_code == 2, refused.output
+    assert (f"a commit was made on the stopped patch patches/{BUILD} (the last: {mine[:12]} "
+            "WIP: my own work), and `pq rebase --skip` would drop it with the patch "
+            f"(`git branch keep-paddle {mine[:12]}` keeps it, then `git reset --hard "
+            f"{tip[:12]}` and `pq rebase --skip`") in refused.output
+    assert git(fork, "rev-parse", "HEAD") == mine and (fork / "notes.txt").exists()
+    git(fork, "branch", "keep-paddle", mine)
+    git(fork, "reset", "-q", "--hard", tip)
+    data = json.loads(pq(fork, "rebase", "--skip", "--json").output)
+    assert data["status"] == "done" and git(fork, "rev-parse", "keep-paddle") == mine
+
+
 def test_abort_refuses_to_leave_commits_made_on_the_stopped_patch_behind(
         tmp_path: Path) -> None:
     """A commit past the resolution is work the abort would leave on no branch: refused,

@@ -232,6 +232,16 @@ def require_in_place(git: Git, state: rs.RebaseState, action: str) -> None:
             f"patches/{state.steps[state.index].name})",
             hint=f"`git switch --detach {state.tip[:12]}`, resolve again, then "
                  f"`pq rebase --{action}`; or `pq rebase --abort`")
+    if action == "skip" and head != state.tip:  # git's --skip would keep them: refuse
+        count, last = git.count(f"{state.tip}..{head}"), git.commit(head)
+        them = "it" if count == 1 else "them"
+        raise ConfigError(
+            f"{'a commit was' if count == 1 else f'{count} commits were'} made on the "
+            f"stopped patch patches/{state.steps[state.index].name} (the last: {head[:12]} "
+            f"{last.title}), and `pq rebase --skip` would drop {them} with the patch",
+            hint=f"`git branch keep-{state.short_branch} {head[:12]}` keeps {them}, then `git "
+                 f"reset --hard {state.tip[:12]}` and `pq rebase --skip`; or `pq rebase "
+                 "--continue` takes one commit as the patch's resolution")
     made = _past_the_resolution(git, state, head) if head != state.tip else None
     if made:
         raise ConfigError(f"{made}; pq keeps one commit per patch",
