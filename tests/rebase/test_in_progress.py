@@ -442,6 +442,25 @@ def test_commits_made_on_the_stopped_patch(tmp_path: Path) -> None:
     assert "0001" in git(fork, "show", "HEAD:series.yaml")
 
 
+def test_status_says_continue_refuses_once_head_left_the_stopped_rebase(
+        tmp_path: Path) -> None:
+    """After `git checkout -f` elsewhere, the conflicted files look resolved (nothing is
+    unmerged): status says why --continue refuses and the way back, not "resolved"."""
+    _, fork = stopped(tmp_path)
+    tip = git(fork, "rev-parse", "HEAD")
+    git(fork, "checkout", "-q", "-f", "paddle")
+    text = pq(fork, "status").output
+    assert "resolved" not in text.replace("0 resolved", ""), text
+    assert f"--continue refuses: HEAD left the stopped rebase (it was at {tip[:12]}" in text
+    assert f"next: HEAD left the stopped rebase (it was at {tip[:12]}" in text
+    data = json.loads(pq(fork, "status", "--json").output)["rebase"]
+    assert data["blocked"].startswith("HEAD left the stopped rebase")
+    assert (data["next"], data["resolved"]) == (["pq rebase --abort"], [])
+    assert pq(fork, "rebase", "--continue", ok=False).exit_code == 2
+    git(fork, "switch", "-q", "--detach", tip)
+    assert json.loads(pq(fork, "status", "--json").output)["rebase"]["blocked"] is None
+
+
 def test_skip_refuses_to_drop_a_commit_made_on_the_stopped_patch(tmp_path: Path) -> None:
     """`git rebase --skip` keeps a commit made during the stop; pq keeps one commit per
     patch, so its --skip, which drops the patch, refuses rather than drop the commit too."""

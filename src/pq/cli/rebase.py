@@ -363,7 +363,9 @@ def show_status(as_json: bool) -> None:
         echo(f"  conflicted  {shown(c.path)}  ({c.kind}: {c.fix})")
     for path in st.resolved:
         echo(f"  resolved    {shown(path)}")
-    if st.phase == "conflict":
+    if st.blocked:
+        echo(f"next: {st.blocked}")
+    elif st.phase == "conflict":
         first = "resolve the conflicted files, then " if st.conflicted else ""
         echo(f"next: {first}`pq rebase --continue`; or `pq rebase --skip` drops this "
              "patch; or `pq rebase --abort` goes back to before the rebase")

@@ -64,6 +64,9 @@ class RebaseStatus:
     worktree: str | None = None
     holder: str | None = None  # the running pq command and its process, when running
     landed: bool = False  # the branch is on the rebased stack: only the state is left
+    # Why `--continue` would refuse now (the user moved HEAD or the branch meanwhile), with
+    # the way back, or None.
+    blocked: str | None = None
 
     def line(self) -> str:
         """One line: what is in progress, where, and what to run next."""
@@ -83,6 +86,8 @@ class RebaseStatus:
             text += f"; {len(self.conflicted)} conflicted, {len(self.resolved)} resolved {files}"
         if self.phase == "running":
             return text + "; next: wait for it to finish"
+        if self.blocked:
+            return text + f"; --continue refuses: {self.blocked}"
         first = "resolve the conflicted files, then " if self.conflicted else ""
         return text + "; next: " + first + " or ".join(f"`{n}`" for n in self.next)
 
@@ -95,7 +100,7 @@ class RebaseStatus:
                 "conflicted": [{"path": c.path, "code": c.code, "kind": c.kind, "fix": c.fix}
                                for c in self.conflicted],
                 "resolved": self.resolved, "next": self.next, "worktree": self.worktree,
-                "holder": self.holder, "landed": self.landed}
+                "holder": self.holder, "landed": self.landed, "blocked": self.blocked}
 
 
 def conflicts(git: Git) -> list[ConflictFile]:
@@ -135,6 +140,11 @@ def status(git: Git) -> RebaseStatus | None:
     elif state.phase == "conflict":
         st.phase = "conflict"
         st.conflicted = conflicts(git)
+        try:
+            require_in_place(git, state, "continue")
+        except ConfigError as exc:  # HEAD left, the branch moved: the index is not the stop's
+            st.blocked, st.next = exc.render(), ["pq rebase --abort"]
+            return st
         unmerged = {c.path for c in st.conflicted}
         st.resolved = [p for p in state.conflict_paths if p not in unmerged]
         st.next = list(NEXT_CONFLICT)
