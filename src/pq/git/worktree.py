@@ -74,8 +74,8 @@ class WorkingTree(Merging):
         return sorted(p for p, tag in self._tags(paths).items() if tag in "Ss")
 
     def flagged(self, paths: Sequence[str]) -> set[str]:
-        """Those of `paths` whose index entry is marked assume-unchanged or skip-worktree:
-        git does not look at their files."""
+        """Those of `paths` (none: the whole index) whose index entry is marked
+        assume-unchanged or skip-worktree: git does not look at their files."""
         return {p for p, tag in self._tags(paths).items() if tag.islower() or tag == "S"}
 
     def _tags(self, paths: Sequence[str]) -> dict[str, str]:

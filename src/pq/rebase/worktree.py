@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from contextlib import suppress
 
 from pq.atomic import write_atomic
+from pq.background import Background
 from pq.errors import ConfigError, GitError, OperationFailed
 from pq.git.repo import Git
 from pq.git.trees import Trees
@@ -161,34 +162,37 @@ def require_nothing_in_the_way(git: Git, state: RebaseState, target: str, *,
     has files (git would refuse halfway; `--abort`'s `reset --hard` would overwrite them,
     beyond `pq undo`'s reach), or when a file git is told not to look at holds an edit
     the move would overwrite; pq's own queue files are dealt with apart."""
-    changed = git.changed_paths("HEAD", target)  # only added ones can be untracked here
+    again = ("then `pq rebase --abort`" if aborting else
+             "then `pq rebase --continue`" if state.detached else "then run `pq rebase` again")
+    # (`reset --hard` keeps what --abort puts back as it was.) While git lists the index's
+    # flags, the added paths are read.
+    hidden = None if aborting else Background(lambda: git.flagged(()), "pq git ls-files -v")
+    added = git.changed_paths("HEAD", target, diff_filter="A")
     # Once HEAD is detached pq has cleared the queue files: any there now are in the way,
     # except on --abort, which puts back the queue as it was (the undo log keeps these).
-    paths = [p for p in changed if (state.detached and not aborting) or (
+    paths = [p for p in added if (state.detached and not aborting) or (
         p != SERIES_FILE and not p.startswith(PATCHES_DIR + "/"))]
-    if not aborting:  # (`reset --hard` keeps what --abort puts back as it was)
-        _refuse_hidden_edits(git, paths, "then `pq rebase --continue`" if state.detached
-                             else "then run `pq rebase` again")
+    if hidden is not None:
+        _refuse_hidden_edits(git, target, hidden.result(), again)
     # A file or link where `target` has a folder: a checkout refuses it (as `git rebase`
     # does before it starts), and `reset --hard` (--abort) would replace it.
     folders = {"/".join(p.split("/")[:i]) for p in paths for i in range(1, p.count("/") + 1)}
     in_way = git.untracked(paths + sorted(f for f in folders if os.path.lexists(
         git.root / f) and ((git.root / f).is_symlink() or not (git.root / f).is_dir())))
     if in_way:
-        again = ("then `pq rebase --abort`" if aborting else
-                 "then `pq rebase --continue`" if state.detached
-                 else "then run `pq rebase` again")
         branch = "the branch as before the rebase" if aborting else "the rebased branch"
         raise ConfigError(f"untracked {list_paths(in_way)} would be overwritten by files of "
                           f"{branch}", hint=f"move them aside, {again}")
 
 
-def _refuse_hidden_edits(git: Git, paths: list[str], again: str) -> None:
-    """Refuse when one of `paths` is marked assume-unchanged or skip-worktree and its file
-    differs from its index entry: git refuses to move over it ("not uptodate"), as `git
-    rebase` refuses before it starts."""
-    flagged = sorted(p for p in git.flagged(paths) if (git.root / p).is_file()
-                     and not (git.root / p).is_symlink()) if paths else []
+def _refuse_hidden_edits(git: Git, target: str, flagged_paths: set[str], again: str) -> None:
+    """Refuse when a file that moving HEAD to `target` changes is marked assume-unchanged
+    or skip-worktree (`flagged_paths`: the index's) and differs from its index entry: git
+    refuses to move over it ("not uptodate"), as `git rebase` refuses before it starts."""
+    if not flagged_paths:  # the common case: no second diff
+        return
+    flagged = sorted(p for p in set(git.changed_paths("HEAD", target)) & flagged_paths
+                     if (git.root / p).is_file() and not (git.root / p).is_symlink())
     if not flagged:
         return
     indexed = {rec.split("\t", 1)[1]: rec.split()[1]
