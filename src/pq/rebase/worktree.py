@@ -188,11 +188,14 @@ def require_nothing_in_the_way(git: Git, state: RebaseState, target: str, *,
 def _refuse_hidden_edits(git: Git, target: str, flagged_paths: set[str], again: str) -> None:
     """Refuse when a file that moving HEAD to `target` changes is marked assume-unchanged
     or skip-worktree (`flagged_paths`: the index's) and differs from its index entry: git
-    refuses to move over it ("not uptodate"), as `git rebase` refuses before it starts."""
+    refuses to move over it ("not uptodate"), as `git rebase` refuses before it starts.
+    The queue's own files are not looked at: the landing clears them first, their edits
+    kept in the rebase's state."""
     if not flagged_paths:  # the common case: no second diff
         return
     flagged = sorted(p for p in set(git.changed_paths("HEAD", target)) & flagged_paths
-                     if (git.root / p).is_file() and not (git.root / p).is_symlink())
+                     if p != SERIES_FILE and not p.startswith(PATCHES_DIR + "/")  # pq's own
+                     and (git.root / p).is_file() and not (git.root / p).is_symlink())
     if not flagged:
         return
     indexed = {rec.split("\t", 1)[1]: rec.split()[1]
