@@ -74,6 +74,22 @@ def make_fork(tmp: Path, upstream: Path | None = None) -> Path:
     return fork
 
 
+def one_patch_fork(tmp: Path, patch: dict[str, str], upstream: dict[str, str],
+                   subject: str = "python-glue: the patch") -> Path:
+    """A fork whose committed series has one patch (`patch`'s files), and an upstream
+    moved since by one commit (`upstream`'s files), fetched."""
+    fork = make_fork(tmp)
+    for rel, text in patch.items():
+        write(fork, rel, text)
+    commit_all(fork, subject)
+    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    for rel, text in upstream.items():
+        write(tmp / "upstream", rel, text)
+    commit_all(tmp / "upstream", "upstream: moved on")
+    git(fork, "fetch", "-q", "upstream")
+    return fork
+
+
 def origin_with_hook(tmp_path: Path, fork: Path) -> Path:
     """A bare `origin` for the fork, and pq's pre-push hook installed; the remote's path."""
     remote = tmp_path / "remote.git"

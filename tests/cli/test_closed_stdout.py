@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from gitrepo import commit_all, git, make_fork, pq, write
+from gitrepo import git, one_patch_fork
 
 
 def closed_stdout(fork: Path, *args: str) -> tuple[int, str]:
@@ -28,15 +28,7 @@ def closed_stdout(fork: Path, *args: str) -> tuple[int, str]:
 @pytest.mark.parametrize("click", [False, True])
 def test_a_rebase_into_a_closed_pipe_finishes_and_exits_141(tmp_path: Path, click: bool
                                                             ) -> None:
-    fork = make_fork(tmp_path)
-    write(fork, "pkg/__init__.py", "import paddle\n\n\ndef op(x):\n    return x\n")
-    commit_all(fork, "python-glue: import paddle")
-    pq(fork, "init", "--upstream", "upstream/main", "--commit")
-    up = tmp_path / "upstream"
-    write(up, "NEWS", "moved\n")
-    commit_all(up, "upstream: news")
-    git(fork, "fetch", "-q", "upstream")
-
+    fork = one_patch_fork(tmp_path, {"pkg/__init__.py": "import paddle\n"}, {"NEWS": "moved\n"})
     code, err = closed_stdout(fork, *(["-C", "."] if click else []), "rebase", "upstream/main")
     assert (code, err) == (141, "")
     assert git(fork, "rev-parse", "HEAD~2") == git(fork, "rev-parse", "upstream/main")

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from gitrepo import commit_all, git, make_fork, pq, write
+from gitrepo import commit_all, git, make_fork, one_patch_fork, pq, write
 
 
 def run_in(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -26,15 +26,10 @@ def git_version(root: Path) -> tuple[int, int]:
 
 
 def conflicting_fork(tmp: Path) -> Path:
-    fork = make_fork(tmp)
-    write(fork, "pkg/__init__.py", "import paddle\n\n\ndef op(x):\n    return x + 1\n")
-    commit_all(fork, "python-glue: op adds one")
-    pq(fork, "init", "--upstream", "upstream/main", "--commit")
-    up = tmp / "upstream"
-    write(up, "pkg/__init__.py", "import torch\n\n\ndef op(x):\n    return x * 2\n")
-    commit_all(up, "upstream: op doubles")
-    git(fork, "fetch", "-q", "upstream")
-    return fork
+    return one_patch_fork(
+        tmp, {"pkg/__init__.py": "import paddle\n\n\ndef op(x):\n    return x + 1\n"},
+        {"pkg/__init__.py": "import torch\n\n\ndef op(x):\n    return x * 2\n"},
+        "python-glue: op adds one")
 
 
 def test_a_rebase_stopped_from_patches_keeps_that_folder(tmp_path: Path) -> None:
