@@ -519,6 +519,43 @@ def test_deletion_passes_even_when_the_local_branch_is_broken(tmp_path: Path) ->
     assert remote_refs(remote) == {}
 
 
+def test_a_mirror_push_lets_pqs_own_refs_through(tmp_path: Path) -> None:
+    """`git push --mirror` sends refs/pq/* too: the tip a `pq apply` replaced (whose patch
+    file was hand-edited, so its series does not match) is pq's bookkeeping, not a branch."""
+    fork, _ = make_pushable(tmp_path)
+    patch = sorted((fork / "patches").iterdir())[0]
+    patch.write_bytes(patch.read_bytes().replace(b"paddle.enable_compat()",
+                                                  b"paddle.enable_compat()  # edited"))
+    commit_all(fork, "a hand edit of a patch file")
+    pq(fork, "apply")
+    assert git(fork, "for-each-ref", "refs/pq/orig-head/")  # the replaced tip is kept
+    backup = tmp_path / "backup.git"
+    git(tmp_path, "init", "-q", "--bare", str(backup))
+    result = push(fork, "--mirror", str(backup))
+    assert result.returncode == 0, result.stderr
+    assert git(backup, "rev-parse", "refs/pq/orig-head/paddle") == git(
+        fork, "rev-parse", "refs/pq/orig-head/paddle")
+
+
+def test_a_clone_without_the_upstream_ref_says_what_it_could_not_check(
+        tmp_path: Path) -> None:
+    """A clone with no `upstream/main` (CI's, a colleague's): the base check says it could
+    not look, and an extra commit's fix does not send upstream commits into the series."""
+    fork, remote = make_pushable(tmp_path)
+    git(fork, "remote", "rename", "upstream", "up")
+    result = push(fork, "origin", "paddle")
+    assert result.returncode == 0, result.stderr
+    assert "pq: notice: base: upstream/main (upstream.ref in series.yaml) is not in this " \
+           "clone" in result.stderr
+    write(fork, "pkg/util.py", "changed\n")
+    commit_all(fork, "upstream: or is it?")
+    result = push(fork, "origin", "paddle")
+    assert_refused(result, remote, {"refs/heads/paddle": git(fork, "rev-parse", "paddle~1")},
+                   "unexported edit", "pq export --commit, if it is the fork's own; if it "
+                   "is an upstream/main commit (the branch was rebased outside pq), fetch "
+                   "upstream/main first")
+
+
 def test_one_bad_ref_refuses_the_whole_push(tmp_path: Path) -> None:
     fork, remote = make_pushable(tmp_path)
     git(fork, "branch", "good")

@@ -259,6 +259,26 @@ def test_apply_onto_other_commit_and_conflict_message(tmp_path: Path) -> None:
     assert "pq rebase" in result.output
 
 
+def test_a_reordered_series_that_does_not_apply_names_a_fix_that_works(
+        tmp_path: Path) -> None:
+    """On the series base, `pq rebase <base>` would refuse (the branch differs from the
+    series): the hint is to make the patch fit or reorder the commits instead."""
+    fork = make_fork(tmp_path)
+    write(fork, "setup.py", "one\n")
+    commit_all(fork, "build: one")
+    write(fork, "setup.py", "two\n")
+    commit_all(fork, "build: two")
+    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    text = (fork / "series.yaml").read_text()
+    first, second = text.index("  - name: 0001"), text.index("  - name: 0002")
+    (fork / "series.yaml").write_text(text[:first] + text[second:] + text[first:second])
+    result = pq(fork, "apply", ok=False)
+    assert result.exit_code == 1, result.output
+    assert "patches/0002-build-two.patch (patch 1) does not apply" in result.output
+    assert "reorder the commits (`git rebase -i`), then `pq export --commit`" in result.output
+    assert "pq rebase" not in result.output
+
+
 def test_a_refused_apply_keeps_the_uncommitted_series_it_was_given(tmp_path: Path) -> None:
     """A teammate's series.yaml and new patch file copied in, uncommitted; an untracked file
     of the user's stands where the new patch adds one, so the checkout is refused: the

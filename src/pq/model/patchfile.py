@@ -253,8 +253,8 @@ def _parse_cached(data: bytes, filename: str) -> PatchFile:
                      data.count(b"\n") - diff.count(b"\n") + 1)
 
 
-def apply_failure(pf: PatchFile, data: bytes, index: int, onto: str, error: str
-                  ) -> OperationFailed:
+def apply_failure(pf: PatchFile, data: bytes, index: int, onto: str, error: str,
+                  on_base: bool = True) -> OperationFailed:
     """Why `git apply` refused the diff of patch file `pf` (bytes `data`, patch `index` of
     the series, counted from 0) onto `onto`: git's last line where the patch does not fit
     the files (the fix: a three-way rebase), else its first `error:` line (git may go on
@@ -273,7 +273,10 @@ def apply_failure(pf: PatchFile, data: bytes, index: int, onto: str, error: str
         f"{pf.source} (patch {index + 1}) does not apply onto {onto[:12]}: {reason}",
         hint="fix the patch file there (`git apply --check` names the same line), or `pq "
              "export --force` writes its commit's patch again, dropping the edit" if corrupt
-        else f"`pq rebase {onto[:12]}` replays the series with three-way merges")
+        else "the patch does not fit the files before it (a hand edit of its context, or "
+             "series.yaml reordered): edit it so that it does, or put series.yaml's order "
+             "back and reorder the commits (`git rebase -i`), then `pq export --commit`"
+        if on_base else f"`pq rebase {onto[:12]}` replays the series with three-way merges")
 
 
 def parse_committable(data: bytes, filename: str) -> PatchFile:

@@ -299,7 +299,8 @@ def check_files(series: Series, files: Iterable[str]) -> None:
                                "does not exist",
                                hint=f"restore it (`git checkout -- {PATCHES_DIR}/"
                                     f"{entry.name}`), or remove its entry from "
-                                    f"{SERIES_FILE} and run `pq export`")
+                                    f"{SERIES_FILE} and run `pq apply` (the branch is rebuilt "
+                                    "without that patch)")
     listed = {e.name for e in series.patches}
     for name in sorted(present - listed):
         if name.endswith(".patch"):

@@ -83,6 +83,11 @@ def check_base(git: Git, ctx: CheckContext) -> list[CheckFailure]:
             f"re-record the base from the branch {later}", fix)]
     from pq.queue import stack
 
+    if git.try_resolve(ref) is None:  # a clone without that remote (CI, a colleague's)
+        raise CheckUnavailable(
+            f"{ref} (upstream.ref in series.yaml) is not in this clone, so whether the "
+            f"branch holds {ref} commits that pq did not put there was not checked (fetch "
+            "it under that name to check)")
     past = stack.upstream_past_base(git, ref, base, ctx.commit)
     if past is not None:
         n, fork_point = past
@@ -124,6 +129,10 @@ def check_export(git: Git, ctx: CheckContext) -> list[CheckFailure]:
     fix = "pq export --commit"
     unexported = [i for i, n in enumerate(fresh_names) if n not in queue.files]
     orphaned = [i for i, n in enumerate(old_names) if n not in fresh.files]
+    if ctx.status_of("base") == UNAVAILABLE:  # the commit may be upstream's, rebased in
+        fix = (f"pq export --commit, if it is the fork's own; if it is an {series.upstream_ref}"
+               f" commit (the branch was rebased outside pq), fetch {series.upstream_ref} "
+               "first: pq then names the fix")
     for i in unexported:
         sc = by_name[fresh_names[i]]
         what = f"commit {sc.commit[:12]} ({_subject(git, sc.commit)!r})"

@@ -1,6 +1,7 @@
 """The pre-push hook's checking: which pushed refs pq checks, and the result cache.
 
-Deletions and refs whose tip has no series.yaml pass; the rest run the checks of
+Deletions, pq's own refs (`refs/pq/*`, which `git push --mirror` sends too) and refs
+whose tip has no series.yaml pass; the rest run the checks of
 `pq.push.registry`, and a passing commit is remembered in `.git/pq/hook-cache.json`.
 Nothing here prints: `pq.cli.render_hook` says what the result means.
 """
@@ -139,15 +140,21 @@ def _store_cache(git: Git, entries: list[dict[str, Any]]) -> None:
         pass  # a cache that cannot be written only costs time
 
 
+def _pq_own(update: RefUpdate) -> bool:
+    return update.local_ref.startswith("refs/pq/")
+
+
 def check_refs(git: Git, updates: Sequence[RefUpdate], skip: frozenset[str],
                use_cache: bool = True) -> list[RefReport]:
     from pq.push import registry
 
     reports = [RefReport(u) for u in updates]
-    live = [r for r in reports if not r.update.is_deletion]
+    live = [r for r in reports if not r.update.is_deletion and not _pq_own(r.update)]
     for r in reports:
         if r.update.is_deletion:
             r.state = "deleted"
+        elif _pq_own(r.update):  # `git push --mirror`: pq's bookkeeping (the tip a rebase
+            r.state = "unmanaged"  # or apply replaced, say), not a branch of the series
     probes = _probe(git, [r.update.local_sha for r in live]) if live else []
     cache = _load_cache(git) if use_cache else []
     known = {e.get("key"): e for e in cache}

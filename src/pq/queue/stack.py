@@ -355,7 +355,8 @@ def materialise(
             applied, error = git.apply_to_tree(tree, pf.diff)
             if applied is None:
                 _ = pf.files  # malformed: ConfigError naming its line, exit 2, the fix
-                raise patchfile.apply_failure(pf, queue.files[entry.name], i, onto, error)
+                raise patchfile.apply_failure(pf, queue.files[entry.name], i, onto, error,
+                                              on_base=onto == queue.series.base)
         tree = applied
         message = patchfile.add_trailer(pf.message, entry.name)
         parent = git.write_commit(tree, [parent], pf.author, committer, message,
