@@ -339,10 +339,9 @@ def materialise(
 ) -> list[tuple[PatchEntry, CommitId]]:
     """Commit every patch of the queue, in order, on top of `onto`; nothing else changes.
     `branch`: the commits go on a branch (signed where commits are; see write_commit)."""
-    parsed = []
-    for entry in queue.series.patches:
-        parsed.append((entry, patchfile.parse_committable(queue.files[entry.name],
-                                                          f"{PATCHES_DIR}/{entry.name}")))
+    parsed = [(entry, patchfile.parse_committable(queue.files[entry.name],
+                                                  f"{PATCHES_DIR}/{entry.name}"))
+              for entry in queue.series.patches]
     result: list[tuple[PatchEntry, CommitId]] = []
     parent = onto
     trees = Trees(git)
