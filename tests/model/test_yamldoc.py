@@ -77,3 +77,13 @@ def test_dump_is_deterministic_block_yaml_that_loads_back() -> None:
     out = yamldoc.dump(data)
     assert out == ("z: 1\na:\n  - k: v\n  - k: v\ntext: |\n  two\n  lines\nu: ümlaut\n")
     assert yamldoc.load(out.encode(), "f.yaml").data == data
+
+
+def test_a_committed_file_that_is_not_utf8_is_named_with_its_commit_and_a_command_that_works(
+        ) -> None:
+    """The error names the committed version ("series.yaml (in <commit>)"); the suggested
+    `iconv` names the file alone, so that it can be pasted."""
+    with pytest.raises(ConfigError) as caught:
+        yamldoc.load("a: caf\xe9\n".encode("latin-1"), "series.yaml (in 0c7307fa1b2c)")
+    assert caught.value.path == "series.yaml (in 0c7307fa1b2c)"
+    assert "`iconv -f latin1 -t utf-8 series.yaml`" in str(caught.value.hint)

@@ -56,10 +56,11 @@ def load(text: bytes, filename: str) -> Located:
         line = text[: exc.start].count(b"\n") + 1
         start = text.rfind(b"\n", 0, exc.start) + 1
         column = len(text[start: exc.start].decode("utf-8", "replace")) + 1
+        file = filename.split(" (in ", 1)[0]  # "series.yaml (in <commit>)": the file's name
         raise ConfigError(f"not valid UTF-8 (byte 0x{text[exc.start]:02x})", path=filename,
                           line=line, column=column,
                           hint="save the file as UTF-8 (for example `iconv -f latin1 -t "
-                               f"utf-8 {filename}`), or retype that character") from None
+                               f"utf-8 {file}`), or retype that character") from None
     import yaml
     try:
         node = _compose(decoded)
