@@ -208,7 +208,9 @@ def _replay(git: Git, base: CommitId, target: str, commits: Sequence[CommitId],
             error = git.apply_cached(patches[commit], env) if patches[commit].strip() else None
             if error is not None:
                 return None, (f"--keep-commits: fork commit {commit[:12]} does not apply "
-                              "linearised onto the base (a merge resolved it)")
+                              "as it is onto the base and the commits before it (upstream "
+                              "changed its context, it is in the base already, or a merge "
+                              "resolved it)")
             info = git.commit(commit)
             parent = git.write_commit(git.write_tree(env), [parent], info.author, committer,
                                       info.message, info.encoding, branch=False)
