@@ -487,6 +487,17 @@ def test_non_pq_branch_and_tag_push_untouched(tmp_path: Path) -> None:
     assert set(remote_refs(remote)) == {"refs/heads/main", "refs/tags/v1"}
 
 
+def test_a_tag_on_an_unexported_commit_is_called_a_tag(tmp_path: Path) -> None:
+    fork, remote = make_pushable(tmp_path)
+    write(fork, "pkg/util.py", "changed\n")
+    commit_all(fork, "unexported")
+    git(fork, "tag", "v2")
+    result = push(fork, "origin", "v2")
+    assert_refused(result, remote, {}, "the tagged commit does not match its series",
+                   "unexported edit")
+    assert "the branch does not match" not in result.stderr
+
+
 def test_a_tip_without_series_pushed_over_a_pq_branch_is_refused(tmp_path: Path) -> None:
     """A stopped rebase's commit (no series.yaml until it ends) force-pushed over the pq
     branch went through as "not pq's", taking the series off the remote branch."""

@@ -78,12 +78,13 @@ def _report_lines(r: RefReport) -> list[str]:
     if r.state == "unmanaging":
         return [*lines, f"pq: {where}: the push takes a series off the remote:",
                 *_failure_lines(r.failures)]
+    what = "the tagged commit" if r.update.remote_ref.startswith("refs/tags/") else "the branch"
     if consistency:
-        lines.append(f"pq: {where}: the branch does not match its series "
+        lines.append(f"pq: {where}: {what} does not match its series "
                      f"({_n(len(consistency), 'problem')}):")
         lines.extend(_failure_lines(consistency))
     else:
-        lines.append(f"pq: {where}: the branch matches its series")
+        lines.append(f"pq: {where}: {what} matches its series")
     if stopped:
         lines.append(f"pq: {where}: the workaround audit cannot read the series:")
         lines.extend(_failure_lines(stopped))
