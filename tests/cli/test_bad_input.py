@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -343,3 +344,14 @@ def test_an_unborn_branch_and_a_bad_patch_name_say_what_to_do(tmp_path: Path) ->
     git(empty, "fetch", "-q", str(up), "main:refs/remotes/upstream/main")
     one_line_error(pq(empty, "init", "--upstream", "upstream/main", ok=False),
                    "HEAD names no commit (a branch with no commits yet?)", "git switch")
+
+
+def test_a_committed_series_yaml_that_is_a_link_is_called_one(fork: Path) -> None:
+    """A link's blob is its target's name: read as YAML it said "must be a mapping"."""
+    os.rename(fork / "series.yaml", fork / "real.yaml")
+    os.symlink("real.yaml", fork / "series.yaml")
+    commit_all(fork, "series.yaml becomes a link")
+    result = pq(fork, "check", ok=False)
+    assert result.exit_code == 1
+    assert "series.yaml is committed as a symbolic link, and pq reads the series from the " \
+           "file itself" in result.output and "readlink -f series.yaml" in result.output

@@ -138,6 +138,12 @@ def read_tree(git: Git, rev: str) -> Queue | None:
     blobs = {path: obj for _, kind, obj, path in entries if kind == "blob"}
     if SERIES_FILE not in blobs:
         return None
+    if any(mode == "120000" and path == SERIES_FILE for mode, _, _, path in entries):
+        raise ConfigError(f"{SERIES_FILE} is committed as a symbolic link, and pq reads the "
+                          "series from the file itself", path=f"{SERIES_FILE} (in {rev})",
+                          hint="replace the link by the file it points to (`cp "
+                               f"--remove-destination \"$(readlink -f {SERIES_FILE})\" "
+                               f"{SERIES_FILE}`) and commit that")
     series = series_mod.loads(git.blob(blobs[SERIES_FILE]), f"{SERIES_FILE} (in {rev})")
     names = [p[len(PATCHES_DIR) + 1:] for p in blobs if p.startswith(PATCHES_DIR + "/")]
     names = [n for n in names if "/" not in n]
