@@ -559,6 +559,28 @@ def test_an_edit_git_is_told_not_to_see_stops_it_before_anything_moves(
     pq(fork, "rebase", "upstream/main")  # an unedited flagged file moves as any other
 
 
+def test_a_stack_that_differs_from_the_series_is_named(tmp_path: Path) -> None:
+    """The refusal says how they differ: another order, or which patches are on one side."""
+    up, fork = make_series(tmp_path)
+    upstream_commit(up, fork, "upstream: changelog", {"CHANGELOG": "1.0\n"})
+    text = (fork / "series.yaml").read_text()
+    first, second = text.index("  - name: 0001"), text.index("  - name: 0002")
+    (fork / "series.yaml").write_text(text[:first] + text[second:] + text[first:second])
+    commit_all(fork, "pq: reorder by hand")
+    refused = pq(fork, "rebase", "upstream/main", ok=False)
+    assert refused.exit_code == 2
+    assert "series.yaml lists the patches in another order than paddle's commits" in \
+        refused.output and "`pq apply` rebuilds the branch in the series' order" in \
+        refused.output
+    git(fork, "reset", "-q", "--hard", "HEAD~1")
+    write(fork, "pkg/extra.py", "x = 1\n")
+    commit_all(fork, "python-glue: an extra module")
+    refused = pq(fork, "rebase", "upstream/main", ok=False)
+    assert refused.exit_code == 2
+    assert "paddle has commits that differ from series.yaml (0003-python-glue-an-extra-" \
+           "module.patch (commits only)); rebasing would lose them" in refused.output
+
+
 def test_the_upstream_count_takes_merge_commits_in(tmp_path: Path) -> None:
     """The report's count is the commits of old_base..onto, as `git rev-list --count`
     gives it, merges included (even a range of merges alone)."""

@@ -154,9 +154,18 @@ def _stack_differs(branch: str, fresh: Queue, queue: Queue) -> ConfigError:
     differ (the same patches, in the same order), it names them; either side may be the
     newer (a patch file edited by hand, or a commit amended since the export)."""
     name = branch.removeprefix("refs/heads/")
+    if sorted(fresh.files) == sorted(queue.files) and list(fresh.files) != list(queue.files):
+        return ConfigError(f"{SERIES_FILE} lists the patches in another order than {name}'s "
+                           "commits (reordered by hand?); rebasing would take one order",
+                           hint="`pq apply` rebuilds the branch in the series' order (it may "
+                                f"not apply: then reorder the commits, `git rebase -i`); `pq "
+                                f"export` writes the commits' order into {SERIES_FILE}")
     if list(fresh.files) != list(queue.files):
-        return ConfigError(f"{name} has commits that differ from {SERIES_FILE}; rebasing "
-                           "would lose them", hint="run `pq export` first")
+        only = [f"{n} (commits only)" for n in fresh.files if n not in queue.files] + [
+            f"{n} ({SERIES_FILE} only)" for n in queue.files if n not in fresh.files]
+        return ConfigError(f"{name} has commits that differ from {SERIES_FILE} ("
+                           f"{', '.join(only[:3])}{' ...' if len(only) > 3 else ''}); "
+                           "rebasing would lose them", hint="run `pq export` first")
     edited = [f"{PATCHES_DIR}/{n}" for n in queue.files
               if not stack_mod.same_commits({n: fresh.files[n]}, {n: queue.files[n]})]
     one = len(edited) == 1
