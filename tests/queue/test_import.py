@@ -168,6 +168,24 @@ def test_a_single_commit_topic_keeps_its_message(tmp_path: Path) -> None:
     assert "Fork: helper 20" not in kept  # the merge changed pkg/util.py since
 
 
+def test_a_message_is_not_kept_for_a_part_that_also_undoes_upstream(tmp_path: Path) -> None:
+    """A `-s ours` merge kept the fork's file from upstream's change: the part's diff undoes
+    that change too, so it does not take the fork commit's message, which says nothing of
+    it (it did, hiding the revert under a reviewed-looking message)."""
+    up = make_upstream(tmp_path / "upstream", {"pkg/ops.py": "f = 1\n\n\n\n\ng = 2\n"})
+    fork = make_fork(tmp_path, up)
+    write(fork, "pkg/ops.py", "f = 11\n\n\n\n\ng = 2\n")
+    commit_all(fork, "python-glue: f is 11")
+    write(up, "pkg/ops.py", "f = 1\n\n\n\n\ng = 2222\n")
+    commit_all(up, "upstream: g is 2222")
+    git(fork, "fetch", "-q", "upstream")
+    git(fork, "merge", "-q", "-s", "ours", "--no-edit", "upstream/main")
+    data = json.loads(pq(fork, "import", "--upstream", "upstream/main", "--json").output)
+    assert [p["kept_from"] for p in data["patches"]] == [None]
+    patch = next((fork / "patches").iterdir()).read_text()
+    assert "-g = 2222" in patch and "Subject: [PATCH] python-glue: f is 11" not in patch
+
+
 def test_a_kept_message_loses_a_trailer_of_earlier_pq_use(tmp_path: Path) -> None:
     """A commit carrying `Pq-Patch: 0001-glue.patch` (from earlier pq use) kept as a part's
     message named another patch than the part: right after the import the branch did not

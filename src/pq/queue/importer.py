@@ -243,7 +243,8 @@ def _regroup(git: Git, base: CommitId, tip: CommitId,
     kept: dict[str, CommitId | None] = {}
     for part, tree in zip(grouping.parts, trees, strict=True):
         kept[part.name] = None
-        if part.kept_from is not None and _same_files(git, part.kept_from, tip, part.files):
+        if part.kept_from is not None and _maps_onto(git, part.kept_from, base, tip,
+                                                     part.files):
             info, kept[part.name] = git.commit(part.kept_from), part.kept_from
             # A `Pq-Patch:` trailer of earlier pq use names another patch than this part.
             author, encoding = info.author, info.encoding
@@ -257,10 +258,15 @@ def _regroup(git: Git, base: CommitId, tip: CommitId,
     return parent, [p.name for p in grouping.parts], kept
 
 
-def _same_files(git: Git, a: str, b: str, paths: Sequence[str]) -> bool:
-    """Whether `a` and `b` hold `paths` alike (a commit maps cleanly onto a part only when
-    it leaves the part's files as the branch has them: no merge changed them since)."""
-    return git.ls_tree(a, paths) == git.ls_tree(b, paths)
+def _maps_onto(git: Git, commit: CommitId, base: CommitId, tip: CommitId,
+               paths: Sequence[str]) -> bool:
+    """Whether `commit`'s diff is the part's (`paths`, base to tip): it leaves them as the
+    branch has them (no merge changed them since) and found them as the base has them (no
+    merge kept them from upstream's changes, as `-s ours` does: the part's diff would then
+    undo upstream's, under the commit's message)."""
+    parents = git.commit(commit).parents
+    return bool(parents) and git.ls_tree(commit, paths) == git.ls_tree(tip, paths) and (
+        git.ls_tree(parents[0], paths) == git.ls_tree(base, paths))
 
 
 def _subject(git: Git) -> Callable[[CommitId], str]:
