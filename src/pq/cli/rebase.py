@@ -291,7 +291,8 @@ def _note(p: PatchReport, branch: str) -> str:
             return f"  (already upstream: {short(p.upstream_commit)} {p.upstream_subject})"
         # No upstream commit carries it: the merge left nothing, or a `--continue`
         # resolution did (the user's, who may have thrown the patch away).
-        return "  (no change left on the new base)"
+        return ("  (no change left on the new base: its merge, or the resolution given to "
+                "`--continue`, left nothing; `pq undo` brings the patch back)")
     notes = []
     if p.applied_in and p.reverted_in:
         notes.append(f"upstream applied this in {short(p.applied_in)} and reverted it in "
