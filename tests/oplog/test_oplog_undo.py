@@ -157,6 +157,25 @@ def test_undo_runs_only_in_the_worktree_its_operation_ran_in(tmp_path: Path) -> 
     assert not (fork / "series.yaml").exists()
 
 
+def test_undo_op_behind_another_worktrees_operation_names_that_worktree(
+        tmp_path: Path) -> None:
+    """An operation of this worktree, with a later one of another worktree on top: the
+    refusal says where that later one ran and to undo it there first."""
+    fork = make_fork(tmp_path)
+    write(fork, "setup.py", "import paddle\n")
+    commit_all(fork, "build: paddle")
+    pq(fork, "init", "--upstream", "upstream/main", "--commit")  # operation 1
+    linked = tmp_path / "linked"
+    git(fork, "worktree", "add", "-q", "-b", "p2", str(linked), "paddle")
+    write(linked, "pkg/__init__.py", "import torch  # scoped\n")
+    commit_all(linked, "python-glue: scoped")
+    pq(linked, "export", "--commit")  # operation 2, in the other worktree
+    refused = pq(fork, "undo", "--op", "1", ok=False)
+    assert refused.exit_code == 2, refused.output
+    assert f"since operation 2 (`pq export --commit`, in the worktree {linked})" in \
+        refused.output and f"undo operation 2 in {linked} first" in refused.output
+
+
 def test_undo_op_refuses_what_changed_since_pqs_last_operation(tmp_path: Path) -> None:
     """`pq undo --op N` returns to the state before N, throwing away what pq did since; a
     commit made by hand since pq's last entry is not pq's to throw away (it went without a

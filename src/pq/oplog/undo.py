@@ -146,11 +146,14 @@ def plan(git: Git, kind: str, op: int | None, current: Snapshot, force: bool) ->
     if drift and not force:
         again = f"pq {kind}" if kind != "restore" else f"pq undo --op {rid}"
         back = "pq redo" if kind == "undo" else f"pq undo --op {int(records[-1]['id']) + 1}"
+        elsewhere = git.other_worktree(reference.get("checkout"))
+        there = f", in the worktree {elsewhere}" if elsewhere is not None else ""
         raise ConfigError(
             f"{_describe_drift(drift[0], now, reference)} since operation {last['id']} "
-            f"(`{last.get('command')}`); `{again}` would throw that away",
-            hint=f"`{again} --force` does it anyway; the present state is logged first, and "
-                 f"`{back}` brings it back")
+            f"(`{last.get('command')}`{there}); `{again}` would throw that away",
+            hint=(f"undo operation {last['id']} in {elsewhere} first; or " if there else "")
+            + f"`{again} --force` does it anyway; the present state is logged first, and "
+              f"`{back}` brings it back")
     return result
 
 
