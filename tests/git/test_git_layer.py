@@ -11,7 +11,7 @@ from gitrepo import commit_all, git, make_fork, pq, write
 
 from pq.errors import GitError
 from pq.git.gateway import zsplit
-from pq.git.objects import CommitId
+from pq.git.objects import CommitId, Person
 from pq.git.repo import Git
 from pq.git.trees import Trees
 
@@ -263,3 +263,10 @@ def test_an_object_git_cannot_take_is_a_one_line_error(tmp_path: Path) -> None:
     with pytest.raises(GitError, match=r"^cannot write to .*objects: ") as caught:
         repo.write_blob(data)
     assert "writable" in (caught.value.hint or "")
+
+
+@pytest.mark.parametrize("raw", ["A U Thor <a@x> 1700000000 +0000",
+                                 "<noname@x> 1700000000 +0000",  # git fsck's missingName
+                                 "Trailing  <a@x> 1 -0000"])
+def test_an_identity_is_written_back_as_it_was_read(raw: str) -> None:
+    assert Person.parse(raw).ident() == raw

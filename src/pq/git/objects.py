@@ -25,7 +25,8 @@ class Person:
     date: str  # git's raw form: "<epoch> <+hhmm>"
 
     def ident(self) -> str:
-        return f"{self.name} <{self.email}> {self.date}"
+        # No name (`author <e@x> ...`, which git fsck flags): no space before the `<` either.
+        return f"{self.name + ' ' if self.name else ''}<{self.email}> {self.date}"
 
     @classmethod
     def parse(cls, raw: str) -> Person:
