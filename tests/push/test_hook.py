@@ -546,6 +546,9 @@ def test_a_mirror_push_lets_pqs_own_refs_through(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert git(backup, "rev-parse", "refs/pq/orig-head/paddle") == git(
         fork, "rev-parse", "refs/pq/orig-head/paddle")
+    # That tip pushed to a branch is checked as any branch: its patch file was edited.
+    result = push(fork, "origin", "refs/pq/orig-head/paddle:refs/heads/old")
+    assert result.returncode != 0 and "push refused" in result.stderr, result.stderr
 
 
 def test_a_clone_without_the_upstream_ref_says_what_it_could_not_check(
@@ -558,6 +561,9 @@ def test_a_clone_without_the_upstream_ref_says_what_it_could_not_check(
     assert result.returncode == 0, result.stderr
     assert "pq: notice: base: upstream/main (upstream.ref in series.yaml) is not in this " \
            "clone" in result.stderr
+    cache = json.loads((fork / ".git" / "pq" / "hook-cache.json").read_text())
+    assert cache["passed"][-1]["upstream"] == ["upstream/main", None]  # kept, and dropped
+    # once that ref is there (a fetch): its verdict rests on the ref
     write(fork, "pkg/util.py", "changed\n")
     commit_all(fork, "upstream: or is it?")
     result = push(fork, "origin", "paddle")

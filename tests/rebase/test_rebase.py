@@ -549,7 +549,8 @@ def test_an_edit_git_is_told_not_to_see_stops_it_before_anything_moves(
     write(fork, "README.md", "my local setting\n")
     refused = pq(fork, "rebase", "upstream/main", ok=False)
     assert refused.exit_code == 2, refused.output
-    assert "README.md holds local edits that the rebase would overwrite" in refused.output
+    assert "README.md changed on disk (an edit, or written again) where the rebase would " \
+           "overwrite it" in refused.output
     assert "`git update-index --no-assume-unchanged --no-skip-worktree README.md`" in \
         refused.output
     assert git(fork, "rev-parse", "HEAD") == tip and not (fork / ".git/pq/rebase").exists()
@@ -579,6 +580,28 @@ def test_a_stack_that_differs_from_the_series_is_named(tmp_path: Path) -> None:
     assert refused.exit_code == 2
     assert "paddle has commits that differ from series.yaml (0003-python-glue-an-extra-" \
            "module.patch (commits only)); rebasing would lose them" in refused.output
+
+
+@pytest.mark.parametrize("name", ['"q".txt', "new\nline.txt"])
+def test_a_flagged_file_with_a_name_git_quotes_is_read_as_itself(tmp_path: Path,
+                                                                  name: str) -> None:
+    """`hash-object --stdin-paths` reads a line that starts with `"` as a C-quoted name, and
+    a newline ends a name: such a name, flagged, made every rebase fail."""
+    up = make_upstream(tmp_path / "upstream", {**UPSTREAM_FILES, name: "one\n"})
+    fork = make_fork(tmp_path, up)
+    write(fork, "setup.py", set_line(SETUP, 3, "import paddle; paddle.enable_compat()"))
+    commit_all(fork, "build: enable compat")
+    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    upstream_commit(up, fork, "upstream: two", {name: "two\n"})
+    git(fork, "update-index", "--assume-unchanged", "--", name)
+    write(fork, name, "mine\n")  # (the same bytes written again: git decides by stat data)
+    refused = pq(fork, "rebase", "upstream/main", ok=False)
+    assert refused.exit_code == 2 and "changed on disk (an edit, or written again)" in \
+        refused.output, refused.output
+    git(fork, "update-index", "--no-assume-unchanged", "--", name)
+    git(fork, "checkout", "--", name)
+    pq(fork, "rebase", "upstream/main")
+    assert (fork / name).read_text() == "two\n"
 
 
 def test_the_upstream_count_takes_merge_commits_in(tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from gitrepo import commit_all, git, make_fork, one_patch_fork, pq, write
+from gitrepo import commit_all, git, make_fork, make_upstream, one_patch_fork, pq, write
 
 
 def run_in(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -76,3 +76,24 @@ def test_undo_from_patches_keeps_that_folder(tmp_path: Path) -> None:
     assert undone.returncode == 0, undone.stderr
     assert here.is_dir() and not any(here.iterdir())
     assert not (fork / "series.yaml").exists()
+
+
+def test_a_rebase_that_puts_a_file_where_the_start_folder_is_still_lands(
+        tmp_path: Path) -> None:
+    """Upstream replaced the folder pq runs in by a file: git refuses to remove its start
+    folder, so that checkout runs from the top, as before, and the folder goes."""
+    up = make_upstream(tmp_path / "upstream")
+    write(up, "docs/a.txt", "a\n")
+    commit_all(up, "upstream: docs")
+    fork = make_fork(tmp_path, up)
+    write(fork, "setup.py", "patched\n")
+    commit_all(fork, "python-glue: the patch")
+    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    git(up, "rm", "-q", "-r", "docs")
+    write(up, "docs", "now a file\n")
+    commit_all(up, "upstream: docs is a file")
+    git(fork, "fetch", "-q", "upstream")
+    rebased = run_in(fork / "docs", "rebase", "upstream/main")
+    assert rebased.returncode == 0, rebased.stderr
+    assert (fork / "docs").read_text() == "now a file\n"
+    assert git(fork, "status", "--porcelain") == ""

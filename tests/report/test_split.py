@@ -184,3 +184,14 @@ def test_a_file_become_a_folder_of_two_layers_splits_without_losing_the_tree(
     assert len(parts) >= 2
     assert git(fork, "rev-parse", "HEAD~1^{tree}") == tree
     assert pq(fork, "check").exit_code == 0
+
+
+def test_a_part_of_a_patch_with_a_long_name_is_named_within_the_limit() -> None:
+    """`<stem>-<layer>.patch` longer than 200 characters: the stem is cut (the `-2`, `-3`
+    suffixes never shortened it, and the naming loop did not end)."""
+    from pq.queue.split import part_name
+
+    name = part_name("a" * 190, "python-glue", set())
+    assert len(name) == 200 and name.endswith("-python-glue-2.patch")
+    assert series_mod.NAME_RE.match(name)
+    assert part_name("a" * 190, "python-glue", {name}).endswith("-python-glue-3.patch")

@@ -167,13 +167,19 @@ class Gateway:
         """`interruptible`: git only writes objects, so it runs in pq's process group even
         while a command holds Ctrl-C (see pq.git.hold), and may ask on the terminal.
         `moves_files`: a command without paths that checks files out (reset, checkout,
-        read-tree -u): it runs in the folder pq started in (see `here`)."""
+        read-tree -u): it runs in the folder pq started in (see `here`); where the new
+        tree has a file in that folder's place, git refuses there, changing nothing, and
+        the command runs again from the top (as before: the folder goes)."""
+        if moves_files and self.here is not None and cwd is None:
+            there = self.run_proc(*args, input=input, env={
+                **(env or {}), "GIT_DIR": str(self.git_dir), "GIT_WORK_TREE": str(self.root)},
+                cwd=self.here, interruptible=interruptible)
+            if there.returncode == 0 or b"since it is the current working directory" not in \
+                    there.stderr:
+                return there
         checkpoint("git " + (args[0] if args[0] != "-c" else next(
             (a for a in args if not a.startswith("-") and "=" not in a), "?")))
         full_env = dict(self.env)
-        if moves_files and self.here is not None and cwd is None:
-            cwd = self.here  # this repository, whatever repository holds that folder
-            full_env.update(GIT_DIR=str(self.git_dir), GIT_WORK_TREE=str(self.root))
         if env:
             full_env.update(env)
         with held(self.holding_interrupts and not interruptible) as hold:

@@ -112,8 +112,18 @@ class WorkingTree(Merging):
 
     def hash_files(self, paths: Sequence[str]) -> list[str]:
         """The blob id `git add` would give each working-tree file (filters applied)."""
+        # A line that starts with `"` git reads as a C-quoted name; a newline ends one.
         return self.text("-c", "core.safecrlf=false", "hash-object", "--stdin-paths",
-                         input=stdin_lines(paths)).split()
+                         input=stdin_lines(
+                             '"' + p.replace("\\", "\\\\").replace('"', '\\"').replace(
+                                 "\n", "\\n") + '"' if p.startswith('"') or "\n" in p else p
+                             for p in paths)).split()
+
+    def move_refused(self, old: str, new: str) -> str | None:
+        """Why git would refuse to move the index and files from `old` to `new` (as `reset
+        --keep` does), in a dry run that writes nothing; None when it would not."""
+        proc = self.run_proc("read-tree", "-m", "-u", "-n", old, new)
+        return None if proc.returncode == 0 else proc.stderr.decode("utf-8", "surrogateescape")
 
     def store_file(self, path: str) -> None:
         """Write the blob `git add` would make of a working-tree file."""

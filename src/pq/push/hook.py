@@ -141,7 +141,9 @@ def _store_cache(git: Git, entries: list[dict[str, Any]]) -> None:
 
 
 def _pq_own(update: RefUpdate) -> bool:
-    return update.local_ref.startswith("refs/pq/")
+    """Pushed to pq's own namespace (`--mirror` sends it so); one of them pushed to a
+    branch (`refs/pq/orig-head/x:refs/heads/x`) is checked as any branch."""
+    return update.remote_ref.startswith("refs/pq/")
 
 
 def check_refs(git: Git, updates: Sequence[RefUpdate], skip: frozenset[str],
@@ -234,11 +236,13 @@ def _upstream_moved(git: Git, entry: Mapping[str, Any]) -> bool:
 
 
 def _as_predicted(statuses: Mapping[str, str]) -> bool:
-    """A check the fingerprint thought installed but that was unavailable is not cached."""
+    """A check the fingerprint thought installed but that was unavailable is not cached;
+    the base check is (unavailable in a clone without upstream.ref: the entry records that
+    ref, and `_upstream_moved` drops it once the ref is there)."""
     from pq.push import registry
 
     return all(statuses.get(c.name) != registry.UNAVAILABLE or not registry.available(c)
-               for c in registry.all_checks())
+               or c.name == "base" for c in registry.all_checks())
 
 
 def check_rev(git: Git, rev: str, skip: frozenset[str], use_cache: bool = True) -> RefReport:

@@ -48,10 +48,12 @@ class SplitResult:
 
 
 def part_name(stem: str, layer: str, taken: set[str]) -> str:
-    """`<stem>-<layer>.patch`, with `-2`, `-3`... when that name is taken."""
+    """`<stem>-<layer>.patch`, with `-2`, `-3`... when that name is taken; the stem cut
+    short where the name would be longer than a patch name may be."""
     name, n = f"{stem}-{layer}.patch", 2
     while name in taken or not NAME_RE.match(name):
-        name, n = f"{stem}-{layer}-{n}.patch", n + 1
+        suffix = f"-{layer}-{n}.patch"
+        name, n = f"{stem[:200 - len(suffix)]}{suffix}", n + 1
     return name
 
 

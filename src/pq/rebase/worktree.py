@@ -187,25 +187,22 @@ def require_nothing_in_the_way(git: Git, state: RebaseState, target: str, *,
 
 def _refuse_hidden_edits(git: Git, target: str, flagged_paths: set[str], again: str) -> None:
     """Refuse when a file that moving HEAD to `target` changes is marked assume-unchanged
-    or skip-worktree (`flagged_paths`: the index's) and differs from its index entry: git
-    refuses to move over it ("not uptodate"), as `git rebase` refuses before it starts.
-    The queue's own files are not looked at: the landing clears them first, their edits
-    kept in the rebase's state."""
+    or skip-worktree (`flagged_paths`: the index's) and git would not move over it ("not
+    uptodate": an edit, or the file written again, even with the same bytes), as `git
+    rebase` refuses before it starts; git's own dry run decides, only when such a file is
+    there. The queue's own files are not looked at: the landing clears them first, their
+    edits kept in the rebase's state."""
     if not flagged_paths:  # the common case: no second diff
         return
     flagged = sorted(p for p in set(git.changed_paths("HEAD", target)) & flagged_paths
                      if p != SERIES_FILE and not p.startswith(PATCHES_DIR + "/")  # pq's own
                      and (git.root / p).is_file() and not (git.root / p).is_symlink())
-    if not flagged:
-        return
-    indexed = {rec.split("\t", 1)[1]: rec.split()[1]
-               for rec in git.ls_files(flagged, stage=True, literal=True)}
-    edited = [p for p, blob in zip(flagged, git.hash_files(flagged), strict=True)
-              if indexed.get(p) not in (None, blob)]
+    why = git.move_refused("HEAD", target) if flagged else None
+    edited = [p for p in flagged if why and f"Entry '{p}' not uptodate" in why]
     if edited:
         raise ConfigError(
-            f"{list_paths(edited)} {'holds' if len(edited) == 1 else 'hold'} local edits "
-            "that the rebase would overwrite, and git is told not to look at "
+            f"{list_paths(edited)} changed on disk (an edit, or written again) where the "
+            "rebase would overwrite it, and git is told not to look at "
             f"{'it' if len(edited) == 1 else 'them'} (assume-unchanged or skip-worktree)",
             hint="`git update-index --no-assume-unchanged --no-skip-worktree "
                  f"{shell_args(from_here(git.root, edited))}`, commit or stash the edits, "
