@@ -8,7 +8,7 @@ A mixin of `pq.git.repo.Git`; every verb here changes or reads what a user sees 
 from __future__ import annotations
 
 import os
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from pathlib import Path
 
 from pq.git.gateway import stdin_lines, zsplit
@@ -71,18 +71,18 @@ class WorkingTree(Merging):
         if not (self.git_dir / "info" / "sparse-checkout").is_file() and not (
                 self.common_dir / "info" / "sparse-checkout").is_file():
             return []
-        return sorted(p for p, tag in self._tags(paths).items() if tag in "Ss")
+        return sorted(p for p, tag in self._tags(paths) if tag in "Ss")
 
     def flagged(self, paths: Sequence[str]) -> set[str]:
         """Those of `paths` (none: the whole index) whose index entry is marked
         assume-unchanged or skip-worktree: git does not look at their files."""
-        return {p for p, tag in self._tags(paths).items() if tag.islower() or tag == "S"}
+        return {p for p, tag in self._tags(paths) if tag.islower() or tag == "S"}
 
-    def _tags(self, paths: Sequence[str]) -> dict[str, str]:
-        """{path: its `git ls-files -v` tag} of the index entries of `paths` (or under them):
-        S skip-worktree, lower case assume-unchanged (s both)."""
+    def _tags(self, paths: Sequence[str]) -> Iterator[tuple[str, str]]:
+        """(path, its `git ls-files -v` tag) of the index entries of `paths` (or under
+        them): S skip-worktree, lower case assume-unchanged (s both)."""
         listed = zsplit(self.run("--literal-pathspecs", "ls-files", "-v", "-z", "--", *paths))
-        return {rec[2:]: rec[:1] for rec in listed}
+        return ((rec[2:], rec[:1]) for rec in listed)
 
     def untracked(self, paths: Sequence[str]) -> list[str]:
         """Those of `paths` that stand in the working tree untracked (not ignored), sorted:
@@ -111,13 +111,11 @@ class WorkingTree(Merging):
         self.run("update-index", "-q", "--refresh", ok_codes=(0, 1))
 
     def hash_files(self, paths: Sequence[str]) -> list[str]:
-        """The blob id `git add` would give each working-tree file (filters applied)."""
-        # A line that starts with `"` git reads as a C-quoted name; a newline ends one.
+        """The blob id `git add` would give each working-tree file (filters applied); a
+        name git's `--stdin-paths` reads otherwise (a leading `"`, a line break) is the
+        caller's to keep out, as `queue.files.clean_forms` does."""
         return self.text("-c", "core.safecrlf=false", "hash-object", "--stdin-paths",
-                         input=stdin_lines(
-                             '"' + p.replace("\\", "\\\\").replace('"', '\\"').replace(
-                                 "\n", "\\n") + '"' if p.startswith('"') or "\n" in p else p
-                             for p in paths)).split()
+                         input=stdin_lines(paths)).split()
 
     def move_refused(self, old: str, new: str) -> str | None:
         """Why git would refuse to move the index and files from `old` to `new` (as `reset

@@ -151,12 +151,14 @@ def check_refs(git: Git, updates: Sequence[RefUpdate], skip: frozenset[str],
     from pq.push import registry
 
     reports = [RefReport(u) for u in updates]
-    live = [r for r in reports if not r.update.is_deletion and not _pq_own(r.update)]
+    live = []
     for r in reports:
         if r.update.is_deletion:
             r.state = "deleted"
         elif _pq_own(r.update):  # `git push --mirror`: pq's bookkeeping (the tip a rebase
             r.state = "unmanaged"  # or apply replaced, say), not a branch of the series
+        else:
+            live.append(r)
     probes = _probe(git, [r.update.local_sha for r in live]) if live else []
     cache = _load_cache(git) if use_cache else []
     known = {e.get("key"): e for e in cache}

@@ -60,16 +60,16 @@ def bookkeeping_commit(git: Git, last: str, source: str | None, queue: Queue,
     patches = {}
     for name, data in queue.files.items():
         raw = name.encode("utf-8", "surrogateescape")
-        patches[raw] = (_file_mode(kept_entries.get(raw, (b"", ""))[0]),
-                        _blob(git, data, known))
+        executable = kept_entries.get(raw, (b"", ""))[0] == b"100755"  # kept as committed
+        patches[raw] = (b"100755" if executable else b"100644", _blob(git, data, known))
     for raw, item in kept_entries.items():
         if is_tree_mode(item[0]) or not raw.endswith(b".patch"):
             patches.setdefault(raw, item)
     if patches:
         changes[PATCHES_DIR] = ("40000", trees.write_tree(patches))
     series_entry = trees.lookup(source_tree, SERIES_FILE)
-    changes[SERIES_FILE] = (_file_mode(series_entry[0].encode() if series_entry else b"").decode(),
-                            _blob(git, queue.series.dumps(), known))
+    changes[SERIES_FILE] = ("100755" if series_entry and series_entry[0] == "100755"
+                            else "100644", _blob(git, queue.series.dumps(), known))
     tree = trees.edit(last_tree, changes)
     if tree == last_tree:
         return CommitId(last)
@@ -90,11 +90,6 @@ def worktree_entries(git: Git, paths: list[str]) -> dict[str, Entry]:
             mode = "100755" if os.access(p, os.X_OK) else "100644"
             entries[rel] = (mode, git.write_blob(p.read_bytes()))
     return entries
-
-
-def _file_mode(before: bytes) -> bytes:
-    """A queue file keeps an executable bit it was committed with; any other is 100644."""
-    return b"100755" if before == b"100755" else b"100644"
 
 
 def _blob(git: Git, data: bytes, known: set[str]) -> str:

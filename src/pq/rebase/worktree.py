@@ -170,8 +170,7 @@ def require_nothing_in_the_way(git: Git, state: RebaseState, target: str, *,
     added = git.changed_paths("HEAD", target, diff_filter="A")
     # Once HEAD is detached pq has cleared the queue files: any there now are in the way,
     # except on --abort, which puts back the queue as it was (the undo log keeps these).
-    paths = [p for p in added if (state.detached and not aborting) or (
-        p != SERIES_FILE and not p.startswith(PATCHES_DIR + "/"))]
+    paths = [p for p in added if (state.detached and not aborting) or not _pqs(p)]
     if hidden is not None:
         _refuse_hidden_edits(git, target, hidden.result(), again)
     # A file or link where `target` has a folder: a checkout refuses it (as `git rebase`
@@ -185,6 +184,11 @@ def require_nothing_in_the_way(git: Git, state: RebaseState, target: str, *,
                           f"{branch}", hint=f"move them aside, {again}")
 
 
+def _pqs(path: str) -> bool:
+    """series.yaml, or anything in patches/: what pq clears and puts back itself."""
+    return path == SERIES_FILE or path.startswith(PATCHES_DIR + "/")
+
+
 def _refuse_hidden_edits(git: Git, target: str, flagged_paths: set[str], again: str) -> None:
     """Refuse when a file that moving HEAD to `target` changes is marked assume-unchanged
     or skip-worktree (`flagged_paths`: the index's) and git would not move over it ("not
@@ -195,8 +199,8 @@ def _refuse_hidden_edits(git: Git, target: str, flagged_paths: set[str], again: 
     if not flagged_paths:  # the common case: no second diff
         return
     flagged = sorted(p for p in set(git.changed_paths("HEAD", target)) & flagged_paths
-                     if p != SERIES_FILE and not p.startswith(PATCHES_DIR + "/")  # pq's own
-                     and (git.root / p).is_file() and not (git.root / p).is_symlink())
+                     if not _pqs(p) and (git.root / p).is_file()
+                     and not (git.root / p).is_symlink())
     why = git.move_refused("HEAD", target) if flagged else None
     edited = [p for p in flagged if why and f"Entry '{p}' not uptodate" in why]
     if edited:
