@@ -174,6 +174,57 @@ def test_dir_renamed_upstream_but_still_there(tmp_path: Path) -> None:
     assert [p["outcome"] for p in c.data["patches"]] == ["clean"]  # type: ignore
 
 
+SPLIT_LIB: Files = {"lib/a.c": None, "lib/b.c": None, "core/a.c": A, "b.c": B}
+
+
+def test_dir_split_upstream_patch_adds_a_file_in_it_stops_as_git_does(tmp_path: Path
+                                                                      ) -> None:
+    """lib/ went to two places, one file each: git's merge reports a conflict on no file
+    (no destination has a majority), leaves lib/new.c where it is, and `git rebase` stops;
+    so does pq, saying why, and `--continue` takes the merge as it is."""
+    c = compare(tmp_path, [("add lib/new.c", {"lib/new.c": NEW}),
+                           ("edit util", {"util/c.c": edit(C, "return 3", "return 30")})],
+                [("upstream: lib split", SPLIT_LIB)])
+    assert c.git.per_patch == ["conflict", "pending"]
+    assert_agree(c)
+    assert c.pq.unmerged == []
+    conflict = c.data["conflict"]
+    assert isinstance(conflict, dict) and conflict["paths"] == []
+    assert [n.split(":")[0] for n in conflict["notes"]] == ["CONFLICT (directory rename split)"]
+    assert "stops at a conflict that leaves no file unmerged, as git reports: CONFLICT " \
+           "(directory rename split): Unclear where to rename lib to" in c.text
+    status = pq(c.fork, "status").output
+    assert "0 conflicted, 0 resolved files, and a conflict git reports on no file" in status
+    assert "  git reports CONFLICT (directory rename split)" in status
+    notes = json.loads(pq(c.fork, "status", "--json").stdout)["rebase"]["notes"]
+    assert notes == conflict["notes"]
+    pq(c.fork, "rebase", "--continue")
+    assert git(c.fork, "log", "--format=%s", "-2", "HEAD~").splitlines() == [
+        "edit util", "add lib/new.c"]
+    assert "lib/new.c" in git(c.fork, "ls-files").splitlines()
+
+
+def test_dir_split_upstream_stops_even_where_rerere_could_resolve(tmp_path: Path) -> None:
+    """A content conflict that a recorded resolution resolves does not carry pq past a
+    conflict git reports on no file in the same merge (git rebase stops there too)."""
+    patches: list[tuple[str, Files]] = [
+        ("add lib/new.c, edit util", {"lib/new.c": NEW,
+                                      "util/c.c": edit(C, "return 3", "return 30")})]
+    upstream: list[tuple[str, Files]] = [
+        ("upstream: lib split, edit util",
+         {**SPLIT_LIB, "util/c.c": edit(C, "return 3", "return 31")})]
+    first = compare(tmp_path / "first", patches, upstream)
+    assert first.pq.unmerged == ["util/c.c"] and first.data["conflict"]["notes"]  # type: ignore
+    write(first.fork, "util/c.c", edit(C, "return 3", "return 32"))
+    git(first.fork, "add", "util/c.c")
+    git(first.fork, "rerere")  # recorded, as pq's --continue records it
+    pq(first.fork, "rebase", "--abort")
+    again = pq(first.fork, "rebase", "upstream/main", "--json", ok=False)
+    assert again.exit_code == 1, again.output
+    data = json.loads(again.stdout)
+    assert data["status"] == "conflict" and data["conflict"]["notes"]
+
+
 def test_file_renamed_upstream_patch_modifies_it(tmp_path: Path) -> None:
     c = compare(tmp_path, [("edit util", {"util/c.c": edit(C, "return 3", "return 30")})],
                 [("upstream: rename c", {"util/c.c": None, "util/c2.c": C})])

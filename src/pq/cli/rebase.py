@@ -238,10 +238,17 @@ def _conflict_error(report: RebaseReport, conflicted: list[ConflictFile], root: 
     paths = report.conflict_paths
     files = [c for c in conflicted if c.path in paths] or [
         rebase_status.ConflictFile(path, "UU", *rebase_status.KINDS["UU"]) for path in paths]
+    what = f"conflicts in {', '.join(shown(path) for path in paths)}" if paths else \
+        "stops at a conflict that leaves no file unmerged"
+    if report.conflict_notes:
+        what += f"{'; git also reports' if paths else ', as git reports'}: " + \
+            " ".join(report.conflict_notes)
+    first = (f"{rebase_status.resolve_hint(files, root)}, " if paths else
+             "check the merge in the working tree (`git status`, `git diff --cached`) and "
+             "`git add` what you change, then ")
     return OperationFailed(
-        f"patches/{p.name} (layer {p.layer}) conflicts in "
-        f"{', '.join(shown(path) for path in paths)}",
-        hint=f"{rebase_status.resolve_hint(files, root)}, `pq rebase --continue`; or "
+        f"patches/{p.name} (layer {p.layer}) {what}",
+        hint=f"{first}`pq rebase --continue`; or "
              "`pq rebase --skip` to drop this patch; or `pq rebase --abort` to go back")
 
 
@@ -309,6 +316,7 @@ def to_json(report: RebaseReport) -> dict[str, Any]:
     if report.conflict is not None:
         conflict = {"patch": report.conflict.name, "file": f"patches/{report.conflict.name}",
                     "layer": report.conflict.layer, "paths": report.conflict_paths,
+                    "notes": report.conflict_notes,
                     "next": ["pq rebase --continue", "pq rebase --skip", "pq rebase --abort"]}
     return {
         "status": report.status,
@@ -364,6 +372,8 @@ def show_status(as_json: bool) -> None:
         echo(f"  conflicted  {shown(c.path)}  ({c.kind}: {c.fix})")
     for path in st.resolved:
         echo(f"  resolved    {shown(path)}")
+    for note in st.notes:
+        echo(f"  git reports {note}")
     if st.blocked:
         echo(f"next: {st.blocked}")
     elif st.phase == "conflict":

@@ -26,18 +26,11 @@ from pq.git.process import pid_alive
 
 # Variables git exports to hooks and aliases (pq always names its repository explicitly)
 _SCRUBBED = {
-    "GIT_DIR",
-    "GIT_WORK_TREE",
-    "GIT_INDEX_FILE",
-    "GIT_PREFIX",
-    "GIT_COMMON_DIR",
-    "GIT_NAMESPACE",
-    "GIT_CEILING_DIRECTORIES",
-    "GIT_DISCOVERY_ACROSS_FILESYSTEM",
+    "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_PREFIX", "GIT_COMMON_DIR",
+    "GIT_NAMESPACE", "GIT_CEILING_DIRECTORIES", "GIT_DISCOVERY_ACROSS_FILESYSTEM",
     # ...and the caller's settings that change what git prints, which pq parses and
     # writes (a patch file's bytes must not depend on who runs pq).
-    "GIT_DIFF_OPTS",
-    "GIT_EXTERNAL_DIFF",
+    "GIT_DIFF_OPTS", "GIT_EXTERNAL_DIFF",
 }
 
 STDERR_REASON_CHARS = 600  # how much of git's stderr a GitError message keeps
@@ -75,7 +68,8 @@ def clean_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
-def _failed(args: Sequence[str], proc: subprocess.CompletedProcess[bytes]) -> GitError:
+def failure(args: Sequence[str], proc: subprocess.CompletedProcess[bytes]) -> GitError:
+    """The error of a git command that failed: the command, its exit code, its reason."""
     return GitError(f"`git {' '.join(args)}` failed with exit {proc.returncode}: "
                     f"{stderr_reason(proc.stderr)}")
 
@@ -152,7 +146,7 @@ class Gateway:
         """Run git in this repository; raise GitError unless the exit code is in ok_codes."""
         proc = self.run_proc(*args, input=input, env=env, cwd=cwd, moves_files=moves_files)
         if proc.returncode not in ok_codes:
-            raise _failed(args, proc)
+            raise failure(args, proc)
         return proc.stdout
 
     def run_proc(
@@ -200,8 +194,15 @@ class Gateway:
         return self.run(*args, input=input, env=env, ok_codes=ok_codes).decode(
             "utf-8", "surrogateescape")
 
-    def run_sealed(self, kind: str, *args: str, input: bytes | None = None,
-                   attributes: bytes = b"", ok_codes: Sequence[int] = (0,)) -> bytes:
+    def run_sealed(self, kind: str, *args: str, input: bytes | None = None) -> bytes:
+        """`run_sealed_proc`'s output; GitError when the command fails."""
+        proc = self.run_sealed_proc(kind, *args, input=input)
+        if proc.returncode:
+            raise failure(args, proc)
+        return proc.stdout
+
+    def run_sealed_proc(self, kind: str, *args: str, input: bytes | None = None,
+                        attributes: bytes = b"") -> subprocess.CompletedProcess[bytes]:
         """Run git on this repository's objects in a sealed git directory (pq.git.sealed):
         `diff` sees no configuration and no attributes, so its output is the same for
         everyone; `merge` sees the repository's configuration and exactly `attributes`."""
@@ -218,9 +219,8 @@ class Gateway:
             root, env = self._sealed[kind]
         if kind == "merge":  # in its empty working tree: a custom merge driver runs there
             sealed.set_attributes(root, attributes)
-            return self.run(*args, input=input, env=env, ok_codes=ok_codes,
-                            cwd=root / "worktree")
-        return self.run(*args, input=input, env=env, ok_codes=ok_codes, cwd=root)
+            return self.run_proc(*args, input=input, env=env, cwd=root / "worktree")
+        return self.run_proc(*args, input=input, env=env, cwd=root)
 
     def _promisor(self) -> list[tuple[str, str]]:
         """A partial clone's fetch settings (sealed.PROMISOR_KEYS); [] for another clone."""
@@ -378,7 +378,7 @@ def run_in(cwd: Path, *args: str, env: dict[str, str] | None = None,
     proc = subprocess.run(["git", *args], cwd=str(cwd), input=input, capture_output=True,
                           env=clean_env(env))
     if proc.returncode != 0:
-        raise _failed(args, proc)
+        raise failure(args, proc)
     return proc.stdout
 
 

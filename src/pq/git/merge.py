@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pq.git.gateway import Gateway, zsplit
+from pq.git.gateway import Gateway, failure, zsplit
 from pq.git.objects import MERGER, TreeId
 
 if TYPE_CHECKING:
@@ -26,6 +26,9 @@ class MergeResult:
     tree: TreeId
     clean: bool
     conflicted_paths: tuple[str, ...]
+    # git's messages of the conflicts that leave no file conflicted (a directory renamed
+    # to several places, with a file added in it: `git rebase` stops there too).
+    notes: tuple[str, ...] = ()
 
 
 class TempIndex:
@@ -176,15 +179,29 @@ class Merging(Gateway):
     def merge_commits(self, ours: str, theirs: str, attributes: bytes = b"",
                       merge_base: str | None = None) -> MergeResult:
         """git's merge of two commits (their merge base, or `merge_base`), in memory."""
-        base = [f"--merge-base={merge_base}"] if merge_base else []
-        out = self.run_sealed("merge", "merge-tree", "--write-tree", "-z", "--name-only",
-                              *base, ours, theirs, attributes=attributes,
-                              ok_codes=(0, 1))  # 1: conflicts
-        parts = out.split(b"\0")
-        conflicted: list[str] = []
-        for p in parts[1:]:
-            if not p:
-                break  # the informational messages follow an empty field
-            conflicted.append(p.decode("utf-8", "surrogateescape"))
-        return MergeResult(TreeId(parts[0].decode().strip()), not conflicted,
-                           tuple(dict.fromkeys(conflicted)))
+        args = ("merge-tree", "--write-tree", "-z", "--name-only",
+                *([f"--merge-base={merge_base}"] if merge_base else []), ours, theirs)
+        proc = self.run_sealed_proc("merge", *args, attributes=attributes)
+        if proc.returncode not in (0, 1):  # 1: conflicts
+            raise failure(args, proc)
+        parts = [p.decode("utf-8", "surrogateescape") for p in proc.stdout.split(b"\0")]
+        end = parts.index("", 1) if "" in parts[1:] else len(parts)
+        conflicted = tuple(dict.fromkeys(parts[1:end]))
+        return MergeResult(TreeId(parts[0].strip()), proc.returncode == 0, conflicted,
+                           _notes(parts[end + 1:], set(conflicted)))
+
+
+def _notes(messages: list[str], conflicted: set[str]) -> tuple[str, ...]:
+    """The messages of conflicts (a `CONFLICT` type) none of whose paths is conflicted, from
+    merge-tree's `-z` messages: each is its number of paths, the paths, its type, its text."""
+    notes = []
+    i = 0
+    while i < len(messages) and messages[i].isdigit():
+        n = int(messages[i])
+        if i + n + 2 >= len(messages):
+            break
+        paths, kind, text = messages[i + 1:i + 1 + n], messages[i + 1 + n], messages[i + 2 + n]
+        if kind.startswith("CONFLICT") and conflicted.isdisjoint(paths):
+            notes.append(text.strip())
+        i += n + 3
+    return tuple(notes)

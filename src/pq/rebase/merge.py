@@ -184,6 +184,8 @@ class BatchMerge:
         except GitError:
             self._refused = True  # and would refuse the next one: no batch from here on
             return
+        if merged.notes:  # a conflict outside the files (none known): each merges on its own
+            return
         conflicted = set(merged.conflicted_paths)
         for commit, files in wanted.items():
             entries = {p: trees.lookup(merged.tree, p) for p, *_ in files}
@@ -237,6 +239,11 @@ class BatchMerge:
         if files is None or not self._holds(step.commit, files, tip_tree):
             return None
         return self.trees.edit(tip_tree, files)
+
+    def notes(self, step: Step, tip: str) -> tuple[str, ...]:
+        """git's notes of the conflicted merge of `step` onto `tip` (MergeResult.notes)."""
+        found = self._kept.get((step.commit, tip))
+        return found.notes if found is not None else ()
 
     def conflicts_onto(self, step: Step, tip: str, tip_tree: str) -> bool:
         """Whether the batch's merge found the patch in conflict on `tip_tree`; that merge

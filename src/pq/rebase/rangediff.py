@@ -321,6 +321,7 @@ def report(state: RebaseState, status: str, old: dict[str, bytes],
     if status == "conflict":
         result.conflict = patches[state.index]
         result.conflict_paths = list(state.conflict_paths)
+        result.conflict_notes = list(state.conflict_notes)
     return result
 
 

@@ -56,13 +56,18 @@ def run(git: Git, state: RebaseState, trees: Trees, changes: dict[str, list[Chan
                 step.applied_in, step.reverted_in = undone
         shown = False
         if outcome == "conflict":
-            resolved = _reuse(git, trees, batch, state, step)
+            # A conflict git reports on no file (a directory renamed to several places):
+            # shown in the working tree, and the rebase stops, as `git rebase` stops.
+            notes = batch.notes(step, state.tip)
+            resolved = None if notes else _reuse(git, trees, batch, state, step)
             if resolved is None:
-                unmerged, resolutions = worktree.show_conflict(git, state, step.pick)
+                unmerged, resolutions = worktree.show_conflict(git, state, step.pick,
+                                                               bool(notes))
                 step.rerere_files = [r.to_dict() for r in resolutions]
-                if unmerged:
+                if unmerged or notes:
                     state.phase = "conflict"
                     state.conflict_paths = unmerged
+                    state.conflict_notes = list(notes)
                     save()
                     return landing.report(git, state, "conflict", old, None)
                 # git rerere resolved every conflict from a recorded resolution: take it.

@@ -42,6 +42,7 @@ class RebaseReport:
     patches: list[PatchReport] = field(default_factory=list)
     conflict: PatchReport | None = None
     conflict_paths: list[str] = field(default_factory=list)
+    conflict_notes: list[str] = field(default_factory=list)  # RebaseState.conflict_notes
     gate: bool = False  # the rebase was started with --gate
     # The series and patch files a finished rebase wrote (what the working tree now has),
     # for reports that read them next (the drift's files the patches touch); not JSON.

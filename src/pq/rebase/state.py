@@ -70,6 +70,8 @@ class RebaseState:
     touched: bool = False  # HEAD, index or working tree may have been changed
     detached: bool = False  # HEAD was detached to show a conflict
     conflict_paths: list[str] = field(default_factory=list)
+    # git's messages of a conflict that leaves no file conflicted (MergeResult.notes).
+    conflict_notes: list[str] = field(default_factory=list)
     new_tip: str | None = None
     gate: bool = False
     # The index entries of series.yaml and patches/*.patch (`git ls-files -s` lines) when
@@ -127,7 +129,7 @@ _SHAPE: dict[str, type | tuple[type, ...]] = {
     "prev_orig_head": (str, type(None)), "new_tip": (str, type(None)),
     "prev_legacy_orig_head": (str, type(None)), "log_id": (int, type(None)),
     "worktree": (dict, type(None)), "index_before": (list, type(None)),
-    "conflict_paths": list, "queue_before": dict, "steps": list,
+    "conflict_paths": list, "conflict_notes": list, "queue_before": dict, "steps": list,
     "queue_executable": (list, type(None))}
 
 
@@ -147,8 +149,10 @@ def _require_shape(data: dict[str, Any]) -> None:
         raise ValueError("queue_executable names a file queue_before does not")
     if not all(isinstance(s, dict) for s in data.get("steps", [])) or not all(
             isinstance(p, str) for p in [*data.get("conflict_paths", []),
+                                         *data.get("conflict_notes", []),
                                          *(data.get("index_before") or [])]):
-        raise ValueError("a step, a conflicted path or an index entry of another shape")
+        raise ValueError("a step, a conflicted path, a conflict's note or an index entry of "
+                         "another shape")
 
 
 def _fields(obj: Step | RebaseState) -> dict[str, Any]:

@@ -60,6 +60,7 @@ class RebaseStatus:
     layer: str | None
     conflicted: list[ConflictFile] = field(default_factory=list)
     resolved: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # RebaseState.conflict_notes
     next: list[str] = field(default_factory=list)
     worktree: str | None = None
     holder: str | None = None  # the running pq command and its process, when running
@@ -83,7 +84,8 @@ class RebaseStatus:
                 f"({self.onto[:12]}), {where}")
         if self.phase == "conflict":
             files = "file" if len(self.conflicted) + len(self.resolved) == 1 else "files"
-            text += f"; {len(self.conflicted)} conflicted, {len(self.resolved)} resolved {files}"
+            text += (f"; {len(self.conflicted)} conflicted, {len(self.resolved)} resolved "
+                     f"{files}{', and a conflict git reports on no file' * bool(self.notes)}")
         if self.phase == "running":
             return text + "; next: wait for it to finish"
         if self.blocked:
@@ -99,8 +101,9 @@ class RebaseStatus:
                 "total": self.total,
                 "conflicted": [{"path": c.path, "code": c.code, "kind": c.kind, "fix": c.fix}
                                for c in self.conflicted],
-                "resolved": self.resolved, "next": self.next, "worktree": self.worktree,
-                "holder": self.holder, "landed": self.landed, "blocked": self.blocked}
+                "resolved": self.resolved, "notes": self.notes, "next": self.next,
+                "worktree": self.worktree, "holder": self.holder, "landed": self.landed,
+                "blocked": self.blocked}
 
 
 def conflicts(git: Git) -> list[ConflictFile]:
@@ -147,6 +150,7 @@ def status(git: Git) -> RebaseStatus | None:
             return st
         unmerged = {c.path for c in st.conflicted}
         st.resolved = [p for p in state.conflict_paths if p not in unmerged]
+        st.notes = list(state.conflict_notes)
         st.next = list(NEXT_CONFLICT)
     elif (holder := lock_holder(git)) is not None and holder.get("pid") != os.getpid():
         # Not interrupted: another pq process replays it right now.
@@ -252,8 +256,7 @@ def require_in_place(git: Git, state: rs.RebaseState, action: str) -> None:
             hint=f"`git branch keep-{state.short_branch} {head[:12]}` keeps {them}, then `git "
                  f"reset --hard {state.tip[:12]}` and `pq rebase --skip`; or `pq rebase "
                  "--continue` takes one commit as the patch's resolution")
-    made = _past_the_resolution(git, state, head) if head != state.tip else None
-    if made:
+    if head != state.tip and (made := _past_the_resolution(git, state, head)):
         raise ConfigError(f"{made}; pq keeps one commit per patch",
                           hint=f"squash them (`git reset --soft {state.tip[:12]}`) then `pq "
                                f"rebase --{action}`; a separate change becomes a patch of its "
@@ -278,8 +281,7 @@ def _require_nothing_left_behind(git: Git, state: rs.RebaseState, head: str | No
     if (head is None or head == state.tip or git.current_branch() is not None
             or not git.is_ancestor(state.tip, head)):
         return
-    made = _past_the_resolution(git, state, head)
-    if made:
+    if made := _past_the_resolution(git, state, head):
         raise ConfigError(f"{made}; `pq rebase --abort` would leave them on no branch",
                           hint=f"`git branch keep-{state.short_branch} {head[:12]}` keeps "
                                "them, then `pq rebase --abort --force`")

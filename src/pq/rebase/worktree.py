@@ -213,9 +213,10 @@ def _refuse_hidden_edits(git: Git, target: str, flagged_paths: set[str], again: 
                  f"{again}")
 
 
-def show_conflict(git: Git, state: RebaseState, pick: str
+def show_conflict(git: Git, state: RebaseState, pick: str, noted: bool = False
                   ) -> tuple[list[str], list[rerere_mod.Resolution]]:
-    """Put `pick` cherry-picked onto state.tip into the index and working tree.
+    """Put `pick` cherry-picked onto state.tip into the index and working tree (`noted`:
+    the merge has a conflict that leaves no file unmerged).
 
     Returns (unmerged paths, the files git rerere resolved from recorded resolutions).
     HEAD is left detached at state.tip.
@@ -244,7 +245,7 @@ def show_conflict(git: Git, state: RebaseState, pick: str
     resolutions = rerere_mod.reused_in_worktree(git, reused)
     unmerged = unmerged_paths(git)
     if returncode not in (0, 1) or (returncode == 1 and not unmerged
-                                         and not reused):
+                                         and not reused and not noted):
         last = stderr.strip().splitlines()[-1:] or ["(no message)"]
         raise OperationFailed(f"git cherry-pick of {pick[:12]} failed: {last[0]}",
                               hint="`pq rebase --abort` restores the branch")
