@@ -20,7 +20,7 @@ EXAMPLE = SRC / "demo" / "example"  # the example operator library pq ships, not
 LAYERS = ["errors", "faults", "atomic", "background", "quoting", "git", "model", "oplog", "queue", "rebase",
           "toolchain", "compat", "drift", "compare", "audit", "gate", "lint", "report", "push", "demo", "cli", "__main__"]
 MAX_LINES = 400
-GATEWAY = {"run", "text", "run_proc", "run_sealed"}
+GATEWAY = {"run", "text", "run_proc", "run_sealed", "run_sealed_proc"}
 
 
 def modules() -> list[Path]:

@@ -5,6 +5,7 @@ Each scenario runs pq and plain git on copies of the same repository and compare
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 from pathlib import Path
@@ -377,3 +378,31 @@ def test_a_submodule_bump_survives_a_rebase_whatever_its_ignore_setting(
     assert tree_without_queue(fork, "paddle") == tree_without_queue(fork, "by-git")
     git(fork, "checkout", "-q", "paddle")
     assert pq(fork, "check").exit_code == 0
+
+
+def test_a_submodule_bumped_on_both_sides_stops_with_a_fix_for_a_submodule(
+        tmp_path: Path) -> None:
+    """Both sides moved the submodule: git stops with it unmerged, and so does pq; the fix
+    is to choose the commit it points at (there is no file to edit), in the stop's error,
+    `pq status` and its `--json`."""
+    modules = '[submodule "sub"]\n\tpath = sub\n\turl = ../sub\n'
+    up = make_upstream(tmp_path / "upstream", {".gitmodules": modules, "README.md": "x\n"})
+    git(up, "update-index", "--add", "--cacheinfo", f"160000,{'1' * 40},sub")
+    git(up, "commit", "-q", "-m", "upstream: sub")
+    fork = make_fork(tmp_path, up)
+    git(fork, "update-index", "--cacheinfo", f"160000,{'2' * 40},sub")
+    git(fork, "commit", "-q", "-m", "build: pin sub")
+    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    git(up, "update-index", "--cacheinfo", f"160000,{'3' * 40},sub")
+    git(up, "commit", "-q", "-m", "upstream: bump sub")
+    git(fork, "fetch", "-q", "upstream")
+    stop = pq(fork, "rebase", "upstream/main", ok=False)
+    assert stop.exit_code == 1
+    fix = "check out the commit it should point at (`git -C sub checkout COMMIT`), then " \
+          "`git add sub`"
+    assert f"sub (both modified, a submodule): {fix}" in stop.output
+    assert "edit, `git add" not in stop.output
+    assert f"conflicted  sub  (both modified, a submodule: {fix})" in pq(fork, "status").output
+    conflicted = json.loads(pq(fork, "status", "--json").stdout)["rebase"]["conflicted"]
+    assert conflicted == [{"path": "sub", "code": "UU", "kind": "both modified, a submodule",
+                           "fix": fix}]

@@ -44,14 +44,20 @@ class WorkingTree(Merging):
         return entries
 
     def unmerged(self) -> dict[str, str]:
-        """{path: `git status` code (UU, AA, DU, UD, AU, UA, DD)} of every unmerged path,
-        read from the index's stages alone (`ls-files -u`; no file is looked at): the
+        """{path: `git status` code (UU, AA, DU, UD, AU, UA, DD)} of every unmerged path."""
+        return {path: code for path, (code, _) in self.unmerged_kinds().items()}
+
+    def unmerged_kinds(self) -> dict[str, tuple[str, bool]]:
+        """{path: (its `git status` code, whether a stage is a submodule)} of every unmerged
+        path, read from the index's stages alone (`ls-files -u`; no file is looked at): the
         code is git's own for the set of stages present (wt-status.c)."""
-        stages: dict[str, int] = {}
+        stages: dict[str, tuple[int, bool]] = {}
         for record in zsplit(self.run("ls-files", "-u", "-z")):
             info, _, path = record.partition("\t")
-            stages[path] = stages.get(path, 0) | 1 << (int(info.rsplit(" ", 1)[1]) - 1)
-        return {path: _UNMERGED[mask] for path, mask in stages.items()}
+            mask, gitlink = stages.get(path, (0, False))
+            stages[path] = (mask | 1 << (int(info.rsplit(" ", 1)[1]) - 1),
+                            gitlink or info.startswith("160000 "))
+        return {path: (_UNMERGED[mask], gitlink) for path, (mask, gitlink) in stages.items()}
 
     def ls_files(self, paths: Sequence[str] = (), *, stage: bool = False,
                  cached: bool = False, others: bool = False, literal: bool = False,

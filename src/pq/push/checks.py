@@ -271,7 +271,7 @@ def check_markers(git: Git, ctx: CheckContext) -> list[CheckFailure]:
     `conflict-marker-size` attribute is larger (a merge tool's test data) has none of
     that size, as `git diff --check` reads it."""
     from pq.model import patchfile
-    from pq.rebase.status import is_conflict_marker
+    from pq.rebase.markers import is_conflict_marker
 
     queue = _queue(ctx)
     failures = []

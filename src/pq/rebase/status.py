@@ -1,14 +1,12 @@
 """What a rebase in progress is doing, for the user: `pq status`, the first line of
 `pq series` and `pq log`, the refusal of every rewriting command while a rebase is
-stopped, the fix of each conflicted file by its kind, and the conflict markers that a
-resolution would commit.
+stopped, and the fix of each conflicted file by its kind (the conflict markers a
+resolution would commit: pq.rebase.markers).
 """
 
 from __future__ import annotations
 
 import os
-import re
-from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,6 +17,7 @@ from pq.oplog.lock import lock_holder
 from pq.quoting import from_here, list_paths, shell_args, shown
 from pq.rebase import state as rs
 from pq.rebase import worktree
+from pq.rebase.markers import added_conflict_markers
 
 # `git status --porcelain` codes of unmerged paths, for a patch cherry-picked onto the
 # rebased stack: "us" is the stack so far (upstream and the earlier patches), "them" the
@@ -36,6 +35,9 @@ KINDS: dict[str, tuple[str, str]] = {
     "UA": ("added by the patch only", "edit {f}, then `git add {p}` (or `git rm {p}`)"),
     "DD": ("deleted on both sides", "`git rm {p}`"),
 }
+# A submodule's conflict: the commit it should point at is chosen, not edited.
+SUBMODULE_FIX = "check out the commit it should point at (`git -C {p} checkout COMMIT`), " \
+    "then `git add {p}`"
 NEXT_CONFLICT = ["pq rebase --continue", "pq rebase --skip", "pq rebase --abort"]
 
 
@@ -45,6 +47,7 @@ class ConflictFile:
     code: str  # the `git status --porcelain` code: DU UD AU UA DD AA UU
     kind: str
     fix: str
+    submodule: bool = False  # a stage is a submodule's commit (SUBMODULE_FIX)
 
 
 @dataclass
@@ -109,20 +112,21 @@ class RebaseStatus:
 def conflicts(git: Git) -> list[ConflictFile]:
     """The unmerged paths of the index, each with its kind and fix."""
     out: list[ConflictFile] = []
-    for path, code in sorted(git.unmerged().items()):
+    for path, (code, submodule) in sorted(git.unmerged_kinds().items()):
         kind, fix = KINDS[code]
+        if submodule and code in ("UU", "AA"):
+            kind, fix = f"{kind}, a submodule", SUBMODULE_FIX
         here = from_here(git.root, [path])
         fix = fix.format(p=shell_args(here), f=shown(here[0]))
-        out.append(ConflictFile(path, code, kind, fix))
+        out.append(ConflictFile(path, code, kind, fix, submodule))
     return out
 
 
 def resolve_hint(files: list[ConflictFile], root: Path) -> str:
     """How to resolve `files`: one clause for plain edits, one per file otherwise."""
-    plain = [c.path for c in files if c.code in ("UU", "AA")]
+    plain = [c.path for c in files if c.code in ("UU", "AA") and not c.submodule]
     parts = [f"edit, `git add {shell_args(from_here(root, plain))}`"] if plain else []
-    parts += [f"{shown(c.path)} ({c.kind}): {c.fix}" for c in files
-              if c.code not in ("UU", "AA")]
+    parts += [f"{shown(c.path)} ({c.kind}): {c.fix}" for c in files if c.path not in plain]
     return "; ".join(parts)
 
 
@@ -330,71 +334,3 @@ def require_resolved(git: Git, state: rs.RebaseState) -> None:
             hint=f"edit {shown(path)} (and any other file `git diff --cached --check` names), "
                  f"`git add {shell_args(from_here(git.root, [path]))}`, then "
                  "`pq rebase --continue`")
-
-
-_MARKER = re.compile(r"^(.*):(\d+): leftover conflict marker$")
-
-
-def added_conflict_markers(git: Git, tip: str, pick: str | None = None
-                           ) -> list[tuple[str, int]]:
-    """(path, line) of each conflict marker the index adds to `tip`, as
-    `git diff --cached --check` finds them (conflict-marker-size attributes included), in
-    files where at least one is a `<<<<<<<` or `>>>>>>>` line: a lone `=======` or
-    `|||||||` line is far more often a heading's underline than a leftover conflict. Lines
-    the patch being resolved (commit `pick`) adds itself, a merge tool's test data say,
-    are its content, not a leftover: as many of each as it adds are not counted."""
-    found = _marker_lines(git, git.diff_check(tip), ":", ("--cached", tip))
-    own: Counter[tuple[str, bytes]] = Counter()
-    if pick is not None and found:
-        for path, marks in _marker_lines(git, git.diff_check(pick, commit=True),
-                                         f"{pick}:", (f"{pick}^", pick)).items():
-            own.update((path, text) for _, text in marks)
-    result = []
-    for path, marks in found.items():
-        left = []
-        for number, text in marks:
-            if own[(path, text)] > 0:
-                own[(path, text)] -= 1
-            else:
-                left.append((number, text))
-        if any(text[:1] in (b"<", b">") for _, text in left):
-            result += [(path, number) for number, _ in left]
-    return result
-
-
-def _marker_lines(git: Git, report: str, prefix: str, revs: tuple[str, str]
-                  ) -> dict[str, list[tuple[int, bytes]]]:
-    """{path: [(line, its bytes)]} of the conflict markers a `git diff --check` report
-    names; `prefix` + path names the blob the lines are read from. The report writes
-    names as they are: one with a newline in it spans lines, and is found among the
-    paths the diff (of `revs`) changes."""
-    numbers: dict[str, list[int]] = {}
-    said = report.split("\n")
-    changed: set[str] | None = None
-    for i, line in enumerate(said):
-        m = _MARKER.match(line)
-        if not m:
-            continue
-        path, start = m.group(1), i
-        if changed is None:
-            changed = set(git.diff_names(*revs))
-        while path not in changed and start > 0:
-            start -= 1
-            path = said[start] + "\n" + path
-        if path in changed:
-            numbers.setdefault(path, []).append(int(m.group(2)))
-    found = {}
-    for path, wanted in numbers.items():
-        lines = git.blob(prefix + path).split(b"\n")
-        found[path] = [(n, lines[n - 1] if n <= len(lines) else b"") for n in wanted]
-    return found
-
-
-def is_conflict_marker(line: str, size: int = 7) -> str | None:
-    """The marker character of `line` when git would call it a conflict marker (`size` of
-    one of < = > | at the start, then whitespace or the end), else None."""
-    head = line[:size]
-    if len(head) == size and head[0] in "<=>|" and head == head[0] * size and (
-            len(line) == size or line[size].isspace()):
-        return head[0]
-    return None

@@ -1,0 +1,78 @@
+"""Conflict markers: the leftover ones a resolution would commit (`pq rebase --continue`
+refuses them, as `git diff --cached --check` finds them), and whether a line is one (the
+pre-push hook's check of the pushed patches).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+from pq.git.repo import Git
+
+_MARKER = re.compile(r"^(.*):(\d+): leftover conflict marker$")
+
+
+def added_conflict_markers(git: Git, tip: str, pick: str | None = None
+                           ) -> list[tuple[str, int]]:
+    """(path, line) of each conflict marker the index adds to `tip`, as
+    `git diff --cached --check` finds them (conflict-marker-size attributes included), in
+    files where at least one is a `<<<<<<<` or `>>>>>>>` line: a lone `=======` or
+    `|||||||` line is far more often a heading's underline than a leftover conflict. Lines
+    the patch being resolved (commit `pick`) adds itself, a merge tool's test data say,
+    are its content, not a leftover: as many of each as it adds are not counted."""
+    found = _marker_lines(git, git.diff_check(tip), ":", ("--cached", tip))
+    own: Counter[tuple[str, bytes]] = Counter()
+    if pick is not None and found:
+        for path, marks in _marker_lines(git, git.diff_check(pick, commit=True),
+                                         f"{pick}:", (f"{pick}^", pick)).items():
+            own.update((path, text) for _, text in marks)
+    result = []
+    for path, marks in found.items():
+        left = []
+        for number, text in marks:
+            if own[(path, text)] > 0:
+                own[(path, text)] -= 1
+            else:
+                left.append((number, text))
+        if any(text[:1] in (b"<", b">") for _, text in left):
+            result += [(path, number) for number, _ in left]
+    return result
+
+
+def _marker_lines(git: Git, report: str, prefix: str, revs: tuple[str, str]
+                  ) -> dict[str, list[tuple[int, bytes]]]:
+    """{path: [(line, its bytes)]} of the conflict markers a `git diff --check` report
+    names; `prefix` + path names the blob the lines are read from. The report writes
+    names as they are: one with a newline in it spans lines, and is found among the
+    paths the diff (of `revs`) changes."""
+    numbers: dict[str, list[int]] = {}
+    said = report.split("\n")
+    changed: set[str] | None = None
+    for i, line in enumerate(said):
+        m = _MARKER.match(line)
+        if not m:
+            continue
+        path, start = m.group(1), i
+        if changed is None:
+            changed = set(git.diff_names(*revs))
+        while path not in changed and start > 0:
+            start -= 1
+            path = said[start] + "\n" + path
+        if path in changed:
+            numbers.setdefault(path, []).append(int(m.group(2)))
+    found = {}
+    for path, wanted in numbers.items():
+        lines = git.blob(prefix + path).split(b"\n")
+        found[path] = [(n, lines[n - 1] if n <= len(lines) else b"") for n in wanted]
+    return found
+
+
+def is_conflict_marker(line: str, size: int = 7) -> str | None:
+    """The marker character of `line` when git would call it a conflict marker (`size` of
+    one of < = > | at the start, then whitespace or the end), else None."""
+    head = line[:size]
+    if len(head) == size and head[0] in "<=>|" and head == head[0] * size and (
+            len(line) == size or line[size].isspace()):
+        return head[0]
+    return None
