@@ -782,3 +782,43 @@ def test_a_damaged_rebase_state_is_refused_in_one_line_and_writes_nothing(
     assert git(fork, "rev-parse", "HEAD") == before
     assert git(fork, "symbolic-ref", "HEAD") == "refs/heads/paddle"
     assert git(fork, "status", "--porcelain") == ""
+
+
+def test_a_conflict_git_will_not_show_stops_so_that_continue_shows_it(tmp_path: Path) -> None:
+    """An untracked file where the next conflicted patch adds one: git's cherry-pick refuses
+    before it writes anything. The rebase stops outside a conflict with git's reason (not
+    stuck "while stopping", only abortable): once the file is moved aside, `--continue`
+    shows the conflict, the resolution of the patch before kept, as `git rebase --continue`
+    runs again the pick git refused."""
+    ten = "".join(f"{i}\n" for i in range(1, 11))
+    up = make_upstream(tmp_path / "upstream", {"a.py": ten, "b.py": ten})
+    fork = make_fork(tmp_path, up)
+    write(fork, "a.py", ten.replace("2\n", "P1\n", 1))
+    commit_all(fork, "python-glue: p1")
+    write(fork, "b.py", ten.replace("2\n", "P2\n", 1))
+    write(fork, "new.txt", "new\n")
+    commit_all(fork, "python-glue: p2 adds new.txt")
+    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    write(up, "a.py", ten.replace("2\n", "U\n", 1))
+    write(up, "b.py", ten.replace("2\n", "U\n", 1))
+    commit_all(up, "upstream: a and b")
+    git(fork, "fetch", "-q", "upstream")
+    assert pq(fork, "rebase", "upstream/main", ok=False).exit_code == 1
+    write(fork, "a.py", ten.replace("2\n", "P1 and U\n", 1))
+    git(fork, "add", "a.py")
+    write(fork, "new.txt", "built here\n")
+    refused = pq(fork, "rebase", "--continue", ok=False)
+    assert refused.exit_code == 1
+    assert "untracked working tree files would be overwritten by merge: new.txt" in \
+        refused.output
+    assert "then `pq rebase --continue` shows the conflict" in refused.output
+    assert json.loads(pq(fork, "status", "--json").stdout)["rebase"]["phase"] == "stopped"
+    (fork / "new.txt").unlink()
+    shown = pq(fork, "rebase", "--continue", ok=False)
+    assert shown.exit_code == 1 and "conflicts in b.py" in shown.output
+    write(fork, "b.py", ten.replace("2\n", "P2 and U\n", 1))
+    git(fork, "add", "b.py")
+    pq(fork, "rebase", "--continue")
+    assert git(fork, "show", "HEAD~2:a.py").startswith("1\nP1 and U\n")
+    assert git(fork, "show", "HEAD~1:b.py").startswith("1\nP2 and U\n")
+    assert git(fork, "show", "HEAD~1:new.txt") == "new"  # (git() strips)

@@ -107,7 +107,7 @@ def _reuse(git: Git, trees: Trees, batch: BatchMerge, state: RebaseState, step: 
     if attributes or not rerere_mod.plain_checkout(git):
         return None
     result = batch.merge(step, state.tip, tip_tree)  # the conflict cherry_pick found
-    if result.clean:
+    if result.clean or not result.conflicted_paths:  # no file to take a resolution for
         return None
     batch.read_conflicts_ahead()
     return rerere_mod.resolve_tree(git, trees, result.tree, result.conflicted_paths,

@@ -14,6 +14,7 @@ from contextlib import suppress
 from pq.atomic import write_atomic
 from pq.background import Background
 from pq.errors import ConfigError, GitError, OperationFailed
+from pq.git.gateway import stderr_reason
 from pq.git.repo import Git
 from pq.git.trees import Trees
 from pq.model.series import PATCHES_DIR, SERIES_FILE
@@ -232,9 +233,8 @@ def show_conflict(git: Git, state: RebaseState, pick: str, noted: bool = False
     try:
         git.checkout(state.tip, detach=True, env={"GIT_REFLOG_ACTION": "pq rebase"})
     except GitError as exc:
-        raise OperationFailed(f"cannot show the conflict in the working tree: {exc.message}",
-                              hint="move the files in the way aside, then `pq rebase --abort` "
-                                   "and run the rebase again") from None
+        raise _showing_failed(git, state, f"cannot show the conflict in the working tree: "
+                                          f"{exc.message}") from None
     on = rerere_mod.enabled(git, state.rerere)
     # Without autoupdate the reused files stay unmerged until staged below, so that their
     # conflicts can be written again to name the resolutions.
@@ -246,11 +246,22 @@ def show_conflict(git: Git, state: RebaseState, pick: str, noted: bool = False
     unmerged = unmerged_paths(git)
     if returncode not in (0, 1) or (returncode == 1 and not unmerged
                                          and not reused and not noted):
-        last = stderr.strip().splitlines()[-1:] or ["(no message)"]
-        raise OperationFailed(f"git cherry-pick of {pick[:12]} failed: {last[0]}",
-                              hint="`pq rebase --abort` restores the branch")
+        reason = stderr_reason(stderr.encode()) or "(no message)"
+        raise _showing_failed(git, state, f"git cherry-pick of {pick[:12]} failed: {reason}")
     rrnotes.remember(git, resolutions)
     return unmerged, resolutions
+
+
+def _showing_failed(git: Git, state: RebaseState, message: str) -> OperationFailed:
+    """The error of a conflict git would not show (an untracked file where the patch adds
+    one, say: git refuses before it writes anything), with the rebase saved as stopped
+    outside a conflict: `--continue` shows the conflict again, as `git rebase --continue`
+    runs the pick git refused again, every patch replayed so far kept."""
+    state.phase = "replaying"
+    save(git, state)
+    return OperationFailed(message, hint="move aside or remove what git names (`git status` "
+                                         "shows the working tree), then `pq rebase --continue` "
+                                         "shows the conflict; or `pq rebase --abort`")
 
 
 def _reused_paths(stderr: str) -> list[str]:
