@@ -398,11 +398,15 @@ def test_a_submodule_bumped_on_both_sides_stops_with_a_fix_for_a_submodule(
     git(fork, "fetch", "-q", "upstream")
     stop = pq(fork, "rebase", "upstream/main", ok=False)
     assert stop.exit_code == 1
-    fix = "check out the commit it should point at (`git -C sub checkout COMMIT`), then " \
-          "`git add sub`"
+    fix = "point it at the commit it should have: `git update-index --cacheinfo " \
+          "160000,COMMIT,sub`"
     assert f"sub (both modified, a submodule): {fix}" in stop.output
     assert "edit, `git add" not in stop.output
     assert f"conflicted  sub  (both modified, a submodule: {fix})" in pq(fork, "status").output
     conflicted = json.loads(pq(fork, "status", "--json").stdout)["rebase"]["conflicted"]
     assert conflicted == [{"path": "sub", "code": "UU", "kind": "both modified, a submodule",
                            "fix": fix}]
+    # The fix works with the submodule not checked out (as here: `git add sub` would not).
+    git(fork, "update-index", "--cacheinfo", f"160000,{'4' * 40},sub")
+    pq(fork, "rebase", "--continue")
+    assert git(fork, "rev-parse", "paddle~1:sub") == "4" * 40

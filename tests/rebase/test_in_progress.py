@@ -822,3 +822,24 @@ def test_a_conflict_git_will_not_show_stops_so_that_continue_shows_it(tmp_path: 
     assert git(fork, "show", "HEAD~2:a.py").startswith("1\nP1 and U\n")
     assert git(fork, "show", "HEAD~1:b.py").startswith("1\nP2 and U\n")
     assert git(fork, "show", "HEAD~1:new.txt") == "new"  # (git() strips)
+
+
+def test_a_checkout_that_fails_at_the_first_conflict_never_moves_the_branch(tmp_path: Path
+                                                                          ) -> None:
+    """git refuses to check out the stack to show the first conflict (a stale index.lock):
+    HEAD is still on the branch. `--continue` shows the conflict once the lock is gone,
+    without resetting the branch to the stack (it stays at its tip until the landing)."""
+    up, fork = make_series(tmp_path)
+    conflict_upstream(up, fork)
+    tip = git(fork, "rev-parse", "paddle")
+    (fork / ".git" / "index.lock").touch()
+    refused = pq(fork, "rebase", "upstream/main", ok=False)
+    assert refused.exit_code == 1 and "cannot show the conflict" in refused.output
+    (fork / ".git" / "index.lock").unlink()
+    shown = pq(fork, "rebase", "--continue", ok=False)
+    assert shown.exit_code == 1 and "conflicts in setup.py" in shown.output
+    assert git(fork, "rev-parse", "paddle") == tip
+    write(fork, "setup.py", RESOLVED)
+    git(fork, "add", "setup.py")
+    pq(fork, "rebase", "--continue")
+    assert git(fork, "rev-parse", "paddle~3") == git(fork, "rev-parse", "upstream/main")

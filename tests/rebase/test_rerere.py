@@ -371,3 +371,39 @@ def test_a_resolution_reused_under_a_conflict_marker_size_is_reported(tmp_path: 
         assert patch["rerere"] is True, (where, patch)
         assert [f["path"] for f in patch["rerere_files"]] == ["f.py"]
         assert "+RESOLVED" in patch["rerere_files"][0]["hunks"]
+
+
+def test_a_reuse_is_noted_when_the_next_conflict_cannot_be_shown(tmp_path: Path) -> None:
+    """Patch 1's recorded resolution is reused in memory; git then refuses to show patch
+    2's conflict (a stale index.lock), and the rebase stops past patch 1: its reuse is
+    noted all the same (`pq rebase --forget` and `pq undo` read that note)."""
+    def lines(name: str, five: str) -> str:
+        return "".join((five if n == 5 else f"{name} line {n}") + "\n" for n in range(1, 21))
+
+    up = make_upstream(tmp_path / "upstream", {f"{n}.txt": lines(n, f"{n} line 5")
+                                               for n in "ab"})
+    fork = make_fork(tmp_path, up)
+    write(fork, "a.txt", lines("a", "a fork"))
+    commit_all(fork, "P1 a")
+    write(fork, "b.txt", lines("b", "b fork"))
+    commit_all(fork, "P2 b")
+    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    orig = git(fork, "rev-parse", "HEAD")
+    write(up, "a.txt", lines("a", "a upstream"))
+    commit_all(up, "upstream: a")
+    git(fork, "fetch", "-q", "upstream")
+    assert pq(fork, "rebase", "upstream/main", ok=False).exit_code == 1  # records a.txt's
+    write(fork, "a.txt", lines("a", "a both"))
+    git(fork, "add", "a.txt")
+    pq(fork, "rebase", "--continue")
+    git(fork, "reset", "-q", "--hard", orig)
+    write(up, "b.txt", lines("b", "b upstream"))
+    commit_all(up, "upstream: b")
+    git(fork, "fetch", "-q", "upstream")
+    cache = fork / ".git/rr-cache/pq-paths.json"
+    before = max(op for e in json.loads(cache.read_text()).values() for op in e["ops"])
+    (fork / ".git" / "index.lock").touch()
+    refused = pq(fork, "rebase", "upstream/main", ok=False)
+    assert refused.exit_code == 1 and "cannot show the conflict" in refused.output
+    assert sorted(p for e in json.loads(cache.read_text()).values()
+                  if max(e["ops"]) > before for p in e["paths"]) == ["a.txt"]

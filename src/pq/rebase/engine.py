@@ -279,7 +279,9 @@ def resume(git: Git, action: str, progress: Progress | None = None,
             state.index += 1
             state.phase = "replaying"
             rs.save(git, state)
-        if state.detached:  # HEAD on the branch (a landing git refused) stays where it is
+        # HEAD on the branch (a landing git refused, a checkout that failed before it moved)
+        # stays where it is: a reset there would move the branch.
+        if state.detached and git.current_branch() is None:
             worktree.reset_to(git, state.tip)
         upstream = rangediff.UpstreamMatches(git, state, old.series.queue_paths, changes)
         report = replay.run(git, state, trees, changes, upstream, progress, old, committer,

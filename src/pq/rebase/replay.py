@@ -61,6 +61,8 @@ def run(git: Git, state: RebaseState, trees: Trees, changes: dict[str, list[Chan
             notes = batch.notes(step, state.tip)
             resolved = None if notes else _reuse(git, trees, batch, state, step)
             if resolved is None:
+                rrnotes.remember(git, reused)  # noted before the working tree is touched
+                reused.clear()
                 unmerged, resolutions = worktree.show_conflict(git, state, step.pick,
                                                                bool(notes))
                 step.rerere_files = [r.to_dict() for r in resolutions]

@@ -35,9 +35,10 @@ KINDS: dict[str, tuple[str, str]] = {
     "UA": ("added by the patch only", "edit {f}, then `git add {p}` (or `git rm {p}`)"),
     "DD": ("deleted on both sides", "`git rm {p}`"),
 }
-# A submodule's conflict: the commit it should point at is chosen, not edited.
-SUBMODULE_FIX = "check out the commit it should point at (`git -C {p} checkout COMMIT`), " \
-    "then `git add {p}`"
+# A submodule's conflict: the commit it should point at is chosen, not edited (a rebase
+# leaves the submodule itself as it was, often not checked out at all).
+SUBMODULE_FIX = "point it at the commit it should have: `git update-index --cacheinfo " \
+    "160000,COMMIT,{p}`"
 NEXT_CONFLICT = ["pq rebase --continue", "pq rebase --skip", "pq rebase --abort"]
 
 
