@@ -843,3 +843,15 @@ def test_a_checkout_that_fails_at_the_first_conflict_never_moves_the_branch(tmp_
     git(fork, "add", "setup.py")
     pq(fork, "rebase", "--continue")
     assert git(fork, "rev-parse", "paddle~3") == git(fork, "rev-parse", "upstream/main")
+
+
+def test_a_failing_post_checkout_hook_does_not_keep_a_conflict_from_being_shown(
+        tmp_path: Path) -> None:
+    """The checkout that shows a conflict runs the user's post-checkout hook, as `git
+    rebase` runs it; a hook that fails does not stop git's rebase, nor pq's."""
+    up, fork = make_series(tmp_path)
+    conflict_upstream(up, fork)
+    write(fork, ".git/hooks/post-checkout", "#!/bin/sh\nexit 1\n", mode=0o755)
+    stop = pq(fork, "rebase", "upstream/main", ok=False)
+    assert stop.exit_code == 1 and "conflicts in setup.py" in stop.output
+    assert json.loads(pq(fork, "status", "--json").stdout)["rebase"]["phase"] == "conflict"
