@@ -812,7 +812,8 @@ def test_a_conflict_git_will_not_show_stops_so_that_continue_shows_it(tmp_path: 
     assert "untracked working tree files would be overwritten by merge: new.txt" in \
         refused.output
     assert "then `pq rebase --continue` shows the conflict" in refused.output
-    assert json.loads(pq(fork, "status", "--json").stdout)["rebase"]["phase"] == "stopped"
+    status = json.loads(pq(fork, "status", "--json").stdout)["rebase"]
+    assert status["phase"] == "stopped" and "pq rebase --skip" in status["next"]
     (fork / "new.txt").unlink()
     shown = pq(fork, "rebase", "--continue", ok=False)
     assert shown.exit_code == 1 and "conflicts in b.py" in shown.output
@@ -855,3 +856,18 @@ def test_a_failing_post_checkout_hook_does_not_keep_a_conflict_from_being_shown(
     stop = pq(fork, "rebase", "upstream/main", ok=False)
     assert stop.exit_code == 1 and "conflicts in setup.py" in stop.output
     assert json.loads(pq(fork, "status", "--json").stdout)["rebase"]["phase"] == "conflict"
+
+
+def test_a_patch_git_will_not_show_can_be_skipped(tmp_path: Path) -> None:
+    """As `git rebase --skip` drops the pick git refused to run: `pq rebase --skip` drops
+    the patch whose conflict git would not show, and the rebase goes on."""
+    up, fork = make_series(tmp_path)
+    conflict_upstream(up, fork)
+    (fork / ".git" / "index.lock").touch()
+    assert pq(fork, "rebase", "upstream/main", ok=False).exit_code == 1
+    (fork / ".git" / "index.lock").unlink()
+    data = json.loads(pq(fork, "rebase", "--skip", "--json").stdout)
+    assert [p["outcome"] for p in data["patches"]] == ["skipped", "clean"]
+    assert data["status"] == "done"
+    assert git(fork, "log", "--format=%s", "upstream/main..paddle").splitlines()[1:] == [
+        "python-glue: scoped compat"]

@@ -235,7 +235,8 @@ def resume(git: Git, action: str, progress: Progress | None = None,
     # A rebase that stopped in memory (files in the way of a conflict or of landing) goes
     # on from where it was saved.
     stopped = rebase_status.resumable(state)
-    if state.phase != "conflict" and not (stopped and action == "continue"):
+    if state.phase != "conflict" and not (stopped and action == "continue") and not (
+            state.phase == "refused" and action == "skip"):
         if stopped:
             raise ConfigError(f"the last pq rebase stopped at no conflict ({state.phase}); "
                               f"there is no patch to {action}",
@@ -259,8 +260,9 @@ def resume(git: Git, action: str, progress: Progress | None = None,
         changes = trees.load_changes(rest if stopped else rest[1:])
         trees.read_commits(rest)
         step = state.steps[state.index] if state.index < len(state.steps) else None
-        if stopped:
-            pass
+        if stopped and action == "continue":
+            if state.phase == "refused":  # shown again now (saved when it is)
+                state.phase = "replaying"
         elif action == "continue":
             assert step is not None
             tree = worktree.write_index_tree(git, state)
@@ -275,7 +277,7 @@ def resume(git: Git, action: str, progress: Progress | None = None,
         else:
             assert step is not None
             step.outcome = "skipped"
-        if not stopped:
+        if not stopped or action == "skip":
             state.index += 1
             state.phase = "replaying"
             rs.save(git, state)

@@ -29,8 +29,9 @@ from pq.quoting import shell_args
 STATE_VERSION = 1
 # Phases: `replaying` (in memory; HEAD and files untouched unless `touched`), `stopping`
 # (putting a conflict into the working tree), `conflict` (waiting for the user),
-# `landing` (moving the branch to the finished stack).
-PHASES = ("replaying", "stopping", "conflict", "landing")
+# `refused` (git would not show the conflict of the patch at `index`: --continue shows it
+# again, --skip drops the patch), `landing` (moving the branch to the finished stack).
+PHASES = ("replaying", "stopping", "conflict", "refused", "landing")
 
 
 @dataclass

@@ -163,7 +163,8 @@ def status(git: Git) -> RebaseStatus | None:
         st.holder = f"`{holder.get('command') or 'pq'}` (process {holder.get('pid', '?')})"
     elif resumable(state):
         st.phase, st.landed = "stopped", landed(git, state)
-        st.next = ["pq rebase --continue", "pq rebase --abort"]
+        st.next = ["pq rebase --continue", *(["pq rebase --skip"] * (state.phase == "refused")),
+                   "pq rebase --abort"]
     else:
         st.next = ["pq rebase --abort"]
     return st
@@ -172,7 +173,8 @@ def status(git: Git) -> RebaseStatus | None:
 def resumable(state: rs.RebaseState) -> bool:
     """Whether `--continue` goes on from a rebase that stopped outside a conflict: files
     were in the way of showing a conflict or of landing (the replay is saved)."""
-    return (state.phase == "replaying" and state.detached) or state.phase == "landing"
+    return (state.phase == "replaying" and state.detached) or state.phase in ("landing",
+                                                                              "refused")
 
 
 def landed(git: Git, state: rs.RebaseState) -> bool:

@@ -260,11 +260,12 @@ def _showing_failed(git: Git, state: RebaseState, message: str) -> OperationFail
     one, say: git refuses before it writes anything), with the rebase saved as stopped
     outside a conflict: `--continue` shows the conflict again, as `git rebase --continue`
     runs the pick git refused again, every patch replayed so far kept."""
-    state.phase = "replaying"
+    state.phase = "refused"
     save(git, state)
     return OperationFailed(message, hint="move aside or remove what git names (`git status` "
                                          "shows the working tree), then `pq rebase --continue` "
-                                         "shows the conflict; or `pq rebase --abort`")
+                                         "shows the conflict; or `pq rebase --skip` drops this "
+                                         "patch; or `pq rebase --abort`")
 
 
 def _reused_paths(stderr: str) -> list[str]:
