@@ -21,6 +21,11 @@ RESOLVED = set_line(SETUP, 3, "import other_framework; paddle.enable_compat()")
 GLUE_RESOLVED = set_line(GLUE, 5, "glue_5 = 'both'")
 
 
+def lines(name: str, five: str) -> str:
+    """20 lines of file `name`, line 5 being `five`."""
+    return "".join((five if n == 5 else f"{name} line {n}") + "\n" for n in range(1, 21))
+
+
 def rr_entries(fork: Path) -> dict[str, bytes]:
     """Every file under .git/rr-cache, by relative path."""
     cache = fork / ".git" / "rr-cache"
@@ -287,9 +292,6 @@ def test_a_reuse_is_noted_before_a_later_save_that_a_kill_resumes_from(tmp_path:
     goes through the working tree and the state is saved past patch 1. pq killed right
     after that save, then `--continue`: the rebase's reuse of patch 1's resolution is still
     noted (`pq rebase --forget` and `pq undo` read that note)."""
-    def lines(name: str, five: str) -> str:
-        return "".join((five if n == 5 else f"{name} line {n}") + "\n" for n in range(1, 21))
-
     up = make_upstream(tmp_path / "upstream")
     for name in "abc":
         write(up, f"{name}.txt", lines(name, f"{name} line 5"))
@@ -377,9 +379,6 @@ def test_a_reuse_is_noted_when_the_next_conflict_cannot_be_shown(tmp_path: Path)
     """Patch 1's recorded resolution is reused in memory; git then refuses to show patch
     2's conflict (a stale index.lock), and the rebase stops past patch 1: its reuse is
     noted all the same (`pq rebase --forget` and `pq undo` read that note)."""
-    def lines(name: str, five: str) -> str:
-        return "".join((five if n == 5 else f"{name} line {n}") + "\n" for n in range(1, 21))
-
     up = make_upstream(tmp_path / "upstream", {f"{n}.txt": lines(n, f"{n} line 5")
                                                for n in "ab"})
     fork = make_fork(tmp_path, up)

@@ -31,11 +31,14 @@ def run(git: Git, state: RebaseState, trees: Trees, changes: dict[str, list[Chan
     batch = BatchMerge(git, trees, state.steps[state.index:], changes, state.tip, qp)
     reused: list[rerere_mod.Resolution] = []  # noted at each save, not per patch
 
-    def save() -> None:
-        """Save the state, noting first the resolutions reused since the last save: a run
-        resumed from this state (--continue after a kill) does not replay those patches."""
+    def note() -> None:
+        """Note the resolutions reused since the last note, before anything that a run
+        resumed from a saved state (--continue after a kill) does not replay."""
         rrnotes.remember(git, reused)
         reused.clear()
+
+    def save() -> None:
+        note()
         rs.save(git, state)
 
     while state.index < total:
@@ -61,8 +64,7 @@ def run(git: Git, state: RebaseState, trees: Trees, changes: dict[str, list[Chan
             notes = batch.notes(step, state.tip)
             resolved = None if notes else _reuse(git, trees, batch, state, step)
             if resolved is None:
-                rrnotes.remember(git, reused)  # noted before the working tree is touched
-                reused.clear()
+                note()  # before the working tree is touched (git may refuse to show it)
                 unmerged, resolutions = worktree.show_conflict(git, state, step.pick,
                                                                bool(notes))
                 step.rerere_files = [r.to_dict() for r in resolutions]
