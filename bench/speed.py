@@ -3,10 +3,10 @@
 
 Builds, in a temporary folder (bench/_fixture.py, through `git fast-import`), forks of 10,
 100 and 1000 small patches on an upstream of 2,000 files (and of 10 and 100 patches on
-20,000 files) whose upstream then moved by 320 commits far from every hunk. Then, in
-alternating order, several rounds of each case, timing the installed `pq` console script
-and git doing the same job on the same commits (each case's first round is an untimed
-warm-up, after setup's writes were flushed to disk):
+20,000 and on 100,000 files) whose upstream then moved by 320 commits far from every hunk.
+Then, in alternating order, several rounds of each case, timing the installed `pq` console
+script and git doing the same job on the same commits (each case's first round is an
+untimed warm-up, after setup's writes were flushed to disk):
 
   rebase N patches      `pq rebase upstream/main`        `git rebase` of the same commits
   conflict stop         `pq rebase` stopping at patch 50  `git rebase` stopping there
@@ -27,7 +27,8 @@ warm-up, after setup's writes were flushed to disk):
 Each round checks that pq's trees are git's (and the same stop, the same conflicted files)
 and that no patch file changed a byte. Prints every median ratio beside its target with
 ok/NO. `--huge` times a 10,000-patch series instead (rebase, export, audit); `--quick` runs a
-smaller set (300 patches instead of 1000, no 20,000-file forks, one round by default).
+smaller set (300 patches instead of 1000, no 20,000- or 100,000-file forks, one round by
+default).
 
 Usage: python bench/speed.py [--rounds N] [--quick] [--huge] [--keep] [--rounds-shown]
 """
@@ -326,7 +327,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=None, help="timed rounds per case (default 5)")
     ap.add_argument("--quick", action="store_true",
-                    help="300 patches instead of 1000, no 20,000-file forks, one round")
+                    help="300 patches instead of 1000, no 20,000- or 100,000-file forks, "
+                         "one round")
     ap.add_argument("--huge", action="store_true",
                     help="instead, a 10,000-patch series: pq rebase, export, audit (one round)")
     ap.add_argument("--keep", action="store_true", help="keep the generated repositories")
@@ -346,8 +348,9 @@ def main() -> None:
                  (2000, 100): fixture.build(root / "f100", b.run, 2000, 100, conflict_at=50),
                  (2000, big): fixture.build(root / "fbig", b.run, 2000, big)}
         if not args.quick:
-            for n in (10, 100):
-                forks[(20000, n)] = fixture.build(root / f"g{n}", b.run, 20000, n)
+            for files in (20_000, 100_000):
+                for n in (10, 100):
+                    forks[(files, n)] = fixture.build(root / f"g{files}-{n}", b.run, files, n)
         print(f"setup: {len(forks)} forks ({time.perf_counter() - t0:.1f}s); git "
               f"{b.git(root, 'version').split()[-1]}, {os.cpu_count()} CPUs, {rounds} "
               "rounds, medians; each fork's upstream moved by 320 commits")
