@@ -265,6 +265,27 @@ def test_an_object_git_cannot_take_is_a_one_line_error(tmp_path: Path) -> None:
     assert "writable" in (caught.value.hint or "")
 
 
+def test_a_lock_file_in_the_way_is_named_with_the_way_to_clear_it(tmp_path: Path) -> None:
+    """git's paragraph about an existing index.lock becomes the file and the fix: which
+    file is in the way, and `rm` it once no git process runs."""
+    root = _repo(tmp_path)
+    lock = root / ".git" / "index.lock"
+    lock.write_text("")
+    with Git.open(root) as g, pytest.raises(GitError) as caught:
+        g.run("reset", "--hard", "-q", "HEAD")
+    error = caught.value
+    assert error.message == (f"`git reset --hard -q HEAD` could not run: {lock} exists "
+                             "(another git process is working in this repository, or one "
+                             "was killed and left it)")
+    assert error.hint == (f"once no git process runs here, `rm {lock}`, then run the pq "
+                          "command again")
+    lock.unlink()
+    with Git.open(root) as g:  # anything else git says is passed on as it was
+        with pytest.raises(GitError, match=r"^`git rev-parse --verify nowhere` failed with "
+                                           r"exit 128: fatal: Needed a single revision$"):
+            g.run("rev-parse", "--verify", "nowhere")
+
+
 @pytest.mark.parametrize("raw", ["A U Thor <a@x> 1700000000 +0000",
                                  "<noname@x> 1700000000 +0000",  # git fsck's missingName
                                  "Trailing  <a@x> 1 -0000"])

@@ -10,7 +10,8 @@ import subprocess
 from pathlib import Path
 
 from pq.errors import ConfigError
-from pq.git.gateway import clean_env, stderr_reason
+from pq.git.failures import stderr_reason
+from pq.git.gateway import clean_env
 
 
 def locate(path: Path, environment: bool = False, bare: bool = False

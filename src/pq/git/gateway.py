@@ -19,6 +19,7 @@ from typing import Self
 
 from pq.errors import ConfigError, GitError
 from pq.faults import checkpoint
+from pq.git.failures import failure
 from pq.git.hold import held
 from pq.git.objects import BlobId, Commit, CommitId, Person, TreeId, commit_object, parse_commit
 from pq.git.odb import ObjectDB
@@ -33,9 +34,6 @@ _SCRUBBED = {
     "GIT_DIFF_OPTS", "GIT_EXTERNAL_DIFF",
 }
 
-STDERR_REASON_CHARS = 600  # how much of git's stderr a GitError message keeps
-
-
 def zsplit(out: bytes | str) -> list[str]:
     """The non-empty fields of git's `-z` output, as text (surrogateescaped bytes)."""
     text = out.decode("utf-8", "surrogateescape") if isinstance(out, bytes) else out
@@ -47,18 +45,6 @@ def stdin_lines(items: Iterable[str]) -> bytes:
     return "".join(i + "\n" for i in items).encode("utf-8", "surrogateescape")
 
 
-def stderr_reason(stderr: bytes) -> str:
-    """git's whole stderr as one line, up to a bound: the reason (`error: ... would be
-    overwritten`, the paths) comes first and `Aborting` last, so no line is dropped;
-    git's `hint:` lines are advice for git commands and are left out."""
-    lines = [ln.strip() for ln in stderr.decode("utf-8", "replace").splitlines()]
-    text = "; ".join(ln for ln in lines if ln and not ln.startswith("hint:"))
-    text = text.replace(":; ", ": ")
-    if not text:
-        return "(no message)"
-    return text if len(text) <= STDERR_REASON_CHARS else text[:STDERR_REASON_CHARS] + " ..."
-
-
 def clean_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in _SCRUBBED}
     env["LC_ALL"] = "C"
@@ -66,12 +52,6 @@ def clean_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     if extra:
         env.update(extra)
     return env
-
-
-def failure(args: Sequence[str], proc: subprocess.CompletedProcess[bytes]) -> GitError:
-    """The error of a git command that failed: the command, its exit code, its reason."""
-    return GitError(f"`git {' '.join(args)}` failed with exit {proc.returncode}: "
-                    f"{stderr_reason(proc.stderr)}")
 
 
 def _folder_below(root: Path) -> Path | None:

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pq.git.gateway import Gateway, failure, zsplit
+from pq.git.failures import failure
+from pq.git.gateway import Gateway, zsplit
 from pq.git.objects import MERGER, TreeId
 
 if TYPE_CHECKING:

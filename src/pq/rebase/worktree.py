@@ -14,7 +14,7 @@ from contextlib import suppress
 from pq.atomic import write_atomic
 from pq.background import Background
 from pq.errors import ConfigError, GitError, OperationFailed
-from pq.git.gateway import stderr_reason
+from pq.git.failures import stderr_reason
 from pq.git.repo import Git
 from pq.git.trees import Trees
 from pq.model.series import PATCHES_DIR, SERIES_FILE
