@@ -440,6 +440,12 @@ def test_an_export_git_stops_half_way_says_so_and_undo_puts_it_back(tmp_path: Pa
     assert result.exit_code == 2
     assert "half-way: operation" in result.output and "`pq undo` puts back" in result.output
     assert len(result.output.strip().splitlines()) == 1
+    # The file in the way, then what was left, then the fix: clauses apart, one line.
+    lock = fork / ".git" / "index.lock"
+    assert f"could not run: {lock} exists" in result.output
+    assert "left it); stopped half-way: operation" in result.output
+    assert result.output.rstrip().endswith(
+        f"(once no git process runs here, `rm {lock}`, then run the pq command again)")
     (fork / ".git" / "index.lock").unlink()
     pq(fork, "undo")
     assert snapshot_queue(fork) == before

@@ -77,6 +77,10 @@ def failure_of(exc: BaseException) -> Failure | None:
             "; the rebase is left in progress: `pq rebase --continue` goes on, `pq rebase "
             "--abort` goes back (`pq status` says where it stands)"
             if getattr(exc, "pq_rebase_left", False) else "")
+    if isinstance(exc, KeyboardInterrupt):
+        return Failure("interrupted" + half, EXIT_INTERRUPTED)
+    if logged is not None:  # after a message of its own, a clause apart
+        half = "; stopped" + half
     if isinstance(exc, PqError):
         text = exc.render()
         if half and ("pq undo" if logged is not None else "pq rebase --") not in text:
@@ -84,8 +88,6 @@ def failure_of(exc: BaseException) -> Failure | None:
             # and the way back, unless the error names it already.
             text = exc.message + half + (f" ({exc.hint})" if exc.hint else "")
         return Failure(text, exc.exit_code, exc)
-    if isinstance(exc, KeyboardInterrupt):
-        return Failure("interrupted" + half, EXIT_INTERRUPTED)
     if isinstance(exc, BrokenPipeError):
         return Failure("", EXIT_BROKEN_PIPE, quiet=True)
     if isinstance(exc, FileNotFoundError) and not exc.filename and not _cwd_exists():
