@@ -4,10 +4,11 @@ real temporary repositories (SHA-1 and SHA-256)."""
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
-from gitrepo import commit_all, git, make_fork, pq, write
+from gitrepo import commit_all, git, make_fork, one_patch_fork, pq, write
 
 from pq.errors import GitError
 from pq.git.gateway import zsplit
@@ -280,10 +281,58 @@ def test_a_lock_file_in_the_way_is_named_with_the_way_to_clear_it(tmp_path: Path
     assert error.hint == (f"once no git process runs here, `rm {lock}`, then run the pq "
                           "command again")
     lock.unlink()
-    with Git.open(root) as g:  # anything else git says is passed on as it was
-        with pytest.raises(GitError, match=r"^`git rev-parse --verify nowhere` failed with "
-                                           r"exit 128: fatal: Needed a single revision$"):
-            g.run("rev-parse", "--verify", "nowhere")
+    # Anything else git says is passed on as it was.
+    with Git.open(root) as g, pytest.raises(GitError, match=r"^`git rev-parse --verify "
+                                            r"nowhere` failed with exit 128: fatal: Needed "
+                                            r"a single revision$"):
+        g.run("rev-parse", "--verify", "nowhere")
+
+
+def test_a_lock_file_is_named_by_a_git_that_says_nothing_and_in_a_quoted_folder(
+        tmp_path: Path) -> None:
+    """`git update-index -q --refresh` fails without a word when index.lock is there: the
+    lock is named all the same; and a folder holding a quote is found whole."""
+    root = tmp_path / "it's"
+    root.mkdir()
+    root = _repo(root)
+    lock = root / ".git" / "index.lock"
+    lock.write_text("")
+    (root / "a.txt").touch()  # a stat change, so that the refresh must write the index
+    with Git.open(root) as g:
+        for args in (("update-index", "-q", "--refresh"), ("reset", "-q", "--hard")):
+            with pytest.raises(GitError, match=rf"could not run: {re.escape(str(lock))} "
+                                               r"exists \(another git"):
+                g.run(*args)
+
+
+@pytest.mark.parametrize("case", ["apply", "undo"])
+def test_commands_with_messages_of_their_own_name_a_lock_in_the_way(tmp_path: Path,
+                                                                      case: str) -> None:
+    """The moves that word git's refusal themselves (pq apply's checkout, undo's move of
+    the branch) name a lock file too, with the fix for it, not "commit or stash"."""
+    fork = one_patch_fork(tmp_path, {"pkg/extra.py": "X = 1\n"}, {"README": "moved\n"})
+    if case == "apply":
+        lock = fork / ".git" / "index.lock"
+        lock.write_text("")
+        said = pq(fork, "apply", "-b", "rebuilt", ok=False)
+        start = "pq apply cannot update the working tree: "
+    else:
+        write(fork, "pkg/extra.py", "X = 2\n")
+        commit_all(fork, "python-glue: more")
+        pq(fork, "export", "--commit")
+        lock = fork / ".git" / "refs" / "heads" / "paddle.lock"
+        lock.write_text("")
+        said = pq(fork, "undo", ok=False)
+        start = "undoing operation"
+    assert said.exit_code == 2 and len(said.output.strip().splitlines()) == 1
+    line = said.output.strip()
+    assert line.startswith("pq: error: " + start), line
+    assert f": {lock} exists (another git process is working" in line
+    assert line.endswith(f"(once no git process runs here, `rm {lock}`, then run the pq "
+                         "command again)")
+    lock.unlink()
+    pq(fork, "apply" if case == "apply" else "undo", *(["-b", "rebuilt"] if case == "apply"
+                                                        else []))
 
 
 @pytest.mark.parametrize("raw", ["A U Thor <a@x> 1700000000 +0000",

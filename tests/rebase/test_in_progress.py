@@ -836,6 +836,8 @@ def test_a_checkout_that_fails_at_the_first_conflict_never_moves_the_branch(tmp_
     (fork / ".git" / "index.lock").touch()
     refused = pq(fork, "rebase", "upstream/main", ok=False)
     assert refused.exit_code == 1 and "cannot show the conflict" in refused.output
+    assert f"(once no git process runs here, `rm {fork / '.git' / 'index.lock'}`, then `pq " \
+           "rebase --continue` shows the conflict;" in refused.output
     (fork / ".git" / "index.lock").unlink()
     shown = pq(fork, "rebase", "--continue", ok=False)
     assert shown.exit_code == 1 and "conflicts in setup.py" in shown.output
@@ -844,6 +846,40 @@ def test_a_checkout_that_fails_at_the_first_conflict_never_moves_the_branch(tmp_
     git(fork, "add", "setup.py")
     pq(fork, "rebase", "--continue")
     assert git(fork, "rev-parse", "paddle~3") == git(fork, "rev-parse", "upstream/main")
+
+
+def test_a_lock_taken_just_before_the_pick_that_shows_a_conflict_is_named(tmp_path: Path
+                                                                           ) -> None:
+    """A git process takes index.lock just before the cherry-pick that shows a conflict:
+    the stop names that file and says to remove it; then `--continue` shows the conflict."""
+    import os
+    import shutil
+    import sys
+
+    up, fork = make_series(tmp_path)
+    conflict_upstream(up, fork)
+
+    def rebase(root: Path, **env: str) -> subprocess.CompletedProcess[bytes]:
+        return subprocess.run([sys.executable, "-m", "pq", "rebase", "upstream/main"],
+                              cwd=root, capture_output=True, env={**os.environ, **env})
+
+    trial = tmp_path / "trial"
+    shutil.copytree(fork, trial, symlinks=True)
+    log = tmp_path / "checkpoints"
+    assert rebase(trial, PQ_FAULT_LOG=str(log)).returncode == 1
+    labels = [ln.split(" ", 1)[1] for ln in log.read_text().splitlines()]
+    lock = fork / ".git" / "index.lock"
+    proc = rebase(fork, PQ_FAULT_AT=str(labels.index("git cherry-pick") + 1),
+                  PQ_FAULT_RUN=f"touch {shlex.quote(str(lock))}")
+    line = proc.stderr.decode().strip().splitlines()[-1]
+    assert proc.returncode == 1, line
+    assert re.search(rf"git cherry-pick of [0-9a-f]{{12}} failed: {re.escape(str(lock))} "
+                     r"exists \(another git process", line), line
+    assert f"(once no git process runs here, `rm {lock}`, then `pq rebase --continue` shows " \
+           "the conflict;" in line
+    lock.unlink()
+    shown = pq(fork, "rebase", "--continue", ok=False)
+    assert shown.exit_code == 1 and "conflicts in setup.py" in shown.output
 
 
 def test_a_failing_post_checkout_hook_does_not_keep_a_conflict_from_being_shown(

@@ -6,13 +6,14 @@ from __future__ import annotations
 import re
 import subprocess
 from collections.abc import Sequence
+from pathlib import Path
 
 from pq.errors import GitError
 
 STDERR_REASON_CHARS = 600  # how much of git's stderr a GitError message keeps
 
 # git's words when a lock file it needs exists already (`index.lock`, a ref's `.lock`).
-_LOCKED = re.compile(r"Unable to create '([^'\n]+\.lock)': File exists")
+_LOCKED = re.compile(r"Unable to create '(.+?\.lock)': File exists")
 
 
 def stderr_reason(stderr: bytes) -> str:
@@ -27,18 +28,50 @@ def stderr_reason(stderr: bytes) -> str:
     return text if len(text) <= STDERR_REASON_CHARS else text[:STDERR_REASON_CHARS] + " ..."
 
 
-def failure(args: Sequence[str], proc: subprocess.CompletedProcess[bytes]) -> GitError:
-    """The error of a git command that failed: the command, its exit code, its reason; for
-    a lock file left in the way, that file and how to clear it instead of git's paragraph."""
-    command = f"`git {' '.join(args)}`"
-    locked = _LOCKED.search(proc.stderr.decode("utf-8", "replace"))
-    if locked is not None:
-        from pq.quoting import shell_args
+def lock_in_the_way(stderr: bytes, index_lock: Path | None = None) -> str | None:
+    """The lock file git found in its way, when that is why it failed: the one git names,
+    or `index_lock` where git said nothing (`update-index -q` fails silently) and it is
+    there."""
+    found = _LOCKED.search(stderr.decode("utf-8", "surrogateescape"))
+    if found is not None:
+        return found.group(1)
+    if index_lock is not None and not stderr.strip() and index_lock.exists():
+        return str(index_lock)
+    return None
 
-        lock = locked.group(1)
-        return GitError(f"{command} could not run: {lock} exists (another git process is "
-                        "working in this repository, or one was killed and left it)",
-                        hint=f"once no git process runs here, `rm {shell_args([lock])}`, then "
-                             "run the pq command again")
+
+def lock_reason(lock: str) -> str:
+    return (f"{lock} exists (another git process is working in this repository, or one was "
+            "killed and left it)")
+
+
+def lock_step(lock: str) -> str:
+    """What clears the lock: the first step of a hint."""
+    from pq.quoting import shell_args
+
+    return f"once no git process runs here, `rm {shell_args([lock])}`"
+
+
+def lock_hint(lock: str) -> str:
+    return f"{lock_step(lock)}, then run the pq command again"
+
+
+class LockedError(GitError):
+    """A git command that could not run because the lock file `lock` is in its way."""
+
+    def __init__(self, message: str, lock: str) -> None:
+        super().__init__(message, hint=lock_hint(lock))
+        self.lock = lock
+
+
+def failure(args: Sequence[str], proc: subprocess.CompletedProcess[bytes],
+            index_lock: Path | None = None) -> GitError:
+    """The error of a git command that failed: the command, its exit code, its reason; for
+    a lock file left in the way (`index_lock`: the repository's, for a git that fails
+    without a word), that file and how to clear it instead of git's paragraph."""
+    command = f"`git {' '.join(args)}`"
+    lock = lock_in_the_way(proc.stderr, index_lock)
+    if lock is not None:
+        return LockedError(f"{command} could not run: {lock_reason(lock)}", lock)
     return GitError(f"{command} failed with exit {proc.returncode}: "
                     f"{stderr_reason(proc.stderr)}")

@@ -126,7 +126,7 @@ class Gateway:
         """Run git in this repository; raise GitError unless the exit code is in ok_codes."""
         proc = self.run_proc(*args, input=input, env=env, cwd=cwd, moves_files=moves_files)
         if proc.returncode not in ok_codes:
-            raise failure(args, proc)
+            raise failure(args, proc, self.git_dir / "index.lock")
         return proc.stdout
 
     def run_proc(

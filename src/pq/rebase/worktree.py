@@ -14,7 +14,13 @@ from contextlib import suppress
 from pq.atomic import write_atomic
 from pq.background import Background
 from pq.errors import ConfigError, GitError, OperationFailed
-from pq.git.failures import stderr_reason
+from pq.git.failures import (
+    LockedError,
+    lock_in_the_way,
+    lock_reason,
+    lock_step,
+    stderr_reason,
+)
 from pq.git.repo import Git
 from pq.git.trees import Trees
 from pq.model.series import PATCHES_DIR, SERIES_FILE
@@ -237,7 +243,9 @@ def show_conflict(git: Git, state: RebaseState, pick: str, noted: bool = False
         # which `git rebase` does not stop for either.
         if git.current_branch() is not None or git.try_resolve("HEAD") != state.tip:
             raise _showing_failed(git, state, f"cannot show the conflict in the working "
-                                              f"tree: {exc.message}") from None
+                                              f"tree: {exc.message}",
+                                  *([lock_step(exc.lock)] if isinstance(exc, LockedError)
+                                    else [])) from None
     on = rerere_mod.enabled(git, state.rerere)
     # Without autoupdate the reused files stay unmerged until staged below, so that their
     # conflicts can be written again to name the resolutions.
@@ -249,23 +257,27 @@ def show_conflict(git: Git, state: RebaseState, pick: str, noted: bool = False
     unmerged = unmerged_paths(git)
     if returncode not in (0, 1) or (returncode == 1 and not unmerged
                                          and not reused and not noted):
-        reason = stderr_reason(stderr.encode()) or "(no message)"
-        raise _showing_failed(git, state, f"git cherry-pick of {pick[:12]} failed: {reason}")
+        if (lock := lock_in_the_way(stderr.encode())) is not None:
+            raise _showing_failed(git, state, f"git cherry-pick of {pick[:12]} failed: "
+                                              f"{lock_reason(lock)}", lock_step(lock))
+        raise _showing_failed(git, state, f"git cherry-pick of {pick[:12]} failed: "
+                                          f"{stderr_reason(stderr.encode())}")
     rrnotes.remember(git, resolutions)
     return unmerged, resolutions
 
 
-def _showing_failed(git: Git, state: RebaseState, message: str) -> OperationFailed:
+def _showing_failed(git: Git, state: RebaseState, message: str,
+                    first: str = "move aside or remove what git names (`git status` shows "
+                                 "the working tree)") -> OperationFailed:
     """The error of a conflict git would not show (an untracked file where the patch adds
     one, say: git refuses before it writes anything), with the rebase saved as stopped
     outside a conflict: `--continue` shows the conflict again, as `git rebase --continue`
     runs the pick git refused again, every patch replayed so far kept."""
     state.phase = "refused"
     save(git, state)
-    return OperationFailed(message, hint="move aside or remove what git names (`git status` "
-                                         "shows the working tree), then `pq rebase --continue` "
-                                         "shows the conflict; or `pq rebase --skip` drops this "
-                                         "patch; or `pq rebase --abort`")
+    return OperationFailed(message, hint=f"{first}, then `pq rebase --continue` shows the "
+                                         "conflict; or `pq rebase --skip` drops this patch; or "
+                                         "`pq rebase --abort`")
 
 
 def _reused_paths(stderr: str) -> list[str]:
