@@ -9,7 +9,7 @@ commit is never thrown away: pq refuses instead.
 from __future__ import annotations
 
 from pq.errors import ConfigError
-from pq.git.failures import lock_hint, lock_in_the_way, lock_reason
+from pq.git.failures import lock_refusal
 from pq.git.objects import CommitId
 from pq.git.repo import Git
 
@@ -50,10 +50,9 @@ def checkout_moved(git: Git, branch: str, old: CommitId, new: CommitId, action: 
 def refused(action: str, stderr: bytes) -> ConfigError:
     """The error of a move git refused: a local change or untracked file in the way, or a
     lock file."""
-    lock = lock_in_the_way(stderr)
-    if lock is not None:
-        return ConfigError(f"{action} cannot update the working tree: {lock_reason(lock)}",
-                           hint=lock_hint(lock))
+    locked = lock_refusal(f"{action} cannot update the working tree", stderr)
+    if locked is not None:
+        return locked
     lines = stderr.decode("utf-8", "replace").strip().splitlines()
     reason = lines[0].rstrip(":") if lines else "git refused to check the files out"
     files = [ln.strip() for ln in lines[1:] if ln.startswith("\t")]  # git lists them apart

@@ -8,7 +8,7 @@ import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
-from pq.errors import GitError
+from pq.errors import ConfigError, GitError
 
 STDERR_REASON_CHARS = 600  # how much of git's stderr a GitError message keeps
 
@@ -54,6 +54,14 @@ def lock_step(lock: str) -> str:
 
 def lock_hint(lock: str) -> str:
     return f"{lock_step(lock)}, then run the pq command again"
+
+
+def lock_refusal(what: str, stderr: bytes) -> ConfigError | None:
+    """The error of a refusal pq words itself (`what`: "pq apply cannot update the working
+    tree", say) when a lock file is its cause, else None."""
+    lock = lock_in_the_way(stderr)
+    return None if lock is None else ConfigError(f"{what}: {lock_reason(lock)}",
+                                                 hint=lock_hint(lock))
 
 
 class LockedError(GitError):

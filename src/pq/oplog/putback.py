@@ -8,7 +8,7 @@ import re
 from typing import TYPE_CHECKING
 
 from pq.errors import ConfigError, GitError
-from pq.git.failures import lock_hint, lock_in_the_way, lock_reason
+from pq.git.failures import lock_refusal
 from pq.git.repo import Git
 from pq.oplog.snapshot import (
     Snapshot,
@@ -82,9 +82,8 @@ def restore(git: Git, p: Plan, current: Snapshot) -> None:
             if took_back:  # nothing changes when the move fails: the conflict goes back too
                 write_conflict(git, conflict)
             write_queue(git, current["files"], current["index"], current["scope"])
-            if (lock := lock_in_the_way(stderr)) is not None:
-                raise ConfigError(f"{_doing(p)} failed: {lock_reason(lock)}",
-                                  hint=lock_hint(lock))
+            if (locked := lock_refusal(f"{_doing(p)} failed", stderr)) is not None:
+                raise locked
             unmerged = sorted(git.unmerged())
             raise ConfigError(_checkout_failure(stderr, p), hint=(
                 f"{list_paths(unmerged)} unmerged (no rebase of pq's is stopped on them): "

@@ -244,8 +244,7 @@ def show_conflict(git: Git, state: RebaseState, pick: str, noted: bool = False
         if git.current_branch() is not None or git.try_resolve("HEAD") != state.tip:
             raise _showing_failed(git, state, f"cannot show the conflict in the working "
                                               f"tree: {exc.message}",
-                                  *([lock_step(exc.lock)] if isinstance(exc, LockedError)
-                                    else [])) from None
+                                  exc.lock if isinstance(exc, LockedError) else None) from None
     on = rerere_mod.enabled(git, state.rerere)
     # Without autoupdate the reused files stay unmerged until staged below, so that their
     # conflicts can be written again to name the resolutions.
@@ -257,24 +256,24 @@ def show_conflict(git: Git, state: RebaseState, pick: str, noted: bool = False
     unmerged = unmerged_paths(git)
     if returncode not in (0, 1) or (returncode == 1 and not unmerged
                                          and not reused and not noted):
-        if (lock := lock_in_the_way(stderr.encode())) is not None:
-            raise _showing_failed(git, state, f"git cherry-pick of {pick[:12]} failed: "
-                                              f"{lock_reason(lock)}", lock_step(lock))
-        raise _showing_failed(git, state, f"git cherry-pick of {pick[:12]} failed: "
-                                          f"{stderr_reason(stderr.encode())}")
+        lock = lock_in_the_way(stderr.encode())
+        reason = stderr_reason(stderr.encode()) if lock is None else lock_reason(lock)
+        raise _showing_failed(git, state, f"git cherry-pick of {pick[:12]} failed: {reason}",
+                              lock)
     rrnotes.remember(git, resolutions)
     return unmerged, resolutions
 
 
-def _showing_failed(git: Git, state: RebaseState, message: str,
-                    first: str = "move aside or remove what git names (`git status` shows "
-                                 "the working tree)") -> OperationFailed:
+def _showing_failed(git: Git, state: RebaseState, message: str, lock: str | None = None
+                    ) -> OperationFailed:
     """The error of a conflict git would not show (an untracked file where the patch adds
     one, say: git refuses before it writes anything), with the rebase saved as stopped
     outside a conflict: `--continue` shows the conflict again, as `git rebase --continue`
     runs the pick git refused again, every patch replayed so far kept."""
     state.phase = "refused"
     save(git, state)
+    first = lock_step(lock) if lock is not None else (
+        "move aside or remove what git names (`git status` shows the working tree)")
     return OperationFailed(message, hint=f"{first}, then `pq rebase --continue` shows the "
                                          "conflict; or `pq rebase --skip` drops this patch; or "
                                          "`pq rebase --abort`")
