@@ -79,6 +79,7 @@ class Gateway:
         self._version: tuple[int, int] | None = None
         self._format: str | None = None
         self._signing: bool | None = None
+        self._workers: list[str] | None = None
         self._sealed: dict[str, tuple[Path, dict[str, str]]] = {}
         self._sealing = threading.Lock()  # a scan in a thread may run sealed diffs too
         # Set while a command that changes the repository runs (pq.oplog.txn): see pq.git.hold.
@@ -144,6 +145,8 @@ class Gateway:
         read-tree -u): it runs in the folder pq started in (see `here`); where the new
         tree has a file in that folder's place, git refuses there, changing nothing, and
         the command runs again from the top (as before: the folder goes)."""
+        if moves_files:
+            args = (*self.checkout_settings(), *args)
         if moves_files and self.here is not None and cwd is None:
             there = self.run_proc(*args, input=input, env={
                 **(env or {}), "GIT_DIR": str(self.git_dir), "GIT_WORK_TREE": str(self.root)},
@@ -168,6 +171,19 @@ class Gateway:
                     proc.kill()
                     raise
             return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+    def checkout_settings(self) -> list[str]:
+        """`-c checkout.workers=N` (N: the cores, at most 8) for a command that checks files
+        out, where the configuration leaves checkout.workers unset: git then writes the
+        files of a big checkout (a rebase's move to the new upstream, an abort's reset) in
+        parallel, as it does where a user sets it; a value the user set is git's to use.
+        git checks out in one process below 100 files (checkout.thresholdForParallelism)."""
+        if self._workers is None:
+            cores = min(os.cpu_count() or 1, 8)
+            unset = cores > 1 and self.run_proc("config", "--get", "checkout.workers"
+                                                ).returncode == 1
+            self._workers = ["-c", f"checkout.workers={cores}"] if unset else []
+        return self._workers
 
     def text(self, *args: str, input: bytes | None = None, env: dict[str, str] | None = None,
              ok_codes: Sequence[int] = (0,)) -> str:
