@@ -195,3 +195,26 @@ def test_a_folder_where_pq_keeps_its_lock_is_named_with_its_fix(tmp_path: Path) 
     assert result.exit_code != 0 and f"move the folder {lock} aside" in result.output
     lock.rmdir()  # the fix named
     assert pq(fork, "export").exit_code == 0
+
+
+def test_the_logged_as_failed_clause_follows_a_message_as_one_sentence(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """git's sentence loses its full stop before "; stopped half-way"; a bug with no message
+    of its own is named by its type alone."""
+    monkeypatch.delenv("PQ_DEBUG", raising=False)
+    tail = ("; stopped half-way: operation 7 is logged as failed (`pq log` shows it), and "
+            "`pq undo` puts back the state before it")
+    refused = GitError("`git reset --hard -q abc` failed: could not write the index.")
+    refused.pq_failed_operation = 7  # type: ignore[attr-defined]
+    said = failure_of(refused)
+    assert said is not None and said.line() == (
+        "pq: error: `git reset --hard -q abc` failed: could not write the index" + tail)
+    trailing = GitError("git stopped...")
+    trailing.pq_failed_operation = 7  # type: ignore[attr-defined]
+    assert str(failure_of(trailing).line()).startswith("pq: error: git stopped...; stopped")  # type: ignore[union-attr]
+    for bug in (ValueError(), ValueError("  ")):
+        bug.pq_failed_operation = 7  # type: ignore[attr-defined]
+        named = failure_of(bug)
+        assert named is not None and named.line() == (
+            "pq: error: internal error: ValueError" + tail
+            + " (set PQ_DEBUG=1 for the traceback, and please report it)")

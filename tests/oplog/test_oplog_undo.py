@@ -132,8 +132,8 @@ def test_an_operation_cut_short_after_a_change_says_undo_puts_it_back(repo: Path
         records = log.read(g)
     said = failure_of(cut.value)
     assert said is not None and said.exit_code == 130
-    assert said.line() == ("pq: interrupted half-way: operation 3 is logged as failed, and "
-                           "`pq undo` puts back the state before it (`pq log` shows it)")
+    assert said.line() == ("pq: interrupted half-way: operation 3 is logged as failed (`pq log` "
+                           "shows it), and `pq undo` puts back the state before it")
     assert [r["status"] for r in records][-1] == "failed" and len(records) == 3
     quiet = failure_of(early.value)
     assert quiet is not None and quiet.line() == "pq: interrupted"

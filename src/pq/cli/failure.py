@@ -66,14 +66,20 @@ class Failure:
                           "exit_code": self.exit_code}}
 
 
+def _unstopped(message: str) -> str:
+    """`message` without the full stop git's own sentence may end with, where a clause
+    follows it ("...the index; stopped half-way: ..."); an ellipsis stays."""
+    return message[:-1] if message.endswith(".") and not message.endswith("..") else message
+
+
 def failure_of(exc: BaseException) -> Failure | None:
     """What `exc` means, or None when it is not pq's to report: SystemExit and its kin, and
     any bug while PQ_DEBUG is set (the caller re-raises it, traceback and all)."""
     # An operation cut short after it changed something is logged as failed (pq.oplog.txn
     # notes which on the exception): `pq undo` puts back the state before it.
     logged = getattr(exc, "pq_failed_operation", None)
-    half = (f" half-way: operation {logged} is logged as failed, and `pq undo` puts back "
-            "the state before it (`pq log` shows it)" if logged is not None else
+    half = (f" half-way: operation {logged} is logged as failed (`pq log` shows it), and "
+            "`pq undo` puts back the state before it" if logged is not None else
             "; the rebase is left in progress: `pq rebase --continue` goes on, `pq rebase "
             "--abort` goes back (`pq status` says where it stands)"
             if getattr(exc, "pq_rebase_left", False) else "")
@@ -86,7 +92,7 @@ def failure_of(exc: BaseException) -> Failure | None:
         if half and ("pq undo" if logged is not None else "pq rebase --") not in text:
             # git refused half-way (an index.lock a crashed git left, say): what changed
             # and the way back, unless the error names it already.
-            text = exc.message + half + (f" ({exc.hint})" if exc.hint else "")
+            text = _unstopped(exc.message) + half + (f" ({exc.hint})" if exc.hint else "")
         return Failure(text, exc.exit_code, exc)
     if isinstance(exc, BrokenPipeError):
         return Failure("", EXIT_BROKEN_PIPE, quiet=True)
@@ -110,8 +116,9 @@ def failure_of(exc: BaseException) -> Failure | None:
     if isinstance(exc, Exception):  # a bug: one line, and the way to see more
         if os.environ.get("PQ_DEBUG"):
             return None
-        first = str(exc).splitlines()[0] if str(exc) else ""
-        return Failure(f"internal error: {type(exc).__name__}: {first}{half} (set PQ_DEBUG=1 "
+        first = str(exc).splitlines()[0] if str(exc).strip() else ""
+        said = f"{type(exc).__name__}: {_unstopped(first)}" if first else type(exc).__name__
+        return Failure(f"internal error: {said}{half} (set PQ_DEBUG=1 "
                        "for the traceback, and please report it)", EXIT_INTERNAL)
     return None
 
