@@ -43,6 +43,19 @@ def move_upstream(upstream: Path) -> None:
     commit_all(upstream, "upstream: every file moves on")
 
 
+def moved_fork(tmp: Path, configured: str | None) -> tuple[Path, Path]:
+    """(upstream, fork): the fork carries `patch` as its series (`configured`: its
+    checkout.workers), and upstream has moved every file on since."""
+    upstream = upstream_of(tmp)
+    fork = make_fork(tmp, upstream)
+    patch(fork)
+    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    if configured is not None:
+        git(fork, "config", "checkout.workers", configured)
+    move_upstream(upstream)
+    return upstream, fork
+
+
 def started_checkouts(trace: Path) -> list[list[str]]:
     """The argv of every `git reset`, `git checkout` and parallel checkout worker
     (`git checkout--worker`) git's trace2 saw start."""
@@ -54,14 +67,8 @@ def started_checkouts(trace: Path) -> list[list[str]]:
 @pytest.mark.parametrize("configured", [None, "1"])
 def test_the_rebase_checkout_goes_parallel_and_writes_what_git_writes(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, configured: str | None) -> None:
-    upstream = upstream_of(tmp_path)
-    base = git(upstream, "rev-parse", "HEAD")
-    fork = make_fork(tmp_path, upstream)
-    patch(fork)
-    pq(fork, "init", "--upstream", "upstream/main", "--commit")
-    if configured is not None:
-        git(fork, "config", "checkout.workers", configured)
-    move_upstream(upstream)
+    upstream, fork = moved_fork(tmp_path, configured)
+    base = git(upstream, "rev-parse", "HEAD~1")
     git(fork, "fetch", "-q", "upstream")
     (tmp_path / "by-git").mkdir()
     by_git = make_fork(tmp_path / "by-git", upstream)
@@ -81,16 +88,18 @@ def test_the_rebase_checkout_goes_parallel_and_writes_what_git_writes(
     assert b"$Id: " in ours["d0/f001.id"]  # and ident
     assert os.access(fork / "tool.sh", os.X_OK)
     assert git(fork, "status", "--porcelain") == ""
-    assert_workers(started_checkouts(trace), "--keep", configured)
+    # The landing's checkout leaves a core to the drift scan pq runs beside it.
+    assert_workers(started_checkouts(trace), "--keep", configured, beside=1)
 
 
-def assert_workers(started: list[list[str]], mode: str, configured: str | None) -> None:
-    """The last checkout in `mode` ran with pq's `-c checkout.workers=N` exactly when the
-    configuration left it unset (and the machine has more than one core), and then git's
-    parallel workers wrote the files."""
+def assert_workers(started: list[list[str]], mode: str, configured: str | None,
+                   beside: int = 0) -> None:
+    """The last checkout in `mode` ran with pq's `-c checkout.workers=N` (N: the cores, at
+    most 8, less `beside`) exactly when the configuration left it unset and N is more
+    than 1, and then git's parallel workers wrote the files."""
     moves = [i for i, a in enumerate(started) if mode in a]
     assert moves, started
-    cores = min(os.cpu_count() or 1, 8)
+    cores = min((os.cpu_count() or 1) - beside, 8)
     parallel = configured is None and cores > 1
     given = [a for a in started[moves[-1]] if a.startswith("checkout.workers=")]
     assert given == ([f"checkout.workers={cores}"] if parallel else [])
@@ -101,13 +110,7 @@ def assert_workers(started: list[list[str]], mode: str, configured: str | None) 
 @pytest.mark.parametrize("configured", [None, "1"])
 def test_the_abort_reset_goes_parallel_and_puts_every_byte_back(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, configured: str | None) -> None:
-    upstream = upstream_of(tmp_path)
-    fork = make_fork(tmp_path, upstream)
-    patch(fork)
-    pq(fork, "init", "--upstream", "upstream/main", "--commit")
-    if configured is not None:
-        git(fork, "config", "checkout.workers", configured)
-    move_upstream(upstream)
+    upstream, fork = moved_fork(tmp_path, configured)
     write(upstream, name(5), content(5, 1).replace("line 0 ", "line nought "))
     commit_all(upstream, "upstream: the patched line too")
     git(fork, "fetch", "-q", "upstream")

@@ -177,10 +177,12 @@ class _DriftAhead:
         # empty tmp_objdir-remerge-diff-* folder in .git/objects).
         if self.scan is not None:
             self.scan.wait()
+        self.git.working_beside = False
 
     def start(self, old: str, new: str) -> None:
         from pq.drift.ahead import scan_ahead  # the scan's own modules load in its thread
 
+        self.git.working_beside = True  # the landing's checkout leaves the scan a core
         self.scan = scan_ahead(self.git, old, new)
 
 

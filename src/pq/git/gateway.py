@@ -79,11 +79,13 @@ class Gateway:
         self._version: tuple[int, int] | None = None
         self._format: str | None = None
         self._signing: bool | None = None
-        self._workers: list[str] | None = None
+        self._workers_unset: bool | None = None
         self._sealed: dict[str, tuple[Path, dict[str, str]]] = {}
         self._sealing = threading.Lock()  # a scan in a thread may run sealed diffs too
         # Set while a command that changes the repository runs (pq.oplog.txn): see pq.git.hold.
         self.holding_interrupts = False
+        # Set while pq's own work runs beside git (the drift scan beside a rebase's landing).
+        self.working_beside = False
         tmp = common_dir / "pq" / "tmp"
         if tmp.is_dir():  # temp indexes of a pq that was killed
             _remove_stale_temp(tmp)
@@ -173,17 +175,17 @@ class Gateway:
             return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
     def checkout_settings(self) -> list[str]:
-        """`-c checkout.workers=N` (N: the cores, at most 8) for a command that checks files
-        out, where the configuration leaves checkout.workers unset: git then writes the
-        files of a big checkout (a rebase's move to the new upstream, an abort's reset) in
-        parallel, as it does where a user sets it; a value the user set is git's to use.
-        git checks out in one process below 100 files (checkout.thresholdForParallelism)."""
-        if self._workers is None:
-            cores = min(os.cpu_count() or 1, 8)
-            unset = cores > 1 and self.run_proc("config", "--get", "checkout.workers"
+        """`-c checkout.workers=N` for a command that checks files out, where the
+        configuration leaves checkout.workers unset: git then writes a big checkout's files
+        (an abort's reset, the stop's checkout) in parallel, as where a user sets it. N: the
+        cores (at most 8), less one while `working_beside`; no setting where N is 1, or
+        below git's 100 files (checkout.thresholdForParallelism) git works alone anyway."""
+        workers = min((os.cpu_count() or 1) - (1 if self.working_beside else 0), 8)
+        if workers > 1 and self._workers_unset is None:
+            self._workers_unset = self.run_proc("config", "--get", "checkout.workers"
                                                 ).returncode == 1
-            self._workers = ["-c", f"checkout.workers={cores}"] if unset else []
-        return self._workers
+        return ["-c", f"checkout.workers={workers}"] if workers > 1 and self._workers_unset \
+            else []
 
     def text(self, *args: str, input: bytes | None = None, env: dict[str, str] | None = None,
              ok_codes: Sequence[int] = (0,)) -> str:
