@@ -212,6 +212,10 @@ def test_the_logged_as_failed_clause_follows_a_message_as_one_sentence(
     trailing = GitError("git stopped...")
     trailing.pq_failed_operation = 7  # type: ignore[attr-defined]
     assert str(failure_of(trailing).line()).startswith("pq: error: git stopped...; stopped")  # type: ignore[union-attr]
+    later = ValueError("\n  the first line with words.\nmore")
+    later.pq_failed_operation = 7  # type: ignore[attr-defined]
+    assert str(failure_of(later).line()).startswith(  # type: ignore[union-attr]
+        "pq: error: internal error: ValueError: the first line with words; stopped")
     for bug in (ValueError(), ValueError("  ")):
         bug.pq_failed_operation = 7  # type: ignore[attr-defined]
         named = failure_of(bug)

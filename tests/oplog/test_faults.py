@@ -373,7 +373,7 @@ def test_abort_after_a_kill_that_put_head_back_on_the_branch(
     tpl = template("noted-stop", noted_stop_fork, tmp_path_factory)
     labels = count_checkpoints(tpl, work, ["rebase", "--abort"])
     back = labels.index(next(lb for lb in labels if lb.endswith(" git symbolic-ref")))
-    for k in range(back + 2, min(back + 5, len(labels)) + 1):
+    for k in range(back + 2, min(back + 6, len(labels)) + 1):  # to just after the reset
         root = copy(tpl, work / f"k{k}")
         assert run_pq(root, ["rebase", "--abort"], PQ_FAULT_AT=str(k)).returncode == -9
         proc = run_pq(root, ["rebase", "--abort"])

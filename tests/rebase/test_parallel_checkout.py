@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 from gitrepo import commit_all, git, make_fork, make_upstream, pq, worktree_files, write
 
+from pq.git import gateway
+
 FILES = 160  # above git's checkout.thresholdForParallelism (100): git goes parallel
 ATTRIBUTES = "*.txt text eol=crlf\n*.id ident\n"
 
@@ -64,9 +66,16 @@ def started_checkouts(trace: Path) -> list[list[str]]:
     return [a for a in argv if {"reset", "checkout", "checkout--worker"} & set(a)]
 
 
-@pytest.mark.parametrize("configured", [None, "1"])
+# (cores pq may use, the user's checkout.workers): the workers pq asks for at the landing
+# (which leaves a core to the drift scan beside it) and at a stop and its abort.
+CASES = {(4, None): ("3", "4"), (2, None): (None, "2"), (4, "1"): (None, None)}
+
+
+@pytest.mark.parametrize(("cores", "configured"), sorted(CASES, key=str))
 def test_the_rebase_checkout_goes_parallel_and_writes_what_git_writes(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, configured: str | None) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cores: int,
+        configured: str | None) -> None:
+    monkeypatch.setattr(gateway, "usable_cores", lambda: cores)
     upstream, fork = moved_fork(tmp_path, configured)
     base = git(upstream, "rev-parse", "HEAD~1")
     git(fork, "fetch", "-q", "upstream")
@@ -88,28 +97,25 @@ def test_the_rebase_checkout_goes_parallel_and_writes_what_git_writes(
     assert b"$Id: " in ours["d0/f001.id"]  # and ident
     assert os.access(fork / "tool.sh", os.X_OK)
     assert git(fork, "status", "--porcelain") == ""
-    # The landing's checkout leaves a core to the drift scan pq runs beside it.
-    assert_workers(started_checkouts(trace), "--keep", configured, beside=1)
+    assert_workers(started_checkouts(trace), "--keep", CASES[cores, configured][0])
 
 
-def assert_workers(started: list[list[str]], mode: str, configured: str | None,
-                   beside: int = 0) -> None:
-    """The last checkout in `mode` ran with pq's `-c checkout.workers=N` (N: the cores, at
-    most 8, less `beside`) exactly when the configuration left it unset and N is more
-    than 1, and then git's parallel workers wrote the files."""
+def assert_workers(started: list[list[str]], mode: str, workers: str | None) -> None:
+    """The last checkout in `mode` ran with pq's `-c checkout.workers=<workers>` (None:
+    without one), and git's parallel workers wrote its files exactly when it did."""
     moves = [i for i, a in enumerate(started) if mode in a]
     assert moves, started
-    cores = min((os.cpu_count() or 1) - beside, 8)
-    parallel = configured is None and cores > 1
     given = [a for a in started[moves[-1]] if a.startswith("checkout.workers=")]
-    assert given == ([f"checkout.workers={cores}"] if parallel else [])
-    workers = [a for a in started[moves[-1] + 1:] if "checkout--worker" in a]
-    assert bool(workers) == parallel, started
+    assert given == ([f"checkout.workers={workers}"] if workers else [])
+    ran = [a for a in started[moves[-1] + 1:] if "checkout--worker" in a]
+    assert bool(ran) == bool(workers), started
 
 
-@pytest.mark.parametrize("configured", [None, "1"])
+@pytest.mark.parametrize(("cores", "configured"), sorted(CASES, key=str))
 def test_the_abort_reset_goes_parallel_and_puts_every_byte_back(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, configured: str | None) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cores: int,
+        configured: str | None) -> None:
+    monkeypatch.setattr(gateway, "usable_cores", lambda: cores)
     upstream, fork = moved_fork(tmp_path, configured)
     write(upstream, name(5), content(5, 1).replace("line 0 ", "line nought "))
     commit_all(upstream, "upstream: the patched line too")
@@ -119,10 +125,10 @@ def test_the_abort_reset_goes_parallel_and_puts_every_byte_back(
     trace = tmp_path / "trace.json"
     monkeypatch.setenv("GIT_TRACE2_EVENT", str(trace))
     assert pq(fork, "rebase", "upstream/main", ok=False).exit_code == 1
-    assert_workers(started_checkouts(trace), "checkout", configured)  # the stop's own
+    assert_workers(started_checkouts(trace), "checkout", CASES[cores, configured][1])
     pq(fork, "rebase", "--abort")
     monkeypatch.delenv("GIT_TRACE2_EVENT")
 
     assert worktree_files(fork) == before
     assert git(fork, "status", "--porcelain") == ""
-    assert_workers(started_checkouts(trace), "--hard", configured)
+    assert_workers(started_checkouts(trace), "--hard", CASES[cores, configured][1])

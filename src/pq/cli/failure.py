@@ -116,7 +116,7 @@ def failure_of(exc: BaseException) -> Failure | None:
     if isinstance(exc, Exception):  # a bug: one line, and the way to see more
         if os.environ.get("PQ_DEBUG"):
             return None
-        first = str(exc).splitlines()[0] if str(exc).strip() else ""
+        first = next((line.strip() for line in str(exc).splitlines() if line.strip()), "")
         said = f"{type(exc).__name__}: {_unstopped(first)}" if first else type(exc).__name__
         return Failure(f"internal error: {said}{half} (set PQ_DEBUG=1 "
                        "for the traceback, and please report it)", EXIT_INTERNAL)

@@ -23,7 +23,7 @@ from pq.git.failures import failure
 from pq.git.hold import held
 from pq.git.objects import BlobId, Commit, CommitId, Person, TreeId, commit_object, parse_commit
 from pq.git.odb import ObjectDB
-from pq.git.process import pid_alive
+from pq.git.process import pid_alive, usable_cores
 
 # Variables git exports to hooks and aliases (pq always names its repository explicitly)
 _SCRUBBED = {
@@ -176,11 +176,10 @@ class Gateway:
 
     def checkout_settings(self) -> list[str]:
         """`-c checkout.workers=N` for a command that checks files out, where the
-        configuration leaves checkout.workers unset: git then writes a big checkout's files
-        (an abort's reset, the stop's checkout) in parallel, as where a user sets it. N: the
-        cores (at most 8), less one while `working_beside`; no setting where N is 1, or
-        below git's 100 files (checkout.thresholdForParallelism) git works alone anyway."""
-        workers = min((os.cpu_count() or 1) - (1 if self.working_beside else 0), 8)
+        configuration leaves checkout.workers unset: git writes a big checkout's files in
+        parallel (from 100 files on), as where a user sets it. N: the cores pq may use (at
+        most 8), less one while `working_beside`; no setting where that leaves one."""
+        workers = min(usable_cores() - (1 if self.working_beside else 0), 8)
         if workers > 1 and self._workers_unset is None:
             self._workers_unset = self.run_proc("config", "--get", "checkout.workers"
                                                 ).returncode == 1

@@ -3,7 +3,8 @@
 A command runs in its own process group with a timeout, its output captured or streamed
 to a file, and is stopped by ONE policy: SIGTERM to the whole group, a grace period for
 it to exit, then SIGKILL to the group. After the command ends, however it ends, whatever
-it left running in its group is SIGKILLed. Also here: `pid_alive` and `scrubbed_env`.
+it left running in its group is SIGKILLed. Also here: `pid_alive`, `scrubbed_env` and
+`usable_cores`.
 """
 
 from __future__ import annotations
@@ -47,6 +48,12 @@ def scrubbed_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in REPO_VARS}
     env.update(extra or {})
     return env
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (a container's share, not the host's count)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else \
+        os.cpu_count() or 1
 
 
 def pid_alive(pid: object) -> bool:
