@@ -71,11 +71,20 @@ def started_checkouts(trace: Path) -> list[list[str]]:
 CASES = {(4, None): ("3", "4"), (2, None): (None, "2"), (4, "1"): (None, None)}
 
 
-@pytest.mark.parametrize(("cores", "configured"), sorted(CASES, key=str))
-def test_the_rebase_checkout_goes_parallel_and_writes_what_git_writes(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cores: int,
-        configured: str | None) -> None:
+@pytest.fixture(params=sorted(CASES, key=str), ids=lambda c: f"{c[0]}-cores-{c[1] or 'unset'}")
+def case(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+         ) -> tuple[str | None, str | None, str | None]:
+    """(the user's checkout.workers, the workers wanted at the landing, at a stop), with
+    the cores pq may use pinned to the case's."""
+    cores, configured = request.param
     monkeypatch.setattr(gateway, "usable_cores", lambda: cores)
+    return configured, *CASES[request.param]
+
+
+def test_the_rebase_checkout_goes_parallel_and_writes_what_git_writes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        case: tuple[str | None, str | None, str | None]) -> None:
+    configured, landing, stop = case
     upstream, fork = moved_fork(tmp_path, configured)
     base = git(upstream, "rev-parse", "HEAD~1")
     git(fork, "fetch", "-q", "upstream")
@@ -97,7 +106,7 @@ def test_the_rebase_checkout_goes_parallel_and_writes_what_git_writes(
     assert b"$Id: " in ours["d0/f001.id"]  # and ident
     assert os.access(fork / "tool.sh", os.X_OK)
     assert git(fork, "status", "--porcelain") == ""
-    assert_workers(started_checkouts(trace), "--keep", CASES[cores, configured][0])
+    assert_workers(started_checkouts(trace), "--keep", landing)
 
 
 def assert_workers(started: list[list[str]], mode: str, workers: str | None) -> None:
@@ -111,11 +120,10 @@ def assert_workers(started: list[list[str]], mode: str, workers: str | None) -> 
     assert bool(ran) == bool(workers), started
 
 
-@pytest.mark.parametrize(("cores", "configured"), sorted(CASES, key=str))
 def test_the_abort_reset_goes_parallel_and_puts_every_byte_back(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cores: int,
-        configured: str | None) -> None:
-    monkeypatch.setattr(gateway, "usable_cores", lambda: cores)
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        case: tuple[str | None, str | None, str | None]) -> None:
+    configured, landing, stop = case
     upstream, fork = moved_fork(tmp_path, configured)
     write(upstream, name(5), content(5, 1).replace("line 0 ", "line nought "))
     commit_all(upstream, "upstream: the patched line too")
@@ -125,10 +133,10 @@ def test_the_abort_reset_goes_parallel_and_puts_every_byte_back(
     trace = tmp_path / "trace.json"
     monkeypatch.setenv("GIT_TRACE2_EVENT", str(trace))
     assert pq(fork, "rebase", "upstream/main", ok=False).exit_code == 1
-    assert_workers(started_checkouts(trace), "checkout", CASES[cores, configured][1])
+    assert_workers(started_checkouts(trace), "checkout", stop)
     pq(fork, "rebase", "--abort")
     monkeypatch.delenv("GIT_TRACE2_EVENT")
 
     assert worktree_files(fork) == before
     assert git(fork, "status", "--porcelain") == ""
-    assert_workers(started_checkouts(trace), "--hard", CASES[cores, configured][1])
+    assert_workers(started_checkouts(trace), "--hard", stop)
