@@ -89,6 +89,9 @@ def _plain_rebase(argv: list[str]) -> bool:
 
 
 def main() -> None:
+    from pq.cli import tune_collector
+
+    tune_collector()
     argv = sys.argv[1:]
     if argv[:2] == ["hook", "run"]:
         parsed = _hook_run_args(argv[2:])
