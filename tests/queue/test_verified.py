@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from gitrepo import commit_all, git, make_fork, migrate, pq, snapshot_queue, write
+from gitrepo import commit_all, git, make_fork, migrate, one_patch_fork, pq, snapshot_queue, write
 
 from pq.git.repo import Git
 from pq.queue import verified
@@ -77,6 +77,7 @@ def test_a_forged_or_broken_cache_changes_nothing(tmp_path: Path) -> None:
 
 def test_force_is_not_remembered(tmp_path: Path) -> None:
     fork = _fork(tmp_path)
+    (fork / CACHE).unlink(missing_ok=True)  # what `init --commit` committed
     pq(fork, "export", "--force")
     assert not (fork / CACHE).exists()
 
@@ -121,3 +122,58 @@ def test_a_rebase_of_a_verified_queue_takes_its_diffs_from_the_patch_files(
     assert results[0][:2] == results[1][:2]
     assert "an empty marker" in results[0][0]
     assert results[0][2] == results[1][2] - 1  # the stack's own diff, not run
+
+
+def _remembered_as_exported(fork: Path) -> None:
+    """HEAD and the queue files are remembered, and rightly: with the cache gone, a full
+    `pq export` of HEAD finds exactly these bytes (nothing to write)."""
+    with Git.open(fork) as g:
+        assert verified.known(g, g.head(), read_worktree(g))
+    before = snapshot_queue(fork)
+    (fork / CACHE).unlink()
+    assert "already up to date" in pq(fork, "export").output
+    assert snapshot_queue(fork) == before
+
+
+def test_a_rebase_remembers_the_queue_it_landed(tmp_path: Path) -> None:
+    fork = _fork_with_bookkeeping_inside(tmp_path)
+    (fork / CACHE).unlink()
+    assert "patch files changed" in pq(fork, "rebase", "upstream/main").output
+    _remembered_as_exported(fork)
+
+
+def test_a_rebase_continued_after_a_conflict_remembers_the_queue_it_landed(
+        tmp_path: Path) -> None:
+    fork = one_patch_fork(tmp_path, {"pkg/__init__.py": "import paddle\nVALUE = 1\n"},
+                          {"pkg/__init__.py": "import torch\nVALUE = 2\n"})
+    assert pq(fork, "rebase", "upstream/main", ok=False).exit_code == 1
+    write(fork, "pkg/__init__.py", "import paddle\nVALUE = 2\n")
+    git(fork, "add", "pkg/__init__.py")
+    pq(fork, "rebase", "--continue")
+    _remembered_as_exported(fork)
+
+
+def test_a_committed_export_remembers_the_queue_it_committed(tmp_path: Path) -> None:
+    fork = _fork(tmp_path)
+    write(fork, "pkg/extra.py", "EXTRA = 1\n")
+    commit_all(fork, "python-glue: add extra")
+    head = git(fork, "rev-parse", "HEAD").strip()
+    pq(fork, "export", "--commit")
+    assert git(fork, "rev-parse", "HEAD~1").strip() == head  # a bookkeeping commit on it
+    _remembered_as_exported(fork)
+
+
+def test_a_rebase_check_of_stale_patch_headers_does_not_stop_export_rewriting_them(
+        tmp_path: Path) -> None:
+    """A summary edited in series.yaml leaves the patch files' headers stale (the same
+    commits: `pq rebase` takes them); `pq rebase` finding nothing to do must not vouch
+    for them, so that `pq export` still writes the new header."""
+    fork = _fork(tmp_path)
+    text = (fork / "series.yaml").read_text()
+    first = next(ln for ln in text.splitlines() if ln.strip().startswith("summary:"))
+    indent = first[:len(first) - len(first.lstrip())]
+    write(fork, "series.yaml", text.replace(first, f"{indent}summary: turned on by hand", 1))
+    assert "already up to date" in pq(fork, "rebase", "upstream/main").output
+    assert "already up to date" not in pq(fork, "export").output
+    assert any(b"Description: turned on by hand\n" in data
+               for data in snapshot_queue(fork).values())

@@ -194,6 +194,8 @@ def _write_export(git: Git, queue: Queue, old: Series, t: Transaction, commit: b
         except ConfigError as exc:  # git cannot sign, say: the files stay written
             raise retry_as(exc, "`pq export --commit` commits the series.yaml and patches/ "
                                 "just written (`pq undo` takes them back)") from None
+        if result.commit is not None:  # its queue is the export of the stack under it
+            verified.remember(git, result.commit, written)
     t.done()
     return result
 

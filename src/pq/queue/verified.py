@@ -3,8 +3,9 @@
 Exporting base..HEAD again is the costly half of `pq export` and of `pq rebase`'s check
 that the branch matches its series. Its result depends only on HEAD's commit (which pins
 every commit, HEAD's committed queue and pq's last bookkeeping commit) and on the queue's
-exact bytes in the working tree; so a state where the export changed nothing, or that pq
-just wrote (a rebase, an export, `init --commit`), is remembered by a digest of exactly
+exact bytes in the working tree; so a state where the export changed nothing (`pq
+export`, `pq rebase`'s pre-flight check), or that pq just wrote and committed (a rebase's
+landing, `pq export --commit`, `pq init --commit`), is remembered by a digest of exactly
 those, pq's version included, in `.git/pq/export-cache.json` (not part of snapshots). Any
 other commit or byte gives another key: a stale entry can only go unused.
 """

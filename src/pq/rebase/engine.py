@@ -133,7 +133,10 @@ def _checked_stack(git: Git, branch: str, queue: Queue, ref: str, onto: str, for
                 e.name for e in fresh.series.patches] != [
                 e.name for e in series.patches]:
             raise _stack_differs(branch, fresh, queue)
-        if fresh.series.dumps() == queue.series_bytes:  # what `pq export` would write
+        # Remembered only where the files are what `pq export` would write, byte for
+        # byte: the same commits in patch files whose headers or line ends differ (an
+        # edited summary, a CRLF checkout) are no export, and `pq export` rewrites them.
+        if fresh.files == queue.files and fresh.series.dumps() == queue.series_bytes:
             verified.remember(git, head, queue)
     if stack and onto != old_base and not force and git.is_ancestor(stack[0].commit, onto):
         first = stack[0].commit

@@ -14,7 +14,7 @@ from pq.git.repo import Git
 from pq.git.trees import Trees
 from pq.model import patchfile
 from pq.model.series import PATCHES_DIR
-from pq.queue import bookkeeping, renames
+from pq.queue import bookkeeping, renames, verified
 from pq.queue import stack as stack_mod
 from pq.queue.files import Queue, checkout_undone
 from pq.rebase import rangediff, worktree
@@ -33,12 +33,16 @@ def finish(git: Git, state: RebaseState, trees: Trees, old: Queue, committer: Pe
     queue = stack_mod.export(git, new_stack, followed, state.onto,
                              names=[s.name for s in state.steps if s.new_commit])
     previous = state.new_tip  # where a landing that git refused may have got to
+    written = Queue(queue.series, queue.files, queue.series.dumps())
     state.new_tip = bookkeeping.bookkeeping_commit(
         git, state.tip, state.orig_head, queue, committer,
-        f"pq: rebase series onto {state.onto[:12]}\n", trees)
+        f"pq: rebase series onto {state.onto[:12]}\n", trees, written.series_bytes)
     # Landing checks out the bookkeeping commit: series.yaml and patches/ are then `queue`
     # byte for byte (what `queuefiles.write_worktree` would write, without a second dump).
     land(git, state, previous)
+    # They are the export of the stack under them, as `pq export` gives it: the next `pq
+    # export` or `pq rebase` need not export it again to know so (pq.queue.verified).
+    verified.remember(git, state.new_tip, written)
     rs.remove(git)
     return report(git, state, "done", old, queue)
 
