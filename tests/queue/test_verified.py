@@ -177,3 +177,86 @@ def test_a_rebase_check_of_stale_patch_headers_does_not_stop_export_rewriting_th
     assert "already up to date" not in pq(fork, "export").output
     assert any(b"Description: turned on by hand\n" in data
                for data in snapshot_queue(fork).values())
+
+
+def _plain_fork(tmp_path: Path) -> Path:
+    """A repository whose `fork` branch sits on `upstream` (a local branch), one file."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    write(repo, "f.txt", "line1\nline2\nline3\n")
+    commit_all(repo, "base")
+    git(repo, "branch", "upstream")
+    git(repo, "checkout", "-q", "-b", "fork")
+    return repo
+
+
+def test_a_landed_commit_that_changes_only_queue_files_is_not_vouched_for(
+        tmp_path: Path) -> None:
+    """Rebased with --force onto a ref that holds the branch (its queue files too), a
+    conflict resolved by keeping nothing of the patch leaves a commit that only removes
+    queue files: an export takes it for pq's bookkeeping, so the landing's empty patch
+    file for it is no export, and `pq export` must still drop it."""
+    repo = _plain_fork(tmp_path)
+    write(repo, "a.txt", "a\n")
+    commit_all(repo, "python-glue: add a")
+    pq(repo, "init", "--upstream", "upstream", "--commit")
+    git(repo, "branch", "up")
+    write(repo, "f.txt", "line1\nX\nline3\n")
+    commit_all(repo, "python-glue: change line2")
+    pq(repo, "export", "--commit")
+    git(repo, "checkout", "-q", "up")
+    write(repo, "f.txt", "line1\nY\nline3\n")
+    commit_all(repo, "upstream moved")
+    git(repo, "checkout", "-q", "fork")
+    assert pq(repo, "rebase", "--force", "up", ok=False).exit_code == 1
+    git(repo, "checkout", "--ours", "f.txt")
+    git(repo, "add", "f.txt")
+    pq(repo, "rebase", "--continue")
+    with Git.open(repo) as g:
+        assert not verified.known(g, g.head(), read_worktree(g))
+    assert "already up to date" not in pq(repo, "export").output
+
+
+def test_a_committed_export_whose_next_export_refuses_is_not_vouched_for(
+        tmp_path: Path) -> None:
+    """A commit whose message names two patches (squashed after `pq apply`) is exported
+    while no entry has those names yet; the next export refuses it, and must still."""
+    repo = _plain_fork(tmp_path)
+    write(repo, "a.txt", "a\n")
+    git(repo, "add", "a.txt")
+    git(repo, "commit", "-q", "-m", "squashed\n\nPq-Patch: 0001-a.patch\n\n"
+        "Pq-Patch: 0002-b.patch")
+    write(repo, "b.txt", "b\n")
+    git(repo, "add", "b.txt")
+    git(repo, "commit", "-q", "-m", "other\n\nPq-Patch: 0001-a.patch")
+    pq(repo, "init", "--upstream", "upstream", "--commit")
+    result = pq(repo, "export", ok=False)
+    assert result.exit_code == 2 and "carries a `Pq-Patch:` line for each" in result.output
+
+
+def test_a_check_of_names_swapped_in_the_working_tree_is_not_vouched_for(
+        tmp_path: Path) -> None:
+    """Two patch files' names swapped in the working tree (files and series.yaml, not
+    committed): `pq rebase` finding nothing to do exported them with only those files as
+    evidence; `pq export` weighs the committed ones too and refuses, and must still."""
+    repo = _plain_fork(tmp_path)
+    for name in ("one", "two"):
+        write(repo, f"{name}.txt", f"{name}\n")
+        commit_all(repo, f"python-glue: {name}")
+    pq(repo, "init", "--upstream", "upstream", "--commit")
+    one, two = (repo / "patches/0001-python-glue-one.patch",
+                repo / "patches/0002-python-glue-two.patch")
+    data_one, data_two = one.read_bytes(), two.read_bytes()
+    one.write_bytes(data_two)
+    two.write_bytes(data_one)
+    series = (repo / "series.yaml").read_text()
+    write(repo, "series.yaml", series.replace("name: 0001-python-glue-one", "name: @")
+          .replace("name: 0002-python-glue-two", "name: 0001-python-glue-one")
+          .replace("name: @", "name: 0002-python-glue-two"))
+    before = pq(repo, "export", ok=False)
+    assert before.exit_code == 2, before.output  # what a full export says
+    (repo / CACHE).unlink(missing_ok=True)
+    assert "already up to date" in pq(repo, "rebase", "upstream").output
+    again = pq(repo, "export", ok=False)
+    assert again.exit_code == 2 and again.output == before.output

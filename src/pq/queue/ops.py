@@ -8,7 +8,7 @@ plain results for the CLI to render; they never print.
 from __future__ import annotations
 
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from pq.errors import ConfigError
@@ -118,7 +118,7 @@ def init(git: Git, upstream: str, *, force: bool = False, commit: bool = False) 
         stack = stack_mod.read_stack(git, base, head, old.queue_paths)  # refuses merges first
         queue = stack_mod.export(git, stack, old, base,
                                  recorded=stack_mod.recorded_files(prev_queue))
-        return _write_export(git, queue, old, t, commit, head)
+        return _write_export(git, queue, old, t, commit, head, stack)
 
 
 # -- export ----------------------------------------------------------------------
@@ -149,7 +149,7 @@ def export(git: Git, *, commit: bool = False, force: bool = False) -> ExportResu
         queue = stack_mod.export(git, stack, series, series.base, recorded=recorded)
         if not force:
             handedits.refuse_losing_them(git, current, committed, last, queue)
-        result = _write_export(git, queue, series, t, commit, head, previous=current)
+        result = _write_export(git, queue, series, t, commit, head, stack, previous=current)
         if not force and not (result.changed or result.added or result.removed):
             verified.remember(git, head, current)  # checked in full: the next one need not
         return result
@@ -163,7 +163,8 @@ def _committed(git: Git) -> Queue | None:
 
 
 def _write_export(git: Git, queue: Queue, old: Series, t: Transaction, commit: bool,
-                  head: CommitId, previous: Queue | None = None) -> ExportResult:
+                  head: CommitId, stack: Sequence[stack_mod.StackCommit],
+                  previous: Queue | None = None) -> ExportResult:
     """Write what `t`'s command computed from `head`, under `t`'s lock, if the branch is
     still there: a commit made meanwhile is not in `queue` and must not be committed on."""
     before_order = [e.name for e in old.patches]
@@ -195,7 +196,7 @@ def _write_export(git: Git, queue: Queue, old: Series, t: Transaction, commit: b
             raise retry_as(exc, "`pq export --commit` commits the series.yaml and patches/ "
                                 "just written (`pq undo` takes them back)") from None
         if result.commit is not None:  # its queue is the export of the stack under it
-            verified.remember(git, result.commit, written)
+            verified.remember_written(git, result.commit, written, stack)
     t.done()
     return result
 

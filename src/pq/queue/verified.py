@@ -14,10 +14,17 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from pq import __version__
+from pq.errors import ConfigError
 from pq.git.repo import Git
+from pq.model.series import PATCHES_DIR, SERIES_FILE
 from pq.queue.files import Queue
+
+if TYPE_CHECKING:
+    from pq.queue.stack import StackCommit
 
 CACHE_FILE = "export-cache.json"
 CACHE_ENTRIES = 32
@@ -66,3 +73,40 @@ def remember(git: Git, head: str, queue: Queue) -> None:
                      durable=False)
     except OSError:
         pass  # a cache that cannot be written only costs time
+
+
+def remember_written(git: Git, head: str, queue: Queue, stack: Sequence[StackCommit]) -> None:
+    """Remember `queue`, the export of `stack` that pq just wrote and committed at `head` (a
+    rebase's landing, `export --commit`, `init --commit`), where the next export is sure to
+    read the same stack and name it the same, with these files as its only evidence: no
+    commit changes only queue files (an export takes it for pq's bookkeeping and leaves it
+    out), and the naming finds each commit's entry by position (no two commits alike, no
+    trailer naming another entry or two of them)."""
+    from pq.queue import identity
+    from pq.queue.stack import recorded_files
+
+    if any(not sc.diff.strip() and git.tree_of(sc.commit) != git.tree_of(sc.parent)
+           for sc in stack):  # as `stack.read_stack` tells bookkeeping from an empty patch
+        return
+    names = [e.name for e in queue.series.patches]
+    try:
+        found = identity.positional(stack, queue.series.patches, recorded_files(queue),
+                                    lambda i, entry: queue.files[entry.name])
+    except ConfigError:  # a commit naming two entries: the next export refuses it
+        return
+    if found == names:
+        remember(git, head, queue)
+
+
+def as_last_written(git: Git, head: str, queue: Queue) -> bool:
+    """Whether `queue` is byte for byte what pq's bookkeeping commit `head` holds: then the
+    evidence a full `pq export` weighs (the working tree's files, HEAD's, the last ones pq
+    wrote) is these files alone, as in a check that exported them with only those."""
+    from pq.git.trees import Trees
+    from pq.queue.bookkeeping import queue_blobs
+
+    if queue.series_bytes is None or not git.commit(head).message.startswith("pq: "):
+        return False
+    mine = {f"{PATCHES_DIR}/{name}": git.hash_blob(data) for name, data in queue.files.items()}
+    mine[SERIES_FILE] = git.hash_blob(queue.series_bytes)
+    return queue_blobs(Trees(git), head) == mine

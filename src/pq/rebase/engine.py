@@ -134,9 +134,12 @@ def _checked_stack(git: Git, branch: str, queue: Queue, ref: str, onto: str, for
                 e.name for e in series.patches]:
             raise _stack_differs(branch, fresh, queue)
         # Remembered only where the files are what `pq export` would write, byte for
-        # byte: the same commits in patch files whose headers or line ends differ (an
-        # edited summary, a CRLF checkout) are no export, and `pq export` rewrites them.
-        if fresh.files == queue.files and fresh.series.dumps() == queue.series_bytes:
+        # byte (the same commits in patch files whose headers or line ends differ, an
+        # edited summary or a CRLF checkout, are no export: `pq export` rewrites them),
+        # and are the ones committed in pq's last bookkeeping commit, HEAD: an export
+        # weighs those as evidence too (names swapped in the working tree, say).
+        if fresh.files == queue.files and fresh.series.dumps() == queue.series_bytes and (
+                verified.as_last_written(git, head, queue)):
             verified.remember(git, head, queue)
     if stack and onto != old_base and not force and git.is_ancestor(stack[0].commit, onto):
         first = stack[0].commit

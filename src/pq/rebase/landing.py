@@ -42,7 +42,7 @@ def finish(git: Git, state: RebaseState, trees: Trees, old: Queue, committer: Pe
     land(git, state, previous)
     # They are the export of the stack under them, as `pq export` gives it: the next `pq
     # export` or `pq rebase` need not export it again to know so (pq.queue.verified).
-    verified.remember(git, state.new_tip, written)
+    verified.remember_written(git, state.new_tip, written, new_stack)
     rs.remove(git)
     return report(git, state, "done", old, queue)
 
