@@ -17,6 +17,18 @@ from pq.model.series import PATCHES_DIR, SERIES_FILE
 from pq.queue.files import Queue
 
 
+def only_queue_files(git: Git, commit: str, parent: str, diff: bytes) -> bool:
+    """Whether `commit`, whose change outside the queue's files is `diff`, changes only
+    those files: bookkeeping, not a patch (a commit that changes nothing is a patch)."""
+    return not diff.strip() and git.commit(commit).tree != git.tree_of(parent)
+
+
+def written_by_pq(git: Git, commit: str) -> bool:
+    """Whether `commit` is one of pq's bookkeeping commits (`pq: ...`: export --commit,
+    init --commit, apply, rebase)."""
+    return git.commit(commit).message.startswith("pq: ")
+
+
 def queue_blobs(trees: Trees, commit: str) -> dict[str, str]:
     """{path: blob} of series.yaml and patches/* as committed in `commit`."""
     tree = trees.tree_of(commit)

@@ -20,6 +20,7 @@ from pq.model import diff as diffs
 from pq.model.patchfile import PatchFile
 from pq.model.series import PATCHES_DIR, PatchEntry, Series
 from pq.queue import identity
+from pq.queue.bookkeeping import only_queue_files, written_by_pq
 from pq.queue.files import Queue, is_queue_path, read_tree
 from pq.queue.reach import missing_base, shallow_cut
 
@@ -59,10 +60,9 @@ def read_stack(git: Git, base: str, tip: str, queue_paths: Sequence[str], *,
     for commit, parents in revs:
         diff = diffs.get(commit, b"")
         info = git.commit(commit)
-        if not diff.strip():
-            if info.tree != git.tree_of(parents[0]):
-                continue  # bookkeeping: touches only the queue's own files
-            diff = b""  # an empty commit (as `git commit --allow-empty` makes): a patch
+        if only_queue_files(git, commit, parents[0], diff):
+            continue  # bookkeeping: touches only the queue's own files
+        diff = diff if diff.strip() else b""  # an empty commit (`--allow-empty`): a patch
         message, name = patchfile.strip_trailer(info.message)
         result.append(StackCommit(commit, parents[0], patchfile.strip_index_lines(diff), name,
                                   message, info.author, info.encoding))
@@ -165,7 +165,7 @@ def last_written(git: Git, base: str, tip: str) -> tuple[CommitId, Queue] | None
     """The newest bookkeeping commit pq wrote in base..tip (`pq: ...` subject: export
     --commit, init --commit, apply, rebase) and the queue it holds: what pq last wrote."""
     for commit, _parents in reversed(git.rev_list_with_parents(f"{base}..{tip}")):
-        if not git.commit(commit).message.startswith("pq: "):
+        if not written_by_pq(git, commit):
             continue
         try:
             queue = read_tree(git, commit)

@@ -83,10 +83,10 @@ def remember_written(git: Git, head: str, queue: Queue, stack: Sequence[StackCom
     out), and the naming finds each commit's entry by position (no two commits alike, no
     trailer naming another entry or two of them)."""
     from pq.queue import identity
+    from pq.queue.bookkeeping import only_queue_files
     from pq.queue.stack import recorded_files
 
-    if any(not sc.diff.strip() and git.tree_of(sc.commit) != git.tree_of(sc.parent)
-           for sc in stack):  # as `stack.read_stack` tells bookkeeping from an empty patch
+    if any(only_queue_files(git, sc.commit, sc.parent, sc.diff) for sc in stack):
         return
     names = [e.name for e in queue.series.patches]
     try:
@@ -103,9 +103,9 @@ def as_last_written(git: Git, head: str, queue: Queue) -> bool:
     evidence a full `pq export` weighs (the working tree's files, HEAD's, the last ones pq
     wrote) is these files alone, as in a check that exported them with only those."""
     from pq.git.trees import Trees
-    from pq.queue.bookkeeping import queue_blobs
+    from pq.queue.bookkeeping import queue_blobs, written_by_pq
 
-    if queue.series_bytes is None or not git.commit(head).message.startswith("pq: "):
+    if queue.series_bytes is None or not written_by_pq(git, head):
         return False
     mine = {f"{PATCHES_DIR}/{name}": git.hash_blob(data) for name, data in queue.files.items()}
     mine[SERIES_FILE] = git.hash_blob(queue.series_bytes)
