@@ -907,3 +907,25 @@ def test_a_patch_git_will_not_show_can_be_skipped(tmp_path: Path) -> None:
     assert data["status"] == "done"
     assert git(fork, "log", "--format=%s", "upstream/main..paddle").splitlines()[1:] == [
         "python-glue: scoped compat"]
+
+
+@pytest.mark.parametrize("move", ["commits on the stopped patch", "the branch moved"])
+def test_status_offers_an_abort_that_runs_when_continue_is_blocked(tmp_path: Path,
+                                                                   move: str) -> None:
+    """While --continue is blocked, `next` is the abort that runs: the plain one refuses
+    too where commits were made past the stopped patch or the branch moved, so it is
+    `--abort --force` (`blocked` says how to keep them first)."""
+    _, fork = stopped(tmp_path)
+    if move == "the branch moved":
+        hotfix = git(fork, "commit-tree", "-p", "paddle", "-m", "hotfix while stopped",
+                     "paddle^{tree}")
+        git(fork, "update-ref", "refs/heads/paddle", hotfix)
+    else:
+        commit_resolution_and_more(fork)
+    data = json.loads(pq(fork, "status", "--json").output)["rebase"]
+    assert data["blocked"], data
+    assert data["next"] == ["pq rebase --abort --force"], data
+    assert pq(fork, "rebase", "--abort", ok=False).exit_code == 2
+    ran = pq(fork, *shlex.split(data["next"][0])[1:])
+    assert ran.exit_code == 0, ran.output
+    assert json.loads(pq(fork, "status", "--json").output)["rebase"] is None

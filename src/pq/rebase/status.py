@@ -151,7 +151,7 @@ def status(git: Git) -> RebaseStatus | None:
         try:
             require_in_place(git, state, "continue")
         except ConfigError as exc:  # HEAD left, the branch moved: the index is not the stop's
-            st.blocked, st.next = exc.render(), ["pq rebase --abort"]
+            st.blocked, st.next = exc.render(), [_abort_command(git, state)]
             return st
         unmerged = {c.path for c in st.conflicted}
         st.resolved = [p for p in state.conflict_paths if p not in unmerged]
@@ -168,6 +168,16 @@ def status(git: Git) -> RebaseStatus | None:
     else:
         st.next = ["pq rebase --abort"]
     return st
+
+
+def _abort_command(git: Git, state: rs.RebaseState) -> str:
+    """The abort that runs now: `--force` where the plain one refuses too (the branch
+    moved, commits were made on the stopped patch; `blocked` says how to keep them)."""
+    try:
+        require_in_place(git, state, "abort")
+    except ConfigError:
+        return "pq rebase --abort --force"
+    return "pq rebase --abort"
 
 
 def resumable(state: rs.RebaseState) -> bool:
