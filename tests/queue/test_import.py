@@ -154,6 +154,60 @@ def test_keep_commits_keeps_empty_commits_and_counts_only_non_merges(tmp_path: P
     assert [p["kept_from"] for p in data["patches"]] == own.split()
 
 
+LINES = "".join(f"v{i} = {i}\n" for i in range(20))
+
+
+def test_keep_commits_replays_three_way_where_upstream_moved_the_context(
+        tmp_path: Path) -> None:
+    """A fork commit whose context upstream changed later (a nearby line, merged in
+    cleanly) no longer applies as it is onto the base; merged three-way, as `git rebase`
+    replays it, it does, and every commit is kept."""
+    up = make_upstream(tmp_path / "upstream", {"pkg/ops.py": LINES, "README.md": "up\n"})
+    fork = make_fork(tmp_path, up)
+    write(fork, "pkg/ops.py", LINES.replace("v10 = 10", "v10 = paddle_10"))
+    commit_all(fork, "Glue: v10 through paddle")
+    write(up, "pkg/ops.py", LINES.replace("v12 = 12", "v12 = 120"))
+    commit_all(up, "upstream: v12")
+    merge_upstream(fork)
+    write(fork, "pkg/extra.py", "import paddle\n")
+    commit_all(fork, "Glue: extra")
+    before = git(fork, "rev-parse", "HEAD")
+    data = json.loads(pq(fork, "import", "--upstream", "upstream/main", "--keep-commits",
+                         "--json").output)
+    assert data["mode"] == "commits", data["reason"]
+    assert [p["summary"] for p in data["patches"]] == ["Glue: v10 through paddle",
+                                                       "Glue: extra"]
+    assert tree(fork, "HEAD") == tree(fork, before)
+    assert "v12 = 120" in git(fork, "show", "HEAD~2:pkg/ops.py")  # on the base
+    pq(fork, "series")
+
+
+def test_keep_commits_leaves_out_a_commit_upstream_took(tmp_path: Path) -> None:
+    """A fork commit upstream cherry-picked is in the base already: its replay changes
+    nothing, so it is left out (as `git rebase` drops it) and the others are kept, each
+    naming its own fork commit."""
+    up = make_upstream(tmp_path / "upstream", {"pkg/ops.py": LINES, "README.md": "up\n"})
+    fork = make_fork(tmp_path, up)
+    write(fork, "pkg/ops.py", LINES.replace("v3 = 3", "v3 = fixed"))
+    commit_all(fork, "Fix v3")
+    write(fork, "pkg/glue.py", "import paddle\n")
+    commit_all(fork, "Glue: paddle")
+    write(up, "pkg/ops.py", LINES.replace("v3 = 3", "v3 = fixed"))
+    commit_all(up, "upstream: take the v3 fix")
+    write(up, "README.md", "up 2\n")
+    commit_all(up, "upstream: readme")
+    merge_upstream(fork)
+    before = git(fork, "rev-parse", "HEAD")
+    data = json.loads(pq(fork, "import", "--upstream", "upstream/main", "--keep-commits",
+                         "--json").output)
+    assert data["mode"] == "commits", data["reason"]
+    assert "1 whose change is in the base already left out" in data["reason"]
+    assert [p["summary"] for p in data["patches"]] == ["Glue: paddle"]
+    glue = git(fork, "rev-list", "--no-merges", "-1", "--grep=Glue: paddle", before)
+    assert [p["kept_from"] for p in data["patches"]] == [glue]
+    assert tree(fork, "HEAD") == tree(fork, before)
+
+
 def test_keep_commits_falls_back_when_a_merge_resolved_a_conflict(tmp_path: Path) -> None:
     fork, _up = grown_fork(tmp_path)
     out = pq(fork, "import", "--upstream", "upstream/main", "--keep-commits").output

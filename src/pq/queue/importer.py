@@ -143,10 +143,12 @@ def import_fork(git: Git, upstream: str, branch: str | None = None, *, dry_run: 
         mode, reason, last = "topics", "", base
         names: list[str] | None = None
         kept: dict[str, CommitId | None] = {}
+        replayed: list[CommitId] = []
         if keep_commits:
-            replayed, reason = _replay(git, base, target, [c for c, _ in log], committer)
-            if replayed is not None:
-                mode, last = "commits", replayed
+            found, replayed, reason = _replay(git, base, target, [c for c, _ in log],
+                                              committer)
+            if found is not None:
+                mode, last = "commits", found
         if mode == "topics":
             last, names, kept = _regroup(git, base, tip, log, name, committer)
             reason = ((reason + "; regrouped by layer and topic instead") if keep_commits
@@ -157,8 +159,7 @@ def import_fork(git: Git, upstream: str, branch: str | None = None, *, dry_run: 
         queue, candidates = _drafts(git, stack, queue, detect)
         _verify(git, queue, base, target, committer, name)
         if mode == "commits":  # each patch keeps its fork commit, in the branch's order
-            kept = dict(zip((e.name for e in queue.series.patches), (c for c, _ in log),
-                            strict=True))
+            kept = dict(zip((e.name for e in queue.series.patches), replayed, strict=True))
         patches = _summaries(stack, queue, kept)
         result = ImportResult(upstream, base, name, tip, mode, reason, patches, candidates,
                               None, tuple(propose_copies(git, queue)))
@@ -195,30 +196,57 @@ def _as_branch_commits(git: Git, base: CommitId, commits: Sequence[CommitId]
 
 
 def _replay(git: Git, base: CommitId, target: str, commits: Sequence[CommitId],
-            committer: Person) -> tuple[CommitId | None, str]:
-    """The fork's non-merge commits applied in order onto the base, one commit each, and
-    why they were kept; (None, why not) when one does not apply or the tree differs."""
+            committer: Person) -> tuple[CommitId | None, list[CommitId], str]:
+    """The fork's non-merge commits cherry-picked in order onto the base (a three-way
+    merge each, as `git rebase` replays them), one commit each: the last, the fork commits
+    kept (one already in the base, its merge changing nothing, is left out, as `git
+    rebase` drops it; one empty on the fork stays an empty patch) and why; (None, [], why
+    not) when one conflicts or the result is not the branch's tree."""
     if not commits:
-        return None, "--keep-commits: the branch has no non-merge commits of its own"
-    patches = git.commit_patches(commits)
-    parent = base
-    with git.temp_index(git.tree_of(base)) as env:
-        for commit in commits:
-            # An empty commit stays one: a patch with no diff, as `pq init` keeps it.
-            error = git.apply_cached(patches[commit], env) if patches[commit].strip() else None
-            if error is not None:
-                return None, (f"--keep-commits: fork commit {commit[:12]} does not apply "
-                              "as it is onto the base and the commits before it (upstream "
-                              "changed its context, it is in the base already, or a merge "
-                              "resolved it)")
-            info = git.commit(commit)
-            parent = git.write_commit(git.write_tree(env), [parent], info.author, committer,
-                                      info.message, info.encoding, branch=False)
-    if git.tree_of(parent) != target:
-        return None, ("--keep-commits: the fork's commits replayed linearised do not rebuild "
-                      "the branch's tree (merges changed it too)")
-    return parent, (f"kept the {len(commits)} non-merge commits: they replay linearised onto "
-                    "the base and rebuild the branch's tree exactly")
+        return None, [], "--keep-commits: the branch has no non-merge commits of its own"
+    parent, tree = base, git.tree_of(base)
+    kept: list[CommitId] = []
+    for commit in commits:
+        info = git.commit(commit)
+        if len(info.parents) != 1:
+            return None, [], (f"--keep-commits: fork commit {commit[:12]} has no parent to "
+                              "replay it from")
+        pre = git.tree_of(info.parents[0])
+        if info.tree == pre:  # empty on the fork: a patch with no diff, as `pq init` keeps
+            merged = tree
+        elif pre == tree:  # made on what the replay has: nothing to merge
+            merged = info.tree
+        else:
+            result = git.merge_trees(info.parents[0], parent, commit, ours_tree=tree,
+                                     attributes=_attributes(git, tree))
+            if not result.clean:
+                where = ", ".join(result.conflicted_paths[:3]) or "a conflict on no file"
+                return None, [], (f"--keep-commits: fork commit {commit[:12]} conflicts when "
+                                  "replayed onto the base and the commits before it, in "
+                                  f"{where} (a merge resolved it)")
+            if result.tree == tree:
+                continue  # its change is in the base already (upstream took it)
+            merged = result.tree
+        parent = git.write_commit(merged, [parent], info.author, committer, info.message,
+                                  info.encoding, branch=False)
+        tree = merged
+        kept.append(commit)
+    if tree != target:
+        return None, [], ("--keep-commits: the fork's commits replayed linearised do not "
+                          "rebuild the branch's tree (merges changed it too)")
+    left = len(commits) - len(kept)
+    return parent, kept, (
+        f"kept the {len(kept)} non-merge commits: they replay linearised onto the base "
+        "and rebuild the branch's tree exactly" + (
+            f"; {left} whose change{' is' if left == 1 else 's are'} in the base already "
+            f"left out" if left else ""))
+
+
+def _attributes(git: Git, tree: str) -> bytes:
+    """The attributes git's merge reads with `tree` checked out."""
+    paths = sorted(git.attribute_paths(tree))
+    return git.attributes_from({path: obj for mode, _, obj, path in git.ls_tree(tree, paths)
+                                if mode in ("100644", "100755")} if paths else {})
 
 
 def _regroup(git: Git, base: CommitId, tip: CommitId,
