@@ -909,23 +909,33 @@ def test_a_patch_git_will_not_show_can_be_skipped(tmp_path: Path) -> None:
         "python-glue: scoped compat"]
 
 
-@pytest.mark.parametrize("move", ["commits on the stopped patch", "the branch moved"])
+@pytest.mark.parametrize("move", ["commits on the stopped patch", "the branch moved",
+                                  "a queue file back"])
 def test_status_offers_an_abort_that_runs_when_continue_is_blocked(tmp_path: Path,
                                                                    move: str) -> None:
-    """While --continue is blocked, `next` is the abort that runs: the plain one refuses
-    too where commits were made past the stopped patch or the branch moved, so it is
-    `--abort --force` (`blocked` says how to keep them first)."""
+    """While --continue is blocked, `next` is the abort that runs once what `blocked` says
+    is done: `--abort --force` where commits were made past the stopped patch or the
+    branch moved (the plain one refuses too); where a queue file came back, which the
+    abort would write over, `blocked` says so and `next` stays the plain abort."""
     _, fork = stopped(tmp_path)
     if move == "the branch moved":
         hotfix = git(fork, "commit-tree", "-p", "paddle", "-m", "hotfix while stopped",
                      "paddle^{tree}")
         git(fork, "update-ref", "refs/heads/paddle", hotfix)
+    elif move == "a queue file back":
+        git(fork, "reset", "-q", "--hard", "HEAD~1")  # HEAD left the stop, still detached
+        git(fork, "checkout", "paddle", "--", "series.yaml")
     else:
         commit_resolution_and_more(fork)
     data = json.loads(pq(fork, "status", "--json").output)["rebase"]
     assert data["blocked"], data
-    assert data["next"] == ["pq rebase --abort --force"], data
     assert pq(fork, "rebase", "--abort", ok=False).exit_code == 2
+    if move == "a queue file back":
+        assert data["next"] == ["pq rebase --abort"], data
+        assert "`pq rebase --abort` refuses too: series.yaml came back" in data["blocked"]
+        git(fork, "rm", "-q", "-f", "series.yaml")
+    else:
+        assert data["next"] == ["pq rebase --abort --force"], data
     ran = pq(fork, *shlex.split(data["next"][0])[1:])
     assert ran.exit_code == 0, ran.output
     assert json.loads(pq(fork, "status", "--json").output)["rebase"] is None

@@ -21,11 +21,9 @@ def abort(git: Git, force: bool = False) -> RebaseReport:
     while it was stopped, commits were made on the stopped patch, or queue files came back)
     and log the stopped entry as aborted."""
     state = rs.load_required(git)
-    if not force:
-        rebase_status.require_in_place(git, state, "abort")
-        if state.detached and git.current_branch() is None:  # HEAD on the stack so far,
-            rebase_status.require_queue_aside(git, "abort")  # the queue files cleared
-    rebase_status.require_branch_free(git, state, "abort")
+    refusals = rebase_status.abort_refusals(git, state, force)
+    if refusals:
+        raise refusals[0][1]
     # git's own operation, started meanwhile, would outlive the abort and undo it later.
     rs.require_no_git_operation(git)
     with Transaction(git, "pq rebase --abort"):

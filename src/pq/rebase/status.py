@@ -7,6 +7,7 @@ resolution would commit: pq.rebase.markers).
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -151,7 +152,13 @@ def status(git: Git) -> RebaseStatus | None:
         try:
             require_in_place(git, state, "continue")
         except ConfigError as exc:  # HEAD left, the branch moved: the index is not the stop's
-            st.blocked, st.next = exc.render(), [_abort_command(git, state)]
+            # `next`: the abort that runs once what `blocked` says is done.
+            refusals = abort_refusals(git, state)
+            st.blocked = "; ".join([exc.render(), *(
+                f"`pq rebase --abort` refuses too: {r.render()}" for k, r in refusals
+                if k != "in-place")])
+            st.next = ["pq rebase --abort" + " --force" * any(
+                k == "in-place" for k, _ in refusals)]
             return st
         unmerged = {c.path for c in st.conflicted}
         st.resolved = [p for p in state.conflict_paths if p not in unmerged]
@@ -170,14 +177,25 @@ def status(git: Git) -> RebaseStatus | None:
     return st
 
 
-def _abort_command(git: Git, state: rs.RebaseState) -> str:
-    """The abort that runs now: `--force` where the plain one refuses too (the branch
-    moved, commits were made on the stopped patch; `blocked` says how to keep them)."""
-    try:
-        require_in_place(git, state, "abort")
-    except ConfigError:
-        return "pq rebase --abort --force"
-    return "pq rebase --abort"
+def abort_refusals(git: Git, state: rs.RebaseState, force: bool = False
+                   ) -> list[tuple[str, ConfigError]]:
+    """Every reason `pq rebase --abort` (`force`: `--abort --force`) refuses now, in the
+    order it checks, each with its kind: "in-place" (the branch moved, commits were made
+    on the stopped patch: `--force` overrides it), "queue" (queue files came back: `--force`
+    writes over them) or "branch" (checked out in another worktree)."""
+    checks: list[tuple[str, Callable[[], None]]] = []
+    if not force:
+        checks.append(("in-place", lambda: require_in_place(git, state, "abort")))
+        if state.detached and git.current_branch() is None:  # HEAD on the stack so far,
+            checks.append(("queue", lambda: require_queue_aside(git, "abort")))  # queue aside
+    checks.append(("branch", lambda: require_branch_free(git, state, "abort")))
+    found = []
+    for kind, check in checks:
+        try:
+            check()
+        except ConfigError as exc:
+            found.append((kind, exc))
+    return found
 
 
 def resumable(state: rs.RebaseState) -> bool:
