@@ -201,10 +201,36 @@ def test_keep_commits_leaves_out_a_commit_upstream_took(tmp_path: Path) -> None:
     data = json.loads(pq(fork, "import", "--upstream", "upstream/main", "--keep-commits",
                          "--json").output)
     assert data["mode"] == "commits", data["reason"]
-    assert "1 whose change is in the base already left out" in data["reason"]
+    assert data["reason"].startswith("kept 1 of the 2 non-merge commits: ")
+    assert ("; 1 whose change the base and the commits before it carry already is left out"
+            in data["reason"])
     assert [p["summary"] for p in data["patches"]] == ["Glue: paddle"]
     glue = git(fork, "rev-list", "--no-merges", "-1", "--grep=Glue: paddle", before)
     assert [p["kept_from"] for p in data["patches"]] == [glue]
+    assert tree(fork, "HEAD") == tree(fork, before)
+
+
+def test_keep_commits_names_each_patch_after_a_commit_of_queue_files_only(
+        tmp_path: Path) -> None:
+    """A fork commit that changes only queue files (a notes file under patches/, added
+    with other work and removed again) is no patch: the other patches still name their own
+    fork commits (the import failed with an internal error)."""
+    fork = make_fork(tmp_path)
+    write(fork, "pkg/f.py", "F = 1\n")
+    write(fork, "patches/notes.txt", "notes\n")
+    commit_all(fork, "Glue: f and notes")
+    git(fork, "rm", "-q", "patches/notes.txt")
+    git(fork, "commit", "-q", "-m", "drop the notes")
+    write(fork, "pkg/g.py", "G = 1\n")
+    commit_all(fork, "Glue: g")
+    before = git(fork, "rev-parse", "HEAD")
+    data = json.loads(pq(fork, "import", "--upstream", "upstream/main", "--keep-commits",
+                         "--json").output)
+    assert data["mode"] == "commits", data["reason"]
+    assert data["reason"].startswith("kept the 3 non-merge commits: ")
+    own = git(fork, "rev-list", "--reverse", "--no-merges", f"upstream/main..{before}").split()
+    assert [(p["summary"], p["kept_from"]) for p in data["patches"]] == [
+        ("Glue: f and notes", own[0]), ("Glue: g", own[2])]
     assert tree(fork, "HEAD") == tree(fork, before)
 
 

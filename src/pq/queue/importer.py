@@ -41,7 +41,7 @@ from pq.queue.files import (
     write_worktree,
 )
 from pq.queue.split import part_trees
-from pq.quoting import from_here, shell_args
+from pq.quoting import from_here, list_paths, shell_args
 
 # (path, line, code) of each added line that looks like a workaround, for one file's diff.
 Detector = Callable[[diffs.FileDiff], Sequence[tuple[str, int, str]]]
@@ -143,7 +143,7 @@ def import_fork(git: Git, upstream: str, branch: str | None = None, *, dry_run: 
         mode, reason, last = "topics", "", base
         names: list[str] | None = None
         kept: dict[str, CommitId | None] = {}
-        replayed: list[CommitId] = []
+        replayed: dict[CommitId, CommitId] = {}
         if keep_commits:
             found, replayed, reason = _replay(git, base, target, [c for c, _ in log],
                                               committer)
@@ -158,8 +158,10 @@ def import_fork(git: Git, upstream: str, branch: str | None = None, *, dry_run: 
         queue = stack_mod.export(git, stack, new_series(upstream, base), base, names=names)
         queue, candidates = _drafts(git, stack, queue, detect)
         _verify(git, queue, base, target, committer, name)
-        if mode == "commits":  # each patch keeps its fork commit, in the branch's order
-            kept = dict(zip((e.name for e in queue.series.patches), replayed, strict=True))
+        if mode == "commits":  # each patch keeps its fork commit (a commit that changes
+            # only queue files is no patch: the stack leaves it out)
+            kept = {e.name: replayed.get(sc.commit)
+                    for e, sc in zip(queue.series.patches, stack, strict=True)}
         patches = _summaries(stack, queue, kept)
         result = ImportResult(upstream, base, name, tip, mode, reason, patches, candidates,
                               None, tuple(propose_copies(git, queue)))
@@ -196,21 +198,22 @@ def _as_branch_commits(git: Git, base: CommitId, commits: Sequence[CommitId]
 
 
 def _replay(git: Git, base: CommitId, target: str, commits: Sequence[CommitId],
-            committer: Person) -> tuple[CommitId | None, list[CommitId], str]:
+            committer: Person) -> tuple[CommitId | None, dict[CommitId, CommitId], str]:
     """The fork's non-merge commits cherry-picked in order onto the base (a three-way
-    merge each, as `git rebase` replays them), one commit each: the last, the fork commits
-    kept (one already in the base, its merge changing nothing, is left out, as `git
-    rebase` drops it; one empty on the fork stays an empty patch) and why; (None, [], why
-    not) when one conflicts or the result is not the branch's tree."""
+    merge each, as `git rebase` replays them), one commit each: the last, {each commit
+    written: the fork commit it replays} (one whose change the base and the commits before
+    it carry already, its merge changing nothing, is left out, as `git rebase` drops it;
+    one empty on the fork stays an empty patch) and why; (None, {}, why not) when one
+    conflicts or the result is not the branch's tree."""
     if not commits:
-        return None, [], "--keep-commits: the branch has no non-merge commits of its own"
+        return None, {}, "--keep-commits: the branch has no non-merge commits of its own"
     parent, tree = base, git.tree_of(base)
-    kept: list[CommitId] = []
+    origin: dict[CommitId, CommitId] = {}
     for commit in commits:
         info = git.commit(commit)
         if len(info.parents) != 1:
-            return None, [], (f"--keep-commits: fork commit {commit[:12]} has no parent to "
-                              "replay it from")
+            return None, {}, (f"--keep-commits: fork commit {commit[:12]} has no parent to "
+                              "replay it from (a root commit)")
         pre = git.tree_of(info.parents[0])
         if info.tree == pre:  # empty on the fork: a patch with no diff, as `pq init` keeps
             merged = tree
@@ -220,26 +223,30 @@ def _replay(git: Git, base: CommitId, target: str, commits: Sequence[CommitId],
             result = git.merge_trees(info.parents[0], parent, commit, ours_tree=tree,
                                      attributes=_attributes(git, tree))
             if not result.clean:
-                where = ", ".join(result.conflicted_paths[:3]) or "a conflict on no file"
-                return None, [], (f"--keep-commits: fork commit {commit[:12]} conflicts when "
-                                  "replayed onto the base and the commits before it, in "
-                                  f"{where} (a merge resolved it)")
+                where = (f"in {list_paths(list(result.conflicted_paths))}"
+                         if result.conflicted_paths else "; ".join(result.notes))
+                return None, {}, (f"--keep-commits: fork commit {commit[:12]} conflicts when "
+                                  f"replayed onto the base and the commits before it, {where} "
+                                  "(a merge of the fork resolved it, or changed that file "
+                                  "itself)")
             if result.tree == tree:
-                continue  # its change is in the base already (upstream took it)
+                continue  # its change is there already (upstream took it, say)
             merged = result.tree
         parent = git.write_commit(merged, [parent], info.author, committer, info.message,
                                   info.encoding, branch=False)
         tree = merged
-        kept.append(commit)
+        origin[parent] = commit
     if tree != target:
-        return None, [], ("--keep-commits: the fork's commits replayed linearised do not "
+        return None, {}, ("--keep-commits: the fork's commits replayed linearised do not "
                           "rebuild the branch's tree (merges changed it too)")
-    left = len(commits) - len(kept)
-    return parent, kept, (
-        f"kept the {len(kept)} non-merge commits: they replay linearised onto the base "
-        "and rebuild the branch's tree exactly" + (
-            f"; {left} whose change{' is' if left == 1 else 's are'} in the base already "
-            f"left out" if left else ""))
+    left = len(commits) - len(origin)
+    kept = f"{len(origin)} of the {len(commits)}" if left else (
+        f"the {len(commits)}" if len(commits) > 1 else "the 1")
+    return parent, origin, (
+        f"kept {kept} non-merge commit{'s' * (len(commits) > 1)}: they replay linearised "
+        "onto the base and rebuild the branch's tree exactly" + (
+            f"; {left} whose change the base and the commits before it carry already "
+            f"{'is' if left == 1 else 'are'} left out" if left else ""))
 
 
 def _attributes(git: Git, tree: str) -> bytes:
