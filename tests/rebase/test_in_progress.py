@@ -910,7 +910,7 @@ def test_a_patch_git_will_not_show_can_be_skipped(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("move", ["commits on the stopped patch", "the branch moved",
-                                  "a queue file back"])
+                                  "a queue file back", "the branch in another worktree"])
 def test_status_offers_an_abort_that_runs_when_continue_is_blocked(tmp_path: Path,
                                                                    move: str) -> None:
     """While --continue is blocked, `next` is the abort that runs once what `blocked` says
@@ -925,6 +925,9 @@ def test_status_offers_an_abort_that_runs_when_continue_is_blocked(tmp_path: Pat
     elif move == "a queue file back":
         git(fork, "reset", "-q", "--hard", "HEAD~1")  # HEAD left the stop, still detached
         git(fork, "checkout", "paddle", "--", "series.yaml")
+    elif move == "the branch in another worktree":
+        git(fork, "reset", "-q", "--hard", "HEAD~1")
+        git(fork, "worktree", "add", "-q", str(tmp_path / "other"), "paddle")
     else:
         commit_resolution_and_more(fork)
     data = json.loads(pq(fork, "status", "--json").output)["rebase"]
@@ -934,6 +937,11 @@ def test_status_offers_an_abort_that_runs_when_continue_is_blocked(tmp_path: Pat
         assert data["next"] == ["pq rebase --abort"], data
         assert "`pq rebase --abort` refuses too: series.yaml came back" in data["blocked"]
         git(fork, "rm", "-q", "-f", "series.yaml")
+    elif move == "the branch in another worktree":
+        assert data["next"] == ["pq rebase --abort"], data
+        assert "`pq rebase --abort` refuses too: paddle is checked out in the worktree" in \
+            data["blocked"]
+        git(fork, "worktree", "remove", str(tmp_path / "other"))
     else:
         assert data["next"] == ["pq rebase --abort --force"], data
     ran = pq(fork, *shlex.split(data["next"][0])[1:])
