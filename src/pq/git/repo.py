@@ -114,10 +114,12 @@ class Git(WorkingTree):
         return result
 
     def rev_list(self, range_: str, paths: Sequence[str] = (),
-                 max_count: int | None = None) -> list[CommitId]:
-        """The commits of `range_` (newest first) that touch `paths` (all when none)."""
+                 max_count: int | None = None, first_parent: bool = False) -> list[CommitId]:
+        """The commits of `range_` (newest first) that touch `paths` (all when none);
+        `first_parent`: along first parents only."""
         limit = [f"--max-count={max_count}"] if max_count is not None else []
-        out = self.text("rev-list", *limit, range_, "--", *paths)
+        out = self.text("rev-list", *limit, *["--first-parent"] * first_parent, range_, "--",
+                        *paths)
         return [CommitId(x) for x in out.split()]
 
     def count(self, range_: str, *options: str) -> int:

@@ -45,6 +45,7 @@ if TYPE_CHECKING:
 PARENT_CAP = 16
 KINDS = ("command", "undo", "redo", "restore", "note")
 STATUSES = ("started", "done", "failed", "stopped", "aborted")
+ENTRY_SUBJECT = b"pq oplog "  # then the entry's id: "pq oplog 12: pq export (done)"
 LEGACY_SUBJECT = "pq oplog: "  # the pin commits of the JSON log that came before
 LEGACY_DIR = "oplog"  # in .git/pq: that log's records, never read
 
@@ -91,6 +92,8 @@ def read(git: Git, since: int | None = None) -> list[Record]:
     sha = tip(git)
     if sha is not None and git.commit(sha).message.startswith(LEGACY_SUBJECT):
         sha = None
+    if sha is not None and since is None:
+        _read_ahead(git, trees, sha)
     while sha is not None:
         record = _record(git, trees, sha)
         if records and record["id"] >= records[-1]["id"]:
@@ -103,6 +106,30 @@ def read(git: Git, since: int | None = None) -> list[Record]:
     records.reverse()
     _settle(records)
     return records
+
+
+def _read_ahead(git: Git, trees: Trees, tip_sha: str) -> None:
+    """Read every entry's record in four batches (the commits, their trees, their record/
+    folders, the fields) through the object reader, which keeps them for the walk that
+    checks each entry: one request each took ten round trips an entry. The entries are the
+    first-parent chain from the tip, at most as many as the tip's id (past the first entry
+    that chain goes on into the commits it keeps reachable)."""
+    try:
+        count = _record(git, trees, tip_sha)["id"]
+    except LogCorrupt:
+        return  # the walk says what is wrong
+    chain = git.rev_list(tip_sha, max_count=count, first_parent=True)
+    read = git.odb.read_many
+    tops = []
+    for found in read(chain):  # up to the first commit that is no entry (see `write`)
+        if found is None or found[1] != "commit" or not found[2].split(
+                b"\n\n", 1)[-1].startswith(ENTRY_SUBJECT):
+            break
+        tops.append(git.commit(found[0]).tree)
+    folders = [entry[1] for t in read(tops) if t is not None and t[1] == "tree"
+               if (entry := trees.entries(t[0]).get(b"record")) is not None]
+    read([obj for f in read(folders) if f is not None and f[1] == "tree"
+          for _, obj in trees.entries(f[0]).values()])
 
 
 def _settle(records: list[Record]) -> None:
@@ -275,7 +302,7 @@ def write(git: Git, record: Record, commits: set[str], previous: str | None,
     room = PARENT_CAP - (1 if previous is not None else 0)
     extra = _hang(git, sorted(commits - kept), room, who)
     entry = git.write_commit(tree, ([previous] if previous else []) + extra, who, who,
-                             f"pq oplog {record['id']}: {record['command']} "
+                             f"{ENTRY_SUBJECT.decode()}{record['id']}: {record['command']} "
                              f"({record['status']})\n", branch=False)
     git.update_ref(LOG_REF, entry, old or git.null_id(), message="pq oplog")
     return entry
