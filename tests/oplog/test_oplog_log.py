@@ -240,3 +240,40 @@ def test_a_pq_ref_whose_object_is_gone_is_named_with_a_fix_that_works(tmp_path: 
         assert "no operations logged yet" not in result.output
     git(fork, "update-ref", "-d", "refs/pq/oplog")  # the fix named
     assert pq(fork, "log").exit_code == 0
+
+
+def test_a_damaged_entry_is_named_whatever_lies_beyond_it(repo: Path) -> None:
+    """Reading the log ahead in batches never changes what the walk reports: an entry
+    without its record/ folder is named as such, although the entry below it has a tree
+    that does not parse (the walk never gets there)."""
+    with Git.open(repo) as g:
+        for name in ("b1", "b2", "b3"):
+            with Transaction(g, "pq " + name) as t:
+                branch_commit(repo, name)
+                t.done()
+    e3, e2, e1 = git(repo, "rev-list", "--first-parent", "-n", "3", "refs/pq/oplog").split()
+
+    def raw(kind: str, data: bytes) -> str:
+        return git(repo, "hash-object", "--literally", "-w", "-t", kind, "--stdin", input=data)
+
+    def commit(tree: str, parents: list[str], message: str) -> str:
+        who = "pq <pq@localhost> 1 +0000"
+        head = "".join(f"parent {p}\n" for p in parents)
+        return raw("commit", f"tree {tree}\n{head}author {who}\ncommitter {who}\n\n"
+                             f"{message}\n".encode())
+
+    def tree_without(tree: str, name: str, extra: str = "") -> str:
+        rows = [r for r in git(repo, "ls-tree", tree).splitlines() if not r.endswith("\t" + name)]
+        return git(repo, "mktree", input=("\n".join(rows) + "\n" + extra).encode())
+
+    new1 = commit(raw("tree", b"junk"), [], "pq oplog 1: pq b1 (done)")
+    new2 = commit(tree_without(f"{e2}^{{tree}}", "record"), [new1], "pq oplog 2: pq b2 (done)")
+    previous = git(repo, "hash-object", "-w", "--stdin", input=new2.encode())
+    record = tree_without(f"{e3}:record", "previous", f"100644 blob {previous}\tprevious\n")
+    top = tree_without(f"{e3}^{{tree}}", "record", f"040000 tree {record}\trecord\n")
+    git(repo, "update-ref", "refs/pq/oplog", commit(top, [new2, *parents(repo, e3)[1:]],
+                                                     "pq oplog 3: pq b3 (done)"))
+    with Git.open(repo) as g, pytest.raises(log.LogCorrupt) as info:
+        log.read(g)
+    assert f"entry {new2[:12]} is not a pq log entry (it has no record/ folder)" in \
+        info.value.render()

@@ -33,7 +33,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
-from pq.errors import ConfigError
+from pq.errors import ConfigError, PqError
 from pq.git.gateway import zsplit
 from pq.git.objects import Person
 from pq.git.repo import Git
@@ -109,27 +109,31 @@ def read(git: Git, since: int | None = None) -> list[Record]:
 
 
 def _read_ahead(git: Git, trees: Trees, tip_sha: str) -> None:
-    """Read every entry's record in four batches (the commits, their trees, their record/
-    folders, the fields) through the object reader, which keeps them for the walk that
-    checks each entry: one request each took ten round trips an entry. The entries are the
-    first-parent chain from the tip, at most as many as the tip's id (past the first entry
-    that chain goes on into the commits it keeps reachable)."""
-    try:
-        count = _record(git, trees, tip_sha)["id"]
-    except LogCorrupt:
-        return  # the walk says what is wrong
-    chain = git.rev_list(tip_sha, max_count=count, first_parent=True)
+    """Read the entries' commits, trees, record/ folders and fields in batches into the
+    object reader's cache, for the walk that checks each entry (one request each took ten
+    round trips an entry): the first-parent chain from the tip, 64 at a time, up to the
+    first commit that is no entry. A cache only: what fails here, the walk reports."""
     read = git.odb.read_many
-    tops = []
-    for found in read(chain):  # up to the first commit that is no entry (see `write`)
-        if found is None or found[1] != "commit" or not found[2].split(
-                b"\n\n", 1)[-1].startswith(ENTRY_SUBJECT):
-            break
-        tops.append(git.commit(found[0]).tree)
-    folders = [entry[1] for t in read(tops) if t is not None and t[1] == "tree"
-               if (entry := trees.entries(t[0]).get(b"record")) is not None]
-    read([obj for f in read(folders) if f is not None and f[1] == "tree"
-          for _, obj in trees.entries(f[0]).values()])
+    try:
+        count = min(_record(git, trees, tip_sha)["id"], 2**31 - 1)  # rev-list's int
+        chain = git.rev_list(tip_sha, max_count=count, first_parent=True)
+        tops: list[str] = []
+        batch = chain[:64]
+        while batch:
+            for found in read(batch):
+                if found is None or found[1] != "commit" or not found[2].split(
+                        b"\n\n", 1)[-1].startswith(ENTRY_SUBJECT):
+                    chain = []  # past the entries
+                    break
+                tops.append(git.commit(found[0]).tree)
+            batch = chain[len(tops):len(tops) + 64]
+        folders = [entry[1] for t in read(tops) if t is not None and t[1] == "tree"
+                   if (entry := trees.entries(t[0]).get(b"record")) is not None
+                   and entry[0] in (b"40000", b"040000")]
+        read([obj for f in read(folders) if f is not None and f[1] == "tree"
+              for _, obj in trees.entries(f[0]).values()])
+    except (PqError, ValueError):
+        return
 
 
 def _settle(records: list[Record]) -> None:
