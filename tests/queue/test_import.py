@@ -6,6 +6,7 @@ import json
 import re
 import shlex
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -113,6 +114,13 @@ def test_undo_restores_the_branch_and_dry_run_writes_nothing(tmp_path: Path) -> 
     assert git(fork, "status", "--porcelain") == ""
 
 
+def import_keeping_commits(fork: Path) -> dict[str, Any]:
+    """`pq import --keep-commits --json` of the fork onto upstream/main: its report."""
+    report: dict[str, Any] = json.loads(pq(fork, "import", "--upstream", "upstream/main",
+                                           "--keep-commits", "--json").output)
+    return report
+
+
 def test_keep_commits_on_a_linear_fork_keeps_one_patch_per_commit(tmp_path: Path) -> None:
     fork = make_fork(tmp_path)
     write(fork, "setup.py", "from paddle.utils import cpp_extension\n\nsetup(name='x')\n")
@@ -121,8 +129,7 @@ def test_keep_commits_on_a_linear_fork_keeps_one_patch_per_commit(tmp_path: Path
     write(fork, "setup.py", "from paddle.utils import cpp_extension\n\nsetup(name='y')\n")
     commit_all(fork, "Mixed commit")
     before = git(fork, "rev-parse", "HEAD")
-    data = json.loads(pq(fork, "import", "--upstream", "upstream/main", "--keep-commits",
-                         "--json").output)
+    data = import_keeping_commits(fork)
     assert data["mode"] == "commits" and "replay" in data["reason"]
     assert [p["summary"] for p in data["patches"]] == ["Build against Paddle", "Mixed commit"]
     assert tree(fork, "HEAD") == tree(fork, before)
@@ -141,8 +148,7 @@ def test_keep_commits_keeps_empty_commits_and_counts_only_non_merges(tmp_path: P
     git(fork, "checkout", "-q", "paddle")
     git(fork, "merge", "-q", "--no-ff", "-m", "Merge side", "side")
     before = git(fork, "rev-parse", "HEAD")
-    data = json.loads(pq(fork, "import", "--upstream", "upstream/main", "--keep-commits",
-                         "--json").output)
+    data = import_keeping_commits(fork)
     assert data["mode"] == "commits", data["reason"]
     assert "kept the 3 non-merge commits" in data["reason"]
     assert [p["summary"] for p in data["patches"]] == ["Build against Paddle",
@@ -172,8 +178,7 @@ def test_keep_commits_replays_three_way_where_upstream_moved_the_context(
     write(fork, "pkg/extra.py", "import paddle\n")
     commit_all(fork, "Glue: extra")
     before = git(fork, "rev-parse", "HEAD")
-    data = json.loads(pq(fork, "import", "--upstream", "upstream/main", "--keep-commits",
-                         "--json").output)
+    data = import_keeping_commits(fork)
     assert data["mode"] == "commits", data["reason"]
     assert [p["summary"] for p in data["patches"]] == ["Glue: v10 through paddle",
                                                        "Glue: extra"]
@@ -198,8 +203,7 @@ def test_keep_commits_leaves_out_a_commit_upstream_took(tmp_path: Path) -> None:
     commit_all(up, "upstream: readme")
     merge_upstream(fork)
     before = git(fork, "rev-parse", "HEAD")
-    data = json.loads(pq(fork, "import", "--upstream", "upstream/main", "--keep-commits",
-                         "--json").output)
+    data = import_keeping_commits(fork)
     assert data["mode"] == "commits", data["reason"]
     assert data["reason"].startswith("kept 1 of the 2 non-merge commits: ")
     assert ("; 1 whose change the base and the commits before it carry already is left out"
@@ -224,8 +228,7 @@ def test_keep_commits_names_each_patch_after_a_commit_of_queue_files_only(
     write(fork, "pkg/g.py", "G = 1\n")
     commit_all(fork, "Glue: g")
     before = git(fork, "rev-parse", "HEAD")
-    data = json.loads(pq(fork, "import", "--upstream", "upstream/main", "--keep-commits",
-                         "--json").output)
+    data = import_keeping_commits(fork)
     assert data["mode"] == "commits", data["reason"]
     assert data["reason"].startswith("kept the 3 non-merge commits: ")
     own = git(fork, "rev-list", "--reverse", "--no-merges", f"upstream/main..{before}").split()
