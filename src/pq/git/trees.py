@@ -6,7 +6,7 @@ replaces blob entries in cached trees and writes the new tree objects in-process
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from pq.git.objects import Change, Commit, CommitId, Entry, parse_commit
 from pq.git.odb import is_tree_mode, tree_data, tree_entries
@@ -53,6 +53,13 @@ class Trees:
         if cached is None:
             cached = self._entries[tree] = tree_entries(self.git.odb.read(tree)[2], len(tree))
         return cached
+
+    def attributes(self, tree: str, paths: Iterable[str]) -> bytes:
+        """The attributes git's merge reads with `tree` checked out, from its
+        `.gitattributes` files among `paths` (see `Git.attributes_from`)."""
+        return self.git.attributes_from({
+            path: entry[1] for path in paths if (entry := self.lookup(tree, path)) is not None
+            and entry[0] in ("100644", "100755")})
 
     def lookup(self, tree: str, path: str) -> Entry | None:
         parts = path.encode("utf-8", "surrogateescape").split(b"/")

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 from pq.errors import ConfigError, PqError
 from pq.git.gateway import zsplit
 from pq.git.objects import Person
+from pq.git.odb import is_tree_mode
 from pq.git.repo import Git
 from pq.oplog.snapshot import LOG_REF, Snapshot, stored_blob
 
@@ -129,7 +130,7 @@ def _read_ahead(git: Git, trees: Trees, tip_sha: str) -> None:
             batch = chain[len(tops):len(tops) + 64]
         folders = [entry[1] for t in read(tops) if t is not None and t[1] == "tree"
                    if (entry := trees.entries(t[0]).get(b"record")) is not None
-                   and entry[0] in (b"40000", b"040000")]
+                   and is_tree_mode(entry[0])]
         read([obj for f in read(folders) if f is not None and f[1] == "tree"
               for _, obj in trees.entries(f[0]).values()])
     except (PqError, ValueError):
@@ -198,7 +199,7 @@ def _record(git: Git, trees: Trees, sha: str) -> Record:
     commit = git.commit(sha)
     parent = commit.parents[0] if commit.parents else None
     top = trees.entries(commit.tree)
-    if b"record" not in top or top[b"record"][0] not in (b"40000", b"040000"):
+    if b"record" not in top or not is_tree_mode(top[b"record"][0]):
         raise _corrupt(sha, parent, "it has no record/ folder")
     fields = {name.decode(): git.blob(obj).decode("utf-8", "surrogateescape")
               for name, (_, obj) in trees.entries(top[b"record"][1]).items()}

@@ -22,6 +22,7 @@ from pq.errors import ConfigError, OperationFailed
 from pq.git.branchmove import require_unmoved
 from pq.git.objects import CommitId, Person, printable
 from pq.git.repo import Git
+from pq.git.trees import Trees
 from pq.model import diff as diffs
 from pq.model import layers, patchfile
 from pq.model.series import PATCHES_DIR, SERIES_FILE, new_series
@@ -208,6 +209,7 @@ def _replay(git: Git, base: CommitId, target: str, commits: Sequence[CommitId],
     if not commits:
         return None, {}, "--keep-commits: the branch has no non-merge commits of its own"
     parent, tree = base, git.tree_of(base)
+    trees = Trees(git)
     origin: dict[CommitId, CommitId] = {}
     for commit in commits:
         info = git.commit(commit)
@@ -221,7 +223,8 @@ def _replay(git: Git, base: CommitId, target: str, commits: Sequence[CommitId],
             merged = info.tree
         else:
             result = git.merge_trees(info.parents[0], parent, commit, ours_tree=tree,
-                                     attributes=_attributes(git, tree))
+                                     attributes=trees.attributes(
+                                         tree, git.attribute_paths(tree)))
             if not result.clean:
                 where = (f"in {list_paths(list(result.conflicted_paths))}"
                          if result.conflicted_paths else "; ".join(result.notes))
@@ -247,13 +250,6 @@ def _replay(git: Git, base: CommitId, target: str, commits: Sequence[CommitId],
         "onto the base and rebuild the branch's tree exactly" + (
             f"; {left} whose change the base and the commits before it carry already "
             f"{'is' if left == 1 else 'are'} left out" if left else ""))
-
-
-def _attributes(git: Git, tree: str) -> bytes:
-    """The attributes git's merge reads with `tree` checked out."""
-    paths = sorted(git.attribute_paths(tree))
-    return git.attributes_from({path: obj for mode, _, obj, path in git.ls_tree(tree, paths)
-                                if mode in ("100644", "100755")} if paths else {})
 
 
 def _regroup(git: Git, base: CommitId, tip: CommitId,

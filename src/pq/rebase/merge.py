@@ -208,12 +208,7 @@ class BatchMerge:
 
     def attributes(self, tree: str) -> bytes:
         """The attributes git's merge reads with `tree` checked out (see gitio)."""
-        files = {}
-        for path in self._attribute_paths:
-            entry = self.trees.lookup(tree, path)
-            if entry is not None and entry[0] in ("100644", "100755"):
-                files[path] = entry[1]
-        return self.git.attributes_from(files)
+        return self.trees.attributes(tree, self._attribute_paths)
 
     def merge(self, step: Step, tip: str, tip_tree: str) -> MergeResult:
         """git's merge of `step` cherry-picked onto `tip` (whose tree is `tip_tree`). A
