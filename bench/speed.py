@@ -16,6 +16,10 @@ untimed warm-up, after setup's writes were flushed to disk):
   apply 1000            `pq apply -b NAME`               `git am` of format-patch's mbox
   export 1000 (same)    `pq export`, nothing changed     `git format-patch` of the commits
   hook, uncached, 1000  `git push` through pq's hook     `git push --no-verify`
+                        (neither its cache nor pq's
+                        export cache knows the tip)
+  hook, pq wrote it     the same, the export cache       the same (for information)
+                        knowing the tip
   rerere replay         `pq rebase` reusing resolutions  `pq rebase` merging the same
                         (10 patches)                     patches cleanly (the target: a
                                                          replay costs no more than a merge)
@@ -231,17 +235,29 @@ def export_case(b: Bench, fork: fixture.Fork, rounds: int) -> Case:
     return case
 
 
-def hook_case(b: Bench, fork: fixture.Fork, rounds: int) -> Case:
-    case = Case(f"push through the hook, uncached, {fork.patches} patches", 2.0)
+def hook_case(b: Bench, fork: fixture.Fork, rounds: int, written: bool = False) -> Case:
+    """A first push of the tip (no verdict in the hook's cache). Cold: pq's export cache
+    does not know the tip either, so the export check exports the 1000 commits again;
+    `written`: the tip as pq leaves it after writing it (a rebase's landing, `pq export
+    --commit`, here a `pq export` that changed nothing), so the export cache knows it."""
+    kind = "after pq wrote the tip (export cache)" if written else "uncached"
+    case = Case(f"push through the hook, {kind}, {fork.patches} patches",
+                2.0 if not written else None)
     b.git(fork.path, "checkout", "-q", "-B", "paddle", fork.tip)
     b.timed(fork.path, [b.pq, "hook", "install"])
     cache = fork.path / ".git/pq/hook-cache.json"
+    exports = fork.path / ".git/pq/export-cache.json"
+    exports.unlink(missing_ok=True)
+    if written:
+        b.timed(fork.path, [b.pq, "export"])
+    remembered = exports.read_bytes() if exports.exists() else None
     for r in range(rounds):
         for which in alternate(r):
             remote = b.root / f"remote-{which}-{r}.git"
             b.git(b.root, "init", "-q", "--bare", str(remote))
             if which == "pq":
                 cache.unlink(missing_ok=True)
+                assert (exports.read_bytes() if exports.exists() else None) == remembered
                 t, said = b.timed(fork.path, ["git", "push", "-q", str(remote), "paddle"])
                 case.pq.append(t)
                 case.same.append("consistent" in said and "cached" not in said)
@@ -364,6 +380,7 @@ def main() -> None:
                                           apply_case(b, forks[(2000, big)], warm),
                                           export_case(b, forks[(2000, big)], warm),
                                           hook_case(b, forks[(2000, big)], warm),
+                                          hook_case(b, forks[(2000, big)], warm, True),
                                           *rerere_cases(b, warm))]
         for case in more:
             print(report(case, args.shown), flush=True)

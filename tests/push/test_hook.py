@@ -264,6 +264,84 @@ def test_a_cached_verdict_is_not_reused_once_the_upstream_ref_moved(tmp_path: Pa
     assert "cached" not in result.output
 
 
+# -- the export check and pq's export cache: a commit pq just wrote (a rebase's landing,
+# `pq export --commit`) passes without the branch being exported again, with the verdict
+# the full check gives; anything else is exported and compared in full.
+
+
+def _fork_rebased(tmp_path: Path) -> Path:
+    """The pushable fork, rebased by pq onto an upstream that moved."""
+    fork, _ = make_pushable(tmp_path)
+    upstream = tmp_path / "upstream"
+    write(upstream, "README.md", "upstream, moved on\n")
+    commit_all(upstream, "upstream: touch the readme")
+    git(fork, "fetch", "-q", "upstream")
+    pq(fork, "rebase", "upstream/main")
+    return fork
+
+
+def _check(fork: Path, monkeypatch: pytest.MonkeyPatch, *args: str,
+           ok: bool = True) -> tuple[dict[str, object], list[str]]:
+    """`pq check --json ARGS`, and the git commands it ran that export the branch again
+    (a `git diff-tree --stdin -p` of every commit)."""
+    trace = fork.parent / "git-trace.txt"
+    trace.unlink(missing_ok=True)
+    monkeypatch.setenv("GIT_TRACE", str(trace))
+    try:
+        result = pq(fork, "check", "--json", *args, ok=ok)
+    finally:
+        monkeypatch.delenv("GIT_TRACE")
+    ran = trace.read_text(errors="replace").splitlines() if trace.exists() else []
+    return json.loads(result.stdout), [line for line in ran
+                                       if "diff-tree --stdin" in line and " -p " in line]
+
+
+def _statuses(report: dict[str, object]) -> dict[str, str]:
+    checks = report["checks"]
+    assert isinstance(checks, list)
+    return {c["name"]: c["status"] for c in checks}
+
+
+def test_the_commit_a_rebase_landed_passes_without_exporting_it_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fork = _fork_rebased(tmp_path)
+    cached, exported = _check(fork, monkeypatch)
+    assert cached["ok"] is True and not cached["cached"]
+    assert exported == []  # the landing remembered what exporting its commit gives
+    # --no-cache trusts neither cache: the branch is exported again, same verdict.
+    full, exported = _check(fork, monkeypatch, "--no-cache")
+    assert full["ok"] is True and len(exported) == 1
+    assert _statuses(full) == _statuses(cached)
+    assert all(s == "passed" for s in _statuses(full).values())
+
+
+def test_a_commit_pq_did_not_write_is_exported_and_compared(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fork = _fork_rebased(tmp_path)
+    assert (fork / Path(".git/pq/export-cache.json")).is_file()
+    # A patch file edited by hand and committed: another commit, other bytes; the cache
+    # vouches for neither, and the full check names the edit.
+    patch = fork / "patches/0002-glue-scoped-compat.patch"
+    patch.write_bytes(patch.read_bytes().replace(b"return x  # glue", b"return x  # hand"))
+    commit_all(fork, "tweak the patch by hand")
+    report, exported = _check(fork, monkeypatch, ok=False)
+    assert exported  # (and again at the commit that last changed the file, to say which)
+    assert _statuses(report)["export"] == "failed"
+    assert "edited by hand" in json.dumps(report["failures"])
+    # A source commit amended without `pq export`: the queue's bytes are the ones pq wrote,
+    # the commit is not.
+    git(fork, "reset", "-q", "--hard", "HEAD~1")
+    write(fork, "pkg/__init__.py", "import torch\n\n\ndef op(x):\n    return x  # amended\n")
+    git(fork, "add", "pkg/__init__.py")
+    git(fork, "commit", "-q", "--amend", "--no-edit", "--no-verify")
+    report, exported = _check(fork, monkeypatch, ok=False)
+    assert len(exported) == 1 and _statuses(report)["export"] == "failed"
+    # Exported and committed by pq again: remembered, and passing without a re-export.
+    pq(fork, "export", "--commit")
+    report, exported = _check(fork, monkeypatch)
+    assert report["ok"] is True and exported == []
+
+
 def test_a_merge_of_upstream_names_a_fix_that_works(tmp_path: Path) -> None:
     """A branch that merged upstream by plain git was told `pq init --force`, which refuses
     merged history."""

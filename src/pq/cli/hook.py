@@ -93,7 +93,8 @@ def run(remote: str | None, url: str | None, chain: str | None) -> None:
 @click.command()
 @click.argument("rev", default="HEAD")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
-@click.option("--no-cache", is_flag=True, help="Run every check even if REV passed before.")
+@click.option("--no-cache", is_flag=True,
+              help="Run every check in full, even if REV passed before (no cache read).")
 def check(rev: str, as_json: bool, no_cache: bool) -> None:
     """Run the pre-push checks on REV (default HEAD), as committed."""
     from pq.push import registry

@@ -187,6 +187,7 @@ def check_refs(git: Git, updates: Sequence[RefUpdate], skip: frozenset[str],
             continue
         started = time.monotonic()
         ctx = registry.load_context(git, probe.commit, report.update.local_ref)
+        ctx.use_export_cache = use_cache
         outcome = registry.run_checks(git, ctx, skip)
         report.statuses, report.failures = outcome.statuses, outcome.failures
         report.notices = outcome.notices

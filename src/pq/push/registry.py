@@ -66,6 +66,8 @@ class CheckContext:
     # A check read more than the commit (this repository's own attribute files): the
     # verdict is not kept for the next push of the same commit.
     read_local: bool = False
+    # The export check may answer from pq's export cache (`pq check --no-cache`: not).
+    use_export_cache: bool = True
 
     def status_of(self, name: str) -> str:
         """The status of check `name`, once decided: a check that runs alongside the

@@ -144,13 +144,14 @@ def read_tree(git: Git, rev: str) -> Queue | None:
                           hint="replace the link by the file it points to (`cp "
                                f"--remove-destination \"$(readlink -f {SERIES_FILE})\" "
                                f"{SERIES_FILE}`) and commit that")
-    series = series_mod.loads(git.blob(blobs[SERIES_FILE]), f"{SERIES_FILE} (in {rev})")
+    text = git.blob(blobs[SERIES_FILE])
+    series = series_mod.loads(text, f"{SERIES_FILE} (in {rev})")
     names = [p[len(PATCHES_DIR) + 1:] for p in blobs if p.startswith(PATCHES_DIR + "/")]
     names = [n for n in names if "/" not in n]
     series_mod.check_files(series, names)
     git.odb.read_many([blobs[f"{PATCHES_DIR}/{e.name}"] for e in series.patches])  # one stream
     return Queue(series, {e.name: git.blob(blobs[f"{PATCHES_DIR}/{e.name}"])
-                          for e in series.patches})
+                          for e in series.patches}, text)
 
 
 def _read(path: Path) -> bytes:

@@ -1,9 +1,11 @@
 """Queue states known to be what `pq export` gives for their branch: a small cache.
 
-Exporting base..HEAD again is the costly half of `pq export` and of `pq rebase`'s check
-that the branch matches its series. Its result depends only on HEAD's commit (which pins
-every commit, HEAD's committed queue and pq's last bookkeeping commit) and on the queue's
-exact bytes in the working tree; so a state where the export changed nothing (`pq
+Exporting base..HEAD again is the costly half of `pq export`, of `pq rebase`'s check
+that the branch matches its series, and of the pre-push hook's export check (which looks
+up the pushed commit with the queue committed in it). Its result depends only on
+HEAD's commit (which pins every commit, HEAD's committed queue and pq's last bookkeeping
+commit) and on the queue's exact bytes in the working tree; so a state where the export
+changed nothing (`pq
 export`, `pq rebase`'s pre-flight check), or that pq just wrote and committed (a rebase's
 landing, `pq export --commit`, `pq init --commit`), is remembered by a digest of exactly
 those, pq's version included, in `.git/pq/export-cache.json` (not part of snapshots). Any
