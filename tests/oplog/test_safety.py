@@ -77,6 +77,28 @@ def test_log_lists_operations_with_what_they_changed(fork: Path) -> None:
     assert pq(fork, "log", "-n", "1", "--json").output.count('"id"') == 1
 
 
+def test_the_newest_n_are_the_whole_logs_first_n(fork: Path) -> None:
+    """`pq log -n N` reads the snapshots of the N entries it shows only; their statuses
+    (undone, say) rest on the entries after them, and come out as in the whole log."""
+    new_commit(fork)
+    pq(fork, "export", "--commit")
+    pq(fork, "rebase", "upstream/main")
+    pq(fork, "undo")
+    pq(fork, "undo")
+    pq(fork, "redo")
+    whole = log_json(fork)
+    assert [op["status"] for op in whole["operations"]][:5] == [
+        "done", "done", "done", "undone", "done"]  # redo, undo, undo, rebase, export
+    for n in range(len(whole["operations"]) + 2):
+        part = json.loads(pq(fork, "log", "-n", str(n), "--json").output)
+        assert part == {**whole, "operations": whole["operations"][:n]}
+    lines = pq(fork, "log").output.splitlines()
+    rows = [i for i, ln in enumerate(lines) if not ln.startswith("         ")]  # a row's
+    for n in range(len(rows)):  # first line, or the closing one (`pq undo` restores ...)
+        assert pq(fork, "log", "-n", str(n)).output.splitlines() == (
+            lines[:rows[n]] + ([lines[-1]] if n else []))
+
+
 def test_operations_that_change_nothing_are_not_logged(fork: Path) -> None:
     pq(fork, "export")
     pq(fork, "export", "--commit")

@@ -70,19 +70,19 @@ def _changes(record: dict[str, Any]) -> dict[str, Any]:
 def log(limit: int | None, as_json: bool) -> None:
     """List pq's operations, newest first: what each changed, and which are undone."""
     with open_repo() as git:
-        records = [oplog.load(git, r) for r in oplog.read(git)]
+        records = oplog.read(git)  # every entry: an entry's status rests on later ones
+        shown = records[::-1][:limit]  # newest first; only these need their snapshots
+        shown = [oplog.load(git, r) for r in shown]
         holder = lock_holder(git)
         st = rebase_status.status(git)
     h = undo_mod.history(records)
     rows = []
-    for record in reversed(records):
+    for record in shown:
         rows.append({"id": int(record["id"]), "time": record.get("time"),
                      "command": record.get("command"), "kind": record.get("kind", "command"),
                      "target": record.get("target"), "status": _status(record, h, holder),
                      **_changes(record),
                      **({"note": record.get("note")} if record.get("kind") == "note" else {})})
-    if limit is not None:
-        rows = rows[:max(limit, 0)]
     # While a rebase is stopped undo and redo refuse: the way out is the rebase's own.
     can_undo = st is None and bool(h.view)
     if as_json:
