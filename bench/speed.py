@@ -251,6 +251,7 @@ def hook_case(b: Bench, fork: fixture.Fork, rounds: int, written: bool = False) 
     if written:
         b.timed(fork.path, [b.pq, "export"])
     remembered = exports.read_bytes() if exports.exists() else None
+    assert (remembered is not None) == written, "pq export should remember the tip"
     for r in range(rounds):
         for which in alternate(r):
             remote = b.root / f"remote-{which}-{r}.git"

@@ -79,6 +79,19 @@ def test_dump_is_deterministic_block_yaml_that_loads_back() -> None:
     assert yamldoc.load(out.encode(), "f.yaml").data == data
 
 
+def test_dump_keeps_every_character_a_path_or_message_can_hold() -> None:
+    """Every character outside the surrogates, alone, inside a line and after a line break,
+    loads back as it was: NEL (U+0085), a line break to YAML, folded to a space or a line
+    break in any style but double quotes (an upstream file renamed to hold one reached
+    series.yaml through a workaround's `covers`)."""
+    chars = [chr(c) for c in (*range(0x3100), 0xFEFF, 0xFFFD, 0xFFFE, 0x1F600)
+             if not 0xD800 <= c < 0xE000]
+    values = [v for ch in chars for v in (ch, f"a{ch}b", f"a\n{ch}b", f"{ch}\nx", f"x {ch}")]
+    data = {"covers": values}
+    assert yamldoc.load(yamldoc.dump(data).encode(), "f.yaml").data == data
+    assert yamldoc.dump({"mre": "mre/a\x85b"}) == 'mre: "mre/a\\Nb"\n'
+
+
 def test_a_committed_file_that_is_not_utf8_is_named_with_its_commit_and_a_command_that_works(
         ) -> None:
     """The error names the committed version ("series.yaml (in <commit>)"); the suggested

@@ -342,6 +342,40 @@ def test_a_commit_pq_did_not_write_is_exported_and_compared(
     assert report["ok"] is True and exported == []
 
 
+
+def test_an_export_cache_of_other_pq_code_vouches_for_nothing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The key holds pq's code (its modules' sizes and times), not only its version number:
+    an upgraded or edited pq exports again what an older one remembered."""
+    from pq.queue import verified
+
+    fork = _fork_rebased(tmp_path)
+    assert _check(fork, monkeypatch, "--no-cache")[1]  # (the hook's own cache stays empty)
+    assert _check(fork, monkeypatch)[1] == []
+    monkeypatch.setattr(verified, "_code", lambda: b"another build of the same version")
+    (fork / ".git/pq/hook-cache.json").unlink()  # the pass just remembered
+    report, exported = _check(fork, monkeypatch)
+    assert report["ok"] is True and exported
+
+
+def test_replace_refs_do_not_change_what_is_checked(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """`git replace` shows another commit in place of a patch commit, but a push sends the
+    commit itself: the checks judge that one, with or without pq's caches."""
+    fork, remote = make_pushable(tmp_path)
+    first = git(fork, "rev-parse", "HEAD~2")
+    other = git(fork, "commit-tree", f"{first}^{{tree}}", "-p", f"{first}^", "-m",
+                "build: reworded by replace")
+    git(fork, "replace", first, other)
+    assert git(fork, "log", "-1", "--format=%s", first) == "build: reworded by replace"
+    for args in ((), ("--no-cache",)):
+        report, _ = _check(fork, monkeypatch, *args)
+        assert report["ok"] is True, report
+    result = push(fork, "origin", "paddle")
+    assert result.returncode == 0, result.stderr
+    assert git(remote, "log", "-1", "--format=%s", "paddle~2") == \
+        "build: enable compat in setup.py"  # the remote has no replace ref
+
 def test_a_merge_of_upstream_names_a_fix_that_works(tmp_path: Path) -> None:
     """A branch that merged upstream by plain git was told `pq init --force`, which refuses
     merged history."""

@@ -71,13 +71,13 @@ def log(limit: int | None, as_json: bool) -> None:
     """List pq's operations, newest first: what each changed, and which are undone."""
     with open_repo() as git:
         records = oplog.read(git)  # every entry: an entry's status rests on later ones
-        shown = records[::-1][:limit]  # newest first; only these need their snapshots
-        shown = [oplog.load(git, r) for r in shown]
+        # Newest first; only the ones shown need their snapshots.
+        newest = [oplog.load(git, r) for r in records[::-1][:limit]]
         holder = lock_holder(git)
         st = rebase_status.status(git)
     h = undo_mod.history(records)
     rows = []
-    for record in shown:
+    for record in newest:
         rows.append({"id": int(record["id"]), "time": record.get("time"),
                      "command": record.get("command"), "kind": record.get("kind", "command"),
                      "target": record.get("target"), "status": _status(record, h, holder),

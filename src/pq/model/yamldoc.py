@@ -182,6 +182,8 @@ def dump(data: Any) -> str:
             super().increase_indent(flow, False)  # indent lists under their key
 
     def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+        if "\x85" in value:  # NEL, a line break to YAML: only double quotes escape it (\N)
+            return dumper.represent_scalar("tag:yaml.org,2002:str", value, style='"')
         if "\n" in value:
             return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|")
         return dumper.represent_scalar("tag:yaml.org,2002:str", value)

@@ -113,7 +113,8 @@ def check_export(git: Git, ctx: CheckContext) -> list[CheckFailure]:
     queue = _queue(ctx)
     # Exporting this very commit gave these very bytes before (a rebase's landing, `pq
     # export --commit`, a `pq export` that changed nothing): it passes without exporting
-    # again. The evidence weighed then, the working tree's queue and HEAD's, is this one.
+    # again. The evidence weighed then (the working tree's queue and HEAD's, both this one,
+    # and pq's last bookkeeping commit's) is what the full check below weighs.
     if ctx.use_export_cache and verified.known(git, ctx.commit, queue):
         return []
     from pq.model import patchfile
