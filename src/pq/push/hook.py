@@ -150,9 +150,7 @@ def check_refs(git: Git, updates: Sequence[RefUpdate], skip: frozenset[str],
                use_cache: bool = True) -> list[RefReport]:
     from pq.push import registry
 
-    if git.env.get("GIT_NO_REPLACE_OBJECTS") != "1":  # judge the objects a push sends, not
-        git.env["GIT_NO_REPLACE_OBJECTS"] = "1"  # what `git replace` shows in their place
-        git.close()  # an object reader already started starts again without them
+    _as_stored(git)
     reports = [RefReport(u) for u in updates]
     live = []
     for r in reports:
@@ -251,8 +249,16 @@ def _as_predicted(statuses: Mapping[str, str]) -> bool:
                or c.name == "base" for c in registry.all_checks())
 
 
+def _as_stored(git: Git) -> None:
+    """Read objects as stored, as a push sends them, not as a `git replace` shows them."""
+    if git.env.get("GIT_NO_REPLACE_OBJECTS") != "1":
+        git.env["GIT_NO_REPLACE_OBJECTS"] = "1"
+        git.close()  # an object reader already started starts again without them
+
+
 def check_rev(git: Git, rev: str, skip: frozenset[str], use_cache: bool = True) -> RefReport:
     """`pq check REV`: the same checks as the hook, on one commit."""
+    _as_stored(git)
     commit = git.resolve(rev)
     report = check_refs(git, [RefUpdate(rev, commit, "", "0" * 40)], skip, use_cache)[0]
     if report.state == "unmanaged":
@@ -280,6 +286,7 @@ def open_for_hook(environ: Mapping[str, str]) -> Git:
     given = environ.get("GIT_DIR")
     where = environ.get("GIT_WORK_TREE") or (worktree_of(Path(given)) if given else ".")
     git = Git.open(where, bare=True)  # a bare repository's push: its commits are checked
+    _as_stored(git)
     if given and Path(given).resolve() != git.git_dir.resolve():
         git.close()
         raise ConfigError(f"git pushes from {given}, but pq's hook runs in {git.root}",
