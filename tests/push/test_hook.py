@@ -358,19 +358,29 @@ def test_an_export_cache_of_other_pq_code_vouches_for_nothing(
     assert report["ok"] is True and exported
 
 
-def test_replace_refs_do_not_change_what_is_checked(tmp_path: Path,
-                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    """`git replace` shows another commit in place of a patch commit, but a push sends the
-    commit itself: the checks judge that one, with or without pq's caches."""
+@pytest.mark.parametrize("overlay", ["replace", "graft"])
+def test_replace_refs_and_grafts_do_not_change_what_is_checked(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, overlay: str) -> None:
+    """`git replace` shows another commit in place of a patch commit, a graft hides one,
+    but a push sends the commits themselves: the checks judge those, with or without pq's
+    caches."""
     fork, remote = make_pushable(tmp_path)
     first = git(fork, "rev-parse", "HEAD~2")
-    other = git(fork, "commit-tree", f"{first}^{{tree}}", "-p", f"{first}^", "-m",
-                "build: reworded by replace")
-    git(fork, "replace", first, other)
-    assert git(fork, "log", "-1", "--format=%s", first) == "build: reworded by replace"
+    if overlay == "replace":
+        other = git(fork, "commit-tree", f"{first}^{{tree}}", "-p", f"{first}^", "-m",
+                    "build: reworded by replace")
+        git(fork, "replace", first, other)
+        assert git(fork, "log", "-1", "--format=%s", first) == "build: reworded by replace"
+    else:  # the second patch commit grafted straight onto the base
+        base = git(fork, "rev-parse", f"{first}^")
+        (fork / ".git/info").mkdir(exist_ok=True)
+        (fork / ".git/info/grafts").write_text(f"{git(fork, 'rev-parse', 'HEAD~1')} {base}\n")
+        assert first not in git(fork, "rev-list", "HEAD")
     for args in ((), ("--no-cache",)):
         report, _ = _check(fork, monkeypatch, *args)
         assert report["ok"] is True, report
+    if overlay == "graft":  # git's own push leaves the hidden commit out of the pack
+        return
     result = push(fork, "origin", "paddle")
     assert result.returncode == 0, result.stderr
     assert git(remote, "log", "-1", "--format=%s", "paddle~2") == \

@@ -250,9 +250,11 @@ def _as_predicted(statuses: Mapping[str, str]) -> bool:
 
 
 def _as_stored(git: Git) -> None:
-    """Read objects as stored, as a push sends them, not as a `git replace` shows them."""
+    """Read commits as stored, as a push sends them, not as a `git replace` or a graft
+    (`.git/info/grafts`) shows them."""
     if git.env.get("GIT_NO_REPLACE_OBJECTS") != "1":
         git.env["GIT_NO_REPLACE_OBJECTS"] = "1"
+        git.env["GIT_GRAFT_FILE"] = os.devnull
         git.close()  # an object reader already started starts again without them
 
 

@@ -79,8 +79,8 @@ def _load(git: Git) -> list[str]:
 
 def known(git: Git, head: str, queue: Queue) -> bool:
     """Whether exporting `head` is known to give `queue`, byte for byte."""
-    k = key(head, queue)
-    return k is not None and k in _load(git)
+    entries = _load(git)  # none at all (a fresh clone): nothing to hash the queue for
+    return bool(entries) and key(head, queue) in entries
 
 
 def remember(git: Git, head: str, queue: Queue) -> None:
