@@ -106,7 +106,7 @@ def check_base(git: Git, ctx: CheckContext) -> list[CheckFailure]:
 
 
 @check("export", "every commit on the branch is in the series, as committed",
-       needs=("series", "base"), version=2)
+       needs=("series", "base"), version=3)
 def check_export(git: Git, ctx: CheckContext) -> list[CheckFailure]:
     from pq.queue import verified
 
