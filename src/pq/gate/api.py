@@ -21,7 +21,6 @@ from pq.gate import ccache, probe, record, reuse, runner, symbols
 from pq.gate import result as R
 from pq.gate.config import GateConfig, Stage, parse
 from pq.git.repo import Git
-from pq.model.series import SERIES_FILE
 from pq.queue import files as queuefiles
 
 
@@ -155,7 +154,7 @@ def _plan(git: Git, stages: list[str] | tuple[str, ...] | None, python: str | No
     if queue is None:
         raise ConfigError(f"HEAD ({tip[:12]}) has no committed series.yaml, so there is no "
                           "gate configuration", hint="run `pq init` and commit series.yaml")
-    config = parse(queue.series, tip[:12], _series_text(git, tip))
+    config = parse(queue.series, tip[:12], queue.series_bytes)
     selected = config.select(list(stages) if stages else None)
     spec = python or config.python or "python3"
     path = probe.find_interpreter(spec, git.root)
@@ -178,11 +177,6 @@ def _cache_bytes(settings: dict[str, str]) -> int:
     """`git config pq.gate.cacheSize` (`2G`, `500M`, bytes), else 2 GiB."""
     size = reuse.parse_size(settings.get("pq.gate.cachesize", ""))
     return size if size is not None else reuse.DEFAULT_MAX_BYTES
-
-
-def _series_text(git: Git, rev: str) -> bytes | None:
-    entries = git.ls_tree(rev, [SERIES_FILE])
-    return git.blob(entries[0][2]) if entries else None
 
 
 def _symbol_checker(interp: probe.Interpreter, sources: list[str]) -> runner.SymbolCheck:
@@ -285,4 +279,4 @@ def load_config(git: Git, rev: str) -> GateConfig | None:
     queue = queuefiles.read_tree(git, rev)
     if queue is None or queue.series.gate is None:
         return None
-    return parse(queue.series, rev, _series_text(git, rev))
+    return parse(queue.series, rev, queue.series_bytes)

@@ -148,9 +148,10 @@ def _pq_own(update: RefUpdate) -> bool:
 
 def check_refs(git: Git, updates: Sequence[RefUpdate], skip: frozenset[str],
                use_cache: bool = True) -> list[RefReport]:
+    """Check each pushed ref; `git` reads commits as stored (`_as_stored`: its callers,
+    `open_for_hook` and `check_rev`, set that up before their first read)."""
     from pq.push import registry
 
-    _as_stored(git)
     reports = [RefReport(u) for u in updates]
     live = []
     for r in reports:
