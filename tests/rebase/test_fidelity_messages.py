@@ -270,3 +270,27 @@ def test_a_message_after_blank_lines_is_named_by_its_subject_as_git_does(
     assert [p.name for p in (fork / "patches").iterdir()] == [
         "0001-build-after-blank-lines.patch"]
     assert "summary: 'build: after blank lines'" in (fork / "series.yaml").read_text()
+
+
+@pytest.mark.parametrize("author", [b" <author@example.com>", b"A U Thor<author@example.com>",
+                                    b"<author@example.com>", b"A U Thor  <author@example.com>"])
+def test_a_rebase_keeps_the_author_line_byte_for_byte_as_git_does(tmp_path: Path,
+                                                                   author: bytes) -> None:
+    # An empty name (`author  <e@x>`, which git fsck accepts) or no space before the `<`:
+    # `git rebase` copies the line; writing it anew would make a commit fsck refuses.
+    fork = make_fork(tmp_path)
+    raw_commit(fork, author, b"build: an odd author line\n", None, False)
+    orig = git(fork, "rev-parse", "HEAD")
+    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    up = tmp_path / "upstream"
+    write(up, "README.md", "upstream, improved\n")
+    commit_all(up, "upstream: docs")
+    git(fork, "fetch", "-q", "upstream")
+    pq(fork, "rebase", "upstream/main")
+    git(fork, "checkout", "-q", "-b", "by-git", orig)
+    git(fork, "rebase", "-q", "upstream/main")
+    ours = revs(fork, "upstream/main..paddle")[-2]  # the last one is the bookkeeping
+    assert commit_bytes(fork, ours) == commit_bytes(fork, "by-git")
+    assert b"\nauthor " + author + b" 1700000000" in b"\n" + commit_bytes(fork, ours)
+    git(fork, "checkout", "-q", "paddle")
+    pq(fork, "check")

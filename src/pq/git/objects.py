@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import NewType
 
 from pq.errors import GitError
@@ -23,17 +23,25 @@ class Person:
     name: str
     email: str
     date: str  # git's raw form: "<epoch> <+hhmm>"
+    # What stands between the name and the `<`: one space as git writes it; a parsed
+    # identity keeps its own (`author  <e@x>`, an empty name, or `A<e@x>`, no space), so
+    # a picked commit's line stays byte for byte, as `git rebase` keeps it. None: the
+    # usual one (a space after a name, none where there is no name).
+    sep: str | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.sep is None:
+            object.__setattr__(self, "sep", " " if self.name else "")
 
     def ident(self) -> str:
-        # No name (`author <e@x> ...`, which git fsck flags): no space before the `<` either.
-        return f"{self.name + ' ' if self.name else ''}<{self.email}> {self.date}"
+        return f"{self.name}{self.sep}<{self.email}> {self.date}"
 
     @classmethod
     def parse(cls, raw: str) -> Person:
-        m = re.match(r"^(.*?) ?<(.*)> (\d+ [+-]\d{4})$", raw)
+        m = re.match(r"^(.*?)( ?)<(.*)> (\d+ [+-]\d{4})$", raw)
         if not m:
             raise GitError(f"cannot parse identity {raw!r}")
-        return cls(m.group(1), m.group(2), m.group(3))
+        return cls(m.group(1), m.group(3), m.group(4), m.group(2))
 
 
 # The identity of the synthetic commits merges need; they never reach a branch.
