@@ -24,7 +24,7 @@ from test_audit_support import (
     write,
 )
 
-from pq.audit import conditions
+from pq.model import conditions
 
 P_LIBRARY, P_TESTING, P_COMPILE = 1, 2, 5
 
@@ -257,6 +257,6 @@ def test_mre_from_the_commit_with_rev(tmp_path: Path) -> None:
 ])
 def test_a_covers_glob_matches_as_a_git_glob_pathspec(pattern: str, path: str,
                                                       covered: bool) -> None:
-    from pq.audit.metadata import Cover
+    from pq.model.metadata import Cover
 
     assert Cover(pattern).matches(path) is covered

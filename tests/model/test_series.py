@@ -148,7 +148,7 @@ def test_new_series_dumps_with_header_and_loads_back() -> None:
     out, kept = s.render()
     assert kept and out.startswith(b"# pq series:")
     assert series.loads(out) == s
-    entry = PatchEntry("0001-x.patch", "kernel", "a kernel", workaround={"kind": "k"})
+    entry = PatchEntry("0001-x.patch", "kernel", "a kernel", workaround={"kind": "compat-gap"})
     from dataclasses import replace
     with_entry = replace(s, patches=(entry,))
     assert series.loads(with_entry.dumps()).patches == (entry,)

@@ -171,8 +171,8 @@ def test_new_entry_uses_the_quoting_of_its_siblings_and_values_change_in_place()
 def test_new_block_added_to_entry_and_list_emptied() -> None:
     s = sample()
     a, b, c = s.patches
-    out = render(replace(s, patches=(a, b, replace(c, workaround={"until": "1.2"}))))
-    assert out.endswith('    summary: "do c"\n    workaround:\n      until: \'1.2\'\n# end\n')
+    out = render(replace(s, patches=(a, b, replace(c, workaround={"reason": "1.2"}))))
+    assert out.endswith('    summary: "do c"\n    workaround:\n      reason: \'1.2\'\n# end\n')
     out = render(replace(s, patches=()))
     assert out == SAMPLE[:SAMPLE.index("  - name: 0001")] + "  []\n# end\n"
 

@@ -177,11 +177,10 @@ def test_the_apply_check_refuses_a_patch_file_git_would_not_commit(tmp_path: Pat
     assert f"patches/{name}:" in failures[0].message and "NUL byte" in failures[0].message
 
 
-def test_a_workaround_block_the_audit_cannot_read_is_no_branch_mismatch(
+def test_a_workaround_block_no_command_can_read_fails_the_series_check(
         tmp_path: Path) -> None:
-    """An unknown key in a workaround block stops the audit (exit 2 for `pq audit`); the
-    check said "the branch does not match its series" (consistent: false), although every
-    consistency check passed. It is its own group now."""
+    """An unknown key in a workaround block: every command refuses the series (exit 2 for
+    `pq export`, `pq audit`, `pq series`), and the check names it as the series' failure."""
     fork, _ = make_pushable(tmp_path)
     text = (fork / "series.yaml").read_text()
     first = text.index("  - name: ")
@@ -189,12 +188,35 @@ def test_a_workaround_block_the_audit_cannot_read_is_no_branch_mismatch(
     (fork / "series.yaml").write_text(
         text[:end] + "\n    workaround:\n      kind: compat-gap\n      owner: team-x" +
         text[end:])
-    pq(fork, "export", "--commit")  # the headers follow series.yaml
+    for command in (("export", "--commit"), ("series",), ("audit", "workarounds"), ("report",),
+                    ("apply", "-b", "applied")):
+        refused = pq(fork, *command, ok=False)
+        assert refused.exit_code == 2 and "unknown key `owner`" in refused.output, command
+    commit_all(fork, "a workaround block by hand")
+    result = pq(fork, "check", ok=False)
+    assert result.exit_code == 1, result.output
+    assert "failed      series" in result.output and "unknown key `owner`" in result.output
+    data = json.loads(pq(fork, "check", "--json", ok=False).stdout)
+    assert data["consistent"] is False and data["audit_unreadable"] == 0
+
+
+def test_an_acknowledgement_the_audit_cannot_read_is_no_branch_mismatch(
+        tmp_path: Path) -> None:
+    """An `acknowledged:` entry naming no rule stops the audit (exit 2 for `pq audit`), while
+    every consistency check passes: its own group, not "the branch does not match"."""
+    fork, _ = make_pushable(tmp_path)
+    text = (fork / "series.yaml").read_text()
+    first = text.index("  - name: ")
+    end = text.index("\n", text.index("layer:", first))
+    (fork / "series.yaml").write_text(
+        text[:end] + "\n    acknowledged:\n      - {rule: WA999, reason: reviewed}" +
+        text[end:])
+    pq(fork, "export", "--commit")
+    assert pq(fork, "audit", "workarounds", ok=False).exit_code == 2
     result = pq(fork, "check", ok=False)
     assert result.exit_code == 1, result.output
     assert "the workaround audit cannot read the series:" in result.output
-    assert "does not match its series" not in result.output
-    assert "unknown key `owner`" in result.output
+    assert "does not match its series" not in result.output and "WA999" in result.output
     data = json.loads(pq(fork, "check", "--json", ok=False).stdout)
     assert (data["consistent"], data["policy_findings"], data["audit_unreadable"]) == (
         True, 0, 1)

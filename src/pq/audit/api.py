@@ -13,15 +13,15 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass, replace
 from functools import cached_property, partial
 
-from pq.audit import conditions, metadata, mre, rules
-from pq.audit.conditions import ConditionState, Facts
-from pq.audit.metadata import Workaround
+from pq.audit import mre, rules
 from pq.audit.mre import MreRun
 from pq.audit.rules import Finding, PatchInput
 from pq.errors import EXIT_FINDINGS, EXIT_OK, ConfigError
 from pq.git.repo import Git
-from pq.model import patchfile
+from pq.model import conditions, metadata, patchfile
+from pq.model.conditions import ConditionState, Facts
 from pq.model.diff import FileDiff
+from pq.model.metadata import Workaround
 from pq.model.series import PATCHES_DIR, SERIES_FILE, Series
 from pq.queue.files import Queue
 

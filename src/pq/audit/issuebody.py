@@ -9,9 +9,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from pq.audit.metadata import Workaround
 from pq.audit.mre import ENTRY, MreRun
 from pq.audit.versions import Versions
+from pq.model.metadata import Workaround
 
 TITLE = "[Cross-Ecosystem Custom Op] {api} is missing or inconsistent in Paddle compat layer"
 MAX_FILE_CHARS = 6000

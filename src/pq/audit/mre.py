@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from pq.audit.conditions import MreOutcome
 from pq.git import process
 from pq.git.repo import Git
+from pq.model.conditions import MreOutcome
 
 ENTRY = "run.sh"
 OUTPUT_LIMIT = 8000

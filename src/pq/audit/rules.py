@@ -16,10 +16,10 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from pq.audit import conditions, signals
-from pq.audit.metadata import BUILD_ENTRY, COMPAT_GAP, Workaround
-from pq.model import dep3
+from pq.audit import signals
+from pq.model import conditions, dep3
 from pq.model.diff import FileDiff
+from pq.model.metadata import BUILD_ENTRY, COMPAT_GAP, Workaround
 from pq.model.series import PatchEntry
 
 ERROR = "error"

@@ -11,9 +11,9 @@ import re
 from collections.abc import Sequence
 
 from pq.audit.api import Acknowledged, AuditReport, WorkaroundRow
-from pq.audit.metadata import Acknowledgement
 from pq.audit.rules import ERROR, WARNING, Finding
 from pq.cli.common import plural
+from pq.model.metadata import Acknowledgement
 
 
 def _issue_short(row: WorkaroundRow) -> str:

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pq.audit import metadata, rules
+from pq.audit import rules
 from pq.audit.api import Acknowledged, UpstreamCopies, acknowledge, patch_input, read_files
 from pq.audit.rules import Finding, PatchInput
 from pq.errors import EXIT_FINDINGS, EXIT_OK, ConfigError
 from pq.git.repo import Git
 from pq.lint import code, context, shape
 from pq.lint.context import Settings
+from pq.model import metadata
 from pq.model.series import SERIES_FILE, Series
 from pq.queue.files import Queue
 

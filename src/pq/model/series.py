@@ -224,7 +224,7 @@ def _loads_cached(text: bytes, filename: str = SERIES_FILE) -> Series:
                             hint="each patch file appears once")
         seen[entry.name] = i
         entries.append(entry)
-    return Series(
+    series = Series(
         upstream_ref=ref,
         base=base,
         patches=tuple(entries),
@@ -234,6 +234,12 @@ def _loads_cached(text: bytes, filename: str = SERIES_FILE) -> Series:
         upstream_raw=upstream,
         doc=doc,
     )
+    if any(e.workaround is not None for e in entries):
+        # A malformed workaround block is refused by every command, not only the audit:
+        # export would write its values into DEP-3 headers, report into the description.
+        from pq.model import metadata  # it reads a Series: imported where one exists
+        metadata.read_all(series)
+    return series
 
 
 def _entry(doc: yamldoc.Located, i: int, item: Any) -> PatchEntry:

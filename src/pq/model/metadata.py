@@ -1,4 +1,5 @@
-"""The `workaround` block of a patch entry: its schema, read strictly from series.yaml.
+"""The `workaround` block of a patch entry: its schema, read strictly from series.yaml
+(series.loads reads every block, so each command refuses a malformed one).
 
 A malformed block (wrong type, unknown key, unreadable condition) is a ConfigError at the
 block's file:line:column; a missing field is not an error here but a finding of the audit.
@@ -14,9 +15,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from pq.audit import conditions
-from pq.audit.conditions import Condition
 from pq.errors import ConfigError
+from pq.model import conditions
+from pq.model.conditions import Condition
 from pq.model.series import SERIES_FILE, PatchEntry, Series
 
 COMPAT_GAP = "compat-gap"
