@@ -314,6 +314,30 @@ def test_ctrl_c_while_git_moves_the_working_tree_waits_for_git(tmp_path: Path) -
     assert git(fork, "status", "--porcelain") == "?? notes.txt"
 
 
+def test_a_ctrl_c_message_offers_continue_only_through_pq_status(tmp_path: Path) -> None:
+    """A Ctrl-C at each checkpoint of a rebase: where it leaves the rebase in progress, the
+    message names --abort and sends to `pq status` for --continue, which says "--continue"
+    exactly where --continue goes on (during the replay it cannot: it was interrupted)."""
+    template = base_fork(tmp_path / "t")
+    log = tmp_path / "points"
+    count = copy(template, tmp_path / "count")
+    assert run_pq(count, ["rebase", "upstream/main"], PQ_FAULT_LOG=str(log)).returncode == 0
+    seen = set()
+    for k in range(1, len(log.read_text().splitlines()) + 1):
+        root = copy(template, tmp_path / f"k{k}")
+        proc = run_pq(root, ["rebase", "upstream/main"], PQ_FAULT_AT=str(k),
+                      PQ_FAULT_RUN="kill -INT $PPID")
+        if b"left in progress" not in proc.stderr:
+            continue
+        assert proc.returncode == 130 and b"--continue` goes on" not in proc.stderr
+        assert b"`pq rebase --abort` goes back" in proc.stderr, proc.stderr
+        status = run_pq(root, ["status"]).stdout.decode()
+        goes_on = run_pq(root, ["rebase", "--continue"]).returncode == 0
+        assert ("pq rebase --continue" in status) == goes_on, (k, status)
+        seen.add(goes_on)
+    assert seen == {True, False}
+
+
 def test_a_second_ctrl_c_stops_the_git_command_pq_waits_for(tmp_path: Path) -> None:
     """git that will not end (a hook waiting on the terminal, say): the first Ctrl-C waits
     for it, the second stops it, pq ends at once, and --abort goes back."""

@@ -218,6 +218,27 @@ def test_hand_edited_patch_is_not_overwritten(tmp_path: Path) -> None:
     assert b"# edited" in p.read_bytes()
 
 
+def test_a_hand_edit_of_a_patch_file_not_committed_yet_is_not_overwritten(
+        tmp_path: Path) -> None:
+    """`pq export` wrote a new patch file (not committed); an edit of it is the user's,
+    refused as one of a committed file is; what pq wrote itself is rewritten freely."""
+    fork = compat_fork(tmp_path)
+    write(fork, "csrc/new.cc", "int n() { return 1; }\n")
+    commit_all(fork, "kernel: new op")
+    pq(fork, "export")
+    new = next((fork / "patches").glob("*-kernel-new-op.patch"))
+    assert "new.cc" in new.read_text()
+    git(fork, "commit", "-q", "--amend", "-m", "kernel: new op, amended")
+    pq(fork, "export")  # pq's own bytes: rewritten from the amended commit
+    assert "amended" in new.read_text()
+    new.write_text(new.read_text() + "# my hand edit\n")
+    result = pq(fork, "export", ok=False)
+    assert result.exit_code == 2 and "uncommitted edits" in result.output, result.output
+    assert "# my hand edit" in new.read_text()
+    pq(fork, "export", "--force")
+    assert "# my hand edit" not in new.read_text()
+
+
 def test_export_twice_after_a_summary_edit_changes_nothing_the_second_time(
         tmp_path: Path) -> None:
     """The first export rewrites the patch's Description header from series.yaml; the

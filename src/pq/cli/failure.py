@@ -80,8 +80,8 @@ def failure_of(exc: BaseException) -> Failure | None:
     logged = getattr(exc, "pq_failed_operation", None)
     half = (f" half-way: operation {logged} is logged as failed (`pq log` shows it), and "
             "`pq undo` puts back the state before it" if logged is not None else
-            "; the rebase is left in progress: `pq rebase --continue` goes on, `pq rebase "
-            "--abort` goes back (`pq status` says where it stands)"
+            "; the rebase is left in progress: `pq rebase --abort` goes back, and `pq "
+            "status` says whether `pq rebase --continue` can go on from where it stopped"
             if getattr(exc, "pq_rebase_left", False) else "")
     if isinstance(exc, KeyboardInterrupt):
         return Failure("interrupted" + half, EXIT_INTERRUPTED)

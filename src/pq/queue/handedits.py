@@ -10,6 +10,7 @@ from pq.git.objects import CommitId
 from pq.git.repo import Git
 from pq.model import patchfile
 from pq.model.series import PATCHES_DIR, SERIES_FILE
+from pq.oplog import log
 from pq.queue import stack as stack_mod
 from pq.queue.files import Queue
 from pq.quoting import from_here, shell_args
@@ -59,9 +60,9 @@ def _committed_patch_edits(git: Git, committed: Queue, last: tuple[CommitId, Que
                                     f"{PATCHES_DIR}/{name}"):
             continue  # the commits were changed the same way, or only the bytes' form was
         raise ConfigError(
-            f"{PATCHES_DIR}/{name} was edited by hand and committed after pq last wrote it "
-            f"(in {last[0][:12]}); export rewrites patch files from the branch's commits "
-            "and would overwrite that edit",
+            f"edited by hand and committed after pq last wrote it (in {last[0][:12]}); "
+            "export rewrites patch files from the branch's commits and would overwrite that "
+            "edit",
             path=f"{PATCHES_DIR}/{name}",
             hint="`pq apply` takes the edited patch files into the commits; or "
                  "`pq export --force` discards the edit and writes the commits' patch")
@@ -74,14 +75,31 @@ def _uncommitted_patch_edits(git: Git, current: Queue, committed: Queue | None,
     other bytes: CRLF line ends, say) loses nothing."""
     if committed is None:
         return
+    left: dict[str, str] | None = None
     for name, data in current.files.items():
         then = committed.files.get(name)
-        if then is not None and then != data and not patchfile.reads_the_same(
-                fresh.files.get(name, b""), data, f"{PATCHES_DIR}/{name}"):
-            raise ConfigError(
-                f"{PATCHES_DIR}/{name} has uncommitted edits; export rewrites patch files "
-                "from the branch's commits and would lose them",
-                path=f"{PATCHES_DIR}/{name}",
-                hint="make the change as a commit on the branch, or `git checkout -- "
-                     f"{shell_args(from_here(git.root, [f'{PATCHES_DIR}/{name}']))}`, or "
-                     "pass --force to discard it")
+        path = f"{PATCHES_DIR}/{name}"
+        if then == data or patchfile.reads_the_same(fresh.files.get(name, b""), data, path):
+            continue
+        if then is None:  # not committed: an edit only if pq did not leave these bytes
+            left = _left_by_pq(git) if left is None else left
+            if left.get(path, "").endswith(" " + git.hash_blob(data)) or not left:
+                continue
+        raise ConfigError(
+            "uncommitted edits; export rewrites patch files from the branch's commits and "
+            "would lose them", path=path,
+            hint="make the change as a commit on the branch, or "
+                 + (f"`git checkout -- {shell_args(from_here(git.root, [path]))}`"
+                    if then is not None else "move the file aside")
+                 + ", or pass --force to discard it")
+
+
+def _left_by_pq(git: Git) -> dict[str, str]:
+    """The queue files ({path: "mode blob"}) as pq's newest logged operation left them in
+    the working tree; {} when the log has none to tell (no log, an entry cut short)."""
+    newest, next_id, _ = log.newest(git)
+    if newest is None:
+        return {}
+    records = log.read(git, since=next_id - 1)
+    after = log.load(git, records[-1]).get("after") if records else None
+    return dict(after.get("files") or {}) if after else {}
