@@ -340,6 +340,28 @@ def test_an_earlier_patch_sets_the_attribute_a_later_merge_uses(tmp_path: Path) 
     assert code == 0  # git merges both with union, as the first patch asks; so does pq
 
 
+@pytest.mark.parametrize("attribute", ["-merge", "merge=binary"])
+def test_attributes_an_earlier_patch_put_in_a_folder_upstream_renamed_are_used(
+        tmp_path: Path, attribute: str) -> None:
+    """Patch 1 adds lib/.gitattributes; upstream renamed lib/ to src/ and, with
+    merge.directoryRenames=true, git's merge puts that file at src/.gitattributes. The
+    later patches' merges read it there, as git's do: src/f.txt conflicts, not merged."""
+    lines = "".join(f"{c}\n" for c in "abcdefg")
+    up = make_upstream(tmp_path / "upstream", {"lib/f.txt": lines, "lib/keep.txt": "x\n"})
+    fork = make_fork(tmp_path, up)
+    git(fork, "config", "merge.directoryRenames", "true")
+    write(fork, "lib/.gitattributes", f"*.txt {attribute}\n")
+    commit_all(fork, "build: no text merges of *.txt")
+    write(fork, "lib/f.txt", lines.replace("a\n", "A-fork\n"))
+    commit_all(fork, "glue: edit line 1")
+    git(up, "mv", "lib", "src")
+    write(up, "src/f.txt", lines.replace("g\n", "G-up\n"))
+    commit_all(up, "upstream: rename lib to src, edit line 7")
+    git(fork, "fetch", "-q", "upstream")
+    code, output = _compare_with_git(tmp_path, fork)
+    assert code == 1 and "src/f.txt" in output, output  # git conflicts; so does pq
+
+
 # -- submodules: a bump is a change whatever `submodule.<name>.ignore` says --------------
 
 

@@ -221,6 +221,12 @@ class BatchMerge:
                                       attributes=self.attributes(tip_tree))
         if not result.clean:
             self._kept[(step.commit, tip)] = result
+        elif any(new is not None and path.rpartition("/")[2] == ".gitattributes"
+                 and self.trees.lookup(result.tree, path) is None
+                 for path, _, new in self.own(step)):
+            # The patch's .gitattributes did not land where it says: a directory rename
+            # moved it (merge.directoryRenames). Later merges read it where it is now.
+            self._attribute_paths |= self.git.attribute_paths(result.tree)
         return result
 
     def result(self, step: Step, tip_tree: str) -> str | None:
