@@ -109,6 +109,10 @@ def test_a_patch_saved_with_crlf_line_ends_reads_as_git_am_reads_it() -> None:
     (b"garbage", "p.patch:1: no mail header"),
     (b"From: a <a@b>\nSubject: s\n\n---\n", "p.patch:1: missing `Date:` header"),
     (b"From: a <a@b>\nDate: yesterday\nSubject: s\n\n", "p.patch:1: bad Date: header"),
+    (b"From: a <a@b>\nDate: Thu, 01 Jan 1970 00:00:00 +0100\nSubject: s\n\n",
+     "p.patch:1: bad Date: header"),  # an hour before 1970: no commit can carry it
+    (b"From: a <a@b>\nDate: Mon, 01 Jan 1900 00:00:00 +0000\nSubject: s\n\n",
+     "p.patch:1: bad Date: header"),
     (b"From: a <a@b>\nnot a header\n\n", "p.patch:3: bad header line 'not a header'"),
     (b"From: a <a@b>\nDate: Tue, 14 Nov 2023 23:13:20 +0100\nSubject: s\n\nbody\n",
      "p.patch:5: no diff found"),

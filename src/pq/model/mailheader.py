@@ -148,6 +148,8 @@ def read_date(value: str) -> str | None:
         if not re.search(r"\s-0000(?:\s*\(.*\))?\s*$", value):
             return None
         when = when.replace(tzinfo=UTC)
+    if when.timestamp() < 0:
+        return None  # before 1970: no commit can carry it (`git am` refuses it too)
     offset = when.utcoffset()
     assert offset is not None
     minutes = int(offset.total_seconds()) // 60

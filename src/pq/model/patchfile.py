@@ -212,7 +212,8 @@ def _parse_cached(data: bytes, filename: str) -> PatchFile:
     date = mailheader.read_date(keys["date"])
     if date is None:
         raise ConfigError(f"bad Date: header {keys['date']!r}", path=filename, line=1,
-                          hint="use an RFC 2822 date such as 'Tue, 01 Dec 2026 10:00:00 +0100'")
+                          hint="use an RFC 2822 date from 1970 on, such as 'Tue, 01 Dec 2026 "
+                               "10:00:00 +0100'")
     subject_value = mailheader.decode(keys["subject"])
     subject = re.sub(r"^\[PATCH[^\]]*\] ?", "", subject_value)
     body_line = text[: head_end].count(b"\n") + 3 + (data.startswith(b"From ") and 1 or 0)
