@@ -182,6 +182,11 @@ def test_a_hunk_shorter_than_its_header_is_refused() -> None:
     with pytest.raises(ConfigError, match="the diff of f is not what its `@@`") as e:
         diffs.parse(bad, "patches/0001-x.patch")
     assert e.value.path == "patches/0001-x.patch"
+    # At the end of the file too: what follows its last newline is no (context) line.
+    for counts in (b"-1,2 +1,9", b"-1,9 +1,2"):
+        short = b"diff --git a/f b/f\n--- a/f\n+++ b/f\n@@ " + counts + b" @@\n a\n-b\n+c\n"
+        with pytest.raises(ConfigError, match="a hunk is shorter than they count"):
+            diffs.parse(short, "patches/0001-x.patch")
 
 
 def test_a_hunk_longer_than_its_header_is_refused_at_the_sections_hunks() -> None:

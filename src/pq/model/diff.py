@@ -306,6 +306,8 @@ def _hunks(region: bytes, path: str | None, source: str | None, line: int = 1
     and how many of the region's lines they span (what follows is not theirs: a trailing
     `-- ` signature, say)."""
     lines = region.split(b"\n")
+    if lines[-1] == b"":
+        lines.pop()  # what follows the last newline is no line (an empty one is context)
     hunks, i = [], 0
     while i < len(lines) and (m := _HUNK.match(lines[i])) is not None:
         starts = old, new = int(m.group(1)), int(m.group(3))
