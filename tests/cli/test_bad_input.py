@@ -112,6 +112,20 @@ def test_missing_upstream_ref(tmp_path: Path) -> None:
     assert not (fork / "series.yaml").exists()
 
 
+def test_a_name_of_a_tree_or_blob_is_named_as_such_not_as_unknown(fork: Path) -> None:
+    """`git rev-parse` finds these names: "unknown ... `git fetch` it" would mislead."""
+    git(fork, "tag", "tree-tag", "HEAD^{tree}")
+    git(fork, "tag", "blob-tag", "HEAD:setup.py")
+    one_line_error(pq(fork, "rebase", "tree-tag", ok=False),
+                   "upstream ref 'tree-tag' names a tree, not a commit", "name a commit")
+    one_line_error(pq(fork, "rebase", "blob-tag", ok=False), "names a blob, not a commit")
+    tree = git(fork, "rev-parse", "HEAD^{tree}")
+    edit_series(fork, git(fork, "rev-parse", "upstream/main"), tree)
+    one_line_error(pq(fork, "export", ok=False),
+                   f"the base series.yaml records, {tree[:12]}, is a tree, not a commit",
+                   "upstream.base")
+
+
 def test_merge_commits_are_not_guessed_at(tmp_path: Path) -> None:
     fork = make_fork(tmp_path)
     git(fork, "checkout", "-q", "-b", "side")

@@ -92,6 +92,12 @@ class ObjectDB:
             result.append(found)
         return result
 
+    def object_type(self, rev: str) -> str | None:
+        """The type of the object `rev` names (a tag: the tag's own), or None for none."""
+        oid = self._resolve(rev)
+        found = self.read_many([oid])[0] if oid else None
+        return found[1] if found is not None else None
+
     def _resolve(self, rev: str) -> str | None:
         """The id of a name cat-file cannot be asked (a path with a newline in it)."""
         proc = subprocess.run(["git", "-C", str(self.root), "rev-parse", "--verify", "--quiet",

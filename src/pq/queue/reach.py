@@ -14,6 +14,11 @@ def missing_base(git: Git, base: str, upstream_ref: str, then: str
     clone without the upstream fetched); None when it is."""
     if git.try_resolve(base) is not None:
         return None
+    kind = git.odb.object_type(base)
+    if kind is not None:
+        return (f"the base series.yaml records, {base[:12]}, is a {kind}, not a commit",
+                f"write upstream's commit id in series.yaml's `upstream.base` (`pq init` "
+                f"writes it), then {then}")
     if (git.common_dir / "shallow").is_file():
         return (f"the base series.yaml records, {base[:12]}, is not in this shallow clone",
                 f"git fetch --unshallow, then {then}")
