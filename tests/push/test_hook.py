@@ -196,6 +196,8 @@ def test_a_workaround_block_no_command_can_read_fails_the_series_check(
     result = pq(fork, "check", ok=False)
     assert result.exit_code == 1, result.output
     assert "failed      series" in result.output and "unknown key `owner`" in result.output
+    assert "series.yaml has errors pq refuses:" in result.output
+    assert "does not match its series" not in result.output
     data = json.loads(pq(fork, "check", "--json", ok=False).stdout)
     assert data["consistent"] is False and data["audit_unreadable"] == 0
 
@@ -592,6 +594,29 @@ def test_missing_gate_record_is_refused(tmp_path: Path) -> None:
                    "not passed", "fix: pq gate")
     skipped = push(fork, "origin", "paddle", PQ_SKIP="gate")
     assert skipped.returncode == 0 and "PQ_SKIP=gate" in skipped.stderr
+
+
+@pytest.mark.parametrize("block,needle", [
+    ("gate: 5\n", "`gate` must be a mapping with `stages`"),
+    ("gate:\n  stages:\n    - name: unit\n      run: 'true'\n  required_for_push: [x]\n",
+     "`required_for_push` names no stage 'x'"),
+])
+def test_a_gate_block_pq_gate_refuses_is_refused_as_an_error_of_the_file(
+        tmp_path: Path, block: str, needle: str) -> None:
+    """A `gate` block `pq gate` calls a configuration error, required for a push or not:
+    the push is refused, and the error is the file's, not a mismatch with the branch."""
+    fork, remote = make_pushable(tmp_path)
+    with open(fork / "series.yaml", "a") as f:
+        f.write(block)
+    commit_all(fork, "a gate block")
+    result = push(fork, "origin", "paddle")
+    assert_refused(result, remote, {}, "series.yaml has errors pq refuses:", needle,
+                   "fix: fix it as the message says")
+    assert "does not match its series" not in result.stderr
+    check = pq(fork, "check", ok=False)
+    assert check.exit_code == 1 and "failed      gate" in check.output
+    assert "series.yaml has errors pq refuses:" in check.output and needle in check.output
+    assert "does not match its series" not in check.output
 
 
 def test_skip_all_is_loud_and_unknown_names_are_named(tmp_path: Path) -> None:

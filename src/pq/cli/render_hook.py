@@ -11,6 +11,8 @@ from pq.push.hook import HookResult, RefReport
 from pq.push.refs import SKIP_ENV
 from pq.push.registry import CheckFailure, names, split_failures
 
+UNREADABLE = "series.yaml has errors pq refuses"
+
 
 def ack_hint(policy: Sequence[CheckFailure]) -> str:
     """How to acknowledge a reviewed finding, with a rule the findings name."""
@@ -79,11 +81,16 @@ def _report_lines(r: RefReport) -> list[str]:
         return [*lines, f"pq: {where}: the push takes a series off the remote:",
                 *_failure_lines(r.failures)]
     what = "the tagged commit" if r.update.remote_ref.startswith("refs/tags/") else "the branch"
+    unreadable = [f for f in consistency if f.unreadable]
+    consistency = [f for f in consistency if not f.unreadable]
+    if unreadable:
+        lines.append(f"pq: {where}: {UNREADABLE}:")
+        lines.extend(_failure_lines(unreadable))
     if consistency:
         lines.append(f"pq: {where}: {what} does not match its series "
                      f"({_n(len(consistency), 'problem')}):")
         lines.extend(_failure_lines(consistency))
-    else:
+    elif not unreadable:
         lines.append(f"pq: {where}: {what} matches its series")
     if stopped:
         lines.append(f"pq: {where}: the workaround audit cannot read the series:")
@@ -112,7 +119,9 @@ def check_lines(rev: str, report: RefReport) -> list[str]:
     consistency, policy, stopped = split_failures(report.failures)
     lines = [f"{rev} {(report.commit or '')[:12] or '-'}:"]
     lines += [f"  {status:<11} {name}" for name, status in report.statuses.items()]
-    for title, group in (("the branch does not match its series", consistency),
+    for title, group in ((UNREADABLE, [f for f in consistency if f.unreadable]),
+                         ("the branch does not match its series",
+                          [f for f in consistency if not f.unreadable]),
                          ("the workaround audit cannot read the series", stopped),
                          ("policy findings of the workaround audit", policy)):
         if group:

@@ -57,7 +57,7 @@ def check_series(git: Git, ctx: CheckContext) -> list[CheckFailure]:
         return []
     return [CheckFailure("series", f"series.yaml does not load: {ctx.load_error.render()}",
                          "fix series.yaml or patches/ as the message says, then `git commit` "
-                         "(`pq series` shows the same error)")]
+                         "(`pq series` shows the same error)", unreadable=True)]
 
 
 @check("base", "the recorded base is the branch's fork point from upstream",
@@ -338,16 +338,22 @@ def check_audit(git: Git, ctx: CheckContext) -> list[CheckFailure]:
        needs=("series",), module="pq.gate.api")
 def check_gate(git: Git, ctx: CheckContext) -> list[CheckFailure]:
     series = _queue(ctx).series
-    gate = series.gate
-    if not isinstance(gate, dict) or not gate.get("required_for_push"):
+    if series.gate is None:
         return []
     try:
         from pq.gate.api import record_ok
         from pq.gate.config import parse
     except ImportError:
+        if not isinstance(series.gate, dict) or not series.gate.get("required_for_push"):
+            return []
         raise CheckUnavailable("series.yaml requires gate stages before a push, but the gate "
                                "is not available in this pq; no record was checked") from None
-    required = list(parse(series, ctx.commit).required_for_push)  # ConfigError: a failure
+    try:  # a block `pq gate` refuses is refused here too, required for a push or not
+        required = list(parse(series, ctx.commit, _queue(ctx).series_bytes).required_for_push)
+    except ConfigError as exc:
+        return [CheckFailure("gate", f"series.yaml's `gate` block: {exc.render()}",
+                             "fix it as the message says (docs/gate.md), then `git "
+                             "commit`", unreadable=True)]
     if not required:
         return []
     ok, why = record_ok(git, ctx.commit, required)

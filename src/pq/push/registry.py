@@ -41,6 +41,9 @@ class CheckFailure:
     message: str
     fix_command: str
     rule: str | None = None  # the audit rule a policy finding is of (WA014, say)
+    # series.yaml itself is wrong as every pq command reads it (it does not load, a block
+    # is malformed): no mismatch between the branch and its series, though no match either.
+    unreadable: bool = False
 
     def to_json(self) -> dict[str, str]:
         return {"check": self.check, "message": self.message, "fix": self.fix_command}
