@@ -348,6 +348,29 @@ def test_junit_report(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert cases["build"].find("failure") is None and cases["build"].find("skipped") is None
 
 
+@pytest.mark.parametrize("as_json", [True, False])
+def test_a_junit_file_that_cannot_be_written_keeps_the_report(tmp_path: Path,
+                                                              as_json: bool) -> None:
+    """The stages ran (and are recorded) when the JUnit file fails to be written (here a
+    stage puts a file where its folder was): the report is still printed, the error with
+    it (under `error` in --json), exit 2."""
+    reports = tmp_path / "reports"
+    fork = gate_fork(tmp_path, stage_lines(stage("build", f"rm -rf {reports}; touch {reports}")))
+    reports.mkdir()
+    args = ["gate", "--junit", str(reports / "gate.xml")] + (["--json"] if as_json else [])
+    result = pq(fork, *args, ok=False)
+    assert result.exit_code == 2, result.output
+    if as_json:
+        data = json.loads(result.stdout)
+        assert data["status"] == "passed" and [s["name"] for s in data["stages"]] == ["build"]
+        assert "cannot write it" in data["error"]["message"]
+        assert data["error"]["exit_code"] == 2
+    else:
+        assert "build" in result.stdout and "result: passed" in result.stdout
+        assert "cannot write it" in result.output
+    assert "result: passed" in pq(fork, "gate", "--status").output
+
+
 def test_json_shape(tmp_path: Path) -> None:
     fork = gate_fork(tmp_path, stage_lines(stage("build", "echo hi; exit 1")))
     result = pq(fork, "gate", "--json", ok=False)

@@ -62,24 +62,28 @@ def gate(ctx: click.Context, stages: tuple[str, ...], force: bool, python: str |
                               progress=progress_printer("gate"), python=python)
     if report.error is not None and not as_json:
         raise report.error
+    error, code = report.error, report.exit_code
     if junit_path is not None and report.error is None:
         try:
             write_atomic(junit_path.absolute(), junit.render(
                 report.stages, tip=report.tip or "", tree=report.tree or "",
                 status=report.status, time=report.time or "",
                 fingerprint=report.fingerprint or {}, cached=report.cached))
-        except OSError as exc:
-            raise ConfigError(f"--junit {junit_path}: cannot write it: {exc.strerror}",
-                              hint="the gate's result is recorded; `pq gate --status` shows "
-                                   "it") from None
+        except OSError as exc:  # the report is still shown: the stages ran, and are recorded
+            error = ConfigError(f"--junit {junit_path}: cannot write it: {exc.strerror}",
+                                hint="the gate's result is recorded; `pq gate --status` "
+                                     "shows it")
+            code = error.exit_code
     if as_json:
         data = report.to_json()
-        if report.error is not None:  # the error shape every --json command uses
-            data["error"] = Failure("", report.exit_code, report.error).data()["error"]
+        if error is not None:  # the error shape every --json command uses
+            data["error"] = Failure("", code, error).data()["error"]
         emit_json(data)
     else:
         click.echo(report_text(report))
-    ctx.exit(report.exit_code)
+        if error is not None:
+            raise error
+    ctx.exit(code)
 
 
 def check_writable(path: Path, option: str) -> None:
