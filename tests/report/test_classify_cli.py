@@ -59,6 +59,11 @@ def test_classify_a_missing_path_is_one_line_and_exit_2(tmp_path: Path) -> None:
     assert r.exit_code == 2
     assert r.output.splitlines() == [
         "pq: error: gone.py: no such file (give files of the working tree or patch files)"]
+    (tmp_path / "pkg").mkdir()
+    r = pq(tmp_path, "classify", "pkg/", ok=False)
+    assert r.exit_code == 2
+    assert r.output.splitlines() == [
+        "pq: error: pkg/: a folder, not a file (name its files: `pq classify pkg/*`)"]
 
 
 def test_classify_names_files_as_the_repository_does_wherever_it_runs(tmp_path: Path) -> None:
