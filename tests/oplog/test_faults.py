@@ -18,6 +18,7 @@ the file stays around a minute and a half on 2 cores.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -336,6 +337,39 @@ def test_a_ctrl_c_message_offers_continue_only_through_pq_status(tmp_path: Path)
         assert ("pq rebase --continue" in status) == goes_on, (k, status)
         seen.add(goes_on)
     assert seen == {True, False}
+
+
+def test_a_ctrl_c_says_whether_the_operation_changed_anything(tmp_path: Path) -> None:
+    """`pq export --commit`, a Ctrl-C at each checkpoint: "before it changed anything"
+    leaves the repository as it was and the log as it was (so `pq undo` rightly goes to the
+    operation before); "half-way" logs it as failed; "as it finished" (the Ctrl-C came while
+    its last record was written) logs it as done, the commit made."""
+    template = export_fork(tmp_path / "t")
+    log = tmp_path / "points"
+    count = copy(template, tmp_path / "count")
+    assert run_pq(count, ["export", "--commit"], PQ_FAULT_LOG=str(log)).returncode == 0
+    kinds = set()
+    for k in range(1, len(log.read_text().splitlines()) + 1):
+        root = copy(template, tmp_path / f"k{k}")
+        proc = run_pq(root, ["export", "--commit"], PQ_FAULT_AT=str(k),
+                      PQ_FAULT_RUN="kill -INT $PPID")
+        err = proc.stderr.decode()
+        if proc.returncode == 0:
+            continue  # the Ctrl-C came after pq's last checkpoint that waits for it
+        assert proc.returncode == 130 and err.startswith("pq: interrupted"), (k, err)
+        newest = json.loads(run_pq(root, ["log", "--json", "-n", "1"]).stdout)["operations"]
+        if "before it changed anything" in err:
+            kinds.add("before")
+            assert repo_state(root) == repo_state(template), k
+            assert oplog_count(root) == oplog_count(template), k
+        elif "as it finished" in err:
+            kinds.add("finished")
+            assert newest[0]["status"] == "done" and "export" in newest[0]["command"], k
+            assert git(root, "log", "-1", "--format=%s") == "pq: export series", k
+        else:
+            assert "half-way" in err and newest[0]["status"] == "failed", (k, err)
+            kinds.add("half-way")
+    assert {"before", "finished"} <= kinds, kinds
 
 
 def test_a_second_ctrl_c_stops_the_git_command_pq_waits_for(tmp_path: Path) -> None:

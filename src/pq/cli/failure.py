@@ -84,6 +84,12 @@ def failure_of(exc: BaseException) -> Failure | None:
             "status` says whether `pq rebase --continue` can go on from where it stopped"
             if getattr(exc, "pq_rebase_left", False) else "")
     if isinstance(exc, KeyboardInterrupt):
+        finished = getattr(exc, "pq_finished_operation", None)
+        if finished is not None:
+            half = (f" as it finished: operation {finished} is logged (`pq log` shows it), "
+                    "and `pq undo` takes it back")
+        elif getattr(exc, "pq_nothing_changed", False) and not half:
+            half = " before it changed anything"
         return Failure("interrupted" + half, EXIT_INTERRUPTED)
     if logged is not None:  # after a message of its own, a clause apart
         half = "; stopped" + half

@@ -103,6 +103,7 @@ class Transaction:
     commits: set[str] = field(default_factory=set)  # the commits its snapshots name
     previous: str | None = None  # the entry before this operation's
     ref_before: str | None = None  # refs/pq/oplog when it began (a legacy tip, maybe)
+    settled: bool = False  # its entry holds its last record (done() wrote it to the end)
 
     def __post_init__(self) -> None:
         self.command = _invocation[0] or self.command
@@ -166,6 +167,7 @@ class Transaction:
         self.record["status"] = status
         self.record["after"] = after
         self.write()
+        self.settled = True
 
     def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
         if self.nested:
@@ -181,6 +183,14 @@ class Transaction:
                     exc.pq_failed_operation = self.record["id"]  # type: ignore[attr-defined]
                 elif exc is not None and self.entry is not None:
                     exc.pq_rebase_left = True  # type: ignore[attr-defined]
+            elif self.entry is not None and not self.settled and exc is not None:
+                # Cut short (a Ctrl-C) while its last record was written: the operation is
+                # over, and its entry still says "started". Written again, then said so.
+                self.write()
+                self.settled = True
+                exc.pq_finished_operation = self.record["id"]  # type: ignore[attr-defined]
+            if exc is not None and self.entry is None:
+                exc.pq_nothing_changed = True  # type: ignore[attr-defined]
         finally:
             _active.pop(str(self.git.common_dir), None)
             self.git.holding_interrupts = False
