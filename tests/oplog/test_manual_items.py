@@ -476,6 +476,24 @@ def test_undo_and_redo_name_an_untracked_file_in_the_way(tmp_path: Path) -> None
     assert (fork / "csrc/extra.cc").read_text() == "my own, untracked\n"
 
 
+def test_undo_and_redo_keep_an_ignored_file_in_the_way_too(tmp_path: Path) -> None:
+    """git's checkout overwrites an ignored file where the commit it goes to has one; undo
+    keeps every file of the user's: it refuses, names the file, and changes nothing."""
+    fork = base_fork(tmp_path)  # upstream added csrc/extra.cc
+    pq(fork, "rebase", "upstream/main")
+    pq(fork, "undo")
+    write(fork, ".git/info/exclude", "csrc/extra.cc\n")
+    write(fork, "csrc/extra.cc", "my local settings, ignored\n")
+    before = repo_state(fork)
+    line = error_line(pq(fork, "redo", ok=False), 2)
+    assert "untracked csrc/extra.cc (ignored, but yours) would be overwritten by redoing" \
+        in line, line
+    assert repo_state(fork) == before
+    (fork / "csrc/extra.cc").unlink()
+    pq(fork, "redo")
+    assert (fork / "csrc/extra.cc").read_text() == "int g() { return 2; }\n"
+
+
 def test_status_says_a_rebase_another_pq_runs_now_is_running(tmp_path: Path) -> None:
     """`pq status` while `pq rebase` replays (its state saved, the lock held): running, and
     no advice to abort it (the state alone would read as an interrupted rebase)."""

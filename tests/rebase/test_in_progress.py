@@ -629,6 +629,26 @@ def test_abort_refuses_to_overwrite_a_file_the_user_created_meanwhile(tmp_path: 
     assert (fork / "README.md").read_text() == "upstream\n"
 
 
+def test_an_ignored_file_where_upstream_adds_one_is_refused_not_overwritten(tmp_path: Path) -> None:
+    """git's rebase overwrites an ignored file where the new upstream adds a file (a local
+    config upstream starts tracking): gone for good, beyond any log. pq refuses before it
+    changes anything, says which, and rebases once it is moved aside."""
+    up, fork = make_series(tmp_path)
+    write(fork, ".git/info/exclude", "config.local\n")
+    write(fork, "config.local", "my secret local config\n")
+    upstream_commit(up, fork, "upstream: a config template", {"config.local": "template\n"})
+    before = whole_state(fork)
+    stopped = pq(fork, "rebase", "upstream/main", ok=False)
+    assert stopped.exit_code == 2, stopped.output
+    assert "untracked config.local (ignored, but yours) would be overwritten by files of the " \
+        "rebased branch (move them aside, then run `pq rebase` again)" in stopped.output
+    assert whole_state(fork) == before
+    (fork / "config.local").rename(tmp_path / "config.mine")
+    pq(fork, "rebase", "upstream/main")
+    assert (fork / "config.local").read_text() == "template\n"
+    assert whole_state(fork) != before
+
+
 def test_a_rebase_stopped_in_one_worktree_is_ended_only_there(tmp_path: Path) -> None:
     """pq's rebase state is the repository's, shared by its worktrees; HEAD, index and files
     are the worktree's. From another worktree, --continue, --skip and --abort (which reset

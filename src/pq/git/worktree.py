@@ -61,14 +61,14 @@ class WorkingTree(Merging):
 
     def ls_files(self, paths: Sequence[str] = (), *, stage: bool = False,
                  cached: bool = False, others: bool = False, literal: bool = False,
-                 env: dict[str, str] | None = None) -> list[str]:
+                 ignored_too: bool = False, env: dict[str, str] | None = None) -> list[str]:
         """`git ls-files` records (`-s`: "mode id stage\\tpath"); `others`: untracked
-        files, ignored ones left out."""
+        files, ignored ones left out unless `ignored_too`."""
         args = ["--literal-pathspecs"] if literal else []
         args += ["ls-files", "-z"]
         args += ["-s"] if stage else []
         args += ["--cached"] if cached else []
-        args += ["--others", "--exclude-standard"] if others else []
+        args += (["--others"] + ([] if ignored_too else ["--exclude-standard"])) if others else []
         return zsplit(self.run(*args, "--", *paths, env=env))
 
     def outside_sparse_checkout(self, paths: Sequence[str]) -> list[str]:
@@ -90,11 +90,13 @@ class WorkingTree(Merging):
         listed = zsplit(self.run("--literal-pathspecs", "ls-files", "-v", "-z", "--", *paths))
         return ((rec[2:], rec[:1]) for rec in listed)
 
-    def untracked(self, paths: Sequence[str]) -> list[str]:
-        """Those of `paths` that stand in the working tree untracked (not ignored), sorted:
-        what a checkout of a commit that has them would refuse to overwrite."""
+    def untracked(self, paths: Sequence[str], ignored_too: bool = False) -> list[str]:
+        """Those of `paths` that stand in the working tree untracked (not ignored, unless
+        `ignored_too`), sorted: what a checkout of a commit that has them would refuse to
+        overwrite (an ignored file git overwrites)."""
         present = [p for p in paths if os.path.lexists(self.root / p)]
-        return sorted(set(self.ls_files(present, others=True, literal=True))) if present else []
+        return sorted(set(self.ls_files(present, others=True, literal=True,
+                                        ignored_too=ignored_too))) if present else []
 
     def add(self, paths: Sequence[str], *, all: bool = False, tracked: bool = False) -> None:
         """Stage `paths` (literal paths; `all`: removals too; `tracked`: only the files

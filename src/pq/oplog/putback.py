@@ -144,14 +144,16 @@ def _update_refs(git: Git, refs: dict[str, str | None], now: dict[str, str],
 
 def _require_no_untracked_in_the_way(git: Git, now: str, then: str, p: Plan) -> None:
     """Untracked files where the restored commit has files: git's reset would refuse
-    halfway with a bare `Could not reset index file`; say which, as `git checkout` does."""
+    halfway with a bare `Could not reset index file`; say which, as `git checkout` does.
+    An ignored one too, which git would overwrite: undo keeps every file of the user's."""
     in_way = git.untracked([path for path in git.changed_paths(now, then, diff_filter="A")
-                            if not in_queue(path)])
+                            if not in_queue(path)], ignored_too=True)
     if in_way:
         more = f" and {len(in_way) - 1} more" if len(in_way) > 1 else ""
-        raise ConfigError(f"untracked {in_way[0]}{more} would be overwritten by {_doing(p)}",
-                          hint="move it aside, then run `pq "
-                               f"{'redo' if p.kind == 'redo' else 'undo'}` again")
+        ignored = " (ignored, but yours)" if git.ignored(in_way[:1]) else ""
+        raise ConfigError(f"untracked {in_way[0]}{ignored}{more} would be overwritten by "
+                          f"{_doing(p)}", hint="move it aside, then run `pq "
+                          f"{'redo' if p.kind == 'redo' else 'undo'}` again")
 
 
 def _checkout_failure(stderr: bytes, p: Plan) -> str:

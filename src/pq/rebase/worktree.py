@@ -165,10 +165,11 @@ def _committed_entries(git: Git, rev: str) -> dict[str, tuple[str, str]]:
 
 def require_nothing_in_the_way(git: Git, state: RebaseState, target: str, *,
                                aborting: bool = False) -> None:
-    """Refuse, before HEAD moves to `target`, when untracked files stand where `target`
-    has files (git would refuse halfway; `--abort`'s `reset --hard` would overwrite them,
-    beyond `pq undo`'s reach), or when a file git is told not to look at holds an edit
-    the move would overwrite; pq's own queue files are dealt with apart."""
+    """Refuse, before HEAD moves to `target`, when untracked files (ignored ones too) stand
+    where `target` has files (git would refuse halfway, or overwrite an ignored one;
+    `--abort`'s `reset --hard` would overwrite them, beyond `pq undo`'s reach), or when a
+    file git is told not to look at holds an edit the move would overwrite; pq's own queue
+    files are dealt with apart."""
     again = ("then `pq rebase --abort`" if aborting else
              "then `pq rebase --continue`" if state.detached else "then run `pq rebase` again")
     # (`reset --hard` keeps what --abort puts back as it was.) While git lists the index's
@@ -183,12 +184,15 @@ def require_nothing_in_the_way(git: Git, state: RebaseState, target: str, *,
     # A file or link where `target` has a folder: a checkout refuses it (as `git rebase`
     # does before it starts), and `reset --hard` (--abort) would replace it.
     folders = {"/".join(p.split("/")[:i]) for p in paths for i in range(1, p.count("/") + 1)}
+    # An ignored file too: git's checkout would overwrite it, and no log keeps it.
     in_way = git.untracked(paths + sorted(f for f in folders if os.path.lexists(
-        git.root / f) and ((git.root / f).is_symlink() or not (git.root / f).is_dir())))
+        git.root / f) and ((git.root / f).is_symlink() or not (git.root / f).is_dir())),
+        ignored_too=True)
     if in_way:
         branch = "the branch as before the rebase" if aborting else "the rebased branch"
-        raise ConfigError(f"untracked {list_paths(in_way)} would be overwritten by files of "
-                          f"{branch}", hint=f"move them aside, {again}")
+        ignored = " (ignored, but yours)" if git.ignored(in_way) else ""
+        raise ConfigError(f"untracked {list_paths(in_way)}{ignored} would be overwritten by "
+                          f"files of {branch}", hint=f"move them aside, {again}")
 
 
 def _pqs(path: str) -> bool:
