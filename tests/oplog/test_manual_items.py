@@ -494,6 +494,27 @@ def test_undo_and_redo_keep_an_ignored_file_in_the_way_too(tmp_path: Path) -> No
     assert (fork / "csrc/extra.cc").read_text() == "int g() { return 2; }\n"
 
 
+def test_undo_of_an_operation_whose_worktree_is_gone_says_so(tmp_path: Path) -> None:
+    """The newest operation ran in a linked worktree removed since: undo cannot put its
+    files back anywhere; it says the worktree is gone (not `cd` there) and how to go back
+    to before an operation of this worktree, which works."""
+    fork = base_fork(tmp_path)
+    linked = tmp_path / "linked"
+    git(fork, "worktree", "add", "-q", "-b", "side", str(linked), "paddle")
+    write(linked, "pkg/side.py", "x = 1\n")
+    commit_all(linked, "python-glue: side")
+    pq(linked, "export", "--commit")
+    git(fork, "worktree", "remove", "--force", str(linked))
+    line = error_line(pq(fork, "undo", ok=False), 2)
+    assert f"ran in the worktree {linked}, which is gone" in line, line
+    assert "`pq undo --op <id> --force`" in line and "cd " not in line
+    first = json.loads(pq(fork, "log", "--json").output)["operations"][-1]
+    refused = error_line(pq(fork, "undo", "--op", str(first["id"]), ok=False), 2)
+    assert "in the worktree" in refused and " first; or" not in refused, refused
+    pq(fork, "undo", "--op", str(first["id"]), "--force")
+    assert not (fork / "series.yaml").exists()  # before `pq init`, which ran here
+
+
 def test_status_says_a_rebase_another_pq_runs_now_is_running(tmp_path: Path) -> None:
     """`pq status` while `pq rebase` replays (its state saved, the lock held): running, and
     no advice to abort it (the state alone would read as an interrupted rebase)."""

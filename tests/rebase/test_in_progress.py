@@ -677,6 +677,47 @@ def test_a_rebase_stopped_in_one_worktree_is_ended_only_there(tmp_path: Path) ->
     assert (fork / "README.md").read_text() == "my edit, committed nowhere\n"
 
 
+@pytest.mark.parametrize("how", ["worktree remove", "rm -rf"])
+def test_a_rebase_stopped_in_a_worktree_since_removed_is_aborted_from_another(
+        tmp_path: Path, how: str) -> None:
+    """The worktree a rebase stopped in is removed: its HEAD, index and files are gone, and
+    every pq command refused, naming a folder no `cd` reaches. Now status and the refusals
+    say it is gone, and `pq rebase --abort` from another worktree ends it: the refs as
+    before the rebase, the state removed, this worktree untouched."""
+    import shutil
+    up, fork = make_series(tmp_path)
+    tip = git(fork, "rev-parse", "HEAD")
+    conflict_upstream(up, fork)
+    git(fork, "switch", "-q", "-c", "other", "upstream/main")
+    linked = tmp_path / "linked"
+    git(fork, "worktree", "add", "-q", str(linked), "paddle")
+    assert pq(linked, "rebase", "upstream/main", ok=False).exit_code == 1
+    if how == "rm -rf":
+        shutil.rmtree(linked)
+    else:
+        git(fork, "worktree", "remove", "--force", str(linked))
+    write(fork, "README.md", "my edit, committed nowhere\n")
+    status = json.loads(pq(fork, "status", "--json").output)["rebase"]
+    assert status["phase"] == "elsewhere" and status["next"] == ["pq rebase --abort"]
+    assert f"its worktree {linked} is gone" in pq(fork, "status").output
+    refused = pq(fork, "rebase", "--continue", ok=False)
+    assert refused.exit_code == 2 and "which is gone" in refused.output, refused.output
+    refused = pq(fork, "rebase", "upstream/main", ok=False)
+    assert refused.exit_code == 2 and "which is gone" in refused.output, refused.output
+    before = whole_state(fork)
+    aborted = pq(fork, "rebase", "--abort")
+    assert f"({linked}, gone)" in aborted.output, aborted.output
+    assert git(fork, "rev-parse", "paddle") == tip
+    assert pq(fork, "status", "--json").output.count('"rebase": null') == 1
+    after = whole_state(fork)
+    assert after["files"] == before["files"] and after["HEAD"] == before["HEAD"]
+    assert (fork / "README.md").read_text() == "my edit, committed nowhere\n"
+    git(fork, "checkout", "-q", "--", "README.md")
+    git(fork, "switch", "-q", "paddle")
+    again = pq(fork, "rebase", "upstream/main", ok=False)
+    assert again.exit_code == 1 and "conflict" in again.output  # the same stop, here
+
+
 def test_hints_run_from_a_subfolder_name_paths_from_there(tmp_path: Path) -> None:
     """pq run in a subfolder: a suggested `git add` names the file as seen from there
     (`git add csrc/x` failed in csrc/), and pasted as it is, it resolves the conflict."""

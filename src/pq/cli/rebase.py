@@ -256,8 +256,9 @@ def _conflict_error(report: RebaseReport, conflicted: list[ConflictFile], root: 
 
 def render(report: RebaseReport) -> None:
     if report.status == "aborted":
-        echo(f"rebase aborted: {report.branch} is back at {short(report.orig_head)}, "
-             "with its index, working tree, series.yaml and patches/")
+        echo(f"rebase aborted: {report.branch} is back at {short(report.orig_head)}, " + (
+            "with its index, working tree, series.yaml and patches/" if not report.gone_worktree
+            else f"where the worktree it ran in ({report.gone_worktree}, gone) left it"))
         return
     if report.status == "up-to-date":
         echo(f"already up to date: {report.branch} is on {report.upstream_ref} at "
@@ -391,7 +392,9 @@ def show_status(as_json: bool) -> None:
     elif st.phase == "running":
         echo("next: wait for it to finish; `pq status` says where it stands then")
     elif st.phase == "elsewhere":
-        echo(f"next: `cd {shell_args([st.worktree or ''])}`: the rebase's index and "
-             "files are there")
+        gone = st.next == ["pq rebase --abort"]
+        echo(f"next: `pq rebase --abort` ends it here: its worktree {st.worktree} is gone"
+             if gone else f"next: `cd {shell_args([st.worktree or ''])}`: the rebase's "
+             "index and files are there")
     else:
         echo("next: `pq rebase --abort` restores the branch; then run the rebase again")

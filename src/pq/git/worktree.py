@@ -90,6 +90,15 @@ class WorkingTree(Merging):
         listed = zsplit(self.run("--literal-pathspecs", "ls-files", "-v", "-z", "--", *paths))
         return ((rec[2:], rec[:1]) for rec in listed)
 
+    def worktree_gone(self, recorded: dict[str, str] | None) -> bool:
+        """Whether `recorded` (Gateway.worktree's record) names another worktree that is
+        gone: removed (`git worktree remove`), or its folder deleted."""
+        if self.other_worktree(recorded) is None or not recorded:
+            return False
+        root = recorded.get("root")
+        return not (self.common_dir / recorded.get("id", "")).is_dir() or bool(
+            root and not os.path.isdir(root))
+
     def untracked(self, paths: Sequence[str], ignored_too: bool = False) -> list[str]:
         """Those of `paths` that stand in the working tree untracked (not ignored, unless
         `ignored_too`), sorted: what a checkout of a commit that has them would refuse to

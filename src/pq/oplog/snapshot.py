@@ -105,9 +105,12 @@ def require_same_checkout(git: Git, snap: Snapshot, what: str, command: str) -> 
     index and files are that one's (snapshots of older versions do not say)."""
     elsewhere = git.other_worktree(snap.get("checkout"))
     if elsewhere is not None:
-        raise ConfigError(f"{what} ran in the worktree {elsewhere}: its HEAD, index and files "
-                          "are that one's, not this one's",
-                          hint=f"run `{command}` there (`cd {shell_args([elsewhere])}`)")
+        gone = git.worktree_gone(snap.get("checkout"))
+        raise ConfigError(f"{what} ran in the worktree {elsewhere}" + (
+            ", which is gone: its HEAD, index and files went with it" if gone else
+            ": its HEAD, index and files are that one's, not this one's"), hint=(
+            "`pq undo --op <id> --force` goes back to before one that ran here (`pq log`)"
+            if gone else f"run `{command}` there (`cd {shell_args([elsewhere])}`)"))
 
 
 def _conflict(git: Git, queue_paths: tuple[str, ...], changed: set[str]) -> dict[str, Any]:

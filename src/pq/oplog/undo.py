@@ -151,7 +151,8 @@ def plan(git: Git, kind: str, op: int | None, current: Snapshot, force: bool) ->
         raise ConfigError(
             f"{_describe_drift(drift[0], now, reference)} since operation {last['id']} "
             f"(`{last.get('command')}`{there}); `{again}` would throw that away",
-            hint=(f"undo operation {last['id']} in {elsewhere} first; or " if there else "")
+            hint=(f"undo operation {last['id']} in {elsewhere} first; or " if there and not
+                  git.worktree_gone(reference.get("checkout")) else "")
             + f"`{again} --force` does it anyway; the present state is logged first, and "
               f"`{back}` brings it back")
     return result

@@ -20,7 +20,10 @@ def abort(git: Git, force: bool = False) -> RebaseReport:
     """Restore everything the stopped rebase changed (`force`: even when the branch moved
     while it was stopped, commits were made on the stopped patch, or queue files came back)
     and log the stopped entry as aborted."""
-    state = rs.load_required(git)
+    state = rs.load_required(git, gone_ok=True)
+    gone = rs.gone_worktree(git, state)
+    if gone is not None:
+        return _forget(git, state, gone)
     refusals = rebase_status.abort_refusals(git, state, force)
     if refusals:
         raise refusals[0][1]
@@ -34,3 +37,19 @@ def abort(git: Git, force: bool = False) -> RebaseReport:
         settle_stopped(git, "aborted", state.log_id)
     return RebaseReport("aborted", state.short_branch, state.onto_ref, state.old_base,
                         state.onto, state.upstream_count, state.orig_head, state.orig_head)
+
+
+def _forget(git: Git, state: rs.RebaseState, gone: str) -> RebaseReport:
+    """The abort of a rebase whose worktree is gone: its HEAD, index and files went with
+    it; the refs it moved go back (the branch only if it still is where the landing put
+    it), and this worktree is not touched."""
+    with Transaction(git, "pq rebase --abort"):
+        now = git.try_resolve(state.branch)
+        if now is not None and now != state.orig_head and now == state.new_tip:
+            git.update_ref(state.branch, state.orig_head, message="pq rebase --abort")
+        git.set_orig_head(state.branch, state.prev_orig_head, "pq rebase --abort")
+        rs.remove(git)
+        settle_stopped(git, "aborted", state.log_id)
+    return RebaseReport("aborted", state.short_branch, state.onto_ref, state.old_base,
+                        state.onto, state.upstream_count, state.orig_head, state.orig_head,
+                        gone_worktree=gone)

@@ -44,6 +44,7 @@ class RebaseReport:
     conflict_paths: list[str] = field(default_factory=list)
     conflict_notes: list[str] = field(default_factory=list)  # RebaseState.conflict_notes
     gate: bool = False  # the rebase was started with --gate
+    gone_worktree: str | None = None  # an abort's: the worktree the rebase ran in, gone
     # The series and patch files a finished rebase wrote (what the working tree now has),
     # for reports that read them next (the drift's files the patches touch); not JSON.
     queue: Queue | None = field(default=None, repr=False, compare=False)

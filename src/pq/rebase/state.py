@@ -185,14 +185,27 @@ def remove(git: Git) -> None:
         folder.rmdir()
 
 
-def load_required(git: Git) -> RebaseState:
-    """The rebase in progress, refused unless it runs in this working tree."""
+def gone_worktree(git: Git, state: RebaseState) -> str | None:
+    """The path of the other worktree the rebase ran in, when that worktree is gone
+    (`git worktree remove`, or its folder deleted): nothing of the stop is left but the
+    state and the refs, and `pq rebase --abort` ends it from any worktree."""
+    return git.other_worktree(state.worktree) if git.worktree_gone(state.worktree) else None
+
+
+def load_required(git: Git, gone_ok: bool = False) -> RebaseState:
+    """The rebase in progress, refused unless it runs in this working tree (`gone_ok`: or
+    in one that is gone)."""
     state = load(git)
     if state is None:
         raise ConfigError("no pq rebase in progress",
                           hint="start one with `pq rebase <upstream-ref>`")
     elsewhere = git.other_worktree(state.worktree)
-    if elsewhere is not None:
+    gone = gone_worktree(git, state)
+    if gone is not None and not gone_ok:
+        raise ConfigError(f"the pq rebase in progress ran in the worktree {gone}, which is "
+                          "gone", hint="`pq rebase --abort` ends it from here (the branch "
+                          f"goes back to {state.orig_head[:12]}; this worktree is not touched)")
+    if elsewhere is not None and gone is None:
         raise ConfigError(f"the pq rebase in progress runs in the worktree {elsewhere}, not "
                           f"in this one ({git.root})",
                           hint=f"run `pq rebase --continue`, `--skip` or `--abort` there "
@@ -213,6 +226,9 @@ def require_none(git: Git) -> None:
     if path.is_file():
         state = load(git)
         elsewhere = git.other_worktree(state.worktree) if state is not None else None
+        if state is not None and gone_worktree(git, state) is not None:
+            raise ConfigError(f"a pq rebase is in progress in the worktree {elsewhere}, "
+                              "which is gone", hint="`pq rebase --abort` ends it from here")
         raise ConfigError("a pq rebase is already in progress"
                           + (f" in the worktree {elsewhere}" if elsewhere else ""),
                           hint=(f"`cd {shell_args([elsewhere])}`, then " if elsewhere else "")

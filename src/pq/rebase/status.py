@@ -145,7 +145,8 @@ def status(git: Git) -> RebaseStatus | None:
     elsewhere = git.other_worktree(state.worktree)
     if elsewhere is not None:  # this worktree's index and files are not the rebase's
         st.phase, st.worktree = "elsewhere", elsewhere
-        st.next = [f"cd {shell_args([elsewhere])}"]
+        st.next = ["pq rebase --abort" if rs.gone_worktree(git, state) is not None
+                   else f"cd {shell_args([elsewhere])}"]
     elif state.phase == "conflict":
         st.phase = "conflict"
         st.conflicted = conflicts(git)
