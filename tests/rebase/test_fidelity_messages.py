@@ -294,3 +294,23 @@ def test_a_rebase_keeps_the_author_line_byte_for_byte_as_git_does(tmp_path: Path
     assert b"\nauthor " + author + b" 1700000000" in b"\n" + commit_bytes(fork, ours)
     git(fork, "checkout", "-q", "paddle")
     pq(fork, "check")
+
+
+def test_a_patch_from_an_address_alone_applies_as_a_commit_git_fsck_accepts(
+        tmp_path: Path) -> None:
+    """`From: a@x` (no name): the commit's author line keeps a space before the `<`, as
+    `author  <a@x>` passes git fsck and `author <a@x>` does not (missingNameBeforeEmail)."""
+    import subprocess
+
+    fork = make_fork(tmp_path)
+    write(fork, "setup.py", (fork / "setup.py").read_text() + "# fork\n")
+    commit_all(fork, "build: an edit")
+    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    patch = next((fork / "patches").glob("*.patch"))
+    patch.write_text(re.sub(r"(?m)^From: .*$", "From: nobody@example.com", patch.read_text()))
+    commit_all(fork, "by hand: an address alone")
+    pq(fork, "apply", "-b", "applied")
+    first = revs(fork, "upstream/main..applied")[0]
+    assert b"\nauthor  <nobody@example.com> " in b"\n" + commit_bytes(fork, first)
+    fsck = subprocess.run(["git", "fsck", "--no-dangling"], cwd=fork, capture_output=True)
+    assert b"missingNameBeforeEmail" not in fsck.stdout + fsck.stderr

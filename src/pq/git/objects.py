@@ -23,15 +23,11 @@ class Person:
     name: str
     email: str
     date: str  # git's raw form: "<epoch> <+hhmm>"
-    # What stands between the name and the `<`: one space as git writes it; a parsed
-    # identity keeps its own (`author  <e@x>`, an empty name, or `A<e@x>`, no space), so
-    # a picked commit's line stays byte for byte, as `git rebase` keeps it. None: the
-    # usual one (a space after a name, none where there is no name).
-    sep: str | None = field(default=None, repr=False)
-
-    def __post_init__(self) -> None:
-        if self.sep is None:
-            object.__setattr__(self, "sep", " " if self.name else "")
+    # What stands between the name and the `<`: one space, as git writes it (an empty name
+    # too: `author  <e@x>` passes git fsck, `author <e@x>` does not); a parsed identity
+    # keeps its own (`A<e@x>`, say), so a picked commit's line stays byte for byte, as
+    # `git rebase` keeps it. Not part of equality: the same person, written another way.
+    sep: str = field(default=" ", repr=False, compare=False)
 
     def ident(self) -> str:
         return f"{self.name}{self.sep}<{self.email}> {self.date}"
