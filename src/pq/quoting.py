@@ -9,6 +9,7 @@ import shlex
 from pathlib import Path
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_NEEDS_QUOTES = re.compile(r'[\x00-\x1f\x7f"\\]')  # as git's quote_c_style
 # git's quote_c_style, which bash's `$'...'` reads the same way: letters, else octal.
 _ESCAPES = {"\a": "\\a", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\v": "\\v",
             "\f": "\\f", "\r": "\\r", "\\": "\\\\"}
@@ -38,8 +39,8 @@ def from_here(root: Path, paths: list[str]) -> list[str]:
 
 def shown(path: str) -> str:
     """`path` for a line of text: as it is, or, when it holds a newline or another control
-    character, quoted as git quotes it (`"a\\nb"`)."""
-    return '"' + _escaped(path, '"') + '"' if _CONTROL.search(path) else path
+    character, a backslash or a double quote, quoted as git quotes it (`"a\\nb"`)."""
+    return '"' + _escaped(path, '"') + '"' if _NEEDS_QUOTES.search(path) else path
 
 
 def _escaped(text: str, quote: str) -> str:

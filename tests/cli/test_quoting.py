@@ -28,7 +28,8 @@ def test_a_suggested_command_gives_bash_the_name_back(name: str) -> None:
 def test_a_name_is_shown_as_git_quotes_it(tmp_path: Path) -> None:
     assert shown("plain.txt") == "plain.txt" and shown("caf\u00e9") == "caf\u00e9"
     assert shown('q"\t\\\x07\x1b') == '"q\\"\\t\\\\\\a\\033"'
-    names = ["a\nb", 'q"\t\\\x07\x1b', "v\x0b\x0c\x08\x7f", "caf\u00e9\n"]
+    names = ["a\nb", 'q"\t\\\x07\x1b', "v\x0b\x0c\x08\x7f", "caf\u00e9\n",
+             "sp ace\\back.txt", 'x"y', "plain name"]
     subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
     for name in names:
         (tmp_path / name).write_text("x")
