@@ -383,6 +383,12 @@ def test_json_shape(tmp_path: Path) -> None:
     fork2 = gate_fork(tmp_path / "two", "")
     bad = pq(fork2, "gate", "--json", ok=False)
     assert bad.exit_code == 2 and json.loads(bad.stdout)["status"] == "error"
+    nowhere = tmp_path / "not a repository"
+    nowhere.mkdir()
+    outside = pq(nowhere, "gate", "--json", ok=False)
+    data = json.loads(outside.stdout)
+    assert outside.exit_code == 2 and (data["status"], data["stages"]) == ("error", [])
+    assert "not a git repository" in data["error"]["message"]
 
 
 def test_run_gate_api(tmp_path: Path) -> None:

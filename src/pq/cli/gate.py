@@ -11,8 +11,9 @@ from pq.atomic import write_atomic
 from pq.cli.common import emit_json, open_repo, progress_printer
 from pq.cli.failure import Failure
 from pq.cli.render_gate import report_text, status_text
-from pq.errors import ConfigError
+from pq.errors import ConfigError, PqError
 from pq.gate import api, junit
+from pq.gate.result import GATE_ERROR
 from pq.git.hold import terminate_as_interrupt
 
 
@@ -57,9 +58,14 @@ def gate(ctx: click.Context, stages: tuple[str, ...], force: bool, python: str |
         check_writable(junit_path, "--junit")
     if python and "/" in python:
         python = os.path.abspath(os.path.expanduser(python))  # relative to where pq runs
-    with open_repo() as git, terminate_as_interrupt():
-        report = api.run_gate(git, stages=list(stages) or None, force=force,
-                              progress=progress_printer("gate"), python=python)
+    try:
+        with open_repo() as git, terminate_as_interrupt():
+            report = api.run_gate(git, stages=list(stages) or None, force=force,
+                                  progress=progress_printer("gate"), python=python)
+    except PqError as exc:  # no repository to gate (outside one, say): the same report shape
+        if not as_json:
+            raise
+        report = api.GateReport(None, None, GATE_ERROR, error=exc)
     if report.error is not None and not as_json:
         raise report.error
     error, code = report.error, report.exit_code
