@@ -25,7 +25,7 @@ import shutil
 import stat
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -315,19 +315,25 @@ def test_ctrl_c_while_git_moves_the_working_tree_waits_for_git(tmp_path: Path) -
     assert git(fork, "status", "--porcelain") == "?? notes.txt"
 
 
+def ctrl_c_at_each_checkpoint(template: Path, tmp: Path, args: list[str]
+                              ) -> Iterator[tuple[int, Path, subprocess.CompletedProcess[bytes]]]:
+    """`pq ARGS` on a fresh copy of `template` for checkpoints k (the first and last few,
+    every third between), with a Ctrl-C sent to pq there: (k, the copy, how pq ended)."""
+    log = tmp / "points"
+    assert run_pq(copy(template, tmp / "count"), args, PQ_FAULT_LOG=str(log)).returncode == 0
+    n = len(log.read_text().splitlines())
+    for k in sorted({*range(1, 4), *range(1, n + 1, 3), *range(max(1, n - 7), n + 1)}):
+        root = copy(template, tmp / f"k{k}")
+        yield k, root, run_pq(root, args, PQ_FAULT_AT=str(k), PQ_FAULT_RUN="kill -INT $PPID")
+
+
 def test_a_ctrl_c_message_offers_continue_only_through_pq_status(tmp_path: Path) -> None:
     """A Ctrl-C at each checkpoint of a rebase: where it leaves the rebase in progress, the
     message names --abort and sends to `pq status` for --continue, which says "--continue"
     exactly where --continue goes on (during the replay it cannot: it was interrupted)."""
-    template = base_fork(tmp_path / "t")
-    log = tmp_path / "points"
-    count = copy(template, tmp_path / "count")
-    assert run_pq(count, ["rebase", "upstream/main"], PQ_FAULT_LOG=str(log)).returncode == 0
     seen = set()
-    for k in range(1, len(log.read_text().splitlines()) + 1):
-        root = copy(template, tmp_path / f"k{k}")
-        proc = run_pq(root, ["rebase", "upstream/main"], PQ_FAULT_AT=str(k),
-                      PQ_FAULT_RUN="kill -INT $PPID")
+    for k, root, proc in ctrl_c_at_each_checkpoint(base_fork(tmp_path / "t"), tmp_path,
+                                                   ["rebase", "upstream/main"]):
         if b"left in progress" not in proc.stderr:
             continue
         assert proc.returncode == 130 and b"--continue` goes on" not in proc.stderr
@@ -345,14 +351,8 @@ def test_a_ctrl_c_says_whether_the_operation_changed_anything(tmp_path: Path) ->
     operation before); "half-way" logs it as failed; "as it finished" (the Ctrl-C came while
     its last record was written) logs it as done, the commit made."""
     template = export_fork(tmp_path / "t")
-    log = tmp_path / "points"
-    count = copy(template, tmp_path / "count")
-    assert run_pq(count, ["export", "--commit"], PQ_FAULT_LOG=str(log)).returncode == 0
     kinds = set()
-    for k in range(1, len(log.read_text().splitlines()) + 1):
-        root = copy(template, tmp_path / f"k{k}")
-        proc = run_pq(root, ["export", "--commit"], PQ_FAULT_AT=str(k),
-                      PQ_FAULT_RUN="kill -INT $PPID")
+    for k, root, proc in ctrl_c_at_each_checkpoint(template, tmp_path, ["export", "--commit"]):
         err = proc.stderr.decode()
         if proc.returncode == 0:
             continue  # the Ctrl-C came after pq's last checkpoint that waits for it

@@ -177,17 +177,19 @@ def test_the_apply_check_refuses_a_patch_file_git_would_not_commit(tmp_path: Pat
     assert f"patches/{name}:" in failures[0].message and "NUL byte" in failures[0].message
 
 
+def in_first_entry(fork: Path, lines: str) -> None:
+    """series.yaml with `lines` added to its first patch entry (after its layer)."""
+    text = (fork / "series.yaml").read_text()
+    end = text.index("\n", text.index("layer:", text.index("  - name: ")))
+    (fork / "series.yaml").write_text(text[:end] + lines + text[end:])
+
+
 def test_a_workaround_block_no_command_can_read_fails_the_series_check(
         tmp_path: Path) -> None:
     """An unknown key in a workaround block: every command refuses the series (exit 2 for
     `pq export`, `pq audit`, `pq series`), and the check names it as the series' failure."""
     fork, _ = make_pushable(tmp_path)
-    text = (fork / "series.yaml").read_text()
-    first = text.index("  - name: ")
-    end = text.index("\n", text.index("layer:", first))
-    (fork / "series.yaml").write_text(
-        text[:end] + "\n    workaround:\n      kind: compat-gap\n      owner: team-x" +
-        text[end:])
+    in_first_entry(fork, "\n    workaround:\n      kind: compat-gap\n      owner: team-x")
     for command in (("export", "--commit"), ("series",), ("audit", "workarounds"), ("report",),
                     ("apply", "-b", "applied")):
         refused = pq(fork, *command, ok=False)
@@ -207,12 +209,7 @@ def test_an_acknowledgement_the_audit_cannot_read_is_no_branch_mismatch(
     """An `acknowledged:` entry naming no rule stops the audit (exit 2 for `pq audit`), while
     every consistency check passes: its own group, not "the branch does not match"."""
     fork, _ = make_pushable(tmp_path)
-    text = (fork / "series.yaml").read_text()
-    first = text.index("  - name: ")
-    end = text.index("\n", text.index("layer:", first))
-    (fork / "series.yaml").write_text(
-        text[:end] + "\n    acknowledged:\n      - {rule: WA999, reason: reviewed}" +
-        text[end:])
+    in_first_entry(fork, "\n    acknowledged:\n      - {rule: WA999, reason: reviewed}")
     pq(fork, "export", "--commit")
     assert pq(fork, "audit", "workarounds", ok=False).exit_code == 2
     result = pq(fork, "check", ok=False)

@@ -131,6 +131,19 @@ def revs(fork: Path, range_: str) -> list[str]:
     return git(fork, "rev-list", "--reverse", range_).split()
 
 
+def rebased_by_pq_and_git(tmp: Path, fork: Path, orig: str) -> tuple[list[str], list[str]]:
+    """Upstream moves on; `pq rebase` of the branch and `git rebase` of `orig` (the branch
+    without its bookkeeping commit, on `by-git`): the patch commits each made, in order."""
+    up = tmp / "upstream"
+    write(up, "README.md", "upstream, improved\n")
+    commit_all(up, "upstream: docs")
+    git(fork, "fetch", "-q", "upstream")
+    pq(fork, "rebase", "upstream/main")
+    git(fork, "checkout", "-q", "-b", "by-git", orig)
+    git(fork, "rebase", "-q", "upstream/main")
+    return revs(fork, "upstream/main..paddle")[:-1], revs(fork, "upstream/main..by-git")
+
+
 AUTHOR = b"A U Thor <author@example.com>"
 CASES = {
     "subject-trailing-spaces": (AUTHOR, b"build: trailing spaces  \n\nbody\n", None, False),
@@ -192,15 +205,7 @@ def test_commit_survives_export_apply_and_rebase_like_git(tmp_path: Path, case: 
     git(fork, "checkout", "-q", "paddle")
 
     # A rebase makes the commits `git rebase` makes of the same commits.
-    up = tmp_path / "upstream"
-    write(up, "README.md", "upstream, improved\n")
-    commit_all(up, "upstream: docs")
-    git(fork, "fetch", "-q", "upstream")
-    pq(fork, "rebase", "upstream/main")
-    git(fork, "checkout", "-q", "-b", "by-git", orig)
-    git(fork, "rebase", "-q", "upstream/main")
-    by_pq = revs(fork, "upstream/main..paddle")[:-1]  # the last one is the bookkeeping
-    by_git = revs(fork, "upstream/main..by-git")
+    by_pq, by_git = rebased_by_pq_and_git(tmp_path, fork, orig)
     assert len(by_pq) == len(by_git) == 3
     for ours, theirs in zip(by_pq, by_git, strict=True):
         assert commit_bytes(fork, ours) == commit_bytes(fork, theirs)
@@ -282,15 +287,8 @@ def test_a_rebase_keeps_the_author_line_byte_for_byte_as_git_does(tmp_path: Path
     raw_commit(fork, author, b"build: an odd author line\n", None, False)
     orig = git(fork, "rev-parse", "HEAD")
     pq(fork, "init", "--upstream", "upstream/main", "--commit")
-    up = tmp_path / "upstream"
-    write(up, "README.md", "upstream, improved\n")
-    commit_all(up, "upstream: docs")
-    git(fork, "fetch", "-q", "upstream")
-    pq(fork, "rebase", "upstream/main")
-    git(fork, "checkout", "-q", "-b", "by-git", orig)
-    git(fork, "rebase", "-q", "upstream/main")
-    ours = revs(fork, "upstream/main..paddle")[-2]  # the last one is the bookkeeping
-    assert commit_bytes(fork, ours) == commit_bytes(fork, "by-git")
+    (ours,), (theirs,) = rebased_by_pq_and_git(tmp_path, fork, orig)
+    assert commit_bytes(fork, ours) == commit_bytes(fork, theirs)
     assert b"\nauthor " + author + b" 1700000000" in b"\n" + commit_bytes(fork, ours)
     git(fork, "checkout", "-q", "paddle")
     pq(fork, "check")
