@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 from pq.atomic import write_atomic
-from pq.compare import api
 from pq.compare.values import Tolerance, parse_tolerance
 from pq.errors import ConfigError, PqError
 from pq.gate import result as R
@@ -88,6 +87,8 @@ def run(options: dict[str, Any], name: str, worktree: Path, python: str,
     if not options:
         return R.StageResult(name, R.NOT_AVAILABLE, detail="`kind: compare` without `script`: "
                              "nothing to compare (see docs/compare.md)")
+    from pq.compare import api  # a stage that runs needs it; reading the gate block does not
+
     def interpreter(side: str) -> str:
         given = options.get(f"{side}_python")
         if given is None:

@@ -341,21 +341,21 @@ def check_gate(git: Git, ctx: CheckContext) -> list[CheckFailure]:
     if series.gate is None:
         return []
     try:
-        from pq.gate.api import record_ok
         from pq.gate.config import parse
+        # A block `pq gate` refuses is refused here too, required for a push or not.
+        required = list(parse(series, ctx.commit, _queue(ctx).series_bytes).required_for_push)
+        if not required:
+            return []
+        from pq.gate.api import record_ok  # the records: only where stages are required
+    except ConfigError as exc:
+        return [CheckFailure("gate", f"series.yaml's `gate` block: {exc.render()}",
+                             "fix it as the message says (docs/gate.md), then `git "
+                             "commit`", unreadable=True)]
     except ImportError:
         if not isinstance(series.gate, dict) or not series.gate.get("required_for_push"):
             return []
         raise CheckUnavailable("series.yaml requires gate stages before a push, but the gate "
                                "is not available in this pq; no record was checked") from None
-    try:  # a block `pq gate` refuses is refused here too, required for a push or not
-        required = list(parse(series, ctx.commit, _queue(ctx).series_bytes).required_for_push)
-    except ConfigError as exc:
-        return [CheckFailure("gate", f"series.yaml's `gate` block: {exc.render()}",
-                             "fix it as the message says (docs/gate.md), then `git "
-                             "commit`", unreadable=True)]
-    if not required:
-        return []
     ok, why = record_ok(git, ctx.commit, required)
     if ok:
         return []
