@@ -269,6 +269,34 @@ def test_a_message_is_not_kept_for_a_part_that_also_undoes_upstream(tmp_path: Pa
     assert "-g = 2222" in patch and "Subject: [PATCH] python-glue: f is 11" not in patch
 
 
+def test_a_part_only_merges_made_is_imported_the_same_at_any_time(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A part no fork commit touched (a `-s ours` merge kept csrc/k.cc from upstream's
+    change) has no author of its own: it is the tip's committer, not the clock, so the same
+    branch imported at two times gives the same patch files."""
+    import shutil
+
+    up = make_upstream(tmp_path / "upstream", {"csrc/k.cc": "int k() { return 1; }\n",
+                                               "pkg/ops.py": "f = 1\n"})
+    fork = make_fork(tmp_path, up)
+    write(fork, "pkg/ops.py", "f = 11\n")
+    commit_all(fork, "python-glue: f is 11")
+    write(up, "csrc/k.cc", "int k() { return 2; }\n")
+    commit_all(up, "upstream: k is 2")
+    git(fork, "fetch", "-q", "upstream")
+    git(fork, "merge", "-q", "-s", "ours", "--no-edit", "upstream/main")
+    other = tmp_path / "other"
+    shutil.copytree(fork, other, symlinks=True)
+    outputs = []
+    for where, when in ((fork, "1800000000 +0000"), (other, "1900000000 +0200")):
+        monkeypatch.setenv("GIT_COMMITTER_DATE", when)
+        pq(where, "import", "--upstream", "upstream/main")
+        outputs.append({p.name: p.read_bytes() for p in (where / "patches").iterdir()})
+        outputs[-1]["series.yaml"] = (where / "series.yaml").read_bytes()
+    assert outputs[0] == outputs[1]
+    assert any(b"return 1" in data for data in outputs[0].values())  # the merge-only part
+
+
 def test_a_kept_message_loses_a_trailer_of_earlier_pq_use(tmp_path: Path) -> None:
     """A commit carrying `Pq-Patch: 0001-glue.patch` (from earlier pq use) kept as a part's
     message named another patch than the part: right after the import the branch did not

@@ -281,7 +281,10 @@ def _regroup(git: Git, base: CommitId, tip: CommitId,
             author, encoding = info.author, info.encoding
             message = patchfile.strip_trailer(info.message)[0]
         else:
-            author = git.commit(part.commits[-1]).author if part.commits else committer
+            # A part only merges made (`-s ours`, a resolution) has no fork commit: its
+            # author is the tip's committer, then, not the clock (patch files stay the same).
+            author = git.commit(part.commits[-1]).author if part.commits else \
+                git.commit(tip).committer
             message = topics.part_message(part, branch, _subject(git))
             encoding = None
         parent = git.write_commit(tree, [parent], author, committer, message, encoding,
