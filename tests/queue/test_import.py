@@ -297,6 +297,30 @@ def test_a_part_only_merges_made_is_imported_the_same_at_any_time(
     assert any(b"return 1" in data for data in outputs[0].values())  # the merge-only part
 
 
+def test_a_message_is_not_kept_for_a_commit_a_merge_undid_in_part(tmp_path: Path) -> None:
+    """A fork commit changed cfg.py and __init__.py; a merge's resolution took upstream's
+    __init__.py, so the migration keeps only its cfg.py change: the part does not take the
+    commit's message, which tells of both."""
+    up = make_upstream(tmp_path / "upstream", {"pkg/cfg.py": "a = 1\n",
+                                               "pkg/__init__.py": "import torch\n"})
+    fork = make_fork(tmp_path, up)
+    write(fork, "pkg/cfg.py", "a = 10\n")
+    write(fork, "pkg/__init__.py", "import torch\ng = 1\n")
+    commit_all(fork, "python-glue: a=10 in cfg and g=1 in __init__")
+    write(up, "pkg/__init__.py", "import torch\nh = 2\n")
+    commit_all(up, "upstream: h is 2")
+    git(fork, "fetch", "-q", "upstream")
+    git(fork, "merge", "-q", "--no-edit", "upstream/main", check=False)
+    git(fork, "checkout", "-q", "--theirs", "pkg/__init__.py")
+    git(fork, "add", "-A")
+    git(fork, "commit", "-q", "--no-edit")
+    data = json.loads(pq(fork, "import", "--upstream", "upstream/main", "--json").output)
+    assert [p["kept_from"] for p in data["patches"]] == [None]
+    patch = next((fork / "patches").iterdir()).read_text()
+    assert "+a = 10" in patch and "+g = 1" not in patch
+    assert "Subject: [PATCH] python-glue: a=10 in cfg and g=1" not in patch
+
+
 def test_a_kept_message_loses_a_trailer_of_earlier_pq_use(tmp_path: Path) -> None:
     """A commit carrying `Pq-Patch: 0001-glue.patch` (from earlier pq use) kept as a part's
     message named another patch than the part: right after the import the branch did not

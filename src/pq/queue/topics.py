@@ -105,12 +105,15 @@ def group(files: Sequence[diffs.FileDiff], decisions: Sequence[layers.HunkDecisi
     for key, in_part in part_files.items():
         for path in in_part:
             keys_of_path.setdefault(path, set()).add(key)
-    touching_of: dict[str, list[tuple[CommitId, set[str]]]] = {key: [] for key in keys}
+    touching_of: dict[str, list[tuple[CommitId, set[str] | None]]] = {key: [] for key in keys}
     for c, ps in log:  # one pass over the log, whatever the number of parts
         hit: set[str] = set()
         for p in ps:
             hit |= keys_of_path.get(alias.get(p, ""), set())
-        aliased = {alias[p] for p in ps if p in alias}
+        # None: the commit changed a file the migration no longer changes (a merge undid
+        # it): its message tells of more than any part, so no part keeps it.
+        aliased = {alias[p] for p in ps if p in alias} if all(p in alias for p in ps) \
+            else None
         for key in hit:
             touching_of[key].append((c, aliased))
     parts = []
@@ -119,7 +122,8 @@ def group(files: Sequence[diffs.FileDiff], decisions: Sequence[layers.HunkDecisi
         paths = tuple(part_files[key])
         touching = touching_of[key]
         kept = None
-        if len(touching) == 1 and all(parts_of_path[p] == {key} for p in touching[0][1]):
+        only = touching[0][1] if len(touching) == 1 else None
+        if only is not None and all(parts_of_path[p] == {key} for p in only):
             kept = touching[0][0]
         name = f"{i:04d}-{layer}-{slugify(names[key])}.patch"
         parts.append(PartPlan(key, layer, names[key], name, paths, kept,
