@@ -27,6 +27,23 @@ def test_each_rule_by_path_and_content() -> None:
                                  layers.DOCS_ONLY, "python-glue"}
 
 
+def test_an_api_name_in_a_comment_is_no_api_use() -> None:
+    """A comment naming at::ones (at the end of a line of kernel code, or above a function
+    that only computes) uses no framework: the hunk and the file stay kernel; a string
+    holding `//` does not hide the API call after it."""
+    d = layers.decide
+    assert d("csrc/cuda/k.cu", b"", ["  x[1] = 3;  // the value at::ones would give"]) == \
+        layers.Decision("kernel", "cuda-kernel-hunk")
+    assert d("csrc/cuda/k.cu", b"", ["  x[1] = 3;  /* at::ones */"]).layer == "kernel"
+    assert d("csrc/add2.cc", b"// Same semantics as at::add, without any framework.\n"
+             b"/* torch::add, also */\nint add2(int a, int b) {\n  return a + b + 1;\n}\n",
+             ["  return a + b + 1;"]) == layers.Decision("kernel", "cpp-compute")
+    assert d("csrc/add2.cc", b"", ['  log("http://x"); at::Tensor t;']) == \
+        layers.Decision("cpp-compat", "cpp-api-hunk")
+    assert d("csrc/x.cc", b'#include "ATen/ATen.h"\nint f();\n', ["  return 1;"]) == \
+        layers.Decision("cpp-compat", "cpp-api-file")
+
+
 def test_a_cuda_hunk_is_decided_by_its_changed_lines() -> None:
     # `changed`: the hunk's removed and added lines, without their `-`/`+`.
     swap = ["  auto s = at::cuda::getCurrentCUDAStream();",

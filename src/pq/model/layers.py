@@ -92,10 +92,21 @@ def is_doc(path: str) -> bool:
             or (name.partition(".")[0] in DOC_NAMES and not name.endswith(_CODE_SUFFIXES)))
 
 
+# A C/C++ comment (a string or character literal is matched first, and kept: `"http://"`).
+_COMMENT = re.compile(r'"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'|//[^\n]*|/\*.*?(?:\*/|$)',
+                      re.S)
+_COMMENT_B = re.compile(_COMMENT.pattern.encode(), re.S)
+
+
+def _uncommented(text: str) -> str:
+    return _COMMENT.sub(lambda m: m[0] if m[0][0] in "\"'" else " ", text)
+
+
 def _code(lines: Iterable[str]) -> list[str]:
-    """The lines that are code: not blank, not a comment or a block comment's ` * ` line
-    (`*out = 1.f;`, a pointer's target written, is code)."""
-    return [t for t in lines if (x := t.strip()) and not x.startswith(("//", "/*", "*/"))
+    """The lines that are code, without their comments: not blank, not a comment or a
+    block comment's ` * ` line (`*out = 1.f;`, a pointer's target written, is code)."""
+    return [_uncommented(t) for t in lines if (x := t.strip())
+            and not x.startswith(("//", "/*", "*/"))
             and not (x == "*" or x.startswith(("* ", "*\t", "**")))]
 
 
@@ -120,7 +131,8 @@ def decide(path: str, content: bytes = b"", changed: Sequence[str] | None = None
         if changed is not None and any(COMPAT_API.search(t.encode("utf-8", "replace"))
                                        for t in _code(changed)):
             return Decision("cpp-compat", "cpp-api-hunk")
-        if COMPAT_API.search(content):
+        if COMPAT_API.search(content) and COMPAT_API.search(_COMMENT_B.sub(
+                lambda m: m[0] if m[0][:1] in b"\"'" else b" ", content)):
             return Decision("cpp-compat", "cpp-api-file")
         return Decision("kernel", "cpp-compute")
     if is_doc(path):
