@@ -128,6 +128,25 @@ def test_fix_renames_follows_the_patches_lines_and_only_those(tmp_path: Path) ->
                    "paddle.enable_compat()\n"
 
 
+def test_fix_renames_leaves_an_upstream_line_of_the_same_text_alone(tmp_path: Path) -> None:
+    """Upstream's `if` branch calls the old spelling; a patch adds the same call, same
+    text, in its `else`: only the patch's line is rewritten (by its place, not its text)."""
+    fork = fork_with_series(tmp_path)
+    pq(fork, "fix-renames")
+    up = tmp_path / "upstream"
+    call = f'    {OLD_SPELLING}(scope={{"tinyop"}})\n'
+    write(up, "pkg/shim.py", "import paddle\nif OLD_PADDLE:\n" + call)
+    commit_all(up, "upstream: a shim")
+    git(fork, "fetch", "-q", "upstream")
+    pq(fork, "rebase", "upstream/main")
+    write(fork, "pkg/shim.py", (fork / "pkg/shim.py").read_text() + "else:\n" + call)
+    commit_all(fork, "glue: the fallback")
+    pq(fork, "export", "--commit")
+    assert "1 old spelling in pkg/shim.py" in pq(fork, "fix-renames").output
+    assert (fork / "pkg/shim.py").read_text() == "import paddle\nif OLD_PADDLE:\n" + call + \
+        'else:\n    paddle.enable_compat(scope={"tinyop"})\n'
+
+
 def test_fix_renames_rewrites_a_crlf_file(tmp_path: Path) -> None:
     fork = fork_with_series(tmp_path)
     pq(fork, "fix-renames")

@@ -12,6 +12,7 @@ from pq.drift.renames import RenameHit, hits, respell
 from pq.git.objects import CommitId, Entry
 from pq.git.repo import Git
 from pq.git.trees import Trees
+from pq.model import diff as diffs
 from pq.model import patchfile
 from pq.oplog.txn import Transaction
 from pq.queue import rewrite
@@ -42,10 +43,15 @@ def fix_renames(git: Git) -> FixResult:
             return FixResult(found)
         last = stack[-1].commit
         paths = sorted({h.file for h in found})
+        # The lines the series adds, numbered in the files at its end: an upstream line of
+        # the same text (the same call, in another branch of an `if`) is not the patches'.
+        ours = {f.path: {ln.number for ln in f.added()}
+                for f in diffs.parse(git.diff_commits(series.base, last, []), "the series")
+                if f.path in paths}  # all paths: a file the series renamed is no new one
         changes: dict[str, Entry | None] = {}
         for mode, _kind, obj, path in git.ls_tree(last, paths):
             data = git.blob(obj)
-            new = respell(data, {h.text for h in found if h.file == path})
+            new = respell(data, ours.get(path, set()))
             if new != data:
                 changes[path] = (mode, git.write_blob(new))
         if not changes:  # a later patch took the lines out again

@@ -77,16 +77,16 @@ def hits(queue: Queue) -> list[RenameHit]:
     return found
 
 
-def respell(data: bytes, lines: Collection[str] | None = None) -> bytes:
+def respell(data: bytes, numbers: Collection[int] | None = None) -> bytes:
     """`data` with every old spelling replaced by the new one (other bytes unchanged); with
-    `lines`, only on the lines whose text is one of them (the patches' own lines, not the
-    upstream lines of the same file)."""
-    text = data.decode("utf-8", "surrogateescape")
-    wanted = None if lines is None else {t.rstrip("\r") for t in lines}  # CRLF files too
+    `numbers`, only on those lines (1-based, as git numbers them: the patches' own lines,
+    not upstream's lines of the same file, whatever their text)."""
     out = []
-    for line in text.splitlines(keepends=True):
-        if wanted is None or line.rstrip("\r\n") in wanted:
+    for number, line in enumerate(data.split(b"\n"), start=1):
+        if numbers is None or number in numbers:
+            text = line.decode("utf-8", "surrogateescape")
             for r, pattern in _PATTERNS:
-                line = pattern.sub(r.new, line)
+                text = pattern.sub(r.new, text)
+            line = text.encode("utf-8", "surrogateescape")
         out.append(line)
-    return "".join(out).encode("utf-8", "surrogateescape")
+    return b"\n".join(out)
