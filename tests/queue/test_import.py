@@ -321,6 +321,21 @@ def test_a_message_is_not_kept_for_a_commit_a_merge_undid_in_part(tmp_path: Path
     assert "Subject: [PATCH] python-glue: a=10 in cfg and g=1" not in patch
 
 
+def test_an_upstream_series_yaml_is_named_as_upstream_s_not_as_a_series(
+        tmp_path: Path) -> None:
+    """Upstream ships a series.yaml of its own: import says so (as for patches/), not
+    "already has a series ... git rm it", advice that only led to the same refusal."""
+    up = make_upstream(tmp_path / "upstream", {"series.yaml": "name: ci\n",
+                                               "setup.py": "setup()\n"})
+    fork = make_fork(tmp_path, up)
+    write(fork, "setup.py", "import paddle\nsetup()\n")
+    commit_all(fork, "build: paddle")
+    refused = pq(fork, "import", "--upstream", "upstream/main", ok=False)
+    assert refused.exit_code == 2, refused.output
+    assert "has its own files" in refused.output and "series.yaml" in refused.output
+    assert "already has a series" not in refused.output
+
+
 def test_a_kept_message_loses_a_trailer_of_earlier_pq_use(tmp_path: Path) -> None:
     """A commit carrying `Pq-Patch: 0001-glue.patch` (from earlier pq use) kept as a part's
     message named another patch than the part: right after the import the branch did not

@@ -108,6 +108,12 @@ def import_fork(git: Git, upstream: str, branch: str | None = None, *, dry_run: 
                               f"checked out ({name} is)", hint=f"`git switch {short}` first")
         queue_paths = new_series(upstream, upstream_id).queue_paths
         tip = git.head()
+        base = git.merge_base(tip, upstream_id)
+        if base is None:
+            raise ConfigError(f"{name} and {upstream} share no history",
+                              hint="is the upstream remote fetched? `git fetch upstream`")
+        # Before "already has a series": upstream's own series.yaml is no series of pq's.
+        require_no_upstream_files(git, base, queue_paths, f"the fork's base on {upstream}")
         tracked = sorted({path.split("/", 1)[0] for *_, path in
                           git.ls_tree(tip, [SERIES_FILE, PATCHES_DIR])})
         if (git.root / SERIES_FILE).exists() or SERIES_FILE in tracked:
@@ -120,11 +126,6 @@ def import_fork(git: Git, upstream: str, branch: str | None = None, *, dry_run: 
                               path=SERIES_FILE,
                               hint=f"`pq export` refreshes it; {again} to import again")
         ops.require_clean(git, queue_paths, "pq import")
-        base = git.merge_base(tip, upstream_id)
-        if base is None:
-            raise ConfigError(f"{name} and {upstream} share no history",
-                              hint="is the upstream remote fetched? `git fetch upstream`")
-        require_no_upstream_files(git, base, queue_paths, f"the fork's base on {upstream}")
         target = git.tree_of(tip)
         if target == git.tree_of(base):
             raise ConfigError(f"{name} has no changes against {upstream} (base {base[:12]}); "
