@@ -437,6 +437,9 @@ def _signals_of(path: str, code: str, detector: Callable[..., list[object]]) -> 
     ("pkg/x.py", 's = "it\'s"  # TODO: drop with Paddle 3.4', 1),
     ("CMakeLists.txt", 'set(X "a#b")  # workaround for the compat build', 1),
     ("CMakeLists.txt", 'message("FIXME is not a comment here")', 0),
+    # A docstring the hunk shows is a string: its `# TODO` line is text, no comment.
+    ("pkg/x.py", 'def helper():\n    """Explain.\n\n    # TODO: docstring text\n    """\n'
+                 '    return 1  # TODO: a real one', 1),
 ])
 def test_wa014_a_todo_counts_in_a_comment_only(path: str, code: str, found: int) -> None:
     from pq.audit.signals import todo_comments
@@ -451,6 +454,7 @@ def test_wa014_a_todo_counts_in_a_comment_only(path: str, code: str, found: int)
     ("fn = getattr(torch.ops.tinyop, name, None)", 1),  # a default: a feature test
     ("ok = hasattr(torch, 'compile')", 1),
     ("fn = getattr(paddle,\n    'compat', None)", 1),  # its arguments over two lines
+    ('def f():\n    """Use hasattr(torch, \'compile\') to test.\n    """\n    return 1', 0),
 ])
 def test_wa014_guards(code: str, found: int) -> None:
     from pq.audit.signals import guards

@@ -226,9 +226,21 @@ def _comment(path: str, text: str) -> str:
     return ""
 
 
+def _as_code(f: FileDiff) -> list[list[tuple[Line, str]]]:
+    """Each hunk's post-image lines, each with its text as code: in a Python file, what a
+    docstring (a triple-quoted string the hunk shows) holds is left out, as a string's."""
+    hunks = [h.post() for h in f.hunks]
+    if not is_python(f.path):
+        return [[(ln, ln.text) for ln in hunk] for hunk in hunks]
+    from pq.drift.extract import spans_blanked
+
+    return [list(zip(hunk, spans_blanked("python", [ln.text for ln in hunk]), strict=True))
+            for hunk in hunks]
+
+
 def todo_comments(f: FileDiff) -> list[Signal]:
-    return [Signal(f.path, ln.number, ln.text) for ln in f.added()
-            if _TODO_CASE.search(_comment(f.path, ln.text))]
+    return [Signal(f.path, ln.number, ln.text) for hunk in _as_code(f) for ln, code in hunk
+            if ln.added and _TODO_CASE.search(_comment(f.path, code))]
 
 
 def _feature_test(text: str, following: tuple[Line, ...]) -> bool:
@@ -253,11 +265,12 @@ def guards(f: FileDiff) -> list[Signal]:
     if not is_python(f.path):
         return []
     out = []
-    for hunk in (h.post() for h in f.hunks):
-        for i, ln in enumerate(hunk):
+    for coded in _as_code(f):
+        hunk = tuple(ln for ln, _ in coded)
+        for i, (ln, code) in enumerate(coded):
             if not ln.added:
                 continue
-            stmt = _statement(ln.text)
+            stmt = _statement(code)
             if _GUARD.search(stmt) and _feature_test(ln.text, hunk[i + 1:i + 20]):
                 out.append(Signal(f.path, ln.number, ln.text))
             elif stmt == "try:":

@@ -122,6 +122,13 @@ def code_of(lang: str, lines: Sequence[str]) -> list[str]:
     """Consecutive `lines` of `lang` source (a hunk's) with what multi-line comments
     (`/* ... */`) and docstrings (triple-quoted strings) hold blanked: `uses` reads one
     line at a time and cannot tell that a line sits inside one."""
+    out = spans_blanked(lang, lines)
+    return _joined_schemas(out) if lang == "cxx" else _spread_imports(_joined_chains(out))
+
+
+def spans_blanked(lang: str, lines: Sequence[str]) -> list[str]:
+    """Each of consecutive `lines` with what a multi-line comment, raw string or
+    docstring holds left out (one space where it was), line for line."""
     opener = _CXX_OPENER if lang == "cxx" else _PY_OPENER
     inside: str | None = None  # the closing delimiter awaited
     colon = False  # the last line of code ended in `:` (a docstring may open next)
@@ -151,7 +158,7 @@ def code_of(lang: str, lines: Sequence[str]) -> list[str]:
         out.append(kept)
         if kept.strip():
             colon = kept.split("#", 1)[0].rstrip().endswith(":")
-    return _joined_schemas(out) if lang == "cxx" else _spread_imports(_joined_chains(out))
+    return out
 
 
 # What opens text that spans lines: a comment or a raw string (C++), a triple quote.
