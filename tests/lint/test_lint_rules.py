@@ -133,6 +133,10 @@ def test_ln003_a_python_reindent_that_moves_a_statement_is_no_layout_change() ->
     text = ("diff --git a/m.py b/m.py\n--- a/m.py\n+++ b/m.py\n@@ -1,3 +1,3 @@\n"
             " if x:\n     a = 1\n-    b = 2\n+b = 2\n")
     assert not _formatting_only(diffs.parse(text.encode(), "p")[0].hunks[0], indented=True)
+    # A call's arguments broken over two lines: no statement moved, only the layout.
+    text = ("diff --git a/m.py b/m.py\n--- a/m.py\n+++ b/m.py\n@@ -1,2 +1,3 @@\n"
+            " def f(x, a):\n-    y = torch.mul(x, a)\n+    y = torch.mul(\n+        x, a)\n")
+    assert _formatting_only(diffs.parse(text.encode(), "p")[0].hunks[0], indented=True)
 
 
 @pytest.mark.parametrize("how", ["delete", "rename"])
@@ -197,6 +201,20 @@ def test_ln010_debug_print(tmp_path: Path) -> None:
     fork, name = plant(tmp_path, {"tinyop/__init__.py": AFTER_INIT.replace(
         "    return torch.ops", "    print(\"scale_add\", x)\n    return torch.ops")})
     only(fork, name, "LN010", "tinyop/__init__.py:11")
+
+
+@pytest.mark.parametrize("path,line,found", [
+    ("tinyop/extra.py", "if True: print('debug', x)", True),  # not first on its line
+    ("tinyop/extra.py", "MSG = 'pipe the result to print(x)'", False),  # in a string
+    ("tinyop/extra.py", "x = 1  # print(x) to see it", False),
+    ("csrc/extra.cc", 'const char* kHelp = "pipe the result to std::cout";', False),
+    ("csrc/extra.cc", "void f(int x) { std::cout << x; }", True),
+])
+def test_ln010_reads_code_not_strings(tmp_path: Path, path: str, line: str,
+                                      found: bool) -> None:
+    fork, name = plant(tmp_path, {path: line + "\n"})
+    ln010 = [f["location"] for f in lint_json(fork)["findings"] if f["rule_id"] == "LN010"]
+    assert ln010 == ([f"{path}:1"] if found else []), ln010
 
 
 @pytest.mark.parametrize("path", ["tinyop/scale_add_test.py", "tinyop/test/helpers.py",

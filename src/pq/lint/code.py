@@ -17,7 +17,7 @@ _MARKER = re.compile(r"\b(?:TODO|FIXME|XXX|HACK|NOTE)\b")
 _PY_CODE = re.compile(r"^\s*#\s*(?:import\s+\w|from\s+[\w.]+\s+import\s|(?:async\s+)?def\s+\w+\(|"
                       r"class\s+\w+.*:\s*$|print\(|[\w.\[\]'\"]+\s*=\s*[^=\s]|[\w.]+\(.*\)\s*$)")
 _C_CODE = re.compile(r"^\s*//\s*(?:#\s*include\b|.*;\s*$|.*[{}]\s*$)")
-_PY_PRINT = re.compile(r"^\s*print\(")
+_PY_PRINT = re.compile(r"(?<![\w.])(?<!def )print\(")  # a call of the builtin, anywhere
 _C_PRINT = re.compile(r"(?<![\w:])(?:printf\(|std::cout\b|std::cerr\b|fprintf\(\s*stderr)")
 _DEPRECATED = re.compile(r"\bpaddle\.compat\.(enable|disable)_torch_proxy\b")
 _LAZY = re.compile(r"^(\s+)(?:import\s+torch\b|from\s+torch(?:\.[\w.]+)?\s+import\s)")
@@ -103,13 +103,18 @@ def commented_out(lp: LintPatch) -> list[Finding]:
 
 
 def debug_prints(lp: LintPatch) -> list[Finding]:
+    """`print(` in a package module's code (`if x: print(y)` too), `std::cout` and kin in
+    C/C++ code: not in a string or a comment."""
+    from pq.drift.extract import without_literals
+
     where = []
     for f in lp.files:
         if is_package_module(f.path):
-            where += [_where(f, ln) for ln in f.added() if _PY_PRINT.match(ln.text)]
+            where += [_where(f, ln) for ln in f.added() if _PY_PRINT.search(
+                without_literals("python", ln.text).split("#", 1)[0])]
         elif f.path.endswith(signals.C_SUFFIXES):
-            where += [_where(f, ln) for ln in f.added()
-                      if _C_PRINT.search(ln.text.split("//", 1)[0])]
+            where += [_where(f, ln) for ln in f.added() if _C_PRINT.search(
+                without_literals("cxx", ln.text).split("//", 1)[0])]
     if not where:
         return []
     return [finding("LN010", lp.name, f"{lp.name} adds debug output: {_some(where)}",

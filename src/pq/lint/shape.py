@@ -64,9 +64,19 @@ def _formatting_only(h: Hunk, indented: bool = False) -> bool:
 
 
 def _levels(lines: list[str]) -> list[int]:
-    """Each non-blank line's indentation as its rank among the widths present (tabs as 8
-    columns): the same nesting in tabs or in spaces gives the same ranks."""
-    widths = [len(t) - len(t.lstrip()) for t in (x.expandtabs(8) for x in lines) if t.strip()]
+    """The indentation of each line that starts a statement (not blank, not inside open
+    brackets or after a `\\`: a call's arguments broken over lines are no block) as its
+    rank among the widths present (tabs as 8 columns): the same nesting in tabs or in
+    spaces gives the same ranks."""
+    from pq.drift.extract import without_literals
+
+    widths, depth, goes_on = [], 0, False
+    for t in (x.expandtabs(8) for x in lines):
+        if t.strip() and not depth and not goes_on:
+            widths.append(len(t) - len(t.lstrip()))
+        code = without_literals("python", t).split("#", 1)[0]
+        depth = max(0, depth + sum(map(code.count, "([{")) - sum(map(code.count, ")]}")))
+        goes_on = code.rstrip().endswith("\\")
     ranks = {w: i for i, w in enumerate(sorted(set(widths)))}
     return [ranks[w] for w in widths]
 
