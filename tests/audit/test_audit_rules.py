@@ -285,6 +285,25 @@ def test_wa011_pattern_spread(tmp_path: Path) -> None:
     assert "3 files" in str(f["message"])
 
 
+def test_wa011_is_located_in_a_file_of_the_patch_it_is_reported_on() -> None:
+    """The line is added to pkg/ops.py by the first patch, to pkg/__init__.py (first in
+    name order) and tests/test_x.py by the others: the finding, on the first patch, names
+    pkg/ops.py, a file of that patch."""
+    from pq.audit.rules import PatchInput, check_spread
+    from pq.model import diff as diffs
+    from pq.model.series import PatchEntry
+
+    line = "X_SHIM = paddle_shim_function(1)"
+    inputs = []
+    for i, path in enumerate(["pkg/ops.py", "pkg/__init__.py", "tests/test_x.py"]):
+        text = f"diff --git a/{path} b/{path}\n--- a/{path}\n+++ b/{path}\n@@ -1 +1,2 @@\n x\n+{line}\n"
+        inputs.append(PatchInput(PatchEntry(f"000{i + 1}-p.patch", "python-glue", "s"), i,
+                                 object(), tuple(diffs.parse(text.encode(), "p")),  # type: ignore[arg-type]
+                                 (), None, lambda path: ""))
+    (f,) = check_spread(inputs)
+    assert (f.patch, f.location) == ("0001-p.patch", "pkg/ops.py")
+
+
 def test_wa012_kernel_edit(tmp_path: Path) -> None:
     def change(specs: list[Spec]) -> None:
         spec = specs[P_LIBRARY]

@@ -308,7 +308,7 @@ def _dep3(p: PatchInput) -> list[Finding]:
 def check_spread(inputs: Sequence[PatchInput]) -> list[Finding]:
     """The same added line in SPREAD_FILES or more files across the series' workarounds."""
     files_of: dict[str, dict[str, None]] = defaultdict(dict)
-    patches_of: dict[str, dict[str, None]] = defaultdict(dict)
+    patches_of: dict[str, dict[str, set[str]]] = defaultdict(dict)  # key: patch: its files
     for p in inputs:
         if p.workaround is None:
             continue
@@ -317,7 +317,7 @@ def check_spread(inputs: Sequence[PatchInput]) -> list[Finding]:
                 key = signals.spread_key(ln.text)
                 if key is not None:
                     files_of[key][f.path] = None
-                    patches_of[key][p.entry.name] = None
+                    patches_of[key].setdefault(p.entry.name, set()).add(f.path)
     groups: dict[tuple[str, ...], list[str]] = defaultdict(list)
     for key, files in files_of.items():
         if len(files) >= SPREAD_FILES:
@@ -327,9 +327,11 @@ def check_spread(inputs: Sequence[PatchInput]) -> list[Finding]:
     for files_t, keys in groups.items():
         patches = sorted({n for k in keys for n in patches_of[k]}, key=order.__getitem__)
         more = f" (and {len(keys) - 1} more lines)" if len(keys) > 1 else ""
+        # Located in a file of the patch it is reported on (the first one's first file).
+        where = min(f for k in keys for f in patches_of[k].get(patches[0], ()))
         out.append(finding("WA011", patches[0], f"`{keys[0][:60]}`{more} is added to "
                            f"{len(files_t)} files ({_some(files_t, 4)}) by "
-                           f"{_some(patches, 3)}", files_t[0]))
+                           f"{_some(patches, 3)}", where))
     return out
 
 
