@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from pq.audit.api import Acknowledged, AuditReport, WorkaroundRow
 from pq.audit.rules import ERROR, WARNING, Finding
+from pq.cli import markdown as md
 from pq.cli.common import plural
 from pq.model.metadata import Acknowledgement
 
@@ -124,7 +125,7 @@ def table(report: AuditReport) -> str:
             return "  ".join(c.ljust(widths[i]) for i, c in enumerate(r)).rstrip()
 
         lines.append(fmt(head))
-        cw = min(40, max((len(s.condition.text) for w in report.workarounds
+        cw = min(40, max((len(_one_line(s.condition.text)) for w in report.workarounds
                           for s in w.conditions), default=0))
         for w, r in zip(report.workarounds, rows):
             lines.append(fmt(r))
@@ -132,8 +133,8 @@ def table(report: AuditReport) -> str:
             lines.append(f"    covers {covers}")
             for s in w.conditions:
                 detail = f"  {s.detail}" if s.detail else ""
-                lines.append(f"    {s.condition.text.ljust(cw)}  {s.state.ljust(7)}{detail}"
-                             .rstrip())
+                lines.append(f"    {_one_line(s.condition.text).ljust(cw)}  "
+                             f"{s.state.ljust(7)}{detail}".rstrip())
         lines.append("")
     lines += finding_lines(report.findings)
     lines += ack_lines(report.acknowledged, report.unused_acknowledgements)
@@ -141,28 +142,29 @@ def table(report: AuditReport) -> str:
     return "\n".join(lines)
 
 
+def _one_line(text: str) -> str:
+    """A condition written over several lines (a `manual:` note), in one line of a table."""
+    return " ".join(text.split())
+
+
 # -- Markdown ------------------------------------------------------------------------------
 
 
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
 def markdown(report: AuditReport) -> str:
-    out = ["### pq audit: workarounds", "", _cell(_heading(report)), ""]
+    out = ["### pq audit: workarounds", "", md.cell(_heading(report)), ""]
     if not report.base_present:
-        out += [_cell(base_note(report.base)), ""]
+        out += [md.cell(base_note(report.base)), ""]
     if report.workarounds:
         out += ["| Patch | Layer | Kind | Covers | Removal | Conditions | Issue | MRE | Findings |",
                 "|---|---|---|---|---|---|---|---|---|"]
         for w in report.workarounds:
-            conds = "<br>".join(f"`{_cell(s.condition.text)}`: {s.state}"
+            conds = "<br>".join(f"{md.code(s.condition.text)}: {s.state}"
                                 for s in w.conditions) or "-"
             issue = w.workaround.issue
             issue_md = (f"[{_issue_short(w)}]({issue.url})" if issue and issue.url
                         else _issue_short(w))
             mre = f"`{w.workaround.mre}` ({_mre_short(w)})" if w.workaround.mre else "-"
-            covers = "<br>".join(f"`{_cell(str(c))}`" for c in w.workaround.covers or ()) or "-"
+            covers = "<br>".join(md.code(str(c)) for c in w.workaround.covers or ()) or "-"
             out.append(f"| `{w.patch}` | {w.layer} | {w.workaround.kind or '-'} | {covers} | "
                        f"**{w.removal}** | {conds} | {issue_md} | {mre} | "
                        f"{', '.join(w.findings) or '-'} |")
@@ -171,8 +173,8 @@ def markdown(report: AuditReport) -> str:
         out += ["#### Findings", "", "| | Rule | Patch | Finding | Fix |", "|---|---|---|---|---|"]
         for f in report.findings:
             mark = "error" if f.severity == "error" else "warning"
-            out.append(f"| {mark} | {f.rule_id} {f.rule} | `{f.patch}` | {_cell(f.message)} | "
-                       f"{_cell(f.fix)} |")
+            out.append(f"| {mark} | {f.rule_id} {f.rule} | `{f.patch}` | {md.cell(f.message)} | "
+                       f"{md.cell(f.fix)} |")
         out.append("")
     else:
         out += ["No findings.", ""]
@@ -182,7 +184,7 @@ def markdown(report: AuditReport) -> str:
         for a in report.acknowledged:
             f = a.finding
             out.append(f"| {f.severity} | {f.rule_id} {f.rule} | `{f.patch}` | "
-                       f"{_cell(f.message)} | {_cell(a.reason)} |")
+                       f"{md.cell(f.message)} | {md.cell(a.reason)} |")
         out.append("")
     if report.unused_acknowledgements:
         out += ["Acknowledgements that match no finding (remove them): "

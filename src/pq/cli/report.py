@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import click
 
+from pq.cli import markdown as md
 from pq.cli.common import emit_json, open_repo, plural, short
 from pq.report.migration import MigrationReport
 
@@ -17,11 +18,11 @@ def register(main: click.Group) -> None:
 
 
 def _cell(text: str | None) -> str:
-    return (text or "—").replace("|", "\\|").replace("\n", " ")
+    return md.cell(text or "—")
 
 
 def _code(items: tuple[str, ...] | list[str]) -> str:
-    return ", ".join(f"`{i}`" for i in items) if items else "—"
+    return ", ".join(md.code(i) for i in items) if items else "—"
 
 
 def render(r: MigrationReport) -> str:
