@@ -226,21 +226,27 @@ def _comment(path: str, text: str) -> str:
     return ""
 
 
-def _as_code(f: FileDiff) -> list[list[tuple[Line, str]]]:
-    """Each hunk's post-image lines, each with its text as code: in a Python file, what a
-    docstring (a triple-quoted string the hunk shows) holds is left out, as a string's."""
-    hunks = [h.post() for h in f.hunks]
+def _in_docstrings(f: FileDiff) -> dict[int, str]:
+    """{new line number: its text as code} for the lines of a Python file's hunks that show
+    a triple quote: what a docstring holds is left out, as a string's (other lines, and
+    other files, are as they are)."""
     if not is_python(f.path):
-        return [[(ln, ln.text) for ln in hunk] for hunk in hunks]
-    from pq.drift.extract import spans_blanked
+        return {}
+    out: dict[int, str] = {}
+    for h in f.hunks:
+        post = h.post()
+        if any('"""' in ln.text or "'''" in ln.text for ln in post):
+            from pq.drift.extract import spans_blanked
 
-    return [list(zip(hunk, spans_blanked("python", [ln.text for ln in hunk]), strict=True))
-            for hunk in hunks]
+            out.update(zip((ln.number for ln in post),
+                           spans_blanked("python", [ln.text for ln in post]), strict=True))
+    return out
 
 
 def todo_comments(f: FileDiff) -> list[Signal]:
-    return [Signal(f.path, ln.number, ln.text) for hunk in _as_code(f) for ln, code in hunk
-            if ln.added and _TODO_CASE.search(_comment(f.path, code))]
+    code = _in_docstrings(f)
+    return [Signal(f.path, ln.number, ln.text) for ln in f.added()
+            if _TODO_CASE.search(_comment(f.path, code.get(ln.number, ln.text)))]
 
 
 def _feature_test(text: str, following: tuple[Line, ...]) -> bool:
@@ -265,12 +271,12 @@ def guards(f: FileDiff) -> list[Signal]:
     if not is_python(f.path):
         return []
     out = []
-    for coded in _as_code(f):
-        hunk = tuple(ln for ln, _ in coded)
-        for i, (ln, code) in enumerate(coded):
+    code = _in_docstrings(f)
+    for hunk in (h.post() for h in f.hunks):
+        for i, ln in enumerate(hunk):
             if not ln.added:
                 continue
-            stmt = _statement(code)
+            stmt = _statement(code.get(ln.number, ln.text))
             if _GUARD.search(stmt) and _feature_test(ln.text, hunk[i + 1:i + 20]):
                 out.append(Signal(f.path, ln.number, ln.text))
             elif stmt == "try:":
