@@ -120,7 +120,7 @@ def test_undo_refuses_while_head_is_off_the_branch_the_operation_ran_on(
 def test_an_operation_cut_short_after_a_change_says_undo_puts_it_back(repo: Path) -> None:
     """Ctrl-C half-way through an operation that changed something: its log entry says
     failed, and the one line pq prints names it and `pq undo`; cut short before any
-    change, there is no entry and no such note."""
+    change, there is no entry, and the line says nothing changed."""
     from pq.cli.failure import failure_of
 
     with Git.open(repo) as g:
@@ -136,7 +136,7 @@ def test_an_operation_cut_short_after_a_change_says_undo_puts_it_back(repo: Path
                            "shows it), and `pq undo` puts back the state before it")
     assert [r["status"] for r in records][-1] == "failed" and len(records) == 3
     quiet = failure_of(early.value)
-    assert quiet is not None and quiet.line() == "pq: interrupted"
+    assert quiet is not None and quiet.line() == "pq: interrupted before it changed anything"
 
 
 def test_undo_runs_only_in_the_worktree_its_operation_ran_in(tmp_path: Path) -> None:
