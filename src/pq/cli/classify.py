@@ -43,11 +43,12 @@ def _classify_one(arg: str, top: Path | None) -> dict[str, Any]:
     """A path's decision; a patch file (`*.patch`) is decided per hunk, a C/C++ source of
     it read from the working tree when there (the post-image the branch holds)."""
     path = Path(arg)
+    if path.is_dir():
+        raise ConfigError("a folder, not a file", path=arg,
+                          hint=f"name its files: `pq classify {arg.rstrip('/')}/*`")
     if not path.is_file():
-        raise ConfigError("a folder, not a file" if path.is_dir() else "no such file",
-                          path=arg, hint=f"name its files: `pq classify {arg.rstrip('/')}/*`"
-                          if path.is_dir() else "give files of the working tree or patch "
-                          "files")
+        raise ConfigError("no such file", path=arg,
+                          hint="give files of the working tree or patch files")
     rel = _rel(arg, top)
     data = path.read_bytes()
     if rel.endswith(".patch"):

@@ -105,7 +105,7 @@ def check(rev: str, as_json: bool, no_cache: bool) -> None:
     for line in skip_warnings(skip, unknown, rev):
         click.echo(line, err=True)
     if as_json:
-        consistency, policy, unreadable = registry.split_failures(report.failures)
+        unreadable, mismatches, policy, stopped = registry.split_failures(report.failures)
         summaries = {c.name: c.summary for c in registry.all_checks()}
         emit_json({
             "rev": rev,
@@ -116,9 +116,9 @@ def check(rev: str, as_json: bool, no_cache: bool) -> None:
             "checks": [{"name": n, "status": s, "summary": summaries.get(n, "")}
                        for n, s in report.statuses.items()],
             "failures": [f.to_json() for f in report.failures],
-            "consistent": not consistency,
+            "consistent": not (unreadable or mismatches),
             "policy_findings": len(policy),
-            "audit_unreadable": len(unreadable),
+            "audit_unreadable": len(stopped),
             "notices": report.notices,
         })
     else:

@@ -76,20 +76,18 @@ def _report_lines(r: RefReport) -> list[str]:
         how = "cached" if r.state == "cached" else f"{r.seconds:.1f} s"
         lines.append(f"pq: {where}: {consistent_summary(r.statuses, how)}")
         return lines
-    consistency, policy, stopped = split_failures(r.failures)
+    unreadable, mismatches, policy, stopped = split_failures(r.failures)
     if r.state == "unmanaging":
         return [*lines, f"pq: {where}: the push takes a series off the remote:",
                 *_failure_lines(r.failures)]
     what = "the tagged commit" if r.update.remote_ref.startswith("refs/tags/") else "the branch"
-    unreadable = [f for f in consistency if f.unreadable]
-    consistency = [f for f in consistency if not f.unreadable]
     if unreadable:
         lines.append(f"pq: {where}: {UNREADABLE}:")
         lines.extend(_failure_lines(unreadable))
-    if consistency:
+    if mismatches:
         lines.append(f"pq: {where}: {what} does not match its series "
-                     f"({_n(len(consistency), 'problem')}):")
-        lines.extend(_failure_lines(consistency))
+                     f"({_n(len(mismatches), 'problem')}):")
+        lines.extend(_failure_lines(mismatches))
     elif not unreadable:
         lines.append(f"pq: {where}: {what} matches its series")
     if stopped:
@@ -116,12 +114,11 @@ def _failure_lines(failures: Sequence[CheckFailure]) -> list[str]:
 
 def check_lines(rev: str, report: RefReport) -> list[str]:
     """`pq check REV`'s report: each check's status, the failures and their fixes."""
-    consistency, policy, stopped = split_failures(report.failures)
+    unreadable, mismatches, policy, stopped = split_failures(report.failures)
     lines = [f"{rev} {(report.commit or '')[:12] or '-'}:"]
     lines += [f"  {status:<11} {name}" for name, status in report.statuses.items()]
-    for title, group in ((UNREADABLE, [f for f in consistency if f.unreadable]),
-                         ("the branch does not match its series",
-                          [f for f in consistency if not f.unreadable]),
+    for title, group in ((UNREADABLE, unreadable),
+                         ("the branch does not match its series", mismatches),
                          ("the workaround audit cannot read the series", stopped),
                          ("policy findings of the workaround audit", policy)):
         if group:
@@ -131,7 +128,7 @@ def check_lines(rev: str, report: RefReport) -> list[str]:
             lines.append(f"    fix: {f.fix_command}")
     if policy:
         lines.append(ack_hint(policy))
-    if not consistency and (policy or stopped):
+    if not (unreadable or mismatches) and (policy or stopped):
         lines.append("the branch matches its series; the push is refused for the "
                      f"{'policy findings' if policy else 'audit problems'} above")
     if report.ok:

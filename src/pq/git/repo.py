@@ -52,14 +52,14 @@ class Git(WorkingTree):
 
     def resolve(self, rev: str, what: str = "revision") -> CommitId:
         found = self.try_resolve(rev)
-        if found is None:
-            kind = self.odb.object_type(rev)
-            if kind is not None:
-                raise ConfigError(f"{what} {rev!r} names a {kind}, not a commit",
-                                  hint="name a commit: a branch, a tag of a commit, a commit id")
-            raise ConfigError(f"unknown {what} {rev!r}",
-                              hint="check the name with `git rev-parse`, or `git fetch` it first")
-        return found
+        if found is not None:
+            return found
+        kind = self.odb.object_type(rev)  # a tree or a blob, named: not "unknown"
+        raise ConfigError(f"{what} {rev!r} names a {kind}, not a commit" if kind else
+                          f"unknown {what} {rev!r}", hint="name a commit: a branch, a tag of a "
+                          "commit, a commit id" if kind else "check the name with `git "
+                          "rev-parse`, or `git fetch` it first")
+
     def try_resolve(self, rev: str) -> CommitId | None:
         if _PLAIN_NAME.match(rev):  # asked of the running cat-file: no process
             found = self.odb.read_many([rev + "^{commit}"])[0]

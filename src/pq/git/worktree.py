@@ -68,7 +68,8 @@ class WorkingTree(Merging):
         args += ["ls-files", "-z"]
         args += ["-s"] if stage else []
         args += ["--cached"] if cached else []
-        args += (["--others"] + ([] if ignored_too else ["--exclude-standard"])) if others else []
+        args += ["--others"] if others else []
+        args += ["--exclude-standard"] if others and not ignored_too else []
         return zsplit(self.run(*args, "--", *paths, env=env))
 
     def outside_sparse_checkout(self, paths: Sequence[str]) -> list[str]:

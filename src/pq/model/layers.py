@@ -95,7 +95,6 @@ def is_doc(path: str) -> bool:
 # A C/C++ comment (a string or character literal is matched first, and kept: `"http://"`).
 _COMMENT = re.compile(r'"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'|//[^\n]*|/\*.*?(?:\*/|$)',
                       re.S)
-_COMMENT_B = re.compile(_COMMENT.pattern.encode(), re.S)
 
 
 def _uncommented(text: str) -> str:
@@ -131,8 +130,8 @@ def decide(path: str, content: bytes = b"", changed: Sequence[str] | None = None
         if changed is not None and any(COMPAT_API.search(t.encode("utf-8", "replace"))
                                        for t in _code(changed)):
             return Decision("cpp-compat", "cpp-api-hunk")
-        if COMPAT_API.search(content) and COMPAT_API.search(_COMMENT_B.sub(
-                lambda m: m[0] if m[0][:1] in b"\"'" else b" ", content)):
+        if COMPAT_API.search(content) and COMPAT_API.search(_uncommented(
+                content.decode("utf-8", "surrogateescape")).encode("utf-8", "surrogateescape")):
             return Decision("cpp-compat", "cpp-api-file")
         return Decision("kernel", "cpp-compute")
     if is_doc(path):

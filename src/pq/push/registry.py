@@ -353,10 +353,14 @@ def _moot(c: Check, statuses: dict[str, str], skip: frozenset[str] = frozenset()
     return None
 
 
-def split_failures(failures: Sequence[CheckFailure]
-                   ) -> tuple[list[CheckFailure], list[CheckFailure], list[CheckFailure]]:
-    """(consistency problems: branch vs series, policy findings: the audit's errors, what
-    stopped the audit: a workaround block it cannot read, with no rule to acknowledge)."""
+def split_failures(failures: Sequence[CheckFailure]) -> tuple[
+        list[CheckFailure], list[CheckFailure], list[CheckFailure], list[CheckFailure]]:
+    """(series.yaml's own errors: it does not load, a block is malformed; the branch's
+    mismatches with its series; policy findings: the audit's errors; what stopped the
+    audit: an entry it cannot read, with no rule to acknowledge). The first two are the
+    consistency problems."""
+    consistency = [f for f in failures if f.check not in POLICY_CHECKS]
     policy = [f for f in failures if f.check in POLICY_CHECKS and f.rule]
     stopped = [f for f in failures if f.check in POLICY_CHECKS and not f.rule]
-    return [f for f in failures if f.check not in POLICY_CHECKS], policy, stopped
+    return ([f for f in consistency if f.unreadable],
+            [f for f in consistency if not f.unreadable], policy, stopped)

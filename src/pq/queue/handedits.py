@@ -83,7 +83,7 @@ def _uncommitted_patch_edits(git: Git, current: Queue, committed: Queue | None,
             continue
         if then is None:  # not committed: an edit only if pq did not leave these bytes
             left = _left_by_pq(git) if left is None else left
-            if left.get(path, "").endswith(" " + git.hash_blob(data)) or not left:
+            if not left or left.get(path, "").endswith(" " + git.hash_blob(data)):
                 continue
         raise ConfigError(
             "uncommitted edits; export rewrites patch files from the branch's commits and "

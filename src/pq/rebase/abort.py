@@ -35,8 +35,7 @@ def abort(git: Git, force: bool = False) -> RebaseReport:
         worktree.restore(git, state)
         rs.remove(git)
         settle_stopped(git, "aborted", state.log_id)
-    return RebaseReport("aborted", state.short_branch, state.onto_ref, state.old_base,
-                        state.onto, state.upstream_count, state.orig_head, state.orig_head)
+    return _aborted(state)
 
 
 def _forget(git: Git, state: rs.RebaseState, gone: str) -> RebaseReport:
@@ -50,6 +49,10 @@ def _forget(git: Git, state: rs.RebaseState, gone: str) -> RebaseReport:
         git.set_orig_head(state.branch, state.prev_orig_head, "pq rebase --abort")
         rs.remove(git)
         settle_stopped(git, "aborted", state.log_id)
+    return _aborted(state, gone)
+
+
+def _aborted(state: rs.RebaseState, gone: str | None = None) -> RebaseReport:
     return RebaseReport("aborted", state.short_branch, state.onto_ref, state.old_base,
                         state.onto, state.upstream_count, state.orig_head, state.orig_head,
                         gone_worktree=gone)
