@@ -72,10 +72,11 @@ def start(git: Git, upstream: str | None = None, *, gate: bool = False,
     committer = who.result()  # and `git` keeps whether it signs, before any commit
     layers = {e.name: e.layer for e in series.patches}
     # The upstream range's files (what finds patches upstream carries) and its size, merges
-    # included, are read by git while the rebase's state is built.
+    # included, are read by git while the operation log and the rebase's state are written.
     crossed = f"{old_base}..{onto}"
-    with Transaction(git, f"pq rebase {ref}") as txn, Background(
-            lambda: (git.log_files(crossed), git.count(crossed)), "pq git log") as range_log:
+    with Background(lambda: git.log_files(crossed), "pq git log") as range_log, Background(
+            lambda: git.count(crossed), "pq git rev-list") as range_size, Transaction(
+            git, f"pq rebase {ref}") as txn:
         changes = trees.load_changes([sc.commit for sc in stack])
         trees.read_commits([sc.commit for sc in stack])
         steps = [Step(entry.name, layers[entry.name], sc.commit, sc.parent,
@@ -94,7 +95,7 @@ def start(git: Git, upstream: str | None = None, *, gate: bool = False,
         rs.save(git, state)
         with rs.cleanup_unless_touched(git, state):
             diffs: dict[str, bytes] = {sc.commit: sc.diff for sc in stack}
-            log, state.upstream_count = range_log.result()
+            log, state.upstream_count = range_log.result(), range_size.result()
             matches = rangediff.UpstreamMatches(git, state, qp, changes, diffs, lambda: log)
             report = replay.run(git, state, trees, changes, matches, progress, queue,
                                 committer, crossing)
