@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 from gitrepo import commit_all, git, make_fork, make_upstream, pq, tree_without_queue, write
 
-Files = dict[str, str | None]  # path: new content, or None to delete it
+# path: new content (a str, or bytes and the file's mode), or None to delete it
+Files = dict[str, str | tuple[bytes, int] | None]
 
 A = "int a(void) {\n    return 1;\n}\n" + "".join(f"/* a line {i} */\n" for i in range(12))
 B = "int b(void) {\n    return 2;\n}\n" + "".join(f"/* b line {i} */\n" for i in range(12))
@@ -29,6 +30,8 @@ def apply(root: Path, files: Files) -> None:
     for path, content in files.items():
         if content is None:
             git(root, "rm", "-q", "--", path)
+        elif isinstance(content, tuple):
+            write(root, path, *content)
         else:
             write(root, path, content)
 
@@ -66,7 +69,10 @@ def compare(tmp: Path, patches: list[tuple[str, Files]], upstream: list[tuple[st
     """Build upstream + fork, replay the patches with `pq rebase` in the fork and with
     `git rebase` in a copy taken before `pq init`; per-patch outcomes and trees of both."""
     up = make_upstream(tmp / "upstream", {k: v for k, v in (base or BASE).items()
-                                          if v is not None})
+                                          if isinstance(v, str)})
+    if with_mode := {k: v for k, v in (base or BASE).items() if isinstance(v, tuple)}:
+        apply(up, with_mode)
+        commit_all(up, "upstream: files with their modes")
     fork = make_fork(tmp, up)
     for message, files in patches:
         apply(fork, files)
@@ -575,6 +581,37 @@ def test_patch_ids_see_files_as_git_does(tmp_path: Path, attributes: str, base: 
     c = compare(tmp_path, [("mine", {"f.cfg": mine})], [("theirs", {"f.cfg": theirs})],
                 base={".gitattributes": attributes + "\n", "f.cfg": base})
     assert c.git.per_patch == [by_git]
+    assert_agree(c)
+
+
+@pytest.mark.parametrize(("attributes", "nul", "by_git"), [
+    ("", "\0", "kept"),  # binary by its bytes
+    ("*.bin binary\n", "", "kept"),  # binary by its attributes
+    ("", "", "dropped"),  # text: the modes are the whole change
+    ("*.bin diff\n", "\0", "dropped"),  # text by its attributes, a NUL and all
+])
+def test_a_binary_files_mode_change_is_upstreams_only_with_its_content(
+        tmp_path: Path, attributes: str, nul: str, by_git: str) -> None:
+    """git's patch ids hash a binary file's blobs: upstream's `chmod +x` of other content
+    is another change, though its diff reads the same (old mode, new mode); kept, it
+    makes the newer content executable. A text file's ids hash the modes alone."""
+    one, two, three = ((f"{n}{nul}\n").encode() for n in ("one", "two", "three"))
+    c = compare(tmp_path, [("chmod +x", {"tool.bin": (one, 0o755)})],
+                [("upstream: new tool", {"tool.bin": (two, 0o644)}),
+                 ("upstream: chmod +x", {"tool.bin": (two, 0o755)}),
+                 ("upstream: newer tool", {"tool.bin": (three, 0o644)})],
+                base={**BASE, ".gitattributes": attributes or None,
+                      "tool.bin": (one, 0o644)})
+    assert c.git.per_patch == [by_git]
+    assert_agree(c)
+
+
+def test_a_binary_files_mode_change_upstream_made_too_is_dropped(tmp_path: Path) -> None:
+    c = compare(tmp_path, [("chmod +x", {"tool.bin": (b"one\0", 0o755)})],
+                [("upstream: chmod +x", {"tool.bin": (b"one\0", 0o755)}),
+                 ("upstream: newer tool", {"tool.bin": (b"three\0", 0o644)})],
+                base={**BASE, "tool.bin": (b"one\0", 0o644)})
+    assert c.git.per_patch == ["dropped"]
     assert_agree(c)
 
 

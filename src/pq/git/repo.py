@@ -281,15 +281,6 @@ class Git(WorkingTree):
         return self.run_sealed("diff", *PORCELAIN_DIFF_CONFIG, "diff", *DIFF_OPTIONS, old,
                                new, "--", *paths)
 
-    def patch_ids(self, text: bytes) -> dict[str, str]:
-        """{commit: stable patch id} of `git log -p`-style text with `commit <id>` headers."""
-        ids: dict[str, str] = {}
-        for line in self.run_sealed("diff", "patch-id", "--stable", input=text).decode(
-                ).splitlines():
-            pid, _, commit = line.partition(" ")
-            ids[commit] = pid
-        return ids
-
     def diff_names(self, *revs: str, paths: Sequence[str] = (),
                    diff_filter: str | None = None) -> list[str]:
         """`git diff --name-only`: paths changed in the working tree against the index (or

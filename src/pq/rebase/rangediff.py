@@ -6,10 +6,12 @@ file's bytes changed (old and new bytes diffed, cut to hunk headers and changed 
 from __future__ import annotations
 
 import difflib
+import hashlib
 import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 
+from pq.git import patchids
 from pq.git.objects import Change, CommitId
 from pq.git.repo import Git
 from pq.model import diff as diffs
@@ -24,6 +26,7 @@ from pq.rebase.state import RebaseState
 _COMMIT_LINE = re.compile(rb"(?m)^commit [0-9a-f]{40,64}$")
 _RENAMED = re.compile(rb"(?m)^(?:rename|copy) from ")  # a header line git's diff writes
 _BINARY = re.compile(rb"(?m)^(?:GIT binary patch|Binary files )")
+_MODE_ONLY = re.compile(rb"(?m)^old mode .*\nnew mode .*\n(?!index )")  # no content change
 
 
 class UpstreamMatches:
@@ -182,7 +185,7 @@ class UpstreamMatches:
         # Patch ids are git's: of diffs without rename detection, where a rename is the old
         # file deleted and the new one added, contents and all (the changed lines above
         # keep renames: a rename upstream is no revert of a patch's lines).
-        sealed = self.git.patch_ids(_as_log(_without_renames(self.git, theirs, ()))
+        sealed = patchids.patch_ids(self.git, _as_log(_without_renames(self.git, theirs, ()))
                                     + _as_log(_without_renames(self.git, ours, exclude)))
         self._sealed_ids.update(sealed)
         self._ids.update(sealed)
@@ -204,10 +207,19 @@ class UpstreamMatches:
             return
         self._as_git.update(again)
         exclude = stack_mod.exclude_pathspec(self.queue_paths)
+        groups = (([c for c in again if c not in self._mine], ()),
+                  ([c for c in again if c in self._mine], exclude))
         diffs = [self.git.commit_patches(commits, ex, renames=False, as_git_sees=True)
-                 for commits, ex in (([c for c in again if c not in self._mine], ()),
-                                     ([c for c in again if c in self._mine], exclude))]
-        self._ids.update(self.git.patch_ids(_as_log(diffs[0]) + _as_log(diffs[1])))
+                 for commits, ex in groups]
+        ids = patchids.patch_ids(self.git, _as_log(diffs[0]) + _as_log(diffs[1]))
+        # A binary file's change of mode alone shows no content: git's id hashes its blob.
+        for (commits, ex), diffed in zip(groups, diffs, strict=True):
+            modes = [c for c in commits if _MODE_ONLY.search(diffed[c])]
+            for commit, blobs in patchids.binary_mode_changes(self.git, modes, ex).items():
+                ids[commit] = hashlib.sha1("\0".join(
+                    [ids[commit]] + [f"{path}\0{blob}" for path, blob in blobs]).encode(
+                    "utf-8", "surrogateescape")).hexdigest()
+        self._ids.update(ids)
 
     def _lines_of(self, commit: str) -> dict[str, set[bytes]]:
         """{path: the lines it adds or removes} of a commit diffed so far ({} for one not
