@@ -68,6 +68,23 @@ def test_status_series_and_log_say_a_rebase_is_stopped(tmp_path: Path) -> None:
     assert pq(fork, "series").output.startswith("base ")
 
 
+def test_status_names_a_rebase_of_gits_own(tmp_path: Path) -> None:
+    """No pq rebase, but a `git rebase -i` stopped on the branch: `pq status` says so
+    (every pq command that writes refuses until it ends)."""
+    _, fork = make_series(tmp_path)
+    rebasing = subprocess.run(["git", "rebase", "-x", "false", "HEAD~1"], cwd=fork,
+                              capture_output=True, check=False)
+    assert rebasing.returncode != 0 and (fork / ".git/rebase-merge").is_dir()
+    text = pq(fork, "status").output.splitlines()
+    assert text[0] == ("no pq rebase in progress; git has a rebase in progress "
+                       "(rebase-merge)"), text
+    assert text[1].startswith("base ") and "git status" in text[2]
+    assert json.loads(pq(fork, "status", "--json").output)["git_operation"] == "rebase"
+    git(fork, "rebase", "--abort")
+    assert pq(fork, "status").output.splitlines()[0] == "no rebase in progress"
+    assert json.loads(pq(fork, "status", "--json").output)["git_operation"] is None
+
+
 def test_rewriting_commands_refuse_while_a_rebase_is_stopped(tmp_path: Path) -> None:
     _, fork = stopped(tmp_path)
     before = whole_state(fork)

@@ -11,10 +11,10 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pq.cli.common import base_label, echo, emit_json, open_repo, plural, progress_printer, short
+from pq.cli.common import echo, emit_json, open_repo, plural, progress_printer, short
 from pq.errors import ConfigError, OperationFailed, PqError
 from pq.git.repo import Git
-from pq.quoting import shell_args, shown
+from pq.quoting import shown
 from pq.rebase.report import PatchReport, RebaseReport, trim
 
 if TYPE_CHECKING:
@@ -77,6 +77,8 @@ def register(main: click.Group) -> None:
     def status(as_json: bool) -> None:
         """What is in progress: the rebase, the patch it stopped at, the conflicted and
         resolved files, and what to run next; else the series summary."""
+        from pq.cli.status import show_status
+
         show_status(as_json)
 
 
@@ -345,56 +347,3 @@ def to_json(report: RebaseReport) -> dict[str, Any]:
         } for p in report.patches],
         "conflict": conflict,
     }
-
-
-def show_status(as_json: bool) -> None:
-    """`pq status`."""
-    from pq.model.series import SERIES_FILE
-    from pq.queue import files as queuefiles
-    from pq.rebase import status as rebase_status
-
-    with open_repo() as git:
-        st = rebase_status.status(git)
-        summary = None
-        if st is None:
-            try:
-                series = queuefiles.read_worktree(git).series
-                summary = (f"{base_label(series.base, series.upstream_ref)}: "
-                           f"{plural(len(series.patches), 'patch', 'patches')}")
-            except PqError as exc:
-                summary = f"{SERIES_FILE}: {exc.render()}"
-    if as_json:
-        emit_json({"rebase": st.to_json() if st else None, "series": summary})
-        return
-    if st is None:
-        echo("no rebase in progress")
-        echo(summary or "")
-        return
-    echo(st.line())
-    for c in st.conflicted:
-        echo(f"  conflicted  {shown(c.path)}  ({c.kind}: {c.fix})")
-    for path in st.resolved:
-        echo(f"  resolved    {shown(path)}")
-    for note in st.notes:
-        echo(f"  git reports {note}")
-    if st.blocked:
-        echo(f"next: {st.blocked}")
-    elif st.phase == "conflict":
-        first = "resolve the conflicted files, then " if st.conflicted else ""
-        echo(f"next: {first}`pq rebase --continue`; or `pq rebase --skip` drops this "
-             "patch; or `pq rebase --abort` goes back to before the rebase")
-    elif st.landed:
-        echo("next: `pq rebase --continue` removes the state; or `pq rebase --abort` "
-             "goes back to before the rebase")
-    elif st.phase == "stopped":
-        echo("next: move aside what was in the way, then `pq rebase --continue` "
-             "(nothing resolved is lost); or `pq rebase --abort`")
-    elif st.phase == "running":
-        echo("next: wait for it to finish; `pq status` says where it stands then")
-    elif st.phase == "elsewhere":
-        gone = st.next == ["pq rebase --abort"]
-        echo(f"next: `pq rebase --abort` ends it here: its worktree {st.worktree} is gone"
-             if gone else f"next: `cd {shell_args([st.worktree or ''])}`: the rebase's "
-             "index and files are there")
-    else:
-        echo("next: `pq rebase --abort` restores the branch; then run the rebase again")

@@ -237,14 +237,26 @@ def require_none(git: Git) -> None:
     require_no_git_operation(git)
 
 
-def require_no_git_operation(git: Git) -> None:
-    """Refuse while git itself is in the middle of a rebase, merge, cherry-pick or revert:
-    a commit pq wrote now would land on a half-done operation."""
-    for name in ("rebase-merge", "rebase-apply", "MERGE_HEAD", "CHERRY_PICK_HEAD",
-                 "REVERT_HEAD"):
+_GIT_OPERATIONS = (("rebase-merge", "rebase"), ("rebase-apply", "rebase or am"),
+                   ("MERGE_HEAD", "merge"), ("CHERRY_PICK_HEAD", "cherry-pick"),
+                   ("REVERT_HEAD", "revert"))
+
+
+def git_operation(git: Git) -> tuple[str, str] | None:
+    """(the operation, the file in the git folder that tells) while git itself is in the
+    middle of a rebase, `git am`, merge, cherry-pick or revert; None otherwise."""
+    for name, operation in _GIT_OPERATIONS:
         if (git.git_dir / name).exists():
-            raise ConfigError(f"git has an operation in progress ({name})",
-                              hint="finish or abort it first (`git status` says how)")
+            return operation, name
+    return None
+
+
+def require_no_git_operation(git: Git) -> None:
+    """Refuse while git itself is in the middle of an operation: a commit pq wrote now
+    would land on a half-done one."""
+    if (found := git_operation(git)) is not None:
+        raise ConfigError(f"git has an operation in progress ({found[1]})",
+                          hint="finish or abort it first (`git status` says how)")
 
 
 @contextmanager

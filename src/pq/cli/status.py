@@ -1,0 +1,66 @@
+"""`pq status`: what is in progress (a stopped or running pq rebase, or an operation of
+git's own), else the series summary line."""
+
+from __future__ import annotations
+
+from pq.cli.common import base_label, echo, emit_json, open_repo, plural
+from pq.errors import PqError
+from pq.model.series import SERIES_FILE
+from pq.queue import files as queuefiles
+from pq.quoting import shell_args, shown
+from pq.rebase import status as rebase_status
+from pq.rebase.state import git_operation
+
+
+def show_status(as_json: bool) -> None:
+    """`pq status`."""
+    with open_repo() as git:
+        st = rebase_status.status(git)
+        summary, by_git = None, None
+        if st is None:
+            by_git = git_operation(git)
+            try:
+                series = queuefiles.read_worktree(git).series
+                summary = (f"{base_label(series.base, series.upstream_ref)}: "
+                           f"{plural(len(series.patches), 'patch', 'patches')}")
+            except PqError as exc:
+                summary = f"{SERIES_FILE}: {exc.render()}"
+    if as_json:
+        emit_json({"rebase": st.to_json() if st else None, "series": summary,
+                   "git_operation": by_git[0] if by_git else None})
+        return
+    if st is None:
+        echo(f"no pq rebase in progress; git has a {by_git[0]} in progress ({by_git[1]})"
+             if by_git else "no rebase in progress")
+        echo(summary or "")
+        if by_git:
+            echo("next: finish or abort it with git (`git status` says how)")
+        return
+    echo(st.line())
+    for c in st.conflicted:
+        echo(f"  conflicted  {shown(c.path)}  ({c.kind}: {c.fix})")
+    for path in st.resolved:
+        echo(f"  resolved    {shown(path)}")
+    for note in st.notes:
+        echo(f"  git reports {note}")
+    if st.blocked:
+        echo(f"next: {st.blocked}")
+    elif st.phase == "conflict":
+        first = "resolve the conflicted files, then " if st.conflicted else ""
+        echo(f"next: {first}`pq rebase --continue`; or `pq rebase --skip` drops this "
+             "patch; or `pq rebase --abort` goes back to before the rebase")
+    elif st.landed:
+        echo("next: `pq rebase --continue` removes the state; or `pq rebase --abort` "
+             "goes back to before the rebase")
+    elif st.phase == "stopped":
+        echo("next: move aside what was in the way, then `pq rebase --continue` "
+             "(nothing resolved is lost); or `pq rebase --abort`")
+    elif st.phase == "running":
+        echo("next: wait for it to finish; `pq status` says where it stands then")
+    elif st.phase == "elsewhere":
+        gone = st.next == ["pq rebase --abort"]
+        echo(f"next: `pq rebase --abort` ends it here: its worktree {st.worktree} is gone"
+             if gone else f"next: `cd {shell_args([st.worktree or ''])}`: the rebase's "
+             "index and files are there")
+    else:
+        echo("next: `pq rebase --abort` restores the branch; then run the rebase again")
