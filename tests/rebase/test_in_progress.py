@@ -568,6 +568,32 @@ def test_modify_delete_conflict_says_git_rm_or_git_add(tmp_path: Path) -> None:
     assert not (fork / "setup.py").exists()
 
 
+def test_a_file_an_earlier_resolution_deleted_is_not_said_deleted_upstream(
+        tmp_path: Path) -> None:
+    """Patch 1's conflict resolved by deleting the file: patch 2's edit of it is a
+    modify/delete conflict with the stack, not with upstream, which still has it."""
+    up = make_upstream(tmp_path / "upstream")
+    fork = make_fork(tmp_path, up)
+    ops = "#include <torch/extension.h>\n\nint f() { return 1; }\n"
+    write(fork, "csrc/ops.cc", ops.replace("return 1", "return 2"))
+    commit_all(fork, "f returns 2")
+    write(fork, "csrc/ops.cc", ops.replace("return 1", "return 2") + "int g() { return 0; }\n")
+    commit_all(fork, "add g")
+    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    write(up, "csrc/ops.cc", ops.replace("return 1", "return 3"))
+    commit_all(up, "upstream: f returns 3")
+    git(fork, "fetch", "-q", "upstream")
+    assert pq(fork, "rebase", "upstream/main", ok=False).exit_code == 1
+    git(fork, "rm", "-q", "csrc/ops.cc")
+    stop = pq(fork, "rebase", "--continue", ok=False)
+    assert stop.exit_code == 1, stop.output
+    assert git(fork, "status", "--porcelain", "csrc/ops.cc").startswith("DU")
+    assert "csrc/ops.cc (deleted by an earlier patch, modified by this one)" in stop.output
+    data = json.loads(pq(fork, "status", "--json").output)["rebase"]
+    assert [c["kind"] for c in data["conflicted"]] == [
+        "deleted by an earlier patch, modified by this one"]
+
+
 def test_log_stopped_then_done_or_aborted_with_flags_and_footer(tmp_path: Path) -> None:
     _, fork = stopped(tmp_path)
     ops = json.loads(pq(fork, "log", "--json").output)

@@ -136,7 +136,7 @@ def run(upstream: str | None = None, *, continue_: bool = False, skip: bool = Fa
         if report.status == "conflict":
             from pq.rebase.status import conflicts
 
-            conflicted = conflicts(git)
+            conflicted = conflicts(git, report.onto)
         drift = _drift(git, report, ahead)
         if not as_json:
             render(report)  # the rebase's outcome first, whatever the gate does

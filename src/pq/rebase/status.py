@@ -36,6 +36,9 @@ KINDS: dict[str, tuple[str, str]] = {
     "UA": ("added by the patch only", "edit {f}, then `git add {p}` (or `git rm {p}`)"),
     "DD": ("deleted on both sides", "`git rm {p}`"),
 }
+# Where the stack so far has (or lacks) the file by an earlier patch, not by upstream.
+BY_AN_EARLIER_PATCH = {"DU": "deleted by an earlier patch, modified by this one",
+                       "AU": "added by an earlier patch only"}
 # A submodule's conflict: the commit it should point at is chosen, not edited (a rebase
 # leaves the submodule itself as it was, often not checked out at all).
 SUBMODULE_FIX = "point it at the commit it should have: `git update-index --cacheinfo " \
@@ -111,11 +114,18 @@ class RebaseStatus:
                 "blocked": self.blocked}
 
 
-def conflicts(git: Git) -> list[ConflictFile]:
-    """The unmerged paths of the index, each with its kind and fix."""
+def conflicts(git: Git, onto: str | None = None) -> list[ConflictFile]:
+    """The unmerged paths of the index, each with its kind and fix; with the rebase's new
+    base `onto`, a file an earlier patch deleted or added is said to be so."""
     out: list[ConflictFile] = []
-    for path, (code, submodule) in sorted(git.unmerged_kinds().items()):
+    unmerged = git.unmerged_kinds()
+    asked = [path for path, (code, _) in unmerged.items() if code in BY_AN_EARLIER_PATCH]
+    upstream = {p for *_, p in git.ls_tree(onto, asked)} if onto and asked else set()
+    for path, (code, submodule) in sorted(unmerged.items()):
         kind, fix = KINDS[code]
+        # Deleted although upstream has it, or added although upstream has it not.
+        if onto and code in BY_AN_EARLIER_PATCH and (path in upstream) == (code == "DU"):
+            kind = BY_AN_EARLIER_PATCH[code]
         if submodule and code in ("UU", "AA"):
             kind, fix = f"{kind}, a submodule", SUBMODULE_FIX
         here = from_here(git.root, [path])
@@ -149,7 +159,7 @@ def status(git: Git) -> RebaseStatus | None:
                    else f"cd {shell_args([elsewhere])}"]
     elif state.phase == "conflict":
         st.phase = "conflict"
-        st.conflicted = conflicts(git)
+        st.conflicted = conflicts(git, state.onto)
         try:
             require_in_place(git, state, "continue")
         except ConfigError as exc:  # HEAD left, the branch moved: the index is not the stop's
@@ -348,7 +358,7 @@ def require_resolved(git: Git, state: rs.RebaseState) -> None:
     marker in it (as `git diff --cached --check` against the stack's tip finds them)."""
     unmerged, changed = worktree.unstaged_paths(git)
     if unmerged:
-        files = [c for c in conflicts(git) if c.path in unmerged]
+        files = [c for c in conflicts(git, state.onto) if c.path in unmerged]
         raise OperationFailed(f"{list_paths(unmerged)} still unmerged",  # a conflict: 1
                           hint=f"{resolve_hint(files, git.root)}, then "
                                "`pq rebase --continue`")
