@@ -7,7 +7,7 @@ from pathlib import Path
 
 from gitrepo import git, make_fork, pq, write
 
-from pq.queue.stack import summary_of
+from pq.git.objects import summary_of
 
 
 def test_summary_reads_the_declared_encoding() -> None:

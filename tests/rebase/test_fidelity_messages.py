@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
-from gitrepo import commit_all, git, make_fork, pq, snapshot_queue, write
+from gitrepo import commit_all, git, make_fork, pq, snapshot_queue, worktree_files, write
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -348,3 +348,28 @@ def test_a_patch_from_an_address_alone_applies_as_a_commit_git_fsck_accepts(
     assert b"\nauthor  <nobody@example.com> " in b"\n" + commit_bytes(fork, first)
     fsck = subprocess.run(["git", "fsck", "--no-dangling"], cwd=fork, capture_output=True)
     assert b"missingNameBeforeEmail" not in fsck.stdout + fsck.stderr
+
+
+@pytest.mark.parametrize(("author", "message", "where"), [
+    (b"A U Thor <author@example.com>", b"subj\n\nbody \0 nul\n", "message"),
+    (b"A U\0Thor <author@example.com>", b"subj\n", "author"),
+])
+def test_a_commit_git_could_not_write_again_is_refused_before_its_patch_file(
+        tmp_path: Path, author: bytes, message: bytes, where: str) -> None:
+    """A NUL byte in a commit's message or author (git's porcelain refuses to write one):
+    its patch file could not be applied again, so `pq init` and `pq export` name the
+    commit and write nothing."""
+    for command in (["init", "--upstream", "upstream/main", "--commit"], ["export"]):
+        fork = make_fork(tmp_path / command[0])
+        if command == ["export"]:
+            write(fork, "setup.py", (fork / "setup.py").read_text() + "# fork\n")
+            commit_all(fork, "build: an edit")
+            pq(fork, "init", "--upstream", "upstream/main", "--commit")
+        raw_commit(fork, author, message, None, empty=False)
+        sha = git(fork, "rev-parse", "HEAD")
+        before = worktree_files(fork)
+        refused = pq(fork, *command, ok=False)
+        assert refused.exit_code == 2, refused.output
+        assert f"commit {sha[:12]} ('subj') holds a NUL byte in its {where}" in \
+            refused.output, refused.output
+        assert worktree_files(fork) == before and git(fork, "rev-parse", "HEAD") == sha

@@ -83,6 +83,21 @@ def subject_of(message: str) -> str:
     return _skip_blank_lines(message).split("\n", 1)[0]
 
 
+def summary_of(message: str, encoding: str | None = None) -> str:
+    """series.yaml's summary of a message: its subject, as text (bytes that are not UTF-8
+    read in the commit's declared `encoding`, as `git log` shows them, else U+FFFD;
+    whitespace runs one space)."""
+    subject = subject_of(message).encode("utf-8", "surrogateescape")
+    try:
+        text = subject.decode("utf-8")
+    except UnicodeDecodeError:
+        try:
+            text = subject.decode(encoding or "utf-8")
+        except (LookupError, UnicodeDecodeError):
+            text = subject.decode("utf-8", "replace")
+    return " ".join(text.split())
+
+
 def _skip_blank_lines(text: str) -> str:
     """`text` from its first line holding more than spaces, tabs and CRs (git's
     skip_blank_lines); "" when there is none."""

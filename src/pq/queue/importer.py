@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 
 from pq.errors import ConfigError, OperationFailed
 from pq.git.branchmove import require_unmoved
-from pq.git.objects import CommitId, Person, printable
+from pq.git.objects import CommitId, Person, printable, summary_of
 from pq.git.repo import Git
 from pq.git.trees import Trees
 from pq.model import diff as diffs
@@ -307,7 +307,7 @@ def _maps_onto(git: Git, commit: CommitId, base: CommitId, tip: CommitId,
 def _subject(git: Git) -> Callable[[CommitId], str]:
     def subject(c: CommitId) -> str:
         info = git.commit(c)
-        return stack_mod.summary_of(info.message, info.encoding)
+        return summary_of(info.message, info.encoding)
 
     return subject
 

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from pq.errors import ConfigError, GitError
-from pq.git.objects import CommitId, Person, subject_of
+from pq.git.objects import CommitId, Person, subject_of, summary_of
 from pq.git.repo import Git
 from pq.git.trees import TreeCollision, Trees
 from pq.model import dep3, hunkapply, layers, patchfile
@@ -262,6 +262,13 @@ def export(git: Git, stack: Sequence[StackCommit], old: Series, base: str, *,
 
     def render(i: int, entry: PatchEntry) -> bytes:
         sc = stack[i]
+        if "\0" in sc.message + sc.author.name + sc.author.email:  # `pq apply` would refuse
+            raise ConfigError(
+                f"commit {sc.commit[:12]} ({subject_of(sc.message)!r}) holds a NUL byte in "
+                f"its {'message' if chr(0) in sc.message else 'author'}, which git refuses "
+                "in a commit: its patch file could not be applied again",
+                hint="take it out (`reword` in `git rebase -i`, or `git commit --amend "
+                     "--author` for the author), then run it again")
         return patchfile.render(PatchFile(sc.author, sc.message, sc.diff,
                                           tuple(dep3.headers(entry)), sc.encoding))
 
@@ -287,21 +294,6 @@ def export(git: Git, stack: Sequence[StackCommit], old: Series, base: str, *,
             render(i, entry))
     series = replace(old, patches=tuple(entries), base=base)
     return Queue(series, files)
-
-
-def summary_of(message: str, encoding: str | None = None) -> str:
-    """series.yaml's summary of a message: its subject, as text (bytes that are not UTF-8
-    read in the commit's declared `encoding`, as `git log` shows them, else U+FFFD;
-    whitespace runs one space)."""
-    subject = subject_of(message).encode("utf-8", "surrogateescape")
-    try:
-        text = subject.decode("utf-8")
-    except UnicodeDecodeError:
-        try:
-            text = subject.decode(encoding or "utf-8")
-        except (LookupError, UnicodeDecodeError):
-            text = subject.decode("utf-8", "replace")
-    return " ".join(text.split())
 
 
 def guess_layer(git: Git, sc: StackCommit) -> str:
