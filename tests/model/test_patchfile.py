@@ -279,3 +279,19 @@ def test_a_hunk_whose_counts_are_wrong_names_its_line_in_the_patch_file() -> Non
         _ = pf.files
     at = data.split(b"\n").index(b"@@ -1,3 +1,3 @@") + 1
     assert str(info.value).startswith(f"p.patch:{at}: the diff of pkg/x.py"), str(info.value)
+
+
+def test_a_patch_file_too_large_to_read_back_names_the_limit_and_the_fix() -> None:
+    """`pq export` refuses to write a patch file `pq apply` would refuse to read (and
+    says why, with the fix); reading one names the limit too."""
+    author = Person("A", "a@b", "0 +0000")
+    assert patchfile.unreadable("s\n", author, b"x" * patchfile.MAX_PATCH_BYTES) is None
+    too_large = b"x" * (patchfile.MAX_PATCH_BYTES + 1)
+    why = patchfile.unreadable("s\n", author, too_large)
+    assert why is not None and why[0] == (
+        f"a patch of {len(too_large)} bytes, more than the 64 MiB pq reads")
+    assert "Git LFS" in why[1]
+    with pytest.raises(ConfigError, match="more than the 64 MiB pq reads") as refused:
+        patchfile.parse(too_large, "patches/0001-x.patch")
+    assert refused.value.hint == patchfile.TOO_LARGE
+    assert patchfile.unreadable("s\0\n", author, b"")[0].startswith("a NUL byte in its message")

@@ -21,6 +21,8 @@ from pq.model import mailheader
 MBOX_FROM = b"From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001\n"
 TRAILER = "Pq-Patch"
 MAX_PATCH_BYTES = 64 * 1024 * 1024
+TOO_LARGE = ("keep files that large out of the fork's patches (commit them upstream, or "
+             "store them with Git LFS, whose pointer is small)")
 
 
 @dataclass(frozen=True)
@@ -196,7 +198,8 @@ def parse(data: bytes, filename: str) -> PatchFile:
 @lru_cache(maxsize=16384)
 def _parse_cached(data: bytes, filename: str) -> PatchFile:
     if len(data) > MAX_PATCH_BYTES:
-        raise ConfigError(f"patch is {len(data)} bytes, more than pq reads", path=filename)
+        raise ConfigError(f"patch is {len(data)} bytes, more than the "
+                          f"{MAX_PATCH_BYTES >> 20} MiB pq reads", path=filename, hint=TOO_LARGE)
     if data[:data.find(b"\n") + 1].endswith(b"\r\n"):
         # Saved with CRLF line ends (an editor, a mail client): pq writes LF headers, so
         # every line's CR is the conversion's, and `git am` strips them all; so does pq.
@@ -291,6 +294,19 @@ def apply_failure(pf: PatchFile, data: bytes, index: int, onto: str, error: str,
              "series.yaml reordered): edit it so that it does, or put series.yaml's order "
              "back and reorder the commits (`git rebase -i`), then `pq export --commit`"
         if on_base else f"`pq rebase {onto[:12]}` replays the series with three-way merges")
+
+
+def unreadable(message: str, author: Person, data: bytes) -> tuple[str, str] | None:
+    """What makes `data`, the patch file of a commit with this message and author, one
+    that `pq apply` cannot take back, and the fix; None when nothing does."""
+    if "\0" in message + author.name + author.email:
+        return (f"a NUL byte in its {'message' if chr(0) in message else 'author'}, which "
+                "git refuses in a commit", "take it out (`reword` in `git rebase -i`, or "
+                "`git commit --amend --author` for the author), then run it again")
+    if len(data) > MAX_PATCH_BYTES:
+        return (f"a patch of {len(data)} bytes, more than the {MAX_PATCH_BYTES >> 20} MiB pq "
+                "reads", TOO_LARGE)
+    return None
 
 
 def parse_committable(data: bytes, filename: str) -> PatchFile:

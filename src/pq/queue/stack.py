@@ -31,7 +31,7 @@ class StackCommit:
     parent: CommitId
     diff: bytes  # the upstream part of the change, index lines stripped
     trailer_name: str | None
-    message: str  # without pq's trailer
+    message: str  # without pq's trailer where pq put it (patchfile.strip_trailer)
     author: Person
     encoding: str | None = None  # the commit's `encoding` header
 
@@ -262,15 +262,13 @@ def export(git: Git, stack: Sequence[StackCommit], old: Series, base: str, *,
 
     def render(i: int, entry: PatchEntry) -> bytes:
         sc = stack[i]
-        if "\0" in sc.message + sc.author.name + sc.author.email:  # `pq apply` would refuse
-            raise ConfigError(
-                f"commit {sc.commit[:12]} ({subject_of(sc.message)!r}) holds a NUL byte in "
-                f"its {'message' if chr(0) in sc.message else 'author'}, which git refuses "
-                "in a commit: its patch file could not be applied again",
-                hint="take it out (`reword` in `git rebase -i`, or `git commit --amend "
-                     "--author` for the author), then run it again")
-        return patchfile.render(PatchFile(sc.author, sc.message, sc.diff,
+        data = patchfile.render(PatchFile(sc.author, sc.message, sc.diff,
                                           tuple(dep3.headers(entry)), sc.encoding))
+        if (why := patchfile.unreadable(sc.message, sc.author, data)) is not None:
+            raise ConfigError(f"commit {sc.commit[:12]} ({subject_of(sc.message)!r}) holds "
+                              f"{why[0]}: its patch file could not be applied again",
+                              hint=why[1])
+        return data
 
     if names is None:
         names = identity.positional(stack, old.patches, recorded or {}, lambda i, e: (
