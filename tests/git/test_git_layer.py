@@ -340,3 +340,14 @@ def test_commands_with_messages_of_their_own_name_a_lock_in_the_way(tmp_path: Pa
                                  "Trailing  <a@x> 1 -0000"])
 def test_an_identity_is_written_back_as_it_was_read(raw: str) -> None:
     assert Person.parse(raw).ident() == raw
+
+
+def test_a_commit_header_given_twice_is_read_as_git_reads_it_the_first() -> None:
+    """git reads a commit's first `encoding` (and author, committer) line; so does pq."""
+    from pq.git.objects import CommitId, parse_commit
+
+    data = (b"tree " + b"4" * 40 + b"\nauthor A <a@x> 1 +0000\nauthor B <b@x> 2 +0000\n"
+            b"committer C <c@x>  3 +0000\nencoding UTF-8\nencoding ISO-8859-1\n\ncaf\xc3\xa9\n")
+    commit = parse_commit(CommitId("1" * 40), data)
+    assert commit.encoding == "UTF-8" and commit.author.name == "A"
+    assert commit.committer.ident() == "C <c@x>  3 +0000"  # two spaces, kept

@@ -314,11 +314,13 @@ def test_a_message_after_blank_lines_is_named_by_its_subject_as_git_does(
 
 
 @pytest.mark.parametrize("author", [b" <author@example.com>", b"A U Thor<author@example.com>",
-                                    b"<author@example.com>", b"A U Thor  <author@example.com>"])
+                                    b"<author@example.com>", b"A U Thor  <author@example.com>",
+                                    b"A U Thor <author@example.com> "])
 def test_a_rebase_keeps_the_author_line_byte_for_byte_as_git_does(tmp_path: Path,
                                                                    author: bytes) -> None:
     # An empty name (`author  <e@x>`, which git fsck accepts) or no space before the `<`:
-    # `git rebase` copies the line; writing it anew would make a commit fsck refuses.
+    # `git rebase` copies the line; writing it anew would make a commit fsck refuses. Two
+    # spaces before the date: fsck and `git log` take them; pq took them for no date.
     fork = make_fork(tmp_path)
     raw_commit(fork, author, b"build: an odd author line\n", None, False)
     orig = git(fork, "rev-parse", "HEAD")

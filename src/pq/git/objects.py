@@ -28,16 +28,19 @@ class Person:
     # keeps its own (`A<e@x>`, say), so a picked commit's line stays byte for byte, as
     # `git rebase` keeps it. Not part of equality: the same person, written another way.
     sep: str = field(default=" ", repr=False, compare=False)
+    # Likewise what stands between the `>` and the date: git fsck and git log take more
+    # than one space there.
+    gap: str = field(default=" ", repr=False, compare=False)
 
     def ident(self) -> str:
-        return f"{self.name}{self.sep}<{self.email}> {self.date}"
+        return f"{self.name}{self.sep}<{self.email}>{self.gap}{self.date}"
 
     @classmethod
     def parse(cls, raw: str) -> Person:
-        m = re.match(r"^(.*?)( ?)<(.*)> (\d+ [+-]\d{4})$", raw)
+        m = re.match(r"^(.*?)( ?)<(.*)>( +)(\d+ [+-]\d{4})$", raw)
         if not m:
             raise GitError(f"cannot parse identity {raw!r}")
-        return cls(m.group(1), m.group(3), m.group(4), m.group(2))
+        return cls(m.group(1), m.group(3), m.group(5), m.group(2), m.group(4))
 
 
 # The identity of the synthetic commits merges need; they never reach a branch.
@@ -125,11 +128,11 @@ def parse_commit(sha: CommitId, data: bytes) -> Commit:
             tree = value.decode()
         elif key == b"parent":
             parents.append(CommitId(value.decode()))
-        elif key == b"author":
+        elif key == b"author" and not author:  # git reads a header's first line
             author = value.decode("utf-8", "surrogateescape")
-        elif key == b"committer":
+        elif key == b"committer" and not committer:
             committer = value.decode("utf-8", "surrogateescape")
-        elif key == b"encoding":
+        elif key == b"encoding" and encoding is None:
             encoding = value.decode("utf-8", "surrogateescape")
     try:
         people = Person.parse(author), Person.parse(committer)
