@@ -454,9 +454,15 @@ def test_commits_made_on_the_stopped_patch(tmp_path: Path) -> None:
             f"{extra[:12]} extra: made mid-rebase)") in refused.output
     assert f"git reset --soft {tip[:12]}" in refused.output
     git(fork, "reset", "-q", "--hard", "HEAD~1")  # back to the one commit: the resolution
+    git(fork, "commit", "-q", "--amend", "--author=Other Person <o@example.com>", "-m",
+        "build: enable compat, reworded while resolving")
     pq(fork, "rebase", "--continue")
     assert git(fork, "show", "HEAD:setup.py") == RESOLVED.rstrip("\n")
     assert "0001" in git(fork, "show", "HEAD:series.yaml")
+    # As `git rebase --continue` keeps it: the commit's message and author are the patch's.
+    assert git(fork, "log", "-1", "--format=%s|%an", "HEAD~2") == (
+        "build: enable compat, reworded while resolving|Other Person")
+    assert "reworded while resolving" in git(fork, "show", f"HEAD:patches/{BUILD}")
 
 
 def test_status_says_continue_refuses_once_head_left_the_stopped_rebase(

@@ -208,6 +208,14 @@ def _finish_landed(git: Git, state: RebaseState) -> RebaseReport:
         return _settle(txn, state, report)
 
 
+def _made_by_hand(git: Git, state: RebaseState) -> str | None:
+    """The resolution committed by hand on the stopped patch (the one commit HEAD may be
+    past the stack's tip, as `require_in_place` checked), or None: its message and author
+    are the patch's, as `git rebase --continue` keeps such a commit."""
+    head = git.try_resolve("HEAD") if state.detached else None
+    return head if head is not None and head != state.tip else None
+
+
 def _settle(txn: Transaction, state: RebaseState, report: RebaseReport) -> RebaseReport:
     """Log a stop at a conflict as `stopped`; a finished rebase settles its stops as done."""
     if report.status == "conflict":
@@ -279,7 +287,8 @@ def resume(git: Git, action: str, progress: Progress | None = None,
             else:
                 step.outcome = "conflict"
                 step.new_commit = replay.commit_pick(git, trees, clean_tree, state.tip,
-                                                      step.commit, committer)
+                                                      _made_by_hand(git, state) or step.commit,
+                                                      committer)
                 state.tip = step.new_commit
         else:
             assert step is not None
