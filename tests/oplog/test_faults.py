@@ -412,6 +412,31 @@ def test_continue_after_a_kill_at_the_end_of_a_landing_finishes_it(
         assert got[key] == done[key], key
 
 
+def test_a_commit_made_on_a_landed_rebase_stays_with_continue(
+        work: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Killed as above, then a commit made on the branch (git shows nothing in progress):
+    the rebase still reads as landed, `--abort` refuses to drop the commit (naming the
+    tip the landing left, not the one before the rebase), `--continue` keeps it."""
+    template("conflict", conflict_fork, tmp_path_factory)
+    tpl = template("stopped", stopped_fork, tmp_path_factory)
+    labels = count_checkpoints(tpl, work, ["rebase", "--continue"])
+    landed = labels.index(next(lb for lb in labels if lb.endswith(" git symbolic-ref")))
+    k = next(i + 1 for i, lb in enumerate(labels) if i > landed and "unlink" in lb)
+    root = copy(tpl, work / "killed")
+    assert run_pq(root, ["rebase", "--continue"], PQ_FAULT_AT=str(k)).returncode == -9
+    tip = git(root, "rev-parse", "HEAD")
+    (root / "mine.txt").write_text("mine\n")
+    git(root, "add", "mine.txt")
+    git(root, "commit", "-q", "-m", "my work")
+    mine = git(root, "rev-parse", "HEAD")
+    assert "all 2 patches replayed and landed" in run_pq(root, ["status"]).stdout.decode()
+    refused = run_pq(root, ["rebase", "--abort"])
+    assert refused.returncode == 2 and (
+        f"since the rebase landed it at {tip[:12]}".encode() in refused.stderr), refused.stderr
+    assert run_pq(root, ["rebase", "--continue"]).returncode == 0
+    assert not rebase_in_progress(root) and git(root, "rev-parse", "HEAD") == mine
+
+
 def noted_stop_fork(tmp: Path) -> Path:
     """conflict_fork with a note added to series.yaml, uncommitted, then stopped at the
     conflict (a rebase keeps such an edit and puts it back)."""

@@ -218,10 +218,13 @@ def resumable(state: rs.RebaseState) -> bool:
 
 def landed(git: Git, state: rs.RebaseState) -> bool:
     """Whether a landing got to its end (the branch on the rebased stack, HEAD on the
-    branch) and only the state is left: pq stopped, killed say, before removing it."""
-    return (state.phase == "landing" and state.new_tip is not None
-            and git.try_resolve(state.branch) == state.new_tip
-            and git.current_branch() == state.branch)
+    branch) and only the state is left: pq stopped, killed say, before removing it. Commits
+    made on the branch since (it looked done) stay on it."""
+    if state.phase != "landing" or state.new_tip is None or (
+            git.current_branch() != state.branch):
+        return False
+    tip = git.try_resolve(state.branch)
+    return tip is not None and (tip == state.new_tip or git.is_ancestor(state.new_tip, tip))
 
 
 def refuse_while_rebasing(git: Git, command: str) -> None:
@@ -269,6 +272,13 @@ def require_in_place(git: Git, state: rs.RebaseState, action: str) -> None:
     if moved != state.orig_head and (moved is None or moved != state.new_tip):
         where = f"to {moved[:12]} ({git.commit(moved).title})" if moved else "(deleted)"
         keep = f"`git branch keep-{name} {moved[:12]}` keeps it, " if moved else ""
+        if landed(git, state):  # only --abort gets here: it would drop the commits since
+            assert state.new_tip is not None
+            raise ConfigError(
+                f"{name} moved {where} since the rebase landed it at {state.new_tip[:12]} "
+                "(only the rebase's state was left), and `pq rebase --abort` would drop "
+                "what was committed since", hint=f"`pq rebase --continue` ends the rebase, "
+                f"keeping them; or {keep}then `pq rebase --abort --force`")
         back = (f"`git update-ref refs/heads/{name} {state.orig_head[:12]}` puts it back; "
                 f"then `git switch --detach {state.tip[:12]}` and `pq rebase --{action}`"
                 if state.detached else
