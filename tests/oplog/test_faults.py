@@ -305,6 +305,7 @@ def test_ctrl_c_while_git_moves_the_working_tree_waits_for_git(tmp_path: Path) -
     proc = rebase_with_reset_doing(tmp_path, fork, "kill -INT $PPID; sleep 0.5")
     assert proc.returncode == 130, proc.stderr
     assert b"pq: interrupted; the rebase is left in progress" in proc.stderr
+    assert b"git was stopped" not in proc.stderr
     head = git(fork, "rev-parse", "HEAD")
     assert git(fork, "status", "--porcelain", "--untracked-files=no") == ""
     assert git(fork, "rev-parse", "HEAD^{tree}") == git(fork, "write-tree")
@@ -384,6 +385,8 @@ def test_a_second_ctrl_c_stops_the_git_command_pq_waits_for(tmp_path: Path) -> N
     assert time.monotonic() - start < 30
     assert proc.returncode == 130, proc.stderr
     assert b"pq: interrupted" in proc.stderr
+    # It was the landing's checkout: the message says files may be half written.
+    assert b"git was stopped while it wrote the working tree" in proc.stderr, proc.stderr
     assert run_pq(fork, ["rebase", "--abort"]).returncode == 0
     assert git(fork, "status", "--porcelain") == "?? notes.txt"
 

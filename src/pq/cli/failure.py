@@ -90,6 +90,10 @@ def failure_of(exc: BaseException) -> Failure | None:
                     "and `pq undo` takes it back")
         elif getattr(exc, "pq_nothing_changed", False) and not half:
             half = " before it changed anything"
+        if getattr(exc, "pq_files_cut", False):  # the second Ctrl-C stopped a checkout
+            half += ("; git was stopped while it wrote the working tree, so some files may "
+                     "differ from HEAD (`git status` lists them; `git checkout -f HEAD` makes "
+                     "them HEAD's, dropping any change in them)")
         return Failure("interrupted" + half, EXIT_INTERRUPTED)
     if logged is not None:  # after a message of its own, a clause apart
         half = "; stopped" + half

@@ -161,7 +161,7 @@ class Gateway:
         full_env = dict(self.env)
         if env:
             full_env.update(env)
-        with held(self.holding_interrupts and not interruptible) as hold:
+        with held(self.holding_interrupts and not interruptible, moves_files) as hold:
             with subprocess.Popen(["git", *args], stdin=None if input is None else subprocess.PIPE,
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=full_env,
                                   cwd=str(cwd or self.root),

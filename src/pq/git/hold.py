@@ -54,7 +54,7 @@ class Hold:
 
 
 @contextlib.contextmanager
-def held(holding: bool) -> Iterator[Hold]:
+def held(holding: bool, moves_files: bool = False) -> Iterator[Hold]:
     """While `holding` (a command that changes the repository runs) and in the main thread:
     the git process of the block runs in a process group of its own, which the terminal's
     Ctrl-C does not reach, and pq's own Ctrl-C takes effect, as KeyboardInterrupt, once the
@@ -62,7 +62,9 @@ def held(holding: bool) -> Iterator[Hold]:
     (a checkout cut short leaves files that look like the user's edits); pq stops between
     two git commands, where its operation log can undo what it did. A second Ctrl-C stops
     git as well (a hook waiting on the terminal, which a process group in the background
-    cannot read, would wait for ever)."""
+    cannot read, would wait for ever). Where that git wrote files (`moves_files`) and did
+    not finish, the KeyboardInterrupt says so (`pq_files_cut`): some files may hold what
+    neither the old nor the new commit has."""
     hold = Hold(holding and threading.current_thread() is threading.main_thread())
     if not hold.active:
         yield hold
@@ -73,7 +75,11 @@ def held(holding: bool) -> Iterator[Hold]:
     finally:
         signal.signal(signal.SIGINT, previous)
         if hold.caught:
-            raise KeyboardInterrupt
+            interrupt = KeyboardInterrupt()
+            interrupt.pq_files_cut = (  # type: ignore[attr-defined]
+                moves_files and hold.stopping is not None and hold.child is not None
+                and hold.child.returncode != 0)
+            raise interrupt
 
 
 @contextlib.contextmanager
