@@ -168,23 +168,8 @@ def test_trailer_round_trips(message: str) -> None:
 def test_trailer_joins_a_trailer_paragraph() -> None:
     assert patchfile.add_trailer("s\n\nSigned-off-by: y\n", "n.patch") == \
         "s\n\nSigned-off-by: y\nPq-Patch: n.patch\n"
-
-
-@pytest.mark.parametrize("message", [
-    "s\n\nPq-Patch: n.patch\nSigned-off-by: y\n",  # a sign-off added after `pq apply`
-    "s\n\nPq-Patch: n.patch\nReviewed-by: r\nSigned-off-by: y",
-    "s\n\nPq-Patch: n.patch \n",  # spaces of its own
-    "s\n\nPq-Patch:   n.patch\n",
-    "s\n\nPq-Patch: n.patch\n\n",  # blank lines after it
-])
-def test_a_trailer_pq_would_not_write_so_stays_in_place(message: str) -> None:
-    """Only the trailer as add_trailer appends it is taken out of a message; any other
-    stays, byte for byte, and add_trailer gives the message back unchanged."""
-    assert patchfile.strip_trailer(message) == (message, "n.patch")
-    assert patchfile.add_trailer(message, "n.patch") == message
-    # The patch was renamed: its name is set in place.
-    assert patchfile.add_trailer(message, "m.patch") == message.replace(
-        message[message.index("Pq-Patch:"):].split("\n")[0], "Pq-Patch: m.patch")
+    assert patchfile.strip_trailer("s\n\nPq-Patch: n.patch\nSigned-off-by: y\n") == \
+        ("s\n\nSigned-off-by: y\n", "n.patch")
 
 
 def test_index_lines_go_except_on_binary_diffs() -> None:

@@ -128,19 +128,10 @@ _TRAILER_LINE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]*: ")
 
 
 def add_trailer(message: str, name: str) -> str:
-    """`message` with pq's trailer naming `name`; `strip_trailer` gives `message` back.
+    """`message` with pq's trailer as its last line; `strip_trailer` gives `message` back.
 
-    A trailer the message carries already (more trailers were added after it, say) keeps
-    its place and its bytes, its name set to `name` where it names another. Else the
-    trailer is the message's last line: it joins a closing trailer paragraph, or gets a
-    paragraph of its own; a message without a final newline gets a trailer without one,
-    so that both read back."""
-    lines = message.split("\n")
-    at = _trailer_at(lines)
-    if at is not None:
-        if lines[at][len(TRAILER) + 2:].strip() != name:
-            lines[at] = f"{TRAILER}: {name}"
-        return "\n".join(lines)
+    The trailer joins a closing trailer paragraph, else it gets a paragraph of its own; a
+    message without a final newline gets a trailer without one, so that both read back."""
     line = f"{TRAILER}: {name}"
     if not message.endswith("\n"):
         return message + "\n\n" + line
@@ -153,35 +144,31 @@ def add_trailer(message: str, name: str) -> str:
 
 
 def strip_trailer(message: str) -> tuple[str, str | None]:
-    """(message without pq's trailer, the patch name it names or None). Only a trailer
-    as `add_trailer` appends it is taken out; one it would keep in place (more trailers
-    after it, blank lines, spaces of its own) stays, so the message reads back byte for
-    byte."""
+    """(message without pq's trailer, the patch name it named or None)."""
     body = message[:-1] if message.endswith("\n") else message
     start = body.rfind("\n") + 1
     if body.startswith(TRAILER + ": ", start):
         name = body[start + len(TRAILER) + 2:].strip()
         before = body[:start]
-        cut = 2 if not message.endswith("\n") else 1  # the blank line add_trailer made
-        stripped = before[:-cut] if before.endswith("\n\n") else before
-        if add_trailer(stripped, name) == message:
-            return stripped, name
+        if not message.endswith("\n"):  # add_trailer of a message without a final newline
+            return (before[:-2] if before.endswith("\n\n") else before), name
+        return (before[:-1] if before.endswith("\n\n") else before), name
+    # The trailer is not the last line (more trailers were added after it): take it out.
     lines = message.split("\n")
-    at = _trailer_at(lines)
-    return message, None if at is None else lines[at][len(TRAILER) + 2:].strip()
-
-
-def _trailer_at(lines: list[str]) -> int | None:
-    """Where pq's trailer is among a message's `lines`: the last `Pq-Patch:` line of its
-    closing trailer paragraph (blank lines after it allowed; never in the subject's
-    paragraph); None without one."""
-    subject = lines.index("") if "" in lines else len(lines)
-    for i in range(len(lines) - 1, subject, -1):
+    found = None
+    for i in range(len(lines) - 1, -1, -1):
         if lines[i].startswith(TRAILER + ": "):
-            return i
+            found = lines[i][len(TRAILER) + 2:].strip()
+            del lines[i]
+            break
         if lines[i] and not _TRAILER_LINE.match(lines[i]):
-            return None
-    return None
+            break
+    if found is None:
+        return message, None
+    text = "\n".join(lines)
+    if text.endswith("\n\n"):
+        text = text[:-1]
+    return text, found
 
 
 # -- reading -----------------------------------------------------------------
