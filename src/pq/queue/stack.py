@@ -31,7 +31,7 @@ class StackCommit:
     parent: CommitId
     diff: bytes  # the upstream part of the change, index lines stripped
     trailer_name: str | None
-    message: str  # without pq's trailer where pq put it (patchfile.strip_trailer)
+    message: str  # without pq's trailer
     author: Person
     encoding: str | None = None  # the commit's `encoding` header
 
