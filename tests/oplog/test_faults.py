@@ -432,10 +432,16 @@ def test_a_commit_made_on_a_landed_rebase_stays_with_continue(
     git(root, "add", "mine.txt")
     git(root, "commit", "-q", "-m", "my work")
     mine = git(root, "rev-parse", "HEAD")
-    assert "all 2 patches replayed and landed" in run_pq(root, ["status"]).stdout.decode()
+    status = run_pq(root, ["status"]).stdout.decode()
+    assert "all 2 patches replayed and landed" in status and "--abort" not in status, status
     refused = run_pq(root, ["rebase", "--abort"])
     assert refused.returncode == 2 and (
         f"since the rebase landed it at {tip[:12]}".encode() in refused.stderr), refused.stderr
+    git(root, "switch", "-q", "--detach")  # HEAD off the branch: switch back, then go on
+    refused = run_pq(root, ["rebase", "--continue"])
+    assert refused.returncode == 2 and b"`git switch paddle`, then `pq rebase --continue`" \
+        in refused.stderr, refused.stderr
+    git(root, "switch", "-q", "paddle")
     assert run_pq(root, ["rebase", "--continue"]).returncode == 0
     assert not rebase_in_progress(root) and git(root, "rev-parse", "HEAD") == mine
 

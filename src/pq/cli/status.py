@@ -51,7 +51,9 @@ def show_status(as_json: bool) -> None:
              "patch; or `pq rebase --abort` goes back to before the rebase")
     elif st.landed:
         echo("next: `pq rebase --continue` removes the state; or `pq rebase --abort` "
-             "goes back to before the rebase")
+             "goes back to before the rebase" if "pq rebase --abort" in st.next else
+             "next: `pq rebase --continue` removes the state, keeping what was committed "
+             "on the branch since")
     elif st.phase == "stopped":
         echo("next: move aside what was in the way, then `pq rebase --continue` "
              "(nothing resolved is lost); or `pq rebase --abort`")

@@ -181,8 +181,10 @@ def status(git: Git) -> RebaseStatus | None:
         st.holder = f"`{holder.get('command') or 'pq'}` (process {holder.get('pid', '?')})"
     elif resumable(state):
         st.phase, st.landed = "stopped", landed(git, state)
+        # Committed on after the landing: --abort would drop that (it refuses, unforced).
+        since = st.landed and git.try_resolve(state.branch) != state.new_tip
         st.next = ["pq rebase --continue", *(["pq rebase --skip"] * (state.phase == "refused")),
-                   "pq rebase --abort"]
+                   *(["pq rebase --abort"] * (not since))]
     else:
         st.next = ["pq rebase --abort"]
     return st
@@ -220,11 +222,16 @@ def landed(git: Git, state: rs.RebaseState) -> bool:
     """Whether a landing got to its end (the branch on the rebased stack, HEAD on the
     branch) and only the state is left: pq stopped, killed say, before removing it. Commits
     made on the branch since (it looked done) stay on it."""
-    if state.phase != "landing" or state.new_tip is None or (
-            git.current_branch() != state.branch):
+    if state.phase != "landing" or git.current_branch() != state.branch:
         return False
     tip = git.try_resolve(state.branch)
-    return tip is not None and (tip == state.new_tip or git.is_ancestor(state.new_tip, tip))
+    return tip is not None and (tip == state.new_tip or _past_landing(git, state, tip))
+
+
+def _past_landing(git: Git, state: rs.RebaseState, tip: str) -> bool:
+    """Whether the branch's `tip` holds commits made on the landed stack."""
+    return (state.phase == "landing" and state.new_tip is not None and tip != state.new_tip
+            and git.is_ancestor(state.new_tip, tip))
 
 
 def refuse_while_rebasing(git: Git, command: str) -> None:
@@ -272,13 +279,18 @@ def require_in_place(git: Git, state: rs.RebaseState, action: str) -> None:
     if moved != state.orig_head and (moved is None or moved != state.new_tip):
         where = f"to {moved[:12]} ({git.commit(moved).title})" if moved else "(deleted)"
         keep = f"`git branch keep-{name} {moved[:12]}` keeps it, " if moved else ""
-        if landed(git, state):  # only --abort gets here: it would drop the commits since
+        if moved and _past_landing(git, state, moved):  # committed on after the landing
             assert state.new_tip is not None
-            raise ConfigError(
-                f"{name} moved {where} since the rebase landed it at {state.new_tip[:12]} "
-                "(only the rebase's state was left), and `pq rebase --abort` would drop "
-                "what was committed since", hint=f"`pq rebase --continue` ends the rebase, "
-                f"keeping them; or {keep}then `pq rebase --abort --force`")
+            since = (f"{name} moved {where} since the rebase landed it at "
+                     f"{state.new_tip[:12]} (only the rebase's state was left)")
+            if action == "abort":
+                raise ConfigError(f"{since}, and `pq rebase --abort` would drop what was "
+                                  "committed since", hint="`pq rebase --continue` ends the "
+                                  f"rebase, keeping it; or {keep}then `pq rebase --abort "
+                                  "--force`")
+            raise ConfigError(f"{since}, and HEAD is not on {name}",
+                              hint=f"`git switch {name}`, then `pq rebase --continue` ends "
+                                   "the rebase, keeping what was committed since")
         back = (f"`git update-ref refs/heads/{name} {state.orig_head[:12]}` puts it back; "
                 f"then `git switch --detach {state.tip[:12]}` and `pq rebase --{action}`"
                 if state.detached else
