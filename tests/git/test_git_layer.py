@@ -351,3 +351,15 @@ def test_a_commit_header_given_twice_is_read_as_git_reads_it_the_first() -> None
     commit = parse_commit(CommitId("1" * 40), data)
     assert commit.encoding == "UTF-8" and commit.author.name == "A"
     assert commit.committer.ident() == "C <c@x>  3 +0000"  # two spaces, kept
+
+
+def test_ls_tree_reads_paths_as_they_are(tmp_path: Path) -> None:
+    """A file named like pathspec magic is that file, not the pattern."""
+    root = tmp_path / "r"
+    root.mkdir()
+    git(root, "init", "-q")
+    write(root, ":(top)q", "a\n")
+    write(root, "q", "b\n")
+    commit_all(root, "two files")
+    with Git.open(root) as repo:
+        assert [p for *_, p in repo.ls_tree("HEAD", [":(top)q"])] == [":(top)q"]

@@ -279,7 +279,8 @@ def test_a_message_after_blank_lines_is_named_by_its_subject_as_git_does(
 
 @pytest.mark.parametrize("author", [b" <author@example.com>", b"A U Thor<author@example.com>",
                                     b"<author@example.com>", b"A U Thor  <author@example.com>",
-                                    b"A U Thor <author@example.com> "])
+                                    b"A U Thor <author@example.com> ",
+                                    b"A U Thor <author@example.com> \t"])
 def test_a_rebase_keeps_the_author_line_byte_for_byte_as_git_does(tmp_path: Path,
                                                                    author: bytes) -> None:
     # An empty name (`author  <e@x>`, which git fsck accepts) or no space before the `<`:

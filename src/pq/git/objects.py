@@ -29,7 +29,7 @@ class Person:
     # `git rebase` keeps it. Not part of equality: the same person, written another way.
     sep: str = field(default=" ", repr=False, compare=False)
     # Likewise what stands between the `>` and the date: git fsck and git log take more
-    # than one space there.
+    # than one space there (any whitespace after the first).
     gap: str = field(default=" ", repr=False, compare=False)
 
     def ident(self) -> str:
@@ -37,7 +37,7 @@ class Person:
 
     @classmethod
     def parse(cls, raw: str) -> Person:
-        m = re.match(r"^(.*?)( ?)<(.*)>( +)(\d+ [+-]\d{4})$", raw)
+        m = re.match(r"^(.*?)( ?)<(.*)>([ \t\r\v\f]+)(\d+ [+-]\d{4})$", raw)
         if not m:
             raise GitError(f"cannot parse identity {raw!r}")
         return cls(m.group(1), m.group(3), m.group(5), m.group(2), m.group(4))

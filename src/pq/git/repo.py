@@ -175,9 +175,11 @@ class Git(WorkingTree):
     # -- trees and diffs ---------------------------------------------------------
 
     def ls_tree(self, tree: str, paths: Sequence[str] = ()) -> list[tuple[str, str, str, str]]:
-        """(mode, type, object, path) entries, recursively, for paths in tree."""
+        """(mode, type, object, path) entries, recursively, for paths in tree (each a path,
+        never a pattern: `:(top)x` names a file of that name)."""
         entries = []
-        for rec in zsplit(self.run("ls-tree", "-r", "-z", "--full-tree", tree, "--", *paths)):
+        for rec in zsplit(self.run("--literal-pathspecs", "ls-tree", "-r", "-z", "--full-tree",
+                                   tree, "--", *paths)):
             meta, path = rec.split("\t", 1)
             mode, kind, obj = meta.split()
             entries.append((mode, kind, obj, path))
