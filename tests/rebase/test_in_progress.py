@@ -761,6 +761,10 @@ def test_a_rebase_stopped_in_a_worktree_since_removed_is_aborted_from_another(
     after = whole_state(fork)
     assert after["files"] == before["files"] and after["HEAD"] == before["HEAD"]
     assert (fork / "README.md").read_text() == "my edit, committed nowhere\n"
+    # The abort undone: the rebase is back, and only the abort ends it (not --continue).
+    undone = pq(fork, "undo").output
+    assert "stopped where it was: `pq rebase --abort`\n" in undone, undone
+    pq(fork, "rebase", "--abort")
     git(fork, "checkout", "-q", "--", "README.md")
     git(fork, "switch", "-q", "paddle")
     again = pq(fork, "rebase", "upstream/main", ok=False)

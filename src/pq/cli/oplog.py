@@ -143,7 +143,15 @@ def _rerere_paths(git: Git, result: undo_mod.UndoResult) -> list[str]:
                    for path in rrnotes.paths_of_operation(git, rid)})
 
 
-def _render(result: undo_mod.UndoResult, rerere_paths: list[str], as_json: bool) -> None:
+def _rebase_next(git: Git, result: undo_mod.UndoResult) -> list[str]:
+    """What ends the rebase an undo or redo brought back (where its worktree is gone, only
+    the abort), as `pq status` offers it."""
+    st = rebase_status.status(git) if result.rebase else None
+    return st.next if st is not None else []
+
+
+def _render(result: undo_mod.UndoResult, rerere_paths: list[str], as_json: bool,
+            rebase_next: list[str]) -> None:
     if as_json:
         emit_json({"operation": result.record_id, "kind": result.kind,
                    "target": result.target_id, "target_command": result.target_command,
@@ -164,8 +172,8 @@ def _render(result: undo_mod.UndoResult, rerere_paths: list[str], as_json: bool)
     if result.files:
         click.echo(f"  {plural(len(result.files), 'queue file')} restored")
     if result.rebase:
-        click.echo("  a pq rebase is in progress again, stopped where it was: "
-                   "`pq rebase --continue` or `pq rebase --abort`")
+        click.echo("  a pq rebase is in progress again, stopped where it was: " + " or ".join(
+            f"`{n}`" for n in rebase_next or ["pq rebase --continue", "pq rebase --abort"]))
     if rerere_paths:
         click.echo(f"  git rerere keeps the resolution(s) of {', '.join(rerere_paths)} "
                    "that it recorded or reused, and will reuse them; "
@@ -197,8 +205,8 @@ def undo(op: int | None, force: bool, as_json: bool) -> None:
     with open_repo() as git:
         require_no_git_operation(git)  # git's reset would refuse halfway, mid-merge
         result = undo_mod.run(git, "undo", op, force)
-        paths = _rerere_paths(git, result)
-    _render(result, paths, as_json)
+        paths, then = _rerere_paths(git, result), _rebase_next(git, result)
+    _render(result, paths, as_json, then)
 
 
 @click.command()
@@ -210,5 +218,5 @@ def redo(force: bool, as_json: bool) -> None:
     with open_repo() as git:
         require_no_git_operation(git)  # git's reset would refuse halfway, mid-merge
         result = undo_mod.run(git, "redo", None, force)
-        paths = _rerere_paths(git, result)
-    _render(result, paths, as_json)
+        paths, then = _rerere_paths(git, result), _rebase_next(git, result)
+    _render(result, paths, as_json, then)
