@@ -407,6 +407,9 @@ def test_continue_after_a_kill_at_the_end_of_a_landing_finishes_it(
     assert rebase_in_progress(root)
     status = run_pq(root, ["status"]).stdout.decode()
     assert "all 2 patches replayed and landed" in status, status
+    refused = run_pq(root, ["export"])  # it refuses, saying where the rebase stands
+    assert refused.returncode == 2 and b"in progress (landed, its state not removed yet)" \
+        in refused.stderr, refused.stderr
     proc = run_pq(root, ["rebase", "--continue"])
     assert proc.returncode == 0, proc.stderr.decode()
     assert not rebase_in_progress(root)

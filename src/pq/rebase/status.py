@@ -222,10 +222,9 @@ def landed(git: Git, state: rs.RebaseState) -> bool:
     """Whether a landing got to its end (the branch on the rebased stack, HEAD on the
     branch) and only the state is left: pq stopped, killed say, before removing it. Commits
     made on the branch since (it looked done) stay on it."""
-    if state.phase != "landing" or git.current_branch() != state.branch:
-        return False
-    tip = git.try_resolve(state.branch)
-    return tip is not None and (tip == state.new_tip or _past_landing(git, state, tip))
+    tip = git.try_resolve(state.branch) if git.current_branch() == state.branch else None
+    return state.phase == "landing" and tip is not None and (
+        tip == state.new_tip or _past_landing(git, state, tip))
 
 
 def _past_landing(git: Git, state: rs.RebaseState, tip: str) -> bool:
@@ -240,8 +239,9 @@ def refuse_while_rebasing(git: Git, command: str) -> None:
     if st is None:
         rs.require_no_git_operation(git)
         return
-    where = ("running now" if st.phase == "running" else
-             f"stopped at patches/{st.patch}" if st.patch else "not landed yet")
+    where = ("running now" if st.phase == "running" else f"stopped at patches/{st.patch}"
+             if st.patch else "landed, its state not removed yet" if st.landed else
+             "not landed yet")
     raise ConfigError(f"a pq rebase of {st.branch} is in progress ({where}); {command} would "
                       "rewrite the series under it",
                       hint=f"wait for it to finish, then run {command} again"
