@@ -8,9 +8,13 @@ alone shows only the modes: `chmod +x` of one content and of another read the sa
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import hashlib
+import re
+from collections.abc import Mapping, Sequence
 
 from pq.git.gateway import Gateway, stdin_lines, zsplit
+
+_MODE_ONLY = re.compile(rb"(?m)^old mode .*\nnew mode .*\n(?!index )")  # no content change
 
 
 def patch_ids(git: Gateway, text: bytes) -> dict[str, str]:
@@ -21,6 +25,17 @@ def patch_ids(git: Gateway, text: bytes) -> dict[str, str]:
         pid, _, commit = line.partition(" ")
         ids[commit] = pid
     return ids
+
+
+def hash_binary_modes(git: Gateway, ids: dict[str, str], diffs: Mapping[str, bytes],
+                      exclude: Sequence[str] = ()) -> None:
+    """Make `ids` (of `diffs`, made in the repository) git's own where a commit changes a
+    binary file's mode alone: its blob goes into the id, as git's hashes it."""
+    modes = [c for c, diff in diffs.items() if _MODE_ONLY.search(diff)]
+    for commit, blobs in binary_mode_changes(git, modes, exclude).items():
+        ids[commit] = hashlib.sha1("\0".join(
+            [ids[commit]] + [f"{path}\0{blob}" for path, blob in blobs]).encode(
+            "utf-8", "surrogateescape")).hexdigest()
 
 
 def binary_mode_changes(git: Gateway, commits: Sequence[str], exclude: Sequence[str] = ()

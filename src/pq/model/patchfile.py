@@ -286,21 +286,27 @@ def apply_failure(pf: PatchFile, data: bytes, index: int, onto: str, error: str,
 def unreadable(message: str, author: Person, data: bytes) -> tuple[str, str] | None:
     """What makes `data`, the patch file of a commit with this message and author, one
     that `pq apply` cannot take back, and the fix; None when nothing does."""
-    if "\0" in message + author.name + author.email:
-        return (f"a NUL byte in its {'message' if chr(0) in message else 'author'}, which "
-                "git refuses in a commit", "take it out (`reword` in `git rebase -i`, or "
-                "`git commit --amend --author` for the author), then run it again")
+    if where := _nul_in(message, author):
+        return (f"a NUL byte in its {where}, which git refuses in a commit", "take it out "
+                "(`reword` in `git rebase -i`, or `git commit --amend --author` for the "
+                "author), then run it again")
     if len(data) > MAX_PATCH_BYTES:
         return (f"a patch of {len(data)} bytes, more than the {MAX_PATCH_BYTES >> 20} MiB pq "
                 "reads", TOO_LARGE)
     return None
 
 
+def _nul_in(message: str, author: Person) -> str | None:
+    """Where a commit holds a NUL byte, which git refuses in one: "message", "author"."""
+    return ("message" if "\0" in message else
+            "author" if "\0" in author.name + author.email else None)
+
+
 def parse_committable(data: bytes, filename: str) -> PatchFile:
     """`parse`, refusing a patch file whose commit git refuses to make (`git am` does): a
     NUL byte in its message or its author's name or e-mail."""
     pf = parse(data, filename)
-    if "\0" in pf.message + pf.author.name + pf.author.email:
+    if _nul_in(pf.message, pf.author):
         raise ConfigError("a NUL byte in the author or the message, which git refuses in a "
                           "commit", path=filename, line=data.count(b"\n", 0, data.find(b"\0")) + 1,
                           hint="take it out of the patch file")

@@ -6,7 +6,6 @@ file's bytes changed (old and new bytes diffed, cut to hunk headers and changed 
 from __future__ import annotations
 
 import difflib
-import hashlib
 import re
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -26,7 +25,6 @@ from pq.rebase.state import RebaseState
 _COMMIT_LINE = re.compile(rb"(?m)^commit [0-9a-f]{40,64}$")
 _RENAMED = re.compile(rb"(?m)^(?:rename|copy) from ")  # a header line git's diff writes
 _BINARY = re.compile(rb"(?m)^(?:GIT binary patch|Binary files )")
-_MODE_ONLY = re.compile(rb"(?m)^old mode .*\nnew mode .*\n(?!index )")  # no content change
 
 
 class UpstreamMatches:
@@ -212,13 +210,8 @@ class UpstreamMatches:
         diffs = [self.git.commit_patches(commits, ex, renames=False, as_git_sees=True)
                  for commits, ex in groups]
         ids = patchids.patch_ids(self.git, _as_log(diffs[0]) + _as_log(diffs[1]))
-        # A binary file's change of mode alone shows no content: git's id hashes its blob.
-        for (commits, ex), diffed in zip(groups, diffs, strict=True):
-            modes = [c for c in commits if _MODE_ONLY.search(diffed[c])]
-            for commit, blobs in patchids.binary_mode_changes(self.git, modes, ex).items():
-                ids[commit] = hashlib.sha1("\0".join(
-                    [ids[commit]] + [f"{path}\0{blob}" for path, blob in blobs]).encode(
-                    "utf-8", "surrogateescape")).hexdigest()
+        for (_, ex), diffed in zip(groups, diffs, strict=True):
+            patchids.hash_binary_modes(self.git, ids, diffed, ex)
         self._ids.update(ids)
 
     def _lines_of(self, commit: str) -> dict[str, set[bytes]]:

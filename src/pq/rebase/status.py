@@ -223,14 +223,13 @@ def landed(git: Git, state: rs.RebaseState) -> bool:
     branch) and only the state is left: pq stopped, killed say, before removing it. Commits
     made on the branch since (it looked done) stay on it."""
     tip = git.try_resolve(state.branch) if git.current_branch() == state.branch else None
-    return state.phase == "landing" and tip is not None and (
-        tip == state.new_tip or _past_landing(git, state, tip))
+    return tip is not None and _on_landed(git, state, tip)
 
 
-def _past_landing(git: Git, state: rs.RebaseState, tip: str) -> bool:
-    """Whether the branch's `tip` holds commits made on the landed stack."""
-    return (state.phase == "landing" and state.new_tip is not None and tip != state.new_tip
-            and git.is_ancestor(state.new_tip, tip))
+def _on_landed(git: Git, state: rs.RebaseState, tip: str) -> bool:
+    """Whether the branch's `tip` is the landed stack, or commits made on it."""
+    return state.phase == "landing" and state.new_tip is not None and (
+        tip == state.new_tip or git.is_ancestor(state.new_tip, tip))
 
 
 def refuse_while_rebasing(git: Git, command: str) -> None:
@@ -279,7 +278,7 @@ def require_in_place(git: Git, state: rs.RebaseState, action: str) -> None:
     if moved != state.orig_head and (moved is None or moved != state.new_tip):
         where = f"to {moved[:12]} ({git.commit(moved).title})" if moved else "(deleted)"
         keep = f"`git branch keep-{name} {moved[:12]}` keeps it, " if moved else ""
-        if moved and _past_landing(git, state, moved):  # committed on after the landing
+        if moved and _on_landed(git, state, moved):  # committed on after the landing
             assert state.new_tip is not None
             since = (f"{name} moved {where} since the rebase landed it at "
                      f"{state.new_tip[:12]} (only the rebase's state was left)")
