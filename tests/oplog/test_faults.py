@@ -441,6 +441,9 @@ def test_a_commit_made_on_a_landed_rebase_stays_with_continue(
     assert refused.returncode == 2 and (
         f"since the rebase landed it at {tip[:12]}".encode() in refused.stderr), refused.stderr
     git(root, "switch", "-q", "--detach")  # HEAD off the branch: switch back, then go on
+    status = run_pq(root, ["status"]).stdout.decode()  # it says so, as --continue does
+    assert "`git switch paddle`, then `pq rebase --continue`" in status, status
+    assert "move aside" not in status and "replayed and landed" in status, status
     refused = run_pq(root, ["rebase", "--continue"])
     assert refused.returncode == 2 and b"`git switch paddle`, then `pq rebase --continue`" \
         in refused.stderr, refused.stderr

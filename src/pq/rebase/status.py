@@ -20,10 +20,9 @@ from pq.rebase import state as rs
 from pq.rebase import worktree
 from pq.rebase.markers import added_conflict_markers
 
-# `git status --porcelain` codes of unmerged paths, for a patch cherry-picked onto the
-# rebased stack: "us" is the stack so far (upstream and the earlier patches), "them" the
-# patch. Each gives (what happened, how to resolve it; {f} is the path, {p} the path as a
-# shell argument).
+# `git status --porcelain` codes of unmerged paths, for a patch cherry-picked onto the rebased
+# stack: "us" is the stack so far (upstream, the earlier patches), "them" the patch. Each gives
+# (what happened, how to resolve it; {f} is the path, {p} the path as a shell argument).
 KINDS: dict[str, tuple[str, str]] = {
     "UU": ("both modified", "edit {f}, then `git add {p}`"),
     "AA": ("both added", "edit {f}, then `git add {p}`"),
@@ -180,11 +179,17 @@ def status(git: Git) -> RebaseStatus | None:
         st.phase, st.next = "running", []
         st.holder = f"`{holder.get('command') or 'pq'}` (process {holder.get('pid', '?')})"
     elif resumable(state):
-        st.phase, st.landed = "stopped", landed(git, state)
-        # Committed on after the landing: --abort would drop that (it refuses, unforced).
-        since = st.landed and git.try_resolve(state.branch) != state.new_tip
+        # Committed on after the landing (HEAD may have left the branch since): --abort
+        # would drop that (it refuses, unforced).
+        since = (tip := git.try_resolve(state.branch)) not in (None, state.new_tip) and \
+            _on_landed(git, state, tip)
+        st.phase, st.landed = "stopped", since or landed(git, state)
         st.next = ["pq rebase --continue", *(["pq rebase --skip"] * (state.phase == "refused")),
                    *(["pq rebase --abort"] * (not since))]
+        try:  # the branch moved while it was stopped, or HEAD left it after it landed
+            require_in_place(git, state, "continue")
+        except ConfigError as exc:
+            st.blocked = exc.render()
     else:
         st.next = ["pq rebase --abort"]
     return st
@@ -219,9 +224,8 @@ def resumable(state: rs.RebaseState) -> bool:
 
 
 def landed(git: Git, state: rs.RebaseState) -> bool:
-    """Whether a landing got to its end (the branch on the rebased stack, HEAD on the
-    branch) and only the state is left: pq stopped, killed say, before removing it. Commits
-    made on the branch since (it looked done) stay on it."""
+    """Whether a landing got to its end (the branch on the rebased stack, HEAD on it) and only
+    the state is left (pq was killed before removing it); commits made on it since stay."""
     tip = git.try_resolve(state.branch) if git.current_branch() == state.branch else None
     return tip is not None and _on_landed(git, state, tip)
 
@@ -342,9 +346,8 @@ def _past_the_resolution(git: Git, state: rs.RebaseState, head: str) -> str | No
 
 
 def _require_nothing_left_behind(git: Git, state: rs.RebaseState, head: str | None) -> None:
-    """Refuse --abort (unless forced) when commits past the resolution were made on the
-    stopped patch: the abort leaves them on no branch. The resolution committed by hand it
-    throws away, as it throws away a staged one."""
+    """Refuse --abort (unless forced) when commits past the resolution were made on the stopped
+    patch: they would be on no branch (a resolution committed by hand goes, as a staged one)."""
     if (head is None or head == state.tip or git.current_branch() is not None
             or not git.is_ancestor(state.tip, head)):
         return
@@ -355,10 +358,9 @@ def _require_nothing_left_behind(git: Git, state: rs.RebaseState, head: str | No
 
 
 def require_queue_aside(git: Git, action: str) -> None:
-    """Refuse --continue/--skip/--abort while series.yaml or a patch file is back in the
-    index or the working tree (`git checkout <branch> -- series.yaml`, say) while HEAD is
-    detached on the stack so far: a stopped rebase keeps the queue in its state and writes
-    it again when it ends (an abort: the branch's), over such a file."""
+    """Refuse --continue/--skip/--abort while a queue file is back in the index or the working
+    tree (`git checkout <branch> -- series.yaml`) with HEAD detached on the stack so far: a
+    stopped rebase keeps the queue in its state and writes it again when it ends, over it."""
     staged, untracked = worktree.queue_files_back(git)
     found = sorted(staged + untracked)
     if found:
@@ -381,8 +383,7 @@ def require_resolved(git: Git, state: rs.RebaseState) -> None:
     if unmerged:
         files = [c for c in conflicts(git, state.onto) if c.path in unmerged]
         raise OperationFailed(f"{list_paths(unmerged)} still unmerged",  # a conflict: 1
-                          hint=f"{resolve_hint(files, git.root)}, then "
-                               "`pq rebase --continue`")
+                              hint=f"{resolve_hint(files, git.root)}, then `pq rebase --continue`")
     if changed:
         raise ConfigError(f"changes in {list_paths(changed)} are not added",
                           hint="`git add` what belongs to the patch (or `git checkout -- "
