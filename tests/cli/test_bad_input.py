@@ -258,6 +258,17 @@ def test_a_usage_error_in_pqs_own_options_is_one_line(tmp_path: Path, args: list
     one_line_error(pq(tmp_path, *args, ok=False), needle, "(see `pq --help`)")
 
 
+@pytest.mark.parametrize("args,needle,help_of", [
+    (["rebase", "--forget"], "Option '--forget' requires an argument", "pq rebase"),
+    (["gate", "--stage"], "Option '--stage' requires an argument", "pq gate"),
+    (["hook", "install", "--bogus"], "No such option '--bogus'", "pq hook install"),
+])
+def test_a_usage_error_in_a_commands_options_names_its_help(
+        tmp_path: Path, args: list[str], needle: str, help_of: str) -> None:
+    """A missing option value too (click's parser raises it naming no command)."""
+    one_line_error(pq(tmp_path, *args, ok=False), needle, f"(see `{help_of} --help`)")
+
+
 def test_a_usage_error_in_pqs_own_options_is_json_under_json(tmp_path: Path) -> None:
     import json
 

@@ -72,7 +72,9 @@ class PqGroup(click.Group):
         except (click.exceptions.Exit, click.Abort, SystemExit):
             raise
         except click.ClickException as exc:  # usage errors: one line too, with the help
-            usage_failure(exc, as_json)
+            # (of the command typed: click's parser names no context for some errors)
+            usage_failure(exc, as_json, command=typed[0] if typed and typed[0] in
+                          self.list_commands(ctx) else None)
         except BaseException as exc:
             leave(exc, as_json)
         finally:
@@ -80,15 +82,16 @@ class PqGroup(click.Group):
 
 
 def usage_failure(exc: click.ClickException, as_json: bool,
-                  ctx: click.Context | None = None) -> NoReturn:
+                  ctx: click.Context | None = None, command: str | None = None) -> NoReturn:
     """Leave on a usage error: one line naming the help to read, or the error as JSON;
     a bare group (click >= 8.2's NoArgsIsHelpError) prints its help, as a bare `pq` does."""
     if type(exc).__name__ == "NoArgsIsHelpError":
         raise exc
     message = exc.format_message().rstrip(".")
     where = getattr(exc, "ctx", None) or ctx
-    if isinstance(exc, click.UsageError) and where is not None and not as_json:
-        sub = where.command_path.partition(" ")[2]  # the program is `pq`, always
+    if isinstance(exc, click.UsageError) and not as_json and (
+            where is not None or command is not None):
+        sub = where.command_path.partition(" ")[2] if where else command  # `pq`, always
         message += f" (see `pq{' ' + sub if sub else ''} --help`)"
     fail(Failure(message, exc.exit_code), as_json)
 
