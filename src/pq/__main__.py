@@ -89,10 +89,18 @@ def _plain_rebase(argv: list[str]) -> bool:
 
 
 def main() -> None:
+    try:
+        _main(sys.argv[1:])
+    except KeyboardInterrupt as exc:  # before a command's own handler: importing click, say
+        from pq.cli.failure import leave
+
+        leave(exc, as_json="--json" in sys.argv)
+
+
+def _main(argv: list[str]) -> None:
     from pq.cli import tune_collector
 
     tune_collector()
-    argv = sys.argv[1:]
     if argv[:2] == ["hook", "run"]:
         parsed = _hook_run_args(argv[2:])
         if parsed is not None:

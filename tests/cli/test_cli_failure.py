@@ -222,3 +222,32 @@ def test_the_logged_as_failed_clause_follows_a_message_as_one_sentence(
         assert named is not None and named.line() == (
             "pq: error: internal error: ValueError" + tail
             + " (set PQ_DEBUG=1 for the traceback, and please report it)")
+
+
+# A Ctrl-C while `module` is imported (the interrupt lands there: a stand-in for its timing).
+_INTERRUPT_IN_IMPORT = """
+import builtins, sys
+real, module = builtins.__import__, sys.argv[1]
+def interrupting(name, *args, **kwargs):
+    if name == module:
+        builtins.__import__ = real
+        raise KeyboardInterrupt
+    return real(name, *args, **kwargs)
+builtins.__import__ = interrupting
+sys.argv = ["pq", *sys.argv[2:]]
+from pq.__main__ import main
+main()
+"""
+
+
+@pytest.mark.parametrize("module,args", [
+    ("click", ["series"]),  # before any command's handler: it was a traceback
+    ("pq.oplog.txn", ["series"]),  # in click's main, outside the command: "Aborted!", exit 1
+    ("pq.push.hook", ["hook", "run"]),  # the hook's fast path, before its handler
+])
+def test_a_ctrl_c_as_pq_starts_is_its_one_line_and_exit_130(
+        tmp_path: Path, module: str, args: list[str]) -> None:
+    proc = subprocess.run([sys.executable, "-c", _INTERRUPT_IN_IMPORT, module, *args],
+                          cwd=tmp_path, input=b"", capture_output=True, check=False)
+    assert (proc.returncode, proc.stderr.decode().strip()) == (130, "pq: interrupted"), \
+        proc.stderr.decode()

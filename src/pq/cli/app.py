@@ -58,15 +58,23 @@ class PqGroup(click.Group):
         except click.ClickException as exc:
             usage_failure(exc, bool(ctx.meta["pq.json"]), ctx)
 
-    def invoke(self, ctx: click.Context) -> Any:
-        from pq.oplog.txn import set_invocation
+    def make_context(self, *args: Any, **kwargs: Any) -> click.Context:
+        try:  # a Ctrl-C while pq's own options are read: pq's line, not click's "Aborted!"
+            return super().make_context(*args, **kwargs)
+        except KeyboardInterrupt as exc:
+            leave(exc, as_json=False)
 
+    def invoke(self, ctx: click.Context) -> Any:
         # The operation log records the command as typed, flags and all.
         protected = getattr(ctx, "_protected_args", None)  # click >= 8.2; before: public
         typed = [*(ctx.protected_args if protected is None else protected), *ctx.args]
-        set_invocation("pq " + shlex.join(typed) if typed else None)
         as_json = bool(ctx.meta.get("pq.json"))
         reset_json_emitted()
+        try:
+            from pq.oplog.txn import set_invocation
+        except KeyboardInterrupt as exc:  # pq's line, not click's "Aborted!" (exit 1)
+            leave(exc, as_json)
+        set_invocation("pq " + shlex.join(typed) if typed else None)
         try:
             return super().invoke(ctx)
         except (click.exceptions.Exit, click.Abort, SystemExit):
