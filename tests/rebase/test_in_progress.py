@@ -480,8 +480,18 @@ def test_status_says_continue_refuses_once_head_left_the_stopped_rebase(
     assert data["blocked"].startswith("HEAD left the stopped rebase")
     assert (data["next"], data["resolved"]) == (["pq rebase --abort"], [])
     assert pq(fork, "rebase", "--continue", ok=False).exit_code == 2
+    assert "resolve again" not in text  # the conflict is gone: the hint shows it again
+    shows_again = f"git cherry-pick --no-commit {git(fork, 'rev-parse', 'paddle~2')[:12]}"
+    assert f"`git switch --detach {tip[:12]}` and `{shows_again}`" in text, text
     git(fork, "switch", "-q", "--detach", tip)
     assert json.loads(pq(fork, "status", "--json").output)["rebase"]["blocked"] is None
+    git(fork, *shows_again.split()[1:], check=False)
+    assert [c["path"] for c in json.loads(pq(fork, "status", "--json").output)["rebase"][
+        "conflicted"]] == ["setup.py"]
+    write(fork, "setup.py", RESOLVED)
+    git(fork, "add", "setup.py")
+    pq(fork, "rebase", "--continue")
+    assert git(fork, "show", "HEAD:setup.py") == RESOLVED.rstrip("\n")
 
 
 def test_skip_refuses_to_drop_a_commit_made_on_the_stopped_patch(tmp_path: Path) -> None:
@@ -1061,3 +1071,50 @@ def test_status_offers_an_abort_that_runs_when_continue_is_blocked(tmp_path: Pat
     ran = pq(fork, *shlex.split(data["next"][0])[1:])
     assert ran.exit_code == 0, ran.output
     assert json.loads(pq(fork, "status", "--json").output)["rebase"] is None
+
+
+def test_files_staged_in_the_series_folders_while_stopped_are_refused_not_dropped(
+        tmp_path: Path) -> None:
+    """`git rebase` commits them with the resolution; a patch's commit carries nothing in
+    patches/ or mre/, and the rebase ends with those folders as the branch has them: pq's
+    --continue, --skip and --abort dropped them (exit 0). They refuse, naming the way."""
+    _, fork = stopped(tmp_path)
+    write(fork, "setup.py", RESOLVED)
+    write(fork, "patches/NOTES.txt", "my notes on the patches\n")
+    write(fork, "mre/repro1/run.sh", "exit 0\n")
+    git(fork, "add", "setup.py", "patches/NOTES.txt", "mre")
+    said = ("mre/repro1/run.sh, patches/NOTES.txt are staged in the series' folders while "
+            "the rebase is stopped")
+    for action in ("continue", "skip", "abort"):
+        refused = pq(fork, "rebase", f"--{action}", ok=False)
+        assert refused.exit_code == 2 and said in refused.output, refused.output
+        assert f"`git restore --staged mre/repro1/run.sh patches/NOTES.txt` keeps them in " \
+               f"the working tree only; then `pq rebase --{action}`" in refused.output
+    status = json.loads(pq(fork, "status", "--json").output)["rebase"]
+    assert status["blocked"].startswith(said), status
+    git(fork, "restore", "--staged", "mre/repro1/run.sh", "patches/NOTES.txt")
+    pq(fork, "rebase", "--continue")
+    assert (fork / "patches/NOTES.txt").read_text() == "my notes on the patches\n"
+    assert (fork / "mre/repro1/run.sh").read_text() == "exit 0\n"
+    assert git(fork, "status", "--porcelain") == "?? mre/\n?? patches/NOTES.txt"
+
+
+def test_a_queue_file_a_stash_pop_brought_back_is_no_conflict_of_the_patch(
+        tmp_path: Path) -> None:
+    """`git stash pop` of a series.yaml edit while stopped leaves it unmerged: status said
+    "deleted upstream, modified by the patch", counted it, and named `git add series.yaml`,
+    which --continue refuses. It says what --continue says: the queue file came back."""
+    up, fork = make_series(tmp_path)
+    conflict_upstream(up, fork)
+    write(fork, "series.yaml", (fork / "series.yaml").read_text() + "# my note\n")
+    git(fork, "stash", "-q")
+    assert pq(fork, "rebase", "upstream/main", ok=False).exit_code == 1
+    write(fork, "setup.py", RESOLVED)
+    git(fork, "add", "setup.py")
+    git(fork, "stash", "pop", "-q", check=False)
+    assert git(fork, "status", "--porcelain", "series.yaml").startswith("DU")
+    status = json.loads(pq(fork, "status", "--json").output)["rebase"]
+    assert (status["conflicted"], status["resolved"]) == ([], ["setup.py"]), status
+    assert status["blocked"].startswith("series.yaml came back while the rebase is stopped")
+    refused = pq(fork, "rebase", "--continue", ok=False)
+    assert refused.exit_code == 2 and status["blocked"] in refused.output

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from pq.git.repo import Git
 from pq.oplog.txn import Transaction, settle_stopped
+from pq.rebase import refusals, worktree
 from pq.rebase import state as rs
-from pq.rebase import status as rebase_status
-from pq.rebase import worktree
 from pq.rebase.report import RebaseReport
 
 
@@ -24,9 +23,9 @@ def abort(git: Git, force: bool = False) -> RebaseReport:
     gone = rs.gone_worktree(git, state)
     if gone is not None:
         return _forget(git, state, gone)
-    refusals = rebase_status.abort_refusals(git, state, force)
-    if refusals:
-        raise refusals[0][1]
+    refused = refusals.abort_refusals(git, state, force)
+    if refused:
+        raise refused[0][1]
     # git's own operation, started meanwhile, would outlive the abort and undo it later.
     rs.require_no_git_operation(git)
     with Transaction(git, "pq rebase --abort"):

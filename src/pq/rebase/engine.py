@@ -25,7 +25,7 @@ from pq.queue import ops as queueops
 from pq.queue import stack as stack_mod
 from pq.queue.files import Queue, is_queue_path, read_worktree
 from pq.queue.ops import Progress
-from pq.rebase import landing, rangediff, replay, worktree
+from pq.rebase import landing, rangediff, refusals, replay, worktree
 from pq.rebase import state as rs
 from pq.rebase import status as rebase_status
 from pq.rebase.report import PatchReport, RebaseReport
@@ -199,7 +199,7 @@ def _diffs_of(queue: Queue) -> list[bytes] | None:
 def _finish_landed(git: Git, state: RebaseState) -> RebaseReport:
     """`--continue` after pq stopped (killed, say) at the very end of a landing: the branch
     and HEAD are on the rebased stack already; what is left is removing the state."""
-    rebase_status.require_branch_free(git, state, "continue")
+    refusals.require_branch_free(git, state, "continue")
     old = rs.queue_before(git, state)
     with Transaction(git, "pq rebase --continue") as txn:
         worktree.clear_git_merge_files(git)
@@ -260,14 +260,14 @@ def resume(git: Git, action: str, progress: Progress | None = None,
         raise ConfigError(f"the last pq rebase was interrupted while {state.phase}",
                           hint="`pq rebase --abort` restores the branch; then run the "
                                "rebase again")
-    rebase_status.require_in_place(git, state, action)
-    rebase_status.require_branch_free(git, state, action)
+    refusals.require_in_place(git, state, action)
+    refusals.require_branch_free(git, state, action)
     rs.require_no_git_operation(git)  # a git rebase started meanwhile would land on ours
+    old = rs.queue_before(git, state)
     if state.detached:  # HEAD on the stack so far, without the queue files
-        rebase_status.require_queue_aside(git, action)
+        refusals.require_queue_aside(git, action, old.series.queue_paths)
     if action == "continue" and not stopped:
         rebase_status.require_resolved(git, state)
-    old = rs.queue_before(git, state)
     committer = git.committer_now()
     with Transaction(git, f"pq rebase --{action}") as txn:
         trees = Trees(git)

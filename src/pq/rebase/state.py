@@ -221,6 +221,12 @@ def queue_before(git: Git, state: RebaseState) -> Queue:
                           for e in series.patches})
 
 
+def queue_paths_before(git: Git, state: RebaseState) -> tuple[str, ...]:
+    """The series' queue paths as the working tree held them when the rebase started (its
+    series.yaml alone: no patch file read)."""
+    return series_mod.loads(git.blob(state.queue_before[SERIES_FILE]), SERIES_FILE).queue_paths
+
+
 def require_none(git: Git) -> None:
     path = state_path(git)
     if path.is_file():

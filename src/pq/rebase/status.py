@@ -1,13 +1,13 @@
 """What a rebase in progress is doing, for the user: `pq status`, the first line of
 `pq series` and `pq log`, the refusal of every rewriting command while a rebase is
-stopped, and the fix of each conflicted file by its kind (the conflict markers a
-resolution would commit: pq.rebase.markers).
+stopped, the fix of each conflicted file by its kind, and what `--continue` takes (no
+conflict left, no conflict marker: pq.rebase.markers); what it refuses besides is
+pq.rebase.refusals.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -15,10 +15,12 @@ from typing import Any
 from pq.errors import ConfigError, OperationFailed
 from pq.git.repo import Git
 from pq.oplog.lock import lock_holder
+from pq.queue.files import is_queue_path
 from pq.quoting import from_here, list_paths, shell_args, shown
 from pq.rebase import state as rs
 from pq.rebase import worktree
 from pq.rebase.markers import added_conflict_markers
+from pq.rebase.refusals import abort_refusals, on_landed, require_in_place, require_queue_aside
 
 # `git status --porcelain` codes of unmerged paths, for a patch cherry-picked onto the rebased
 # stack: "us" is the stack so far (upstream, the earlier patches), "them" the patch. Each gives
@@ -158,7 +160,9 @@ def status(git: Git) -> RebaseStatus | None:
                    else f"cd {shell_args([elsewhere])}"]
     elif state.phase == "conflict":
         st.phase = "conflict"
-        st.conflicted = conflicts(git, state.onto)
+        queue_paths = rs.queue_paths_before(git, state)  # no patch touches them: an unmerged
+        st.conflicted = [c for c in conflicts(git, state.onto)  # one there is the user's
+                         if not is_queue_path(c.path, queue_paths)]  # (`git stash pop`)
         try:
             require_in_place(git, state, "continue")
         except ConfigError as exc:  # HEAD left, the branch moved: the index is not the stop's
@@ -174,6 +178,10 @@ def status(git: Git) -> RebaseStatus | None:
         st.resolved = [p for p in state.conflict_paths if p not in unmerged]
         st.notes = list(state.conflict_notes)
         st.next = list(NEXT_CONFLICT)
+        try:  # a queue file back (that `git stash pop`), another file staged among them
+            require_queue_aside(git, "continue", queue_paths) if state.detached else None
+        except ConfigError as exc:
+            st.blocked = exc.render()
     elif (holder := lock_holder(git)) is not None and holder.get("pid") != os.getpid():
         # Not interrupted: another pq process replays it right now.
         st.phase, st.next = "running", []
@@ -182,7 +190,7 @@ def status(git: Git) -> RebaseStatus | None:
         # Committed on after the landing (HEAD may have left the branch since): --abort
         # would drop that (it refuses, unforced).
         since = (tip := git.try_resolve(state.branch)) not in (None, state.new_tip) and \
-            _on_landed(git, state, tip)
+            on_landed(git, state, tip)
         st.phase, st.landed = "stopped", since or landed(git, state)
         st.next = ["pq rebase --continue", *(["pq rebase --skip"] * (state.phase == "refused")),
                    *(["pq rebase --abort"] * (not since))]
@@ -193,27 +201,6 @@ def status(git: Git) -> RebaseStatus | None:
     else:
         st.next = ["pq rebase --abort"]
     return st
-
-
-def abort_refusals(git: Git, state: rs.RebaseState, force: bool = False
-                   ) -> list[tuple[str, ConfigError]]:
-    """Every reason `pq rebase --abort` (`force`: `--abort --force`) refuses now, in the
-    order it checks, each with its kind: "in-place" (the branch moved, commits were made
-    on the stopped patch: `--force` overrides it), "queue" (queue files came back: `--force`
-    writes over them) or "branch" (checked out in another worktree)."""
-    checks: list[tuple[str, Callable[[], None]]] = []
-    if not force:
-        checks.append(("in-place", lambda: require_in_place(git, state, "abort")))
-        if state.detached and git.current_branch() is None:  # HEAD on the stack so far,
-            checks.append(("queue", lambda: require_queue_aside(git, "abort")))  # queue aside
-    checks.append(("branch", lambda: require_branch_free(git, state, "abort")))
-    found = []
-    for kind, check in checks:
-        try:
-            check()
-        except ConfigError as exc:
-            found.append((kind, exc))
-    return found
 
 
 def resumable(state: rs.RebaseState) -> bool:
@@ -227,13 +214,7 @@ def landed(git: Git, state: rs.RebaseState) -> bool:
     """Whether a landing got to its end (the branch on the rebased stack, HEAD on it) and only
     the state is left (pq was killed before removing it); commits made on it since stay."""
     tip = git.try_resolve(state.branch) if git.current_branch() == state.branch else None
-    return tip is not None and _on_landed(git, state, tip)
-
-
-def _on_landed(git: Git, state: rs.RebaseState, tip: str) -> bool:
-    """Whether the branch's `tip` is the landed stack, or commits made on it."""
-    return state.phase == "landing" and state.new_tip is not None and (
-        tip == state.new_tip or git.is_ancestor(state.new_tip, tip))
+    return tip is not None and on_landed(git, state, tip)
 
 
 def refuse_while_rebasing(git: Git, command: str) -> None:
@@ -252,128 +233,6 @@ def refuse_while_rebasing(git: Git, command: str) -> None:
                       "finish it with `pq rebase --continue` or end it with "
                       f"`pq rebase --abort`, then run {command} again; `pq status` "
                       "says where it stands")
-
-
-def require_branch_free(git: Git, state: rs.RebaseState, action: str) -> None:
-    """Refuse to put HEAD back on the branch (--continue, --skip, --abort, forced or not)
-    while another worktree has it checked out: HEAD is detached while a rebase is stopped,
-    so git let `git worktree add` take the branch meanwhile, and both worktrees would then
-    share it (a commit in the other one, from its stale index, would undo the rebase)."""
-    if not state.detached:
-        return
-    where = git.branches_elsewhere().get(state.branch)
-    if where is not None:
-        raise ConfigError(
-            f"{state.short_branch} is checked out in the worktree {where} (added while the "
-            f"rebase was stopped); pq rebase --{action} would check it out here too",
-            hint=f"switch that worktree to another branch (`git -C {shell_args([str(where)])} "
-                 f"switch --detach`) or remove it, then `pq rebase --{action}`")
-
-
-def require_in_place(git: Git, state: rs.RebaseState, action: str) -> None:
-    """Refuse --continue/--skip (and, unless forced, --abort) when the user moved what a
-    stopped rebase holds: the branch (committed to while the rebase was stopped, on it or
-    after switching back to it) would be overwritten, and commits made on the stopped patch
-    would be folded into it. One commit on the stopped tip is the resolution committed by
-    hand, and is taken as such."""
-    name = state.short_branch
-    moved = git.try_resolve(state.branch)
-    # The branch stays at its old tip until the landing moves it to the new one.
-    if moved != state.orig_head and (moved is None or moved != state.new_tip):
-        where = f"to {moved[:12]} ({git.commit(moved).title})" if moved else "(deleted)"
-        keep = f"`git branch keep-{name} {moved[:12]}` keeps it, " if moved else ""
-        if moved and _on_landed(git, state, moved):  # committed on after the landing
-            assert state.new_tip is not None
-            since = (f"{name} moved {where} since the rebase landed it at "
-                     f"{state.new_tip[:12]} (only the rebase's state was left)")
-            if action == "abort":
-                raise ConfigError(f"{since}, and `pq rebase --abort` would drop what was "
-                                  "committed since", hint="`pq rebase --continue` ends the "
-                                  f"rebase, keeping it; or {keep}then `pq rebase --abort "
-                                  "--force`")
-            raise ConfigError(f"{since}, and HEAD is not on {name}",
-                              hint=f"`git switch {name}`, then `pq rebase --continue` ends "
-                                   "the rebase, keeping what was committed since")
-        back = (f"`git update-ref refs/heads/{name} {state.orig_head[:12]}` puts it back; "
-                f"then `git switch --detach {state.tip[:12]}` and `pq rebase --{action}`"
-                if state.detached else
-                f"`git reset --keep {state.orig_head[:12]}` on {name} puts it back; then "
-                f"`pq rebase --{action}`")
-        raise ConfigError(
-            f"{name} moved {where} while the rebase was stopped; it was at "
-            f"{state.orig_head[:12]}, and `pq rebase --{action}` would overwrite it",
-            hint=f"{keep}then `pq rebase --abort --force`" if action == "abort" else
-            f"{keep}{back}")
-    if state.phase != "conflict" or not state.detached:
-        return
-    head = git.try_resolve("HEAD")
-    if action == "abort":  # HEAD goes back to the branch; commits on the patch stay behind
-        _require_nothing_left_behind(git, state, head)
-        return
-    if git.current_branch() is not None or head is None or (
-            head != state.tip and not git.is_ancestor(state.tip, head)):
-        raise ConfigError(
-            f"HEAD left the stopped rebase (it was at {state.tip[:12]}, patch "
-            f"patches/{state.steps[state.index].name})",
-            hint=f"`git switch --detach {state.tip[:12]}`, resolve again, then "
-                 f"`pq rebase --{action}`; or `pq rebase --abort`")
-    if action == "skip" and head != state.tip:  # git's --skip would keep them: refuse
-        count, last = git.count(f"{state.tip}..{head}"), git.commit(head)
-        them = "it" if count == 1 else "them"
-        raise ConfigError(
-            f"{'a commit was' if count == 1 else f'{count} commits were'} made on the "
-            f"stopped patch patches/{state.steps[state.index].name} (the last: {head[:12]} "
-            f"{last.title}), and `pq rebase --skip` would drop {them} with the patch",
-            hint=f"`git branch keep-{state.short_branch} {head[:12]}` keeps {them}, then `git "
-                 f"reset --hard {state.tip[:12]}` and `pq rebase --skip`; or `pq rebase "
-                 "--continue` takes one commit as the patch's resolution")
-    if head != state.tip and (made := _past_the_resolution(git, state, head)):
-        raise ConfigError(f"{made}; pq keeps one commit per patch",
-                          hint=f"squash them (`git reset --soft {state.tip[:12]}`) then `pq "
-                               f"rebase --{action}`; a separate change becomes a patch of its "
-                               "own after the rebase")
-
-
-def _past_the_resolution(git: Git, state: rs.RebaseState, head: str) -> str | None:
-    """What was committed on the stopped patch (HEAD `head`, a descendant of its tip)
-    past the one commit that is its resolution committed by hand, or None."""
-    count, last = git.count(f"{state.tip}..{head}"), git.commit(head)
-    if count > 1 or len(last.parents) != 1:
-        return (f"{count} commits were made on the stopped patch "
-                f"patches/{state.steps[state.index].name} (the last: {head[:12]} "
-                f"{last.title})")
-    return None
-
-
-def _require_nothing_left_behind(git: Git, state: rs.RebaseState, head: str | None) -> None:
-    """Refuse --abort (unless forced) when commits past the resolution were made on the stopped
-    patch: they would be on no branch (a resolution committed by hand goes, as a staged one)."""
-    if (head is None or head == state.tip or git.current_branch() is not None
-            or not git.is_ancestor(state.tip, head)):
-        return
-    if made := _past_the_resolution(git, state, head):
-        raise ConfigError(f"{made}; `pq rebase --abort` would leave them on no branch",
-                          hint=f"`git branch keep-{state.short_branch} {head[:12]}` keeps "
-                               "them, then `pq rebase --abort --force`")
-
-
-def require_queue_aside(git: Git, action: str) -> None:
-    """Refuse --continue/--skip/--abort while a queue file is back in the index or the working
-    tree (`git checkout <branch> -- series.yaml`) with HEAD detached on the stack so far: a
-    stopped rebase keeps the queue in its state and writes it again when it ends, over it."""
-    staged, untracked = worktree.queue_files_back(git)
-    found = sorted(staged + untracked)
-    if found:
-        them = "it" if len(found) == 1 else "them"
-        remove = ([f"`git rm -q -f {shell_args(from_here(git.root, staged))}`"] if staged
-                  else []) + ([f"`rm {shell_args(from_here(git.root, untracked))}`"]
-                              if untracked else [])
-        raise ConfigError(
-            f"{list_paths(found)} came back while the rebase is stopped; pq keeps the "
-            f"queue aside and writes it again when the rebase ends, over {them}",
-            hint=f"copy what you want to keep elsewhere, {' and '.join(remove)}, then "
-                 f"`pq rebase --{action}`" + ("" if action == "abort" else
-                                              "; edit the new series once it is done"))
 
 
 def require_resolved(git: Git, state: rs.RebaseState) -> None:

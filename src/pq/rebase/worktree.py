@@ -42,6 +42,25 @@ def require_clean_queue_dirs(dirty: list[str], queue_paths: tuple[str, ...]) -> 
                           "them", hint="commit them first, then run it again")
 
 
+def require_nothing_staged_in_queue_dirs(git: Git, queue_paths: tuple[str, ...],
+                                         action: str) -> None:
+    """Refuse to go on while files the stack so far (HEAD) lacks are staged in the queue's
+    folders, other than pq's own files (`queue_files_back`): `patches/NOTES.txt`, a new
+    `mre/x/run.sh`. A patch's commit carries nothing there, and the rebase ends with those
+    folders as the branch has them: the files would be dropped (`git rebase` commits them
+    with the resolution; pq cannot)."""
+    found = [p for p in git.diff_names("--cached", "HEAD", paths=queue_paths,
+                                       diff_filter="d") if not is_queue_file(p)]
+    if found:
+        args, them = shell_args(from_here(git.root, found)), "it" if len(found) == 1 else "them"
+        raise ConfigError(
+            f"{list_paths(found)} {'is' if len(found) == 1 else 'are'} staged in the "
+            "series' folders while the rebase is stopped: "
+            f"a patch's commit carries nothing there, and pq rebase --{action} would drop "
+            f"{them}", hint=f"`git restore --staged {args}` keeps {them} in the working tree "
+            f"only; then `pq rebase --{action}`, and commit {them} once the rebase is done")
+
+
 # -- the queue files in the working tree ------------------------------------------------
 
 

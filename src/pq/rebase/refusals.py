@@ -1,0 +1,171 @@
+"""What a stopped rebase's `--continue`, `--skip` and `--abort` refuse, each with the way
+out: the branch or HEAD moved meanwhile, commits made on the stopped patch, the branch
+checked out in another worktree, queue files back in the index or the working tree.
+`pq status` asks the same checks to say what `--continue` would do
+(pq.rebase.status).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from pq.errors import ConfigError
+from pq.git.repo import Git
+from pq.quoting import from_here, list_paths, shell_args
+from pq.rebase import state as rs
+from pq.rebase import worktree
+
+
+def abort_refusals(git: Git, state: rs.RebaseState, force: bool = False
+                   ) -> list[tuple[str, ConfigError]]:
+    """Every reason `pq rebase --abort` (`force`: `--abort --force`) refuses now, in the
+    order it checks, each with its kind: "in-place" (the branch moved, commits were made
+    on the stopped patch: `--force` overrides it), "queue" (queue files came back: `--force`
+    writes over them) or "branch" (checked out in another worktree)."""
+    checks: list[tuple[str, Callable[[], None]]] = []
+    if not force:
+        checks.append(("in-place", lambda: require_in_place(git, state, "abort")))
+        if state.detached and git.current_branch() is None:  # HEAD on the stack so far,
+            checks.append(("queue", lambda: require_queue_aside(  # queue aside
+                git, "abort", rs.queue_paths_before(git, state))))
+    checks.append(("branch", lambda: require_branch_free(git, state, "abort")))
+    found = []
+    for kind, check in checks:
+        try:
+            check()
+        except ConfigError as exc:
+            found.append((kind, exc))
+    return found
+
+
+def on_landed(git: Git, state: rs.RebaseState, tip: str) -> bool:
+    """Whether the branch's `tip` is the landed stack, or commits made on it."""
+    return state.phase == "landing" and state.new_tip is not None and (
+        tip == state.new_tip or git.is_ancestor(state.new_tip, tip))
+
+
+def require_branch_free(git: Git, state: rs.RebaseState, action: str) -> None:
+    """Refuse to put HEAD back on the branch (--continue, --skip, --abort, forced or not)
+    while another worktree has it checked out: HEAD is detached while a rebase is stopped,
+    so git let `git worktree add` take the branch meanwhile, and both worktrees would then
+    share it (a commit in the other one, from its stale index, would undo the rebase)."""
+    if not state.detached:
+        return
+    where = git.branches_elsewhere().get(state.branch)
+    if where is not None:
+        raise ConfigError(
+            f"{state.short_branch} is checked out in the worktree {where} (added while the "
+            f"rebase was stopped); pq rebase --{action} would check it out here too",
+            hint=f"switch that worktree to another branch (`git -C {shell_args([str(where)])} "
+                 f"switch --detach`) or remove it, then `pq rebase --{action}`")
+
+
+def require_in_place(git: Git, state: rs.RebaseState, action: str) -> None:
+    """Refuse --continue/--skip (and, unless forced, --abort) when the user moved what a
+    stopped rebase holds: the branch (committed to while the rebase was stopped, on it or
+    after switching back to it) would be overwritten, and commits made on the stopped patch
+    would be folded into it. One commit on the stopped tip is the resolution committed by
+    hand, and is taken as such."""
+    name = state.short_branch
+    moved = git.try_resolve(state.branch)
+    # The branch stays at its old tip until the landing moves it to the new one.
+    if moved != state.orig_head and (moved is None or moved != state.new_tip):
+        where = f"to {moved[:12]} ({git.commit(moved).title})" if moved else "(deleted)"
+        keep = f"`git branch keep-{name} {moved[:12]}` keeps it, " if moved else ""
+        if moved and on_landed(git, state, moved):  # committed on after the landing
+            assert state.new_tip is not None
+            since = (f"{name} moved {where} since the rebase landed it at "
+                     f"{state.new_tip[:12]} (only the rebase's state was left)")
+            if action == "abort":
+                raise ConfigError(f"{since}, and `pq rebase --abort` would drop what was "
+                                  "committed since", hint="`pq rebase --continue` ends the "
+                                  f"rebase, keeping it; or {keep}then `pq rebase --abort "
+                                  "--force`")
+            raise ConfigError(f"{since}, and HEAD is not on {name}",
+                              hint=f"`git switch {name}`, then `pq rebase --continue` ends "
+                                   "the rebase, keeping what was committed since")
+        back = (f"`git update-ref refs/heads/{name} {state.orig_head[:12]}` puts it back; "
+                f"then `git switch --detach {state.tip[:12]}` and `pq rebase --{action}`"
+                if state.detached else
+                f"`git reset --keep {state.orig_head[:12]}` on {name} puts it back; then "
+                f"`pq rebase --{action}`")
+        raise ConfigError(
+            f"{name} moved {where} while the rebase was stopped; it was at "
+            f"{state.orig_head[:12]}, and `pq rebase --{action}` would overwrite it",
+            hint=f"{keep}then `pq rebase --abort --force`" if action == "abort" else
+            f"{keep}{back}")
+    if state.phase != "conflict" or not state.detached:
+        return
+    head = git.try_resolve("HEAD")
+    if action == "abort":  # HEAD goes back to the branch; commits on the patch stay behind
+        _require_nothing_left_behind(git, state, head)
+        return
+    if git.current_branch() is not None or head is None or (
+            head != state.tip and not git.is_ancestor(state.tip, head)):
+        raise ConfigError(
+            f"HEAD left the stopped rebase (it was at {state.tip[:12]}, patch "
+            f"patches/{state.steps[state.index].name})",
+            hint=(f"`git switch --detach {state.tip[:12]}` and `git cherry-pick --no-commit "
+                  f"{state.steps[state.index].commit[:12]}` show the patch's conflict again: "
+                  "resolve it, then `pq rebase --continue`" if action == "continue" else
+                  f"`git switch --detach {state.tip[:12]}`, then `pq rebase --{action}`")
+            + "; or `pq rebase --abort`")
+    if action == "skip" and head != state.tip:  # git's --skip would keep them: refuse
+        count, last = git.count(f"{state.tip}..{head}"), git.commit(head)
+        them = "it" if count == 1 else "them"
+        raise ConfigError(
+            f"{'a commit was' if count == 1 else f'{count} commits were'} made on the "
+            f"stopped patch patches/{state.steps[state.index].name} (the last: {head[:12]} "
+            f"{last.title}), and `pq rebase --skip` would drop {them} with the patch",
+            hint=f"`git branch keep-{state.short_branch} {head[:12]}` keeps {them}, then `git "
+                 f"reset --hard {state.tip[:12]}` and `pq rebase --skip`; or `pq rebase "
+                 "--continue` takes one commit as the patch's resolution")
+    if head != state.tip and (made := _past_the_resolution(git, state, head)):
+        raise ConfigError(f"{made}; pq keeps one commit per patch",
+                          hint=f"squash them (`git reset --soft {state.tip[:12]}`) then `pq "
+                               f"rebase --{action}`; a separate change becomes a patch of its "
+                               "own after the rebase")
+
+
+def _past_the_resolution(git: Git, state: rs.RebaseState, head: str) -> str | None:
+    """What was committed on the stopped patch (HEAD `head`, a descendant of its tip)
+    past the one commit that is its resolution committed by hand, or None."""
+    count, last = git.count(f"{state.tip}..{head}"), git.commit(head)
+    if count > 1 or len(last.parents) != 1:
+        return (f"{count} commits were made on the stopped patch "
+                f"patches/{state.steps[state.index].name} (the last: {head[:12]} "
+                f"{last.title})")
+    return None
+
+
+def _require_nothing_left_behind(git: Git, state: rs.RebaseState, head: str | None) -> None:
+    """Refuse --abort (unless forced) when commits past the resolution were made on the stopped
+    patch: they would be on no branch (a resolution committed by hand goes, as a staged one)."""
+    if (head is None or head == state.tip or git.current_branch() is not None
+            or not git.is_ancestor(state.tip, head)):
+        return
+    if made := _past_the_resolution(git, state, head):
+        raise ConfigError(f"{made}; `pq rebase --abort` would leave them on no branch",
+                          hint=f"`git branch keep-{state.short_branch} {head[:12]}` keeps "
+                               "them, then `pq rebase --abort --force`")
+
+
+def require_queue_aside(git: Git, action: str, queue_paths: tuple[str, ...]) -> None:
+    """Refuse --continue/--skip/--abort while a queue file is back in the index or the working
+    tree (`git checkout <branch> -- series.yaml`) with HEAD detached on the stack so far: a
+    stopped rebase keeps the queue in its state and writes it again when it ends, over it."""
+    staged, untracked = worktree.queue_files_back(git)
+    if not (found := sorted(staged + untracked)):
+        worktree.require_nothing_staged_in_queue_dirs(git, queue_paths, action)
+    else:
+        them = "it" if len(found) == 1 else "them"
+        remove = ([f"`git rm -q -f {shell_args(from_here(git.root, staged))}`"] if staged
+                  else []) + ([f"`rm {shell_args(from_here(git.root, untracked))}`"]
+                              if untracked else [])
+        raise ConfigError(
+            f"{list_paths(found)} came back while the rebase is stopped; pq keeps the "
+            f"queue aside and writes it again when the rebase ends, over {them}",
+            hint=f"copy what you want to keep elsewhere, {' and '.join(remove)}, then "
+                 f"`pq rebase --{action}`" + ("" if action == "abort" else
+                                              "; edit the new series once it is done"))
+
