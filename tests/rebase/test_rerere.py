@@ -406,3 +406,38 @@ def test_a_reuse_is_noted_when_the_next_conflict_cannot_be_shown(tmp_path: Path)
     assert refused.exit_code == 1 and "cannot show the conflict" in refused.output
     assert sorted(p for e in json.loads(cache.read_text()).values()
                   if max(e["ops"]) > before for p in e["paths"]) == ["a.txt"]
+
+
+def test_a_resolution_reused_in_the_working_tree_of_a_file_named_with_a_newline(
+        tmp_path: Path) -> None:
+    """git rerere names the path unquoted, so a newline in it spans two lines of its
+    message: pq read "" for the path, then the repository's folder as that file ("Is a
+    directory"), and the rebase was left interrupted. As `git rebase` with rerere does, the
+    file's conflict is resolved from the record; the binary one stops the rebase."""
+    name = "new\nline.txt"
+    up = make_upstream(tmp_path / "upstream", {name: lines("n", "n line 5")})
+    (up / "b.bin").write_bytes(b"b\0")
+    commit_all(up, "upstream: a binary file")
+    fork = make_fork(tmp_path, up)
+    write(fork, name, lines("n", "n fork"))
+    (fork / "b.bin").write_bytes(b"p\0")
+    commit_all(fork, "P1 both")
+    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    orig = git(fork, "rev-parse", "HEAD")
+    write(up, name, lines("n", "n upstream"))
+    (up / "b.bin").write_bytes(b"u\0")
+    commit_all(up, "upstream: both")
+    git(fork, "fetch", "-q", "upstream")
+    assert pq(fork, "rebase", "upstream/main", ok=False).exit_code == 1
+    write(fork, name, lines("n", "n resolved"))
+    (fork / "b.bin").write_bytes(b"r\0")
+    git(fork, "add", "--", name, "b.bin")
+    pq(fork, "rebase", "--continue")
+    git(fork, "reset", "-q", "--hard", orig)
+    stop = pq(fork, "rebase", "upstream/main", "--json", ok=False)
+    assert stop.exit_code == 1, stop.output
+    [entry] = json.loads(stop.stdout)["patches"][0]["rerere_files"]
+    assert entry["path"] == name
+    assert (fork / name).read_text() == lines("n", "n resolved")
+    status = json.loads(pq(fork, "status", "--json").output)["rebase"]
+    assert [c["path"] for c in status["conflicted"]] == ["b.bin"], status

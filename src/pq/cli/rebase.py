@@ -272,7 +272,7 @@ def render(report: RebaseReport) -> None:
     for p in report.patches:
         echo(f"  {p.outcome:<8}  {p.name:<{width}}{_note(p, report.branch)}".rstrip())
         for r in p.rerere_files:
-            echo(f"      recorded resolution of {r.path} (rr-cache {r.id[:12]}):")
+            echo(f"      recorded resolution of {shown(r.path)} (rr-cache {r.id[:12]}):")
             # Short: each hunk's header and what it resolved to (--json has it all).
             for line in trim([h for h in r.hunks if h.startswith(("@@", "+"))],
                              RERERE_LINES):

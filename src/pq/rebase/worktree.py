@@ -8,6 +8,7 @@ first (rebase/state.py); landing the finished stack is rebase/landing.py.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable
 from contextlib import suppress
 
@@ -302,14 +303,14 @@ def _showing_failed(git: Git, state: RebaseState, message: str, lock: str | None
                                          "`pq rebase --abort`")
 
 
+# git rerere's messages name the path unquoted: a newline in it spans two lines.
+_REUSED = re.compile(r"^(?:Staged|Resolved) '(.+?)' using previous resolution\.$", re.M | re.S)
+
+
 def _reused_paths(stderr: str) -> list[str]:
     """The paths git rerere resolved from a recorded resolution, as its messages name them
     ("Staged 'x' using previous resolution.", "Resolved 'x' ...")."""
-    found = []
-    for line in stderr.splitlines():
-        if line.endswith("' using previous resolution.") and "'" in line:
-            found.append(line[line.index("'") + 1:-len("' using previous resolution.")])
-    return sorted(set(found))
+    return sorted({m.group(1) for m in _REUSED.finditer(stderr)})
 
 
 def unmerged_paths(git: Git) -> list[str]:
