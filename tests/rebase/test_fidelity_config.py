@@ -432,3 +432,35 @@ def test_a_submodule_bumped_on_both_sides_stops_with_a_fix_for_a_submodule(
     git(fork, "update-index", "--cacheinfo", f"160000,{'4' * 40},sub")
     pq(fork, "rebase", "--continue")
     assert git(fork, "rev-parse", "paddle~1:sub") == "4" * 40
+
+
+@pytest.mark.parametrize("resolve", ["rm", "update-index"])
+def test_a_submodule_deleted_upstream_and_bumped_by_the_patch_names_fixes_that_work(
+        tmp_path: Path, resolve: str) -> None:
+    """Modified on one side, deleted on the other: the fix named `git add sub`, which git
+    refuses for a submodule not checked out ("does not have a commit checked out"). It
+    names `git rm` and the commit to point at; each works."""
+    up = make_upstream(tmp_path / "upstream", {"README.md": "x\n"})
+    git(up, "update-index", "--add", "--cacheinfo", f"160000,{'1' * 40},sub")
+    git(up, "commit", "-q", "-m", "upstream: sub")
+    fork = make_fork(tmp_path, up)
+    git(fork, "update-index", "--cacheinfo", f"160000,{'2' * 40},sub")
+    git(fork, "commit", "-q", "-m", "build: pin sub")
+    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    git(up, "rm", "-q", "--cached", "sub")
+    git(up, "commit", "-q", "-m", "upstream: no sub")
+    git(fork, "fetch", "-q", "upstream")
+    stop = pq(fork, "rebase", "upstream/main", ok=False)
+    assert stop.exit_code == 1 and "git add sub" not in stop.output, stop.output
+    [c] = json.loads(pq(fork, "status", "--json").stdout)["rebase"]["conflicted"]
+    assert (c["kind"], c["fix"]) == (
+        "deleted upstream, modified by the patch, a submodule",
+        "`git rm sub` keeps it deleted, or point it at the commit it should have: `git "
+        "update-index --cacheinfo 160000,COMMIT,sub` (`git ls-files -s sub` lists each side's)")
+    if resolve == "rm":
+        git(fork, "rm", "-q", "sub")
+    else:
+        git(fork, "update-index", "--cacheinfo", f"160000,{'2' * 40},sub")
+    pq(fork, "rebase", "--continue")
+    assert git(fork, "ls-tree", "paddle~1", "sub") == (
+        "" if resolve == "rm" else f"160000 commit {'2' * 40}\tsub")

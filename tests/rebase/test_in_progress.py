@@ -1118,3 +1118,22 @@ def test_a_queue_file_a_stash_pop_brought_back_is_no_conflict_of_the_patch(
     assert status["blocked"].startswith("series.yaml came back while the rebase is stopped")
     refused = pq(fork, "rebase", "--continue", ok=False)
     assert refused.exit_code == 2 and status["blocked"] in refused.output
+
+
+def test_upstreams_file_git_moves_aside_is_said_to_be_upstreams(tmp_path: Path) -> None:
+    """Upstream turned the folder sl/ into a symlink sl; the patch adds sl/new: git keeps the
+    patch's folder and moves upstream's symlink aside as `sl~HEAD`. It is upstream's (pq
+    looked `sl~HEAD` up upstream and called it "added by an earlier patch only")."""
+    up = make_upstream(tmp_path / "upstream", {"sl/one": "1\n", "e/one": "1\n"})
+    fork = make_fork(tmp_path, up)
+    write(fork, "sl/new", "new\n")
+    commit_all(fork, "python-glue: add sl/new")
+    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    git(up, "rm", "-r", "-q", "sl")
+    (up / "sl").symlink_to("e")
+    git(up, "add", "sl")
+    git(up, "commit", "-q", "-m", "upstream: sl becomes a symlink")
+    git(fork, "fetch", "-q", "upstream")
+    assert pq(fork, "rebase", "upstream/main", ok=False).exit_code == 1
+    [c] = json.loads(pq(fork, "status", "--json").stdout)["rebase"]["conflicted"]
+    assert (c["path"], c["code"], c["kind"]) == ("sl~HEAD", "AU", "added upstream only")

@@ -41,9 +41,13 @@ KINDS: dict[str, tuple[str, str]] = {
 BY_AN_EARLIER_PATCH = {"DU": "deleted by an earlier patch, modified by this one",
                        "AU": "added by an earlier patch only"}
 # A submodule's conflict: the commit it should point at is chosen, not edited (a rebase
-# leaves the submodule itself as it was, often not checked out at all).
+# leaves the submodule itself as it was, often not checked out at all: `git add` refuses it).
 SUBMODULE_FIX = "point it at the commit it should have: `git update-index --cacheinfo " \
     "160000,COMMIT,{p}`"
+SUBMODULE_FIXES = {  # where one side deleted it or has it not: `git rm`, or a commit
+    code: f"`git rm {{p}}` {drop}, or {SUBMODULE_FIX} (`git ls-files -s {{p}}` lists each "
+          "side's)" for code, drop in (("DU", "keeps it deleted"), ("UD", "deletes it as "
+          "the patch does"), ("AU", "drops it"), ("UA", "drops it"))}
 NEXT_CONFLICT = ["pq rebase --continue", "pq rebase --skip", "pq rebase --abort"]
 
 
@@ -120,15 +124,20 @@ def conflicts(git: Git, onto: str | None = None) -> list[ConflictFile]:
     base `onto`, a file an earlier patch deleted or added is said to be so."""
     out: list[ConflictFile] = []
     unmerged = git.unmerged_kinds()
-    asked = [path for path, (code, _) in unmerged.items() if code in BY_AN_EARLIER_PATCH]
-    upstream = {p for *_, p in git.ls_tree(onto, asked)} if onto and asked else set()
+    # Upstream's file that git moved aside (`sl~HEAD`: a folder of the patch's is in its way)
+    # is upstream's `sl`.
+    named = {path: path[:-len("~HEAD")] if code == "AU" and path.endswith("~HEAD") else path
+             for path, (code, _) in unmerged.items() if code in BY_AN_EARLIER_PATCH}
+    upstream = {p for *_, p in git.ls_tree(onto, sorted(set(named.values())))} \
+        if onto and named else set()
     for path, (code, submodule) in sorted(unmerged.items()):
         kind, fix = KINDS[code]
         # Deleted although upstream has it, or added although upstream has it not.
-        if onto and code in BY_AN_EARLIER_PATCH and (path in upstream) == (code == "DU"):
+        if onto and code in BY_AN_EARLIER_PATCH and (named[path] in upstream) == (
+                code == "DU"):
             kind = BY_AN_EARLIER_PATCH[code]
-        if submodule and code in ("UU", "AA"):
-            kind, fix = f"{kind}, a submodule", SUBMODULE_FIX
+        if submodule and code != "DD":
+            kind, fix = f"{kind}, a submodule", SUBMODULE_FIXES.get(code, SUBMODULE_FIX)
         here = from_here(git.root, [path])
         fix = fix.format(p=shell_args(here), f=shown(here[0]))
         out.append(ConflictFile(path, code, kind, fix, submodule))
