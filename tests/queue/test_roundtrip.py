@@ -239,6 +239,30 @@ def test_a_hand_edit_of_a_patch_file_not_committed_yet_is_not_overwritten(
     assert "# my hand edit" not in new.read_text()
 
 
+def test_export_writes_a_listed_patch_file_that_is_gone_again(tmp_path: Path) -> None:
+    """A patch file deleted from the working tree: export refused ("listed but ... does not
+    exist"), naming `git checkout` (it was never committed) and `pq apply` (which refuses
+    a branch with commits the series lacks). Export writes it again from its commit: by its
+    name where a committed file is evidence of it, under a new one where none is."""
+    fork = compat_fork(tmp_path)
+    first = fork / "patches/0001-enable-compat.patch"
+    before = first.read_bytes()
+    first.unlink()
+    assert "1 file written" in pq(fork, "export").output
+    assert first.read_bytes() == before and git(fork, "status", "--porcelain") == ""
+    write(fork, "csrc/new.cc", "int n() { return 1; }\n")
+    commit_all(fork, "kernel: new op")
+    pq(fork, "export")
+    new = next((fork / "patches").glob("*-kernel-new-op.patch"))
+    new.unlink()
+    refused = pq(fork, "series", ok=False)
+    assert refused.exit_code == 2 and "`pq export` writes it again" in refused.output
+    again = pq(fork, "export")
+    [written] = (fork / "patches").glob("*-kernel-new-op.patch")
+    assert f"new      {written.name}" in again.output and f"removed  {new.name}" in again.output
+    assert "csrc/new.cc" in written.read_text()
+
+
 def test_export_twice_after_a_summary_edit_changes_nothing_the_second_time(
         tmp_path: Path) -> None:
     """The first export rewrites the patch's Description header from series.yaml; the

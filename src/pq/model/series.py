@@ -303,10 +303,10 @@ def check_files(series: Series, files: Iterable[str]) -> None:
             raise series.error(("patches", i, "name"),
                                f"patch {entry.name} is listed but {PATCHES_DIR}/{entry.name} "
                                "does not exist",
-                               hint=f"restore it (`git checkout -- {PATCHES_DIR}/"
-                                    f"{entry.name}`), or remove its entry from "
-                                    f"{SERIES_FILE} and run `pq apply` (the branch is rebuilt "
-                                    "without that patch)")
+                               hint="`pq export` writes it again from its commit (or "
+                                    f"`git checkout -- {PATCHES_DIR}/{entry.name}` restores "
+                                    "it where git tracks it); to drop the patch, drop its "
+                                    "commit (`git rebase -i`), then `pq export`")
     listed = {e.name for e in series.patches}
     for name in sorted(present - listed):
         if name.endswith(".patch"):

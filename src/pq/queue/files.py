@@ -40,11 +40,13 @@ def exists(root: Path) -> bool:
     return (root / SERIES_FILE).is_file()
 
 
-def read_worktree(where: Git | Path) -> Queue:
-    """The queue in the working tree, each file in its clean form (see `clean_forms`)."""
+def read_worktree(where: Git | Path, missing_ok: bool = False) -> Queue:
+    """The queue in the working tree, each file in its clean form (see `clean_forms`);
+    `missing_ok`: a listed patch file that is not there is left out of its files (`pq
+    export` writes it again from its commit)."""
     if isinstance(where, Path):
         with Git.open(where) as git:
-            return read_worktree(git)
+            return read_worktree(git, missing_ok)
     root = where.root
     path = root / SERIES_FILE
     if not path.is_file():
@@ -66,13 +68,15 @@ def read_worktree(where: Git | Path) -> Queue:
             raw[f"{PATCHES_DIR}/{name}"] = _read(p)
     clean = clean_forms(where, raw)
     series = series_mod.loads(clean[SERIES_FILE], SERIES_FILE)
+    gone = {e.name for e in series.patches if missing_ok and not (pdir / e.name).is_symlink()
+            and not (pdir / e.name).exists()}
     try:
-        series_mod.check_files(series, names)
+        series_mod.check_files(series, [*names, *gone])
     except ConfigError:
         _require_checked_out(where, series)
         raise
     files = {}
-    for entry in series.patches:
+    for entry in (e for e in series.patches if e.name not in gone):
         if (pdir / entry.name).is_symlink() or f"{PATCHES_DIR}/{entry.name}" not in clean:
             raise ConfigError("a patch file must be a regular file, not a link",
                               path=f"{PATCHES_DIR}/{entry.name}")

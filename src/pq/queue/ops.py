@@ -134,7 +134,7 @@ def compute_export(git: Git, tip: str, old: Series, *queues: Queue | None) -> Qu
 
 def export(git: Git, *, commit: bool = False, force: bool = False) -> ExportResult:
     with Transaction(git, "pq export", mutating=False) as t:  # the lock first
-        current = read_worktree(git)
+        current = read_worktree(git, missing_ok=True)  # a patch file gone: written again
         head = git.head()
         if not commit and verified.known(git, head, current):
             # Exporting this very commit gave these very bytes before: nothing to write.
