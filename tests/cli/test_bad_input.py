@@ -380,3 +380,15 @@ def test_a_committed_series_yaml_that_is_a_link_is_called_one(fork: Path) -> Non
     assert result.exit_code == 1
     assert "series.yaml is committed as a symbolic link, and pq reads the series from the " \
            "file itself" in result.output and "readlink -f series.yaml" in result.output
+
+
+def test_a_folder_named_series_yaml_is_said_to_be_one(fork: Path) -> None:
+    """Every command said "no series.yaml ... run `pq init`", and `pq init` then said "the
+    fork already has a series": round in a circle. Each names the folder and the way out."""
+    (fork / "series.yaml").unlink()
+    (fork / "series.yaml").mkdir()
+    (fork / "series.yaml" / "x").write_text("x\n")
+    for command in (["series"], ["export"], ["init", "--upstream", "upstream/main"]):
+        one_line_error(pq(fork, *command, ok=False),
+                       "series.yaml is a folder, where pq keeps its series file",
+                       "(move it aside (`mv series.yaml series.yaml.d`)")

@@ -49,6 +49,7 @@ def read_worktree(where: Git | Path, missing_ok: bool = False) -> Queue:
             return read_worktree(git, missing_ok)
     root = where.root
     path = root / SERIES_FILE
+    require_no_folder_at(path)
     if not path.is_file():
         if (where.pq_dir() / REBASE_STATE).is_file():  # a stop takes the queue out
             raise ConfigError(f"a pq rebase is in progress: {SERIES_FILE} and {PATCHES_DIR}/ "
@@ -82,6 +83,15 @@ def read_worktree(where: Git | Path, missing_ok: bool = False) -> Queue:
                               path=f"{PATCHES_DIR}/{entry.name}")
         files[entry.name] = clean[f"{PATCHES_DIR}/{entry.name}"]
     return Queue(series, files, clean[SERIES_FILE])
+
+
+def require_no_folder_at(path: Path) -> None:
+    """Refuse a folder where the series file goes: no series is there, nor can pq write one."""
+    if path.is_dir() and not path.is_symlink():
+        raise ConfigError(f"{SERIES_FILE} is a folder, where pq keeps its series file",
+                          hint=f"move it aside (`mv {SERIES_FILE} "
+                          f"{SERIES_FILE}.d`), then `git checkout -- {SERIES_FILE}` restores "
+                          "a committed series, or `pq init` starts one")
 
 
 def _require_checked_out(git: Git, series: Series) -> None:

@@ -31,6 +31,7 @@ from pq.queue.files import (
     move_branch_to_queue,
     read_tree,
     read_worktree,
+    require_no_folder_at,
     require_no_untracked_in_the_way,
     require_no_upstream_files,
     stray_patch_files,
@@ -95,6 +96,7 @@ def init(git: Git, upstream: str, *, force: bool = False, commit: bool = False) 
     with Transaction(git, f"pq init --upstream {upstream}", mutating=False) as t:
         upstream_id = git.resolve(upstream, "upstream ref")
         head = git.head()
+        require_no_folder_at(git.root / SERIES_FILE)
         if (git.root / SERIES_FILE).exists() and not force:
             raise ConfigError("the fork already has a series", path=SERIES_FILE,
                               hint="use `pq export` to refresh it, or `pq init --force` to "
