@@ -12,23 +12,8 @@ EXIT_USAGE = 2
 
 
 class PqError(Exception):
-    """An expected failure: one line for the user, and the exit code to leave with."""
-
-    exit_code = EXIT_USAGE
-
-    def __init__(self, message: str, *, hint: str | None = None) -> None:
-        super().__init__(message)
-        self.message = message
-        self.hint = hint
-
-    def render(self) -> str:
-        if self.hint:
-            return f"{self.message} ({self.hint})"
-        return self.message
-
-
-class ConfigError(PqError):
-    """Bad input: a malformed series, patch file, argument or repository state (exit 2)."""
+    """An expected failure: one line for the user, and the exit code to leave with; where
+    it is about a place in a file, the message starts with it (`path:line:column: `)."""
 
     exit_code = EXIT_USAGE
 
@@ -49,10 +34,23 @@ class ConfigError(PqError):
                 if column is not None:
                     where += f":{column}"
             where += ": "
-        super().__init__(where + message, hint=hint)
+        super().__init__(where + message)
+        self.message = where + message
+        self.hint = hint
         self.path = path
         self.line = line
         self.column = column
+
+    def render(self) -> str:
+        if self.hint:
+            return f"{self.message} ({self.hint})"
+        return self.message
+
+
+class ConfigError(PqError):
+    """Bad input: a malformed series, patch file, argument or repository state (exit 2)."""
+
+    exit_code = EXIT_USAGE
 
 
 class GitError(PqError):

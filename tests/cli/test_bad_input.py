@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from pathlib import Path
@@ -56,6 +57,25 @@ def test_series_errors(fork: Path, old: str, new: str, needles: list[str]) -> No
     for command in (["series"], ["export"], ["apply"]):
         one_line_error(pq(fork, *command, ok=False), *needles)
     assert snapshot_queue(fork) == before
+
+
+def test_status_says_the_series_does_not_read_apart_from_its_summary(fork: Path) -> None:
+    """`pq status` exits 0 on a series.yaml that does not read (it reports where things
+    stand); its JSON put the error text where the summary line goes, so a script could not
+    tell one from the other. The error has its own key, in the shape of every JSON error."""
+    edit_series(fork, "layer: build", "layer: kernal")
+    text = pq(fork, "status")
+    assert text.output.splitlines()[1].startswith(
+        "series.yaml does not read: series.yaml:8:12: patch 0001-enable-compat.patch: "
+        "unknown layer 'kernal'"), text.output
+    data = json.loads(pq(fork, "status", "--json").output)
+    assert data["series"] is None, data
+    error = data["series_error"]
+    assert (error["path"], error["line"], error["column"], error["exit_code"]) == (
+        "series.yaml", 8, 12, 2) and "unknown layer 'kernal'" in error["message"], error
+    edit_series(fork, "layer: kernal", "layer: build")
+    data = json.loads(pq(fork, "status", "--json").output)
+    assert data["series_error"] is None and data["series"].endswith(": 2 patches"), data
 
 
 def test_listed_patch_without_file(fork: Path) -> None:

@@ -255,6 +255,8 @@ def test_continue_refuses_conflict_markers(tmp_path: Path) -> None:
     assert refused.exit_code == 1
     assert f"setup.py:{marker_line}: conflict marker added" in refused.output
     assert "`git add setup.py`, then `pq rebase --continue`" in refused.output
+    error = json.loads(pq(fork, "rebase", "--continue", "--json", ok=False).stdout)["error"]
+    assert (error["path"], error["line"], error["exit_code"]) == ("setup.py", marker_line, 1)
     # What git finds, pq finds (and nothing moved).
     check = git(fork, "diff", "--cached", "--check", "HEAD", check=False)
     assert f"setup.py:{marker_line}: leftover conflict marker" in check

@@ -12,7 +12,7 @@ import os
 import sys
 from typing import Any, NoReturn
 
-from pq.errors import EXIT_USAGE, PqError
+from pq.errors import EXIT_USAGE, ConfigError, PqError
 
 EXIT_INTERRUPTED = 130
 EXIT_INTERNAL = 2
@@ -119,10 +119,10 @@ def failure_of(exc: BaseException) -> Failure | None:
         if exc.errno == errno.ENOTDIR:  # the file in the way may be a folder further up
             where = next((p for p in _ancestors(where) if os.path.lexists(p)
                           and not os.path.isdir(p)), where)
-        return Failure(f"{where + ': ' if where else ''}"
-                       f"{exc.strerror or os.strerror(exc.errno)}{half} "
-                       f"({_FILE_SYSTEM_FIXES[exc.errno].format(where=where)}, then run the "
-                       "command again)", EXIT_USAGE)
+        error = ConfigError(f"{exc.strerror or os.strerror(exc.errno)}{half}", path=where or
+                            None, hint=f"{_FILE_SYSTEM_FIXES[exc.errno].format(where=where)}, "
+                            "then run the command again")  # --json: path and hint apart
+        return Failure(error.render(), EXIT_USAGE, error)
     if isinstance(exc, Exception):  # a bug: one line, and the way to see more
         if os.environ.get("PQ_DEBUG"):
             return None

@@ -4,6 +4,7 @@ git's own), else the series summary line."""
 from __future__ import annotations
 
 from pq.cli.common import base_label, echo, emit_json, open_repo, plural
+from pq.cli.failure import failure_of
 from pq.errors import PqError
 from pq.model.series import SERIES_FILE
 from pq.queue import files as queuefiles
@@ -16,23 +17,24 @@ def show_status(as_json: bool) -> None:
     """`pq status`."""
     with open_repo() as git:
         st = rebase_status.status(git)
-        summary, by_git = None, None
+        summary = unread = by_git = None
         if st is None:
             by_git = git_operation(git)
             try:
                 series = queuefiles.read_worktree(git).series
                 summary = (f"{base_label(series.base, series.upstream_ref)}: "
                            f"{plural(len(series.patches), 'patch', 'patches')}")
-            except PqError as exc:
-                summary = f"{SERIES_FILE}: {exc.render()}"
+            except (PqError, PermissionError) as exc:  # said, not the command's failure
+                unread = failure_of(exc)
     if as_json:
         emit_json({"rebase": st.to_json() if st else None, "series": summary,
+                   "series_error": unread.data()["error"] if unread else None,
                    "git_operation": by_git[0] if by_git else None})
         return
     if st is None:
         echo(f"no pq rebase in progress; git has a {by_git[0]} in progress ({by_git[1]})"
              if by_git else "no rebase in progress")
-        echo(summary or "")
+        echo(summary or f"{SERIES_FILE} does not read: {unread.message if unread else ''}")
         if by_git:
             echo("next: finish or abort it with git (`git status` says how)")
         return

@@ -261,8 +261,9 @@ def require_resolved(git: Git, state: rs.RebaseState) -> None:
         path, line = markers[0]
         more = f" (and {len(markers) - 1} more)" if len(markers) > 1 else ""
         raise OperationFailed(
-            f"{shown(path)}:{line}: conflict marker added{more}; the resolution of "
-            f"patches/{state.steps[state.index].name} would commit it",
+            f"conflict marker added{more}; the resolution of "
+            f"patches/{state.steps[state.index].name} would commit it", path=shown(path),
+            line=line,
             hint=f"edit {shown(path)} (and any other file `git diff --cached --check` names), "
                  f"`git add {shell_args(from_here(git.root, [path]))}`, then "
                  "`pq rebase --continue`")
