@@ -28,8 +28,11 @@ def write_atomic(path: Path, data: bytes, durable: bool = True) -> None:
         except OSError:
             pass
     checkpoint("write " + path.name)
+    # A new file's mode is 0666 less the umask, as git checks files out (the kernel applies
+    # the umask); a file replaced keeps its own.
+    mode = path.stat().st_mode & 0o777 if path.exists() else None
     try:
-        fd, tmp = _new_file(path)
+        fd, tmp = _new_file(path, 0o600 if mode is not None else 0o666)
     except OSError as exc:  # the folder refuses a new file: name it, not the temporary one
         raise OSError(exc.errno, exc.strerror, str(path.parent)) from None
     try:
@@ -39,10 +42,8 @@ def write_atomic(path: Path, data: bytes, durable: bool = True) -> None:
                 f.flush()
                 os.fsync(f.fileno())
         checkpoint("rename " + path.name)
-        if path.exists():
-            os.chmod(tmp, path.stat().st_mode & 0o777)
-        else:
-            os.chmod(tmp, 0o644)
+        if mode is not None:
+            os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException as exc:
         try:
@@ -56,16 +57,16 @@ def write_atomic(path: Path, data: bytes, durable: bool = True) -> None:
         _fsync_dir(path.parent)
 
 
-def _new_file(path: Path) -> tuple[int, str]:
-    """A new, empty, private file beside `path`, named as `tempfile.mkstemp` names one
-    (`.<name>.<8 random characters>.tmp`: what pq.oplog.txn knows a leftover by), without
-    that module's import (~5 ms) on every write."""
+def _new_file(path: Path, mode: int) -> tuple[int, str]:
+    """A new, empty file beside `path` (`mode`, less the umask), named as `tempfile.mkstemp`
+    names one (`.<name>.<8 random characters>.tmp`: what pq.oplog.txn knows a leftover by),
+    without that module's import (~5 ms) on every write."""
     flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(
         os, "O_CLOEXEC", 0)
     for _ in range(100):
         tmp = os.path.join(path.parent, f".{path.name}.{os.urandom(4).hex()}.tmp")
         try:
-            return os.open(tmp, flags, 0o600), tmp
+            return os.open(tmp, flags, mode), tmp
         except FileExistsError:
             continue
     raise FileExistsError(errno.EEXIST, "no free temporary file name", str(path.parent))

@@ -56,3 +56,24 @@ def test_export_commit_stages_modes_as_git_add_would(tmp_path: Path, filemode: s
     assert after["series.yaml"] == "100755"
     assert after[first] == ("100644" if filemode == "true" else "100755")
     assert git(fork, "status", "--porcelain") == ""
+
+
+@pytest.mark.parametrize("umask,want", [(0o077, 0o600), (0o022, 0o644), (0o002, 0o664)])
+def test_new_queue_files_take_the_umask_as_git_checks_files_out(
+        tmp_path: Path, umask: int, want: int) -> None:
+    """pq wrote every new series.yaml and patch file 0644, world-readable under a private
+    umask (077) where git and any other tool make them 0600; a file replaced keeps its mode."""
+    fork = make_fork(tmp_path)
+    migrate(fork)
+    old = os.umask(umask)
+    try:
+        pq(fork, "init", "--upstream", "upstream/main")
+    finally:
+        os.umask(old)
+    files = [fork / "series.yaml", *sorted((fork / "patches").iterdir())]
+    assert {p.stat().st_mode & 0o777 for p in files} == {want}
+    (fork / "series.yaml").chmod(0o640)
+    write(fork, "pkg/more.py", "import paddle\n")
+    commit_all(fork, "python-glue: more")
+    pq(fork, "export")
+    assert (fork / "series.yaml").stat().st_mode & 0o777 == 0o640
