@@ -50,6 +50,8 @@ def edit_series(fork: Path, old: str, new: str) -> None:
     ("patches:", "patches: 3\nx:", ["series.yaml:6:10", "`patches` must be a list"]),
     ("patches:", "patches: [unclosed\n", ["series.yaml:", "invalid YAML"]),
     ("ref: upstream/main", "ref: &a upstream/main", ["anchors and aliases"]),
+    ("  - name: 0002-scoped-compat.patch", "  - name: 0002",
+     ["series.yaml:10:11", "`name` must be a string", "(YAML reads 2 as int)", "quote it"]),
 ])
 def test_series_errors(fork: Path, old: str, new: str, needles: list[str]) -> None:
     edit_series(fork, old, new)
