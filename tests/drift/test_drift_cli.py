@@ -25,6 +25,10 @@ def test_bad_ranges_exit_2_in_one_line(tmp_path: Path) -> None:
         r = pq(fork, "drift", arg, ok=False)
         assert r.exit_code == 2, (arg, r.output)
         assert len(r.output.strip().splitlines()) == 1 and "Traceback" not in r.output
+    # NEW..OLD (reversed): it reported 0 commits and "nothing risky", exit 0.
+    r = pq(fork, "drift", "upstream/main..upstream/main~1", *NO_PADDLE, ok=False)
+    assert r.exit_code == 2 and "upstream/main~1 is older than upstream/main" in r.output \
+        and "`pq drift upstream/main~1..upstream/main`" in r.output, r.output
 
 
 def test_nothing_risky_exits_0_and_json_keys_are_stable(tmp_path: Path) -> None:

@@ -39,6 +39,9 @@ def drift(range_: str, paddle_python: str | None, as_json: bool) -> None:
     with open_repo() as git:
         old_id = git.resolve(old, "upstream revision")
         new_id = git.resolve(new, "upstream revision")
+        if old_id != new_id and git.is_ancestor(new_id, old_id):
+            raise ConfigError(f"{new} is older than {old}: {range_} holds no commit",
+                              hint=f"the range reads OLD..NEW: `pq drift {new}..{old}`")
         queue = queuefiles.read_worktree(git) if queuefiles.exists(git.root) else None
         report = scan.drift(git, old_id, new_id, queue, index.load(paddle_python,
                                                                    progress=note_printer()))
