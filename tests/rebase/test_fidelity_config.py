@@ -402,19 +402,26 @@ def test_a_submodule_bump_survives_a_rebase_whatever_its_ignore_setting(
     assert pq(fork, "check").exit_code == 0
 
 
+def pinned_submodule(tmp: Path, files: dict[str, str]) -> tuple[Path, Path]:
+    """An upstream whose submodule `sub` points at 111..., and a fork whose one patch
+    points it at 222... (no submodule checked out on either side)."""
+    up = make_upstream(tmp / "upstream", {**files, "README.md": "x\n"})
+    git(up, "update-index", "--add", "--cacheinfo", f"160000,{'1' * 40},sub")
+    git(up, "commit", "-q", "-m", "upstream: sub")
+    fork = make_fork(tmp, up)
+    git(fork, "update-index", "--cacheinfo", f"160000,{'2' * 40},sub")
+    git(fork, "commit", "-q", "-m", "build: pin sub")
+    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    return up, fork
+
+
 def test_a_submodule_bumped_on_both_sides_stops_with_a_fix_for_a_submodule(
         tmp_path: Path) -> None:
     """Both sides moved the submodule: git stops with it unmerged, and so does pq; the fix
     is to choose the commit it points at (there is no file to edit), in the stop's error,
     `pq status` and its `--json`."""
     modules = '[submodule "sub"]\n\tpath = sub\n\turl = ../sub\n'
-    up = make_upstream(tmp_path / "upstream", {".gitmodules": modules, "README.md": "x\n"})
-    git(up, "update-index", "--add", "--cacheinfo", f"160000,{'1' * 40},sub")
-    git(up, "commit", "-q", "-m", "upstream: sub")
-    fork = make_fork(tmp_path, up)
-    git(fork, "update-index", "--cacheinfo", f"160000,{'2' * 40},sub")
-    git(fork, "commit", "-q", "-m", "build: pin sub")
-    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    up, fork = pinned_submodule(tmp_path, {".gitmodules": modules})
     git(up, "update-index", "--cacheinfo", f"160000,{'3' * 40},sub")
     git(up, "commit", "-q", "-m", "upstream: bump sub")
     git(fork, "fetch", "-q", "upstream")
@@ -440,13 +447,7 @@ def test_a_submodule_deleted_upstream_and_bumped_by_the_patch_names_fixes_that_w
     """Modified on one side, deleted on the other: the fix named `git add sub`, which git
     refuses for a submodule not checked out ("does not have a commit checked out"). It
     names `git rm` and the commit to point at; each works."""
-    up = make_upstream(tmp_path / "upstream", {"README.md": "x\n"})
-    git(up, "update-index", "--add", "--cacheinfo", f"160000,{'1' * 40},sub")
-    git(up, "commit", "-q", "-m", "upstream: sub")
-    fork = make_fork(tmp_path, up)
-    git(fork, "update-index", "--cacheinfo", f"160000,{'2' * 40},sub")
-    git(fork, "commit", "-q", "-m", "build: pin sub")
-    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    up, fork = pinned_submodule(tmp_path, {})
     git(up, "rm", "-q", "--cached", "sub")
     git(up, "commit", "-q", "-m", "upstream: no sub")
     git(fork, "fetch", "-q", "upstream")
