@@ -51,7 +51,8 @@ def edit_series(fork: Path, old: str, new: str) -> None:
     ("patches:", "patches: [unclosed\n", ["series.yaml:", "invalid YAML"]),
     ("ref: upstream/main", "ref: &a upstream/main", ["anchors and aliases"]),
     ("  - name: 0002-scoped-compat.patch", "  - name: 0002",
-     ["series.yaml:10:11", "`name` must be a string", "(YAML reads 2 as int)", "quote it"]),
+     ["series.yaml:10:11", "`name` must be the name of its file in patches/",
+      "(write the file's whole name"]),
 ])
 def test_series_errors(fork: Path, old: str, new: str, needles: list[str]) -> None:
     edit_series(fork, old, new)
@@ -284,6 +285,8 @@ def test_a_usage_error_in_pqs_own_options_is_one_line(tmp_path: Path, args: list
     (["rebase", "--forget"], "Option '--forget' requires an argument", "pq rebase"),
     (["gate", "--stage"], "Option '--stage' requires an argument", "pq gate"),
     (["hook", "install", "--bogus"], "No such option '--bogus'", "pq hook install"),
+    (["audit", "workarounds", "--rev"], "Option '--rev' requires an argument",
+     "pq audit workarounds"),
 ])
 def test_a_usage_error_in_a_commands_options_names_its_help(
         tmp_path: Path, args: list[str], needle: str, help_of: str) -> None:
@@ -414,3 +417,7 @@ def test_a_folder_named_series_yaml_is_said_to_be_one(fork: Path) -> None:
         one_line_error(pq(fork, *command, ok=False),
                        "series.yaml is a folder, where pq keeps its series file",
                        "(move it aside (`mv series.yaml series.yaml.d`)")
+    (fork / "series.yaml").rename(fork / "notes")
+    (fork / "series.yaml").symlink_to("notes")
+    one_line_error(pq(fork, "init", "--upstream", "upstream/main", ok=False),
+                   "series.yaml is a folder (a link to one), where pq keeps its series file")

@@ -437,6 +437,7 @@ def test_a_commit_made_on_a_landed_rebase_stays_with_continue(
     mine = git(root, "rev-parse", "HEAD")
     status = run_pq(root, ["status"]).stdout.decode()
     assert "all 2 patches replayed and landed" in status and "--abort" not in status, status
+    assert "--continue refuses" not in status, status  # it goes on: HEAD is on the branch
     refused = run_pq(root, ["rebase", "--abort"])
     assert refused.returncode == 2 and (
         f"since the rebase landed it at {tip[:12]}".encode() in refused.stderr), refused.stderr

@@ -263,6 +263,17 @@ def test_export_writes_a_listed_patch_file_that_is_gone_again(tmp_path: Path) ->
     assert "csrc/new.cc" in written.read_text()
 
 
+def test_export_leaves_patch_files_out_of_a_sparse_checkout_alone(tmp_path: Path) -> None:
+    """Out of the sparse checkout, a patch file is not gone: export refuses, naming
+    `git sparse-checkout add patches`, rather than write every one outside the cone."""
+    fork = compat_fork(tmp_path)
+    git(fork, "sparse-checkout", "set", "--no-cone", "/setup.py", "/series.yaml")
+    assert not (fork / "patches").exists()
+    refused = pq(fork, "export", ok=False)
+    assert refused.exit_code == 2 and "`git sparse-checkout add patches`" in refused.output
+    assert not (fork / "patches").exists()
+
+
 def test_export_twice_after_a_summary_edit_changes_nothing_the_second_time(
         tmp_path: Path) -> None:
     """The first export rewrites the patch's Description header from series.yaml; the

@@ -1090,11 +1090,11 @@ def test_files_staged_in_the_series_folders_while_stopped_are_refused_not_droppe
     for action in ("continue", "skip", "abort"):
         refused = pq(fork, "rebase", f"--{action}", ok=False)
         assert refused.exit_code == 2 and said in refused.output, refused.output
-        assert f"`git restore --staged mre/repro1/run.sh patches/NOTES.txt` keeps them in " \
+        assert f"`git rm --cached -q -- mre/repro1/run.sh patches/NOTES.txt` keeps them in " \
                f"the working tree only; then `pq rebase --{action}`" in refused.output
     status = json.loads(pq(fork, "status", "--json").output)["rebase"]
     assert status["blocked"].startswith(said), status
-    git(fork, "restore", "--staged", "mre/repro1/run.sh", "patches/NOTES.txt")
+    git(fork, "rm", "--cached", "-q", "--", "mre/repro1/run.sh", "patches/NOTES.txt")
     pq(fork, "rebase", "--continue")
     assert (fork / "patches/NOTES.txt").read_text() == "my notes on the patches\n"
     assert (fork / "mre/repro1/run.sh").read_text() == "exit 0\n"
@@ -1138,4 +1138,10 @@ def test_upstreams_file_git_moves_aside_is_said_to_be_upstreams(tmp_path: Path) 
     git(fork, "fetch", "-q", "upstream")
     assert pq(fork, "rebase", "upstream/main", ok=False).exit_code == 1
     [c] = json.loads(pq(fork, "status", "--json").stdout)["rebase"]["conflicted"]
-    assert (c["path"], c["code"], c["kind"]) == ("sl~HEAD", "AU", "added upstream only")
+    assert (c["path"], c["code"], c["kind"]) == (
+        "sl~HEAD", "AU", "upstream's sl, moved aside: the patch has a folder there")
+    # Its fix keeps no file named `sl~HEAD` (`git add` of it, the plain fix, would commit one).
+    assert c["fix"].startswith("`git rm 'sl~HEAD'` keeps the patch's folder"), c["fix"]
+    git(fork, "rm", "-q", "sl~HEAD")
+    pq(fork, "rebase", "--continue")
+    assert git(fork, "ls-tree", "-r", "--name-only", "paddle~1", "sl", "sl~HEAD") == "sl/new"

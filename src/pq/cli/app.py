@@ -58,6 +58,20 @@ class PqGroup(click.Group):
         except click.ClickException as exc:
             usage_failure(exc, bool(ctx.meta["pq.json"]), ctx)
 
+    def _typed_command(self, ctx: click.Context, typed: list[str]) -> str | None:
+        """The (sub)command the words typed name, as far as they name one: `audit
+        workarounds`."""
+        names: list[str] = []
+        command: click.Command | None = self
+        for word in typed:
+            if not isinstance(command, click.Group):
+                break
+            command = command.get_command(ctx, word)
+            if command is None:
+                break
+            names.append(word)
+        return " ".join(names) or None
+
     def make_context(self, *args: Any, **kwargs: Any) -> click.Context:
         try:  # a Ctrl-C while pq's own options are read: pq's line, not click's "Aborted!"
             return super().make_context(*args, **kwargs)
@@ -81,8 +95,7 @@ class PqGroup(click.Group):
             raise
         except click.ClickException as exc:  # usage errors: one line too, with the help
             # (of the command typed: click's parser names no context for some errors)
-            usage_failure(exc, as_json, command=typed[0] if typed and typed[0] in
-                          self.list_commands(ctx) else None)
+            usage_failure(exc, as_json, command=self._typed_command(ctx, typed))
         except BaseException as exc:
             leave(exc, as_json)
         finally:

@@ -138,8 +138,8 @@ def parse_commit(sha: CommitId, data: bytes) -> Commit:
         people = Person.parse(author), Person.parse(committer)
     except GitError as exc:
         raise GitError(f"commit {sha[:12]} ({subject_of(message.decode('utf-8', 'replace'))!r})"
-                       f": {exc.message} (its author or committer line is not `Name <e-mail> "
-                       "<seconds> <+hhmm>`: git fsck calls it malformed)",
+                       f": {exc.message} (its author or committer line is not `Name "
+                       "<e-mail> SECONDS +HHMM`: git fsck calls it malformed)",
                        hint="write that commit again (`git commit --amend --reset-author` "
                             "at it, through `git rebase -i`), then run it again") from None
     return Commit(sha, TreeId(tree), tuple(parents), *people,

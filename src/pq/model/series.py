@@ -251,10 +251,9 @@ def _entry(doc: yamldoc.Located, i: int, item: Any) -> PatchEntry:
     if not isinstance(name, str) or not name:
         raise doc.error(path + ("name",) if "name" in item else path,
                         f"patch entry {i + 1} needs a `name` (a file in patches/)" if
-                        name in (None, "") else f"patch entry {i + 1}: `name` must be a "
-                        f"string, the file's name in patches/ (YAML reads {name!r} as "
-                        f"{type(name).__name__})", hint="quote it, or write the file's whole "
-                        "name (`0001-x.patch`)")
+                        name in (None, "") else f"patch entry {i + 1}: `name` must be the "
+                        "name of its file in patches/, which ends in .patch",
+                        hint="write the file's whole name (`0001-x.patch`)")
     if not NAME_RE.match(name):
         raise doc.error(path + ("name",), f"bad patch name {name!r}",
                         hint="a plain file name in patches/ ending in .patch: ASCII letters, "

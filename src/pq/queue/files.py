@@ -71,6 +71,8 @@ def read_worktree(where: Git | Path, missing_ok: bool = False) -> Queue:
     series = series_mod.loads(clean[SERIES_FILE], SERIES_FILE)
     gone = {e.name for e in series.patches if missing_ok and not (pdir / e.name).is_symlink()
             and not (pdir / e.name).exists()}
+    if gone:  # not gone, only out of a sparse checkout: not written there
+        _require_checked_out(where, series)
     try:
         series_mod.check_files(series, [*names, *gone])
     except ConfigError:
@@ -87,8 +89,9 @@ def read_worktree(where: Git | Path, missing_ok: bool = False) -> Queue:
 
 def require_no_folder_at(path: Path) -> None:
     """Refuse a folder where the series file goes: no series is there, nor can pq write one."""
-    if path.is_dir() and not path.is_symlink():
-        raise ConfigError(f"{SERIES_FILE} is a folder, where pq keeps its series file",
+    if path.is_dir():
+        raise ConfigError(f"{SERIES_FILE} is a folder{' (a link to one)' * path.is_symlink()}, "
+                          "where pq keeps its series file",
                           hint=f"move it aside (`mv {SERIES_FILE} "
                           f"{SERIES_FILE}.d`), then `git checkout -- {SERIES_FILE}` restores "
                           "a committed series, or `pq init` starts one")

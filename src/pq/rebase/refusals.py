@@ -156,7 +156,7 @@ def require_queue_aside(git: Git, action: str, queue_paths: tuple[str, ...]) -> 
     stopped rebase keeps the queue in its state and writes it again when it ends, over it."""
     staged, untracked = worktree.queue_files_back(git)
     if not (found := sorted(staged + untracked)):
-        worktree.require_nothing_staged_in_queue_dirs(git, queue_paths, action)
+        _require_nothing_staged_in_queue_dirs(git, queue_paths, action)
     else:
         them = "it" if len(found) == 1 else "them"
         remove = ([f"`git rm -q -f {shell_args(from_here(git.root, staged))}`"] if staged
@@ -169,3 +169,19 @@ def require_queue_aside(git: Git, action: str, queue_paths: tuple[str, ...]) -> 
                  f"`pq rebase --{action}`" + ("" if action == "abort" else
                                               "; edit the new series once it is done"))
 
+
+def _require_nothing_staged_in_queue_dirs(git: Git, queue_paths: tuple[str, ...],
+                                          action: str) -> None:
+    """Refuse to go on while the user's files are staged in the queue's folders (new, or
+    unmerged by a `git stash pop`): a patch's commit carries nothing there, and the rebase
+    ends with those folders as the branch has them, so they would be dropped (`git rebase`
+    commits them with the resolution; pq cannot)."""
+    found = worktree.staged_in_queue_dirs(git, queue_paths)
+    if found:
+        args, them = shell_args(from_here(git.root, found)), "it" if len(found) == 1 else "them"
+        raise ConfigError(
+            f"{list_paths(found)} {'is' if len(found) == 1 else 'are'} staged in the series' "
+            f"folders while the rebase is stopped: a patch's commit carries nothing there, and "
+            f"pq rebase --{action} would drop {them}",
+            hint=f"`git rm --cached -q -- {args}` keeps {them} in the working tree only; then "
+                 f"`pq rebase --{action}`, and commit {them} once the rebase is done")

@@ -8,6 +8,7 @@ pq.rebase.refusals.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -48,6 +49,8 @@ SUBMODULE_FIXES = {  # where one side deleted it or has it not: `git rm`, or a c
     code: f"`git rm {{p}}` {drop}, or {SUBMODULE_FIX} (`git ls-files -s {{p}}` lists each "
           "side's)" for code, drop in (("DU", "keeps it deleted"), ("UD", "deletes it as "
           "the patch does"), ("AU", "drops it"), ("UA", "drops it"))}
+# The name git gives a file of the stack so far it moves aside (`x~HEAD`, `x~HEAD_0`, ...).
+_ASIDE = re.compile(r"~HEAD(?:_\d+)?$")
 NEXT_CONFLICT = ["pq rebase --continue", "pq rebase --skip", "pq rebase --abort"]
 
 
@@ -126,7 +129,7 @@ def conflicts(git: Git, onto: str | None = None) -> list[ConflictFile]:
     unmerged = git.unmerged_kinds()
     # Upstream's file that git moved aside (`sl~HEAD`: a folder of the patch's is in its way)
     # is upstream's `sl`.
-    named = {path: path[:-len("~HEAD")] if code == "AU" and path.endswith("~HEAD") else path
+    named = {path: _ASIDE.sub("", path) if code == "AU" else path
              for path, (code, _) in unmerged.items() if code in BY_AN_EARLIER_PATCH}
     upstream = {p for *_, p in git.ls_tree(onto, sorted(set(named.values())))} \
         if onto and named else set()
@@ -140,6 +143,11 @@ def conflicts(git: Git, onto: str | None = None) -> list[ConflictFile]:
             kind, fix = f"{kind}, a submodule", SUBMODULE_FIXES.get(code, SUBMODULE_FIX)
         here = from_here(git.root, [path])
         fix = fix.format(p=shell_args(here), f=shown(here[0]))
+        if code == "AU" and named[path] != path and named[path] in upstream:
+            kind = f"upstream's {shown(named[path])}, moved aside: the patch has a folder there"
+            fix = (f"`git rm {shell_args(here)}` keeps the patch's folder, upstream's file "
+                   f"goes; or move the patch's files out of it, then `git mv {shell_args(here)} "
+                   f"{shell_args(from_here(git.root, [named[path]]))}`")
         out.append(ConflictFile(path, code, kind, fix, submodule))
     return out
 
@@ -200,11 +208,12 @@ def status(git: Git) -> RebaseStatus | None:
         # would drop that (it refuses, unforced).
         since = (tip := git.try_resolve(state.branch)) not in (None, state.new_tip) and \
             on_landed(git, state, tip)
-        st.phase, st.landed = "stopped", since or landed(git, state)
+        finished = landed(git, state)  # --continue only removes the state: nothing refuses
+        st.phase, st.landed = "stopped", since or finished
         st.next = ["pq rebase --continue", *(["pq rebase --skip"] * (state.phase == "refused")),
                    *(["pq rebase --abort"] * (not since))]
         try:  # the branch moved while it was stopped, or HEAD left it after it landed
-            require_in_place(git, state, "continue")
+            require_in_place(git, state, "continue") if not finished else None
         except ConfigError as exc:
             st.blocked = exc.render()
     else:

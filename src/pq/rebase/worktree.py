@@ -37,29 +37,24 @@ def require_clean_queue_dirs(dirty: list[str], queue_paths: tuple[str, ...]) -> 
     folders other than pq's own files: the user's files in patches/, mre/ and the other
     queue folders leave the working tree during a conflict, and `--abort` puts back the
     branch's; their edits would be lost."""
-    found = [p for p in dirty if is_queue_path(p, queue_paths) and not is_queue_file(p)]
+    found = users_files_in_queue_dirs(dirty, queue_paths)
     if found:
         raise ConfigError(f"uncommitted changes in {found[0]}; pq rebase would not carry "
                           "them", hint="commit them first, then run it again")
 
 
-def require_nothing_staged_in_queue_dirs(git: Git, queue_paths: tuple[str, ...],
-                                         action: str) -> None:
-    """Refuse to go on while files the stack so far (HEAD) lacks are staged in the queue's
-    folders, other than pq's own files (`queue_files_back`): `patches/NOTES.txt`, a new
-    `mre/x/run.sh`. A patch's commit carries nothing there, and the rebase ends with those
-    folders as the branch has them: the files would be dropped (`git rebase` commits them
-    with the resolution; pq cannot)."""
-    found = [p for p in git.diff_names("--cached", "HEAD", paths=queue_paths,
-                                       diff_filter="d") if not is_queue_file(p)]
-    if found:
-        args, them = shell_args(from_here(git.root, found)), "it" if len(found) == 1 else "them"
-        raise ConfigError(
-            f"{list_paths(found)} {'is' if len(found) == 1 else 'are'} staged in the "
-            "series' folders while the rebase is stopped: "
-            f"a patch's commit carries nothing there, and pq rebase --{action} would drop "
-            f"{them}", hint=f"`git restore --staged {args}` keeps {them} in the working tree "
-            f"only; then `pq rebase --{action}`, and commit {them} once the rebase is done")
+def users_files_in_queue_dirs(paths: Iterable[str], queue_paths: tuple[str, ...]) -> list[str]:
+    """Those of `paths` in the queue's folders that are not pq's own files (series.yaml,
+    patches/*.patch): patches/NOTES.txt, mre/x/run.sh."""
+    return [p for p in paths if is_queue_path(p, queue_paths) and not is_queue_file(p)]
+
+
+def staged_in_queue_dirs(git: Git, queue_paths: tuple[str, ...]) -> list[str]:
+    """The user's files (`users_files_in_queue_dirs`) staged, unmerged included, where the
+    stack so far (HEAD) lacks them or has them otherwise."""
+    return users_files_in_queue_dirs(git.diff_names(
+        "--cached", "HEAD", paths=[f":(literal){p}" for p in queue_paths], diff_filter="d"),
+        queue_paths)
 
 
 # -- the queue files in the working tree ------------------------------------------------
