@@ -368,13 +368,14 @@ def test_an_export_cache_of_other_pq_code_vouches_for_nothing(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The key holds pq's code (its modules' sizes and times), not only its version number:
     an upgraded or edited pq exports again what an older one remembered."""
-    from pq.queue import verified
+    from pq import installed
 
     fork = _fork_rebased(tmp_path)
     assert _check(fork, monkeypatch, "--no-cache")[1]  # (the hook's own cache stays empty)
     assert _check(fork, monkeypatch)[1] == []
-    monkeypatch.setattr(verified, "_code", lambda: b"another build of the same version")
-    (fork / ".git/pq/hook-cache.json").unlink()  # the pass just remembered
+    assert _check(fork, monkeypatch)[1] == []  # the hook's cache: no check ran
+    monkeypatch.setattr(installed, "code_digest", lambda: b"another build of the same version")
+    # Neither the pass just remembered (the hook's cache) nor the export vouches for it.
     report, exported = _check(fork, monkeypatch)
     assert report["ok"] is True and exported
 
@@ -591,6 +592,25 @@ def test_missing_gate_record_is_refused(tmp_path: Path) -> None:
                    "not passed", "fix: pq gate")
     skipped = push(fork, "origin", "paddle", PQ_SKIP="gate")
     assert skipped.returncode == 0 and "PQ_SKIP=gate" in skipped.stderr
+
+
+def test_a_pass_cached_on_a_gate_record_is_not_reused_once_the_record_is_gone(
+        tmp_path: Path) -> None:
+    """The gate check reads the records (git notes) this repository has: a pass remembered
+    while a record covered the commit let a push through after the record was removed (a
+    forced fetch of the team's notes does the same), which `pq check --no-cache` refused."""
+    fork, _ = make_pushable(tmp_path)
+    with open(fork / "series.yaml", "a") as f:
+        f.write("gate:\n  stages:\n    - name: unit\n      run: 'true'\n"
+                "  required_for_push: [unit]\n")
+    commit_all(fork, "require the unit stage before a push")
+    pq(fork, "gate")
+    assert push(fork, "origin", "paddle").returncode == 0
+    assert "cached" in push(fork, "origin", "paddle:copy").stderr
+    git(fork, "notes", "--ref", "pq-gate", "remove", "paddle")
+    refused = push(fork, "origin", "paddle:copy2")
+    assert refused.returncode != 0 and "checks passed" not in refused.stderr, refused.stderr
+    assert "[gate] the stages required for a push (unit) have not passed" in refused.stderr
 
 
 @pytest.mark.parametrize("block,needle", [

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pq.gate import record
+from pq.gate import NOTES_REF
 from pq.gate import result as R
 from pq.gate.api import GateReport, GateStatus
 
@@ -35,7 +35,7 @@ def report_text(report: GateReport) -> str:
                      f"stage: `pq gate --stage {failed.name}`)")
     elif any(s.status == R.SKIPPED_NO_GPU for s in report.stages):
         lines.append(f"next: run `pq gate` where a GPU is visible, then `git push origin "
-                     f"{record.NOTES_REF}`")
+                     f"{NOTES_REF}`")
     return "\n".join(lines)
 
 
@@ -44,7 +44,7 @@ def status_text(status: GateStatus) -> str:
     if status.record is None:
         return (f"no gate record for {status.tip[:12]} (tree {status.tree[:12]}): run `pq "
                 f"gate`, or fetch the team's records with `git fetch origin "
-                f"{record.NOTES_REF}:{record.NOTES_REF}`")
+                f"{NOTES_REF}:{NOTES_REF}`")
     rec = status.record
     head = f"gate record for {status.tip[:12]} (tree {status.tree[:12]})"
     if status.found_on and status.found_on != status.tip:

@@ -4,3 +4,6 @@
 unchanged ones, `ccache` caches compilers), `symbols` checks built extension modules,
 `record` keeps the result as a git note, `api` ties them together.
 """
+
+# Where the records are kept (pq.gate.record); the pre-push hook keys its verdicts on it.
+NOTES_REF = "refs/notes/pq-gate"

@@ -17,7 +17,7 @@ from typing import Any
 
 from pq import __version__
 from pq.errors import ConfigError, PqError
-from pq.gate import ccache, probe, record, reuse, runner, symbols
+from pq.gate import NOTES_REF, ccache, probe, record, reuse, runner, symbols
 from pq.gate import result as R
 from pq.gate.config import GateConfig, Stage, parse
 from pq.git.repo import Git
@@ -142,7 +142,7 @@ def run_gate(git: Git, *, stages: list[str] | tuple[str, ...] | None = None,
     try:
         record.save(git, plan.tip, _record(report))
     except PqError as exc:
-        report.warnings.append(f"result not recorded in {record.NOTES_REF}: {exc.render()}")
+        report.warnings.append(f"result not recorded in {NOTES_REF}: {exc.render()}")
     runner.prune_logs(git)
     return report
 

@@ -11,11 +11,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from pq.gate import NOTES_REF
 from pq.gate import result as R
 from pq.git.repo import Git
 from pq.oplog.txn import Transaction, in_transaction
 
-NOTES_REF = "refs/notes/pq-gate"
 FORMAT = 1
 HISTORY_MAX = 10
 _OK_STAGE = (*R.STAGE_OK, R.SKIPPED_NO_GPU, R.NOT_AVAILABLE)

@@ -100,14 +100,26 @@ def _probe(git: Git, revs: Sequence[str]) -> list[_Probe]:
             for c, t, s in zip(ids[0::3], ids[1::3], blobs)]
 
 
-def cache_key(probe: _Probe, skip: frozenset[str]) -> str:
+def cache_key(probe: _Probe, skip: frozenset[str], gate_notes: str | None = None) -> str:
     """The commit (history matters: an unexported or reworded commit keeps the tree), its
-    tree and series blob, the check list and what of it is installed, and PQ_SKIP."""
+    tree and series blob, the check list and what of it is installed, pq's own code (an
+    upgrade that keeps the version number may judge otherwise), PQ_SKIP, and the gate's
+    records as this repository has them (`gate_notes`: their ref's tip; the gate check
+    reads them, and a record removed or replaced may no longer cover the commit)."""
+    from pq import installed
     from pq.push import registry
 
-    data = [1, __version__, registry.fingerprint(), probe.commit, probe.tree,
-            probe.series_blob, sorted(skip)]
+    data = [2, __version__, installed.code_digest().hex(), registry.fingerprint(), probe.commit,
+            probe.tree, probe.series_blob, sorted(skip), gate_notes]
     return hashlib.sha256(json.dumps(data).encode()).hexdigest()
+
+
+def _gate_notes(git: Git) -> str | None:
+    """The tip of the gate records' notes ref, or None without one."""
+    from pq.gate import NOTES_REF
+
+    found = git.odb.read_many([NOTES_REF])[0]
+    return found[0] if found is not None else None
 
 
 def _load_cache(git: Git) -> list[dict[str, Any]]:
@@ -162,6 +174,7 @@ def check_refs(git: Git, updates: Sequence[RefUpdate], skip: frozenset[str],
         else:
             live.append(r)
     probes = _probe(git, [r.update.local_sha for r in live]) if live else []
+    gate_notes = _gate_notes(git) if live else None
     cache = _load_cache(git) if use_cache else []
     known = {e.get("key"): e for e in cache}
     done: dict[str, RefReport] = {}
@@ -171,7 +184,7 @@ def check_refs(git: Git, updates: Sequence[RefUpdate], skip: frozenset[str],
         if probe.commit is None or probe.series_blob is None:
             report.state = "unmanaged"
             continue
-        key = cache_key(probe, skip)
+        key = cache_key(probe, skip, gate_notes)
         if key in done:  # the same commit pushed to two refs: checked once
             first = done[key]
             report.state, report.statuses, report.failures = first.state, first.statuses, \

@@ -16,12 +16,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from collections.abc import Sequence
-from functools import cache
 from typing import TYPE_CHECKING
 
-from pq import __version__
+from pq import __version__, installed
 from pq.errors import ConfigError
 from pq.git.repo import Git
 from pq.model.series import PATCHES_DIR, SERIES_FILE
@@ -35,32 +33,13 @@ CACHE_ENTRIES = 32
 FORMAT = 1
 
 
-@cache
-def _code() -> bytes:
-    """pq's own code as installed: each module's path, size and modification time. An
-    upgrade, or an edited checkout, whose version number did not change (what pq writes
-    may have) gives other keys."""
-    h = hashlib.sha256()
-    folders = [os.path.dirname(os.path.dirname(os.path.abspath(__file__)))]
-    while folders:
-        with os.scandir(folders.pop()) as found:
-            for entry in sorted(found, key=lambda e: e.name):
-                if entry.is_dir(follow_symlinks=False) and entry.name != "__pycache__":
-                    folders.append(entry.path)
-                elif entry.name.endswith(".py"):
-                    st = entry.stat()
-                    h.update(b"%s\0%d\0%d\0" % (os.fsencode(entry.path), st.st_size,
-                                                   st.st_mtime_ns))
-    return h.digest()
-
-
 def key(head: str, queue: Queue) -> str | None:
     """The digest of pq's code, HEAD's commit and the queue's bytes (None without series
     bytes)."""
     if queue.series_bytes is None:
         return None
     h = hashlib.sha256(f"pq {__version__} export-cache {FORMAT}\0{head}\0".encode())
-    h.update(_code())
+    h.update(installed.code_digest())
     h.update(b"%d\0" % len(queue.series_bytes) + queue.series_bytes)
     for name in sorted(queue.files):
         data = queue.files[name]
