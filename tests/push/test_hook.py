@@ -408,6 +408,35 @@ def test_replace_refs_and_grafts_do_not_change_what_is_checked(
     assert git(remote, "log", "-1", "--format=%s", "paddle~2") == \
         "build: enable compat in setup.py"  # the remote has no replace ref
 
+
+@pytest.mark.parametrize("overlay", ["replace", "graft"])
+def test_an_export_made_through_a_replace_ref_or_graft_vouches_for_nothing(
+        tmp_path: Path, overlay: str) -> None:
+    """`pq export --commit` reads commits as git shows them: through `git replace` (or a
+    graft) it wrote a patch from the replaced message, or left a hidden commit out, and
+    remembered that as the export of the branch; the hook, which reads the commits as a
+    push sends them, then took the export check as passed from that memory."""
+    fork, remote = make_pushable(tmp_path)
+    first = git(fork, "rev-parse", "HEAD~2")
+    if overlay == "replace":
+        other = git(fork, "commit-tree", f"{first}^{{tree}}", "-p", f"{first}^", "-m",
+                    "build: reworded by replace")
+        git(fork, "replace", first, other)
+    else:  # a commit hidden: the one after it grafted onto the tip before it
+        before = git(fork, "rev-parse", "HEAD")
+        write(fork, "pkg/hidden.py", "import paddle  # hidden\n")
+        commit_all(fork, "python-glue: hidden edit")
+        write(fork, "pkg/seen.py", "import paddle  # seen\n")
+        seen = commit_all(fork, "python-glue: seen edit")
+        (fork / ".git/info").mkdir(exist_ok=True)
+        (fork / ".git/info/grafts").write_text(f"{seen} {before}\n")
+    pq(fork, "export", "--commit")
+    git(fork, "replace", "-d", first) if overlay == "replace" else (
+        fork / ".git/info/grafts").unlink()
+    result = push(fork, "origin", "paddle")
+    assert result.returncode != 0 and "[export]" in result.stderr, result.stderr
+
+
 def test_a_merge_of_upstream_names_a_fix_that_works(tmp_path: Path) -> None:
     """A branch that merged upstream by plain git was told `pq init --force`, which refuses
     merged history."""

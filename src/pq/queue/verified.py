@@ -67,7 +67,7 @@ def remember(git: Git, head: str, queue: Queue) -> None:
     from pq.atomic import write_atomic
 
     k = key(head, queue)
-    if k is None:
+    if k is None or _overlaid(git):
         return
     keys = [e for e in _load(git) if e != k] + [k]
     data = {"version": FORMAT, "verified": keys[-CACHE_ENTRIES:]}
@@ -77,6 +77,16 @@ def remember(git: Git, head: str, queue: Queue) -> None:
                      durable=False)
     except OSError:
         pass  # a cache that cannot be written only costs time
+
+
+def _overlaid(git: Git) -> bool:
+    """Whether git shows some commits otherwise than stored (`git replace`, a graft): an
+    export then read them so, and remembering it would vouch for what a push, which sends
+    the commits as stored, does not carry (the hook reads them as stored)."""
+    if git.env.get("GIT_NO_REPLACE_OBJECTS") == "1" and git.env.get("GIT_GRAFT_FILE"):
+        return False  # read as stored already (the hook's `pq check`)
+    return (git.common_dir / "info" / "grafts").is_file() or git.has_refs_under(
+        "refs/replace/")
 
 
 def remember_written(git: Git, head: str, queue: Queue, stack: Sequence[StackCommit]) -> None:
