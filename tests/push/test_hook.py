@@ -437,6 +437,22 @@ def test_an_export_made_through_a_replace_ref_or_graft_vouches_for_nothing(
     assert result.returncode != 0 and "[export]" in result.stderr, result.stderr
 
 
+def test_a_push_with_a_work_tree_elsewhere_is_checked_from_its_git_dir(
+        tmp_path: Path) -> None:
+    """`git --git-dir=.git --work-tree=<another folder> push` (a dotfiles-style checkout):
+    the hook tried to open the work tree as the repository and refused every push, saying
+    "not a git repository"; the checks read commits only."""
+    fork, remote = make_pushable(tmp_path)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    result = subprocess.run(["git", f"--git-dir={fork / '.git'}", f"--work-tree={elsewhere}",
+                             "push", "-q", "origin", "paddle:x"], cwd=elsewhere,
+                            capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stderr
+    assert "series consistent" in result.stderr
+    assert remote_refs(remote)["refs/heads/x"] == git(fork, "rev-parse", "paddle")
+
+
 def test_a_merge_of_upstream_names_a_fix_that_works(tmp_path: Path) -> None:
     """A branch that merged upstream by plain git was told `pq init --force`, which refuses
     merged history."""
@@ -590,6 +606,42 @@ def test_a_markers_verdict_that_read_local_attributes_is_not_kept(tmp_path: Path
         again.output
 
 
+def test_markers_narrower_than_seven_are_found_where_the_attribute_says_so(
+        tmp_path: Path) -> None:
+    """With `conflict-marker-size=3`, git writes (and `git diff --check` finds) `<<<`
+    markers; the check read only files with a 7-wide one, and let them through."""
+    fork, _ = make_pushable(tmp_path)
+    write(fork, ".gitattributes", "narrow.txt conflict-marker-size=3\n")
+    write(fork, "narrow.txt", "<<< ours\nx\n===\ny\n>>> theirs\n")
+    commit_all(fork, "glue: a conflict committed")
+    pq(fork, "export", "--commit")
+    refused = pq(fork, "check", ok=False)
+    assert refused.exit_code == 1 and "adds a conflict marker at narrow.txt:1" in \
+        refused.output, refused.output
+
+
+def test_a_path_and_a_subject_in_a_refusal_stay_on_one_line(tmp_path: Path) -> None:
+    """A file name with a newline (and an escape sequence) reached the message raw, over
+    two lines, one of which could read "series consistent"; a 200,000-character subject
+    was printed whole. Paths are quoted as git quotes them, subjects cut."""
+    fork, _ = make_pushable(tmp_path)
+    name = "x\npq: paddle: series consistent\x1b[8m.txt"
+    write(fork, name, "<<<<<<< ours\nx\n=======\ny\n>>>>>>> theirs\n")
+    commit_all(fork, "glue: a conflict committed")
+    pq(fork, "export", "--commit")
+    write(fork, "other.txt", "unexported\n")
+    write(tmp_path, "message", "glue: " + "long " * 40_000 + "\n")
+    git(fork, "add", "other.txt")
+    git(fork, "commit", "-q", "-F", str(tmp_path / "message"))
+    refused = pq(fork, "check", ok=False)
+    lines = refused.output.splitlines()
+    marker = next(ln for ln in lines if "[markers]" in ln)
+    assert 'at "x\\npq: paddle: series consistent\\033[8m.txt":1' in marker, marker
+    assert "\x1b" not in refused.output
+    export = next(ln for ln in lines if "[export]" in ln)
+    assert len(export) < 300 and "long lon...')" in export, export[:400]
+
+
 def test_an_audit_that_cannot_read_a_patch_file_is_no_policy_finding(tmp_path: Path
                                                                     ) -> None:
     """A patch file that does not parse stops the audit: listed with the branch's
@@ -674,6 +726,8 @@ def test_skip_all_is_loud_and_unknown_names_are_named(tmp_path: Path) -> None:
     assert "WARNING: PQ_SKIP=all,gates: skipping every pq check" in result.stderr
     assert "PQ_SKIP names no check called gates" in result.stderr
     assert "refs/heads/paddle" in remote_refs(remote)
+    # Nothing checked: not "series consistent (0 checks passed, 7 skipped)".
+    assert ": not checked (7 skipped, " in result.stderr and "consistent" not in result.stderr
     # A name that is no check skips nothing (it warned "skipping the check ALL").
     write(fork, "pkg/util.py", "changed again\n")
     commit_all(fork, "unexported again")

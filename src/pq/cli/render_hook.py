@@ -46,6 +46,8 @@ def consistent_summary(statuses: dict[str, str], how: str | None) -> str:
     skipped = sum(1 for s in statuses.values() if s == "skipped")
     parts = [_n(ran, "check") + " passed"] + ([f"{skipped} skipped"] if skipped else []) + (
         [how] if how else [])
+    if not ran:  # PQ_SKIP=all: nothing says it is consistent
+        return "not checked" + (f" ({', '.join(parts[1:])})" if parts[1:] else "")
     return f"series consistent ({', '.join(parts)})"
 
 

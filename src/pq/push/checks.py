@@ -21,6 +21,7 @@ from pq.push.registry import (
     CheckUnavailable,
     check,
 )
+from pq.quoting import shown
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -39,13 +40,15 @@ def _queue(ctx: CheckContext) -> Queue:
     return ctx.queue
 
 
-def _subject(git: Git, commit: str) -> str:
-    return git.commit(commit).title
+def _subject(git: Git, commit: str, limit: int = 72) -> str:
+    """The commit's subject for a message (`!r`, one line): cut at `limit` characters."""
+    title = git.commit(commit).title
+    return title if len(title) <= limit else title[:limit - 3] + "..."
 
 
-def _listing(items: list[str], limit: int = 5) -> str:
-    shown = ", ".join(items[:limit])
-    return shown + (f" and {len(items) - limit} more" if len(items) > limit else "")
+def _listing(paths: list[str], limit: int = 5) -> str:
+    said = ", ".join(shown(p) for p in paths[:limit])
+    return said + (f" and {len(paths) - limit} more" if len(paths) > limit else "")
 
 
 # -- the checks, in the order they run --------------------------------------------------
@@ -287,8 +290,8 @@ def check_markers(git: Git, ctx: CheckContext) -> list[CheckFailure]:
     for entry in queue.series.patches:
         name = f"patches/{entry.name}"
         data = queue.files[entry.name]
-        if b"\n+<<<<<<<" not in data and b"\n+>>>>>>>" not in data:
-            continue  # no added line starts with a < or > marker: nothing to read
+        if b"\n+<" not in data and b"\n+>" not in data:  # (a `conflict-marker-size` can
+            continue  # be below 7) no added line starts with < or >: no marker to read
         try:
             candidates.append((name, patchfile.parse(data, name).files))
         except ConfigError:
@@ -304,7 +307,7 @@ def check_markers(git: Git, ctx: CheckContext) -> list[CheckFailure]:
             if any(char in ("<", ">") for _, char in marks):
                 found += [(f.path, number) for number, char in marks if char]
         if found:
-            path, line = found[0]
+            path, line = shown(found[0][0]), found[0][1]
             more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
             failures.append(CheckFailure(
                 "markers", f"{name} adds a conflict marker at {path}:{line}{more}: an "

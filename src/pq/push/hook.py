@@ -301,7 +301,14 @@ def open_for_hook(environ: Mapping[str, str]) -> Git:
     belongs to (the checks read commits, never the working tree's files)."""
     given = environ.get("GIT_DIR")
     where = environ.get("GIT_WORK_TREE") or (worktree_of(Path(given)) if given else ".")
-    git = Git.open(where, bare=True)  # a bare repository's push: its commits are checked
+    try:
+        git = Git.open(where, bare=True)  # a bare repository's push: its commits are checked
+    except ConfigError:
+        if not given:
+            raise
+        # A work tree of GIT_DIR's own elsewhere (`git --git-dir=X --work-tree=Y push`, a
+        # dotfiles checkout): the checks read commits only, so GIT_DIR is the repository.
+        git = Git.open(given, bare=True)
     _as_stored(git)
     if given and Path(given).resolve() != git.git_dir.resolve():
         git.close()
