@@ -17,7 +17,7 @@ SRC = Path(pq.__file__).parent
 EXAMPLE = SRC / "demo" / "example"  # the example operator library pq ships, not pq
 
 # Bottom to top; a module may import its own folder and the folders below it.
-LAYERS = ["errors", "faults", "atomic", "background", "quoting", "git", "model", "oplog", "queue", "rebase",
+LAYERS = ["errors", "faults", "atomic", "background", "quoting", "installed", "git", "model", "oplog", "queue", "rebase",
           "toolchain", "compat", "drift", "compare", "audit", "gate", "lint", "report", "push", "demo", "cli", "__main__"]
 MAX_LINES = 400
 GATEWAY = {"run", "text", "run_proc", "run_sealed", "run_sealed_proc"}
