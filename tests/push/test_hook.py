@@ -409,7 +409,7 @@ def test_replace_refs_and_grafts_do_not_change_what_is_checked(
         "build: enable compat in setup.py"  # the remote has no replace ref
 
 
-@pytest.mark.parametrize("overlay", ["replace", "graft"])
+@pytest.mark.parametrize("overlay", ["replace", "replace-packed", "graft"])
 def test_an_export_made_through_a_replace_ref_or_graft_vouches_for_nothing(
         tmp_path: Path, overlay: str) -> None:
     """`pq export --commit` reads commits as git shows them: through `git replace` (or a
@@ -418,10 +418,13 @@ def test_an_export_made_through_a_replace_ref_or_graft_vouches_for_nothing(
     push sends them, then took the export check as passed from that memory."""
     fork, remote = make_pushable(tmp_path)
     first = git(fork, "rev-parse", "HEAD~2")
-    if overlay == "replace":
+    if overlay.startswith("replace"):
         other = git(fork, "commit-tree", f"{first}^{{tree}}", "-p", f"{first}^", "-m",
                     "build: reworded by replace")
         git(fork, "replace", first, other)
+        if overlay == "replace-packed":
+            git(fork, "pack-refs", "--all")
+            assert not list((fork / ".git/refs/replace").iterdir())
     else:  # a commit hidden: the one after it grafted onto the tip before it
         before = git(fork, "rev-parse", "HEAD")
         write(fork, "pkg/hidden.py", "import paddle  # hidden\n")
@@ -431,7 +434,7 @@ def test_an_export_made_through_a_replace_ref_or_graft_vouches_for_nothing(
         (fork / ".git/info").mkdir(exist_ok=True)
         (fork / ".git/info/grafts").write_text(f"{seen} {before}\n")
     pq(fork, "export", "--commit")
-    git(fork, "replace", "-d", first) if overlay == "replace" else (
+    git(fork, "replace", "-d", first) if overlay.startswith("replace") else (
         fork / ".git/info/grafts").unlink()
     result = push(fork, "origin", "paddle")
     assert result.returncode != 0 and "[export]" in result.stderr, result.stderr

@@ -32,6 +32,25 @@ _HEX = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
 RawObject = tuple[str, str, bytes]
 
 
+def overlaid(common_dir: Path, env: dict[str, str]) -> bool | None:
+    """Whether reads through `env` show some commits otherwise than stored (a `git
+    replace` ref, a graft), from the repository's files; None where its refs are not in
+    files pq reads (a reftable: ask git)."""
+    if env.get("GIT_NO_REPLACE_OBJECTS") == "1" and env.get("GIT_GRAFT_FILE") == os.devnull:
+        return False
+    if (common_dir / "info" / "grafts").is_file() or env.get("GIT_GRAFT_FILE"):
+        return True
+    if (common_dir / "reftable").is_dir():
+        return None
+    if any(files for _, _, files in os.walk(common_dir / "refs" / "replace")):
+        return True
+    try:
+        with open(common_dir / "packed-refs", "rb") as f:
+            return any(b" refs/replace/" in line for line in f)
+    except OSError:
+        return False
+
+
 class ObjectDB:
     """The objects of one repository: read through one cat-file, cached, written lazily."""
 

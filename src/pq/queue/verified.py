@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from pq import __version__, installed
 from pq.errors import ConfigError
+from pq.git import odb
 from pq.git.repo import Git
 from pq.model.series import PATCHES_DIR, SERIES_FILE
 from pq.queue.files import Queue
@@ -83,10 +84,8 @@ def _overlaid(git: Git) -> bool:
     """Whether git shows some commits otherwise than stored (`git replace`, a graft): an
     export then read them so, and remembering it would vouch for what a push, which sends
     the commits as stored, does not carry (the hook reads them as stored)."""
-    if git.env.get("GIT_NO_REPLACE_OBJECTS") == "1" and git.env.get("GIT_GRAFT_FILE"):
-        return False  # read as stored already (the hook's `pq check`)
-    return (git.common_dir / "info" / "grafts").is_file() or git.has_refs_under(
-        "refs/replace/")
+    found = odb.overlaid(git.common_dir, git.env)
+    return found if found is not None else git.has_refs_under("refs/replace/")
 
 
 def remember_written(git: Git, head: str, queue: Queue, stack: Sequence[StackCommit]) -> None:
