@@ -482,3 +482,41 @@ def test_abort_after_a_kill_that_put_head_back_on_the_branch(
         files = dict(got["files"])  # type: ignore[call-overload]
         assert files.pop("series.yaml")[1].endswith(b"# my note\n"), k
         assert files == {p: v for p, v in before_files.items() if p != "series.yaml"}, k
+
+
+_INTERRUPTING_GIT = """#!/bin/sh
+# git, but the Nth write of pq's operation log gets a Ctrl-C (to pq) while git runs it.
+case " $* " in *" update-ref -m pq oplog refs/pq/oplog "*)
+  n=$(( $(cat "$INT_COUNT" 2>/dev/null || echo 0) + 1 )); echo $n > "$INT_COUNT"
+  if [ "$n" = "$INT_AT" ]; then kill -INT $PPID; sleep 0.3; fi;;
+esac
+exec "$REAL_GIT" "$@"
+"""
+
+
+@pytest.mark.parametrize("at", [1, 2])
+def test_a_ctrl_c_while_git_writes_the_log_says_what_the_log_holds(tmp_path: Path,
+                                                                   at: int) -> None:
+    """A Ctrl-C that comes while git moves the log's ref: pq waits for git, and the write
+    is done. At the last record (2), pq wrote it again expecting the ref where it was, and
+    printed git's refusal ("is at X but expected Y", exit 2) for an export that was logged
+    done; at the first (1), it said "before it changed anything" and left a "started" entry
+    that the next `pq undo` took back instead of the operation before."""
+    fork = export_fork(tmp_path / "t")
+    before = oplog_count(fork)
+    shim = tmp_path / "shim"
+    write(shim, "git", _INTERRUPTING_GIT)
+    (shim / "git").chmod(0o755)
+    real = subprocess.run(["sh", "-c", "command -v git"], capture_output=True, text=True,
+                          check=True).stdout.strip()
+    proc = run_pq(fork, ["export", "--commit"], PATH=f"{shim}:{os.environ['PATH']}",
+                  REAL_GIT=real, INT_COUNT=str(tmp_path / "count"), INT_AT=str(at))
+    err = proc.stderr.decode()
+    assert proc.returncode == 130 and "error" not in err, err
+    newest = json.loads(run_pq(fork, ["log", "--json", "-n", "1"]).stdout)["operations"][0]
+    if at == 2:
+        assert "as it finished: operation" in err and newest["status"] == "done", err
+        assert oplog_count(fork) == before + 1
+    else:
+        assert "before it changed anything" in err, err
+        assert oplog_count(fork) == before and newest["status"] == "done"

@@ -11,8 +11,9 @@ import shlex
 import sys
 from pathlib import Path
 
+import pytest
 from gitrepo import commit_all, git, pq, write
-from test_faults import base_fork, conflict_fork, repo_state, run_pq
+from test_faults import PQ, base_fork, conflict_fork, repo_state, run_pq
 
 RESOLVED = ("import paddle\npaddle.enable_compat()\n"
             "from torch.utils import cpp_extension as ext\n\nsetup(name='x')\n")
@@ -474,6 +475,11 @@ def test_undo_and_redo_name_an_untracked_file_in_the_way(tmp_path: Path) -> None
     assert "move it aside, then run `pq redo` again" in line
     assert repo_state(fork) == before
     assert (fork / "csrc/extra.cc").read_text() == "my own, untracked\n"
+    # `pq undo --op N` is named as typed: a plain `pq undo` would take back another one.
+    undo_op = next(o["id"] for o in json.loads(pq(fork, "log", "--json").output)[
+        "operations"] if o["command"] == "pq undo")  # the state before it: rebased
+    line = error_line(pq(fork, "undo", "--op", str(undo_op), ok=False), 2)
+    assert f"move it aside, then run `pq undo --op {undo_op}` again" in line, line
 
 
 def test_undo_and_redo_keep_an_ignored_file_in_the_way_too(tmp_path: Path) -> None:
@@ -529,3 +535,56 @@ def test_status_says_a_rebase_another_pq_runs_now_is_running(tmp_path: Path) -> 
     status = json.loads(seen.read_text())["rebase"]
     assert status["phase"] == "running" and status["next"] == []
     assert "`pq rebase upstream/main --force` (process " in status["holder"]
+
+
+@pytest.mark.parametrize("first,second", [("--continue", "--abort"),
+                                          ("--abort", "--continue"),
+                                          ("--continue", "--continue")])
+def test_a_second_rebase_command_on_the_same_stop_waits_for_the_first(
+        tmp_path: Path, first: str, second: str) -> None:
+    """Each read the stopped rebase before it took the lock: a `--continue` that waited
+    for an `--abort` then finished the rebase the abort had ended, from its old state (one
+    patch made of the whole old branch, upstream's changes reverted, exit 0), and a second
+    `--continue` brought a finished rebase back. The second now finds the lock held from
+    the first one's start, and refuses."""
+    conflict = conflict_fork(tmp_path / "c")
+    fork = conflict.parent / "fork"
+    conflict.rename(fork)
+    before = git(fork, "rev-parse", "HEAD")
+    assert pq(fork, "rebase", "upstream/main", ok=False).exit_code == 1
+    write(fork, "setup.py", "import paddle\npaddle.enable_compat()\n"
+          "from torch.utils import cpp_extension as ext\n\nsetup(name='x')\n")
+    git(fork, "add", "setup.py")
+    out = fork.parent / "second.out"
+    script = (f"cd {shlex.quote(str(fork))} && env -u PQ_FAULT_AT -u PQ_FAULT_RUN "
+              f"PQ_LOCK_WAIT=0.2 {shlex.quote(PQ)} rebase {second} > {out} 2>&1; "
+              f"echo $? >> {out}")
+    proc = run_pq(fork, ["rebase", first], PQ_FAULT_AT="1", PQ_FAULT_RUN=script)
+    said = out.read_text()
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert "another pq command is running in this repository" in said and \
+        said.rstrip().endswith("2"), said
+    assert not (fork / ".git/pq/rebase/state.json").exists()
+    if first == "--abort":
+        assert git(fork, "rev-parse", "HEAD") == before
+    else:  # the resolution is the first patch, upstream's rename kept
+        assert "cpp_extension as ext" in git(fork, "show", "HEAD:setup.py")
+        assert json.loads(pq(fork, "series", "--json").output)["patches"][0][
+            "name"].startswith("0001-")
+
+
+def test_a_command_run_while_a_rebase_reads_its_series_waits_for_it(tmp_path: Path) -> None:
+    """`pq rebase` read series.yaml and the branch before it took the lock: a `pq undo`
+    (of the init that wrote the series) ran meanwhile, and the rebase then landed the
+    series the undo had removed, both logged done. The undo now finds the lock held."""
+    fork = base_fork(tmp_path)
+    out = tmp_path / "second.out"
+    script = (f"cd {shlex.quote(str(fork))} && env -u PQ_FAULT_AT -u PQ_FAULT_RUN "
+              f"PQ_LOCK_WAIT=0.2 {shlex.quote(PQ)} undo > {out} 2>&1; echo $? >> {out}")
+    proc = run_pq(fork, ["rebase", "upstream/main"], PQ_FAULT_AT="1", PQ_FAULT_RUN=script)
+    said = out.read_text()
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert "another pq command is running in this repository" in said and \
+        said.rstrip().endswith("2"), said
+    ops = json.loads(pq(fork, "log", "--json").output)["operations"]
+    assert [o["command"] for o in ops[:1]] == ["pq rebase upstream/main"], ops[:2]

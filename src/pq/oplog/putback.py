@@ -53,8 +53,7 @@ def restore(git: Git, p: Plan, current: Snapshot) -> None:
             raise ConfigError(f"{ref} is checked out in the worktree {elsewhere[ref]}; "
                               f"{_doing(p)} would move it there too",
                               hint="switch that worktree to another branch or remove it, "
-                                   f"then run `pq {'redo' if p.kind == 'redo' else 'undo'}` "
-                                   "again")
+                                   f"then run `{p.again}` again")
     if moving and (commit_now is None or commit_then is None):
         raise ConfigError("cannot undo: HEAD would have no commit",
                           hint="check `git status`; `pq log --json` has the recorded refs")
@@ -152,8 +151,7 @@ def _require_no_untracked_in_the_way(git: Git, now: str, then: str, p: Plan) -> 
         more = f" and {len(in_way) - 1} more" if len(in_way) > 1 else ""
         ignored = " (ignored, but yours)" if git.ignored(in_way[:1]) else ""
         raise ConfigError(f"untracked {in_way[0]}{ignored}{more} would be overwritten by "
-                          f"{_doing(p)}", hint="move it aside, then run `pq "
-                          f"{'redo' if p.kind == 'redo' else 'undo'}` again")
+                          f"{_doing(p)}", hint=f"move it aside, then run `{p.again}` again")
 
 
 def _checkout_failure(stderr: bytes, p: Plan) -> str:

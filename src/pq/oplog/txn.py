@@ -128,11 +128,15 @@ class Transaction:
         return self
 
     def begin(self, kind: str = "command", target: int | None = None,
-              before: Snapshot | None = None, commits: set[str] | None = None) -> None:
+              before: Snapshot | None = None, commits: set[str] | None = None,
+              command: str | None = None) -> None:
         """Record the state before anything changes: nothing may change until this returns.
-        `before` (taken under the lock) comes with `commits`, the commits it names."""
+        `before` (taken under the lock) comes with `commits`, the commits it names;
+        `command`, the command as the lock's holder learnt it (`pq rebase upstream/main`
+        once series.yaml named the ref), unless the command line typed is known."""
         if self.nested:
             return
+        self.command = _invocation[0] or command or self.command
         sweep_temporary_files(self.git)
         if before is None:
             self.commits = set()
@@ -185,10 +189,19 @@ class Transaction:
                     exc.pq_rebase_left = True  # type: ignore[attr-defined]
             elif self.entry is not None and not self.settled and exc is not None:
                 # Cut short (a Ctrl-C) while its last record was written: the operation is
-                # over, and its entry still says "started". Written again, then said so.
-                self.write()
+                # over, and its entry still says "started". Written again (unless git had
+                # written it: the log's ref moved to it), then said so.
+                written = log.written_last(self.git, self.record["id"], self.record["status"])
+                if written is None:
+                    self.write()
                 self.settled = True
                 exc.pq_finished_operation = self.record["id"]  # type: ignore[attr-defined]
+            elif self.entry is None and exc is not None and self.record.get("status") == \
+                    "started" and (cut := log.written_last(self.git, self.record["id"],
+                                                           "started")) is not None:
+                # Cut short as its first record was written, git done with it: nothing
+                # changed, and the entry goes as one that changed nothing does.
+                log.drop(self.git, cut, self.previous, self.ref_before)
             if exc is not None and self.entry is None:
                 exc.pq_nothing_changed = True  # type: ignore[attr-defined]
         finally:

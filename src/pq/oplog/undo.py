@@ -91,6 +91,12 @@ class Plan:
     forced: bool = False  # --force: what changed since goes (the present state is logged)
 
     @property
+    def again(self) -> str:
+        """The command that makes this plan, to run again once what refused it is fixed."""
+        return {"redo": "pq redo", "undo": "pq undo"}.get(
+            self.kind, f"pq undo --op {self.record['id']}") + " --force" * self.forced
+
+    @property
     def refs(self) -> dict[str, str | None]:
         return {c[4:]: self.target["refs"].get(c[4:]) for c in self.changed
                 if c.startswith("ref ")}

@@ -18,17 +18,19 @@ from pq.rebase.report import RebaseReport
 def abort(git: Git, force: bool = False) -> RebaseReport:
     """Restore everything the stopped rebase changed (`force`: even when the branch moved
     while it was stopped, commits were made on the stopped patch, or queue files came back)
-    and log the stopped entry as aborted."""
-    state = rs.load_required(git, gone_ok=True)
-    gone = rs.gone_worktree(git, state)
-    if gone is not None:
-        return _forget(git, state, gone)
-    refused = refusals.abort_refusals(git, state, force)
-    if refused:
-        raise refused[0][1]
-    # git's own operation, started meanwhile, would outlive the abort and undo it later.
-    rs.require_no_git_operation(git)
-    with Transaction(git, "pq rebase --abort"):
+    and log the stopped entry as aborted. The stopped rebase is read under the lock: a
+    `--continue` that ran meanwhile has ended it, or not begun."""
+    with Transaction(git, "pq rebase --abort", mutating=False) as txn:
+        state = rs.load_required(git, gone_ok=True)
+        gone = rs.gone_worktree(git, state)
+        if gone is not None:
+            return _forget(txn, state, gone)
+        refused = refusals.abort_refusals(git, state, force)
+        if refused:
+            raise refused[0][1]
+        # git's own operation, started meanwhile, would outlive the abort and undo it later.
+        rs.require_no_git_operation(git)
+        txn.begin()
         if state.touched:  # the working tree is reset: nothing untracked goes with it
             worktree.require_nothing_in_the_way(git, state, state.orig_head, aborting=True)
         worktree.restore(git, state)
@@ -37,17 +39,18 @@ def abort(git: Git, force: bool = False) -> RebaseReport:
     return _aborted(state)
 
 
-def _forget(git: Git, state: rs.RebaseState, gone: str) -> RebaseReport:
+def _forget(txn: Transaction, state: rs.RebaseState, gone: str) -> RebaseReport:
     """The abort of a rebase whose worktree is gone: its HEAD, index and files went with
     it; the refs it moved go back (the branch only if it still is where the landing put
     it), and this worktree is not touched."""
-    with Transaction(git, "pq rebase --abort"):
-        now = git.try_resolve(state.branch)
-        if now is not None and now != state.orig_head and now == state.new_tip:
-            git.update_ref(state.branch, state.orig_head, message="pq rebase --abort")
-        git.set_orig_head(state.branch, state.prev_orig_head, "pq rebase --abort")
-        rs.remove(git)
-        settle_stopped(git, "aborted", state.log_id)
+    git = txn.git
+    txn.begin()
+    now = git.try_resolve(state.branch)
+    if now is not None and now != state.orig_head and now == state.new_tip:
+        git.update_ref(state.branch, state.orig_head, message="pq rebase --abort")
+    git.set_orig_head(state.branch, state.prev_orig_head, "pq rebase --abort")
+    rs.remove(git)
+    settle_stopped(git, "aborted", state.log_id)
     return _aborted(state, gone)
 
 

@@ -41,7 +41,17 @@ def start(git: Git, upstream: str | None = None, *, gate: bool = False,
     """Rebase the series onto `upstream` (None: series.yaml's upstream.ref). `crossing` is
     told (old base, new base) when every patch is replayed and the landing begins (never
     at a conflict), so a caller can start work on the upstream range (its drift scan)
-    alongside the landing's checkout."""
+    alongside the landing's checkout. Everything is read under the lock: another pq
+    command (an undo, an export) ends before it, or after it."""
+    with Transaction(git, f"pq rebase {upstream or ''}".rstrip(), mutating=False) as txn:
+        return _start(txn, upstream, gate=gate, progress=progress, force=force,
+                      rerere=rerere, crossing=crossing)
+
+
+def _start(txn: Transaction, upstream: str | None, *, gate: bool, progress: Progress | None,
+           force: bool, rerere: bool, crossing: Callable[[str, str], None] | None
+           ) -> RebaseReport:
+    git = txn.git
     rs.require_none(git)
     branch = queueops.require_branch(git)
     # Who commits, and whether commits are signed, are asked of git alongside.
@@ -75,8 +85,8 @@ def start(git: Git, upstream: str | None = None, *, gate: bool = False,
     # included, are read by git while the operation log and the rebase's state are written.
     crossed = f"{old_base}..{onto}"
     with Background(lambda: git.log_files(crossed), "pq git log") as range_log, Background(
-            lambda: git.count(crossed), "pq git rev-list") as range_size, Transaction(
-            git, f"pq rebase {ref}") as txn:
+            lambda: git.count(crossed), "pq git rev-list") as range_size:
+        txn.begin(command=f"pq rebase {ref}")
         changes = trees.load_changes([sc.commit for sc in stack])
         trees.read_commits([sc.commit for sc in stack])
         steps = [Step(entry.name, layers[entry.name], sc.commit, sc.parent,
@@ -196,16 +206,17 @@ def _diffs_of(queue: Queue) -> list[bytes] | None:
         return None
 
 
-def _finish_landed(git: Git, state: RebaseState) -> RebaseReport:
+def _finish_landed(txn: Transaction, state: RebaseState) -> RebaseReport:
     """`--continue` after pq stopped (killed, say) at the very end of a landing: the branch
     and HEAD are on the rebased stack already; what is left is removing the state."""
+    git = txn.git
     refusals.require_branch_free(git, state, "continue")
     old = rs.queue_before(git, state)
-    with Transaction(git, "pq rebase --continue") as txn:
-        worktree.clear_git_merge_files(git)
-        rs.remove(git)
-        report = landing.report(git, state, "done", old, read_worktree(git))
-        return _settle(txn, state, report)
+    txn.begin()
+    worktree.clear_git_merge_files(git)
+    rs.remove(git)
+    report = landing.report(git, state, "done", old, read_worktree(git))
+    return _settle(txn, state, report)
 
 
 def _made_by_hand(git: Git, state: RebaseState) -> str | None:
@@ -243,10 +254,18 @@ def _queue_free_pick(git: Git, trees: Trees, commit: str, parent: str, changes: 
 def resume(git: Git, action: str, progress: Progress | None = None,
            crossing: Callable[[str, str], None] | None = None) -> RebaseReport:
     """`--continue` (take the staged resolution) or `--skip` (drop the conflicted patch);
-    `crossing` as for `start`."""
+    `crossing` as for `start`. The stopped rebase is read under the lock: an abort, or
+    another `--continue`, that ran meanwhile has ended it, or not begun."""
+    with Transaction(git, f"pq rebase --{action}", mutating=False) as txn:
+        return _resume(txn, action, progress, crossing)
+
+
+def _resume(txn: Transaction, action: str, progress: Progress | None,
+            crossing: Callable[[str, str], None] | None) -> RebaseReport:
+    git = txn.git
     state = rs.load_required(git)
     if action == "continue" and rebase_status.landed(git, state):
-        return _finish_landed(git, state)
+        return _finish_landed(txn, state)
     # A rebase that stopped in memory (files in the way of a conflict or of landing) goes
     # on from where it was saved.
     stopped = rebase_status.resumable(state)
@@ -269,39 +288,39 @@ def resume(git: Git, action: str, progress: Progress | None = None,
     if action == "continue" and not stopped:
         rebase_status.require_resolved(git, state)
     committer = git.committer_now()
-    with Transaction(git, f"pq rebase --{action}") as txn:
-        trees = Trees(git)
-        rest = [s.commit for s in state.steps[state.index:]]
-        changes = trees.load_changes(rest if stopped else rest[1:])
-        trees.read_commits(rest)
-        step = state.steps[state.index] if state.index < len(state.steps) else None
-        if stopped and action == "continue":
-            if state.phase == "refused":  # shown again now (saved when it is)
-                state.phase = "replaying"
-        elif action == "continue":
-            assert step is not None
-            tree = worktree.write_index_tree(git, state)
-            clean_tree = trees.without(tree, old.series.queue_paths)
-            if clean_tree == trees.tree_of(state.tip):
-                step.outcome = "dropped"
-            else:
-                step.outcome = "conflict"
-                step.new_commit = replay.commit_pick(git, trees, clean_tree, state.tip,
-                                                      _made_by_hand(git, state) or step.commit,
-                                                      committer)
-                state.tip = step.new_commit
-        else:
-            assert step is not None
-            step.outcome = "skipped"
-        if not stopped or action == "skip":
-            state.index += 1
+    txn.begin()
+    trees = Trees(git)
+    rest = [s.commit for s in state.steps[state.index:]]
+    changes = trees.load_changes(rest if stopped else rest[1:])
+    trees.read_commits(rest)
+    step = state.steps[state.index] if state.index < len(state.steps) else None
+    if stopped and action == "continue":
+        if state.phase == "refused":  # shown again now (saved when it is)
             state.phase = "replaying"
-            rs.save(git, state)
-        # HEAD on the branch (a landing git refused, a checkout that failed before it moved)
-        # stays where it is: a reset there would move the branch.
-        if state.detached and git.current_branch() is None:
-            worktree.reset_to(git, state.tip)
-        upstream = rangediff.UpstreamMatches(git, state, old.series.queue_paths, changes)
-        report = replay.run(git, state, trees, changes, upstream, progress, old, committer,
-                            crossing)
-        return _settle(txn, state, report)
+    elif action == "continue":
+        assert step is not None
+        tree = worktree.write_index_tree(git, state)
+        clean_tree = trees.without(tree, old.series.queue_paths)
+        if clean_tree == trees.tree_of(state.tip):
+            step.outcome = "dropped"
+        else:
+            step.outcome = "conflict"
+            step.new_commit = replay.commit_pick(git, trees, clean_tree, state.tip,
+                                                  _made_by_hand(git, state) or step.commit,
+                                                  committer)
+            state.tip = step.new_commit
+    else:
+        assert step is not None
+        step.outcome = "skipped"
+    if not stopped or action == "skip":
+        state.index += 1
+        state.phase = "replaying"
+        rs.save(git, state)
+    # HEAD on the branch (a landing git refused, a checkout that failed before it moved)
+    # stays where it is: a reset there would move the branch.
+    if state.detached and git.current_branch() is None:
+        worktree.reset_to(git, state.tip)
+    upstream = rangediff.UpstreamMatches(git, state, old.series.queue_paths, changes)
+    report = replay.run(git, state, trees, changes, upstream, progress, old, committer,
+                        crossing)
+    return _settle(txn, state, report)
