@@ -588,3 +588,21 @@ def test_a_command_run_while_a_rebase_reads_its_series_waits_for_it(tmp_path: Pa
         said.rstrip().endswith("2"), said
     ops = json.loads(pq(fork, "log", "--json").output)["operations"]
     assert [o["command"] for o in ops[:1]] == ["pq rebase upstream/main"], ops[:2]
+
+
+def test_status_says_running_while_a_continue_holds_the_stop(tmp_path: Path) -> None:
+    """While `--continue` holds the lock (its state still says "conflict"), `pq status`
+    said "conflict ... next: resolve the conflicted files"; it says the rebase is running."""
+    conflict = conflict_fork(tmp_path / "c")
+    fork = conflict.parent / "fork"
+    conflict.rename(fork)
+    assert pq(fork, "rebase", "upstream/main", ok=False).exit_code == 1
+    write(fork, "setup.py", RESOLVED)
+    git(fork, "add", "setup.py")
+    out = fork.parent / "status.json"
+    script = (f"cd {shlex.quote(str(fork))} && env -u PQ_FAULT_AT -u PQ_FAULT_RUN "
+              f"{shlex.quote(PQ)} status --json > {out}")
+    assert run_pq(fork, ["rebase", "--continue"], PQ_FAULT_AT="1",
+                  PQ_FAULT_RUN=script).returncode == 0
+    status = json.loads(out.read_text())["rebase"]
+    assert status["phase"] == "running" and "pq rebase --continue" in status["holder"], status

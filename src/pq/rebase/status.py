@@ -171,11 +171,14 @@ def status(git: Git) -> RebaseStatus | None:
                       state.index + 1, total, step.name if step else None,
                       step.layer if step else None)
     elsewhere = git.other_worktree(state.worktree)
+    holder = lock_holder(git)
+    held = holder is not None and holder.get("pid") != os.getpid()
     if elsewhere is not None:  # this worktree's index and files are not the rebase's
         st.phase, st.worktree = "elsewhere", elsewhere
         st.next = ["pq rebase --abort" if rs.gone_worktree(git, state) is not None
                    else f"cd {shell_args([elsewhere])}"]
-    elif state.phase == "conflict":
+    elif state.phase == "conflict" and not (held and holder is not None and str(
+            holder.get("command", "")).startswith("pq rebase")):  # (a --continue: running)
         st.phase = "conflict"
         queue_paths = rs.queue_paths_before(git, state)  # no patch touches them: an unmerged
         st.conflicted = [c for c in conflicts(git, state.onto)  # one there is the user's
@@ -199,7 +202,7 @@ def status(git: Git) -> RebaseStatus | None:
             require_queue_aside(git, "continue", queue_paths) if state.detached else None
         except ConfigError as exc:
             st.blocked = exc.render()
-    elif (holder := lock_holder(git)) is not None and holder.get("pid") != os.getpid():
+    elif held and holder is not None:
         # Not interrupted: another pq process replays it right now.
         st.phase, st.next = "running", []
         st.holder = f"`{holder.get('command') or 'pq'}` (process {holder.get('pid', '?')})"
