@@ -188,20 +188,6 @@ def newest(git: Git) -> tuple[str | None, int, str | None]:
     return None, max(numbers, default=0) + 1, ref
 
 
-def written_last(git: Git, record_id: int, status: str) -> str | None:
-    """The log's newest entry, if it is record `record_id` with `status`: the write a
-    Ctrl-C cut short after git moved the log's ref (pq did not learn the entry), else
-    None."""
-    ref = tip(git)
-    if ref is None or git.commit(ref).message.startswith(LEGACY_SUBJECT):
-        return None
-    try:
-        found = _record(git, _trees(git), ref)
-    except LogCorrupt:
-        return None
-    return ref if (int(found["id"]), found["status"]) == (record_id, status) else None
-
-
 def _corrupt(sha: str, parent: str | None, why: str) -> LogCorrupt:
     fix = (f"`git update-ref {LOG_REF} {parent}` drops it and every later entry"
            if parent else f"`git update-ref -d {LOG_REF}` starts a new log")

@@ -191,14 +191,14 @@ class Transaction:
                 # Cut short (a Ctrl-C) while its last record was written: the operation is
                 # over, and its entry still says "started". Written again (unless git had
                 # written it: the log's ref moved to it), then said so.
-                written = log.written_last(self.git, self.record["id"], self.record["status"])
+                written = _written_last(self.git, self.record["id"], self.record["status"])
                 if written is None:
                     self.write()
                 self.settled = True
                 exc.pq_finished_operation = self.record["id"]  # type: ignore[attr-defined]
             elif self.entry is None and exc is not None and self.record.get("status") == \
-                    "started" and (cut := log.written_last(self.git, self.record["id"],
-                                                           "started")) is not None:
+                    "started" and (cut := _written_last(self.git, self.record["id"],
+                                                        "started")) is not None:
                 # Cut short as its first record was written, git done with it: nothing
                 # changed, and the entry goes as one that changed nothing does.
                 log.drop(self.git, cut, self.previous, self.ref_before)
@@ -208,3 +208,15 @@ class Transaction:
             _active.pop(str(self.git.common_dir), None)
             self.git.holding_interrupts = False
             self.lock.release()
+
+
+def _written_last(git: Git, record_id: int, status: str) -> str | None:
+    """The log's newest entry, if it is record `record_id` with `status`: the write a
+    Ctrl-C cut short after git moved the log's ref (pq did not learn the entry); else None."""
+    try:
+        found = log.read(git, since=record_id)
+    except log.LogCorrupt:
+        return None
+    last = found[-1] if found else None
+    return last["commit"] if last and (last["id"], last["status"]) == (record_id, status) \
+        else None
