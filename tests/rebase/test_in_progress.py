@@ -1145,3 +1145,20 @@ def test_upstreams_file_git_moves_aside_is_said_to_be_upstreams(tmp_path: Path) 
     git(fork, "rm", "-q", "sl~HEAD")
     pq(fork, "rebase", "--continue")
     assert git(fork, "ls-tree", "-r", "--name-only", "paddle~1", "sl", "sl~HEAD") == "sl/new"
+
+
+def test_a_branch_deleted_while_stopped_comes_back_with_abort(tmp_path: Path) -> None:
+    """`git branch -D` of the branch while the rebase is stopped (HEAD is detached there):
+    --abort refused, saying it "would overwrite it", and asked for --force; nothing is
+    there to lose, and the abort makes the branch again. --continue says it was deleted."""
+    _, fork = stopped(tmp_path)
+    before = git(fork, "rev-parse", "paddle")  # the stop has not moved it
+    git(fork, "branch", "-q", "-D", "paddle")
+    refused = pq(fork, "rebase", "--continue", ok=False)
+    assert refused.exit_code == 2 and "paddle was deleted while the rebase was stopped" in \
+        refused.output and "overwrite" not in refused.output, refused.output
+    pq(fork, "rebase", "--abort")
+    assert git(fork, "symbolic-ref", "HEAD") == "refs/heads/paddle"
+    assert git(fork, "rev-parse", "paddle") == before
+    assert git(fork, "status", "--porcelain", "--untracked-files=no") == ""
+    assert (fork / "series.yaml").is_file()

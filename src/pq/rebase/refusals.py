@@ -68,9 +68,11 @@ def require_in_place(git: Git, state: rs.RebaseState, action: str) -> None:
     hand, and is taken as such."""
     name = state.short_branch
     moved = git.try_resolve(state.branch)
-    # The branch stays at its old tip until the landing moves it to the new one.
-    if moved != state.orig_head and (moved is None or moved != state.new_tip):
-        where = f"to {moved[:12]} ({git.commit(moved).title})" if moved else "(deleted)"
+    # The branch stays at its old tip until the landing moves it to the new one. One deleted
+    # meanwhile holds nothing to lose: the abort makes it again where it was.
+    if moved != state.orig_head and (moved is None or moved != state.new_tip) and not (
+            moved is None and action == "abort"):
+        where = f"to {moved[:12]} ({git.commit(moved).title})" if moved else ""
         keep = f"`git branch keep-{name} {moved[:12]}` keeps it, " if moved else ""
         if moved and on_landed(git, state, moved):  # committed on after the landing
             assert state.new_tip is not None
@@ -91,7 +93,9 @@ def require_in_place(git: Git, state: rs.RebaseState, action: str) -> None:
                 f"`pq rebase --{action}`")
         raise ConfigError(
             f"{name} moved {where} while the rebase was stopped; it was at "
-            f"{state.orig_head[:12]}, and `pq rebase --{action}` would overwrite it",
+            f"{state.orig_head[:12]}, and `pq rebase --{action}` would overwrite it" if moved
+            else f"{name} was deleted while the rebase was stopped (it was at "
+            f"{state.orig_head[:12]})",
             hint=f"{keep}then `pq rebase --abort --force`" if action == "abort" else
             f"{keep}{back}")
     if state.phase != "conflict" or not state.detached:
