@@ -191,8 +191,7 @@ class Transaction:
                 # Cut short (a Ctrl-C) while its last record was written: the operation is
                 # over, and its entry still says "started". Written again (unless git had
                 # written it: the log's ref moved to it), then said so.
-                written = _written_last(self.git, self.record["id"], self.record["status"])
-                if written is None:
+                if _written_last(self.git, self.record["id"], self.record["status"]) is None:
                     self.write()
                 self.settled = True
                 exc.pq_finished_operation = self.record["id"]  # type: ignore[attr-defined]
@@ -214,9 +213,10 @@ def _written_last(git: Git, record_id: int, status: str) -> str | None:
     """The log's newest entry, if it is record `record_id` with `status`: the write a
     Ctrl-C cut short after git moved the log's ref (pq did not learn the entry); else None."""
     try:
-        found = log.read(git, since=record_id)
+        tip, following, _ = log.newest(git)
+        if tip is None or following != record_id + 1:  # the tip is another record's
+            return None
+        last = log.read(git, since=record_id)[-1]  # the tip alone: it is that record
     except log.LogCorrupt:
         return None
-    last = found[-1] if found else None
-    return last["commit"] if last and (last["id"], last["status"]) == (record_id, status) \
-        else None
+    return tip if last["status"] == status else None

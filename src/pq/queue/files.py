@@ -174,8 +174,8 @@ def read_tree(git: Git, rev: str) -> Queue | None:
 def _read(path: Path) -> bytes:
     try:
         return path.read_bytes()
-    except PermissionError as exc:  # the one error handler says what to do (pq.cli.failure)
-        raise exc from None
+    except PermissionError:  # the one error handler says what to do (pq.cli.failure)
+        raise
     except OSError as exc:
         raise ConfigError(f"cannot read: {exc.strerror}", path=str(path)) from None
 

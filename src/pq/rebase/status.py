@@ -171,14 +171,15 @@ def status(git: Git) -> RebaseStatus | None:
                       state.index + 1, total, step.name if step else None,
                       step.layer if step else None)
     elsewhere = git.other_worktree(state.worktree)
-    holder = lock_holder(git)
-    held = holder is not None and holder.get("pid") != os.getpid()
+    # Another pq process holding the lock (a --continue of this stop: it runs now).
+    holder = (found if (found := lock_holder(git)) is not None
+              and found.get("pid") != os.getpid() else None)
     if elsewhere is not None:  # this worktree's index and files are not the rebase's
         st.phase, st.worktree = "elsewhere", elsewhere
         st.next = ["pq rebase --abort" if rs.gone_worktree(git, state) is not None
                    else f"cd {shell_args([elsewhere])}"]
-    elif state.phase == "conflict" and not (held and holder is not None and str(
-            holder.get("command", "")).startswith("pq rebase")):  # (a --continue: running)
+    elif state.phase == "conflict" and not (
+            holder is not None and str(holder.get("command", "")).startswith("pq rebase")):
         st.phase = "conflict"
         queue_paths = rs.queue_paths_before(git, state)  # no patch touches them: an unmerged
         st.conflicted = [c for c in conflicts(git, state.onto)  # one there is the user's
@@ -199,10 +200,11 @@ def status(git: Git) -> RebaseStatus | None:
         st.notes = list(state.conflict_notes)
         st.next = list(NEXT_CONFLICT)
         try:  # a queue file back (that `git stash pop`), another file staged among them
-            require_queue_aside(git, "continue", queue_paths) if state.detached else None
+            if state.detached:
+                require_queue_aside(git, "continue", queue_paths)
         except ConfigError as exc:
             st.blocked = exc.render()
-    elif held and holder is not None:
+    elif holder is not None:
         # Not interrupted: another pq process replays it right now.
         st.phase, st.next = "running", []
         st.holder = f"`{holder.get('command') or 'pq'}` (process {holder.get('pid', '?')})"
@@ -216,7 +218,8 @@ def status(git: Git) -> RebaseStatus | None:
         st.next = ["pq rebase --continue", *(["pq rebase --skip"] * (state.phase == "refused")),
                    *(["pq rebase --abort"] * (not since))]
         try:  # the branch moved while it was stopped, or HEAD left it after it landed
-            require_in_place(git, state, "continue") if not finished else None
+            if not finished:
+                require_in_place(git, state, "continue")
         except ConfigError as exc:
             st.blocked = exc.render()
     else:
