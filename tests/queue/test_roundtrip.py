@@ -8,6 +8,7 @@ import re
 import subprocess
 from pathlib import Path
 
+import pytest
 from gitrepo import (
     commit_all,
     git,
@@ -480,6 +481,24 @@ def test_patch_bytes_do_not_follow_the_callers_git_environment(tmp_path: Path,
     assert snapshot_queue(fork) == plain
     pq(fork, "init", "--upstream", "upstream/main", "--force")
     assert snapshot_queue(fork) == plain
+
+
+@pytest.mark.parametrize("variable", ["GIT_LITERAL_PATHSPECS", "GIT_GLOB_PATHSPECS",
+                                      "GIT_NOGLOB_PATHSPECS", "GIT_ICASE_PATHSPECS"])
+def test_the_callers_pathspec_mode_changes_nothing(tmp_path: Path, monkeypatch,
+                                                   variable: str) -> None:
+    """git's pathspec modes in the environment are the caller's: pq spells its own
+    pathspecs' magic out. With GIT_LITERAL_PATHSPECS its `:(top,exclude)patches` was a
+    file name (no patch found, a patch file with no diff); with the glob and icase modes
+    git refused pq's `--literal-pathspecs`."""
+    fork = make_fork(tmp_path)
+    migrate(fork)
+    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    plain = snapshot_queue(fork)
+    monkeypatch.setenv(variable, "1")
+    pq(fork, "init", "--upstream", "upstream/main", "--force")
+    assert snapshot_queue(fork) == plain
+    assert "series consistent" in pq(fork, "check", "--no-cache").output
 
 
 def test_an_export_git_stops_half_way_says_so_and_undo_puts_it_back(tmp_path: Path) -> None:

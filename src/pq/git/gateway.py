@@ -32,6 +32,10 @@ _SCRUBBED = {
     # ...and the caller's settings that change what git prints, which pq parses and
     # writes (a patch file's bytes must not depend on who runs pq).
     "GIT_DIFF_OPTS", "GIT_EXTERNAL_DIFF",
+    # ...and the pathspec modes: pq writes its pathspecs with their magic spelled out
+    # (`:(top,exclude)patches`), and passes a user's paths with --literal-pathspecs.
+    "GIT_LITERAL_PATHSPECS", "GIT_GLOB_PATHSPECS", "GIT_NOGLOB_PATHSPECS",
+    "GIT_ICASE_PATHSPECS",
 }
 
 def zsplit(out: bytes | str) -> list[str]:
