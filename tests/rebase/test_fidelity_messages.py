@@ -161,6 +161,9 @@ CASES = {
     "latin1-with-header": (b"M\xfcller <m@x>", b"build: caf\xe9\n\ncr\xe8me\n",
                            b"ISO-8859-1", False),
     "utf8-header": ("Jörg <j@x>".encode(), "build: ü\n".encode(), b"UTF-8", False),
+    # git converts the whole commit from UTF-16, which fails here: it keeps the bytes
+    # (pq read the author line alone as UTF-16: "cannot parse identity '⁁愼...'").
+    "utf16-header": (AUTHOR, b"build: utf-16!?\n", b"UTF-16", False),
     "empty-commit": (AUTHOR, b"build: started empty\n\nkept as git keeps it\n", None, True),
     "leading-blank-lines": (AUTHOR, b"\n \t\r\nbuild: after blank lines\n\nbody\n", None,
                             False),

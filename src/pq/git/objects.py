@@ -169,7 +169,11 @@ def _in_utf8(texts: list[str], encoding: str | None) -> list[str]:
     data = [t.encode("utf-8", "surrogateescape") for t in texts]
     if encoding is not None and encoding.lower() not in ("utf-8", "utf8"):
         try:
-            data = [d.decode(encoding).encode("utf-8") for d in data]
+            # git converts the whole commit, its ASCII header lines too: in an encoding
+            # that does not write ASCII as ASCII (UTF-16, UTF-32) that fails, or reads
+            # the header as garbage, so no pick ever holds such a conversion.
+            if "tree \n".encode(encoding) == b"tree \n":
+                data = [d.decode(encoding).encode("utf-8") for d in data]
         except (LookupError, UnicodeError, ValueError):
             pass
     return [_verify_utf8(d).decode("utf-8", "surrogateescape") for d in data]
