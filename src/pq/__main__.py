@@ -89,12 +89,26 @@ def _plain_rebase(argv: list[str]) -> bool:
 
 
 def main() -> None:
+    _in_utf8_mode()
     try:
         _main(sys.argv[1:])
     except KeyboardInterrupt as exc:  # before a command's own handler: importing click, say
         from pq.cli.failure import leave
 
         leave(exc, as_json="--json" in sys.argv)
+
+
+def _in_utf8_mode() -> None:
+    """Start again in Python's UTF-8 mode where the locale's encoding is another (`C` with
+    its coercion off, ISO-8859-1, ...): git's paths are bytes, which pq holds as UTF-8 text
+    (surrogateescaped where they are not UTF-8); under an ASCII or Latin-1 file system
+    encoding opening `数据.txt` failed. `-X utf8` reaches this interpreter alone: the
+    commands pq runs (gate stages) keep the caller's settings."""
+    if sys.flags.utf8_mode or sys.getfilesystemencoding().lower().replace("-", "") == "utf8":
+        return
+    argv = getattr(sys, "orig_argv", None)
+    if argv and sys.executable:
+        os.execv(sys.executable, [sys.executable, "-X", "utf8", *argv[1:]])
 
 
 def _main(argv: list[str]) -> None:

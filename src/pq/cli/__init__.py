@@ -45,10 +45,15 @@ def tune_collector() -> None:
 def raw_bytes_out() -> None:
     """Text pq prints may hold a file name's bytes that are not UTF-8 (read from git with
     surrogateescape): the standard streams write them back as those bytes, as git does
-    with core.quotePath off, instead of failing."""
+    with core.quotePath off, instead of failing. They write UTF-8 whatever the locale (or
+    PYTHONIOENCODING) says, as git writes a name's bytes and as --json promises."""
     for stream in (sys.stdout, sys.stderr):  # stderr's default is backslashreplace
-        if getattr(stream, "errors", None) in ("strict", "backslashreplace") and hasattr(
-                stream, "reconfigure"):
+        if not hasattr(stream, "reconfigure"):
+            continue
+        encoding = str(getattr(stream, "encoding", "") or "").lower().replace("-", "")
+        if encoding != "utf8":
+            stream.reconfigure(encoding="utf-8", errors="surrogateescape")
+        elif getattr(stream, "errors", None) in ("strict", "backslashreplace"):
             stream.reconfigure(errors="surrogateescape")
 
 
