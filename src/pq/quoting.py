@@ -37,6 +37,19 @@ def from_here(root: Path, paths: list[str]) -> list[str]:
     return [os.path.relpath(root / p, here) for p in paths]
 
 
+def from_top(root: Path, paths: list[str]) -> list[str]:
+    """`paths` a user typed in the current folder, as repository paths (relative to its
+    top, `root`): the inverse of `from_here`, as git reads a pathspec. Outside the working
+    tree they are taken from its top, as git does."""
+    try:
+        here = Path(os.getcwd())
+    except OSError:
+        return paths
+    if here == root or not here.is_relative_to(root):
+        return paths
+    return [os.path.normpath(os.path.relpath(here / p, root)) for p in paths]
+
+
 def shown(path: str) -> str:
     """`path` for a line of text: as it is, or, when it holds a newline or another control
     character, a backslash or a double quote, quoted as git quotes it (`"a\\nb"`)."""

@@ -189,6 +189,21 @@ def test_forget_removes_the_recorded_resolution(tmp_path: Path) -> None:
     assert "git rerere forget setup.py" in again.output
 
 
+def test_forget_reads_a_path_from_the_current_folder(tmp_path: Path) -> None:
+    """`pq rebase --forget PATH` takes PATH from where it runs, as `git rerere forget`
+    does (and as pq's own `git add` advice names it): from pkg/, `__init__.py`."""
+    up, fork, orig = record_resolution(tmp_path, both=True)
+    command = [sys.executable, "-m", "pq", "rebase", "--forget"]
+    here = subprocess.run([*command, "__init__.py"], cwd=fork / "pkg", capture_output=True,
+                          text=True, check=False)
+    assert here.returncode == 0, here.stderr
+    assert here.stdout.startswith("forgot 1 recorded resolution(s) of pkg/__init__.py: ")
+    top = subprocess.run([*command, "pkg/__init__.py"], cwd=fork / "pkg", capture_output=True,
+                         text=True, check=False)
+    assert top.returncode == 2 and "no recorded resolution of pkg/pkg/__init__.py" in top.stderr
+    assert "`git rerere forget pkg/__init__.py`" in top.stderr  # as run in pkg/
+
+
 def test_a_damaged_notes_file_names_nothing_to_delete(tmp_path: Path) -> None:
     """pq-paths.json is no state of pq's: a key that is no conflict id (a path, `.`, a
     name with `..`) or a value of another shape is no note. `--forget` then deletes

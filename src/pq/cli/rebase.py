@@ -208,10 +208,11 @@ def _drift(git: Git, report: RebaseReport, ahead: _DriftAhead) -> DriftReport | 
 
 
 def _forget(paths: list[str], as_json: bool) -> None:
+    from pq.quoting import from_top
     from pq.rebase import rrnotes
 
-    with open_repo() as git:
-        forgotten = {path: rrnotes.forget(git, path) for path in paths}
+    with open_repo() as git:  # paths as typed here, as `git rerere forget` reads them
+        forgotten = {path: rrnotes.forget(git, path) for path in from_top(git.root, paths)}
     if as_json:
         emit_json({"forgotten": [{"path": p, "ids": ids} for p, ids in forgotten.items()]})
         return

@@ -16,6 +16,7 @@ from typing import Any
 from pq.errors import ConfigError
 from pq.git.repo import Git
 from pq.oplog.txn import Transaction, current_record_id
+from pq.quoting import from_here, shell_args
 from pq.rebase.rerere import Resolution, rr_cache, variants
 
 CACHE_FILE = "pq-paths.json"
@@ -114,6 +115,7 @@ def forget(git: Git, path: str) -> list[str]:
         raise ConfigError(f"no recorded resolution of {path} that pq recorded or reused",
                           path=str(rr_cache(git)),
                           hint=f"for one git recorded on its own, run `git rerere forget "
-                               f"{path}` while that conflict is in the working tree (e.g. "
-                               "when a `pq rebase --no-rerere` stops on it)")
+                               f"{shell_args(from_here(git.root, [path]))}` while that "
+                               "conflict is in the working tree (e.g. when a `pq rebase "
+                               "--no-rerere` stops on it)")
     return gone
