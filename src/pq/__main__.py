@@ -106,9 +106,9 @@ def _in_utf8_mode() -> None:
     commands pq runs (gate stages) keep the caller's settings."""
     if sys.flags.utf8_mode or sys.getfilesystemencoding().lower().replace("-", "") == "utf8":
         return
-    argv = getattr(sys, "orig_argv", None)
-    if argv and sys.executable:
-        os.execv(sys.executable, [sys.executable, "-X", "utf8", *argv[1:]])
+    from pq.git.process import restart_with
+
+    restart_with(["-X", "utf8"])
 
 
 def _main(argv: list[str]) -> None:

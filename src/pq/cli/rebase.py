@@ -40,7 +40,7 @@ REBASE_HELP = """Replay every patch onto UPSTREAM-REF (default: upstream.ref in 
 # The flags a plain command line may hold (`plain_args`): each sets its keyword of `run`.
 _PLAIN_FLAGS = {"--continue": "continue_", "--skip": "skip", "--abort": "abort",
                 "--gate": "gate", "--force": "force", "--no-rerere": "no_rerere",
-                "--json": "as_json"}
+                "--no-verify": "no_verify", "--json": "as_json"}
 
 
 def register(main: click.Group) -> None:
@@ -63,14 +63,17 @@ def register(main: click.Group) -> None:
     @click.option("--no-rerere", "no_rerere", is_flag=True,
                   help="Neither reuse nor record conflict resolutions (git rerere) in this "
                        "rebase, --continue included.")
+    @click.option("--no-verify", "no_verify", is_flag=True,
+                  help="Do not run the repository's pre-rebase hook (git runs it too).")
     @click.option("--forget", "forget", multiple=True, metavar="PATH",
                   help="Forget the recorded resolutions (git rerere) pq recorded or reused "
                        "for PATH; repeatable.")
     @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
     def rebase(upstream: str | None, continue_: bool, skip: bool, abort: bool, gate: bool,
-               force: bool, no_rerere: bool, forget: tuple[str, ...], as_json: bool) -> None:
+               force: bool, no_rerere: bool, no_verify: bool, forget: tuple[str, ...],
+               as_json: bool) -> None:
         run(upstream, continue_=continue_, skip=skip, abort=abort, gate=gate, force=force,
-            no_rerere=no_rerere, forget=forget, as_json=as_json)
+            no_rerere=no_rerere, no_verify=no_verify, forget=forget, as_json=as_json)
 
     @main.command()
     @click.option("--json", "as_json", is_flag=True, help="Print the status as JSON.")
@@ -100,7 +103,7 @@ def plain_args(args: list[str]) -> dict[str, Any] | None:
 
 def run(upstream: str | None = None, *, continue_: bool = False, skip: bool = False,
         abort: bool = False, gate: bool = False, force: bool = False, no_rerere: bool = False,
-        forget: tuple[str, ...] = (), as_json: bool = False) -> None:
+        no_verify: bool = False, forget: tuple[str, ...] = (), as_json: bool = False) -> None:
     """`pq rebase` with its options."""
     if upstream is not None and not upstream.strip():
         raise ConfigError("pq rebase: the UPSTREAM-REF given is empty (an unset variable?)",
@@ -116,6 +119,9 @@ def run(upstream: str | None = None, *, continue_: bool = False, skip: bool = Fa
     if no_rerere and actions:
         raise ConfigError(f"--no-rerere goes with starting a rebase, not with {actions[0]}",
                           hint="the rebase started with --no-rerere keeps it until it ends")
+    if no_verify and actions:
+        raise ConfigError(f"--no-verify goes with starting a rebase, not with {actions[0]}",
+                          hint="the pre-rebase hook runs only as a rebase starts")
     if forget:
         _forget(list(forget), as_json)
         return
@@ -131,7 +137,8 @@ def run(upstream: str | None = None, *, continue_: bool = False, skip: bool = Fa
             report = (engine.resume(git, "continue" if continue_ else "skip", progress,
                                     crossing=ahead.start) if continue_ or skip else
                       engine.start(git, upstream, gate=gate, progress=progress, force=force,
-                                   rerere=not no_rerere, crossing=ahead.start))
+                                   rerere=not no_rerere, crossing=ahead.start,
+                                   verify=not no_verify))
         conflicted: list[ConflictFile] = []
         if report.status == "conflict":
             from pq.rebase.status import conflicts

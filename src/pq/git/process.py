@@ -14,6 +14,7 @@ import os
 import select
 import signal
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -184,11 +185,24 @@ def output(argv: Sequence[str], *, timeout: float = 30.0, cwd: str | None = None
         return None
 
 
-def passthrough(argv: Sequence[str], *, input: bytes | None = None) -> int:
-    """Run argv on the caller's terminal (its stdout and stderr are the caller's), feeding
-    it `input`; its exit code. No timeout: what it waits for is the user. OSError when it
-    cannot start."""
-    return subprocess.run(list(argv), input=input, check=False).returncode
+def passthrough(argv: Sequence[str], *, input: bytes | None = None,
+                stdout_to_stderr: bool = False) -> int:
+    """Run argv on the caller's terminal (its stdout and stderr are the caller's; its
+    stdout goes to stderr with `stdout_to_stderr`), feeding it `input`; its exit code. No
+    timeout: what it waits for is the user. OSError when it cannot start."""
+    stdout = sys.stderr.fileno() if stdout_to_stderr else None
+    if stdout is not None:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    return subprocess.run(list(argv), input=input, stdout=stdout, check=False).returncode
+
+
+def restart_with(options: Sequence[str]) -> None:
+    """Replace this process by its own command line run again with the interpreter
+    `options` (`-X utf8`); nothing where the command line is not known."""
+    argv = getattr(sys, "orig_argv", None)
+    if argv and sys.executable:
+        os.execv(sys.executable, [sys.executable, *options, *argv[1:]])
 
 
 def stop_group(proc: subprocess.Popen[bytes], grace: float = GRACE_S) -> None:

@@ -36,21 +36,22 @@ from pq.rebase.state import RebaseState, Step
 
 def start(git: Git, upstream: str | None = None, *, gate: bool = False,
           progress: Progress | None = None, force: bool = False,
-          rerere: bool = True, crossing: Callable[[str, str], None] | None = None
-          ) -> RebaseReport:
-    """Rebase the series onto `upstream` (None: series.yaml's upstream.ref). `crossing` is
-    told (old base, new base) when every patch is replayed and the landing begins (never
-    at a conflict), so a caller can start work on the upstream range (its drift scan)
-    alongside the landing's checkout. Everything is read under the lock: another pq
+          rerere: bool = True, crossing: Callable[[str, str], None] | None = None,
+          verify: bool = True) -> RebaseReport:
+    """Rebase the series onto `upstream` (None: series.yaml's upstream.ref), after the
+    repository's pre-rebase hook let it (unless not `verify`), as `git rebase` asks it.
+    `crossing` is told (old base, new base) when every patch is replayed and the landing
+    begins (never at a conflict), so a caller can start work on the upstream range (its
+    drift scan) alongside the landing's checkout. Everything is read under the lock: another pq
     command (an undo, an export) ends before it, or after it."""
     with Transaction(git, f"pq rebase {upstream or ''}".rstrip(), mutating=False) as txn:
         return _start(txn, upstream, gate=gate, progress=progress, force=force,
-                      rerere=rerere, crossing=crossing)
+                      rerere=rerere, crossing=crossing, verify=verify)
 
 
 def _start(txn: Transaction, upstream: str | None, *, gate: bool, progress: Progress | None,
-           force: bool, rerere: bool, crossing: Callable[[str, str], None] | None
-           ) -> RebaseReport:
+           force: bool, rerere: bool, crossing: Callable[[str, str], None] | None,
+           verify: bool) -> RebaseReport:
     git = txn.git
     rs.require_none(git)
     branch = queueops.require_branch(git)
@@ -74,6 +75,8 @@ def _start(txn: Transaction, upstream: str | None, *, gate: bool, progress: Prog
             require_clean()  # uncommitted changes are the first thing to fix, as ever
             raise
         require_clean()
+    if verify:
+        refusals.require_pre_rebase_hook(git, upstream or ref)
     if onto == old_base:
         return RebaseReport("up-to-date", branch.removeprefix("refs/heads/"), ref, old_base,
                             onto, 0, head, head, [PatchReport(e.name, e.layer, "clean")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from pq.errors import ConfigError
+from pq.errors import ConfigError, OperationFailed
 from pq.git.repo import Git
 from pq.quoting import from_here, list_paths, shell_args
 from pq.rebase import state as rs
@@ -189,3 +189,16 @@ def _require_nothing_staged_in_queue_dirs(git: Git, queue_paths: tuple[str, ...]
             f"pq rebase --{action} would drop {them}",
             hint=f"`git rm --cached -q -- {args}` keeps {them} in the working tree only; then "
                  f"`pq rebase --{action}`, and commit {them} once the rebase is done")
+
+
+def require_pre_rebase_hook(git: Git, upstream: str) -> None:
+    """Refuse the rebase the repository's pre-rebase hook refuses, as `git rebase` does
+    (with the ref as given: the hook's first argument; the branch is the one checked out)."""
+    from pq.git.hooks import run_hook
+
+    code = run_hook(git, "pre-rebase", [upstream])
+    if code:
+        raise OperationFailed(f"the pre-rebase hook refused to rebase (exit {code}); nothing "
+                              "changed", hint="see what the hook says above; `pq rebase "
+                              f"--no-verify {upstream}` rebases without asking it, as `git "
+                              "rebase --no-verify` does")

@@ -1,0 +1,53 @@
+"""The repository's pre-rebase hook is asked before a rebase starts, as `git rebase` asks
+it: its refusal changes nothing (exit 1); `--no-verify` does not ask it."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from gitrepo import git, one_patch_fork, pq
+
+HOOK = "#!/bin/sh\necho \"pre-rebase got: $*\" >> \"$(git rev-parse --git-dir)/asked\"\n" \
+       "echo 'rebasing this branch is not allowed'\nexit 3\n"
+
+
+def _hook(fork: Path, folder: str, text: str) -> None:
+    path = fork / folder / "pre-rebase"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    path.chmod(0o755)
+
+
+def _rebase(fork: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "pq", "rebase", *args], cwd=fork,
+                          capture_output=True, text=True, check=False)
+
+
+def test_a_refusing_hook_stops_the_rebase_before_anything_changes(tmp_path: Path) -> None:
+    fork = one_patch_fork(tmp_path, {"pkg/glue.py": "x = 1\n"}, {"README.md": "moved\n"})
+    git(fork, "config", "core.hooksPath", "my-hooks")  # where git looks, pq looks
+    _hook(fork, "my-hooks", HOOK)
+    head = git(fork, "rev-parse", "HEAD")
+    refused = _rebase(fork, "upstream/main")
+    assert refused.returncode == 1, refused.stderr
+    assert "rebasing this branch is not allowed" in refused.stderr  # the hook's own words
+    assert "pre-rebase hook refused to rebase" in refused.stderr
+    assert "--no-verify upstream/main" in refused.stderr
+    assert refused.stdout == ""
+    assert git(fork, "rev-parse", "HEAD") == head
+    assert (fork / ".git" / "asked").read_text() == "pre-rebase got: upstream/main\n"
+    assert "pq rebase" not in pq(fork, "log").output  # nothing was logged
+    done = _rebase(fork, "--no-verify", "upstream/main")
+    assert done.returncode == 0, done.stderr
+    assert (fork / ".git" / "asked").read_text().count("\n") == 1  # not asked again
+    assert git(fork, "rev-parse", "HEAD") != head
+
+
+def test_a_hook_that_lets_it_go_sees_the_ref_as_given(tmp_path: Path) -> None:
+    fork = one_patch_fork(tmp_path, {"pkg/glue.py": "x = 1\n"}, {"README.md": "moved\n"})
+    _hook(fork, ".git/hooks", HOOK.replace("exit 3", "exit 0"))
+    done = _rebase(fork)  # no ref: series.yaml's upstream.ref, as the hook is told
+    assert done.returncode == 0, done.stderr
+    assert (fork / ".git" / "asked").read_text() == "pre-rebase got: upstream/main\n"
