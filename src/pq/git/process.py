@@ -190,10 +190,14 @@ def passthrough(argv: Sequence[str], *, input: bytes | None = None,
     """Run argv on the caller's terminal (its stdout and stderr are the caller's; its
     stdout goes to stderr with `stdout_to_stderr`), feeding it `input`; its exit code. No
     timeout: what it waits for is the user. OSError when it cannot start."""
-    stdout = sys.stderr.fileno() if stdout_to_stderr else None
-    if stdout is not None:
+    stdout = None
+    if stdout_to_stderr:
         sys.stdout.flush()
         sys.stderr.flush()
+        try:
+            stdout = sys.stderr.fileno()
+        except (AttributeError, OSError, ValueError):  # a stream in memory (a test's)
+            stdout = 2
     return subprocess.run(list(argv), input=input, stdout=stdout, check=False).returncode
 
 
