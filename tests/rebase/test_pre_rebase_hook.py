@@ -1,5 +1,6 @@
-"""The repository's pre-rebase hook is asked before a rebase starts, as `git rebase` asks
-it: its refusal changes nothing (exit 1); `--no-verify` does not ask it."""
+"""The repository's hooks that `git rebase` runs: pre-rebase is asked before a rebase
+starts (its refusal changes nothing, exit 1; `--no-verify` does not ask it), post-rewrite
+is told each patch commit and its copy when the rebase is done."""
 
 from __future__ import annotations
 
@@ -51,3 +52,18 @@ def test_a_hook_that_lets_it_go_sees_the_ref_as_given(tmp_path: Path) -> None:
     done = _rebase(fork)  # no ref: series.yaml's upstream.ref, as the hook is told
     assert done.returncode == 0, done.stderr
     assert (fork / ".git" / "asked").read_text() == "pre-rebase got: upstream/main\n"
+
+
+def test_post_rewrite_is_told_each_patch_and_its_copy(tmp_path: Path) -> None:
+    fork = one_patch_fork(tmp_path, {"pkg/glue.py": "x = 1\n"}, {"README.md": "moved\n"})
+    old = git(fork, "rev-list", "-1", "HEAD~1")  # the patch commit, under pq's bookkeeping
+    _hook(fork, ".git/hooks", "#!/bin/sh\necho \"$*\" > \"$GIT_DIR/rewritten\"\n"
+          "cat >> \"$GIT_DIR/rewritten\"\nexit 1\n")
+    (fork / ".git/hooks/pre-rebase").rename(fork / ".git/hooks/post-rewrite")
+    _hook(fork, ".git/hooks", "#!/bin/sh\nexit 1\n")
+    (fork / ".git/hooks/pre-rebase").chmod(0o644)  # not executable: git skips it, so does pq
+    done = _rebase(fork, "upstream/main")
+    assert done.returncode == 0, done.stderr  # the hook's exit code changes nothing
+    new = git(fork, "rev-list", "-1", "HEAD~1")
+    assert new != old
+    assert (fork / ".git" / "rewritten").read_text() == f"rebase\n{old} {new}\n"

@@ -1,16 +1,29 @@
-"""The repository's own git hooks, run as git runs them (`git hook run`: core.hooksPath,
-the executable bit, the top of the working tree as the folder), on the user's terminal
-with the user's environment: what a hook prints goes to stderr, as git sends it."""
+"""The repository's own git hooks, run as git runs them: found where git looks
+(core.hooksPath, else the git dir's hooks/), only when executable, in the top of the
+working tree, with the user's environment and GIT_DIR; what a hook prints goes to stderr,
+as git sends it."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 
 from pq.git import process
 from pq.git.repo import Git
 
 
-def run_hook(git: Git, name: str, args: Sequence[str]) -> int:
-    """Run the hook `name` with `args`; its exit code (0 when there is none)."""
-    return process.passthrough(["git", "-C", str(git.root), "hook", "run", "--ignore-missing",
-                                name, "--", *args], stdout_to_stderr=True)
+def run_hook(git: Git, name: str, args: Sequence[str], stdin: bytes | None = None) -> int:
+    """Run the hook `name` with `args` (and `stdin`); its exit code, 0 when there is none."""
+    found = git.root / git.text("rev-parse", "--git-path", f"hooks/{name}").rstrip("\n")
+    if not found.is_file() or not os.access(found, os.X_OK):
+        return 0
+    env = {**os.environ, "GIT_DIR": str(git.git_dir)}
+    try:
+        return process.passthrough([str(found), *args], input=stdin, stdout_to_stderr=True,
+                                   cwd=str(git.root), env=env)
+    except OSError as exc:  # not a program the system runs (no #! line, say)
+        from pq.errors import ConfigError
+
+        raise ConfigError(f"cannot run the {name} hook: {exc.strerror}", path=str(found),
+                          hint="make it an executable script (a #! line first), or remove "
+                               "its executable bit to turn it off") from None

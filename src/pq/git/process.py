@@ -186,7 +186,8 @@ def output(argv: Sequence[str], *, timeout: float = 30.0, cwd: str | None = None
 
 
 def passthrough(argv: Sequence[str], *, input: bytes | None = None,
-                stdout_to_stderr: bool = False) -> int:
+                stdout_to_stderr: bool = False, cwd: str | None = None,
+                env: Mapping[str, str] | None = None) -> int:
     """Run argv on the caller's terminal (its stdout and stderr are the caller's; its
     stdout goes to stderr with `stdout_to_stderr`), feeding it `input`; its exit code. No
     timeout: what it waits for is the user. OSError when it cannot start."""
@@ -198,7 +199,8 @@ def passthrough(argv: Sequence[str], *, input: bytes | None = None,
             stdout = sys.stderr.fileno()
         except (AttributeError, OSError, ValueError):  # a stream in memory (a test's)
             stdout = 2
-    return subprocess.run(list(argv), input=input, stdout=stdout, check=False).returncode
+    return subprocess.run(list(argv), input=input, stdout=stdout, cwd=cwd,
+                          env=None if env is None else dict(env), check=False).returncode
 
 
 def restart_with(options: Sequence[str]) -> None:
