@@ -7,6 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+import yaml
 from gitrepo import commit_all, git, write
 from test_audit_support import (
     COMPILE,
@@ -389,6 +390,16 @@ def test_wa017_removable_only_with_strict(tmp_path: Path) -> None:
     strict = audit_json(fork, "--paddle-version", "3.4.0", "--strict")
     assert rule_ids(strict) == [("WA017", names[P_LIBRARY])]
     assert strict["exit_code"] == 1
+    # Acknowledged, WA017 is used by --strict; a plain audit, which does not check that
+    # rule, does not call the acknowledgement unused (removing it failed --strict).
+    data = yaml.safe_load((fork / "series.yaml").read_text())
+    entry = next(e for e in data["patches"] if e["name"] == names[P_LIBRARY])
+    entry["acknowledged"] = [{"rule": "WA017", "reason": "kept until the 3.4 rollout"}]
+    (fork / "series.yaml").write_text(yaml.safe_dump(data, sort_keys=False, width=1000))
+    acked = audit_json(fork, "--paddle-version", "3.4.0", "--strict")
+    assert (acked["findings"], acked["unused_acknowledgements"]) == ([], [])
+    plain = audit_json(fork, "--paddle-version", "3.4.0")
+    assert (plain["findings"], plain["unused_acknowledgements"]) == ([], [])
 
 
 def test_dep3_round_trip_of_non_ascii_and_long_metadata(tmp_path: Path) -> None:

@@ -149,7 +149,8 @@ def run_audit(
         removal[name] = (overall, "; ".join(f"{s.condition.text}: {s.detail or s.state}"
                                             for s in said))
     findings, acknowledged, unused = acknowledge(rules.check_all(inputs, removal, strict),
-                                                 acks, rules.AUDIT_IDS)
+                                                 acks, rules.AUDIT_IDS if strict else
+                                                 rules.AUDIT_IDS - rules.STRICT_IDS)
     by_patch: dict[str, list[str]] = {}
     for f in findings:
         by_patch.setdefault(f.patch, []).append(f.rule_id)

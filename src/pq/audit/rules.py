@@ -122,6 +122,7 @@ LINT_RULES = tuple(Rule(*args, lint=True) for args in (
 REGISTRY = RULES + LINT_RULES
 BY_ID = {r.id: r for r in REGISTRY}
 AUDIT_IDS = frozenset(r.id for r in RULES)
+STRICT_IDS = frozenset({"WA017"})  # checked with --strict only
 LINT_IDS = frozenset(r.id for r in REGISTRY if r.lint)
 
 
