@@ -55,6 +55,15 @@ def test_a_cuda_hunk_is_decided_by_its_changed_lines() -> None:
                                                                         "cuda-kernel-hunk")
     assert layers.decide("csrc/k.cu", b"", swap + compute).layer == "kernel"
     assert layers.decide("csrc/k.cu").layer == "kernel"  # no hunk: a kernel source
+    # A call over two lines (its message apart), or a block's closing lines, is still one
+    # API call: plumbing, as on one line; a `(` in the message counts for nothing.
+    check = ["  TORCH_CHECK(x.is_contiguous(),", '              "x must be contiguous (");']
+    assert layers.decide("csrc/k.cu", b"", check).rule == "cuda-api-hunk"
+    assert layers.decide("csrc/k.cu", b"", [*check, "  return out;", "}"]).rule == \
+        "cuda-api-hunk"
+    assert layers.decide("csrc/k.cu", b"", [*check, *compute]).layer == "kernel"
+    assert layers.decide("csrc/k.cu", b"", ["}", "  return out;"]).layer == "kernel"
+    assert layers.decide("csrc/k.cu", b"", ["  launch(x,", "         y);"]).layer == "kernel"
 
 
 def test_classify_hunks_and_the_patch_layer() -> None:

@@ -109,10 +109,25 @@ def _code(lines: Iterable[str]) -> list[str]:
             and not (x == "*" or x.startswith(("* ", "*\t", "**")))]
 
 
+_LITERAL = re.compile(r'"(?:\\.|[^"\\])*"|\'(?:\\.|[^\'\\])*\'')
+# A line with no code of its own: braces and parentheses closing a block or a call, or
+# the `return out;` of a host wrapper.
+_NEUTRAL = re.compile(r"^\s*(?:[{}();,]\s*)+$|^\s*return\s+[A-Za-z_]\w*\s*;\s*$")
+
+
 def _api_only(changed: Sequence[str]) -> bool:
-    """Every changed line that is code uses a C++ API (or is an include): plumbing."""
-    code = _code(changed)
-    return bool(code) and all(_API_LINE.search(t) for t in code)
+    """Every changed line that is code uses a C++ API (or is an include), continues a
+    call such a line opened (`TORCH_CHECK(x.is_cuda(),` then its message), or only closes
+    a block; at least one uses the API: plumbing."""
+    api, depth = False, 0
+    for line in _code(changed):
+        if _API_LINE.search(line):
+            api, depth = True, max(depth, 0)
+        elif depth <= 0 and not _NEUTRAL.match(line):
+            return False
+        bare = _LITERAL.sub("", line)
+        depth += bare.count("(") - bare.count(")")
+    return api
 
 
 def decide(path: str, content: bytes = b"", changed: Sequence[str] | None = None) -> Decision:
