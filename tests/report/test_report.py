@@ -140,3 +140,23 @@ def test_a_workaround_in_a_cpp_compat_file_is_no_kernel_edit(tmp_path: Path) -> 
     assert "note-in-pyinit" in name
     mine = [f["rule_id"] for f in data["findings"] if f["patch"] == name]
     assert "WA012" not in mine, data["findings"]
+
+
+def test_a_renamed_file_is_one_file_of_its_patch_and_an_upstream_file_touched(
+        tmp_path: Path) -> None:
+    """A patch that renames a file changes one file, as git and `pq series` count it; the
+    boundary still counts upstream's file as touched (moved) and the new name as added."""
+    fork = make_fork(tmp_path)
+    git(fork, "mv", "setup.py", "setup_paddle.py")
+    commit_all(fork, "build: rename setup")
+    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    data = json.loads(pq(fork, "report", "--json").output)
+    (patch,) = data["plan"]["patches"]
+    assert patch["files"] == ["setup_paddle.py"]
+    series = json.loads(pq(fork, "series", "--json").output)
+    assert [p["files"] for p in series["patches"]] == [1]
+    assert "setup.py" in data["boundary"]["touched"]
+    assert data["boundary"]["created"] == ["setup_paddle.py"]
+    (row,) = [line for line in pq(fork, "report").output.splitlines()
+              if line.startswith("| 1 | `")]
+    assert row.split(" | ")[3:5] == ["1", "+0 -0"], row  # the plan's Files column

@@ -35,10 +35,11 @@ class PlannedPatch:
     name: str
     layer: str
     summary: str
-    files: tuple[str, ...]
+    files: tuple[str, ...]  # one per file it changes (a rename: the new name), as git counts
     added: int
     removed: int
     workaround: str | None  # its kind, when the patch is a workaround
+    paths: tuple[str, ...] = ()  # every path it touches (a rename: both names)
 
 
 @dataclass(frozen=True)
@@ -97,7 +98,8 @@ class MigrationReport:
         touched_upstream = [p for p in self.touched if p not in self.created]
         return {
             "upstream": self.upstream_ref, "base": self.base,
-            "plan": {"patches": [vars(p) | {"files": list(p.files)} for p in self.plan],
+            "plan": {"patches": [{k: v for k, v in vars(p).items() if k != "paths"}
+                                 | {"files": list(p.files)} for p in self.plan],
                      "by_layer": {layer: [p.name for p in ps]
                                   for layer, ps in self.layers_in_order()},
                      "first_landing_point": {"base": self.base,
@@ -136,14 +138,15 @@ def build(git: Git, queue: Queue | None = None) -> MigrationReport:
     for i, entry in enumerate(series.patches, start=1):
         pf = patchfile.parse(queue.files[entry.name], f"{PATCHES_DIR}/{entry.name}")
         paths = tuple(dict.fromkeys(p for f in pf.files for p in (f.old, f.new) if p))
+        files = tuple(dict.fromkeys(f.path for f in pf.files if f.path))
         added = sum(len(f.added()) for f in pf.files)
         removed = sum(len(f.removed()) for f in pf.files)
         kind = entry.workaround.get("kind") if entry.workaround else None
-        plan.append(PlannedPatch(i, entry.name, entry.layer, entry.summary, paths, added,
-                                 removed, str(kind) if kind is not None else None))
-        files, n, a, r = per_layer.get(entry.layer, (set(), 0, 0, 0))
-        per_layer[entry.layer] = (files | set(paths), n + 1, a + added, r + removed)
-    touched = sorted({p for pp in plan for p in pp.files})
+        plan.append(PlannedPatch(i, entry.name, entry.layer, entry.summary, files, added,
+                                 removed, str(kind) if kind is not None else None, paths))
+        seen, n, a, r = per_layer.get(entry.layer, (set(), 0, 0, 0))
+        per_layer[entry.layer] = (seen | set(paths), n + 1, a + added, r + removed)
+    touched = sorted({p for pp in plan for p in pp.paths})
     tops = sorted({p.split("/", 1)[0] for p in upstream})
     report = MigrationReport(
         series.upstream_ref, base, plan, len(upstream), touched,
