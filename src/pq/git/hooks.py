@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from pathlib import Path
 
 from pq.git import process
 from pq.git.repo import Git
@@ -14,7 +15,7 @@ from pq.git.repo import Git
 
 def run_hook(git: Git, name: str, args: Sequence[str], stdin: bytes | None = None) -> int:
     """Run the hook `name` with `args` (and `stdin`); its exit code, 0 when there is none."""
-    found = git.root / git.text("rev-parse", "--git-path", f"hooks/{name}").rstrip("\n")
+    found = _folder(git) / name
     if not found.is_file() or not os.access(found, os.X_OK):
         return 0
     env = {**os.environ, "GIT_DIR": str(git.git_dir)}
@@ -27,3 +28,15 @@ def run_hook(git: Git, name: str, args: Sequence[str], stdin: bytes | None = Non
         raise ConfigError(f"cannot run the {name} hook: {exc.strerror}", path=str(found),
                           hint="make it an executable script (a #! line first), or remove "
                                "its executable bit to turn it off") from None
+
+
+def _folder(git: Git) -> Path:
+    """Where git looks for the repository's hooks (core.hooksPath, else hooks/ of the
+    common git dir): asked of git once per process (a rebase asks for two hooks)."""
+    key = (git.root, git.git_dir)
+    if key not in _FOLDERS:
+        _FOLDERS[key] = git.root / git.text("rev-parse", "--git-path", "hooks").rstrip("\n")
+    return _FOLDERS[key]
+
+
+_FOLDERS: dict[tuple[Path, Path], Path] = {}
