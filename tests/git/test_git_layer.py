@@ -34,6 +34,24 @@ def test_zsplit_drops_empty_fields_and_keeps_any_bytes() -> None:
     assert zsplit("x\0y") == ["x", "y"]
 
 
+def test_revisions_resolve_as_git_resolves_them(tmp_path: Path) -> None:
+    """`:/<text>` names the newest commit whose message matches: a `^{commit}` after it
+    was searched for as text ("names a commit, not a commit"); `<rev>:<path>` is a blob."""
+    root = _repo(tmp_path)
+    write(root, "a.txt", "two\n")
+    commit_all(root, "second, with words")
+    from pq.errors import ConfigError
+
+    with Git.open(root) as g:
+        assert g.resolve(":/first") == git(root, "rev-parse", ":/first")
+        assert g.resolve(":/second, with") == git(root, "rev-parse", "HEAD")
+        assert g.try_resolve(":/no such message") is None
+        with pytest.raises(ConfigError, match="names a blob, not a commit"):
+            g.resolve("HEAD:a.txt")
+        with pytest.raises(ConfigError, match="names a tree, not a commit"):
+            g.resolve("HEAD:dir")
+
+
 @pytest.mark.parametrize("fmt", ["sha1", "sha256"])
 def test_odb_reads_writes_and_hashes_as_git_does(tmp_path: Path, fmt: str) -> None:
     root = _repo(tmp_path, fmt)

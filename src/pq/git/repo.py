@@ -64,9 +64,13 @@ class Git(WorkingTree):
         if _PLAIN_NAME.match(rev):  # asked of the running cat-file: no process
             found = self.odb.read_many([rev + "^{commit}"])[0]
             return CommitId(found[0]) if found is not None and found[1] == "commit" else None
+        # `:/<text>` (and `<rev>:<path>`) would read a `^{commit}` after it as part of
+        # the text (the path): named first, then peeled.
+        peel = ":" not in rev
         proc = self.run_proc("rev-parse", "--verify", "--quiet", "--end-of-options",
-                             rev + "^{commit}")
-        return CommitId(proc.stdout.decode().strip()) if proc.returncode == 0 else None
+                             rev + "^{commit}" if peel else rev)
+        found = proc.stdout.decode().strip() if proc.returncode == 0 else None
+        return CommitId(found) if found and peel else self.try_resolve(found) if found else None
 
     def ref_exists(self, ref: str) -> bool:
         return self.run_proc("rev-parse", "--verify", "--quiet", ref).returncode == 0
