@@ -69,8 +69,8 @@ class Git(WorkingTree):
         peel = ":" not in rev
         proc = self.run_proc("rev-parse", "--verify", "--quiet", "--end-of-options",
                              rev + "^{commit}" if peel else rev)
-        found = proc.stdout.decode().strip() if proc.returncode == 0 else None
-        return CommitId(found) if found and peel else self.try_resolve(found) if found else None
+        named = proc.stdout.decode().strip() if proc.returncode == 0 else None
+        return CommitId(named) if named and peel else self.try_resolve(named) if named else None
 
     def ref_exists(self, ref: str) -> bool:
         return self.run_proc("rev-parse", "--verify", "--quiet", ref).returncode == 0

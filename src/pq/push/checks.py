@@ -72,7 +72,7 @@ def check_base(git: Git, ctx: CheckContext) -> list[CheckFailure]:
     later = "(`pq rebase` moves a series onto a new upstream without this)"
     from pq.queue.reach import missing_base, shallow_cut
 
-    missing = missing_base(git, base, f"the upstream of {ref}", "push again")
+    missing = missing_base(git, base, f"the upstream of {ref}", "push again", fix)
     if missing is not None:
         return [CheckFailure("base", *missing)]
     if not git.is_ancestor(base, ctx.commit):

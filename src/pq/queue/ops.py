@@ -129,7 +129,8 @@ def init(git: Git, upstream: str, *, force: bool = False, commit: bool = False) 
 def compute_export(git: Git, tip: str, old: Series, *queues: Queue | None) -> Queue:
     """The queue `pq export` would write for base..tip; `queues` are the recorded ones
     whose patch files tell which commit is which patch (see pq.queue.identity)."""
-    stack = stack_mod.read_stack(git, old.base, tip, old.queue_paths)
+    stack = stack_mod.read_stack(git, old.base, tip, old.queue_paths,
+                                 upstream=old.upstream_ref)
     return stack_mod.export(git, stack, old, old.base,
                             recorded=stack_mod.recorded_files(*queues))
 
@@ -146,7 +147,8 @@ def export(git: Git, *, commit: bool = False, force: bool = False) -> ExportResu
         last = stack_mod.last_written(git, series.base, head) if git.is_ancestor(
             series.base, head) else None
         written = last[1] if last else None
-        stack = stack_mod.read_stack(git, series.base, head, series.queue_paths)
+        stack = stack_mod.read_stack(git, series.base, head, series.queue_paths,
+                                     upstream=series.upstream_ref)
         recorded = stack_mod.recorded_files(current, committed, written)
         queue = stack_mod.export(git, stack, series, series.base, recorded=recorded)
         if not force:
@@ -308,7 +310,8 @@ def apply(git: Git, onto: str | None = None, *, branch: str | None = None,
         last = commits[-1][1] if commits else onto_id
         new_series_ = series.with_base(onto_id)
         # Re-export from the new commits: the bookkeeping commit holds the refreshed queue.
-        fresh_stack = stack_mod.read_stack(git, onto_id, last, series.queue_paths)
+        fresh_stack = stack_mod.read_stack(git, onto_id, last, series.queue_paths,
+                                           upstream=series.upstream_ref)
         refreshed = stack_mod.export(git, fresh_stack, new_series_, onto_id)
         tip = bookkeeping_commit(git, last, None, refreshed, committer,
                                  f"pq: apply series onto {onto_id[:12]}\n")

@@ -7,11 +7,13 @@ from __future__ import annotations
 from pq.git.repo import Git
 
 
-def missing_base(git: Git, base: str, upstream_ref: str, then: str
-                 ) -> tuple[str, str] | None:
+def missing_base(git: Git, base: str, upstream_ref: str, then: str,
+                 reinit: str | None = None) -> tuple[str, str] | None:
     """(what is wrong, the fix: fetch `upstream_ref` (words that name what to fetch), then
-    `then`) when the series base is not in this repository at all (a shallow clone, a
-    clone without the upstream fetched); None when it is."""
+    `then`; or, where upstream was force-pushed and no fetch brings the base back, the
+    command `reinit` that records the base again) when the series base is not in this
+    repository at all (a shallow clone, a clone without the upstream fetched, a base
+    upstream dropped); None when it is."""
     if git.try_resolve(base) is not None:
         return None
     kind = git.odb.object_type(base)
@@ -22,8 +24,10 @@ def missing_base(git: Git, base: str, upstream_ref: str, then: str
     if (git.common_dir / "shallow").is_file():
         return (f"the base series.yaml records, {base[:12]}, is not in this shallow clone",
                 f"git fetch --unshallow, then {then}")
+    again = (f"; if upstream was force-pushed since (no fetch brings it back), `{reinit}` "
+             "records the base again from the branch" if reinit else "")
     return (f"the base series.yaml records, {base[:12]}, is not in this repository",
-            f"git fetch {upstream_ref}, then {then}")
+            f"git fetch {upstream_ref}, then {then}{again}")
 
 
 def shallow_cut(git: Git, base: str, tip: str, then: str = "run it again"

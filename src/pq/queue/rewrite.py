@@ -31,7 +31,8 @@ def series_stack(git: Git, queue: Queue, command: str, action: str
     if not ops.holds_only_series(git, head, queue):
         raise ConfigError(f"{short} has commits that differ from {SERIES_FILE}; {action} "
                           "would drop them", hint=f"run `pq export` first, then `{command}`")
-    stack = stack_mod.read_stack(git, series.base, head, series.queue_paths)
+    stack = stack_mod.read_stack(git, series.base, head, series.queue_paths,
+                                 upstream=series.upstream_ref)
     if len(stack) != len(series.patches):
         raise ConfigError(f"{short} does not hold one commit per patch of {SERIES_FILE}",
                           hint=f"run `pq export` (or `pq apply`) first, then `{command}`")
@@ -43,7 +44,8 @@ def land(git: Git, t: Transaction, branch: str, head: CommitId, last: CommitId,
          message: str) -> CommitId:
     """Move `branch` (at `head`) to the patch commits ending in `last`, named `names`, with
     `series`' entries and a bookkeeping commit on top; working tree and queue follow."""
-    fresh = stack_mod.read_stack(git, series.base, last, series.queue_paths)
+    fresh = stack_mod.read_stack(git, series.base, last, series.queue_paths,
+                                 upstream=series.upstream_ref)
     refreshed = stack_mod.export(git, fresh, series, series.base, names=names)
     tip = bookkeeping_commit(git, last, None, refreshed, committer, message)
     require_unmoved(git, branch, head, command)

@@ -129,7 +129,15 @@ def _checked_stack(git: Git, branch: str, queue: Queue, ref: str, onto: str, for
     series = queue.series
     qp = series.queue_paths
     head = git.head()
-    old_base = git.resolve(series.base, "series base (upstream.base in series.yaml)")
+    found = git.try_resolve(series.base)
+    if found is None:
+        from pq.queue.reach import missing_base
+
+        missing = missing_base(git, series.base, series.upstream_ref, "run it again",
+                               f"pq init --force --upstream {series.upstream_ref} --commit")
+        raise ConfigError(missing[0] if missing else f"unknown series base {series.base!r}",
+                          path=SERIES_FILE, hint=missing[1] if missing else None)
+    old_base = found
     if onto != old_base and not force and git.is_ancestor(onto, old_base):
         raise ConfigError(f"{ref} ({onto[:12]}) is an ancestor of the series base "
                           f"{old_base[:12]}: rebasing onto it moves the series back to an "
@@ -139,7 +147,8 @@ def _checked_stack(git: Git, branch: str, queue: Queue, ref: str, onto: str, for
     # A queue verified before is this stack's export: its patch files hold the diffs.
     known = verified.known(git, head, queue)
     stack = stack_mod.read_stack(git, old_base, head, qp,
-                                 known=_diffs_of(queue) if known else None)
+                                 known=_diffs_of(queue) if known else None,
+                                 upstream=series.upstream_ref)
     if not known:  # else this very check passed before
         fresh = stack_mod.export(git, stack, series, old_base,
                                  recorded=stack_mod.recorded_files(queue))
@@ -157,10 +166,17 @@ def _checked_stack(git: Git, branch: str, queue: Queue, ref: str, onto: str, for
             verified.remember(git, head, queue)
     if stack and onto != old_base and not force and git.is_ancestor(stack[0].commit, onto):
         first = stack[0].commit
+        own = f"{branch.removeprefix('refs/heads/')}'s own patch commit {first[:12]} (" \
+              f"{series.patches[0].name})"
+        if ref == series.upstream_ref:  # the fork's own upstream merged the branch
+            raise ConfigError(
+                f"{ref} ({onto[:12]}) already contains {own}: upstream merged the branch",
+                hint=f"`pq rebase --force {ref}` drops the patches upstream merged, as `git "
+                     "rebase` does; if that merge was not upstream's own, fetch the right "
+                     "upstream first")
         raise ConfigError(
-            f"{ref} ({onto[:12]}) already contains {branch.removeprefix('refs/heads/')}'s own "
-            f"patch commit {first[:12]} ({series.patches[0].name}): it is the branch or a "
-            f"copy of it, not its upstream (series.yaml names {series.upstream_ref})",
+            f"{ref} ({onto[:12]}) already contains {own}: it is the branch or a copy of it, "
+            f"not its upstream (series.yaml names {series.upstream_ref})",
             hint=f"`pq rebase {series.upstream_ref}`; if upstream really merged these "
                  f"commits, `pq rebase --force {ref}` drops them as already upstream")
     # (A forced rebase onto a ref holding this branch finds the branch's own queue there.)
