@@ -313,6 +313,22 @@ def test_cache_reuse_and_force(tmp_path: Path) -> None:
     assert "same tree" in pq(fork, "gate", "--status").output
 
 
+def test_a_newer_failure_of_a_stage_outranks_an_older_pass(tmp_path: Path) -> None:
+    """After a full pass, `--stage tests --force` failed on the same tree and environment (a
+    partial record beside the pass): a plain `pq gate` answered `cached passed`."""
+    flag = tmp_path / "flaky"
+    fork = gate_fork(tmp_path, stage_lines(stage("build", "true"),
+                                           stage("tests", f"test ! -e {flag}")))
+    assert pq(fork, "gate").exit_code == 0
+    flag.touch()
+    assert pq(fork, "gate", "--stage", "tests", "--force", ok=False).exit_code == 1
+    again = pq(fork, "gate", ok=False)
+    assert again.exit_code == 1 and "cached" not in again.output, again.output
+    flag.unlink()
+    assert pq(fork, "gate").exit_code == 0  # a newer pass wins over the older failure
+    assert "cached" in pq(fork, "gate").output
+
+
 def test_stage_subset(tmp_path: Path) -> None:
     fork = gate_fork(tmp_path, THREE)
     result = pq(fork, "gate", "--stage", "tests", "--stage", "build")

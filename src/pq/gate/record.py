@@ -95,13 +95,24 @@ def stage_statuses(record: Record) -> dict[str, str]:
 
 def find_cached(git: Git, commit: str, tree: str, fingerprint: dict[str, Any],
                 names: tuple[str, ...]) -> tuple[str, Record] | None:
-    """A passing record of the same tree and environment that ran all of `names`."""
-    for annotated, record in records_for_tree(git, commit, tree):
-        if record.get("status") not in R.PASSING or record.get("fingerprint") != fingerprint:
+    """A passing record of the same tree and environment that ran all of `names`, where no
+    run of one of `names` at least as new (same tree and environment) did not pass: the
+    newest result of each stage wins, so a pass is never answered over a later failure."""
+    same = [(annotated, r) for annotated, r in records_for_tree(git, commit, tree)
+            if r.get("fingerprint") == fingerprint]
+    for i, (annotated, record) in enumerate(same):
+        if record.get("status") not in R.PASSING:
             continue
         statuses = stage_statuses(record)
-        if all(statuses.get(n) in _OK_STAGE for n in names):
-            return annotated, record
+        if not all(statuses.get(n) in _OK_STAGE for n in names):
+            continue
+        when = str(record.get("time", ""))
+        # Newer: a later time, or the same second and listed before (a note's top record).
+        if any((str(other.get("time", "")) > when or (j < i and other.get("time") == when))
+               and any(stage_statuses(other).get(n, R.PASSED) not in _OK_STAGE for n in names)
+               for j, (_, other) in enumerate(same) if j != i):
+            continue  # a newer run of one of these stages did not pass
+        return annotated, record
     return None
 
 
