@@ -17,7 +17,7 @@ from fixtures.gate.gatefork import gate_fork, set_gate, stage, stage_lines
 from gitrepo import commit_all, git, pq, write
 
 from pq.gate import api, ccache
-from pq.gate.reuse import matches
+from pq.gate.inputs import matches
 from pq.git.repo import Git
 
 # The build writes an artifact from a native source; `use` needs it; both count their runs.

@@ -17,7 +17,7 @@ from typing import Any
 
 from pq import __version__
 from pq.errors import ConfigError, PqError
-from pq.gate import NOTES_REF, ccache, probe, record, reuse, runner, symbols
+from pq.gate import NOTES_REF, ccache, inputs, probe, record, reuse, runner, symbols
 from pq.gate import result as R
 from pq.gate.config import GateConfig, Stage, parse
 from pq.git.repo import Git
@@ -115,9 +115,9 @@ def run_gate(git: Git, *, stages: list[str] | tuple[str, ...] | None = None,
     settings = git.config_matching(r"^pq\.gate\.")
     path_env = runner.base_env(plan.interpreter.path)["PATH"]
     # Every configured stage's key: one run with --stage still keys on the stages before.
-    upstream = (git.ls_tree(plan.base) if reuse.reads_base(plan.config.stages)
+    upstream = (git.ls_tree(plan.base) if inputs.reads_base(plan.config.stages)
                 and git.try_resolve(plan.base) else [])
-    keys = reuse.stage_keys(plan.config.stages, entries, plan.fingerprint,
+    keys = inputs.stage_keys(plan.config.stages, entries, plan.fingerprint,
                             plan.interpreter.path, upstream)
     cache = reuse.StageCache(git.pq_dir() / reuse.CACHE_DIR, keys, _cache_bytes(settings),
                              lookup=not force, tracked={p: obj for _, kind, obj, p in entries
@@ -168,7 +168,7 @@ def _plan(git: Git, stages: list[str] | tuple[str, ...] | None, python: str | No
     found = probe.environment(path, runner.base_env(path)["PATH"],
                               git.pq_dir() / "gate" / probe.PROBE_FILE)
     # The caller's CC, CFLAGS, ... decide a build as much as the toolchain does.
-    fingerprint = {**found.fingerprint, "build_env": reuse.build_env(os.environ)}
+    fingerprint = {**found.fingerprint, "build_env": inputs.build_env(os.environ)}
     return _Plan(tip, tree, config, selected, found.interpreter, found.gpu, fingerprint,
                  queue.series.base)
 

@@ -20,7 +20,7 @@ BUILTIN_KINDS = ("compare",)
 REQUIREMENTS = ("gpu",)
 SYMBOL_CHECK_STAGE = "build"
 BASE = "base:"  # an input pattern over the files of the series' recorded upstream base
-BUILD_STAGE = "build"  # reusable by default: its inputs are the native sources (gate/reuse)
+BUILD_STAGE = "build"  # reusable by default: its inputs are the native sources (gate/inputs)
 
 _TOP_KEYS = ("python", "required_for_push", "stages")
 _STAGE_KEYS = ("name", "run", "kind", "requires", "timeout", "env", "check_symbols", "inputs",
@@ -47,7 +47,7 @@ class Stage:
     env: dict[str, str] = field(default_factory=dict)
     check_symbols: bool = False
     options: dict[str, Any] = field(default_factory=dict)  # a built-in kind's own keys
-    inputs: tuple[str, ...] | None = None  # glob patterns; None: the default (gate/reuse)
+    inputs: tuple[str, ...] | None = None  # glob patterns; None: the default (gate/inputs)
     artifacts: tuple[str, ...] | None = None  # glob patterns; None: all the stage wrote
 
     @property

@@ -38,7 +38,7 @@ class StageResult:
     log: str | None = None
     log_sha256: str | None = None
     tail: str = field(default="", compare=False)
-    inputs: str | None = None  # the input fingerprint of a reusable stage (gate/reuse)
+    inputs: str | None = None  # the input fingerprint of a reusable stage (gate/inputs)
     reused_from: str | None = None  # the commit whose passing run was reused
 
     @property

@@ -1,4 +1,4 @@
-"""Stage reuse: the input fingerprint of a stage, and the artifact cache under .git/pq.
+"""Stage reuse: the artifact cache under .git/pq, keyed on input fingerprints (gate/inputs).
 
 A reusable stage (`inputs:`, or the stage named `build`) whose fingerprint matches a passing
 run is not run again: that run's artifacts are restored and it is reported `reused`.
@@ -12,117 +12,23 @@ import os
 import re
 import shutil
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from pq.gate import result as R
-from pq.gate.config import BASE, Stage
+from pq.gate.config import Stage
+from pq.gate.inputs import FORMAT, matches
 from pq.git.odb import object_id
-from pq.model.layers import classify_path
 
-FORMAT = 2  # 2: tracked files an artifact replaces carry the blob the run started from
-DEFAULT_LAYERS = ("kernel", "build", "cpp-compat")
-# Variables of the caller's environment that change what a compiler produces.
-BUILD_ENV = ("CC", "CXX", "CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS", "LDSHARED", "NVCC_FLAGS",
-             "CUDA_HOME", "CUDA_PATH", "TORCH_CUDA_ARCH_LIST", "CMAKE_ARGS")
 DEFAULT_MAX_BYTES = 2 << 30
 CACHE_DIR = "gate-cache"
 _META = "meta.json"
 _FORMATS = {40: "sha1", 64: "sha256"}  # object id length: the object format
 _FILES = "files"
 
-Entries = Sequence[tuple[str, str, str, str]]  # (mode, type, object, path), as git ls-tree
 Snapshot = dict[str, tuple[int, int, int]]
-
-
-# -- which files a pattern names ---------------------------------------------------------------
-
-
-@lru_cache(maxsize=256)
-def _compile(pattern: str) -> re.Pattern[str]:
-    """A glob over repository paths: `**` any folders (none included), `*` and `?` within one
-    name; a pattern ending in `/`, or naming a folder, takes everything under it."""
-    pat = pattern.strip()
-    pat = pat[2:] if pat.startswith("./") else pat
-    out, i = "", 0
-    while i < len(pat):
-        if pat.startswith("**/", i):
-            out, i = out + "(?:.*/)?", i + 3
-        elif pat.startswith("**", i):
-            out, i = out + ".*", i + 2
-        elif pat[i] == "*":
-            out, i = out + "[^/]*", i + 1
-        elif pat[i] == "?":
-            out, i = out + "[^/]", i + 1
-        else:
-            out, i = out + re.escape(pat[i]), i + 1
-    if out.endswith("/"):
-        out = out[:-1]
-    return re.compile(rf"^{out}(?:/.*)?$", re.DOTALL)
-
-
-def matches(path: str, patterns: Iterable[str]) -> bool:
-    return any(_compile(p).match(path) for p in patterns)
-
-
-def reads_base(stages: Sequence[Stage]) -> bool:
-    """Whether an input pattern of a reusable stage names files of the upstream base."""
-    return any(p.startswith(BASE) for s in stages if s.reusable for p in s.inputs or ())
-
-
-def input_files(stage: Stage, entries: Entries, base_entries: Entries = ()
-                ) -> list[tuple[str, str, str]]:
-    """(path, mode, blob) of the files that are the stage's inputs, in path order: the
-    tip's, and with `base:` patterns the recorded base's (their paths keep the prefix)."""
-    tip = None if stage.inputs is None else [p for p in stage.inputs if not p.startswith(BASE)]
-    base = [p[len(BASE):] for p in stage.inputs or () if p.startswith(BASE)]
-    picked = []
-    for prefix, files, patterns in (("", entries, tip), (BASE, base_entries, base)):
-        if patterns == []:
-            continue  # no pattern of this side: none of its files to look at
-        for mode, kind, obj, path in files:
-            if kind != "blob" and kind != "commit":
-                continue
-            if patterns is not None:
-                if not matches(path, patterns):
-                    continue
-            elif classify_path(path) not in DEFAULT_LAYERS:
-                continue
-            picked.append((prefix + path, mode, obj))
-    return sorted(picked)
-
-
-def build_env(environ: Mapping[str, str]) -> str | None:
-    """A digest of the build variables of the caller's environment, for the gate's
-    fingerprint (their values, paths and flags, stay out of the records teams share)."""
-    found = {k: environ[k] for k in BUILD_ENV if k in environ}
-    if not found:
-        return None
-    return hashlib.sha256(json.dumps(found, sort_keys=True).encode()).hexdigest()[:16]
-
-
-def stage_keys(stages: Sequence[Stage], entries: Entries, toolchain: Mapping[str, Any],
-               python: str, base_entries: Entries = ()) -> dict[str, str]:
-    """The input fingerprint of every reusable stage: its input files (path, blob), command,
-    env, what it requires and checks (a GPU, the symbol check), the interpreter, the
-    toolchain fingerprint (the caller's build variables too) and the fingerprints of the
-    reusable stages before it."""
-    keys: dict[str, str] = {}
-    for stage in stages:
-        if not stage.reusable or (reads_base([stage]) and not base_entries):
-            continue  # (a base it cannot read: the stage runs)
-        data = {"format": FORMAT, "stage": stage.name, "run": stage.run,
-                "env": dict(sorted(stage.env.items())), "requires": sorted(stage.requires),
-                "check_symbols": stage.check_symbols, "python": python,
-                "toolchain": dict(toolchain), "inputs": input_files(stage, entries, base_entries),
-                "artifacts": list(stage.artifacts) if stage.artifacts is not None else None,
-                "after": list(keys.values())}
-        text = json.dumps(data, sort_keys=True, separators=(",", ":"))
-        keys[stage.name] = hashlib.sha256(text.encode()).hexdigest()
-    return keys
 
 
 # -- what a stage wrote ----------------------------------------------------------------------
