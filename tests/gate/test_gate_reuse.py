@@ -134,6 +134,24 @@ def test_the_callers_build_variables_run_the_gate_again(
     assert count(runs) == 2
 
 
+def test_attributes_that_change_the_checkout_run_the_build_again(tmp_path: Path) -> None:
+    """Blob ids stay, the checked-out bytes do not: a committed `.gitattributes` (not a
+    default input) and `.git/info/attributes` (not in the tree) kept the build reused."""
+    fork, runs = fork_with_build(tmp_path)
+    assert gate(fork)["status"] == "passed" and count(runs) == 1
+    change(fork, ".gitattributes", "csrc/*.cc text eol=crlf\n", "python-glue: attributes")
+    report = gate(fork)
+    assert stages(report)["build"]["status"] == "passed", report  # ran: CRLF sources now
+    assert report["status"] == "passed" and count(runs) == 2
+    git(fork, "rm", "-q", ".gitattributes")
+    change(fork, "pkg/__init__.py", "\n# glue\n", "python-glue: no attributes")
+    assert stages(gate(fork))["build"]["status"] == "reused" and count(runs) == 2
+    write(fork / ".git" / "info", "attributes", "csrc/*.cc text eol=crlf\n")
+    report = gate(fork)  # the same tree: neither the record nor the build may be reused
+    assert not report["cached"] and stages(report)["build"]["status"] == "passed", report
+    assert report["status"] == "passed" and count(runs) == 3
+
+
 def test_a_symbolic_link_the_build_made_is_restored(tmp_path: Path) -> None:
     runs = tmp_path / "runs.txt"
     fork = gate_fork(tmp_path, stage_lines(

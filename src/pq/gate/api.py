@@ -118,7 +118,7 @@ def run_gate(git: Git, *, stages: list[str] | tuple[str, ...] | None = None,
     upstream = (git.ls_tree(plan.base) if inputs.reads_base(plan.config.stages)
                 and git.try_resolve(plan.base) else [])
     keys = inputs.stage_keys(plan.config.stages, entries, plan.fingerprint,
-                            plan.interpreter.path, upstream)
+                             plan.interpreter.path, upstream)
     cache = reuse.StageCache(git.pq_dir() / reuse.CACHE_DIR, keys, _cache_bytes(settings),
                              lookup=not force, tracked={p: obj for _, kind, obj, p in entries
                                                         if kind == "blob"})
@@ -168,7 +168,12 @@ def _plan(git: Git, stages: list[str] | tuple[str, ...] | None, python: str | No
     found = probe.environment(path, runner.base_env(path)["PATH"],
                               git.pq_dir() / "gate" / probe.PROBE_FILE)
     # The caller's CC, CFLAGS, ... decide a build as much as the toolchain does.
-    fingerprint = {**found.fingerprint, "build_env": inputs.build_env(os.environ)}
+    # So do the settings that decide the bytes the worktree's checkout writes.
+    checkout = inputs.checkout_settings(
+        git.common_dir, git.config_matching(r"^core\.(autocrlf|eol|attributesfile)$"),
+        os.environ)
+    fingerprint = {**found.fingerprint, "build_env": inputs.build_env(os.environ),
+                   "checkout": checkout}
     return _Plan(tip, tree, config, selected, found.interpreter, found.gpu, fingerprint,
                  queue.series.base)
 

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 from pq.gate.config import BASE, Stage
@@ -20,6 +22,10 @@ DEFAULT_LAYERS = ("kernel", "build", "cpp-compat")
 # Variables of the caller's environment that change what a compiler produces.
 BUILD_ENV = ("CC", "CXX", "CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS", "LDSHARED", "NVCC_FLAGS",
              "CUDA_HOME", "CUDA_PATH", "TORCH_CUDA_ARCH_LIST", "CMAKE_ARGS")
+
+ATTRIBUTES = ".gitattributes"
+# Settings of the repository that change the bytes a checkout writes (checkout_settings).
+CHECKOUT_CONFIG = ("core.autocrlf", "core.eol", "core.attributesfile")
 
 Entries = Sequence[tuple[str, str, str, str]]  # (mode, type, object, path), as git ls-tree
 
@@ -69,13 +75,36 @@ def input_files(stage: Stage, entries: Entries, base_entries: Entries = ()
         for mode, kind, obj, path in files:
             if kind != "blob" and kind != "commit":
                 continue
-            if patterns is not None:
+            if path.rsplit("/", 1)[-1] == ATTRIBUTES:
+                pass  # how every file of that side is checked out: always an input
+            elif patterns is not None:
                 if not matches(path, patterns):
                     continue
             elif classify_path(path) not in DEFAULT_LAYERS:
                 continue
             picked.append((prefix + path, mode, obj))
     return sorted(picked)
+
+
+def checkout_settings(common_dir: Path, config: Mapping[str, str],
+                      environ: Mapping[str, str]) -> str | None:
+    """A digest of what, besides the tree's `.gitattributes`, decides the bytes a checkout
+    writes (eol, working-tree-encoding, filters), for the gate's fingerprint:
+    `.git/info/attributes`, the file `core.attributesFile` names (by default
+    `$XDG_CONFIG_HOME/git/attributes`), `core.autocrlf` and `core.eol`; None when none is
+    there."""
+    home = environ.get("XDG_CONFIG_HOME") or os.path.join(environ.get("HOME", "~"), ".config")
+    named = config.get("core.attributesfile") or os.path.join(home, "git", "attributes")
+    found: dict[str, str] = {k: config[k] for k in CHECKOUT_CONFIG if k in config}
+    for label, path in (("info/attributes", common_dir / "info" / "attributes"),
+                        ("attributesFile", Path(os.path.expanduser(named)))):
+        try:
+            found[label] = hashlib.sha256(path.read_bytes()).hexdigest()
+        except OSError:
+            continue
+    if not found:
+        return None
+    return hashlib.sha256(json.dumps(found, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def build_env(environ: Mapping[str, str]) -> str | None:
@@ -89,10 +118,10 @@ def build_env(environ: Mapping[str, str]) -> str | None:
 
 def stage_keys(stages: Sequence[Stage], entries: Entries, toolchain: Mapping[str, Any],
                python: str, base_entries: Entries = ()) -> dict[str, str]:
-    """The input fingerprint of every reusable stage: its input files (path, blob), command,
-    env, what it requires and checks (a GPU, the symbol check), the interpreter, the
-    toolchain fingerprint (the caller's build variables too) and the fingerprints of the
-    reusable stages before it."""
+    """The input fingerprint of every reusable stage: its input files (path, blob; every
+    `.gitattributes` among them), command, env, what it requires and checks (a GPU, the
+    symbol check), the interpreter, the toolchain fingerprint (the caller's build variables
+    and checkout settings too) and the fingerprints of the reusable stages before it."""
     keys: dict[str, str] = {}
     for stage in stages:
         if not stage.reusable or (reads_base([stage]) and not base_entries):
