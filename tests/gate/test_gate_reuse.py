@@ -152,6 +152,22 @@ def test_attributes_that_change_the_checkout_run_the_build_again(tmp_path: Path)
     assert report["status"] == "passed" and count(runs) == 3
 
 
+def test_a_mode_the_build_changed_is_an_artifact(tmp_path: Path) -> None:
+    """`chmod +x` changes no mtime, size or inode: a reuse left the tracked script as the
+    commit has it (not executable), and the next stage failed only because of the reuse."""
+    runs = tmp_path / "runs.txt"
+    fork = gate_fork(tmp_path, stage_lines(
+        stage("build", BUILD.format(runs=runs) + "; chmod +x tools/run.sh"),
+        stage("tests", "tools/run.sh")), files={"tools/run.txt": "#!/bin/sh\necho ran\n"})
+    git(fork, "mv", "tools/run.txt", "tools/run.sh")  # committed without the x bit
+    commit_all(fork, "python-glue: a test runner")
+    assert gate(fork)["status"] == "passed" and count(runs) == 1
+    change(fork, "pkg/__init__.py", "\n# glue\n", "python-glue: a comment")
+    report = gate(fork)
+    assert stages(report)["build"]["status"] == "reused" and count(runs) == 1
+    assert report["status"] == "passed", report
+
+
 def test_a_symbolic_link_the_build_made_is_restored(tmp_path: Path) -> None:
     runs = tmp_path / "runs.txt"
     fork = gate_fork(tmp_path, stage_lines(

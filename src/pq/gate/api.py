@@ -121,7 +121,8 @@ def run_gate(git: Git, *, stages: list[str] | tuple[str, ...] | None = None,
                              plan.interpreter.path, upstream)
     cache = reuse.StageCache(git.pq_dir() / reuse.CACHE_DIR, keys, _cache_bytes(settings),
                              lookup=not force, tracked={p: obj for _, kind, obj, p in entries
-                                                        if kind == "blob"})
+                                                        if kind == "blob"},
+                             executable=[p for mode, _, _, p in entries if mode == "100755"])
     with runner.throwaway_worktree(git, plan.tip) as worktree:
         wiring = ccache.wire(git.pq_dir(), worktree, path_env, dict(os.environ),
                              settings.get("pq.gate.ccachesize", ccache.DEFAULT_MAX_SIZE))

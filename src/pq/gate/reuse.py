@@ -12,7 +12,7 @@ import os
 import re
 import shutil
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,15 +28,15 @@ _META = "meta.json"
 _FORMATS = {40: "sha1", 64: "sha256"}  # object id length: the object format
 _FILES = "files"
 
-Snapshot = dict[str, tuple[int, int, int]]
+Snapshot = dict[str, tuple[int, int, int, int]]  # path: (mtime ns, size, inode, mode)
 
 
 # -- what a stage wrote ----------------------------------------------------------------------
 
 
 def _walk(root: Path) -> tuple[Snapshot, set[str]]:
-    """(mtime ns, size, inode) of every file under root, and its empty folders, its `.git`
-    left out."""
+    """(mtime ns, size, inode, mode) of every file under root (a `chmod` changes no mtime),
+    and its empty folders, its `.git` left out."""
     found: Snapshot = {}
     empty: set[str] = set()
     for folder, dirs, files in os.walk(root):
@@ -55,7 +55,7 @@ def _walk(root: Path) -> tuple[Snapshot, set[str]]:
             except OSError:
                 continue
             found[name if rel == "." else f"{rel}/{name}"] = (st.st_mtime_ns, st.st_size,
-                                                              st.st_ino)
+                                                              st.st_ino, st.st_mode)
     return found, empty
 
 
@@ -81,7 +81,8 @@ class StageCache:
     mtime, at most `max_bytes` in all."""
 
     def __init__(self, root: Path, keys: Mapping[str, str], max_bytes: int = DEFAULT_MAX_BYTES,
-                 *, lookup: bool = True, tracked: Mapping[str, str] | None = None) -> None:
+                 *, lookup: bool = True, tracked: Mapping[str, str] | None = None,
+                 executable: Iterable[str] = ()) -> None:
         self.root = root
         self.lookup = lookup  # False (`--force`): run every stage, refresh the entries
         self.keys = dict(keys)
@@ -89,6 +90,7 @@ class StageCache:
         # {path: blob id} of the files the tip tracks: a run that changed or deleted one
         # started from that blob, and is reused only where the tip has the same one.
         self.tracked = dict(tracked or {})
+        self.executable = frozenset(executable)  # the tracked files of mode 100755
         self.notes: list[str] = []
         self._before: Snapshot = {}
         self._folders: set[str] = set()
@@ -171,6 +173,7 @@ class StageCache:
             src = worktree / rel
             base = self.tracked.get(rel)
             if base is not None and not src.is_symlink() and src.is_file() and \
+                    bool(src.stat().st_mode & 0o100) == (rel in self.executable) and \
                     object_id("blob", src.read_bytes(), _FORMATS[len(base)]) == base:
                 continue  # a tracked file as committed (touched, not changed): no artifact
             extra = {"base": base} if base is not None else {}
