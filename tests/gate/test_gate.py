@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import os
 import select
+import subprocess
+import sys
 import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -14,7 +16,7 @@ from fixtures.gate.gatefork import PY, gate_fork, note, set_gate, stage, stage_l
 from gitrepo import commit_all, git, pq, terminate_pq_once_started, write
 
 from pq.cli.render_gate import report_text
-from pq.gate import api
+from pq.gate import api, probe
 from pq.git.repo import Git
 
 
@@ -420,6 +422,23 @@ def test_run_gate_api(tmp_path: Path) -> None:
         assert again.cached and [s.name for s in again.stages] == ["tests"]
         cfg = api.load_config(g, "HEAD")
         assert cfg is not None and cfg.names == ("build", "import", "tests")
+
+
+def test_the_probe_key_is_the_same_in_every_process(tmp_path: Path) -> None:
+    """It iterated a set of the interpreter's two prefixes (a virtualenv's and its base's):
+    the key changed with hash randomisation and the remembered probe missed half the runs."""
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "lib" / "python3.11" / "site-packages").mkdir(parents=True)
+    (venv / "bin" / "python").symlink_to(os.path.realpath(sys.executable))
+    src = str(Path(probe.__file__).parents[2])
+    python = str(venv / "bin" / "python")
+    script = f"from pq.gate import probe; print(probe._probe_key({python!r}, '/usr/bin'))"
+    keys = {subprocess.run([sys.executable, "-c", script], check=True, capture_output=True,
+                           text=True, env={**os.environ, "PYTHONHASHSEED": str(seed),
+                                           "PYTHONPATH": src}).stdout
+            for seed in range(1, 9)}
+    assert len(keys) == 1, keys
 
 
 def test_stale_worktree_of_a_killed_run_is_removed(tmp_path: Path) -> None:

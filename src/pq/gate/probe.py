@@ -154,7 +154,7 @@ def environment(path: str, path_env: str, cache_file: Path) -> Environment:
 def _probe_key(path: str, path_env: str) -> str:
     real = os.path.realpath(path)
     files = [path, real, os.path.join(os.path.dirname(os.path.dirname(path)), "pyvenv.cfg")]
-    for prefix in {os.path.dirname(os.path.dirname(p)) for p in (path, real)}:
+    for prefix in sorted({os.path.dirname(os.path.dirname(p)) for p in (path, real)}):
         for pattern in ("lib*/python3*/site-packages", "lib*/python3*/dist-packages",
                         "lib/python3/dist-packages"):
             files += sorted(glob.glob(os.path.join(prefix, pattern)))
