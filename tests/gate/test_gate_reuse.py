@@ -16,7 +16,8 @@ import pytest
 from fixtures.gate.gatefork import gate_fork, set_gate, stage, stage_lines
 from gitrepo import commit_all, git, pq, write
 
-from pq.gate import api, ccache
+from pq.gate import api, ccache, inputs
+from pq.gate.config import Stage
 from pq.gate.inputs import matches
 from pq.git.repo import Git
 
@@ -166,6 +167,42 @@ def test_a_mode_the_build_changed_is_an_artifact(tmp_path: Path) -> None:
     report = gate(fork)
     assert stages(report)["build"]["status"] == "reused" and count(runs) == 1
     assert report["status"] == "passed", report
+
+
+READ_BY_A_BUILD = ["csrc/table.inc", "csrc/impl.ipp", "csrc/impl.tpp", "csrc/impl.c++",
+                   "csrc/k.cuinl", "include/Eigen/Core", "config.h.in", "CMakePresets.json",
+                   "GNUmakefile", "meson_options.txt", "csrc/exports.map", "pkg/_fast.pyx",
+                   "setup.py", "pyproject.toml", "build.py", "cmake/gen.py", "csrc/ops.cc",
+                   ".gitattributes", "tests/data/weights.bin"]
+NOT_READ_BY_A_BUILD = ["pkg/__init__.py", "pkg/ops.pyi", "tests/test_ops.py", "README.md",
+                       "docs/index.rst", "LICENSE", "series.yaml", "patches/0001-a.patch",
+                       "mre/case/repro.py", ".pq/compare/ops.py", "notes/plan.txt"]
+
+
+def test_the_builds_default_inputs_are_every_file_it_may_read() -> None:
+    """They were the kernel, build and cpp-compat layers: `.inc`, `.tpp`, `.c++`, Eigen's
+    extensionless headers, `config.h.in`, linker scripts ... changed, the build was reused."""
+    entries = [("100644", "blob", f"{i:040x}", p)
+               for i, p in enumerate(READ_BY_A_BUILD + NOT_READ_BY_A_BUILD)]
+    queue = ("series.yaml", "patches", "mre", ".pq", "notes")
+    picked = [p for p, _, _ in inputs.input_files(Stage("build", "true"), entries, (), queue)]
+    assert picked == sorted(READ_BY_A_BUILD)
+
+
+def test_a_header_without_a_suffix_runs_the_build_again(tmp_path: Path) -> None:
+    runs = tmp_path / "runs.txt"
+    both = "cat csrc/ops.cc include/lib/Config"
+    fork = gate_fork(tmp_path, stage_lines(
+        stage("build", f'echo run >> "{runs}"; mkdir -p out; {both} > out/ext.so'),
+        stage("use", f"{both} | cmp - out/ext.so")), files={"include/lib/Config": "#define A\n"})
+    assert gate(fork)["status"] == "passed" and count(runs) == 1
+    for rel in ("pkg/__init__.py", "README.md", "tests/test_ops.py"):  # never read by a build
+        change(fork, rel, "\n# glue\n", f"python-glue: {rel}")
+        assert stages(gate(fork))["build"]["status"] == "reused" and count(runs) == 1
+    change(fork, "include/lib/Config", "#define B\n", "cpp-compat: a header")
+    report = gate(fork)
+    assert stages(report)["build"]["status"] == "passed" and report["status"] == "passed"
+    assert count(runs) == 2
 
 
 def test_a_symbolic_link_the_build_made_is_restored(tmp_path: Path) -> None:

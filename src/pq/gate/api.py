@@ -91,6 +91,7 @@ class _Plan:
     gpu: bool
     fingerprint: dict[str, Any]
     base: str  # the series' recorded upstream base, whose files `base:` inputs name
+    queue_paths: tuple[str, ...]  # pq's own files: never a default input of the build
 
 
 def run_gate(git: Git, *, stages: list[str] | tuple[str, ...] | None = None,
@@ -118,7 +119,7 @@ def run_gate(git: Git, *, stages: list[str] | tuple[str, ...] | None = None,
     upstream = (git.ls_tree(plan.base) if inputs.reads_base(plan.config.stages)
                 and git.try_resolve(plan.base) else [])
     keys = inputs.stage_keys(plan.config.stages, entries, plan.fingerprint,
-                             plan.interpreter.path, upstream)
+                             plan.interpreter.path, upstream, plan.queue_paths)
     cache = reuse.StageCache(git.pq_dir() / reuse.CACHE_DIR, keys, _cache_bytes(settings),
                              lookup=not force, tracked={p: obj for _, kind, obj, p in entries
                                                         if kind == "blob"},
@@ -176,7 +177,7 @@ def _plan(git: Git, stages: list[str] | tuple[str, ...] | None, python: str | No
     fingerprint = {**found.fingerprint, "build_env": inputs.build_env(os.environ),
                    "checkout": checkout}
     return _Plan(tip, tree, config, selected, found.interpreter, found.gpu, fingerprint,
-                 queue.series.base)
+                 queue.series.base, queue.series.queue_paths)
 
 
 def _cache_bytes(settings: dict[str, str]) -> int:

@@ -15,10 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from pq.gate.config import BASE, Stage
-from pq.model.layers import classify_path
+from pq.model.layers import decide, is_doc
+from pq.model.series import DEFAULT_QUEUE_PATHS
+from pq.queue.files import is_queue_path
 
 FORMAT = 2  # 2: tracked files an artifact replaces carry the blob the run started from
-DEFAULT_LAYERS = ("kernel", "build", "cpp-compat")
+NOT_BUILT = (".py", ".pyi")  # Python sources a native build does not read (build files aside)
 # Variables of the caller's environment that change what a compiler produces.
 BUILD_ENV = ("CC", "CXX", "CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS", "LDSHARED", "NVCC_FLAGS",
              "CUDA_HOME", "CUDA_PATH", "TORCH_CUDA_ARCH_LIST", "CMAKE_ARGS")
@@ -62,7 +64,17 @@ def reads_base(stages: Sequence[Stage]) -> bool:
     return any(p.startswith(BASE) for s in stages if s.reusable for p in s.inputs or ())
 
 
-def input_files(stage: Stage, entries: Entries, base_entries: Entries = ()
+def default_input(path: str, queue_paths: Sequence[str] = DEFAULT_QUEUE_PATHS) -> bool:
+    """Whether a file is an input of the `build` stage without `inputs:`: every file but the
+    ones a native build clearly does not read — Python sources (`.py`, `.pyi`) that are not
+    build files (setup.py, build.py, cmake/...), documentation, and pq's own queue files."""
+    if is_queue_path(path, queue_paths) or is_doc(path):
+        return False
+    return not path.lower().endswith(NOT_BUILT) or decide(path).layer == "build"
+
+
+def input_files(stage: Stage, entries: Entries, base_entries: Entries = (),
+                queue_paths: Sequence[str] = DEFAULT_QUEUE_PATHS
                 ) -> list[tuple[str, str, str]]:
     """(path, mode, blob) of the files that are the stage's inputs, in path order: the
     tip's, and with `base:` patterns the recorded base's (their paths keep the prefix)."""
@@ -80,7 +92,7 @@ def input_files(stage: Stage, entries: Entries, base_entries: Entries = ()
             elif patterns is not None:
                 if not matches(path, patterns):
                     continue
-            elif classify_path(path) not in DEFAULT_LAYERS:
+            elif not default_input(path, queue_paths):
                 continue
             picked.append((prefix + path, mode, obj))
     return sorted(picked)
@@ -117,7 +129,8 @@ def build_env(environ: Mapping[str, str]) -> str | None:
 
 
 def stage_keys(stages: Sequence[Stage], entries: Entries, toolchain: Mapping[str, Any],
-               python: str, base_entries: Entries = ()) -> dict[str, str]:
+               python: str, base_entries: Entries = (),
+               queue_paths: Sequence[str] = DEFAULT_QUEUE_PATHS) -> dict[str, str]:
     """The input fingerprint of every reusable stage: its input files (path, blob; every
     `.gitattributes` among them), command, env, what it requires and checks (a GPU, the
     symbol check), the interpreter, the toolchain fingerprint (the caller's build variables
@@ -129,7 +142,8 @@ def stage_keys(stages: Sequence[Stage], entries: Entries, toolchain: Mapping[str
         data = {"format": FORMAT, "stage": stage.name, "run": stage.run,
                 "env": dict(sorted(stage.env.items())), "requires": sorted(stage.requires),
                 "check_symbols": stage.check_symbols, "python": python,
-                "toolchain": dict(toolchain), "inputs": input_files(stage, entries, base_entries),
+                "toolchain": dict(toolchain),
+                "inputs": input_files(stage, entries, base_entries, queue_paths),
                 "artifacts": list(stage.artifacts) if stage.artifacts is not None else None,
                 "after": list(keys.values())}
         text = json.dumps(data, sort_keys=True, separators=(",", ":"))
