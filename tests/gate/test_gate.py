@@ -331,6 +331,21 @@ def test_a_newer_failure_of_a_stage_outranks_an_older_pass(tmp_path: Path) -> No
     assert "cached" in pq(fork, "gate").output
 
 
+def test_another_interpreter_is_not_answered_from_the_record(tmp_path: Path) -> None:
+    """`--python B` answered `cached passed` from `--python A`'s record (the same versions,
+    other packages), while stage reuse already keyed on the interpreter."""
+    links = []
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "python").symlink_to(os.path.realpath(sys.executable))
+        links.append(str(tmp_path / name / "python"))
+    fork = gate_fork(tmp_path, stage_lines(stage("tests", f'test "$PYTHON" = {links[0]}')))
+    assert pq(fork, "gate", "--python", links[0]).exit_code == 0
+    assert "cached" in pq(fork, "gate", "--python", links[0]).output
+    other = pq(fork, "gate", "--python", links[1], ok=False)
+    assert other.exit_code == 1 and "cached" not in other.output, other.output
+
+
 def test_stage_subset(tmp_path: Path) -> None:
     fork = gate_fork(tmp_path, THREE)
     result = pq(fork, "gate", "--stage", "tests", "--stage", "build")

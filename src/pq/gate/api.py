@@ -174,8 +174,10 @@ def _plan(git: Git, stages: list[str] | tuple[str, ...] | None, python: str | No
     checkout = inputs.checkout_settings(
         git.common_dir, git.config_matching(r"^core\.(autocrlf|eol|attributesfile)$"),
         os.environ)
+    # And which interpreter runs the stages: two virtualenvs of one Python differ in packages.
     fingerprint = {**found.fingerprint, "build_env": inputs.build_env(os.environ),
-                   "checkout": checkout}
+                   "checkout": checkout,
+                   "interpreter": inputs.short_digest(found.interpreter.path)}
     return _Plan(tip, tree, config, selected, found.interpreter, found.gpu, fingerprint,
                  queue.series.base, queue.series.queue_paths)
 

@@ -114,18 +114,20 @@ def checkout_settings(common_dir: Path, config: Mapping[str, str],
             found[label] = hashlib.sha256(path.read_bytes()).hexdigest()
         except OSError:
             continue
-    if not found:
-        return None
-    return hashlib.sha256(json.dumps(found, sort_keys=True).encode()).hexdigest()[:16]
+    return short_digest(found) if found else None
+
+
+def short_digest(data: Any) -> str:
+    """16 hex digits of SHA-256 of `data` as JSON: a fingerprint entry that tells values
+    apart without writing them (paths, flags) into the records teams share."""
+    return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def build_env(environ: Mapping[str, str]) -> str | None:
     """A digest of the build variables of the caller's environment, for the gate's
     fingerprint (their values, paths and flags, stay out of the records teams share)."""
     found = {k: environ[k] for k in BUILD_ENV if k in environ}
-    if not found:
-        return None
-    return hashlib.sha256(json.dumps(found, sort_keys=True).encode()).hexdigest()[:16]
+    return short_digest(found) if found else None
 
 
 def stage_keys(stages: Sequence[Stage], entries: Entries, toolchain: Mapping[str, Any],
