@@ -395,8 +395,10 @@ def test_a_junit_file_that_cannot_be_written_keeps_the_report(tmp_path: Path,
     assert result.exit_code == 2, result.output
     if as_json:
         data = json.loads(result.stdout)
-        assert data["status"] == "passed" and [s["name"] for s in data["stages"]] == ["build"]
-        assert "cannot write it" in data["error"]["message"]
+        # The JSON agrees with the exit code (it said status passed, exit_code 0).
+        assert data["status"] == "error" and data["exit_code"] == 2, data
+        assert [s["name"] for s in data["stages"]] == ["build"]  # the stages, as they ran
+        assert "cannot write it" in data["error"]["message"] and "cannot" in data["summary"]
         assert data["error"]["exit_code"] == 2
     else:
         assert "build" in result.stdout and "result: passed" in result.stdout

@@ -84,6 +84,9 @@ def gate(ctx: click.Context, stages: tuple[str, ...], force: bool, python: str |
         data = report.to_json()
         if error is not None:  # the error shape every --json command uses
             data["error"] = Failure("", code, error).data()["error"]
+            # What the process exits with: a report that ran (its stages are kept) but
+            # could not be written where asked is an error, not the stages' pass.
+            data.update(status=GATE_ERROR, exit_code=code, summary=error.render())
         emit_json(data)
     else:
         click.echo(report_text(report))
