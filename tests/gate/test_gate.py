@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import select
@@ -10,11 +11,13 @@ import sys
 import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from fixtures.gate.gatefork import PY, gate_fork, note, set_gate, stage, stage_lines
 from gitrepo import commit_all, git, pq, terminate_pq_once_started, write
 
+from pq.cli import common
 from pq.cli.render_gate import report_text
 from pq.gate import api, probe
 from pq.git.repo import Git
@@ -456,6 +459,24 @@ def test_the_probe_key_is_the_same_in_every_process(tmp_path: Path) -> None:
                                            "PYTHONPATH": src}).stdout
             for seed in range(1, 9)}
     assert len(keys) == 1, keys
+
+
+def test_the_last_stage_shows_its_progress_on_a_terminal(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The line was cleared whenever the last stage ticked: while the final stage (often the
+    long test suite) ran, the terminal showed nothing."""
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    terminal = Terminal()
+    fork = gate_fork(tmp_path, stage_lines(stage("build", "true"), stage("tests", "sleep 1.6")))
+    monkeypatch.setattr(common, "sys", SimpleNamespace(stderr=terminal, stdout=sys.stdout))
+    assert pq(fork, "gate").exit_code == 0
+    states = terminal.getvalue().split("\r")
+    shown = [a.strip() for a, b in zip(states, states[1:]) if a.strip() and b.strip()]
+    assert "gate 2/2: tests (0 s)" in shown, repr(terminal.getvalue())  # stays shown
+    assert terminal.getvalue().endswith("\r" + " " * 80 + "\r")  # cleared when done
 
 
 def test_stale_worktree_of_a_killed_run_is_removed(tmp_path: Path) -> None:

@@ -60,15 +60,19 @@ def emit_json(data: Any) -> None:
     _json_emitted = True
 
 
-def progress_printer(label: str) -> Callable[[int, int, str], None] | None:
-    """A one-line progress display on a terminal; nothing at all in a pipe."""
+def progress_printer(label: str, *, until_done: bool = False
+                     ) -> Callable[[int, int, str], None] | None:
+    """A one-line progress display on a terminal; nothing at all in a pipe. The line is
+    cleared when the last item starts, or, `until_done`, only at a tick past the last item
+    (`i == total`: the caller says it is done), so that a last item ticking for a while (the
+    gate's last stage) stays shown."""
     if not sys.stderr.isatty():
         return None
 
     def show(i: int, total: int, name: str) -> None:
-        text = f"\r{label} {i + 1}/{total}: {name}"
-        sys.stderr.write(text[:120].ljust(80))
-        if i + 1 == total:
+        if not (until_done and i >= total):
+            sys.stderr.write(f"\r{label} {i + 1}/{total}: {name}"[:120].ljust(80))
+        if i + 1 >= total + until_done:
             sys.stderr.write("\r" + " " * 80 + "\r")
         sys.stderr.flush()
 

@@ -61,7 +61,7 @@ def gate(ctx: click.Context, stages: tuple[str, ...], force: bool, python: str |
     try:
         with open_repo() as git, terminate_as_interrupt():
             report = api.run_gate(git, stages=list(stages) or None, force=force,
-                                  progress=progress_printer("gate"), python=python)
+                                  progress=progress_printer("gate", until_done=True), python=python)
     except PqError as exc:  # no repository to gate (outside one, say): the same report shape
         if not as_json:
             raise

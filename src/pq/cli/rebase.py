@@ -233,7 +233,8 @@ def _run_gate(git: Git, as_json: bool) -> dict[str, Any]:
 
     try:
         with terminate_as_interrupt():  # a SIGTERM stops the stage as `pq gate` does
-            result = run_gate(git, progress=None if as_json else progress_printer("gate"))
+            result = run_gate(git, progress=None if as_json
+                              else progress_printer("gate", until_done=True))
     except PqError as exc:
         return {"exit_code": exc.exit_code, "summary": f"gate: error: {exc.render()}"}
     from pq.cli.render_gate import report_text

@@ -122,7 +122,7 @@ def run_stages(ctx: RunContext, stages: tuple[Stage, ...], *, progress: Progress
         results.append(res)
         failed = res.failed
     if progress is not None and stages:
-        progress(len(stages) - 1, len(stages), "done")
+        progress(len(stages), len(stages), "done")  # past the last stage: clear the line
     return results
 
 
