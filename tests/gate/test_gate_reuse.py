@@ -205,6 +205,21 @@ def test_a_header_without_a_suffix_runs_the_build_again(tmp_path: Path) -> None:
     assert count(runs) == 2
 
 
+@pytest.mark.parametrize("key,value", [("pq.gate.cacheSize", "100 kilobytes"),
+                                       ("pq.gate.ccacheSize", "two gigs"),
+                                       ("pq.gate.ccacheSize", "5GB")])
+def test_a_cache_size_that_is_no_size_is_refused(tmp_path: Path, key: str, value: str) -> None:
+    """`pq.gate.ccacheSize` reached ccache unchecked (every compile failed inside the
+    build); an unparsable `pq.gate.cacheSize` silently became 2 GiB."""
+    fork, runs = fork_with_build(tmp_path)
+    git(fork, "config", key, value)
+    result = pq(fork, "gate", ok=False)
+    assert result.exit_code == 2 and count(runs) == 0, result.output
+    line = result.output.strip()
+    assert "\n" not in line and f"git config {key}: {value!r} is not a size" in line
+    assert f"`git config {key} " in line  # the accepted form, as a command
+
+
 def test_a_symbolic_link_the_build_made_is_restored(tmp_path: Path) -> None:
     runs = tmp_path / "runs.txt"
     fork = gate_fork(tmp_path, stage_lines(

@@ -109,24 +109,27 @@ def run_gate(git: Git, *, stages: list[str] | tuple[str, ...] | None = None,
         hit = record.find_cached(git, plan.tip, plan.tree, plan.fingerprint, names)
         if hit is not None:
             return _cached_report(plan, names, partial, *hit)
+    settings = git.config_matching(r"^pq\.gate\.")
+    try:
+        cache_bytes, ccache_size = _sizes(settings)
+    except ConfigError as exc:
+        return GateReport(plan.tip, plan.tree, R.GATE_ERROR, error=exc)
     logs = runner.log_dir(git, plan.tip)
     entries = git.ls_tree(plan.tip)
     sources = [p for _, kind, _, p in entries if kind == "blob"
                and p.lower().endswith(symbols.SOURCE_SUFFIXES)]
-    settings = git.config_matching(r"^pq\.gate\.")
     path_env = runner.base_env(plan.interpreter.path)["PATH"]
     # Every configured stage's key: one run with --stage still keys on the stages before.
     upstream = (git.ls_tree(plan.base) if inputs.reads_base(plan.config.stages)
                 and git.try_resolve(plan.base) else [])
     keys = inputs.stage_keys(plan.config.stages, entries, plan.fingerprint,
                              plan.interpreter.path, upstream, plan.queue_paths)
-    cache = reuse.StageCache(git.pq_dir() / reuse.CACHE_DIR, keys, _cache_bytes(settings),
+    cache = reuse.StageCache(git.pq_dir() / reuse.CACHE_DIR, keys, cache_bytes,
                              lookup=not force, tracked={p: obj for _, kind, obj, p in entries
                                                         if kind == "blob"},
                              executable=[p for mode, _, _, p in entries if mode == "100755"])
     with runner.throwaway_worktree(git, plan.tip) as worktree:
-        wiring = ccache.wire(git.pq_dir(), worktree, path_env, dict(os.environ),
-                             settings.get("pq.gate.ccachesize", ccache.DEFAULT_MAX_SIZE))
+        wiring = ccache.wire(git.pq_dir(), worktree, path_env, dict(os.environ), ccache_size)
         ctx = runner.RunContext(worktree, plan.tip, plan.interpreter.path, logs, plan.gpu,
                                 wiring.env)
         results = runner.run_stages(ctx, plan.stages, progress=progress,
@@ -182,10 +185,23 @@ def _plan(git: Git, stages: list[str] | tuple[str, ...] | None, python: str | No
                  queue.series.base, queue.series.queue_paths)
 
 
-def _cache_bytes(settings: dict[str, str]) -> int:
-    """`git config pq.gate.cacheSize` (`2G`, `500M`, bytes), else 2 GiB."""
-    size = reuse.parse_size(settings.get("pq.gate.cachesize", ""))
-    return size if size is not None else reuse.DEFAULT_MAX_BYTES
+def _sizes(settings: dict[str, str]) -> tuple[int, str]:
+    """`git config pq.gate.cacheSize` in bytes (`2G`, `500M`, bytes; default 2 GiB) and
+    `pq.gate.ccacheSize` as ccache takes it (default 2G); a value that is no size is a
+    ConfigError naming the setting (ccache would fail every compile far from the cause)."""
+    cache = settings.get("pq.gate.cachesize")
+    size = reuse.DEFAULT_MAX_BYTES if cache is None else reuse.parse_size(cache)
+    if size is None:
+        raise ConfigError(f"git config pq.gate.cacheSize: {cache!r} is not a size",
+                          hint="give bytes or a number with a k, M, G or T suffix: "
+                               "`git config pq.gate.cacheSize 10G`")
+    compiler = settings.get("pq.gate.ccachesize", ccache.DEFAULT_MAX_SIZE)
+    if not ccache.valid_size(compiler):
+        raise ConfigError(f"git config pq.gate.ccacheSize: {compiler!r} is not a size ccache "
+                          "takes", hint="give a number with an optional k, M, G or T "
+                                        "suffix, or Ki, Mi, Gi, Ti for binary units: "
+                                        "`git config pq.gate.ccacheSize 5G`")
+    return size, compiler
 
 
 def _symbol_checker(interp: probe.Interpreter, sources: list[str]) -> runner.SymbolCheck:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 DEFAULT_MAX_SIZE = "2G"
+_SIZE = re.compile(r"\d+(?:\.\d+)?(?:[kKMGT]i?)?")  # CCACHE_MAXSIZE: 5G, 500M, 1.5Gi, 0
 COMPILERS = ("cc", "c++", "gcc", "g++", "clang", "clang++")
 CHOSEN = {"CC": "CMAKE_C_COMPILER_LAUNCHER", "CXX": "CMAKE_CXX_COMPILER_LAUNCHER"}
 # The tools CMake looks for beside its compiler (ar, gcc-ar, aarch64-linux-gnu-nm, ld.lld,
@@ -69,6 +70,12 @@ def wire(pq_dir: Path, worktree: Path, path_env: str, environ: dict[str, str],
         if key.startswith("CCACHE_") and key in environ:
             env[key] = environ[key]  # the caller's own ccache settings win
     return Wiring(env, f"ccache {exe}: cache {env['CCACHE_DIR']} (max {env['CCACHE_MAXSIZE']})")
+
+
+def valid_size(text: str) -> bool:
+    """Whether CCACHE_MAXSIZE takes `text`: a number with an optional k, M, G or T suffix
+    (decimal; with `i`, binary)."""
+    return _SIZE.fullmatch(text) is not None
 
 
 def for_stage(wired: dict[str, str], own: dict[str, str]) -> dict[str, str]:
