@@ -6,6 +6,7 @@ import io
 import json
 import os
 import select
+import shutil
 import subprocess
 import sys
 import time
@@ -477,6 +478,37 @@ def test_the_last_stage_shows_its_progress_on_a_terminal(
     shown = [a.strip() for a, b in zip(states, states[1:]) if a.strip() and b.strip()]
     assert "gate 2/2: tests (0 s)" in shown, repr(terminal.getvalue())  # stays shown
     assert terminal.getvalue().endswith("\r" + " " * 80 + "\r")  # cleared when done
+
+
+def _dist(folder: Path, name: str, version: str, files: dict[str, str] | None = None) -> None:
+    """A package as importlib.metadata finds it in a PYTHONPATH folder."""
+    shutil.rmtree(folder, ignore_errors=True)
+    write(folder / f"{name}-{version}.dist-info", "METADATA",
+          f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+    for rel, text in (files or {}).items():
+        write(folder, rel, text)
+
+
+def test_the_fingerprint_follows_the_paddle_build_and_what_pythonpath_holds(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Develop builds of Paddle all say 0.0.0: the commit the probe read was left out of
+    the fingerprint. And probe.json was keyed on PYTHONPATH's value: a torch replaced in
+    one of its folders (`pip install --upgrade --target`) kept the old fingerprint."""
+    fork = gate_fork(tmp_path, stage_lines(stage("tests", "true")))
+    paddle, torch = tmp_path / "pp" / "paddle", tmp_path / "pp" / "torch"
+    monkeypatch.setenv("PYTHONPATH", f"{paddle}{os.pathsep}{torch}")
+    version = "paddle/version/__init__.py"
+    _dist(paddle, "paddlepaddle", "0.0.0", {version: "commit = 'aaaaaaaa'\n"})
+    _dist(torch, "torch", "9.0.0")
+    first = json.loads(pq(fork, "gate", "--json").output)
+    assert first["fingerprint"]["paddle_commit"] == "aaaaaaaa"
+    assert first["fingerprint"]["torch"] == "9.0.0"
+    _dist(paddle, "paddlepaddle", "0.0.0", {version: "commit = 'bbbbbbbb'\n"})
+    _dist(torch, "torch", "9.1.0")
+    second = json.loads(pq(fork, "gate", "--json").output)
+    assert not second["cached"], second
+    assert second["fingerprint"]["paddle_commit"] == "bbbbbbbb"
+    assert second["fingerprint"]["torch"] == "9.1.0"
 
 
 def test_stale_worktree_of_a_killed_run_is_removed(tmp_path: Path) -> None:

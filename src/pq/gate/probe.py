@@ -102,6 +102,7 @@ def fingerprint(interp: Interpreter, path_env: str, gpu: bool) -> dict[str, Any]
         "python": facts.get("python"),
         "torch": facts.get("torch"),
         "paddle": facts.get("paddle"),
+        "paddle_commit": facts.get("paddle_commit"),  # develop builds all say 0.0.0
         "cuda": toolchain.cuda_version(path_env),
         "gpu_visible": gpu,
         "gpu": names,
@@ -115,6 +116,7 @@ def fingerprint(interp: Interpreter, path_env: str, gpu: bool) -> dict[str, Any]
 # -- the probe, remembered -------------------------------------------------------------------
 
 PROBE_FILE = "probe.json"
+PROBE_FORMAT = 2  # 2: the fingerprint holds paddle_commit (a probe.json of 1 is asked again)
 _PROBE_ENV = ("PYTHONPATH", "PYTHONHOME", "PYTHONUSERBASE", "PQ_GPU", "CUDA_HOME",
               "CUDA_PATH", "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES")
 
@@ -151,6 +153,22 @@ def environment(path: str, path_env: str, cache_file: Path) -> Environment:
     return found
 
 
+def _pythonpath_entries(value: str) -> list[str]:
+    """Each PYTHONPATH folder and what is directly in it: a package installed, removed or
+    replaced there (`pip install --target`) changes one of their stamps, as it changes a
+    site-packages folder's."""
+    found: list[str] = []
+    for entry in value.split(os.pathsep):
+        if not entry:
+            continue
+        found.append(entry)
+        try:
+            found += sorted(os.path.join(entry, name) for name in os.listdir(entry))
+        except OSError:
+            continue
+    return found
+
+
 def _probe_key(path: str, path_env: str) -> str:
     real = os.path.realpath(path)
     files = [path, real, os.path.join(os.path.dirname(os.path.dirname(path)), "pyvenv.cfg")]
@@ -159,6 +177,7 @@ def _probe_key(path: str, path_env: str) -> str:
                         "lib/python3/dist-packages"):
             files += sorted(glob.glob(os.path.join(prefix, pattern)))
     files += sorted(glob.glob(os.path.expanduser("~/.local/lib/python3*/site-packages")))
+    files += _pythonpath_entries(os.environ.get("PYTHONPATH", ""))
     for tool in ("nvcc", "nvidia-smi"):
         found = shutil.which(tool, path=path_env)
         files += [found, os.path.realpath(found)] if found else []
@@ -176,5 +195,5 @@ def _probe_key(path: str, path_env: str) -> str:
     except OSError:
         pass
     env = [f"{k}={os.environ.get(k)}" for k in _PROBE_ENV]
-    text = "\n".join([__version__, path_env, *env, *stamps])
+    text = "\n".join([__version__, str(PROBE_FORMAT), path_env, *env, *stamps])
     return hashlib.sha256(text.encode()).hexdigest()
