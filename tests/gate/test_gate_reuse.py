@@ -220,6 +220,26 @@ def test_a_cache_size_that_is_no_size_is_refused(tmp_path: Path, key: str, value
     assert f"`git config {key} " in line  # the accepted form, as a command
 
 
+@pytest.mark.parametrize("what", ["CPATH", "NVCC_APPEND_FLAGS", "g++ on PATH"])
+def test_the_compilers_and_their_variables_run_the_gate_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, what: str) -> None:
+    """CPATH (gcc's include path), NVCC_APPEND_FLAGS, ... were not in the fingerprint, and
+    another g++ first on PATH was the same toolchain: a cached or reused pass."""
+    fork, runs = fork_with_build(tmp_path)
+    assert gate(fork)["status"] == "passed" and count(runs) == 1
+    if what == "g++ on PATH":
+        write(tmp_path / "bin", "g++", "#!/bin/sh\nexec /usr/bin/g++ -DOTHER \"$@\"\n",
+              mode=0o755)
+        monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    else:
+        monkeypatch.setenv(what, "/opt/other")
+    report = gate(fork)
+    assert not report["cached"] and stages(report)["build"]["status"] == "passed", report
+    assert count(runs) == 2
+    change(fork, "pkg/__init__.py", "\n# glue\n", "python-glue: a comment")
+    assert stages(gate(fork))["build"]["status"] == "reused" and count(runs) == 2
+
+
 def test_a_symbolic_link_the_build_made_is_restored(tmp_path: Path) -> None:
     runs = tmp_path / "runs.txt"
     fork = gate_fork(tmp_path, stage_lines(

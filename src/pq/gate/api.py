@@ -170,16 +170,17 @@ def _plan(git: Git, stages: list[str] | tuple[str, ...] | None, python: str | No
             raise queue.series.error(("gate", "python"), message, hint)
         raise ConfigError(message + (" (from --python)" if python else " (python3 on PATH)"),
                           hint=hint)
-    found = probe.environment(path, runner.base_env(path)["PATH"],
-                              git.pq_dir() / "gate" / probe.PROBE_FILE)
-    # The caller's CC, CFLAGS, ... decide a build as much as the toolchain does.
+    path_env = runner.base_env(path)["PATH"]
+    found = probe.environment(path, path_env, git.pq_dir() / "gate" / probe.PROBE_FILE)
+    # The caller's CC, CFLAGS, ... and the compilers on PATH decide a build as much as the
+    # toolchain does.
     # So do the settings that decide the bytes the worktree's checkout writes.
     checkout = inputs.checkout_settings(
         git.common_dir, git.config_matching(r"^core\.(autocrlf|eol|attributesfile)$"),
         os.environ)
     # And which interpreter runs the stages: two virtualenvs of one Python differ in packages.
     fingerprint = {**found.fingerprint, "build_env": inputs.build_env(os.environ),
-                   "checkout": checkout,
+                   "compilers": inputs.compilers(path_env, os.environ), "checkout": checkout,
                    "interpreter": inputs.short_digest(found.interpreter.path)}
     return _Plan(tip, tree, config, selected, found.interpreter, found.gpu, fingerprint,
                  queue.series.base, queue.series.queue_paths)

@@ -9,6 +9,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
@@ -23,7 +24,11 @@ FORMAT = 2  # 2: tracked files an artifact replaces carry the blob the run start
 NOT_BUILT = (".py", ".pyi")  # Python sources a native build does not read (build files aside)
 # Variables of the caller's environment that change what a compiler produces.
 BUILD_ENV = ("CC", "CXX", "CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS", "LDSHARED", "NVCC_FLAGS",
-             "CUDA_HOME", "CUDA_PATH", "TORCH_CUDA_ARCH_LIST", "CMAKE_ARGS")
+             "CUDA_HOME", "CUDA_PATH", "TORCH_CUDA_ARCH_LIST", "CMAKE_ARGS", "CPATH",
+             "C_INCLUDE_PATH", "CPLUS_INCLUDE_PATH", "LIBRARY_PATH", "NVCC_APPEND_FLAGS",
+             "NVCC_PREPEND_FLAGS")
+# The compilers a build runs by name, as the stages' PATH resolves them (with $CC, $CXX).
+COMPILERS = ("cc", "c++", "gcc", "g++", "nvcc")
 
 ATTRIBUTES = ".gitattributes"
 # Settings of the repository that change the bytes a checkout writes (checkout_settings).
@@ -121,6 +126,28 @@ def short_digest(data: Any) -> str:
     """16 hex digits of SHA-256 of `data` as JSON: a fingerprint entry that tells values
     apart without writing them (paths, flags) into the records teams share."""
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def compilers(path_env: str, environ: Mapping[str, str]) -> str | None:
+    """A digest of the compilers a build would run, as the stages' PATH resolves them (`cc
+    c++ gcc g++ nvcc`, and the command of `$CC` and `$CXX`): each one's resolved path, size
+    and mtime, so another g++ first on PATH is another toolchain. None when none is found."""
+    names = list(COMPILERS)
+    for var in ("CC", "CXX"):
+        words = environ.get(var, "").split()
+        names += words[:1]
+    found = {}
+    for name in names:
+        where = shutil.which(name, path=path_env)
+        if where is None:
+            continue
+        real = os.path.realpath(where)
+        try:
+            st = os.stat(real)
+        except OSError:
+            continue
+        found[name] = [where, real, st.st_size, st.st_mtime_ns]
+    return short_digest(found) if found else None
 
 
 def build_env(environ: Mapping[str, str]) -> str | None:
