@@ -208,6 +208,12 @@ BAD = [
      "bad gate stage name"),
     ("env name ending in a newline", stage("build", "true", env='{"CC\\n": x}'), "env: {",
      "bad environment variable name"),
+    # Braces were taken literally (a pattern naming no file: reused for ever); `[]` made a
+    # stage reusable on its command alone.
+    ("braces", stage("build", "true", inputs='["csrc/*.{c,h}"]'), "inputs:",
+     "uses braces, which are no glob syntax here (list the patterns separately"),
+    ("no inputs", stage("build", "true", inputs="[]"), "inputs: []",
+     "`inputs: []` names no file"),
 ]
 
 

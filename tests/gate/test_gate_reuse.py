@@ -240,6 +240,43 @@ def test_the_compilers_and_their_variables_run_the_gate_again(
     assert stages(gate(fork))["build"]["status"] == "reused" and count(runs) == 2
 
 
+@pytest.mark.parametrize("pattern,path,hit", [
+    ("csrc/*.[ch]", "csrc/ops.c", True), ("csrc/*.[ch]", "csrc/ops.h", True),
+    ("csrc/*.[ch]", "csrc/ops.cc", False), ("csrc/*.[!c]", "csrc/ops.h", True),
+    ("csrc/*.[!c]", "csrc/ops.c", False), ("a[/]b", "a/b", False), ("a[", "a[", True),
+    ("v[0-9].h", "v7.h", True)])
+def test_character_classes_match_as_fnmatch_does(pattern: str, path: str, hit: bool) -> None:
+    assert matches(path, [pattern]) is hit
+
+
+def test_a_pattern_that_names_no_file_is_not_reused_silently(tmp_path: Path) -> None:
+    """`csrc/*.[ch]` was taken literally: it named no file, the stage was reusable on its
+    command alone, and a broken source kept the old build."""
+    runs = tmp_path / "runs.txt"
+
+    def gate_with(patterns: str) -> None:
+        set_gate(fork, stage_lines(
+            stage("build", f'echo run >> "{runs}"; mkdir -p out; cp csrc/ops.c out/ext.so',
+                  inputs=patterns),
+            stage("use", "cmp out/ext.so csrc/ops.c")))
+
+    fork = gate_fork(tmp_path, "", files={"csrc/ops.c": "int f;\n"})
+    gate_with('["csrc/*.[ch]", csrc/*.cx]')
+    first = gate(fork)
+    assert first["status"] == "passed" and count(runs) == 1
+    assert any("'csrc/*.cx' names no file" in w for w in first["warnings"]), first
+    change(fork, "pkg/__init__.py", "\n# glue\n", "python-glue: a comment")
+    report = gate(fork)
+    assert stages(report)["build"]["status"] == "passed" and count(runs) == 2  # not reused
+    assert any("is not reused" in w for w in report["warnings"])
+    gate_with('["csrc/*.[ch]"]')
+    assert stages(gate(fork))["build"]["status"] == "passed" and count(runs) == 3
+    change(fork, "csrc/ops.c", "int g;\n", "kernel: a change the class names")
+    report = gate(fork)
+    assert stages(report)["build"]["status"] == "passed" and report["status"] == "passed"
+    assert count(runs) == 4 and not any("no file" in w for w in report["warnings"])
+
+
 def test_a_symbolic_link_the_build_made_is_restored(tmp_path: Path) -> None:
     runs = tmp_path / "runs.txt"
     fork = gate_fork(tmp_path, stage_lines(

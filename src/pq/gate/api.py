@@ -124,6 +124,10 @@ def run_gate(git: Git, *, stages: list[str] | tuple[str, ...] | None = None,
                 and git.try_resolve(plan.base) else [])
     keys = inputs.stage_keys(plan.config.stages, entries, plan.fingerprint,
                              plan.interpreter.path, upstream, plan.queue_paths)
+    # A pattern that names no file (a typo, a file renamed): the stage is not reused.
+    missing = {s.name: found for s in plan.stages if s.name in keys
+               and (found := inputs.unmatched(s, entries, upstream))}
+    keys = {name: key for name, key in keys.items() if name not in missing}
     cache = reuse.StageCache(git.pq_dir() / reuse.CACHE_DIR, keys, cache_bytes,
                              lookup=not force, tracked={p: obj for _, kind, obj, p in entries
                                                         if kind == "blob"},
@@ -138,6 +142,11 @@ def run_gate(git: Git, *, stages: list[str] | tuple[str, ...] | None = None,
     status = R.overall(results)
     report = GateReport(plan.tip, plan.tree, status, results, plan.fingerprint,
                         time=_now(), partial=partial, log_dir=str(logs))
+    report.warnings.extend(
+        f"stage {name}: `inputs` {'pattern' if len(found) == 1 else 'patterns'} "
+        f"{', '.join(repr(p) for p in found)} {'names' if len(found) == 1 else 'name'} no file "
+        f"of {plan.tip[:12]}, so the stage is not reused (it ran): fix the pattern in "
+        "series.yaml" for name, found in missing.items())
     report.warnings.extend(cache.notes)
     if not wiring.on and any(s.inputs and s.status != R.REUSED for s in results):
         report.warnings.append(wiring.note)

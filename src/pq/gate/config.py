@@ -220,7 +220,17 @@ def _globs(series: Series, path: tuple[str | int, ...], name: str, item: dict[st
     if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
         raise series.error(path + (key,), f"gate stage {name!r}: `{key}` must be a list of "
                            "glob patterns", hint="e.g. [csrc/**, setup.py]")
+    if key == "inputs" and not value:
+        raise series.error(path + (key,), f"gate stage {name!r}: `inputs: []` names no file, "
+                           "so the stage would be reused whenever its command matched",
+                           hint="list the files it reads, e.g. [csrc/**, setup.py], or leave "
+                                "`inputs` out: the stage then runs every time")
     for j, pattern in enumerate(value):
+        if "{" in pattern and "}" in pattern:
+            raise series.error(path + (key, j), f"gate stage {name!r}: `{key}` pattern "
+                               f"{pattern!r} uses braces, which are no glob syntax here",
+                               hint="list the patterns separately, e.g. "
+                                    "[csrc/*.c, csrc/*.h], or use a class: csrc/*.[ch]")
         if key == "inputs" and pattern.startswith(BASE):  # the recorded base's files
             pattern = pattern[len(BASE):]
             if not pattern.strip():

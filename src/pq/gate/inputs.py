@@ -39,8 +39,9 @@ Entries = Sequence[tuple[str, str, str, str]]  # (mode, type, object, path), as 
 
 @lru_cache(maxsize=256)
 def _compile(pattern: str) -> re.Pattern[str]:
-    """A glob over repository paths: `**` any folders (none included), `*` and `?` within one
-    name; a pattern ending in `/`, or naming a folder, takes everything under it."""
+    """A glob over repository paths: `**` any folders (none included), `*`, `?` and `[...]`
+    (as fnmatch: `[!...]` negates) within one name; a pattern ending in `/`, or naming a
+    folder, takes everything under it."""
     pat = pattern.strip()
     pat = pat[2:] if pat.startswith("./") else pat
     out, i = "", 0
@@ -53,11 +54,25 @@ def _compile(pattern: str) -> re.Pattern[str]:
             out, i = out + "[^/]*", i + 1
         elif pat[i] == "?":
             out, i = out + "[^/]", i + 1
+        elif pat[i] == "[" and (end := _class_end(pat, i)) > 0:
+            body = pat[i + 1:end].replace("\\", "\\\\").replace("[", "\\[")
+            body = "^" + body[1:] if body.startswith("!") else re.sub(r"^\^", r"\\^", body)
+            out, i = out + "(?!/)[" + body + "]", end + 1
         else:
             out, i = out + re.escape(pat[i]), i + 1
     if out.endswith("/"):
         out = out[:-1]
     return re.compile(rf"^{out}(?:/.*)?$", re.DOTALL)
+
+
+def _class_end(pat: str, start: int) -> int:
+    """Where the `[...]` class opened at `start` closes, as fnmatch reads it (`[!...]`
+    negates, a `]` first is a member); -1 when it does not (the `[` is then a character)."""
+    j = start + 1
+    j += pat.startswith("!", j)
+    j += pat.startswith("]", j)
+    end = pat.find("]", j)
+    return end
 
 
 def matches(path: str, patterns: Iterable[str]) -> bool:
@@ -101,6 +116,19 @@ def input_files(stage: Stage, entries: Entries, base_entries: Entries = (),
                 continue
             picked.append((prefix + path, mode, obj))
     return sorted(picked)
+
+
+def unmatched(stage: Stage, entries: Entries, base_entries: Entries = ()) -> list[str]:
+    """The stage's `inputs` patterns that name no file (of the tip, or with `base:` of the
+    recorded base): a typo there would make the stage reusable on its command alone."""
+    files = {"": [p for _, kind, _, p in entries if kind in ("blob", "commit")],
+             BASE: [p for _, kind, _, p in base_entries if kind in ("blob", "commit")]}
+    missing = []
+    for pattern in stage.inputs or ():
+        side = BASE if pattern.startswith(BASE) else ""
+        if not any(matches(p, [pattern[len(side):]]) for p in files[side]):
+            missing.append(pattern)
+    return missing
 
 
 def checkout_settings(common_dir: Path, config: Mapping[str, str],
@@ -173,6 +201,7 @@ def stage_keys(stages: Sequence[Stage], entries: Entries, toolchain: Mapping[str
                 "check_symbols": stage.check_symbols, "python": python,
                 "toolchain": dict(toolchain),
                 "inputs": input_files(stage, entries, base_entries, queue_paths),
+                "patterns": list(stage.inputs) if stage.inputs is not None else None,
                 "artifacts": list(stage.artifacts) if stage.artifacts is not None else None,
                 "after": list(keys.values())}
         text = json.dumps(data, sort_keys=True, separators=(",", ":"))
