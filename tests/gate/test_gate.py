@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import os
@@ -651,6 +652,29 @@ def test_two_gates_at_once_keep_both_records(tmp_path: Path) -> None:
     assert [r.wait(timeout=60) for r in runs] == [0, 0]
     data = note(fork)
     assert 1 + len(data["history"]) == 2, data
+
+
+def test_two_gates_at_once_write_a_log_each(tmp_path: Path) -> None:
+    """They opened one `.git/pq/gate/logs/<tip>/<stage>.log`: the failing run's report
+    showed, and its log_sha256 disagreed with, the other run's output."""
+    fork = gate_fork(tmp_path, stage_lines(stage(
+        "tests", 'echo "this is run ${WHO}"; sleep 1.5; test "$WHO" = b')))
+    pq_script = str(Path(sys.executable).parent / "pq")
+    runs = [subprocess.Popen([pq_script, "gate", "--json"], cwd=fork, stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL, env={**os.environ, "WHO": who})
+            for who in ("a", "b")]
+    reports = [json.loads(r.communicate(timeout=60)[0]) for r in runs]
+    assert [r["status"] for r in reports] == ["failed", "passed"]
+    logs = [r["stages"][0]["log"] for r in reports]
+    assert logs[0] != logs[1]
+    for who, report, log in zip("ab", reports, logs):
+        text = Path(log).read_bytes()
+        assert f"this is run {who}".encode() in text, (who, text)
+        assert hashlib.sha256(text).hexdigest() == report["stages"][0]["log_sha256"]
+    assert "this is run a" in reports[0]["stages"][0]["tail"]
+    alone = json.loads(pq(fork, "gate", "--force", "--json", ok=False).stdout)
+    assert alone["stages"][0]["log"] == str(fork / ".git/pq/gate/logs" / alone["tip"]
+                                            / "tests.log")  # alone: the tip's own folder
 
 
 def test_sigterm_stops_the_stage_and_removes_the_worktree(tmp_path: Path) -> None:

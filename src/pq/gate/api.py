@@ -114,7 +114,6 @@ def run_gate(git: Git, *, stages: list[str] | tuple[str, ...] | None = None,
         cache_bytes, ccache_size = _sizes(settings)
     except ConfigError as exc:
         return GateReport(plan.tip, plan.tree, R.GATE_ERROR, error=exc)
-    logs = runner.log_dir(git, plan.tip)
     entries = git.ls_tree(plan.tip)
     sources = [p for _, kind, _, p in entries if kind == "blob"
                and p.lower().endswith(symbols.SOURCE_SUFFIXES)]
@@ -132,7 +131,8 @@ def run_gate(git: Git, *, stages: list[str] | tuple[str, ...] | None = None,
                              lookup=not force, tracked={p: obj for _, kind, obj, p in entries
                                                         if kind == "blob"},
                              executable=[p for mode, _, _, p in entries if mode == "100755"])
-    with runner.throwaway_worktree(git, plan.tip) as worktree:
+    with runner.log_folder(git, plan.tip) as logs, \
+            runner.throwaway_worktree(git, plan.tip) as worktree:
         wiring = ccache.wire(git.pq_dir(), worktree, path_env, dict(os.environ), ccache_size)
         ctx = runner.RunContext(worktree, plan.tip, plan.interpreter.path, logs, plan.gpu,
                                 wiring.env)

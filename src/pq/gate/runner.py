@@ -26,6 +26,7 @@ from pq.gate.reuse import StageCache, reused_result
 from pq.gate.symbols import shared_objects
 from pq.git import process
 from pq.git.repo import Git
+from pq.oplog.lock import Lock, LockBusy
 
 Progress = Callable[[int, int, str], None]
 SymbolCheck = Callable[[Path, dict[str, str], dict[str, tuple[int, int, int]]], list[str]]
@@ -203,6 +204,23 @@ def _seconds(value: float) -> str:
 
 def log_dir(git: Git, tip: str) -> Path:
     return git.pq_dir() / "gate" / "logs" / tip
+
+
+@contextmanager
+def log_folder(git: Git, tip: str) -> Iterator[Path]:
+    """Where this run's logs go: `logs/<tip>`, or, while another gate of the same tip writes
+    there (a second worktree, another interpreter), `logs/<tip>/run-<pid>`, so that one
+    run's report and log_sha256 never point at another run's output."""
+    root = log_dir(git, tip)
+    lock = Lock(root / ".running", "pq gate")
+    try:
+        lock.acquire(wait_s=0)
+    except LockBusy:
+        pass  # another gate of this tip is running: a folder of this run's own
+    try:
+        yield root if lock.held else root / f"run-{os.getpid()}"
+    finally:
+        lock.release()
 
 
 def prune_logs(git: Git, keep: int = KEEP_LOG_TIPS) -> None:
