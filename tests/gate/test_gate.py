@@ -357,6 +357,34 @@ def test_another_interpreter_is_not_answered_from_the_record(tmp_path: Path) -> 
     assert other.exit_code == 1 and "cached" not in other.output, other.output
 
 
+def test_a_launcher_is_asked_which_interpreter_it_runs_in_the_worktree(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pyenv shim as the interpreter was probed once in `/` and kept by the shim's mtime:
+    PYENV_VERSION, or a committed .python-version, changed the Python the stages ran while
+    the fingerprint, the record and the reused stages said the first one."""
+    pythons = {}
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "python").symlink_to(os.path.realpath(sys.executable))
+        pythons[name] = str(tmp_path / name / "python")
+    shim = tmp_path / "shim" / "python"
+    write(shim.parent, "python", "#!/bin/sh\n"  # .pyver in the folder it runs in, or $PYVER
+          f'v=$(cat .pyver 2>/dev/null || echo "${{PYVER:-a}}"); exec "{tmp_path}/$v/python" "$@"\n',
+          mode=0o755)
+    fork = gate_fork(tmp_path, stage_lines(stage("tests", f'test "$PYTHON" = {pythons["a"]}'),
+                                           python=str(shim)))
+    assert pq(fork, "gate").exit_code == 0
+    assert "cached" in pq(fork, "gate").output
+    monkeypatch.setenv("PYVER", "b")
+    other = pq(fork, "gate", ok=False)  # another Python: no cached record, and it fails
+    assert other.exit_code == 1 and "cached" not in other.output, other.output
+    monkeypatch.delenv("PYVER")
+    write(fork, ".pyver", "b\n")  # the repository pins another Python
+    commit_all(fork, "python-glue: pin python b")
+    pinned = json.loads(pq(fork, "gate", "--json", ok=False).stdout)
+    assert pinned["status"] == "failed", pinned  # it ran with b, as the stages would
+
+
 def test_stage_subset(tmp_path: Path) -> None:
     fork = gate_fork(tmp_path, THREE)
     result = pq(fork, "gate", "--stage", "tests", "--stage", "build")

@@ -498,17 +498,25 @@ def test_glob_patterns() -> None:
 
 def test_the_toolchain_probe_is_remembered_until_the_interpreter_changes(tmp_path: Path
                                                                          ) -> None:
-    calls = tmp_path / "probes.txt"
-    py = tmp_path / "bin" / "python3"
-    write(tmp_path, "bin/python3", f'#!/bin/sh\necho probe >> "{calls}"\n'
-          f'exec "{sys.executable}" "$@"\n', mode=0o755)
+    # A virtualenv's interpreter (a link, not a launcher script: that one is asked which
+    # Python it runs at every gate); probe.json is rewritten whenever the probe runs.
+    py = tmp_path / "venv" / "bin" / "python3"
+    py.parent.mkdir(parents=True)
+    py.symlink_to(os.path.realpath(sys.executable))
+    home = os.path.dirname(os.path.realpath(sys.executable))
+    write(tmp_path / "venv", "pyvenv.cfg", f"home = {home}\ninclude-system-site-packages = "
+          "true\n")
     fork = gate_fork(tmp_path, stage_lines(stage("tests", "echo ok"), python=str(py)))
+    probe_json = fork / ".git" / "pq" / "gate" / "probe.json"
+    stamps = []
     for _ in range(3):
         assert gate(fork, "--force")["status"] == "passed"
-    assert calls.read_text().count("probe") == 1
-    os.utime(py, ns=(time.time_ns(), time.time_ns() + 10**9))  # as a reinstall would
+        stamps.append(probe_json.stat().st_ino)
+    assert len(set(stamps)) == 1  # asked once, then remembered
+    os.utime(py.parent.parent / "pyvenv.cfg",
+             ns=(time.time_ns(), time.time_ns() + 10**9))  # as a re-created venv would
     report = gate(fork, "--force")
-    assert calls.read_text().count("probe") == 2
+    assert probe_json.stat().st_ino != stamps[0]  # asked again
     assert report["fingerprint"]["python"] == platform.python_version()
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import time
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -92,6 +93,7 @@ class _Plan:
     fingerprint: dict[str, Any]
     base: str  # the series' recorded upstream base, whose files `base:` inputs name
     queue_paths: tuple[str, ...]  # pq's own files: never a default input of the build
+    worktree: Path | None  # made early to ask a launcher which interpreter it runs there
 
 
 def run_gate(git: Git, *, stages: list[str] | tuple[str, ...] | None = None,
@@ -99,8 +101,15 @@ def run_gate(git: Git, *, stages: list[str] | tuple[str, ...] | None = None,
              python: str | None = None) -> GateReport:
     """Run (or reuse) the gate for HEAD. Configuration problems come back as status `error`
     with exit code 2; the report carries the ConfigError."""
+    with ExitStack() as held:  # the worktree, once made, and the log folder
+        return _run_gate(git, held, stages, force, progress, python)
+
+
+def _run_gate(git: Git, held: ExitStack, stages: list[str] | tuple[str, ...] | None,
+              force: bool, progress: runner.Progress | None, python: str | None
+              ) -> GateReport:
     try:
-        plan = _plan(git, stages, python)
+        plan = _plan(git, held, stages, python)
     except ConfigError as exc:
         return GateReport(None, None, R.GATE_ERROR, error=exc)
     names = tuple(s.name for s in plan.stages)
@@ -131,14 +140,15 @@ def run_gate(git: Git, *, stages: list[str] | tuple[str, ...] | None = None,
                              lookup=not force, tracked={p: obj for _, kind, obj, p in entries
                                                         if kind == "blob"},
                              executable=[p for mode, _, _, p in entries if mode == "100755"])
-    with runner.log_folder(git, plan.tip) as logs, \
-            runner.throwaway_worktree(git, plan.tip) as worktree:
-        wiring = ccache.wire(git.pq_dir(), worktree, path_env, dict(os.environ), ccache_size)
-        ctx = runner.RunContext(worktree, plan.tip, plan.interpreter.path, logs, plan.gpu,
-                                wiring.env)
-        results = runner.run_stages(ctx, plan.stages, progress=progress,
-                                    check_symbols=_symbol_checker(plan.interpreter, sources),
-                                    cache=cache)
+    logs = held.enter_context(runner.log_folder(git, plan.tip))
+    worktree = plan.worktree or held.enter_context(runner.throwaway_worktree(git, plan.tip))
+    wiring = ccache.wire(git.pq_dir(), worktree, path_env, dict(os.environ), ccache_size)
+    ctx = runner.RunContext(worktree, plan.tip, plan.interpreter.path, logs, plan.gpu,
+                            wiring.env)
+    results = runner.run_stages(ctx, plan.stages, progress=progress,
+                                check_symbols=_symbol_checker(plan.interpreter, sources),
+                                cache=cache)
+    held.close()  # the worktree goes, the log folder is free: before the record is written
     status = R.overall(results)
     report = GateReport(plan.tip, plan.tree, status, results, plan.fingerprint,
                         time=_now(), partial=partial, log_dir=str(logs))
@@ -161,7 +171,8 @@ def run_gate(git: Git, *, stages: list[str] | tuple[str, ...] | None = None,
     return report
 
 
-def _plan(git: Git, stages: list[str] | tuple[str, ...] | None, python: str | None) -> _Plan:
+def _plan(git: Git, held: ExitStack, stages: list[str] | tuple[str, ...] | None,
+          python: str | None) -> _Plan:
     tip = git.head()
     tree = git.commit(tip).tree
     queue = queuefiles.read_tree(git, tip)
@@ -179,6 +190,10 @@ def _plan(git: Git, stages: list[str] | tuple[str, ...] | None, python: str | No
             raise queue.series.error(("gate", "python"), message, hint)
         raise ConfigError(message + (" (from --python)" if python else " (python3 on PATH)"),
                           hint=hint)
+    worktree = None
+    if probe.is_launcher(path):  # a pyenv shim: what it runs depends on where, and on env
+        worktree = held.enter_context(runner.throwaway_worktree(git, tip))
+        path = probe.launched(path, worktree, runner.base_env(path))
     path_env = runner.base_env(path)["PATH"]
     found = probe.environment(path, path_env, git.pq_dir() / "gate" / probe.PROBE_FILE)
     # The caller's CC, CFLAGS, ... and the compilers on PATH decide a build as much as the
@@ -192,7 +207,7 @@ def _plan(git: Git, stages: list[str] | tuple[str, ...] | None, python: str | No
                    "compilers": inputs.compilers(path_env, os.environ), "checkout": checkout,
                    "interpreter": inputs.short_digest(found.interpreter.path)}
     return _Plan(tip, tree, config, selected, found.interpreter, found.gpu, fingerprint,
-                 queue.series.base, queue.series.queue_paths)
+                 queue.series.base, queue.series.queue_paths, worktree)
 
 
 def _sizes(settings: dict[str, str]) -> tuple[int, str]:

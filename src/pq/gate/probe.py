@@ -58,6 +58,38 @@ def find_interpreter(name: str, root: Path) -> str | None:
     return os.path.abspath(found) if found else None
 
 
+def is_launcher(path: str) -> bool:
+    """Whether `path` is a script that starts an interpreter (a pyenv or asdf shim), not
+    one: which Python it runs depends on where and with what environment it runs."""
+    try:
+        with open(os.path.realpath(path), "rb") as f:
+            return f.read(2) == b"#!"
+    except OSError:
+        return False
+
+
+def launched(path: str, cwd: Path, env: dict[str, str]) -> str:
+    """The interpreter a launcher runs in `cwd` with `env` (the gate's worktree, the stages'
+    environment: a committed .python-version, PYENV_VERSION): its `sys.executable`."""
+    script = "import sys; print(sys.executable)"
+    try:
+        done = process.run([path, "-c", script], timeout=120, cwd=str(cwd), env=env,
+                           merge_stderr=False)
+    except OSError as exc:
+        raise ConfigError(f"python interpreter {path} does not start: {exc.strerror}",
+                          hint="point gate.python (or --python) at a working interpreter"
+                          ) from None
+    found = done.stdout.decode(errors="replace").strip()
+    if done.timed_out or done.code != 0 or not os.path.isabs(found):
+        said = done.stderr.decode(errors="replace").strip().splitlines()[-1:]
+        detail = "timed out" if done.timed_out else said[0] if said else \
+            process.exit_detail(done.code)
+        raise ConfigError(f"python interpreter {path} (a launcher) does not run in the gate's "
+                          f"worktree: {detail}",
+                          hint="point gate.python (or --python) at a working interpreter")
+    return found
+
+
 def inspect(path: str) -> Interpreter:
     """Run the interpreter once to learn its versions; ConfigError when it does not run."""
     asked = toolchain.ask(path)
