@@ -70,7 +70,7 @@ def check_base(git: Git, ctx: CheckContext) -> list[CheckFailure]:
     base, ref = series.base, series.upstream_ref
     fix = f"pq init --force --upstream {ref} --commit"
     later = "(`pq rebase` moves a series onto a new upstream without this)"
-    from pq.queue.reach import missing_base, shallow_cut
+    from pq.queue.reach import missing_base, shallow_cut, upstream_past_base
 
     missing = missing_base(git, base, f"the upstream of {ref}", "push again", fix)
     if missing is not None:
@@ -84,14 +84,13 @@ def check_base(git: Git, ctx: CheckContext) -> list[CheckFailure]:
             f"stale base: series.yaml records base {base[:12]}, which is not an ancestor of "
             f"the pushed tip {ctx.commit[:12]}: the branch was rebased or reset outside pq; "
             f"re-record the base from the branch {later}", fix)]
-    from pq.queue import stack
 
     if git.try_resolve(ref) is None:  # a clone without that remote (CI, a colleague's)
         raise CheckUnavailable(
             f"{ref} (upstream.ref in series.yaml) is not in this clone, so whether the "
             f"branch holds {ref} commits that pq did not put there was not checked (fetch "
             "it under that name to check)")
-    past = stack.upstream_past_base(git, ref, base, ctx.commit)
+    past = upstream_past_base(git, ref, base, ctx.commit)
     if past is not None:
         n, fork_point = past
         if git.count(f"{fork_point}..{ctx.commit}", "--merges"):  # init refuses merges

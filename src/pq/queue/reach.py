@@ -1,9 +1,13 @@
 """Whether the series base can be reached from where git stands: a clone may lack it (not
 fetched, or cut off by a shallow clone), or a shallow clone may cut the branch's history
-short of it; each with what the user fetches to fix it."""
+short of it; each with what the user fetches to fix it. And the range base..tip the patches
+are read from: linear, with the base below it, or refused with the fix that works (the
+branch merged upstream, was rebased outside pq, upstream was force-pushed)."""
 
 from __future__ import annotations
 
+from pq.errors import ConfigError
+from pq.git.objects import CommitId
 from pq.git.repo import Git
 
 
@@ -42,3 +46,53 @@ def shallow_cut(git: Git, base: str, tip: str, then: str = "run it again"
         return None
     return (f"the history of {tip[:12]} stops before the series base {base[:12]} in this "
             "shallow clone", f"git fetch --deepen=<commits> (or --unshallow), then {then}")
+
+
+def upstream_past_base(git: Git, ref: str, base: str, tip: str) -> tuple[int, str] | None:
+    """(how many, the newest) of the commits of the upstream `ref` that `tip` holds past
+    `base`: the branch was rebased onto (or merged) upstream outside pq, and those commits
+    are not the fork's patches. None when there are none (or `ref` does not resolve)."""
+    upstream = git.try_resolve(ref)
+    fork_point = git.merge_base(tip, upstream) if upstream else None
+    if fork_point and fork_point != base and git.is_ancestor(base, fork_point):
+        return git.count(f"{base}..{fork_point}"), fork_point
+    return None
+
+
+def linear_range(git: Git, base: str, tip: str, upstream: str | None = None
+                  ) -> list[tuple[CommitId, tuple[CommitId, ...]]]:
+    """(commit, parents) of base..tip, oldest first; refused for a merge or a base not below."""
+    reinit = f"pq init --force --upstream {upstream or '<upstream ref>'} --commit"
+    if not git.is_ancestor(base, tip):
+        missing = missing_base(git, base, "the remote series.yaml's upstream.ref names",
+                               "run it again", reinit) or shallow_cut(git, base, tip)
+        if missing is not None:
+            raise ConfigError(missing[0], hint=missing[1])
+        raise ConfigError(
+            f"the series base {base[:12]} is not an ancestor of {tip[:12]}: the branch was "
+            "rebased or reset outside pq (onto a force-pushed upstream, say)",
+            path="series.yaml", hint=f"re-record the base from the branch: `{reinit}`")
+    revs = git.rev_list_with_parents(f"{base}..{tip}")
+    for commit, parents in revs:
+        if len(parents) != 1:
+            raise ConfigError(
+                f"commit {commit[:12]} in {base[:12]}..{tip[:12]} is a merge; pq will not "
+                "guess how to split merged history into patches",
+                hint=_merge_fix(git, base, commit, parents[0], tip, upstream))
+    return revs
+
+
+def _merge_fix(git: Git, base: str, merge: str, before: str, tip: str,
+               upstream: str | None) -> str:
+    """How to get past a merge in the branch: `pq import` where there is no series yet;
+    else undo it (the branch's last commit) or drop it, and let `pq rebase` bring in the
+    upstream commits it merged."""
+    if upstream is None:
+        return ("`pq import --upstream <ref>` turns a merge-maintained branch into a series; "
+                "nothing was written")
+    undo = (f"undo the merge (`git reset --keep {before[:12]}`, the commit before it)"
+            if merge == tip else "take the merge out of the branch's history (the commits "
+            "after it replayed on the commit before it)")
+    if upstream_past_base(git, upstream, base, merge) is not None:
+        return f"{undo}, then `pq rebase {upstream}` brings in the upstream commits it merged"
+    return f"{undo}, then run it again"

@@ -22,7 +22,7 @@ from pq.model.series import PATCHES_DIR, PatchEntry, Series
 from pq.queue import identity
 from pq.queue.bookkeeping import only_queue_files, written_by_pq
 from pq.queue.files import Queue, is_queue_path, read_tree
-from pq.queue.reach import missing_base, shallow_cut
+from pq.queue.reach import linear_range, upstream_past_base
 
 
 @dataclass(frozen=True)
@@ -50,7 +50,7 @@ def read_stack(git: Git, base: str, tip: str, queue_paths: Sequence[str], *,
     They are taken, and the stack is not diffed, when the paths each commit changes match
     them one for one; else the stack is diffed as without them. `upstream`: the series'
     upstream ref, which the refusals' fixes name (None: no series yet, `pq import`)."""
-    revs = _linear_range(git, base, tip, upstream)
+    revs = linear_range(git, base, tip, upstream)
     if not revs:
         return []
     commits = [c for c, _ in revs]
@@ -104,45 +104,6 @@ def patterns(queue_paths: Sequence[str]) -> bool:
     return any(set(q) & _PATHSPEC_MAGIC for q in queue_paths)
 
 
-def _linear_range(git: Git, base: str, tip: str, upstream: str | None = None
-                  ) -> list[tuple[CommitId, tuple[CommitId, ...]]]:
-    """(commit, parents) of base..tip, oldest first; refused for a merge or a base not below."""
-    reinit = f"pq init --force --upstream {upstream or '<upstream ref>'} --commit"
-    if not git.is_ancestor(base, tip):
-        missing = missing_base(git, base, "the remote series.yaml's upstream.ref names",
-                               "run it again", reinit) or shallow_cut(git, base, tip)
-        if missing is not None:
-            raise ConfigError(missing[0], hint=missing[1])
-        raise ConfigError(
-            f"the series base {base[:12]} is not an ancestor of {tip[:12]}: the branch was "
-            "rebased or reset outside pq (onto a force-pushed upstream, say)",
-            path="series.yaml", hint=f"re-record the base from the branch: `{reinit}`")
-    revs = git.rev_list_with_parents(f"{base}..{tip}")
-    for commit, parents in revs:
-        if len(parents) != 1:
-            raise ConfigError(
-                f"commit {commit[:12]} in {base[:12]}..{tip[:12]} is a merge; pq will not "
-                "guess how to split merged history into patches",
-                hint=_merge_fix(git, base, commit, parents[0], tip, upstream))
-    return revs
-
-
-def _merge_fix(git: Git, base: str, merge: str, before: str, tip: str,
-               upstream: str | None) -> str:
-    """How to get past a merge in the branch: `pq import` where there is no series yet;
-    else undo it (the branch's last commit) or drop it, and let `pq rebase` bring in the
-    upstream commits it merged."""
-    if upstream is None:
-        return ("`pq import --upstream <ref>` turns a merge-maintained branch into a series; "
-                "nothing was written")
-    undo = (f"undo the merge (`git reset --keep {before[:12]}`, the commit before it)"
-            if merge == tip else "take the merge out of the branch's history (the commits "
-            "after it replayed on the commit before it)")
-    if upstream_past_base(git, upstream, base, merge) is not None:
-        return f"{undo}, then `pq rebase {upstream}` brings in the upstream commits it merged"
-    return f"{undo}, then run it again"
-
-
 # -- commits to patches ---------------------------------------------------------
 
 
@@ -165,17 +126,6 @@ def recorded_files(*queues: Queue | None) -> dict[str, list[bytes]]:
             if data not in out.setdefault(name, []):
                 out[name].append(data)
     return out
-
-
-def upstream_past_base(git: Git, ref: str, base: str, tip: str) -> tuple[int, str] | None:
-    """(how many, the newest) of the commits of the upstream `ref` that `tip` holds past
-    `base`: the branch was rebased onto (or merged) upstream outside pq, and those commits
-    are not the fork's patches. None when there are none (or `ref` does not resolve)."""
-    upstream = git.try_resolve(ref)
-    fork_point = git.merge_base(tip, upstream) if upstream else None
-    if fork_point and fork_point != base and git.is_ancestor(base, fork_point):
-        return git.count(f"{base}..{fork_point}"), fork_point
-    return None
 
 
 def last_written(git: Git, base: str, tip: str) -> tuple[CommitId, Queue] | None:
