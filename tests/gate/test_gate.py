@@ -367,7 +367,7 @@ def test_a_launcher_is_asked_which_interpreter_it_runs_in_the_worktree(
         (tmp_path / name).mkdir()
         (tmp_path / name / "python").symlink_to(os.path.realpath(sys.executable))
         pythons[name] = str(tmp_path / name / "python")
-    shim = tmp_path / "shim" / "python"
+    shim = tmp_path / "shims" / "python"  # where pyenv, asdf and mise keep theirs
     write(shim.parent, "python", "#!/bin/sh\n"  # .pyver in the folder it runs in, or $PYVER
           f'v=$(cat .pyver 2>/dev/null || echo "${{PYVER:-a}}"); exec "{tmp_path}/$v/python" "$@"\n',
           mode=0o755)
@@ -383,6 +383,19 @@ def test_a_launcher_is_asked_which_interpreter_it_runs_in_the_worktree(
     commit_all(fork, "python-glue: pin python b")
     pinned = json.loads(pq(fork, "gate", "--json", ok=False).stdout)
     assert pinned["status"] == "failed", pinned  # it ran with b, as the stages would
+
+
+def test_a_wrapper_script_as_the_interpreter_is_what_the_stages_run(tmp_path: Path) -> None:
+    """A script that sets what the interpreter needs, then execs it (conda, environment
+    modules, a CUDA library path), is no version manager's shim: the stages run it."""
+    wrapper = tmp_path / "tools" / "python"
+    write(wrapper.parent, "python", "#!/bin/sh\nexport NEEDED=1\n"
+          f'exec "{os.path.realpath(sys.executable)}" "$@"\n', mode=0o755)
+    fork = gate_fork(tmp_path, stage_lines(stage(
+        "tests", '"$PYTHON" -c "import os; assert os.environ[\'NEEDED\'] == \'1\'"'),
+        python=str(wrapper)))
+    result = pq(fork, "gate", ok=False)
+    assert result.exit_code == 0, result.output
 
 
 def test_stage_subset(tmp_path: Path) -> None:

@@ -59,8 +59,12 @@ def find_interpreter(name: str, root: Path) -> str | None:
 
 
 def is_launcher(path: str) -> bool:
-    """Whether `path` is a script that starts an interpreter (a pyenv or asdf shim), not
-    one: which Python it runs depends on where and with what environment it runs."""
+    """Whether `path` is a version manager's shim (pyenv, asdf, mise: a script in a
+    `shims` folder), not an interpreter: which Python it runs depends on where and with
+    what environment it runs. Another script (a wrapper that sets variables, then execs
+    Python) is what the stages run, as it is."""
+    if os.path.basename(os.path.dirname(os.path.abspath(path))) != "shims":
+        return False
     try:
         with open(os.path.realpath(path), "rb") as f:
             return f.read(2) == b"#!"
