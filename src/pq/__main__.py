@@ -106,9 +106,19 @@ def _in_utf8_mode() -> None:
     commands pq runs (gate stages) keep the caller's settings."""
     if sys.flags.utf8_mode or sys.getfilesystemencoding().lower().replace("-", "") == "utf8":
         return
+    # Only pq's own command lines (the console script, `python -m pq`) start again: not a
+    # frozen build (its executable reads no `-X`), a program read from stdin, one that
+    # asked for UTF-8 mode already, or a caller that runs `main()` in its own process.
+    script = os.path.basename(sys.argv[0]) if sys.argv else ""
+    if getattr(sys, "frozen", False) or "utf8" in getattr(sys, "_xoptions", {}) or \
+            script not in ("pq", "__main__.py") or sys.argv[0] == "-":
+        return
     from pq.git.process import restart_with
 
-    restart_with(["-X", "utf8"])
+    try:
+        restart_with(["-X", "utf8"])
+    except OSError:
+        pass  # pq goes on: its output is still UTF-8 (`raw_bytes_out`)
 
 
 def _main(argv: list[str]) -> None:

@@ -357,6 +357,20 @@ def test_another_interpreter_is_not_answered_from_the_record(tmp_path: Path) -> 
     assert other.exit_code == 1 and "cached" not in other.output, other.output
 
 
+def test_another_pythonpath_is_not_answered_from_the_record(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """PYTHONPATH decides what the stages import as much as the interpreter does."""
+    write(tmp_path / "a", "mymod.py", "")
+    (tmp_path / "b").mkdir()
+    fork = gate_fork(tmp_path, stage_lines(stage("tests", '"$PYTHON" -c "import mymod"')))
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path / "a"))
+    assert pq(fork, "gate").exit_code == 0
+    assert "cached" in pq(fork, "gate").output
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path / "b"))
+    other = pq(fork, "gate", ok=False)
+    assert other.exit_code == 1 and "cached" not in other.output, other.output
+
+
 def test_a_launcher_is_asked_which_interpreter_it_runs_in_the_worktree(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A pyenv shim as the interpreter was probed once in `/` and kept by the shim's mtime:

@@ -151,6 +151,10 @@ def test_attributes_that_change_the_checkout_run_the_build_again(tmp_path: Path)
     report = gate(fork)  # the same tree: neither the record nor the build may be reused
     assert not report["cached"] and stages(report)["build"]["status"] == "passed", report
     assert report["status"] == "passed" and count(runs) == 3
+    git(fork, "config", "filter.up.smudge", "tr a-z A-Z")  # a filter driver (git lfs's)
+    report = gate(fork)
+    assert not report["cached"] and stages(report)["build"]["status"] == "passed", report
+    assert count(runs) == 4
 
 
 def test_a_mode_the_build_changed_is_an_artifact(tmp_path: Path) -> None:

@@ -64,6 +64,14 @@ def test_a_cuda_hunk_is_decided_by_its_changed_lines() -> None:
     assert layers.decide("csrc/k.cu", b"", [*check, *compute]).layer == "kernel"
     assert layers.decide("csrc/k.cu", b"", ["}", "  return out;"]).layer == "kernel"
     assert layers.decide("csrc/k.cu", b"", ["  launch(x,", "         y);"]).layer == "kernel"
+    # ... but device code inside or after an unclosed call is code: a statement, a block.
+    for hunk in (["  TORCH_CHECK(x.is_cuda(),", "  PD_CHECK(x.is_gpu(),", *compute],
+                 ["  TORCH_CHECK(x.numel() > 0,", "  float v = a[i] * 2.f;"],
+                 ["  at::parallel_for(0, n, 1, [&](int64_t b, int64_t e) {",
+                  "    y[i] = __expf(x[i]);"]):
+        assert layers.decide("csrc/k.cu", b"", hunk).layer == "kernel", hunk
+    assert layers.decide("csrc/k.cu", b"", ["  TORCH_CHECK(c == '(',", '      "bad");']
+                         ).rule == "cuda-api-hunk"  # a `(` in a character is no call
 
 
 def test_classify_hunks_and_the_patch_layer() -> None:

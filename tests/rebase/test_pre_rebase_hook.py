@@ -4,6 +4,7 @@ is told each patch commit and its copy when the rebase is done."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -19,6 +20,10 @@ def _hook(fork: Path, folder: str, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
     path.chmod(0o755)
+
+
+def _fork_moved(tmp_path: Path) -> Path:
+    return one_patch_fork(tmp_path, {"pkg/glue.py": "x = 1\n"}, {"README.md": "moved\n"})
 
 
 def _rebase(fork: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -67,3 +72,36 @@ def test_post_rewrite_is_told_each_patch_and_its_copy(tmp_path: Path) -> None:
     new = git(fork, "rev-list", "-1", "HEAD~1")
     assert new != old
     assert (fork / ".git" / "rewritten").read_text() == f"rebase\n{old} {new}\n"
+
+
+def test_hooks_run_as_git_runs_them(tmp_path: Path) -> None:
+    """A hook with no `#!` line runs in sh; a hook reads no input of pq's (git gives it
+    /dev/null); post-rewrite runs once the rebase is logged and the lock let go, so it may
+    run pq itself; an up-to-date rebase asks no pre-rebase hook, as `git rebase`."""
+    fork = _fork_moved(tmp_path)
+    _hook(fork, ".git/hooks", 'read line; echo "pre-rebase read [$line]" >> "$GIT_DIR/asked"\n')
+    post = fork / ".git/hooks/post-rewrite"
+    post.write_text(f'{sys.executable} -m pq log -n 1 > "$GIT_DIR/logged" 2>&1\n')
+    post.chmod(0o755)
+    done = subprocess.run([sys.executable, "-m", "pq", "rebase", "upstream/main"], cwd=fork,
+                          input="SECRET\n", capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert (fork / ".git" / "asked").read_text() == "pre-rebase read []\n"
+    logged = (fork / ".git" / "logged").read_text()
+    assert "pq rebase upstream/main" in logged and "another pq command" not in logged
+    again = _rebase(fork, "upstream/main")
+    assert again.returncode == 0 and "already up to date" in again.stdout
+    assert (fork / ".git" / "asked").read_text().count("\n") == 1  # not asked again
+
+
+def test_a_post_rewrite_hook_that_cannot_run_leaves_the_rebase_done(tmp_path: Path) -> None:
+    fork = _fork_moved(tmp_path)
+    post = fork / ".git/hooks/post-rewrite"
+    post.write_text("#!/no/such/interpreter\n")  # git: "cannot run"; the rebase is done
+    post.chmod(0o755)
+    head = git(fork, "rev-parse", "HEAD")
+    done = _rebase(fork, "--json", "upstream/main")
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert data["status"] == "done" and git(fork, "rev-parse", "HEAD") != head
+    assert data["notes"] and "post-rewrite" in data["notes"][0]

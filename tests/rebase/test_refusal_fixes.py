@@ -30,6 +30,9 @@ def test_a_branch_that_merged_upstream_is_told_to_undo_the_merge(tmp_path: Path)
     assert "is a merge" in refused.output and "pq import" not in refused.output
     assert _fix(refused.output) == f"git reset --keep {before[:12]}"
     assert "then `pq rebase upstream/main`" in refused.output
+    forced = pq(fork, "init", "--force", "--upstream", "upstream/main", "--commit", ok=False)
+    assert forced.exit_code == 2 and "pq import" not in forced.output  # a series is there
+    assert _fix(forced.output) == f"git reset --keep {before[:12]}"
     git(fork, *_fix(refused.output).split()[1:])
     assert "1 of 1 patches kept" in pq(fork, "rebase", "upstream/main").output
 
@@ -79,3 +82,18 @@ def test_a_branch_rebased_outside_pq_names_init_not_itself(tmp_path: Path) -> No
     assert _fix(refused.output) == "pq init --force --upstream upstream/main --commit"
     pq(fork, *_fix(refused.output).split()[1:])
     assert "series consistent" in pq(fork, "check").output
+
+
+def test_a_merge_under_later_commits_names_the_rebase_that_drops_it(tmp_path: Path) -> None:
+    fork = _fork(tmp_path)
+    before = git(fork, "rev-parse", "HEAD")
+    git(fork, "merge", "-q", "--no-edit", "upstream/main")
+    merge = git(fork, "rev-parse", "HEAD")
+    write(fork, "pkg/more.py", "y = 2\n")
+    commit_all(fork, "python-glue: more")
+    refused = pq(fork, "rebase", "upstream/main", ok=False)
+    assert refused.exit_code == 2
+    assert f"`git rebase --onto {before[:12]} {merge[:12]}`" in refused.output
+    git(fork, "rebase", "-q", "--onto", before, merge)
+    pq(fork, "export", "--commit")
+    assert "2 of 2 patches kept" in pq(fork, "rebase", "upstream/main").output

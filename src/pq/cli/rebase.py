@@ -299,6 +299,8 @@ def render(report: RebaseReport) -> None:
              f"{len(report.patches)} patches kept, {plural(len(changed), 'patch file')} "
              "changed; "
              f"the previous tip is kept as refs/pq/orig-head/{report.branch}")
+    for note in report.notes:
+        echo(f"warning: {note}", err=True)
 
 
 def _note(p: PatchReport, branch: str) -> str:
@@ -355,4 +357,5 @@ def to_json(report: RebaseReport) -> dict[str, Any]:
             "range_diff": p.range_diff,
         } for p in report.patches],
         "conflict": conflict,
+        "notes": report.notes,
     }

@@ -200,12 +200,13 @@ def _plan(git: Git, held: ExitStack, stages: list[str] | tuple[str, ...] | None,
     # toolchain does.
     # So do the settings that decide the bytes the worktree's checkout writes.
     checkout = inputs.checkout_settings(
-        git.common_dir, git.config_matching(r"^core\.(autocrlf|eol|attributesfile)$"),
-        os.environ)
+        git.common_dir, git.config_matching(inputs.CHECKOUT_CONFIG), os.environ)
     # And which interpreter runs the stages: two virtualenvs of one Python differ in packages.
     fingerprint = {**found.fingerprint, "build_env": inputs.build_env(os.environ),
                    "compilers": inputs.compilers(path_env, os.environ), "checkout": checkout,
-                   "interpreter": inputs.short_digest(found.interpreter.path)}
+                   "interpreter": inputs.short_digest(found.interpreter.path),
+                   "python_env": inputs.short_digest(
+                       {k: os.environ.get(k) for k in inputs.PYTHON_ENV})}
     return _Plan(tip, tree, config, selected, found.interpreter, found.gpu, fingerprint,
                  queue.series.base, queue.series.queue_paths, worktree)
 

@@ -32,7 +32,13 @@ COMPILERS = ("cc", "c++", "gcc", "g++", "nvcc")
 
 ATTRIBUTES = ".gitattributes"
 # Settings of the repository that change the bytes a checkout writes (checkout_settings).
-CHECKOUT_CONFIG = ("core.autocrlf", "core.eol", "core.attributesfile")
+# The settings that decide the bytes a checkout writes: line ends, links, the attributes
+# file, and every filter driver's commands (`filter.<driver>.smudge`, `.process`: git lfs).
+CHECKOUT_CONFIG = r"^(core\.(autocrlf|eol|attributesfile|symlinks)|filter\..*)$"
+
+# What, beside the interpreter, decides which packages the stages import.
+PYTHON_ENV = ("PYTHONPATH", "PYTHONHOME", "PYTHONUSERBASE", "PYTHONNOUSERSITE",
+              "PYTHONSAFEPATH")
 
 Entries = Sequence[tuple[str, str, str, str]]  # (mode, type, object, path), as git ls-tree
 
@@ -136,11 +142,13 @@ def checkout_settings(common_dir: Path, config: Mapping[str, str],
     """A digest of what, besides the tree's `.gitattributes`, decides the bytes a checkout
     writes (eol, working-tree-encoding, filters), for the gate's fingerprint:
     `.git/info/attributes`, the file `core.attributesFile` names (by default
-    `$XDG_CONFIG_HOME/git/attributes`), `core.autocrlf` and `core.eol`; None when none is
-    there."""
+    `$XDG_CONFIG_HOME/git/attributes`), `core.autocrlf`, `core.eol`, `core.symlinks` and
+    the filter drivers' settings (`config`: those of git's configuration); None when none
+    is there."""
     home = environ.get("XDG_CONFIG_HOME") or os.path.join(environ.get("HOME", "~"), ".config")
     named = config.get("core.attributesfile") or os.path.join(home, "git", "attributes")
-    found: dict[str, str] = {k: config[k] for k in CHECKOUT_CONFIG if k in config}
+    found: dict[str, str] = {k: v for k, v in sorted(config.items())
+                             if re.match(CHECKOUT_CONFIG, k)}
     for label, path in (("info/attributes", common_dir / "info" / "attributes"),
                         ("attributesFile", Path(os.path.expanduser(named)))):
         try:

@@ -121,12 +121,15 @@ def _api_only(changed: Sequence[str]) -> bool:
     a block; at least one uses the API: plumbing."""
     api, depth = False, 0
     for line in _code(changed):
+        bare = _LITERAL.sub("", line)
+        after = max(depth, 0) + bare.count("(") - bare.count(")")
         if _API_LINE.search(line):
-            api, depth = True, max(depth, 0)
+            api = True
         elif depth <= 0 and not _NEUTRAL.match(line):
             return False
-        bare = _LITERAL.sub("", line)
-        depth += bare.count("(") - bare.count(")")
+        elif depth > 0 and (after > 0 and ";" in bare or "{" in bare):
+            return False  # a statement or a block of its own inside the call: code
+        depth = after
     return api
 
 

@@ -117,7 +117,10 @@ def init(git: Git, upstream: str, *, force: bool = False, commit: bool = False) 
                              upstream_raw=prev.upstream_raw, doc=prev.doc)
             except ConfigError:
                 pass
-        stack = stack_mod.read_stack(git, base, head, old.queue_paths)  # refuses merges first
+        # Merges are refused first; where the fork has a series, the fix is its rebase,
+        # else `pq import`.
+        stack = stack_mod.read_stack(git, base, head, old.queue_paths,
+                                     upstream=upstream if prev_queue is not None else None)
         queue = stack_mod.export(git, stack, old, base,
                                  recorded=stack_mod.recorded_files(prev_queue))
         return _write_export(git, queue, old, t, commit, head, stack)

@@ -91,8 +91,8 @@ def _merge_fix(git: Git, base: str, merge: str, before: str, tip: str,
         return ("`pq import --upstream <ref>` turns a merge-maintained branch into a series; "
                 "nothing was written")
     undo = (f"undo the merge (`git reset --keep {before[:12]}`, the commit before it)"
-            if merge == tip else "take the merge out of the branch's history (the commits "
-            "after it replayed on the commit before it)")
+            if merge == tip else "take the merge out of the branch's history (`git rebase "
+            f"--onto {before[:12]} {merge[:12]}` replays the commits after it without it)")
     if upstream_past_base(git, upstream, base, merge) is not None:
         return f"{undo}, then `pq rebase {upstream}` brings in the upstream commits it merged"
     return f"{undo}, then run it again"

@@ -45,8 +45,28 @@ def start(git: Git, upstream: str | None = None, *, gate: bool = False,
     drift scan) alongside the landing's checkout. Everything is read under the lock: another pq
     command (an undo, an export) ends before it, or after it."""
     with Transaction(git, f"pq rebase {upstream or ''}".rstrip(), mutating=False) as txn:
-        return _start(txn, upstream, gate=gate, progress=progress, force=force,
-                      rerere=rerere, crossing=crossing, verify=verify)
+        report = _start(txn, upstream, gate=gate, progress=progress, force=force,
+                        rerere=rerere, crossing=crossing, verify=verify)
+    return _rewritten(git, report)
+
+
+def _rewritten(git: Git, report: RebaseReport) -> RebaseReport:
+    """Tell the repository's post-rewrite hook each patch commit a finished rebase copied
+    and its copy (`rebase`, as `git rebase` tells it), once the operation is logged and the
+    lock let go (a hook may run pq). Nothing it does changes the rebase's outcome."""
+    pairs = "".join(f"{p.source} {p.commit}\n" for p in report.patches
+                    if report.status == "done" and p.source and p.commit)
+    if pairs:
+        from pq.errors import PqError
+        from pq.git.hooks import run_hook
+
+        try:
+            run_hook(git, "post-rewrite", ["rebase"], pairs.encode())
+        except PqError as exc:
+            report.notes.append(exc.render())
+        except KeyboardInterrupt:
+            report.notes.append("the post-rewrite hook was interrupted (the rebase is done)")
+    return report
 
 
 def _start(txn: Transaction, upstream: str | None, *, gate: bool, progress: Progress | None,
@@ -75,12 +95,12 @@ def _start(txn: Transaction, upstream: str | None, *, gate: bool, progress: Prog
             require_clean()  # uncommitted changes are the first thing to fix, as ever
             raise
         require_clean()
-    if verify:
-        refusals.require_pre_rebase_hook(git, upstream or ref)
     if onto == old_base:
         return RebaseReport("up-to-date", branch.removeprefix("refs/heads/"), ref, old_base,
                             onto, 0, head, head, [PatchReport(e.name, e.layer, "clean")
                                                   for e in series.patches])
+    if verify:  # asked once there is a rebase to do, as `git rebase` asks it
+        refusals.require_pre_rebase_hook(git, upstream or ref)
     trees = Trees(git)
     committer = who.result()  # and `git` keeps whether it signs, before any commit
     layers = {e.name: e.layer for e in series.patches}
@@ -133,7 +153,8 @@ def _checked_stack(git: Git, branch: str, queue: Queue, ref: str, onto: str, for
     if found is None:
         from pq.queue.reach import missing_base
 
-        missing = missing_base(git, series.base, series.upstream_ref, "run it again",
+        missing = missing_base(git, series.base, f"the upstream of {series.upstream_ref}",
+                               "run it again",
                                f"pq init --force --upstream {series.upstream_ref} --commit")
         raise ConfigError(missing[0] if missing else f"unknown series base {series.base!r}",
                           path=SERIES_FILE, hint=missing[1] if missing else None)
@@ -276,7 +297,8 @@ def resume(git: Git, action: str, progress: Progress | None = None,
     `crossing` as for `start`. The stopped rebase is read under the lock: an abort, or
     another `--continue`, that ran meanwhile has ended it, or not begun."""
     with Transaction(git, f"pq rebase --{action}", mutating=False) as txn:
-        return _resume(txn, action, progress, crossing)
+        report = _resume(txn, action, progress, crossing)
+    return _rewritten(git, report)
 
 
 def _resume(txn: Transaction, action: str, progress: Progress | None,

@@ -44,19 +44,7 @@ def finish(git: Git, state: RebaseState, trees: Trees, old: Queue, committer: Pe
     # export` or `pq rebase` need not export it again to know so (pq.queue.verified).
     verified.remember_written(git, state.new_tip, written, new_stack)
     rs.remove(git)
-    _post_rewrite(git, state)
     return report(git, state, "done", old, queue)
-
-
-def _post_rewrite(git: Git, state: RebaseState) -> None:
-    """The repository's post-rewrite hook, told each patch commit and its copy, as `git
-    rebase` tells it (`rebase` its argument; patches dropped as upstream's are not copies).
-    Its exit code changes nothing, as in git."""
-    from pq.git.hooks import run_hook
-
-    pairs = "".join(f"{s.commit} {s.new_commit}\n" for s in state.steps if s.new_commit)
-    if pairs:
-        run_hook(git, "post-rewrite", ["rebase"], pairs.encode())
 
 
 def _new_stack(git: Git, trees: Trees, state: RebaseState, qp: tuple[str, ...],

@@ -200,5 +200,5 @@ def require_pre_rebase_hook(git: Git, upstream: str) -> None:
     if code:
         raise OperationFailed(f"the pre-rebase hook refused to rebase (exit {code}); nothing "
                               "changed", hint="see what the hook says above; `pq rebase "
-                              f"--no-verify {upstream}` rebases without asking it, as `git "
-                              "rebase --no-verify` does")
+                              f"--no-verify {shell_args([upstream])}` rebases without asking "
+                              "it, as `git rebase --no-verify` does")

@@ -45,6 +45,9 @@ class RebaseReport:
     conflict_notes: list[str] = field(default_factory=list)  # RebaseState.conflict_notes
     gate: bool = False  # the rebase was started with --gate
     gone_worktree: str | None = None  # an abort's: the worktree the rebase ran in, gone
+    # What a finished rebase has to say beside its outcome: a post-rewrite hook that
+    # could not run, or was interrupted (the rebase is done either way).
+    notes: list[str] = field(default_factory=list)
     # The series and patch files a finished rebase wrote (what the working tree now has),
     # for reports that read them next (the drift's files the patches touch); not JSON.
     queue: Queue | None = field(default=None, repr=False, compare=False)
