@@ -94,6 +94,7 @@ class _Plan:
     base: str  # the series' recorded upstream base, whose files `base:` inputs name
     queue_paths: tuple[str, ...]  # pq's own files: never a default input of the build
     worktree: Path | None  # made early to ask a launcher which interpreter it runs there
+    settings: dict[str, str]  # git config pq.gate.* (cache sizes)
 
 
 def run_gate(git: Git, *, stages: list[str] | tuple[str, ...] | None = None,
@@ -118,7 +119,7 @@ def _run_gate(git: Git, held: ExitStack, stages: list[str] | tuple[str, ...] | N
         hit = record.find_cached(git, plan.tip, plan.tree, plan.fingerprint, names)
         if hit is not None:
             return _cached_report(plan, names, partial, *hit)
-    settings = git.config_matching(r"^pq\.gate\.")
+    settings = plan.settings
     try:
         cache_bytes, ccache_size = _sizes(settings)
     except ConfigError as exc:
@@ -199,8 +200,9 @@ def _plan(git: Git, held: ExitStack, stages: list[str] | tuple[str, ...] | None,
     # The caller's CC, CFLAGS, ... and the compilers on PATH decide a build as much as the
     # toolchain does.
     # So do the settings that decide the bytes the worktree's checkout writes.
-    checkout = inputs.checkout_settings(
-        git.common_dir, git.config_matching(inputs.CHECKOUT_CONFIG), os.environ)
+    # One read of git's configuration: the gate's own settings and the checkout's.
+    git_config = git.config_matching(rf"^pq\.gate\.|{inputs.CHECKOUT_CONFIG}")
+    checkout = inputs.checkout_settings(git.common_dir, git_config, os.environ)
     # And which interpreter runs the stages: two virtualenvs of one Python differ in packages.
     fingerprint = {**found.fingerprint, "build_env": inputs.build_env(os.environ),
                    "compilers": inputs.compilers(path_env, os.environ), "checkout": checkout,
@@ -208,7 +210,8 @@ def _plan(git: Git, held: ExitStack, stages: list[str] | tuple[str, ...] | None,
                    "python_env": inputs.short_digest(
                        {k: os.environ.get(k) for k in inputs.PYTHON_ENV})}
     return _Plan(tip, tree, config, selected, found.interpreter, found.gpu, fingerprint,
-                 queue.series.base, queue.series.queue_paths, worktree)
+                 queue.series.base, queue.series.queue_paths, worktree,
+                 {k: v for k, v in git_config.items() if k.startswith("pq.gate.")})
 
 
 def _sizes(settings: dict[str, str]) -> tuple[int, str]:

@@ -31,9 +31,9 @@ BUILD_ENV = ("CC", "CXX", "CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS", "LDSHARED
 COMPILERS = ("cc", "c++", "gcc", "g++", "nvcc")
 
 ATTRIBUTES = ".gitattributes"
-# Settings of the repository that change the bytes a checkout writes (checkout_settings).
-# The settings that decide the bytes a checkout writes: line ends, links, the attributes
-# file, and every filter driver's commands (`filter.<driver>.smudge`, `.process`: git lfs).
+# The settings that decide the bytes a checkout writes (checkout_settings): line ends,
+# links, the attributes file, and every filter driver's commands (`filter.<driver>.smudge`,
+# `.process`: git lfs).
 CHECKOUT_CONFIG = r"^(core\.(autocrlf|eol|attributesfile|symlinks)|filter\..*)$"
 
 # What, beside the interpreter, decides which packages the stages import.

@@ -59,19 +59,29 @@ def upstream_past_base(git: Git, ref: str, base: str, tip: str) -> tuple[int, st
     return None
 
 
+def base_missing(git: Git, base: str, upstream: str | None) -> tuple[str, str] | None:
+    """`missing_base` for a command run again once fixed, the fixes naming the series'
+    `upstream` ref (None: not known)."""
+    return missing_base(git, base, f"the upstream of {upstream}" if upstream else
+                        "the remote series.yaml's upstream.ref names", "run it again",
+                        _reinit(upstream))
+
+
+def _reinit(upstream: str | None) -> str:
+    return f"pq init --force --upstream {upstream or '<upstream ref>'} --commit"
+
+
 def linear_range(git: Git, base: str, tip: str, upstream: str | None = None
                   ) -> list[tuple[CommitId, tuple[CommitId, ...]]]:
     """(commit, parents) of base..tip, oldest first; refused for a merge or a base not below."""
-    reinit = f"pq init --force --upstream {upstream or '<upstream ref>'} --commit"
     if not git.is_ancestor(base, tip):
-        missing = missing_base(git, base, "the remote series.yaml's upstream.ref names",
-                               "run it again", reinit) or shallow_cut(git, base, tip)
+        missing = base_missing(git, base, upstream) or shallow_cut(git, base, tip)
         if missing is not None:
             raise ConfigError(missing[0], hint=missing[1])
         raise ConfigError(
             f"the series base {base[:12]} is not an ancestor of {tip[:12]}: the branch was "
             "rebased or reset outside pq (onto a force-pushed upstream, say)",
-            path="series.yaml", hint=f"re-record the base from the branch: `{reinit}`")
+            path="series.yaml", hint=f"re-record the base from the branch: `{_reinit(upstream)}`")
     revs = git.rev_list_with_parents(f"{base}..{tip}")
     for commit, parents in revs:
         if len(parents) != 1:

@@ -55,7 +55,7 @@ def _rewritten(git: Git, report: RebaseReport) -> RebaseReport:
     and its copy (`rebase`, as `git rebase` tells it), once the operation is logged and the
     lock let go (a hook may run pq). Nothing it does changes the rebase's outcome."""
     pairs = "".join(f"{p.source} {p.commit}\n" for p in report.patches
-                    if report.status == "done" and p.source and p.commit)
+                    if p.source and p.commit) if report.status == "done" else ""
     if pairs:
         from pq.errors import PqError
         from pq.git.hooks import run_hook
@@ -151,11 +151,9 @@ def _checked_stack(git: Git, branch: str, queue: Queue, ref: str, onto: str, for
     head = git.head()
     found = git.try_resolve(series.base)
     if found is None:
-        from pq.queue.reach import missing_base
+        from pq.queue.reach import base_missing
 
-        missing = missing_base(git, series.base, f"the upstream of {series.upstream_ref}",
-                               "run it again",
-                               f"pq init --force --upstream {series.upstream_ref} --commit")
+        missing = base_missing(git, series.base, series.upstream_ref)
         raise ConfigError(missing[0] if missing else f"unknown series base {series.base!r}",
                           path=SERIES_FILE, hint=missing[1] if missing else None)
     old_base = found
