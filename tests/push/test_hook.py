@@ -948,6 +948,23 @@ def test_chain_runs_the_old_hook_first_and_uninstall_restores_it(tmp_path: Path)
     assert not (fork / ".git/hooks/pre-push.pre-pq").exists()
 
 
+def test_a_chained_hook_that_is_not_executable_is_ignored_with_gits_hint(tmp_path: Path
+                                                                         ) -> None:
+    fork, remote = make_pushable(tmp_path)
+    pq(fork, "hook", "uninstall")
+    write(fork / ".git/hooks", "pre-push", "#!/bin/sh\nexit 3\n", mode=0o644)
+    pq(fork, "hook", "install", "--chain")
+    result = push(fork, "origin", "paddle")
+    assert result.returncode == 0, result.stderr  # git would not run it either
+    assert "hint: The '.git/hooks/pre-push.pre-pq' hook was ignored because it's not set " \
+        "as executable." in result.stderr
+    assert "series consistent" in result.stderr
+    git(fork, "config", "advice.ignoredHook", "false")
+    git(fork, "push", "-q", "origin", ":paddle")
+    again = push(fork, "origin", "paddle")
+    assert again.returncode == 0 and "hint:" not in again.stderr, again.stderr
+
+
 def test_install_honours_core_hooks_path(tmp_path: Path) -> None:
     fork, remote = make_pushable(tmp_path)
     pq(fork, "hook", "uninstall")

@@ -69,6 +69,10 @@ def test_post_rewrite_is_told_each_patch_and_its_copy(tmp_path: Path) -> None:
     (fork / ".git/hooks/pre-rebase").chmod(0o644)  # not executable: git skips it, so does pq
     done = _rebase(fork, "upstream/main")
     assert done.returncode == 0, done.stderr  # the hook's exit code changes nothing
+    assert done.stderr.startswith(  # git's hint, word for word
+        "hint: The '.git/hooks/pre-rebase' hook was ignored because it's not set as "
+        "executable.\nhint: You can disable this warning with `git config "
+        "advice.ignoredHook false`.\n"), done.stderr
     new = git(fork, "rev-list", "-1", "HEAD~1")
     assert new != old
     assert (fork / ".git" / "rewritten").read_text() == f"rebase\n{old} {new}\n"
@@ -105,3 +109,22 @@ def test_a_post_rewrite_hook_that_cannot_run_leaves_the_rebase_done(tmp_path: Pa
     data = json.loads(done.stdout)
     assert data["status"] == "done" and git(fork, "rev-parse", "HEAD") != head
     assert data["notes"] and "post-rewrite" in data["notes"][0]
+
+
+def test_the_ignored_hook_hint_is_given_as_git_gives_it(tmp_path: Path) -> None:
+    """A hook that is not executable: git's hint, from a subfolder too and through
+    core.hooksPath, and none with `advice.ignoredHook` false."""
+    fork = _fork_moved(tmp_path)
+    git(fork, "config", "core.hooksPath", "my-hooks")
+    _hook(fork, "my-hooks", "#!/bin/sh\nexit 3\n")
+    (fork / "my-hooks/pre-rebase").chmod(0o644)
+    (fork / "pkg").mkdir(exist_ok=True)
+    said = subprocess.run([sys.executable, "-m", "pq", "rebase", "--json", "upstream/main"],
+                          cwd=fork / "pkg", capture_output=True, text=True, check=False)
+    assert said.returncode == 0, said.stderr
+    assert json.loads(said.stdout)["status"] == "done"
+    assert "hint: The 'my-hooks/pre-rebase' hook was ignored" in said.stderr
+    git(fork, "reset", "-q", "--hard", "refs/pq/orig-head/paddle")
+    git(fork, "config", "advice.ignoredHook", "false")
+    quiet = _rebase(fork, "upstream/main")
+    assert quiet.returncode == 0 and "hint:" not in quiet.stderr, quiet.stderr

@@ -1,15 +1,17 @@
 """The repository's own git hooks, run as git runs them: found where git looks
-(core.hooksPath, else the git dir's hooks/), only when executable, in the top of the
-working tree, with the user's environment and GIT_DIR; what a hook prints goes to stderr,
-as git sends it."""
+(core.hooksPath, else the git dir's hooks/), only when executable (else git's hint that it
+was ignored), in the top of the working tree, with the user's environment and GIT_DIR;
+what a hook prints goes to stderr, as git sends it."""
 
 from __future__ import annotations
 
 import errno
 import os
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from pq.errors import ConfigError, PqError
 from pq.git import process
 from pq.git.repo import Git
 
@@ -18,8 +20,12 @@ def run_hook(git: Git, name: str, args: Sequence[str], stdin: bytes = b"") -> in
     """Run the hook `name` with `args`, `stdin` its input (none: at its end at once, as
     git gives a hook /dev/null); its exit code, 0 when there is none. A hook with no `#!`
     line runs in `sh`, as git runs it."""
-    found = _folder(git) / name
-    if not found.is_file() or not os.access(found, os.X_OK):
+    folder, shown = _folder(git)
+    found = folder / name
+    if not found.is_file():
+        return 0
+    if not os.access(found, os.X_OK):
+        advise_ignored(f"{shown}/{name}", git)
         return 0
     env = {**os.environ, "GIT_DIR": str(git.git_dir)}
     for argv in ([str(found), *args], ["/bin/sh", str(found), *args]):
@@ -29,26 +35,47 @@ def run_hook(git: Git, name: str, args: Sequence[str], stdin: bytes = b"") -> in
         except OSError as exc:
             if exc.errno == errno.ENOEXEC and argv[0] != "/bin/sh":
                 continue
-            from pq.errors import ConfigError
-
             raise ConfigError(f"cannot run the {name} hook: {exc.strerror}", path=str(found),
                               hint="make it a script the system runs, or remove its "
                                    "executable bit to turn it off") from None
     return 0  # not reached: the second form either runs or raises
 
 
-def _folder(git: Git) -> Path:
+def advise_ignored(shown: str, git: Git | None = None) -> None:
+    """git's hint for a hook it ignores because it is not executable (`shown`: the path as
+    git names it), on stderr as git prints it, unless `advice.ignoredHook` is false (read
+    in `git`, else in the current folder's repository, as a hook git runs reads it)."""
+    if _advice_off(git):
+        return
+    sys.stdout.flush()
+    print(f"hint: The '{shown}' hook was ignored because it's not set as executable.\n"
+          "hint: You can disable this warning with `git config advice.ignoredHook false`.",
+          file=sys.stderr, flush=True)
+
+
+def _advice_off(git: Git | None) -> bool:
+    if git is not None:
+        try:
+            return git.config_bool("advice.ignoredHook") is False
+        except PqError:  # not a boolean: the hint, as for any value but false
+            return False
+    found = process.output(["git", "config", "--type=bool", "--get", "advice.ignoredHook"])
+    return found is not None and found.code == 0 and found.stdout.strip() == b"false"
+
+
+def _folder(git: Git) -> tuple[Path, str]:
     """Where git looks for the repository's hooks (core.hooksPath, else hooks/ of the
-    common git dir): asked of git once per process and configuration (a rebase asks for
-    two hooks)."""
+    common git dir), and that folder as git names it in a message: asked of git once per
+    process and configuration (a rebase asks for two hooks)."""
     try:
         config = (git.common_dir / "config").stat().st_mtime_ns
     except OSError:
         config = 0
     key = (git.root, git.git_dir, config)
     if key not in _FOLDERS:
-        _FOLDERS[key] = git.root / git.text("rev-parse", "--git-path", "hooks").rstrip("\n")
+        shown = git.text("rev-parse", "--git-path", "hooks").rstrip("\n")
+        _FOLDERS[key] = (git.root / shown, shown)
     return _FOLDERS[key]
 
 
-_FOLDERS: dict[tuple[Path, Path, int], Path] = {}
+_FOLDERS: dict[tuple[Path, Path, int], tuple[Path, str]] = {}

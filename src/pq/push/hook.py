@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from pq import __version__
 from pq.errors import ConfigError
-from pq.git import process
+from pq.git import hooks, process
 from pq.git.gateway import clean_env, worktree_of
 from pq.git.objects import CommitId
 from pq.git.repo import Git
@@ -329,8 +329,9 @@ def run_chained(path: str, args: Sequence[str], stdin: bytes) -> tuple[str, int]
     """Run the hook `pq hook install --chain` moved aside, with git's input; None if absent."""
     if not os.path.lexists(path):
         return None
-    if not os.access(path, os.X_OK):
-        return (path, 0)  # git ignores a hook that is not executable; so does pq
+    if not os.access(path, os.X_OK):  # git ignores a hook that is not executable, and
+        hooks.advise_ignored(path)  # says so; so does pq
+        return (path, 0)
     try:
         rc = process.passthrough(_as_git_runs_it(path, args), input=stdin)
     except OSError as exc:
