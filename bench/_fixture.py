@@ -14,7 +14,7 @@ from pathlib import Path
 import rebase as rebase_bench  # the sibling bench/rebase.py (its folder is on sys.path)
 
 LINES = 80
-FAR_LINE = 40  # upstream edits patched files only from here down; hunks sit near the top
+FAR_LINE = rebase_bench.FAR_LINE  # upstream edits patched files from here down only
 FILES_PER_DIR = 50
 
 
@@ -96,23 +96,7 @@ def build(root: Path, run: rebase_bench.Runner, files: int, patches: int,
     tip = run.git(fork, "rev-parse", "HEAD").strip()
 
     # Upstream moves on, never touching a patch's hunks.
-    all_paths = list(content)
-    moves = []
-    for c in range(upstream_commits):
-        changed = {}
-        for _ in range(rng.randint(1, 3)):
-            p = rng.choice(all_paths)
-            lo = FAR_LINE if p in uses else 0
-            line = rng.randrange(min(lo, len(content[p]) - 1), len(content[p]))
-            content[p][line] = content[p][line].rstrip("\n") + f"  # upstream {c}\n"
-            changed[p] = "".join(content[p]).encode()
-        if c % 20 == 0:
-            p = f"src/new/added{c:03d}.py"
-            content[p] = [f"added = {c}\n"]
-            all_paths.append(p)
-            changed[p] = content[p][0].encode()
-        moves.append((f"upstream: change {c + 1}", "refs/heads/main^0" if c == 0 else "",
-                      changed))
+    moves = rebase_bench.upstream_moves(rng, content, set(uses), upstream_commits)
     if moves:
         run.git(up, "fast-import", "--quiet",
                 input=rebase_bench.fast_import(moves, "refs/heads/main", 1_700_200_000))

@@ -74,6 +74,31 @@ def path_of(i: int) -> str:
     return f"src/mod{i // FILES_PER_DIR:02d}/file{i % FILES_PER_DIR:03d}.py"
 
 
+def upstream_moves(rng: random.Random, content: dict[str, list[str]], patched: set[str],
+                   count: int) -> list[tuple[str, str, dict[str, bytes]]]:
+    """`count` upstream commits for `fast_import`, each changing 1-3 lines of `content`
+    (edited in place; a patched file only from FAR_LINE down, never a patch's hunk) and
+    every 20th adding a file."""
+    all_paths = list(content)
+    moves = []
+    for c in range(count):
+        files = {}
+        for _ in range(rng.randint(1, 3)):
+            p = rng.choice(all_paths)
+            lo = FAR_LINE if p in patched else 0
+            line = rng.randrange(min(lo, len(content[p]) - 1), len(content[p]))
+            content[p][line] = content[p][line].rstrip("\n") + f"  # upstream {c}\n"
+            files[p] = "".join(content[p]).encode()
+        if c % 20 == 0:
+            p = f"src/new/added{c:03d}.py"
+            content[p] = [f"added = {c}\n"]
+            all_paths.append(p)
+            files[p] = content[p][0].encode()
+        moves.append((f"upstream: change {c + 1}", "refs/heads/main^0" if c == 0 else "",
+                      files))
+    return moves
+
+
 def fast_import(commits: list[tuple[str, str, dict[str, bytes]]], branch: str,
                 start: int) -> bytes:
     """A fast-import stream: (message, parent mark or ref, changed files) per commit."""
@@ -137,23 +162,7 @@ def build(root: Path, run: Runner) -> tuple[Path, str, int]:
 
     # Upstream moves on: 320 commits, never touching a patch's hunks.
     patched_paths = {path_of(i) for i in patched[:cursor]}
-    all_paths = list(content)
-    moves = []
-    for c in range(UPSTREAM_COMMITS):
-        files = {}
-        for _ in range(rng.randint(1, 3)):
-            p = rng.choice(all_paths)
-            lo = FAR_LINE if p in patched_paths else 0
-            line = rng.randrange(min(lo, len(content[p]) - 1), len(content[p]))
-            content[p][line] = content[p][line].rstrip("\n") + f"  # upstream {c}\n"
-            files[p] = "".join(content[p]).encode()
-        if c % 20 == 0:
-            p = f"src/new/added{c:03d}.py"
-            content[p] = [f"added = {c}\n"]
-            all_paths.append(p)
-            files[p] = b"".join(x.encode() for x in content[p])
-        moves.append((f"upstream: change {c + 1}", "refs/heads/main^0" if c == 0 else "",
-                      files))
+    moves = upstream_moves(rng, content, patched_paths, UPSTREAM_COMMITS)
     run.git(up, "fast-import", "--quiet",
             input=fast_import(moves, "refs/heads/main", 1_700_200_000))
     run.git(fork, "fetch", "-q", "upstream")
