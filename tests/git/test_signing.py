@@ -40,7 +40,8 @@ def _fork_needing_a_rebase(tmp_path: Path, author: bytes | None = None) -> tuple
     if author is not None:
         raw = re.sub(rb"^author [^\n]*", b"author " + author, _unsigned(fork, "HEAD"),
                      count=1, flags=re.M)
-        odd = subprocess.run(["git", "hash-object", "-t", "commit", "-w", "--stdin"],
+        odd = subprocess.run(["git", "hash-object", "--literally", "-t", "commit", "-w",
+                              "--stdin"],
                              cwd=fork, input=raw, check=True, capture_output=True)
         git(fork, "reset", "-q", "--hard", odd.stdout.decode().strip())
     pq(fork, "init", "--upstream", "upstream/main", "--commit")
@@ -117,8 +118,9 @@ def test_commit_gpgsign_that_is_no_boolean_is_named(tmp_path: Path) -> None:
 
 def test_a_commit_git_would_change_while_signing_it_is_refused_not_rewritten(
         tmp_path: Path) -> None:
-    # a patch commit whose author name ends in a dot: git drops it from a name it is given
-    fork, _ = _fork_needing_a_rebase(tmp_path, b"A. U. Thor. <author@example.com> 1 +0000")
+    # a patch commit whose author name ends in a comma: git drops it from a name it is
+    # given (a dot too, before git 2.42)
+    fork, _ = _fork_needing_a_rebase(tmp_path, b"A U Thor, <author@example.com> 1 +0000")
     tip = git(fork, "rev-parse", "paddle")
     _sign_with_ssh(fork, tmp_path)
     result = pq(fork, "rebase", "upstream/main", ok=False)
@@ -165,7 +167,8 @@ def test_an_encoding_header_naming_utf8_is_dropped_as_git_rebase_drops_it(
     write(fork, "setup.py", "import paddle\n")
     commit_all(fork, "build: enable compat")
     raw = _unsigned(fork, "HEAD").replace(b"\n\nbuild:", b"\nencoding UTF-8\n\nbuild:")
-    odd = subprocess.run(["git", "hash-object", "-t", "commit", "-w", "--stdin"], cwd=fork,
+    odd = subprocess.run(["git", "hash-object", "--literally", "-t", "commit", "-w",
+                          "--stdin"], cwd=fork,
                          input=raw, check=True, capture_output=True).stdout.decode().strip()
     git(fork, "reset", "-q", "--hard", odd)
     pq(fork, "init", "--upstream", "upstream/main")

@@ -111,7 +111,8 @@ def raw_commit(fork: Path, author: bytes, message: bytes, encoding: bytes | None
     data = (b"tree " + tree.encode() + b"\nparent " + head.encode() + b"\nauthor " + author
             + b" 1700000000 +0100\ncommitter C O Mitter <committer@example.com> 1700000000 "
             b"+0100\n" + (b"encoding " + encoding + b"\n" if encoding else b"") + b"\n" + message)
-    sha = git(fork, "hash-object", "-t", "commit", "-w", "--stdin", input=data)
+    sha = git(fork, "hash-object", "--literally", "-t", "commit", "-w", "--stdin",
+              input=data)
     git(fork, "reset", "-q", "--hard", sha)
 
 
@@ -298,6 +299,22 @@ def test_a_rebase_keeps_the_author_line_byte_for_byte_as_git_does(tmp_path: Path
     assert b"\nauthor " + author + b" 1700000000" in b"\n" + commit_bytes(fork, ours)
     git(fork, "checkout", "-q", "paddle")
     pq(fork, "check")
+
+
+def test_a_sha256_repository_keeps_an_odd_author_line_as_git_does(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # There pq writes objects through `git hash-object`, which checks commits since git
+    # 2.40 (missingSpaceBeforeEmail): a copied commit is written unchecked, as git's own.
+    monkeypatch.setenv("GIT_DEFAULT_HASH", "sha256")
+    fork = make_fork(tmp_path)
+    assert git(fork, "rev-parse", "--show-object-format") == "sha256"
+    author = b"A U Thor<author@example.com>"
+    raw_commit(fork, author, b"build: an odd author line\n", None, False)
+    orig = git(fork, "rev-parse", "HEAD")
+    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    (ours,), (theirs,) = rebased_by_pq_and_git(tmp_path, fork, orig)
+    assert commit_bytes(fork, ours) == commit_bytes(fork, theirs)
+    assert b"\nauthor " + author + b" 1700000000" in b"\n" + commit_bytes(fork, ours)
 
 
 def test_a_patch_from_an_address_alone_applies_as_a_commit_git_fsck_accepts(

@@ -34,8 +34,7 @@ _SCRUBBED = {
     "GIT_DIFF_OPTS", "GIT_EXTERNAL_DIFF",
     # ...and the pathspec modes: pq writes its pathspecs with their magic spelled out
     # (`:(top,exclude)patches`), and passes a user's paths with --literal-pathspecs.
-    "GIT_LITERAL_PATHSPECS", "GIT_GLOB_PATHSPECS", "GIT_NOGLOB_PATHSPECS",
-    "GIT_ICASE_PATHSPECS",
+    "GIT_LITERAL_PATHSPECS", "GIT_GLOB_PATHSPECS", "GIT_NOGLOB_PATHSPECS", "GIT_ICASE_PATHSPECS",
 }
 
 def zsplit(out: bytes | str) -> list[str]:
@@ -51,8 +50,7 @@ def stdin_lines(items: Iterable[str]) -> bytes:
 
 def clean_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in _SCRUBBED}
-    env["LC_ALL"] = "C"
-    env["GIT_TERMINAL_PROMPT"] = "0"
+    env.update(LC_ALL="C", GIT_TERMINAL_PROMPT="0")
     if extra:
         env.update(extra)
     return env
@@ -285,7 +283,10 @@ class Gateway:
         return self._odb
 
     def _hash_object_w(self, kind: str, data: bytes) -> str:
-        return self.text("hash-object", "-w", "-t", kind, "--stdin", input=data).strip()
+        # git >= 2.40 checks what hash-object writes: a commit copied as it is (no space
+        # before an author's `<`, say) is written as a rebase writes it, unchecked.
+        how = ("--literally",) if kind in ("commit", "tag") else ()
+        return self.text("hash-object", *how, "-w", "-t", kind, "--stdin", input=data).strip()
 
     def read_object(self, rev: str) -> tuple[str, str, bytes]:
         return self.odb.read(rev)
@@ -386,12 +387,11 @@ def run_in(cwd: Path, *args: str, env: dict[str, str] | None = None,
 def _remove_stale_temp(parent: Path) -> None:
     """Remove `index-<pid>-*` folders under `parent` whose process no longer runs."""
     for entry in parent.iterdir():
-        parts = entry.name.split("-")
-        if len(parts) < 3 or parts[0] != "index" or not (parts[1].isascii()
-                                                              and parts[1].isdigit()):
+        kind, _, rest = entry.name.partition("-")
+        pid, _, _ = rest.partition("-")
+        if kind != "index" or "-" not in rest or not (pid.isascii() and pid.isdigit()):
             continue
-        pid = int(parts[1])
-        if pid == os.getpid() or pid_alive(pid):
+        if int(pid) == os.getpid() or pid_alive(int(pid)):
             continue
         import shutil  # a cleanup needs it; most commands never get here
 
