@@ -104,8 +104,19 @@ def require_in_place(git: Git, state: rs.RebaseState, action: str) -> None:
     if action == "abort":  # HEAD goes back to the branch; commits on the patch stay behind
         _require_nothing_left_behind(git, state, head)
         return
-    if git.current_branch() is not None or head is None or (
-            head != state.tip and not git.is_ancestor(state.tip, head)):
+    on_stack = head is not None and (head == state.tip or git.is_ancestor(state.tip, head))
+    attached = git.current_branch()
+    if attached is not None and on_stack:
+        # `git checkout -b NEW` at the stop: the commit is right, HEAD only got attached. The
+        # index may still be unmerged, where `git switch --detach <tip>` refuses; `git
+        # switch --detach` with no commit keeps the index and the files as they are.
+        raise ConfigError(
+            f"HEAD is on the branch {attached.removeprefix('refs/heads/')} (checked out while "
+            f"the rebase was stopped at patches/{state.steps[state.index].name}), not "
+            "detached on the stopped rebase",
+            hint="`git switch --detach` detaches it where it is, keeping the conflict and what "
+                 f"you resolved; then `pq rebase --{action}`")
+    if attached is not None or head is None or not on_stack:
         raise ConfigError(
             f"HEAD left the stopped rebase (it was at {state.tip[:12]}, patch "
             f"patches/{state.steps[state.index].name})",

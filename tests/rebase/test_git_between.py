@@ -1,0 +1,40 @@
+"""Plain git commands run while a pq rebase is stopped at a conflict: what pq says next
+works when followed, and nothing of the user's is lost."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+
+from gitrepo import git, pq, write
+from test_in_progress import RESOLVED, stopped
+
+
+def _quoted(text: str, start: str) -> list[str]:
+    """The first `...` command in `text` that starts with `start`, as its arguments."""
+    found = re.search(r"`(" + re.escape(start) + r"[^`]*)`", text)
+    assert found, text
+    return shlex.split(found.group(1))
+
+
+def test_a_branch_checked_out_at_the_stop_is_left_by_the_hint(tmp_path: Path) -> None:
+    """`git checkout -b NEW` at the stop keeps the unmerged index (git allows it, at the
+    same commit); `git switch --detach <tip>` then refuses ("you need to resolve your
+    current index first"), so the hint is `git switch --detach` where HEAD is."""
+    _, fork = stopped(tmp_path)
+    git(fork, "checkout", "-b", "other")
+    for action in ("continue", "skip"):
+        result = pq(fork, "rebase", f"--{action}", ok=False)
+        assert result.exit_code == 2, result.output
+        assert "HEAD is on the branch other" in result.output, result.output
+        assert f"then `pq rebase --{action}`" in result.output, result.output
+    assert "HEAD is on the branch other" in pq(fork, "status").output
+    git(fork, *_quoted(pq(fork, "rebase", "--continue", ok=False).output, "git switch")[1:])
+    assert git(fork, "status", "--porcelain") == "UU setup.py"  # the conflict stays
+    write(fork, "setup.py", RESOLVED)
+    git(fork, "add", "setup.py")
+    pq(fork, "rebase", "--continue")
+    assert git(fork, "show", "paddle~2:setup.py") == RESOLVED.rstrip("\n")
+    assert git(fork, "rev-parse", "--abbrev-ref", "HEAD") == "paddle"
+
