@@ -38,3 +38,14 @@ def test_a_branch_checked_out_at_the_stop_is_left_by_the_hint(tmp_path: Path) ->
     assert git(fork, "show", "paddle~2:setup.py") == RESOLVED.rstrip("\n")
     assert git(fork, "rev-parse", "--abbrev-ref", "HEAD") == "paddle"
 
+
+def test_gate_while_stopped_names_the_rebase_not_pq_init(tmp_path: Path) -> None:
+    """HEAD is the stack so far, without series.yaml: the gate's hint was `run pq init`,
+    which pq refuses while the rebase is stopped."""
+    _, fork = stopped(tmp_path)
+    result = pq(fork, "gate", ok=False)
+    assert result.exit_code == 2, result.output
+    assert "is a stopped pq rebase's commit" in result.output, result.output
+    assert "pq init" not in result.output and "pq rebase --abort" in result.output
+    pq(fork, "rebase", "--abort")
+    assert "stopped pq rebase" not in pq(fork, "gate", ok=False).output

@@ -178,6 +178,15 @@ def _plan(git: Git, held: ExitStack, stages: list[str] | tuple[str, ...] | None,
     tree = git.commit(tip).tree
     queue = queuefiles.read_tree(git, tip)
     if queue is None:
+        from pq.rebase import state as rs
+
+        stopped = rs.load(git)
+        if stopped is not None and git.other_worktree(stopped.worktree) is None:
+            # HEAD is the stack so far, without the queue: `pq init` would be refused too
+            raise ConfigError(f"HEAD ({tip[:12]}) is a stopped pq rebase's commit, with no "
+                              "series.yaml until the rebase ends", hint="finish it (`pq rebase "
+                              "--continue`) or end it (`pq rebase --abort`), then `pq gate`; "
+                              "`pq status` says where it stands")
         raise ConfigError(f"HEAD ({tip[:12]}) has no committed series.yaml, so there is no "
                           "gate configuration", hint="run `pq init` and commit series.yaml")
     config = parse(queue.series, tip[:12], queue.series_bytes)
