@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -111,7 +112,7 @@ def plan(git: Git, kind: str, op: int | None, current: Snapshot, force: bool) ->
     if REBASE_STATE in current["state"] and not _reverts_a_stop(h, kind, op):
         raise ConfigError(f"a pq rebase is in progress; pq {kind} would step into the middle "
                           "of it", hint="finish it with `pq rebase --continue` or end it with "
-                                        "`pq rebase --abort` (then `pq undo` goes further back)")
+                                        f"`pq rebase --abort`{_past_the_rebase(git, h)}")
     if kind == "undo" and op is None:
         if not h.view:
             raise ConfigError("nothing to undo", hint="`pq log` lists the operations")
@@ -162,6 +163,22 @@ def plan(git: Git, kind: str, op: int | None, current: Snapshot, force: bool) ->
             + f"`{again} --force` does it anyway; the present state is logged first, and "
               f"`{back}` brings it back")
     return result
+
+
+def _past_the_rebase(git: Git, h: History) -> str:
+    """What goes back past the rebase in progress once it is aborted: a plain `pq undo`
+    after `--abort` (or a finished `--continue`) brings the stopped rebase back, so it is
+    `pq undo --op` of the operation in effect before the rebase started, if any."""
+    try:
+        started = json.loads((git.pq_dir() / REBASE_STATE).read_bytes()).get("log_id")
+    except (OSError, ValueError, AttributeError):
+        started = None
+    earlier = h.before[started][0] if isinstance(started, int) and started in h.before else []
+    if not earlier:
+        return ""
+    record = h.records[earlier[-1]]
+    return (f"; a `pq undo` after either brings this rebase back: after the abort, `pq undo "
+            f"--op {earlier[-1]}` goes further back, to before `{record.get('command')}`")
 
 
 def brought_back_a_rebase(record: Record) -> bool:
