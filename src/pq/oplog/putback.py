@@ -19,7 +19,7 @@ from pq.oplog.snapshot import (
     write_queue,
     write_state,
 )
-from pq.quoting import list_paths
+from pq.quoting import list_paths, shown
 
 if TYPE_CHECKING:
     from pq.oplog.undo import Plan
@@ -147,11 +147,14 @@ def _require_no_untracked_in_the_way(git: Git, now: str, then: str, p: Plan) -> 
     An ignored one too, which git would overwrite: undo keeps every file of the user's."""
     in_way = git.untracked([path for path in git.changed_paths(now, then, diff_filter="A")
                             if not in_queue(path)], ignored_too=True)
-    if in_way:
-        more = f" and {len(in_way) - 1} more" if len(in_way) > 1 else ""
-        ignored = " (ignored, but yours)" if git.ignored(in_way[:1]) else ""
-        raise ConfigError(f"untracked {in_way[0]}{ignored}{more} would be overwritten by "
-                          f"{_doing(p)}", hint=f"move it aside, then run `{p.again}` again")
+    if in_way:  # every one named: moving aside only the one named refused again
+        ignored = git.ignored(in_way[:5])
+        more = f" and {len(in_way) - 5} more" if len(in_way) > 5 else ""
+        named = ", ".join(shown(path) + " (ignored, but yours)" * (path in ignored)
+                          for path in in_way[:5]) + more
+        raise ConfigError(f"untracked {named} would be overwritten by {_doing(p)}",
+                          hint=f"move {'it' if len(in_way) == 1 else 'them'} aside, then run "
+                               f"`{p.again}` again")
 
 
 def _checkout_failure(stderr: bytes, p: Plan) -> str:
