@@ -49,3 +49,39 @@ def test_gate_while_stopped_names_the_rebase_not_pq_init(tmp_path: Path) -> None
     assert "pq init" not in result.output and "pq rebase --abort" in result.output
     pq(fork, "rebase", "--abort")
     assert "stopped pq rebase" not in pq(fork, "gate", ok=False).output
+
+
+def test_abort_keeps_uncommitted_edits_made_on_another_branch(tmp_path: Path) -> None:
+    """A hotfix started on another branch while the rebase was stopped: `--abort` resets
+    the working tree to the rebased branch, and threw that uncommitted edit away silently.
+    It refuses now (exit 2, naming the file); its hint, followed, keeps the edit."""
+    _, fork = stopped(tmp_path)
+    git(fork, "reset", "-q", "--hard")
+    git(fork, "switch", "-q", "-c", "hotfix", "upstream/main~1")
+    write(fork, "README.md", "hotfix in progress\n")
+    result = pq(fork, "rebase", "--abort", ok=False)
+    assert result.exit_code == 2, result.output
+    assert "uncommitted changes in README.md on hotfix" in result.output, result.output
+    assert (fork / "README.md").read_text() == "hotfix in progress\n"
+    assert "`pq rebase --abort` refuses too: uncommitted changes in README.md" in pq(
+        fork, "status").output
+    git(fork, "stash", "-q")  # as the hint says
+    pq(fork, "rebase", "--abort")
+    git(fork, "switch", "-q", "hotfix")
+    git(fork, "stash", "pop", "-q")
+    assert (fork / "README.md").read_text() == "hotfix in progress\n"
+
+
+def test_abort_force_and_edits_on_the_stack_are_thrown_away_as_before(tmp_path: Path) -> None:
+    _, fork = stopped(tmp_path)
+    write(fork, "README.md", "a resolution in progress elsewhere\n")  # on the stack: the
+    pq(fork, "rebase", "--abort")                                     # abort's to drop
+    assert (fork / "README.md").read_text() == "upstream\n"
+    _, fork = stopped(tmp_path / "again")
+    git(fork, "reset", "-q", "--hard")
+    git(fork, "switch", "-q", "-c", "hotfix", "upstream/main~1")
+    write(fork, "README.md", "hotfix in progress\n")
+    pq(fork, "rebase", "--abort", "--force")
+    assert git(fork, "rev-parse", "--abbrev-ref", "HEAD") == "paddle"
+    assert (fork / "README.md").read_text() == "upstream\n"
+

@@ -25,6 +25,7 @@ def abort_refusals(git: Git, state: rs.RebaseState, force: bool = False
     checks: list[tuple[str, Callable[[], None]]] = []
     if not force:
         checks.append(("in-place", lambda: require_in_place(git, state, "abort")))
+        checks.append(("elsewhere", lambda: _require_no_edits_off_the_stack(git, state)))
         if state.detached and git.current_branch() is None:  # HEAD on the stack so far,
             checks.append(("queue", lambda: require_queue_aside(  # queue aside
                 git, "abort", rs.queue_paths_before(git, state))))
@@ -163,6 +164,32 @@ def _require_nothing_left_behind(git: Git, state: rs.RebaseState, head: str | No
         raise ConfigError(f"{made}; `pq rebase --abort` would leave them on no branch",
                           hint=f"`git branch keep-{state.short_branch} {head[:12]}` keeps "
                                "them, then `pq rebase --abort --force`")
+
+
+def _require_no_edits_off_the_stack(git: Git, state: rs.RebaseState) -> None:
+    """Refuse --abort (unless forced) while HEAD left the stopped rebase for another commit
+    (`git switch main` for a hotfix) and tracked files there have uncommitted changes: the
+    abort's `git reset --hard` would throw them away with the conflict. On the stack they
+    are the conflict and its resolution, which the abort is there to throw away; on the
+    rebased branch itself they are what a resolution carried there (`git switch` keeps
+    staged changes) or an abort killed after it put HEAD back left, which it finishes."""
+    if (state.phase != "conflict" or not state.detached or not state.touched
+            or git.current_branch() == state.branch):
+        return
+    head = git.try_resolve("HEAD")
+    if head is None or head == state.tip or git.is_ancestor(state.tip, head):
+        return
+    changed = sorted({path for _, path in git.status_porcelain()})
+    if changed:
+        branch = git.current_branch()
+        where = (branch.removeprefix("refs/heads/") if branch is not None
+                 else f"the detached HEAD {head[:12]}")
+        raise ConfigError(
+            f"uncommitted changes in {list_paths(changed)} on {where} (checked out while the "
+            f"rebase was stopped) would be thrown away by `pq rebase --abort`, which puts "
+            f"{state.short_branch}'s files back",
+            hint="commit them or `git stash` them, then `pq rebase --abort`; or `pq rebase "
+                 "--abort --force` throws them away")
 
 
 def require_queue_aside(git: Git, action: str, queue_paths: tuple[str, ...]) -> None:
