@@ -3,6 +3,7 @@ works when followed, and nothing of the user's is lost."""
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 from pathlib import Path
@@ -85,3 +86,51 @@ def test_abort_force_and_edits_on_the_stack_are_thrown_away_as_before(tmp_path: 
     assert git(fork, "rev-parse", "--abbrev-ref", "HEAD") == "paddle"
     assert (fork / "README.md").read_text() == "upstream\n"
 
+
+def _stopped_at_landing(tmp: Path) -> Path:
+    """A rebase whose `--continue` took the resolution and stopped before landing: an
+    untracked file `patches` stands where the rebased branch has a folder."""
+    _, fork = stopped(tmp)
+    write(fork, "setup.py", RESOLVED)
+    git(fork, "add", "setup.py")
+    write(fork, "patches", "a file where the rebased branch has a folder\n")
+    assert pq(fork, "rebase", "--continue", ok=False).exit_code == 2
+    return fork
+
+
+def test_a_commit_made_at_a_landing_stop_is_not_left_on_no_branch(tmp_path: Path) -> None:
+    """HEAD is detached while a rebase waits for files to be moved aside; a commit made
+    there was dropped by `--continue` (its `git reset --hard` to the stack), silently."""
+    fork = _stopped_at_landing(tmp_path)
+    write(fork, "README.md", "my note\n")
+    git(fork, "commit", "-q", "-am", "user: my note")
+    mine = git(fork, "rev-parse", "HEAD")
+    for action in ("continue", "abort"):
+        result = pq(fork, "rebase", f"--{action}", ok=False)
+        assert result.exit_code == 2, result.output
+        assert f"HEAD moved to {mine[:12]} (user: my note) while the rebase was stopped" \
+            in result.output, result.output
+    assert "HEAD moved to" in json.loads(pq(fork, "status", "--json").output)["rebase"][
+        "blocked"]
+    hint = pq(fork, "rebase", "--continue", ok=False).output
+    git(fork, *_quoted(hint, "git branch keep-")[1:])
+    git(fork, *_quoted(hint, "git switch --detach")[1:])
+    (fork / "patches").unlink()
+    pq(fork, "rebase", "--continue")
+    assert git(fork, "rev-parse", "keep-paddle") == mine
+    assert git(fork, "show", "paddle~2:setup.py") == RESOLVED.rstrip("\n")
+
+
+def test_an_edit_made_at_a_landing_stop_is_not_thrown_away(tmp_path: Path) -> None:
+    fork = _stopped_at_landing(tmp_path)
+    write(fork, "README.md", "my note\n")
+    result = pq(fork, "rebase", "--continue", ok=False)
+    assert result.exit_code == 2, result.output
+    assert "uncommitted changes in README.md while the rebase was stopped" in result.output
+    assert (fork / "README.md").read_text() == "my note\n"
+    git(fork, "stash", "-q")  # as the hint says
+    (fork / "patches").unlink()
+    pq(fork, "rebase", "--continue")
+    git(fork, "stash", "pop", "-q")
+    assert (fork / "README.md").read_text() == "my note\n"
+    assert git(fork, "rev-parse", "--abbrev-ref", "HEAD") == "paddle"

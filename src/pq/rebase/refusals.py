@@ -11,6 +11,8 @@ from collections.abc import Callable
 
 from pq.errors import ConfigError, OperationFailed
 from pq.git.repo import Git
+from pq.oplog import log
+from pq.queue.files import is_queue_path
 from pq.quoting import from_here, list_paths, shell_args
 from pq.rebase import state as rs
 from pq.rebase import worktree
@@ -99,6 +101,9 @@ def require_in_place(git: Git, state: rs.RebaseState, action: str) -> None:
             f"{state.orig_head[:12]})",
             hint=f"{keep}then `pq rebase --abort --force`" if action == "abort" else
             f"{keep}{back}")
+    if state.detached and git.current_branch() is None and (
+            state.phase in ("landing", "refused", "replaying")):
+        _require_stop_untouched(git, state, action)
     if state.phase != "conflict" or not state.detached:
         return
     head = git.try_resolve("HEAD")
@@ -141,6 +146,50 @@ def require_in_place(git: Git, state: rs.RebaseState, action: str) -> None:
                           hint=f"squash them (`git reset --soft {state.tip[:12]}`) then `pq "
                                f"rebase --{action}`; a separate change becomes a patch of its "
                                "own after the rebase")
+
+
+def _require_stop_untouched(git: Git, state: rs.RebaseState, action: str) -> None:
+    """A rebase stopped outside a conflict (files in the way of showing one, or of landing)
+    left HEAD detached on the stack so far, index and files as it has them: `--continue`
+    and `--skip` reset them to the stack's tip (`git reset --hard`), `--abort` to the
+    branch's, so a commit made there since (the file in the way, committed) or an edit of a
+    tracked file would go with no word. HEAD checked out back along the stack loses
+    nothing, nor HEAD on the landed stack (a landing killed after its checkout). The files
+    are asked about only where pq stopped by itself (its last entry in the log `failed`,
+    a refusal); a rebase killed while it replayed left the last stop's resolution there."""
+    head = git.try_resolve("HEAD")
+    if head is None:
+        return
+    name, again = state.short_branch, f"`pq rebase --{action}`"
+    top = state.new_tip if state.phase == "landing" and state.new_tip else state.tip
+    if head != top and not git.is_ancestor(head, top):
+        raise ConfigError(
+            f"HEAD moved to {head[:12]} ({git.commit(head).title}) while the rebase was "
+            f"stopped, and {again} would leave it on no branch",
+            hint=f"`git branch keep-{name} {head[:12]}` keeps it, then " + (
+                "`pq rebase --abort --force`" if action == "abort" else
+                f"`git switch --detach {state.tip[:12]}` and {again} (`git cherry-pick` onto "
+                f"{name} what belongs there once it is done)"))
+    if state.phase == "replaying" and not _stopped_by_pq(git, state):
+        return
+    queue = rs.queue_paths_before(git, state)  # back there: require_queue_aside says so
+    changed = sorted({path for _, path in git.status_porcelain()
+                      if not is_queue_path(path, queue)})
+    if changed:
+        raise ConfigError(
+            f"uncommitted changes in {list_paths(changed)} while the rebase was stopped "
+            f"would be thrown away by {again}, which puts the files of "
+            f"{'the branch' if action == 'abort' else 'the rebased stack'} back",
+            hint=f"`git stash` them, then {again}, and `git stash pop` once it is done" + (
+                "; or `pq rebase --abort --force`" if action == "abort" else ""))
+
+
+def _stopped_by_pq(git: Git, state: rs.RebaseState) -> bool:
+    """Whether the rebase's newest log entry is a `pq rebase` that refused to go on (files
+    in the way): it left the files clean, where a killed one (`started`) may not have."""
+    records = log.read(git, state.log_id) if state.log_id is not None else []
+    return bool(records) and records[-1].get("status") == "failed" and str(
+        records[-1].get("command", "")).startswith("pq rebase")
 
 
 def _past_the_resolution(git: Git, state: rs.RebaseState, head: str) -> str | None:
