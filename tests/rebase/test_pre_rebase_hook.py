@@ -122,7 +122,8 @@ def test_the_ignored_hook_hint_is_given_as_git_gives_it(tmp_path: Path) -> None:
     said = subprocess.run([sys.executable, "-m", "pq", "rebase", "--json", "upstream/main"],
                           cwd=fork / "pkg", capture_output=True, text=True, check=False)
     assert said.returncode == 0, said.stderr
-    assert json.loads(said.stdout)["status"] == "done"
+    data = json.loads(said.stdout)
+    assert data["status"] == "done" and data["ignored_hooks"] == ["my-hooks/pre-rebase"]
     assert "hint: The 'my-hooks/pre-rebase' hook was ignored" in said.stderr
     git(fork, "reset", "-q", "--hard", "refs/pq/orig-head/paddle")
     git(fork, "config", "advice.ignoredHook", "false")

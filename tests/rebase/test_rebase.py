@@ -269,8 +269,8 @@ def test_json_shape(tmp_path: Path) -> None:
     tip = git(fork, "rev-parse", "HEAD")
     data = json.loads(pq(fork, "rebase", "upstream/main", "--json").output)
     assert set(data) == {"status", "branch", "upstream", "orig_head", "head", "patches",
-                         "conflict", "notes", "gate", "drift"}
-    assert data["notes"] == []
+                         "conflict", "notes", "ignored_hooks", "gate", "drift"}
+    assert data["notes"] == [] and data["ignored_hooks"] == []
     assert data["status"] == "done" and data["branch"] == "paddle"
     assert (data["drift"]["old"], data["drift"]["new"], data["drift"]["commits"]) == (old, new, 1)
     assert data["upstream"] == {"ref": "upstream/main", "old_base": old, "new_base": new,

@@ -104,3 +104,10 @@ def base_label(base: str | None, ref: str) -> str:
 
 def short(sha: str | None) -> str:
     return sha[:12] if sha else "-"
+
+
+def ignored_hook_hints(paths: list[str]) -> list[str]:
+    """git's hint for each hook it ignored because it is not executable, word for word."""
+    return [line for path in paths for line in (
+        f"hint: The '{path}' hook was ignored because it's not set as executable.",
+        "hint: You can disable this warning with `git config advice.ignoredHook false`.")]

@@ -11,7 +11,15 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pq.cli.common import echo, emit_json, open_repo, plural, progress_printer, short
+from pq.cli.common import (
+    echo,
+    emit_json,
+    ignored_hook_hints,
+    open_repo,
+    plural,
+    progress_printer,
+    short,
+)
 from pq.errors import ConfigError, OperationFailed, PqError
 from pq.git.repo import Git
 from pq.quoting import shown
@@ -145,6 +153,8 @@ def run(upstream: str | None = None, *, continue_: bool = False, skip: bool = Fa
 
             conflicted = conflicts(git, report.onto)
         drift = _drift(git, report, ahead)
+        for line in ignored_hook_hints(report.ignored_hooks):  # on stderr, as git gives it
+            echo(line, err=True)
         if not as_json:
             render(report)  # the rebase's outcome first, whatever the gate does
             if drift is not None:
@@ -358,4 +368,5 @@ def to_json(report: RebaseReport) -> dict[str, Any]:
         } for p in report.patches],
         "conflict": conflict,
         "notes": report.notes,
+        "ignored_hooks": report.ignored_hooks,
     }

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from pq.cli.common import ignored_hook_hints
 from pq.push.hook import HookResult, RefReport
 from pq.push.refs import SKIP_ENV
 from pq.push.registry import CheckFailure, names, split_failures
@@ -56,7 +57,7 @@ def consistent_summary(statuses: dict[str, str], how: str | None) -> str:
 
 def hook_lines(result: HookResult) -> list[str]:
     """The hook's lines for stderr."""
-    lines: list[str] = []
+    lines = ignored_hook_hints(result.ignored_hooks)
     if result.chained and result.chained[1]:
         path, rc = result.chained
         return [f"pq: the chained hook {path} failed (exit {rc}); push refused"]

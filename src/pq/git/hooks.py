@@ -1,56 +1,56 @@
 """The repository's own git hooks, run as git runs them: found where git looks
-(core.hooksPath, else the git dir's hooks/), only when executable (else git's hint that it
-was ignored), in the top of the working tree, with the user's environment and GIT_DIR;
-what a hook prints goes to stderr, as git sends it."""
+(core.hooksPath, else the git dir's hooks/), only when executable (else the hook is named
+for git's hint that it was ignored), in the top of the working tree, with the user's
+environment and GIT_DIR; what a hook prints goes to stderr, as git sends it."""
 
 from __future__ import annotations
 
 import errno
 import os
-import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 from pq.errors import ConfigError, PqError
 from pq.git import process
 from pq.git.repo import Git
 
 
-def run_hook(git: Git, name: str, args: Sequence[str], stdin: bytes = b"") -> int:
+class HookRun(NamedTuple):
+    code: int  # the hook's exit code; 0 when it did not run
+    # A hook git ignores because it is not executable, as git names it in the hint it gives
+    # (`.git/hooks/pre-rebase`); None when it ran, there is none, or advice.ignoredHook is off.
+    ignored: str | None = None
+
+
+def run_hook(git: Git, name: str, args: Sequence[str], stdin: bytes = b"") -> HookRun:
     """Run the hook `name` with `args`, `stdin` its input (none: at its end at once, as
-    git gives a hook /dev/null); its exit code, 0 when there is none. A hook with no `#!`
-    line runs in `sh`, as git runs it."""
+    git gives a hook /dev/null). A hook with no `#!` line runs in `sh`, as git runs it."""
     folder, shown = _folder(git)
     found = folder / name
     if not found.is_file():
-        return 0
+        return HookRun(0)
     if not os.access(found, os.X_OK):
-        advise_ignored(f"{shown}/{name}", git)
-        return 0
+        return HookRun(0, ignored_hook(f"{shown}/{name}", git))
     env = {**os.environ, "GIT_DIR": str(git.git_dir)}
     for argv in ([str(found), *args], ["/bin/sh", str(found), *args]):
         try:
-            return process.passthrough(argv, input=stdin, stdout_to_stderr=True,
-                                       cwd=str(git.root), env=env)
+            return HookRun(process.passthrough(argv, input=stdin, stdout_to_stderr=True,
+                                               cwd=str(git.root), env=env))
         except OSError as exc:
             if exc.errno == errno.ENOEXEC and argv[0] != "/bin/sh":
                 continue
             raise ConfigError(f"cannot run the {name} hook: {exc.strerror}", path=str(found),
                               hint="make it a script the system runs, or remove its "
                                    "executable bit to turn it off") from None
-    return 0  # not reached: the second form either runs or raises
+    return HookRun(0)  # not reached: the second form either runs or raises
 
 
-def advise_ignored(shown: str, git: Git | None = None) -> None:
-    """git's hint for a hook it ignores because it is not executable (`shown`: the path as
-    git names it), on stderr as git prints it, unless `advice.ignoredHook` is false (read
-    in `git`, else in the current folder's repository, as a hook git runs reads it)."""
-    if _advice_off(git):
-        return
-    sys.stdout.flush()
-    print(f"hint: The '{shown}' hook was ignored because it's not set as executable.\n"
-          "hint: You can disable this warning with `git config advice.ignoredHook false`.",
-          file=sys.stderr, flush=True)
+def ignored_hook(shown: str, git: Git | None = None) -> str | None:
+    """`shown` (a hook git ignores because it is not executable, as git names it), for
+    the hint git gives; None when `advice.ignoredHook` is false (read in `git`, else in
+    the current folder's repository, as a hook git runs reads it)."""
+    return None if _advice_off(git) else shown
 
 
 def _advice_off(git: Git | None) -> bool:

@@ -20,8 +20,9 @@ from typing import TYPE_CHECKING, Any
 
 from pq import __version__
 from pq.errors import ConfigError
-from pq.git import hooks, process
+from pq.git import process
 from pq.git.gateway import clean_env, worktree_of
+from pq.git.hooks import HookRun, ignored_hook
 from pq.git.objects import CommitId
 from pq.git.repo import Git
 from pq.push.install import HOOK_NAME
@@ -69,6 +70,7 @@ class HookResult:
     skip: frozenset[str]
     unknown_skip: list[str]
     chained: tuple[str, int] | None = None
+    ignored_hooks: list[str] = field(default_factory=list)  # (git's hint: git/hooks.py)
 
     @property
     def ok(self) -> bool:
@@ -320,24 +322,21 @@ def open_for_hook(environ: Mapping[str, str]) -> Git:
 def scrub_environment() -> None:
     """Drop GIT_DIR, GIT_INDEX_FILE and friends from this process, as gitio does per call."""
     keep = clean_env()
-    for key in list(os.environ):
-        if key not in keep:
-            del os.environ[key]
+    for key in [k for k in os.environ if k not in keep]:
+        del os.environ[key]
 
 
-def run_chained(path: str, args: Sequence[str], stdin: bytes) -> tuple[str, int] | None:
+def run_chained(path: str, args: Sequence[str], stdin: bytes) -> HookRun | None:
     """Run the hook `pq hook install --chain` moved aside, with git's input; None if absent."""
     if not os.path.lexists(path):
         return None
-    if not os.access(path, os.X_OK):  # git ignores a hook that is not executable, and
-        hooks.advise_ignored(path)  # says so; so does pq
-        return (path, 0)
+    if not os.access(path, os.X_OK):  # git ignores a hook that is not executable; so does pq
+        return HookRun(0, ignored_hook(path))
     try:
-        rc = process.passthrough(_as_git_runs_it(path, args), input=stdin)
+        return HookRun(process.passthrough(_as_git_runs_it(path, args), input=stdin))
     except OSError as exc:
         raise ConfigError(f"cannot run the chained hook {path}: {exc.strerror}",
                           hint="make it an executable script, or `pq hook uninstall`") from None
-    return (path, rc)
 
 
 _SHELLS = ("sh", "dash", "bash", "zsh", "ksh", "ash")
@@ -385,15 +384,17 @@ def _remote_tip(git: Git, environ: Mapping[str, str], update: RefUpdate) -> RefU
 def pre_push(remote: str | None, url: str | None, stdin: bytes, environ: Mapping[str, str],
              chain: str | None = None) -> HookResult:
     """What `pq hook run` does: the chained hook first, then the checks of each ref."""
-    chained = run_chained(chain, [a for a in (remote, url) if a is not None], stdin) \
+    ran = run_chained(chain, [a for a in (remote, url) if a is not None], stdin) \
         if chain else None
+    chained = (chain, ran.code) if chain and ran else None
+    ignored = [ran.ignored] if ran and ran.ignored else []
     skip, unknown = parse_skip(environ.get(SKIP_ENV))
     if chained and chained[1]:
-        return HookResult([], skip, unknown, chained)
+        return HookResult([], skip, unknown, chained, ignored)
     updates = parse_push_lines(stdin) if remote is not None else updates_from_env(environ)
     scrub_environment()
     with open_for_hook(environ) as git:
         if remote is None:
             updates = [_remote_tip(git, environ, u) for u in updates]
         reports = check_refs(git, updates, skip)
-    return HookResult(reports, skip, unknown, chained)
+    return HookResult(reports, skip, unknown, chained, ignored)

@@ -44,9 +44,11 @@ def start(git: Git, upstream: str | None = None, *, gate: bool = False,
     begins (never at a conflict), so a caller can start work on the upstream range (its
     drift scan) alongside the landing's checkout. Everything is read under the lock: another pq
     command (an undo, an export) ends before it, or after it."""
+    ignored: list[str] = []  # hooks git would say it ignored, for its hint
     with Transaction(git, f"pq rebase {upstream or ''}".rstrip(), mutating=False) as txn:
         report = _start(txn, upstream, gate=gate, progress=progress, force=force,
-                        rerere=rerere, crossing=crossing, verify=verify)
+                        rerere=rerere, crossing=crossing, verify=verify, ignored=ignored)
+    report.ignored_hooks[:0] = ignored
     return _rewritten(git, report)
 
 
@@ -61,7 +63,8 @@ def _rewritten(git: Git, report: RebaseReport) -> RebaseReport:
         from pq.git.hooks import run_hook
 
         try:
-            run_hook(git, "post-rewrite", ["rebase"], pairs.encode())
+            ignored = run_hook(git, "post-rewrite", ["rebase"], pairs.encode()).ignored
+            report.ignored_hooks += [ignored] if ignored else []
         except PqError as exc:
             report.notes.append(exc.render())
         except KeyboardInterrupt:
@@ -71,7 +74,7 @@ def _rewritten(git: Git, report: RebaseReport) -> RebaseReport:
 
 def _start(txn: Transaction, upstream: str | None, *, gate: bool, progress: Progress | None,
            force: bool, rerere: bool, crossing: Callable[[str, str], None] | None,
-           verify: bool) -> RebaseReport:
+           verify: bool, ignored: list[str]) -> RebaseReport:
     git = txn.git
     rs.require_none(git)
     branch = queueops.require_branch(git)
@@ -100,7 +103,8 @@ def _start(txn: Transaction, upstream: str | None, *, gate: bool, progress: Prog
                             onto, 0, head, head, [PatchReport(e.name, e.layer, "clean")
                                                   for e in series.patches])
     if verify:  # asked once there is a rebase to do, as `git rebase` asks it
-        refusals.require_pre_rebase_hook(git, upstream or ref)
+        hook = refusals.require_pre_rebase_hook(git, upstream or ref)
+        ignored += [hook] if hook else []
     trees = Trees(git)
     committer = who.result()  # and `git` keeps whether it signs, before any commit
     layers = {e.name: e.layer for e in series.patches}

@@ -278,14 +278,16 @@ def _require_nothing_staged_in_queue_dirs(git: Git, queue_paths: tuple[str, ...]
                  f"`pq rebase --{action}`, and commit {them} once the rebase is done")
 
 
-def require_pre_rebase_hook(git: Git, upstream: str) -> None:
+def require_pre_rebase_hook(git: Git, upstream: str) -> str | None:
     """Refuse the rebase the repository's pre-rebase hook refuses, as `git rebase` does
-    (with the ref as given: the hook's first argument; the branch is the one checked out)."""
+    (with the ref as given: the hook's first argument; the branch is the one checked out).
+    The hook as git names it when git would say it ignored it (not executable), else None."""
     from pq.git.hooks import run_hook
 
-    code = run_hook(git, "pre-rebase", [upstream])
+    code, ignored = run_hook(git, "pre-rebase", [upstream])
     if code:
         raise OperationFailed(f"the pre-rebase hook refused to rebase (exit {code}); nothing "
                               "changed", hint="see what the hook says above; `pq rebase "
                               f"--no-verify {shell_args([upstream])}` rebases without asking "
                               "it, as `git rebase --no-verify` does")
+    return ignored

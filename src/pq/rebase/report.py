@@ -48,6 +48,8 @@ class RebaseReport:
     # What a finished rebase has to say beside its outcome: a post-rewrite hook that
     # could not run, or was interrupted (the rebase is done either way).
     notes: list[str] = field(default_factory=list)
+    # Hooks git would say it ignored (not executable), as git names them in its hint.
+    ignored_hooks: list[str] = field(default_factory=list)
     # The series and patch files a finished rebase wrote (what the working tree now has),
     # for reports that read them next (the drift's files the patches touch); not JSON.
     queue: Queue | None = field(default=None, repr=False, compare=False)
