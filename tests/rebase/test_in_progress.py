@@ -884,6 +884,13 @@ def test_series_in_another_worktree_lists_that_worktrees_own_series(tmp_path: Pa
     lambda s: {**s, "queue_before": {"/tmp/x.patch": s["orig_head"]}},
     lambda s: {**s, "queue_before": {}}, lambda s: {**s, "index": "1"},
     lambda s: {**s, "conflict_paths": 5}, lambda s: {**s, "steps": [3]},
+    lambda s: {**s, "index": 999}, lambda s: {**s, "index": -1}, lambda s: {**s, "steps": []},
+    lambda s: {**s, "index": True},
+    lambda s: {**s, "steps": [{**s["steps"][0], "commit": 5}, *s["steps"][1:]]},
+    lambda s: {**s, "steps": [{**s["steps"][0], "name": "../../outside.patch"},
+                              *s["steps"][1:]]},
+    lambda s: {**s, "steps": [{**s["steps"][0], "rerere_files": [1]}, *s["steps"][1:]]},
+    lambda s: {**s, "steps": [{**s["steps"][0], "outcome": ["clean"]}, *s["steps"][1:]]},
 ])
 def test_a_damaged_rebase_state_is_refused_in_one_line_and_writes_nothing(
         tmp_path: Path, damage: Callable[[dict[str, Any]], Any]) -> None:
@@ -894,7 +901,7 @@ def test_a_damaged_rebase_state_is_refused_in_one_line_and_writes_nothing(
     path = fork / ".git" / "pq" / "rebase" / "state.json"
     path.write_text(json.dumps(damage(json.loads(path.read_bytes()))))
     for args in (["status"], ["series", "--json"], ["rebase", "--abort"],
-                 ["rebase", "--continue"]):
+                 ["rebase", "--continue"], ["rebase", "--skip"]):
         result = pq(fork, *args, ok=False)
         assert result.exit_code == 2, (args, result.output)
         assert "unreadable rebase state" in result.output, result.output
@@ -1162,3 +1169,16 @@ def test_a_branch_deleted_while_stopped_comes_back_with_abort(tmp_path: Path) ->
     assert git(fork, "rev-parse", "paddle") == before
     assert git(fork, "status", "--porcelain", "--untracked-files=no") == ""
     assert (fork / "series.yaml").is_file()
+
+
+def test_a_rebase_state_nested_too_deep_is_refused_in_one_line(tmp_path: Path) -> None:
+    """JSON nested deeper than Python's parser recurses (a damaged or hostile state file) is
+    an unreadable state too, not an internal error."""
+    _, fork = stopped(tmp_path)
+    path = fork / ".git" / "pq" / "rebase" / "state.json"
+    path.write_text("[" * 100_000 + "]" * 100_000)
+    for args in (["status"], ["series", "--json"], ["log"], ["rebase", "--abort"],
+                 ["rebase", "--skip"]):
+        result = pq(fork, *args, ok=False)
+        assert "internal error" not in result.output, (args, result.output)
+        assert "unreadable rebase state" in result.output, (args, result.output)

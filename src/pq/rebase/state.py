@@ -108,7 +108,7 @@ class RebaseState:
             _require_shape(data)
             data["steps"] = [Step(**s) for s in data["steps"]]
             state = cls(**data)
-        except (ValueError, TypeError, KeyError) as exc:
+        except (ValueError, TypeError, KeyError, RecursionError) as exc:
             raise ConfigError(f"unreadable rebase state ({exc})", path=where,
                               hint="a different pq version wrote it, or it was damaged: "
                                    "finish the rebase with that version; or delete the file, "
@@ -134,6 +134,12 @@ _SHAPE: dict[str, type | tuple[type, ...]] = {
     "queue_executable": (list, type(None))}
 
 
+_STEP_SHAPE: dict[str, type | tuple[type, ...]] = {
+    "name": str, "layer": str, "commit": str, "parent": str, "pick": str, "rerere": bool,
+    "rerere_files": list, **{key: (str, type(None)) for key in (
+        "outcome", "new_commit", "upstream_commit", "applied_in", "reverted_in")}}
+
+
 def _require_shape(data: dict[str, Any]) -> None:
     """ValueError unless each value has its type, and every file the abort writes back is a
     queue file (series.yaml, patches/*.patch): a damaged state writes nowhere else."""
@@ -154,6 +160,19 @@ def _require_shape(data: dict[str, Any]) -> None:
                                          *(data.get("index_before") or [])]):
         raise ValueError("a step, a conflicted path, a conflict's note or an index entry of "
                          "another shape")
+    for number, step in enumerate(data.get("steps", []), 1):
+        for key, kind in _STEP_SHAPE.items():
+            if key in step and not isinstance(step[key], kind):
+                raise ValueError(f"step {number}'s {key} is a {type(step[key]).__name__}")
+        if not series_mod.NAME_RE.match(str(step.get("name", ""))):
+            raise ValueError(f"step {number} names no patch file ({step.get('name')!r})")
+        if not all(isinstance(f, dict) for f in step.get("rerere_files", [])):
+            raise ValueError(f"step {number}'s rerere_files hold another shape")
+    index, steps = data.get("index", 0), data.get("steps", [])
+    # The step to replay next, or the stopped one; past the last only once all are done.
+    last = len(steps) - (1 if data.get("phase") in ("conflict", "refused") else 0)
+    if isinstance(index, bool) or not 0 <= index <= last:
+        raise ValueError(f"index {index!r} is outside the {len(steps)} steps")
 
 
 def _fields(obj: Step | RebaseState) -> dict[str, Any]:
