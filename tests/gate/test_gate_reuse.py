@@ -10,7 +10,9 @@ import platform
 import stat
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fixtures.gate.gatefork import gate_fork, set_gate, stage, stage_lines
@@ -551,3 +553,21 @@ def test_base_inputs_follow_the_recorded_base_not_the_forks_own_commits(
     result = pq(fork, "gate", ok=False)
     assert result.exit_code == 2 and "`base:` names no files" in result.output
     assert "series.yaml:" in result.output
+
+
+@pytest.mark.parametrize("damage", [
+    lambda data: [1, 2], lambda data: "[" * 100_000 + "]" * 100_000,
+    lambda data: {**data, "files": [5]}, lambda data: {**data, "files": [["out"]]}])
+def test_a_cache_entry_of_another_shape_is_rebuilt_not_a_crash(
+        tmp_path: Path, damage: Callable[[dict[str, Any]], Any]) -> None:
+    """A meta.json that is not an object, holds files of another shape or nests deeper
+    than the JSON parser recurses: the entry is damaged, the stage runs."""
+    fork, runs = fork_with_build(tmp_path)
+    gate(fork)
+    (meta,) = (fork / ".git/pq/gate-cache").glob("*/meta.json")
+    damaged = damage(json.loads(meta.read_text()))
+    meta.write_text(damaged if isinstance(damaged, str) else json.dumps(damaged))
+    change(fork, "pkg/__init__.py", "\n# glue\n", "python-glue: a comment")
+    report = gate(fork)
+    assert report["status"] == "passed" and count(runs) == 2, report
+    assert any("damaged cache entry" in w for w in report["warnings"]), report["warnings"]

@@ -116,7 +116,7 @@ def _read(path: Path, inst: Installed) -> SurfaceIndex | None:
         if data.get("schema") != SCHEMA or data.get("key") != inst.key:
             return None
         return index_of(data, inst, str(path), None, rebuilt=False)
-    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+    except (OSError, ValueError, TypeError, KeyError, AttributeError, RecursionError):
         return None
 
 

@@ -175,7 +175,7 @@ def environment(path: str, path_env: str, cache_file: Path) -> Environment:
         if data.get("key") == key:
             return Environment(Interpreter(path, data["facts"]), bool(data["gpu"]),
                                dict(data["fingerprint"]))
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
         pass
     interp = inspect(path)
     gpu = gpu_visible()

@@ -140,7 +140,7 @@ class StageCache:
                     raise ValueError(f"{rel}: content differs from its checksum")
                 os.chmod(target, mode & 0o7777)
             commit = str(meta["commit"])
-        except (OSError, ValueError, KeyError, TypeError) as exc:
+        except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
             for path in placed:
                 path.unlink(missing_ok=True)
             shutil.rmtree(entry, ignore_errors=True)
@@ -214,7 +214,7 @@ def prune(root: Path, max_bytes: int) -> None:
             meta = entry / _META
             size = int(json.loads(meta.read_text(encoding="utf-8")).get("size", 0))
             entries.append((meta.stat().st_mtime_ns, size, entry))
-        except (OSError, ValueError, AttributeError):
+        except (OSError, ValueError, AttributeError, RecursionError):
             if not entry.name.startswith(".tmp-"):
                 shutil.rmtree(entry, ignore_errors=True)  # damaged: nothing to restore
     total = sum(size for _, size, _ in entries)

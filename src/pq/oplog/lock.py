@@ -108,7 +108,7 @@ class Lock:
 def _parse_holder(data: bytes) -> dict[str, Any]:
     try:
         holder = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
+    except (UnicodeDecodeError, ValueError, RecursionError):
         return {}
     return holder if isinstance(holder, dict) else {}
 

@@ -127,7 +127,7 @@ def _gate_notes(git: Git) -> str | None:
 def _load_cache(git: Git) -> list[dict[str, Any]]:
     try:
         data = json.loads((git.pq_dir() / CACHE_FILE).read_bytes())
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return []
     entries = data.get("passed") if isinstance(data, dict) else None
     return [e for e in entries if _well_formed(e)] if isinstance(entries, list) else []

@@ -51,7 +51,7 @@ def key(head: str, queue: Queue) -> str | None:
 def _load(git: Git) -> list[str]:
     try:
         data = json.loads((git.pq_dir() / CACHE_FILE).read_bytes())
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return []
     keys = data.get("verified") if isinstance(data, dict) else None
     return [k for k in keys if isinstance(k, str)] if isinstance(keys, list) else []
