@@ -421,3 +421,19 @@ def test_a_folder_named_series_yaml_is_said_to_be_one(fork: Path) -> None:
     (fork / "series.yaml").symlink_to("notes")
     one_line_error(pq(fork, "init", "--upstream", "upstream/main", ok=False),
                    "series.yaml is a folder (a link to one), where pq keeps its series file")
+
+
+def test_a_branch_name_that_is_not_utf8_is_worked_on_as_any_other(fork: Path) -> None:
+    """git takes a branch name's bytes as they are (`git switch -c $'b\\xff'`): pq applies
+    onto it, exports, logs and undoes there, naming it by its bytes, as git does."""
+    name = "b\udcff"  # the byte 0xff, as Python's surrogateescape spells it
+    pq(fork, "apply", "-b", name)
+    assert git(fork, "symbolic-ref", "HEAD") == f"refs/heads/{name}"
+    write(fork, "pkg/util.py", "def helper():\n    return 3\n")
+    commit_all(fork, "glue: helper returns 3")
+    tip = git(fork, "rev-parse", "HEAD")
+    for args in (["status"], ["series", "--json"], ["export", "--commit"], ["log"],
+                 ["log", "--json"], ["undo"], ["redo"], ["undo", "--json"]):
+        result = pq(fork, *args, ok=False)
+        assert result.exit_code == 0, (args, result.output)
+    assert git(fork, "rev-parse", "HEAD") == tip  # the export --commit undone

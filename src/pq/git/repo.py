@@ -80,9 +80,10 @@ class Git(WorkingTree):
         return bool(self.text("for-each-ref", "--count=1", "--format=x", prefix).strip())
 
     def current_branch(self) -> str | None:
-        try:  # HEAD as git keeps it: `ref: refs/heads/<name>`, or an id when detached
-            head = (self.git_dir / "HEAD").read_bytes().decode()
-        except (OSError, UnicodeDecodeError):
+        try:  # HEAD as git keeps it: `ref: refs/heads/<name>`, or an id when detached;
+            # a name's bytes that are not UTF-8 as their `\udcXX` escapes, as git has them
+            head = (self.git_dir / "HEAD").read_bytes().decode("utf-8", "surrogateescape")
+        except OSError:
             head = ""
         if head.endswith("\n") and head.count("\n") == 1:
             if head.startswith("ref: refs/"):
@@ -90,7 +91,8 @@ class Git(WorkingTree):
             if _HEX_ID.match(head[:-1]):
                 return None
         proc = self.run_proc("symbolic-ref", "--quiet", "HEAD")
-        return proc.stdout.decode().strip() if proc.returncode == 0 else None
+        return proc.stdout.decode("utf-8", "surrogateescape").strip() \
+            if proc.returncode == 0 else None
 
     def head(self) -> CommitId:
         found = self.try_resolve("HEAD")
@@ -331,8 +333,8 @@ class Git(WorkingTree):
         lines = [f"delete {ref} {old}\n" if new is None else f"update {ref} {new} {old}\n"
                  for ref, new, old in updates]
         if lines:
-            self.run("update-ref", "-m", message, "--stdin", input="".join(lines).encode(),
-                     env=env)
+            self.run("update-ref", "-m", message, "--stdin",
+                     input="".join(lines).encode("utf-8", "surrogateescape"), env=env)
 
     def symbolic_ref(self, ref: str, target: str, message: str) -> None:
         self.run("symbolic-ref", "-m", message, ref, target)

@@ -346,8 +346,8 @@ def _named(git: Git, entry: str) -> set[str]:
             continue
         sub = trees.entries(top[side][1])
         if b"refs" in sub:
-            named.update(line.split(" ", 1)[0] for line in
-                         git.blob(sub[b"refs"][1]).decode().splitlines())
+            named.update(line.split(b" ", 1)[0].decode() for line in  # ids: ASCII
+                         git.blob(sub[b"refs"][1]).splitlines())
         if b"head-commit" in sub:
             named.add(git.blob(sub[b"head-commit"][1]).decode())
     return named

@@ -100,7 +100,7 @@ def worktree_entries(git: Git, paths: list[str]) -> dict[str, Entry]:
     for rel in sorted(set(git.ls_files(paths, cached=True, others=True))):
         p = git.root / rel
         if p.is_symlink():
-            entries[rel] = ("120000", git.write_blob(os.readlink(p).encode()))
+            entries[rel] = ("120000", git.write_blob(os.fsencode(os.readlink(p))))
         elif p.is_file():
             mode = "100755" if os.access(p, os.X_OK) else "100644"
             entries[rel] = (mode, git.write_blob(p.read_bytes()))
