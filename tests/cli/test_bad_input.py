@@ -437,3 +437,19 @@ def test_a_branch_name_that_is_not_utf8_is_worked_on_as_any_other(fork: Path) ->
         result = pq(fork, *args, ok=False)
         assert result.exit_code == 0, (args, result.output)
     assert git(fork, "rev-parse", "HEAD") == tip  # the export --commit undone
+
+
+@pytest.mark.parametrize(("args", "needle"), [
+    (["classify", "x" * 300], "File name too long"),
+    (["audit", "workarounds", "--python", "x" * 300], "File name too long"),
+    (["classify", "/proc/self/mem"], "/proc/self/mem: unreadable"),
+])
+def test_a_name_the_file_system_will_not_take_is_one_line(fork: Path, args: list[str],
+                                                          needle: str) -> None:
+    """A name longer than the file system takes, or a file that cannot be read (a device):
+    one line naming it, exit 2, not an internal error."""
+    if args[-1].startswith("/proc") and not os.path.exists(args[-1]):
+        pytest.skip("no /proc")
+    result = pq(fork, *args, ok=False)
+    one_line_error(result, needle)
+    assert "internal error" not in result.output

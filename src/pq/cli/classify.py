@@ -50,7 +50,11 @@ def _classify_one(arg: str, top: Path | None) -> dict[str, Any]:
         raise ConfigError("no such file", path=arg,
                           hint="give files of the working tree or patch files")
     rel = _rel(arg, top)
-    data = path.read_bytes()
+    try:
+        data = path.read_bytes()
+    except OSError as exc:  # a device, /proc: it names no file of its own
+        raise ConfigError(f"unreadable ({exc.strerror or exc})", path=arg,
+                          hint="give files of the working tree or patch files") from None
     if rel.endswith(".patch"):
         pf = patchfile.parse(data, rel)
 

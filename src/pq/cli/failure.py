@@ -28,6 +28,10 @@ _FILE_SYSTEM_FIXES = {
     errno.EEXIST: "move {where} aside: a folder of that name is wanted there",
     errno.ENOTDIR: "a file stands where {where} wants a folder: move it aside",
     errno.EISDIR: "move the folder {where} aside: a file of that name is wanted there",
+    errno.ENAMETOOLONG: "give a shorter name than {where}",
+    errno.ELOOP: "{where} is a symbolic link that leads back to itself: fix or remove it",
+    errno.EIO: "{where} could not be read (an input/output error): check the file and its "
+               "disk",
 }
 _DISK_FULL = (errno.ENOSPC, errno.EDQUOT)  # wherever the write was: no file needed to say it
 
