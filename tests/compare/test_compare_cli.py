@@ -175,3 +175,22 @@ def test_missing_interpreter_and_script_are_one_line_errors(tmp_path: Path, fw: 
     assert "Traceback" not in result.output and len(result.output.strip().splitlines()) == 1
     result = compare(tmp_path, str(tmp_path / "missing.py"), both=fw)
     assert result.exit_code == 2 and "missing.py not found" in result.output
+
+
+@pytest.mark.parametrize(("option", "value", "needle"), [
+    ("--seed", "-1", "-1 is not in the range 0<=x<=4294967295"),
+    ("--seed", str(2**32), "is not in the range 0<=x<=4294967295"),
+    ("--timeout", "0", "0.0 is not in the range x>0"),
+    ("--timeout", "-5", "-5.0 is not in the range x>0"),
+    ("--timeout", "nan", "nan is not a number of seconds"),
+])
+def test_a_seed_or_timeout_out_of_range_is_a_usage_error(tmp_path: Path, fw: Path,
+                                                        option: str, value: str,
+                                                        needle: str) -> None:
+    """numpy takes seeds 0..2**32-1 (a negative one was a set-up error with numpy's
+    traceback); a timeout of 0 or less stopped both sides at once ('did not finish within
+    -5 s'), and NaN meant no limit: each is refused before anything runs."""
+    path, _ = script(tmp_path, "run.py", "import pq\npq.observe('x', 1)\n")
+    result = compare(tmp_path, option, value, str(path), both=fw)
+    assert result.exit_code == 2, result.output
+    assert needle in result.output and "Traceback" not in result.output

@@ -38,8 +38,11 @@ def register(main: click.Group) -> None:
               help="The torch.ops namespace of the package's ops (default: the package name).")
 @click.option("--tolerance", "tolerance", multiple=True, metavar="DTYPE=RTOL,ATOL",
               help="Tolerance for one dtype, e.g. float32=1.3e-6,1e-5 (repeatable).")
-@click.option("--seed", default=0, show_default=True, help="Seed for random, numpy, torch.")
-@click.option("--timeout", default=600.0, show_default=True, help="Seconds per side.")
+@click.option("--seed", default=0, show_default=True, type=click.IntRange(0, 2**32 - 1),
+              help="Seed for random, numpy, torch.")
+@click.option("--timeout", default=600.0, show_default=True,
+              type=click.FloatRange(min=0, min_open=True),
+              callback=lambda ctx, param, value: _a_number(value), help="Seconds per side.")
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
 @click.pass_context
 def compare(ctx: click.Context, script: Path, args: tuple[str, ...], torch_python: str | None,
@@ -69,6 +72,12 @@ def compare(ctx: click.Context, script: Path, args: tuple[str, ...], torch_pytho
     else:
         click.echo(text(result), err=result.status == api.ERROR)
     ctx.exit(result.exit_code)
+
+
+def _a_number(seconds: float) -> float:
+    if seconds != seconds:  # NaN passes every range check
+        raise click.BadParameter("nan is not a number of seconds")
+    return seconds
 
 
 def text(result: Any) -> str:
