@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -287,3 +288,23 @@ def test_usage_errors_for_an_impossible_timeout_interpreter_or_base(tmp_path: Pa
     series.write_text(text.replace(base.group(1), "1" * 40))  # YAML reads an integer
     code, said = audit(fork)
     assert code == 2 and "written as a string" in said and "put it in quotes" in said
+
+
+def test_a_reproducer_behind_a_link_out_of_the_repository_is_not_run(tmp_path: Path) -> None:
+    """`mre: mre/torch-testing` passes the path check, but a symbolic link in the working
+    tree (mre/torch-testing -> a folder elsewhere) led `--run-mre` to run a script outside
+    the repository. It is a missing reproducer (WA004) now, and nothing outside runs."""
+    fork = build_fork(tmp_path, clean_specs()[:3])
+    name = patch_names(fork)[P_TESTING]
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    ran = tmp_path / "ran"
+    (outside / "run.sh").write_text(f"#!/bin/sh\ntouch '{ran}'\n")
+    shutil.rmtree(fork / "mre" / "torch-testing")
+    (fork / "mre" / "torch-testing").symlink_to(outside)
+    data = audit_json(fork, "--run-mre")
+    assert not ran.exists()
+    row = next(w for w in data["workarounds"] if w["patch"] == name)
+    assert "leads outside the repository" in (row["mre_run"] or {}).get("error", "") or \
+        any("leads outside the repository" in c["detail"] for c in row["conditions"])
+    assert ("WA004", name) in [(f["rule_id"], f["patch"]) for f in data["findings"]]
