@@ -182,6 +182,7 @@ def test_apply_to_a_branch_name_git_refuses(fork: Path, name: str) -> None:
     (["log", "-n", "-1"], "-1 is not in the range", "pq log --help"),
     (["-C", "/nonexistent/dir", "series"], "cannot change to /nonexistent/dir", "pq --help"),
     (["series", "--no-such-flag"], "--no-such-flag", "pq series --help"),
+    (["gate", "--python", "", "--stage", "x"], "--python: an empty name", "pq gate --help"),
 ])
 def test_a_usage_error_is_one_line_too(fork: Path, args: list[str], needle: str,
                                        helped: str) -> None:

@@ -44,6 +44,9 @@ def gate(ctx: click.Context, stages: tuple[str, ...], force: bool, python: str |
     tree and environment is reused unless --force. Exit 0 passed (also with GPU stages
     still owed), 1 a stage failed or timed out, 2 a configuration problem.
     """
+    if python == "":  # not "no --python": the default would run in its place, unsaid
+        raise click.BadParameter("an empty name: give an interpreter, e.g. "
+                                 "`--python .venv/bin/python`", param_hint="--python")
     if show_status:
         if stages or force or python or junit_path:
             raise click.UsageError("--status takes no --stage, --force, --python or --junit")
