@@ -277,3 +277,31 @@ def test_a_damaged_entry_is_named_whatever_lies_beyond_it(repo: Path) -> None:
         log.read(g)
     assert f"entry {new2[:12]} is not a pq log entry (it has no record/ folder)" in \
         info.value.render()
+
+
+@pytest.mark.parametrize("field", ["id", "pid", "target"])
+def test_a_record_number_of_thousands_of_digits_is_a_damaged_entry(repo: Path,
+                                                                  field: str) -> None:
+    """Python refuses to read an int of more than 4300 digits (a ValueError): such a
+    record/id, pid or target is a damaged entry, named as one, not an internal error."""
+    with Git.open(repo) as g, Transaction(g, "pq b1") as t:
+        branch_commit(repo, "b1")
+        t.done()
+    tip = git(repo, "rev-parse", "refs/pq/oplog")
+    big = git(repo, "hash-object", "-w", "--stdin", input=b"9" * 5000)
+    rows = [r for r in git(repo, "ls-tree", f"{tip}:record").splitlines()
+            if not r.endswith("\t" + field)]
+    record = git(repo, "mktree", input=("\n".join(rows) + f"\n100644 blob {big}\t{field}\n")
+                 .encode())
+    rows = [r for r in git(repo, "ls-tree", f"{tip}^{{tree}}").splitlines()
+            if not r.endswith("\trecord")]
+    top = git(repo, "mktree", input=("\n".join(rows) + f"\n040000 tree {record}\trecord\n")
+              .encode())
+    message = git(repo, "log", "-1", "--format=%B", tip)
+    git(repo, "update-ref", "refs/pq/oplog",
+        git(repo, "commit-tree", top, *sum((["-p", p] for p in parents(repo, tip)), []),
+            "-m", message))
+    with Git.open(repo) as g, pytest.raises(log.LogCorrupt) as info:
+        log.read(g)
+    assert "is not a pq log entry (record/id, pid, target or settles is malformed)" in \
+        info.value.render()

@@ -209,20 +209,21 @@ def _record(git: Git, trees: Trees, sha: str) -> Record:
     if not (fields["id"].isascii() and fields["id"].isdigit()) or fields["kind"] not in KINDS \
             or fields["status"] not in STATUSES or b"before" not in top:
         raise _corrupt(sha, parent, "its record or snapshot is malformed")
-    try:
+    try:  # a number of thousands of digits is a ValueError too (int's digit limit)
         settles = {int(rid): status for rid, status in
                    (line.split(" ", 1) for line in fields.get("settles", "").splitlines())}
         target = int(fields["target"]) if fields.get("target") else None
+        number = int(fields["id"])
+        pid = int(fields["pid"]) if fields["pid"].isascii() and fields["pid"].isdigit() \
+            else None
     except ValueError:
-        raise _corrupt(sha, parent, "record/target or record/settles is malformed") from None
+        raise _corrupt(sha, parent, "record/id, pid, target or settles is malformed") from None
     previous = fields.get("previous")
     if previous is not None and previous != parent:
         raise _corrupt(sha, parent, "its first parent is not the previous entry")
-    record: Record = {"previous": previous, "id": int(fields["id"]), "command": fields["command"],
+    record: Record = {"previous": previous, "id": number, "command": fields["command"],
                       "kind": fields["kind"], "status": fields["status"],
-                      "time": fields["time"], "target": target, "commit": sha,
-                      "pid": int(fields["pid"]) if fields["pid"].isascii()
-                      and fields["pid"].isdigit() else None}
+                      "time": fields["time"], "target": target, "commit": sha, "pid": pid}
     if "note" in fields:
         record["note"] = fields["note"]
     if settles:
