@@ -668,6 +668,22 @@ def test_a_note_of_another_shape_is_left_out_not_a_crash(tmp_path: Path) -> None
     assert pq(fork, "check", "--no-cache").exit_code == 0
 
 
+def test_a_note_nested_deeper_than_json_reads_is_left_out_not_a_crash(tmp_path: Path) -> None:
+    """A teammate's note (fetched from refs/notes/pq-gate) nested deeper than Python's JSON
+    parser recurses: --status, pq report and pq check leave it out, as any note of another
+    shape, where they ended in an internal error (RecursionError)."""
+    fork = gate_fork(tmp_path, stage_lines(stage("a", "true")))
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    git(fork, "notes", "--ref=refs/notes/pq-gate", "add", "-f", "-F", str(deep), "HEAD")
+    status = pq(fork, "gate", "--status", ok=False)
+    assert status.exit_code == 1 and "no gate record" in status.output, status.output
+    assert pq(fork, "report", "--json").exit_code == 0
+    assert pq(fork, "check", "--no-cache", ok=False).exit_code in (0, 1)
+    assert pq(fork, "gate").exit_code == 0
+    assert pq(fork, "gate", "--status").exit_code == 0
+
+
 def test_the_gate_leaves_the_users_other_worktrees_alone(tmp_path: Path) -> None:
     """A linked worktree of the user's whose folder is away just now (moved, a disk not
     mounted): after `pq gate`, git still knows it, and it works once the folder is back."""

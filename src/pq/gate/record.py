@@ -46,7 +46,7 @@ def _parse(git: Git, blob: str) -> list[Record]:
             break
         try:
             data, pos = decoder.raw_decode(text, pos)
-        except ValueError:
+        except (ValueError, RecursionError):  # nested deeper than the parser goes, too
             break  # not pq's JSON past this point
         if isinstance(data, dict):
             records += _records_of(data)
