@@ -18,6 +18,7 @@ from gitrepo import commit_all, git, write
 
 from pq.errors import ConfigError
 from pq.model import diff as diffs
+from pq.model import patchfile
 from pq.rebase.rangediff import diff_blocks, log_sections
 
 QUOTED = 'qu"ote\\tä.txt'
@@ -187,6 +188,18 @@ def test_a_hunk_shorter_than_its_header_is_refused() -> None:
         short = b"diff --git a/f b/f\n--- a/f\n+++ b/f\n@@ " + counts + b" @@\n a\n-b\n+c\n"
         with pytest.raises(ConfigError, match="a hunk is shorter than they count"):
             diffs.parse(short, "patches/0001-x.patch")
+
+
+@pytest.mark.parametrize("counts", [b"-1," + b"9" * 5000 + b" +1,2", b"-1,2 +1," + b"9" * 19])
+def test_a_count_of_thousands_of_digits_is_a_hunk_too_short_for_it(counts: bytes) -> None:
+    """Python refuses to read an int of more than 4300 digits (a ValueError): such a count
+    is refused as any count the hunk falls short of, not an internal error."""
+    bad = b"diff --git a/f b/f\n--- a/f\n+++ b/f\n@@ " + counts + b" @@\n a\n-b\n+c\n"
+    with pytest.raises(ConfigError, match="a hunk is shorter than they count"):
+        diffs.parse(bad, "patches/0001-x.patch")
+    with pytest.raises(ConfigError, match="a hunk is shorter than they count"):
+        assert patchfile.parse(b"From: a <a@b>\nDate: Tue, 14 Nov 2023 23:13:20 +0100\n"
+                               b"Subject: s\n\n---\n" + bad, "p.patch").files is None
 
 
 def test_a_hunk_longer_than_its_header_is_refused_at_the_sections_hunks() -> None:

@@ -147,6 +147,18 @@ def test_a_message_whose_x_pq_message_is_wrong_says_the_count(size: str, hint: s
     assert patchfile.parse(fixed, "p.patch").message == "s\nsecond line!\n"
 
 
+def test_an_x_pq_message_of_thousands_of_digits_is_refused_in_one_line() -> None:
+    """int() refuses more than 4300 digits (a ValueError): the count is wrong, as any
+    other, and the line shows its first digits."""
+    data = (b"From: a <a@b>\nDate: Tue, 14 Nov 2023 23:13:20 +0100\nSubject: s\n"
+            b"X-Pq-Message: " + b"9" * 5000 + b"\n\n\nsecond line!\n---\n"
+            b"diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\n")
+    with pytest.raises(ConfigError) as info:
+        patchfile.parse(data, "p.patch")
+    assert str(info.value).startswith("p.patch:6: the message is not 999999999999... "
+                                      "(5000 digits) bytes"), str(info.value)
+
+
 def test_escaping_path_is_refused() -> None:
     data = (b"From: a <a@b>\nDate: Tue, 14 Nov 2023 23:13:20 +0100\nSubject: s\n\n---\n"
             b'diff --git "a/\\056\\056/x" "b/\\056\\056/x"\nnew file mode 100644\n')

@@ -17,6 +17,15 @@ _SECTION_START = re.compile(rb"(?m)^diff --git ")
 _NAME_TOKEN = re.compile(rb'"(?:[^"\\]|\\.)*"|[^ "]\S*')  # a C-quoted name, or a word
 _HUNK_LINE = re.compile(rb"(?m)^@@ [^\n]*$")
 _HUNK = re.compile(rb"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+_HUGE = 10 ** 18  # past any file: a hunk that counts more lines is short of them
+
+
+def _number(digits: bytes | None) -> int:
+    """A hunk header's number (1 where a count is left out). One of thousands of digits
+    is no count a file holds, and int() refuses it (a ValueError past 4300 digits)."""
+    if digits is None:
+        return 1
+    return int(digits) if len(digits) <= 18 else _HUGE
 _PATH_LINE = re.compile(
     rb"^(?:--- (?:a/)?|\+\+\+ (?:b/)?|rename from |rename to |copy from |copy to )(.*)$")
 # A mode line `git apply` refuses ("invalid mode"): its value must start with octal digits.
@@ -198,8 +207,8 @@ def check_paths(diff: bytes, filename: str, first_line: int) -> None:
                 continue
         hunk = _HUNK.match(raw)
         if hunk:
-            old = int(hunk.group(2) or 1)
-            new = int(hunk.group(4) or 1)
+            old = _number(hunk.group(2))
+            new = _number(hunk.group(4))
         elif raw.startswith(b"diff --git "):
             for p in _git_line_candidates(raw[len(b"diff --git "):]):
                 _check_path(p, filename, lineno)
@@ -310,8 +319,8 @@ def _hunks(region: bytes, path: str | None, source: str | None, line: int = 1
         lines.pop()  # what follows the last newline is no line (an empty one is context)
     hunks, i = [], 0
     while i < len(lines) and (m := _HUNK.match(lines[i])) is not None:
-        starts = old, new = int(m.group(1)), int(m.group(3))
-        counts = left_old, left_new = int(m.group(2) or 1), int(m.group(4) or 1)
+        starts = old, new = _number(m.group(1)), _number(m.group(3))
+        counts = left_old, left_new = _number(m.group(2)), _number(m.group(4))
         out, i = [], i + 1
         while i < len(lines) and (left_old > 0 or left_new > 0 or lines[i][:1] == b"\\"):
             kind, text = lines[i][:1] or b" ", lines[i][1:]

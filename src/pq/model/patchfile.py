@@ -222,13 +222,15 @@ def _parse_cached(data: bytes, filename: str) -> PatchFile:
     body_line = text[: head_end].count(b"\n") + 3 + (data.startswith(b"From ") and 1 or 0)
     if MESSAGE_HEADER.lower() in keys:
         size = keys[MESSAGE_HEADER.lower()]
-        counted = size.isascii() and size.isdigit()  # int() refuses other digits (²)
+        # int() refuses other digits (²), and more than 4300 of them: no file is that long
+        counted = size.isascii() and size.isdigit() and len(size) <= 18
         region = rest[: int(size)] if counted else b""
         sep = b"---\n" if region.endswith(b"\n") else b"\n---\n"
         if not counted or len(region) != int(size) or \
                 not rest.startswith(sep, len(region)):
             found = _SEPARATOR.search(rest)
-            raise ConfigError(f"the message is not {size} bytes followed by a `---` line, as "
+            shown = size if len(size) <= 20 else f"{size[:12]}... ({len(size)} digits)"
+            raise ConfigError(f"the message is not {shown} bytes followed by a `---` line, as "
                               f"its {MESSAGE_HEADER}: header says", path=filename,
                               line=body_line,
                               hint=f"a message edited by hand: `{MESSAGE_HEADER}: "
