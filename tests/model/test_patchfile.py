@@ -113,6 +113,13 @@ def test_a_patch_saved_with_crlf_line_ends_reads_as_git_am_reads_it() -> None:
      "p.patch:1: bad Date: header"),  # an hour before 1970: no commit can carry it
     (b"From: a <a@b>\nDate: Mon, 01 Jan 1900 00:00:00 +0000\nSubject: s\n\n",
      "p.patch:1: bad Date: header"),
+    # git's own form, as git fsck refuses it in a commit (badDateOverflow, zeroPaddedDate)
+    (b"From: a <a@b>\nDate: 18446744073709551615 +0000\nSubject: s\n\n",
+     "p.patch:1: bad Date: header"),
+    (b"From: a <a@b>\nDate: " + b"9" * 5000 + b" +0000\nSubject: s\n\n",
+     "p.patch:1: bad Date: header"),
+    (b"From: a <a@b>\nDate: 01700000000 +0000\nSubject: s\n\n",
+     "p.patch:1: bad Date: header"),
     (b"From: a <a@b>\nnot a header\n\n", "p.patch:3: bad header line 'not a header'"),
     (b"From: a <a@b>\nDate: Tue, 14 Nov 2023 23:13:20 +0100\nSubject: s\n\nbody\n",
      "p.patch:5: no diff found"),
