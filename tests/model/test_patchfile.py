@@ -120,6 +120,13 @@ def test_a_patch_saved_with_crlf_line_ends_reads_as_git_am_reads_it() -> None:
      "p.patch:1: bad Date: header"),
     (b"From: a <a@b>\nDate: 01700000000 +0000\nSubject: s\n\n",
      "p.patch:1: bad Date: header"),
+    # a line break would end the commit's author line (git fsck: missingEmail)
+    (b"From: =?utf-8?q?a=0Ab?= <a@b>\nDate: 1700000000 +0000\nSubject: s\n\n",
+     "p.patch:1: bad From: header '=?utf-8?q?a=0Ab?= <a@b>': its name or e-mail holds a "
+     "line break"),
+    (b"From: =?utf-8?q?a?= <=?utf-8?q?a=0A@b?=>\nDate: 1700000000 +0000\nSubject: s\n\n",
+     "p.patch:1: bad From: header '=?utf-8?q?a?= <=?utf-8?q?a=0A@b?=>': its name or e-mail "
+     "holds a line break"),
     (b"From: a <a@b>\nnot a header\n\n", "p.patch:3: bad header line 'not a header'"),
     (b"From: a <a@b>\nDate: Tue, 14 Nov 2023 23:13:20 +0100\nSubject: s\n\nbody\n",
      "p.patch:5: no diff found"),

@@ -212,6 +212,10 @@ def _parse_cached(data: bytes, filename: str) -> PatchFile:
         raise ConfigError(f"bad From: header {keys['from']!r}", path=filename, line=1,
                           hint="write it as `Name <e-mail>`, or regenerate it with `pq export`")
     name, mail = address
+    if "\n" in name + mail:  # it would end the commit's author line (git fsck: missingEmail)
+        raise ConfigError(f"bad From: header {keys['from']!r}: its name or e-mail holds a "
+                          "line break, which a commit's author line cannot",
+                          path=filename, line=1, hint="take it out of the From: header")
     date = mailheader.read_date(keys["date"])
     if date is None:
         raise ConfigError(f"bad Date: header {keys['date']!r}", path=filename, line=1,
