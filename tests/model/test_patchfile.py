@@ -127,6 +127,11 @@ def test_a_patch_saved_with_crlf_line_ends_reads_as_git_am_reads_it() -> None:
     (b"From: =?utf-8?q?a?= <=?utf-8?q?a=0A@b?=>\nDate: 1700000000 +0000\nSubject: s\n\n",
      "p.patch:1: bad From: header '=?utf-8?q?a?= <=?utf-8?q?a=0A@b?=>': its name or e-mail "
      "holds a line break"),
+    # the commit's `encoding` header line: a line break in it would add header lines
+    (b"From: a <a@b>\nDate: 1700000000 +0000\nSubject: s\n"
+     b"X-Pq-Encoding: =?utf-8?q?latin1=0Aauthor_x?=\n\n---\n"
+     b"diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\n",
+     "p.patch:1: bad X-Pq-Encoding: header '=?utf-8?q?latin1=0Aauthor_x?=': a line break"),
     (b"From: a <a@b>\nnot a header\n\n", "p.patch:3: bad header line 'not a header'"),
     (b"From: a <a@b>\nDate: Tue, 14 Nov 2023 23:13:20 +0100\nSubject: s\n\nbody\n",
      "p.patch:5: no diff found"),

@@ -257,6 +257,13 @@ def _parse_cached(data: bytes, filename: str) -> PatchFile:
     diffs.check_paths(diff, filename, data.count(b"\n", 0, len(data) - len(diff)) + 1)
     enc = keys.get(ENCODING_HEADER.lower())
     encoding = None if enc is None else mailheader.decode(enc)
+    if encoding is not None and "\n" in encoding:
+        # it is written as the commit's `encoding` header line: a line break would add
+        # header lines of its own (a second author, say)
+        raise ConfigError(f"bad {ENCODING_HEADER}: header {enc!r}: a line break in it",
+                          path=filename, line=1,
+                          hint=f"write the encoding's name alone (`{ENCODING_HEADER}: "
+                               "ISO-8859-1`), or regenerate it with `pq export`")
     extra = tuple((k, mailheader.decode(v)) for k, v in headers
                   if k.lower() not in _OWN_HEADERS)
     return PatchFile(Person(name, mail, date), message, diff, extra, encoding, filename,
