@@ -213,7 +213,8 @@ def test_a_header_without_a_suffix_runs_the_build_again(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("key,value", [("pq.gate.cacheSize", "100 kilobytes"),
                                        ("pq.gate.ccacheSize", "two gigs"),
-                                       ("pq.gate.ccacheSize", "5GB")])
+                                       ("pq.gate.ccacheSize", "5GB"),
+                                       ("pq.gate.cacheSize", "9" * 400 + "G")])
 def test_a_cache_size_that_is_no_size_is_refused(tmp_path: Path, key: str, value: str) -> None:
     """`pq.gate.ccacheSize` reached ccache unchecked (every compile failed inside the
     build); an unparsable `pq.gate.cacheSize` silently became 2 GiB."""

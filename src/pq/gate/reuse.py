@@ -247,4 +247,7 @@ def parse_size(text: str) -> int | None:
     if not m:
         return None
     scale = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}[m.group(2).lower()]
-    return int(float(m.group(1)) * scale)
+    try:
+        return int(float(m.group(1)) * scale)
+    except OverflowError:  # past float's range (hundreds of digits): no size a disk holds
+        return None
