@@ -891,6 +891,7 @@ def test_series_in_another_worktree_lists_that_worktrees_own_series(tmp_path: Pa
                               *s["steps"][1:]]},
     lambda s: {**s, "steps": [{**s["steps"][0], "rerere_files": [1]}, *s["steps"][1:]]},
     lambda s: {**s, "steps": [{**s["steps"][0], "outcome": ["clean"]}, *s["steps"][1:]]},
+    lambda s: {**s, "worktree": {"id": 5, "root": [1]}},
 ])
 def test_a_damaged_rebase_state_is_refused_in_one_line_and_writes_nothing(
         tmp_path: Path, damage: Callable[[dict[str, Any]], Any]) -> None:

@@ -168,6 +168,9 @@ def _require_shape(data: dict[str, Any]) -> None:
             raise ValueError(f"step {number} names no patch file ({step.get('name')!r})")
         if not all(isinstance(f, dict) for f in step.get("rerere_files", [])):
             raise ValueError(f"step {number}'s rerere_files hold another shape")
+    if not all(isinstance(k, str) and isinstance(v, str)
+               for k, v in (data.get("worktree") or {}).items()):
+        raise ValueError("worktree holds a value that is no text")
     index, steps = data.get("index", 0), data.get("steps", [])
     # The step to replay next, or the stopped one; past the last only once all are done.
     last = len(steps) - (1 if data.get("phase") in ("conflict", "refused") else 0)
