@@ -108,18 +108,18 @@ def test_a_patch_saved_with_crlf_line_ends_reads_as_git_am_reads_it() -> None:
 @pytest.mark.parametrize("data,expected", [
     (b"garbage", "p.patch:1: no mail header"),
     (b"From: a <a@b>\nSubject: s\n\n---\n", "p.patch:1: missing `Date:` header"),
-    (b"From: a <a@b>\nDate: yesterday\nSubject: s\n\n", "p.patch:1: bad Date: header"),
+    (b"From: a <a@b>\nDate: yesterday\nSubject: s\n\n", "p.patch:2: bad Date: header"),
     (b"From: a <a@b>\nDate: Thu, 01 Jan 1970 00:00:00 +0100\nSubject: s\n\n",
-     "p.patch:1: bad Date: header"),  # an hour before 1970: no commit can carry it
+     "p.patch:2: bad Date: header"),  # an hour before 1970: no commit can carry it
     (b"From: a <a@b>\nDate: Mon, 01 Jan 1900 00:00:00 +0000\nSubject: s\n\n",
-     "p.patch:1: bad Date: header"),
+     "p.patch:2: bad Date: header"),
     # git's own form, as git fsck refuses it in a commit (badDateOverflow, zeroPaddedDate)
     (b"From: a <a@b>\nDate: 18446744073709551615 +0000\nSubject: s\n\n",
-     "p.patch:1: bad Date: header"),
+     "p.patch:2: bad Date: header"),
     (b"From: a <a@b>\nDate: " + b"9" * 5000 + b" +0000\nSubject: s\n\n",
-     "p.patch:1: bad Date: header"),
+     "p.patch:2: bad Date: header"),
     (b"From: a <a@b>\nDate: 01700000000 +0000\nSubject: s\n\n",
-     "p.patch:1: bad Date: header"),
+     "p.patch:2: bad Date: header"),
     # a line break would end the commit's author line (git fsck: missingEmail)
     (b"From: =?utf-8?q?a=0Ab?= <a@b>\nDate: 1700000000 +0000\nSubject: s\n\n",
      "p.patch:1: bad From: header '=?utf-8?q?a=0Ab?= <a@b>': its name or e-mail holds a "
@@ -131,8 +131,13 @@ def test_a_patch_saved_with_crlf_line_ends_reads_as_git_am_reads_it() -> None:
     (b"From: a <a@b>\nDate: 1700000000 +0000\nSubject: s\n"
      b"X-Pq-Encoding: =?utf-8?q?latin1=0Aauthor_x?=\n\n---\n"
      b"diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\n",
-     "p.patch:1: bad X-Pq-Encoding: header '=?utf-8?q?latin1=0Aauthor_x?=': a line break"),
-    (b"From: a <a@b>\nnot a header\n\n", "p.patch:3: bad header line 'not a header'"),
+     "p.patch:4: bad X-Pq-Encoding: header '=?utf-8?q?latin1=0Aauthor_x?=': a line break"),
+    (b"From: a <a@b>\nnot a header\n\n", "p.patch:2: bad header line 'not a header'"),
+    # the line of the header, after a `From <id> <date>` line as pq writes them
+    (b"From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001\n"
+     b"From: a <a@b>\nSubject: s\nDate: yesterday\n\n", "p.patch:4: bad Date: header"),
+    (b"From 0 Mon Sep 17 00:00:00 2001\nFrom: a <a@b>\nnot a header\n\n",
+     "p.patch:3: bad header line 'not a header'"),
     (b"From: a <a@b>\nDate: Tue, 14 Nov 2023 23:13:20 +0100\nSubject: s\n\nbody\n",
      "p.patch:5: no diff found"),
     (b"From: a <a@b>\nDate: Tue, 14 Nov 2023 23:13:20 +0100\nSubject: s\nX-Pq-Message: 99\n"

@@ -658,7 +658,8 @@ def test_an_audit_that_cannot_read_a_patch_file_is_no_policy_finding(tmp_path: P
     check = pq(fork, "check", ok=False)
     assert check.exit_code != 0
     out = check.output
-    assert f"[audit] patches/{patch.name}:1: bad Date: header 'yesterday'" in out, out
+    line = text.splitlines().index(date) + 1  # the Date: line's own number
+    assert f"[audit] patches/{patch.name}:{line}: bad Date: header 'yesterday'" in out, out
     assert out.index("[audit]") > out.index("the branch does not match its series:")
     assert "policy findings" not in out and "acknowledged:" not in out, out
 

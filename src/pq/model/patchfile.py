@@ -201,7 +201,8 @@ def _parse_cached(data: bytes, filename: str) -> PatchFile:
                           hint="regenerate it with `pq export`")
     header_block = text[:head_end].decode("utf-8", "surrogateescape")
     rest = text[head_end + 2:]
-    headers = _parse_headers(header_block, filename)
+    first = 2 if text is not data else 1  # the header block's first line in the file
+    headers, lines = _parse_headers(header_block, filename, first)
     keys = {k.lower(): v for k, v in headers}
     for required in ("from", "date", "subject"):
         if required not in keys:
@@ -209,16 +210,19 @@ def _parse_cached(data: bytes, filename: str) -> PatchFile:
                               hint="regenerate it with `pq export`")
     address = mailheader.read_address(keys["from"])
     if address is None:
-        raise ConfigError(f"bad From: header {keys['from']!r}", path=filename, line=1,
+        raise ConfigError(f"bad From: header {keys['from']!r}", path=filename,
+                          line=lines["from"],
                           hint="write it as `Name <e-mail>`, or regenerate it with `pq export`")
     name, mail = address
     if "\n" in name + mail:  # it would end the commit's author line (git fsck: missingEmail)
         raise ConfigError(f"bad From: header {keys['from']!r}: its name or e-mail holds a "
                           "line break, which a commit's author line cannot",
-                          path=filename, line=1, hint="take it out of the From: header")
+                          path=filename, line=lines["from"], hint="take it out of the From: "
+                                                                  "header")
     date = mailheader.read_date(keys["date"])
     if date is None:
-        raise ConfigError(f"bad Date: header {keys['date']!r}", path=filename, line=1,
+        raise ConfigError(f"bad Date: header {keys['date']!r}", path=filename,
+                          line=lines["date"],
                           hint="use an RFC 2822 date from 1970 on, such as 'Tue, 01 Dec 2026 "
                                "10:00:00 +0100'")
     subject_value = mailheader.decode(keys["subject"])
@@ -261,7 +265,7 @@ def _parse_cached(data: bytes, filename: str) -> PatchFile:
         # it is written as the commit's `encoding` header line: a line break would add
         # header lines of its own (a second author, say)
         raise ConfigError(f"bad {ENCODING_HEADER}: header {enc!r}: a line break in it",
-                          path=filename, line=1,
+                          path=filename, line=lines[ENCODING_HEADER.lower()],
                           hint=f"write the encoding's name alone (`{ENCODING_HEADER}: "
                                "ISO-8859-1`), or regenerate it with `pq export`")
     extra = tuple((k, mailheader.decode(v)) for k, v in headers
@@ -326,9 +330,13 @@ def parse_committable(data: bytes, filename: str) -> PatchFile:
     return pf
 
 
-def _parse_headers(block: str, filename: str) -> list[tuple[str, str]]:
+def _parse_headers(block: str, filename: str, first: int
+                   ) -> tuple[list[tuple[str, str]], dict[str, int]]:
+    """The headers of `block` (starting at line `first` of the file), folded lines joined;
+    and the line each header (by its lower-case name; the last of a name) starts at."""
     parts: list[tuple[str, list[str]]] = []  # folded lines joined once, not one by one
-    for lineno, line in enumerate(block.split("\n"), start=2):
+    starts: dict[str, int] = {}
+    for lineno, line in enumerate(block.split("\n"), start=first):
         if line[:1] in (" ", "\t") and parts:
             parts[-1][1].append(line)
             continue
@@ -337,7 +345,8 @@ def _parse_headers(block: str, filename: str) -> list[tuple[str, str]]:
             raise ConfigError(f"bad header line {line[:60]!r}", path=filename, line=lineno,
                               hint="a patch starts with From:, Date:, Subject: headers")
         parts.append((key, [value]))
-    return [(key, "".join(values).strip()) for key, values in parts]
+        starts[key.lower()] = lineno
+    return [(key, "".join(values).strip()) for key, values in parts], starts
 
 
 def same_parts(a: bytes, b: bytes, path: str) -> str | None:
