@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
+from collections.abc import Callable
 from pathlib import Path
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
@@ -61,7 +62,8 @@ def _escaped(text: str, quote: str) -> str:
                                        if _CONTROL.match(c) else c) for c in text)
 
 
-def list_paths(paths: list[str]) -> str:
-    """The first five of `paths` for a line of text, and how many more."""
+def list_paths(paths: list[str], note: Callable[[str], str] | None = None) -> str:
+    """The first five of `paths` for a line of text (each with its `note`, where given),
+    and how many more."""
     more = f" and {len(paths) - 5} more" if len(paths) > 5 else ""
-    return ", ".join(shown(p) for p in paths[:5]) + more
+    return ", ".join(shown(p) + (note(p) if note else "") for p in paths[:5]) + more

@@ -308,3 +308,17 @@ def test_a_reproducer_behind_a_link_out_of_the_repository_is_not_run(tmp_path: P
     assert "leads outside the repository" in (row["mre_run"] or {}).get("error", "") or \
         any("leads outside the repository" in c["detail"] for c in row["conditions"])
     assert ("WA004", name) in [(f["rule_id"], f["patch"]) for f in data["findings"]]
+
+
+def test_a_reproducer_script_that_links_out_of_the_repository_is_not_run(tmp_path: Path
+                                                                          ) -> None:
+    """The folder is the repository's, its run.sh a link to a script elsewhere."""
+    fork = build_fork(tmp_path, clean_specs()[:3])
+    name = patch_names(fork)[P_TESTING]
+    ran = tmp_path / "ran"
+    (tmp_path / "elsewhere.sh").write_text(f"#!/bin/sh\ntouch '{ran}'\n")
+    (fork / "mre" / "torch-testing" / "run.sh").unlink()
+    (fork / "mre" / "torch-testing" / "run.sh").symlink_to(tmp_path / "elsewhere.sh")
+    data = audit_json(fork, "--run-mre")
+    assert not ran.exists()
+    assert ("WA004", name) in [(f["rule_id"], f["patch"]) for f in data["findings"]]

@@ -316,3 +316,11 @@ def test_a_patch_file_too_large_to_read_back_names_the_limit_and_the_fix() -> No
         patchfile.parse(too_large, "patches/0001-x.patch")
     assert refused.value.hint == patchfile.TOO_LARGE
     assert patchfile.unreadable("s\0\n", author, b"")[0].startswith("a NUL byte in its message")
+
+
+def test_a_date_past_gits_signed_time_is_refused() -> None:
+    """git fsck refuses a commit date of 2**63 and above (badDateOverflow: a signed time)."""
+    for epoch in (2**63, 2**64 - 2):
+        with pytest.raises(ConfigError, match="bad Date: header"):
+            patchfile.parse(f"From: a <a@b>\nDate: {epoch} +0000\nSubject: s\n\n".encode(),
+                            "p.patch")

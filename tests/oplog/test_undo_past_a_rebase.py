@@ -41,3 +41,12 @@ def test_a_rebase_with_nothing_logged_before_it_names_no_further_undo(tmp_path: 
     result = pq(fork, "undo", ok=False)
     assert result.exit_code == 2 and "pq rebase --abort" in result.output
     assert "further back" not in result.output, result.output
+
+
+def test_undo_with_a_rebase_state_nested_too_deep_is_one_line(tmp_path: Path) -> None:
+    _, fork = stopped(tmp_path)
+    (fork / ".git/pq/rebase/state.json").write_text("[" * 200_000 + "]" * 200_000)
+    result = pq(fork, "undo", ok=False)
+    assert result.exit_code == 2, result.output
+    assert "internal error" not in result.output and len(result.output.strip().splitlines()) \
+        == 1, result.output

@@ -134,3 +134,50 @@ def test_an_edit_made_at_a_landing_stop_is_not_thrown_away(tmp_path: Path) -> No
     git(fork, "stash", "pop", "-q")
     assert (fork / "README.md").read_text() == "my note\n"
     assert git(fork, "rev-parse", "--abbrev-ref", "HEAD") == "paddle"
+
+
+def test_abort_keeps_edits_made_on_the_rebased_branch_or_at_a_landing_stop(
+        tmp_path: Path) -> None:
+    """Edits on the rebased branch itself (`git switch paddle` at a conflict stop), or on a
+    branch made at a stop outside a conflict, are the user's too: --abort refuses."""
+    _, fork = stopped(tmp_path)
+    git(fork, "reset", "-q", "--hard")
+    git(fork, "switch", "-q", "paddle")
+    write(fork, "README.md", "edited on paddle\n")
+    result = pq(fork, "rebase", "--abort", ok=False)
+    assert result.exit_code == 2 and "uncommitted changes in README.md on paddle" \
+        in result.output, result.output
+    assert (fork / "README.md").read_text() == "edited on paddle\n"
+    fork = _stopped_at_landing(tmp_path / "landing")
+    git(fork, "switch", "-q", "-c", "hotfix")
+    write(fork, "README.md", "hotfix in progress\n")
+    result = pq(fork, "rebase", "--abort", ok=False)
+    assert result.exit_code == 2 and "uncommitted changes in README.md on hotfix" \
+        in result.output, result.output
+    assert (fork / "README.md").read_text() == "hotfix in progress\n"
+
+
+def test_an_abort_killed_half_way_is_finished_by_the_next(tmp_path: Path) -> None:
+    """The abort marks the state before it moves HEAD: a second --abort after one killed
+    there finishes it, whatever the files hold."""
+    _, fork = stopped(tmp_path)
+    state_file = fork / ".git/pq/rebase/state.json"
+    state = json.loads(state_file.read_text())
+    state["aborting"] = True  # as the abort leaves it, killed after putting HEAD back
+    state_file.write_text(json.dumps(state))
+    git(fork, "reset", "-q", "--hard")
+    git(fork, "switch", "-q", "paddle")
+    write(fork, "README.md", "what the killed abort left\n")
+    pq(fork, "rebase", "--abort")
+    assert (fork / "README.md").read_text() == "upstream\n"
+    assert not state_file.exists()
+
+
+def test_head_detached_on_a_branch_at_a_landing_stop_is_no_commit_to_lose(
+        tmp_path: Path) -> None:
+    fork = _stopped_at_landing(tmp_path)
+    (fork / "patches").unlink()
+    git(fork, "checkout", "-q", "--detach", "paddle")  # the branch's own tip: on a branch
+    pq(fork, "rebase", "--abort")
+    assert git(fork, "rev-parse", "--abbrev-ref", "HEAD") == "paddle"
+

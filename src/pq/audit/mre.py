@@ -69,10 +69,12 @@ class WorktreeSource:
     def problem(self, path: str) -> str | None:
         p = self.root / path
         top = os.path.realpath(self.root)
-        if os.path.commonpath([top, os.path.realpath(p)]) != top:
-            # a symbolic link on the way (mre/x -> /elsewhere): not the repository's to run
+        if any(os.path.commonpath([top, os.path.realpath(f)]) != top
+               for f in [p, *(p.rglob("*") if p.is_dir() else [])]):
+            # a symbolic link on the way or inside (mre/x -> /elsewhere, run.sh -> /x.sh):
+            # not the repository's to run
             return (f"reproducer {path} leads outside the repository (a symbolic link "
-                    "on its path): keep the reproducer's files in the repository")
+                    "on its path or in it): keep the reproducer's files in the repository")
         if (p / ENTRY).is_file():
             return None
         if p.is_dir():

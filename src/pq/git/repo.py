@@ -75,9 +75,10 @@ class Git(WorkingTree):
     def ref_exists(self, ref: str) -> bool:
         return self.run_proc("rev-parse", "--verify", "--quiet", ref).returncode == 0
 
-    def has_refs_under(self, prefix: str) -> bool:
-        """Whether any ref's name starts with `prefix` (a folder: `refs/x/`)."""
-        return bool(self.text("for-each-ref", "--count=1", "--format=x", prefix).strip())
+    def has_refs_under(self, *prefixes: str, contains: str | None = None) -> bool:
+        """Whether a ref is under `prefixes` (folders: `refs/x/`), holding `contains` if given."""
+        return bool(self.text("for-each-ref", "--count=1", "--format=x", *(
+            ["--contains", contains] if contains else []), *prefixes).strip())
 
     def current_branch(self) -> str | None:
         try:  # HEAD as git keeps it: `ref: refs/heads/<name>`, or an id when detached;

@@ -136,10 +136,11 @@ def read_date(value: str) -> str | None:
     """git's `<epoch> <+hhmm>` for a Date: header (RFC 2822, or git's own form)."""
     if (raw := re.fullmatch(r"(\d+) [+-]\d{4}", value)) is not None:
         # What git fsck refuses in a commit is refused here: a zero-padded date, or one
-        # past git's integers (badDateOverflow; thousands of digits are past int() too).
+        # past git's signed 64-bit time (badDateOverflow; thousands of digits are past
+        # int() too).
         epoch = raw.group(1)
         return None if (epoch[0] == "0" and epoch != "0") or len(epoch) > 20 \
-            or int(epoch) >= 2**64 - 1 else value
+            or int(epoch) >= 2**63 else value
     try:
         when = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError, IndexError, OverflowError):

@@ -19,7 +19,7 @@ from pq.oplog.snapshot import (
     write_queue,
     write_state,
 )
-from pq.quoting import list_paths, shown
+from pq.quoting import list_paths
 
 if TYPE_CHECKING:
     from pq.oplog.undo import Plan
@@ -147,14 +147,13 @@ def _require_no_untracked_in_the_way(git: Git, now: str, then: str, p: Plan) -> 
     An ignored one too, which git would overwrite: undo keeps every file of the user's."""
     in_way = git.untracked([path for path in git.changed_paths(now, then, diff_filter="A")
                             if not in_queue(path)], ignored_too=True)
-    if in_way:  # every one named: moving aside only the one named refused again
+    if in_way:  # all of them to move: moving aside only the one named refused again
         ignored = git.ignored(in_way[:5])
-        more = f" and {len(in_way) - 5} more" if len(in_way) > 5 else ""
-        named = ", ".join(shown(path) + " (ignored, but yours)" * (path in ignored)
-                          for path in in_way[:5]) + more
+        named = list_paths(in_way, lambda path: " (ignored, but yours)" * (path in ignored))
+        every = " (`git status --short --ignored` lists them all)" if len(in_way) > 5 else ""
         raise ConfigError(f"untracked {named} would be overwritten by {_doing(p)}",
-                          hint=f"move {'it' if len(in_way) == 1 else 'them'} aside, then run "
-                               f"`{p.again}` again")
+                          hint=f"move {'it' if len(in_way) == 1 else 'them'} aside{every}, "
+                               f"then run `{p.again}` again")
 
 
 def _checkout_failure(stderr: bytes, p: Plan) -> str:

@@ -171,7 +171,7 @@ def _past_the_rebase(git: Git, h: History) -> str:
     `pq undo --op` of the operation in effect before the rebase started, if any."""
     try:
         started = json.loads((git.pq_dir() / REBASE_STATE).read_bytes()).get("log_id")
-    except (OSError, ValueError, AttributeError):
+    except (OSError, ValueError, AttributeError, RecursionError):
         started = None
     earlier = h.before[started][0] if isinstance(started, int) and started in h.before else []
     if not earlier:

@@ -33,6 +33,9 @@ def abort(git: Git, force: bool = False) -> RebaseReport:
         txn.begin()
         if state.touched:  # the working tree is reset: nothing untracked goes with it
             worktree.require_nothing_in_the_way(git, state, state.orig_head, aborting=True)
+            if not state.aborting:  # (a kill from here on leaves the files the abort's)
+                state.aborting = True
+                rs.save(git, state)
         worktree.restore(git, state)
         rs.remove(git)
         settle_stopped(git, "aborted", state.log_id)

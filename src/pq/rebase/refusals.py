@@ -22,8 +22,9 @@ def abort_refusals(git: Git, state: rs.RebaseState, force: bool = False
                    ) -> list[tuple[str, ConfigError]]:
     """Every reason `pq rebase --abort` (`force`: `--abort --force`) refuses now, in the
     order it checks, each with its kind: "in-place" (the branch moved, commits were made
-    on the stopped patch: `--force` overrides it), "queue" (queue files came back: `--force`
-    writes over them) or "branch" (checked out in another worktree)."""
+    on the stopped patch: `--force` overrides it), "elsewhere" (uncommitted changes where
+    HEAD went since the stop: `--force` throws them away), "queue" (queue files came back:
+    `--force` writes over them) or "branch" (checked out in another worktree)."""
     checks: list[tuple[str, Callable[[], None]]] = []
     if not force:
         checks.append(("in-place", lambda: require_in_place(git, state, "abort")))
@@ -162,7 +163,8 @@ def _require_stop_untouched(git: Git, state: rs.RebaseState, action: str) -> Non
         return
     name, again = state.short_branch, f"`pq rebase --{action}`"
     top = state.new_tip if state.phase == "landing" and state.new_tip else state.tip
-    if head != top and not git.is_ancestor(head, top):
+    if head != top and not git.is_ancestor(head, top) and not git.has_refs_under(
+            "refs/heads/", "refs/tags/", "refs/remotes/", contains=head):  # on no branch
         raise ConfigError(
             f"HEAD moved to {head[:12]} ({git.commit(head).title}) while the rebase was "
             f"stopped, and {again} would leave it on no branch",
@@ -184,12 +186,22 @@ def _require_stop_untouched(git: Git, state: rs.RebaseState, action: str) -> Non
                 "; or `pq rebase --abort --force`" if action == "abort" else ""))
 
 
+def _on_the_stack(git: Git, state: rs.RebaseState, head: str) -> bool:
+    """Whether `head` is where the stop left HEAD: at a conflict, the stack so far or a
+    commit on it; else the stack so far (the landed stack at a landing) or back along it."""
+    if state.phase == "conflict":
+        return head == state.tip or git.is_ancestor(state.tip, head)
+    top = state.new_tip if state.phase == "landing" and state.new_tip else state.tip
+    return head == top or git.is_ancestor(head, top)
+
+
 def _stopped_by_pq(git: Git, state: rs.RebaseState) -> bool:
-    """Whether the rebase's newest log entry is a `pq rebase` that refused to go on (files
-    in the way): it left the files clean, where a killed one (`started`) may not have."""
+    """Whether the rebase's newest `pq rebase` log entry (other commands may log between:
+    `pq hook install`) refused to go on (files in the way): it left the files clean, where
+    a killed one (`started`) may not have."""
     records = log.read(git, state.log_id) if state.log_id is not None else []
-    return bool(records) and records[-1].get("status") == "failed" and str(
-        records[-1].get("command", "")).startswith("pq rebase")
+    ours = [r for r in records if str(r.get("command", "")).startswith("pq rebase")]
+    return bool(ours) and ours[-1].get("status") == "failed"
 
 
 def _past_the_resolution(git: Git, state: rs.RebaseState, head: str) -> str | None:
@@ -217,16 +229,15 @@ def _require_nothing_left_behind(git: Git, state: rs.RebaseState, head: str | No
 
 def _require_no_edits_off_the_stack(git: Git, state: rs.RebaseState) -> None:
     """Refuse --abort (unless forced) while HEAD left the stopped rebase for another commit
-    (`git switch main` for a hotfix) and tracked files there have uncommitted changes: the
-    abort's `git reset --hard` would throw them away with the conflict. On the stack they
-    are the conflict and its resolution, which the abort is there to throw away; on the
-    rebased branch itself they are what a resolution carried there (`git switch` keeps
-    staged changes) or an abort killed after it put HEAD back left, which it finishes."""
-    if (state.phase != "conflict" or not state.detached or not state.touched
-            or git.current_branch() == state.branch):
+    or branch (`git switch main` for a hotfix, `git switch` to the rebased branch itself)
+    and tracked files there have uncommitted changes: the abort's `git reset --hard` would
+    throw them away. On the stack they are the stop's (a conflict and its resolution, a
+    refused landing's files), which the abort is there to throw away, as an abort killed
+    half-way (`aborting`) left them."""
+    if not state.detached or not state.touched or state.aborting:
         return
     head = git.try_resolve("HEAD")
-    if head is None or head == state.tip or git.is_ancestor(state.tip, head):
+    if head is None or (git.current_branch() is None and _on_the_stack(git, state, head)):
         return
     changed = sorted({path for _, path in git.status_porcelain()})
     if changed:

@@ -90,6 +90,9 @@ class RebaseState:
     # Those of queue_before with an executable bit on disk (a chmod of the user's): --abort
     # puts the bits back too (None in states of older versions: modes are left alone).
     queue_executable: list[str] | None = None
+    # An abort began putting the branch and its files back (one killed half-way: the next
+    # --abort finishes it, whatever the files hold).
+    aborting: bool = False
 
     def to_json(self) -> bytes:
         # Shallow: asdict's deep copy was most of a save's time (every value here is a
@@ -131,7 +134,7 @@ _SHAPE: dict[str, type | tuple[type, ...]] = {
     "prev_legacy_orig_head": (str, type(None)), "log_id": (int, type(None)),
     "worktree": (dict, type(None)), "index_before": (list, type(None)),
     "conflict_paths": list, "conflict_notes": list, "queue_before": dict, "steps": list,
-    "queue_executable": (list, type(None))}
+    "queue_executable": (list, type(None)), "aborting": bool}
 
 
 _STEP_SHAPE: dict[str, type | tuple[type, ...]] = {
