@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -294,6 +295,7 @@ def test_a_rebase_keeps_the_author_line_byte_for_byte_as_git_does(tmp_path: Path
     raw_commit(fork, author, b"build: an odd author line\n", None, False)
     orig = git(fork, "rev-parse", "HEAD")
     pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    monkeypatch.setenv("PATH", f"{shim.parent}{os.pathsep}{os.environ['PATH']}")
     (ours,), (theirs,) = rebased_by_pq_and_git(tmp_path, fork, orig)
     assert commit_bytes(fork, ours) == commit_bytes(fork, theirs)
     assert b"\nauthor " + author + b" 1700000000" in b"\n" + commit_bytes(fork, ours)
@@ -305,6 +307,16 @@ def test_a_sha256_repository_keeps_an_odd_author_line_as_git_does(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # There pq writes objects through `git hash-object`, which checks commits since git
     # 2.40 (missingSpaceBeforeEmail): a copied commit is written unchecked, as git's own.
+    # (A git on PATH that refuses a checked commit write stands for git >= 2.40 here.)
+    import shutil
+
+    real = shutil.which("git")
+    shim = tmp_path / "bin" / "git"
+    shim.parent.mkdir()
+    shim.write_text(f'#!/bin/sh\ncase " $* " in *" hash-object "*" commit "*)\n'
+                    f'  case " $* " in *" --literally "*) ;; *) exit 128;; esac;; esac\n'
+                    f'exec {real} "$@"\n')
+    shim.chmod(0o755)
     monkeypatch.setenv("GIT_DEFAULT_HASH", "sha256")
     fork = make_fork(tmp_path)
     assert git(fork, "rev-parse", "--show-object-format") == "sha256"
@@ -312,6 +324,7 @@ def test_a_sha256_repository_keeps_an_odd_author_line_as_git_does(
     raw_commit(fork, author, b"build: an odd author line\n", None, False)
     orig = git(fork, "rev-parse", "HEAD")
     pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    monkeypatch.setenv("PATH", f"{shim.parent}{os.pathsep}{os.environ['PATH']}")
     (ours,), (theirs,) = rebased_by_pq_and_git(tmp_path, fork, orig)
     assert commit_bytes(fork, ours) == commit_bytes(fork, theirs)
     assert b"\nauthor " + author + b" 1700000000" in b"\n" + commit_bytes(fork, ours)
