@@ -460,3 +460,25 @@ def test_a_draft_workaround_in_a_file_whose_name_is_not_utf8_leaves_a_readable_s
     series = (fork / "series.yaml").read_text()
     assert "glue_\\xe9.py:2" in series and "\\udc" not in series.lower()
     assert pq(fork, "series").exit_code == 0
+
+
+@pytest.mark.parametrize("command", ["import", "init"])
+def test_a_shallow_clone_cut_before_the_shared_commit_names_the_fix_that_works(
+        tmp_path: Path, command: str) -> None:
+    """In a shallow clone the fork's history stops before the upstream commit it shares:
+    a fetch of upstream brings none of it back, so pq names `git fetch --unshallow`,
+    and once that is run the command works."""
+    fork, _up = grown_fork(tmp_path)
+    write(fork, "pkg/late.py", "LATE = 1\n")
+    commit_all(fork, "Glue: late")
+    clone = tmp_path / "shallow"
+    git(tmp_path, "clone", "-q", "--depth", "1", "-b", "paddle", f"file://{fork}", str(clone))
+    git(clone, "remote", "add", "upstream", f"file://{tmp_path / 'upstream'}")
+    git(clone, "fetch", "-q", "upstream")
+    result = pq(clone, command, "--upstream", "upstream/main", ok=False)
+    assert result.exit_code == 2, result.output
+    assert "shallow clone" in result.output and "git fetch --unshallow" in result.output
+    assert "`git fetch upstream`" not in result.output  # it does not help here
+    git(clone, "fetch", "-q", "--unshallow", "origin")
+    after = pq(clone, command, "--upstream", "upstream/main", ok=False)
+    assert "share no history" not in after.output, after.output

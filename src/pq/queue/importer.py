@@ -41,6 +41,7 @@ from pq.queue.files import (
     stray_patch_files,
     write_worktree,
 )
+from pq.queue.reach import no_shared_history
 from pq.queue.split import part_trees
 from pq.quoting import from_here, list_paths, shell_args
 
@@ -110,8 +111,7 @@ def import_fork(git: Git, upstream: str, branch: str | None = None, *, dry_run: 
         tip = git.head()
         base = git.merge_base(tip, upstream_id)
         if base is None:
-            raise ConfigError(f"{name} and {upstream} share no history",
-                              hint="is the upstream remote fetched? `git fetch upstream`")
+            raise no_shared_history(git, name, upstream, "run `pq import` again")
         # Before "already has a series": upstream's own series.yaml is no series of pq's.
         require_no_upstream_files(git, base, queue_paths, f"the fork's base on {upstream}")
         tracked = sorted({path.split("/", 1)[0] for *_, path in

@@ -37,6 +37,7 @@ from pq.queue.files import (
     stray_patch_files,
     write_worktree,
 )
+from pq.queue.reach import no_shared_history
 
 Progress = Callable[[int, int, str], None]
 
@@ -103,8 +104,7 @@ def init(git: Git, upstream: str, *, force: bool = False, commit: bool = False) 
                                    "start over")
         base = git.merge_base(head, upstream_id)
         if base is None:
-            raise ConfigError(f"HEAD and {upstream} share no history",
-                              hint="is the upstream remote fetched? `git fetch upstream`")
+            raise no_shared_history(git, "HEAD", upstream, "run `pq init` again")
         old = new_series(upstream, base)
         require_no_upstream_files(git, base, old.queue_paths, f"the fork's base on {upstream}")
         prev_queue: Queue | None = None

@@ -106,3 +106,15 @@ def _merge_fix(git: Git, base: str, merge: str, before: str, tip: str,
     if upstream_past_base(git, upstream, base, merge) is not None:
         return f"{undo}, then `pq rebase {upstream}` brings in the upstream commits it merged"
     return f"{undo}, then run it again"
+
+
+def no_shared_history(git: Git, what: str, upstream: str, then: str) -> ConfigError:
+    """The refusal when `what` and `upstream` have no merge base: in a shallow clone the
+    cut hides the commit they share (a fetch of upstream brings no older fork commit
+    back: `git fetch --unshallow` does); else upstream is not fetched, or unrelated."""
+    if (git.common_dir / "shallow").is_file():
+        return ConfigError(f"{what} and {upstream} share no history in this shallow clone "
+                           "(the commit they share is cut off)",
+                           hint=f"`git fetch --unshallow`, then {then}")
+    return ConfigError(f"{what} and {upstream} share no history",
+                       hint="is the upstream remote fetched? `git fetch upstream`")
