@@ -482,3 +482,18 @@ def test_a_shallow_clone_cut_before_the_shared_commit_names_the_fix_that_works(
     git(clone, "fetch", "-q", "--unshallow", "origin")
     after = pq(clone, command, "--upstream", "upstream/main", ok=False)
     assert "share no history" not in after.output, after.output
+
+
+def test_a_folder_named_series_yaml_is_refused_with_a_fix_that_works(tmp_path: Path) -> None:
+    """An untracked folder where series.yaml goes: `rm series.yaml` cannot remove it, so
+    pq names the `mv` that does, and once it is run the import goes through."""
+    fork, _up = grown_fork(tmp_path)
+    write(fork, "series.yaml/notes.txt", "mine\n")
+    result = pq(fork, "import", "--upstream", "upstream/main", ok=False)
+    assert result.exit_code == 2 and len(result.output.strip().splitlines()) == 1
+    named = re.search(r"`(mv [^`]*)`", result.output)
+    assert named and "`rm " not in result.output, result.output
+    args = shlex.split(named.group(1))
+    (fork / args[1]).rename(fork / args[2])
+    pq(fork, "import", "--upstream", "upstream/main")
+    assert (fork / "series.yaml.d/notes.txt").read_text() == "mine\n"

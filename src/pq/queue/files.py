@@ -87,14 +87,14 @@ def read_worktree(where: Git | Path, missing_ok: bool = False) -> Queue:
     return Queue(series, files, clean[SERIES_FILE])
 
 
-def require_no_folder_at(path: Path) -> None:
+def require_no_folder_at(path: Path, then: str | None = None) -> None:
     """Refuse a folder where the series file goes: no series is there, nor can pq write one."""
-    if path.is_dir():
+    if path.is_dir():  # `then`: what to run once it is aside (default: restore or init)
         raise ConfigError(f"{SERIES_FILE} is a folder{' (a link to one)' * path.is_symlink()}, "
-                          "where pq keeps its series file",
-                          hint=f"move it aside (`mv {SERIES_FILE} "
-                          f"{SERIES_FILE}.d`), then `git checkout -- {SERIES_FILE}` restores "
-                          "a committed series, or `pq init` starts one")
+                          "where pq keeps its series file", hint=f"move it aside (`mv "
+                          f"{SERIES_FILE} {SERIES_FILE}.d`), then " + (then or "`git checkout "
+                          f"-- {SERIES_FILE}` restores a committed series, or `pq init` starts "
+                          "one"))
 
 
 def _require_checked_out(git: Git, series: Series) -> None:

@@ -36,6 +36,7 @@ from pq.queue.files import (
     Queue,
     is_queue_path,
     move_branch_to_queue,
+    require_no_folder_at,
     require_no_untracked_in_the_way,
     require_no_upstream_files,
     stray_patch_files,
@@ -116,6 +117,8 @@ def import_fork(git: Git, upstream: str, branch: str | None = None, *, dry_run: 
         require_no_upstream_files(git, base, queue_paths, f"the fork's base on {upstream}")
         tracked = sorted({path.split("/", 1)[0] for *_, path in
                           git.ls_tree(tip, [SERIES_FILE, PATCHES_DIR])})
+        if SERIES_FILE not in tracked:  # a folder of the user's: `rm` cannot remove it
+            require_no_folder_at(git.root / SERIES_FILE, "run `pq import` again")
         if (git.root / SERIES_FILE).exists() or SERIES_FILE in tracked:
             steps = ([f"`git rm -r -q {shell_args(from_here(git.root, tracked))}`"]
                      if tracked else [])
