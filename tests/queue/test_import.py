@@ -497,3 +497,28 @@ def test_a_folder_named_series_yaml_is_refused_with_a_fix_that_works(tmp_path: P
     (fork / args[1]).rename(fork / args[2])
     pq(fork, "import", "--upstream", "upstream/main")
     assert (fork / "series.yaml.d/notes.txt").read_text() == "mine\n"
+
+
+def test_a_merged_branch_with_no_changes_is_sent_to_a_fix_that_works(tmp_path: Path) -> None:
+    """A merge-maintained branch whose edits were all reverted: import has nothing to
+    import and names how to start a series; `pq init` refuses merges, so the hint must not
+    send the user there straight (and init back to import): following it works."""
+    fork = make_fork(tmp_path)
+    up = tmp_path / "upstream"
+    write(fork, "setup.py", "from paddle.utils import cpp_extension\n\nsetup(name='x')\n")
+    commit_all(fork, "Build against Paddle")
+    write(up, "README.md", "upstream v2\n")
+    commit_all(up, "upstream: v2")
+    merge_upstream(fork)
+    git(fork, "revert", "--no-edit", "HEAD^1")
+    result = pq(fork, "import", "--upstream", "upstream/main", ok=False)
+    assert result.exit_code == 2 and "nothing to import" in result.output, result.output
+    steps = re.findall(r"`((?:git|pq) [^`]*)`", result.output)
+    assert steps and steps[-1].startswith("pq init"), result.output
+    for step in steps:
+        args = shlex.split(step)
+        if args[0] == "git":
+            git(fork, *args[1:])
+        else:
+            pq(fork, *args[1:])
+    assert (fork / "series.yaml").is_file() and git(fork, "status", "--porcelain") != ""

@@ -131,9 +131,13 @@ def import_fork(git: Git, upstream: str, branch: str | None = None, *, dry_run: 
         ops.require_clean(git, queue_paths, "pq import")
         target = git.tree_of(tip)
         if target == git.tree_of(base):
+            # `pq init` refuses merges: there, the branch goes to the base first (its tree
+            # is the base's, so no file changes), or init would send the user back here.
+            reset = (f"`git reset --keep {base[:12]}`, which leaves every file as it is, then "
+                     if git.count(f"{base}..{tip}", "--merges") else "")
             raise ConfigError(f"{name} has no changes against {upstream} (base {base[:12]}); "
                               "there is nothing to import",
-                              hint=f"start a series with `pq init --upstream {upstream}`")
+                              hint=f"start a series with {reset}`pq init --upstream {upstream}`")
         own = [p for p in git.changed_paths(base, tip)
                if is_queue_path(p, queue_paths)]
         if own:
