@@ -522,3 +522,31 @@ def test_a_merged_branch_with_no_changes_is_sent_to_a_fix_that_works(tmp_path: P
         else:
             pq(fork, *args[1:])
     assert (fork / "series.yaml").is_file() and git(fork, "status", "--porcelain") != ""
+
+
+def test_a_criss_cross_history_is_imported_on_upstream_s_line(tmp_path: Path) -> None:
+    """Upstream merged a fork commit while the fork merged upstream: two merge bases, the
+    fork's commit and upstream's. On the fork's commit, upstream's change the fork merged
+    would become a fork patch (and conflict with upstream's next change to it at the
+    first rebase); the base is the one on upstream's first-parent line."""
+    fork = make_fork(tmp_path)
+    up = tmp_path / "upstream"
+    write(fork, "pkg/shared.py", "SHARED = 1\n")
+    helper = commit_all(fork, "Fork: a helper upstream adopts")
+    write(up, "pkg/u.py", "U = 1\n")
+    mainline = commit_all(up, "upstream: u")
+    merge_upstream(fork)
+    write(fork, "setup.py", "from paddle.utils import cpp_extension\n\nsetup(name='x')\n")
+    commit_all(fork, "Build against Paddle")
+    git(up, "fetch", "-q", str(fork), helper)
+    git(up, "merge", "-q", "--no-edit", "-m", "upstream: adopt the helper", helper)
+    write(up, "pkg/u.py", "U = 2\n")
+    commit_all(up, "upstream: u 2")
+    git(fork, "fetch", "-q", "upstream")
+    bases = git(fork, "merge-base", "--all", "HEAD", "upstream/main").split()
+    assert sorted(bases) == sorted([helper, mainline])
+    data = json.loads(pq(fork, "import", "--upstream", "upstream/main", "--json").output)
+    assert data["base"] == mainline
+    assert [f for p in data["patches"] for f in p["files"]] == ["setup.py", "pkg/shared.py"]
+    rebased = pq(fork, "rebase", "upstream/main", "--json")
+    assert [p["outcome"] for p in json.loads(rebased.output)["patches"]] == ["clean", "dropped"]

@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from pq.errors import ConfigError, OperationFailed
+from pq.git.bases import fork_base
 from pq.git.branchmove import require_unmoved
 from pq.git.objects import CommitId, Person, printable, summary_of
 from pq.git.repo import Git
@@ -110,7 +111,7 @@ def import_fork(git: Git, upstream: str, branch: str | None = None, *, dry_run: 
                               f"checked out ({name} is)", hint=f"`git switch {short}` first")
         queue_paths = new_series(upstream, upstream_id).queue_paths
         tip = git.head()
-        base = git.merge_base(tip, upstream_id)
+        base = fork_base(git, tip, upstream_id)
         if base is None:
             raise no_shared_history(git, name, upstream, "run `pq import` again")
         # Before "already has a series": upstream's own series.yaml is no series of pq's.
