@@ -550,3 +550,30 @@ def test_a_criss_cross_history_is_imported_on_upstream_s_line(tmp_path: Path) ->
     assert [f for p in data["patches"] for f in p["files"]] == ["setup.py", "pkg/shared.py"]
     rebased = pq(fork, "rebase", "upstream/main", "--json")
     assert [p["outcome"] for p in json.loads(rebased.output)["patches"]] == ["clean", "dropped"]
+
+
+def test_keep_commits_in_a_shallow_clone_cut_inside_the_fork_falls_back(
+        tmp_path: Path) -> None:
+    """A shallow clone whose cut falls among the fork's own commits: a commit whose parent
+    is cut off has nothing to replay it from. `--keep-commits` regrouped as topics and
+    said why, not `object ... not found` (exit 2) with no way forward."""
+    fork = make_fork(tmp_path)
+    up = tmp_path / "upstream"
+    write(fork, "setup.py", "from paddle.utils import cpp_extension\n\nsetup(name='x')\n")
+    commit_all(fork, "Build against Paddle")
+    write(up, "README.md", "upstream v2\n")
+    commit_all(up, "upstream: v2")
+    merge_upstream(fork)
+    write(fork, "pkg/g1.py", "G1 = 1\n")
+    commit_all(fork, "Glue: g1")
+    clone = tmp_path / "shallow"
+    # depth 3: the tip, the merge and the build commit, whose parent is cut off
+    git(tmp_path, "clone", "-q", "--depth", "3", "-b", "paddle", f"file://{fork}", str(clone))
+    git(clone, "remote", "add", "upstream", f"file://{up}")
+    git(clone, "fetch", "-q", "upstream")
+    tip = git(clone, "rev-parse", "HEAD")
+    result = pq(clone, "import", "--upstream", "upstream/main", "--keep-commits", "--json")
+    data = json.loads(result.output)
+    assert data["mode"] == "topics" and "shallow clone" in data["reason"], data["reason"]
+    assert "git fetch --unshallow" in data["reason"]
+    assert tree(clone, "HEAD") == tree(clone, tip)

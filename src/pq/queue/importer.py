@@ -43,7 +43,7 @@ from pq.queue.files import (
     stray_patch_files,
     write_worktree,
 )
-from pq.queue.reach import no_shared_history
+from pq.queue.reach import no_shared_history, shallow_commits
 from pq.queue.split import part_trees
 from pq.quoting import from_here, list_paths, shell_args
 
@@ -220,7 +220,12 @@ def _replay(git: Git, base: CommitId, target: str, commits: Sequence[CommitId],
     parent, tree = base, git.tree_of(base)
     trees = Trees(git)
     origin: dict[CommitId, CommitId] = {}
+    cut = shallow_commits(git)
     for commit in commits:
+        if commit in cut:  # its parent is not here: nothing to replay it from
+            return None, {}, (f"--keep-commits: this shallow clone cuts off the parent of "
+                              f"fork commit {commit[:12]} (`git fetch --unshallow` first to "
+                              "keep the commits)")
         info = git.commit(commit)
         if len(info.parents) != 1:
             return None, {}, (f"--keep-commits: fork commit {commit[:12]} has no parent to "

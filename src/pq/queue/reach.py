@@ -34,6 +34,14 @@ def missing_base(git: Git, base: str, upstream_ref: str, then: str,
             f"git fetch {upstream_ref}, then {then}{again}")
 
 
+def shallow_commits(git: Git) -> frozenset[str]:
+    """The commits whose parents this shallow clone cuts off (none in a full clone)."""
+    try:
+        return frozenset((git.common_dir / "shallow").read_text().split())
+    except OSError:
+        return frozenset()
+
+
 def shallow_cut(git: Git, base: str, tip: str, then: str = "run it again"
                 ) -> tuple[str, str] | None:
     """(what is wrong, the fix) when `tip`'s history in this shallow clone stops before
