@@ -577,3 +577,30 @@ def test_keep_commits_in_a_shallow_clone_cut_inside_the_fork_falls_back(
     assert data["mode"] == "topics" and "shallow clone" in data["reason"], data["reason"]
     assert "git fetch --unshallow" in data["reason"]
     assert tree(clone, "HEAD") == tree(clone, tip)
+
+
+def test_import_in_a_shallow_clone_cut_at_the_only_commit_of_a_part(tmp_path: Path) -> None:
+    """The clone cuts off the parent of the one fork commit that changed setup.py: pq can
+    not tell whether that commit's diff is the part's, so the part gets pq's message, and
+    the import goes through (it failed on git's `not a tree object`, exit 2)."""
+    up = tmp_path / "upstream"  # one commit, one file: the fork's commit changes them all
+    up.mkdir()
+    git(up, "init", "-q", "-b", "main")
+    write(up, "setup.py", "from torch.utils import x\n")
+    commit_all(up, "upstream: initial")
+    fork = make_fork(tmp_path, up)
+    write(fork, "setup.py", "from paddle.utils import x\n")
+    commit_all(fork, "Build against Paddle")
+    write(up, "README.md", "upstream v2\n")
+    commit_all(up, "upstream: v2")
+    merge_upstream(fork)
+    write(fork, "pkg/g1.py", "G1 = 1\n")
+    commit_all(fork, "Glue: g1")
+    clone = tmp_path / "shallow"
+    git(tmp_path, "clone", "-q", "--depth", "3", "-b", "paddle", f"file://{fork}", str(clone))
+    git(clone, "remote", "add", "upstream", f"file://{up}")
+    git(clone, "fetch", "-q", "upstream")
+    tip = git(clone, "rev-parse", "HEAD")
+    data = json.loads(pq(clone, "import", "--upstream", "upstream/main", "--json").output)
+    assert [p["kept_from"] is None for p in data["patches"]] == [True, False]
+    assert tree(clone, "HEAD") == tree(clone, tip)

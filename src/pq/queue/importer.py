@@ -312,8 +312,9 @@ def _maps_onto(git: Git, commit: CommitId, base: CommitId, tip: CommitId,
     branch has them (no merge changed them since) and found them as the base has them (no
     merge kept them from upstream's changes, as `-s ours` does: the part's diff would then
     undo upstream's, under the commit's message)."""
-    parents = git.commit(commit).parents
-    return bool(parents) and git.ls_tree(commit, paths) == git.ls_tree(tip, paths) and (
+    parents = git.commit(commit).parents  # a shallow clone may have cut them off
+    return bool(parents) and commit not in shallow_commits(git) and git.ls_tree(
+        commit, paths) == git.ls_tree(tip, paths) and (
         git.ls_tree(parents[0], paths) == git.ls_tree(base, paths))
 
 
