@@ -462,6 +462,16 @@ def test_a_draft_workaround_in_a_file_whose_name_is_not_utf8_leaves_a_readable_s
     assert pq(fork, "series").exit_code == 0
 
 
+def shallow_clone(tmp: Path, fork: Path, depth: int) -> Path:
+    """A clone of the fork's paddle branch cut `depth` commits down, with upstream fetched
+    in full (upstream's history is there; the fork's is cut)."""
+    clone = tmp / "shallow"
+    git(tmp, "clone", "-q", "--depth", str(depth), "-b", "paddle", f"file://{fork}", str(clone))
+    git(clone, "remote", "add", "upstream", f"file://{tmp / 'upstream'}")
+    git(clone, "fetch", "-q", "upstream")
+    return clone
+
+
 @pytest.mark.parametrize("command", ["import", "init"])
 def test_a_shallow_clone_cut_before_the_shared_commit_names_the_fix_that_works(
         tmp_path: Path, command: str) -> None:
@@ -471,10 +481,7 @@ def test_a_shallow_clone_cut_before_the_shared_commit_names_the_fix_that_works(
     fork, _up = grown_fork(tmp_path)
     write(fork, "pkg/late.py", "LATE = 1\n")
     commit_all(fork, "Glue: late")
-    clone = tmp_path / "shallow"
-    git(tmp_path, "clone", "-q", "--depth", "1", "-b", "paddle", f"file://{fork}", str(clone))
-    git(clone, "remote", "add", "upstream", f"file://{tmp_path / 'upstream'}")
-    git(clone, "fetch", "-q", "upstream")
+    clone = shallow_clone(tmp_path, fork, 1)
     result = pq(clone, command, "--upstream", "upstream/main", ok=False)
     assert result.exit_code == 2, result.output
     assert "shallow clone" in result.output and "git fetch --unshallow" in result.output
@@ -566,11 +573,8 @@ def test_keep_commits_in_a_shallow_clone_cut_inside_the_fork_falls_back(
     merge_upstream(fork)
     write(fork, "pkg/g1.py", "G1 = 1\n")
     commit_all(fork, "Glue: g1")
-    clone = tmp_path / "shallow"
     # depth 3: the tip, the merge and the build commit, whose parent is cut off
-    git(tmp_path, "clone", "-q", "--depth", "3", "-b", "paddle", f"file://{fork}", str(clone))
-    git(clone, "remote", "add", "upstream", f"file://{up}")
-    git(clone, "fetch", "-q", "upstream")
+    clone = shallow_clone(tmp_path, fork, 3)
     tip = git(clone, "rev-parse", "HEAD")
     result = pq(clone, "import", "--upstream", "upstream/main", "--keep-commits", "--json")
     data = json.loads(result.output)
@@ -596,10 +600,7 @@ def test_import_in_a_shallow_clone_cut_at_the_only_commit_of_a_part(tmp_path: Pa
     merge_upstream(fork)
     write(fork, "pkg/g1.py", "G1 = 1\n")
     commit_all(fork, "Glue: g1")
-    clone = tmp_path / "shallow"
-    git(tmp_path, "clone", "-q", "--depth", "3", "-b", "paddle", f"file://{fork}", str(clone))
-    git(clone, "remote", "add", "upstream", f"file://{up}")
-    git(clone, "fetch", "-q", "upstream")
+    clone = shallow_clone(tmp_path, fork, 3)
     tip = git(clone, "rev-parse", "HEAD")
     data = json.loads(pq(clone, "import", "--upstream", "upstream/main", "--json").output)
     assert [p["kept_from"] is None for p in data["patches"]] == [True, False]
