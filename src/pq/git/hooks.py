@@ -19,7 +19,8 @@ from pq.git.repo import Git
 class HookRun(NamedTuple):
     code: int  # the hook's exit code; 0 when it did not run
     # A hook git ignores because it is not executable, as git names it in the hint it gives
-    # (`.git/hooks/pre-rebase`); None when it ran, there is none, or advice.ignoredHook is off.
+    # (`.git/hooks/pre-rebase`); None when it ran or there is none (run_hook: or when
+    # advice.ignoredHook is off; a chained pre-push asks it once the repository is open).
     ignored: str | None = None
 
 
@@ -46,21 +47,13 @@ def run_hook(git: Git, name: str, args: Sequence[str], stdin: bytes = b"") -> Ho
     return HookRun(0)  # not reached: the second form either runs or raises
 
 
-def ignored_hook(shown: str, git: Git | None = None) -> str | None:
+def ignored_hook(shown: str, git: Git) -> str | None:
     """`shown` (a hook git ignores because it is not executable, as git names it), for
-    the hint git gives; None when `advice.ignoredHook` is false (read in `git`, else in
-    the current folder's repository, as a hook git runs reads it)."""
-    return None if _advice_off(git) else shown
-
-
-def _advice_off(git: Git | None) -> bool:
-    if git is not None:
-        try:
-            return git.config_bool("advice.ignoredHook") is False
-        except PqError:  # not a boolean: the hint, as for any value but false
-            return False
-    found = process.output(["git", "config", "--type=bool", "--get", "advice.ignoredHook"])
-    return found is not None and found.code == 0 and found.stdout.strip() == b"false"
+    the hint git gives; None when `advice.ignoredHook` is false in `git`."""
+    try:
+        return None if git.config_bool("advice.ignoredHook") is False else shown
+    except PqError:  # not a boolean: the hint, as for any value but false
+        return shown
 
 
 def _folder(git: Git) -> tuple[Path, str]:

@@ -331,7 +331,7 @@ def run_chained(path: str, args: Sequence[str], stdin: bytes) -> HookRun | None:
     if not os.path.lexists(path):
         return None
     if not os.access(path, os.X_OK):  # git ignores a hook that is not executable; so does pq
-        return HookRun(0, ignored_hook(path))
+        return HookRun(0, path)  # (pre_push asks advice.ignoredHook once git is open)
     try:
         return HookRun(process.passthrough(_as_git_runs_it(path, args), input=stdin))
     except OSError as exc:
@@ -387,14 +387,14 @@ def pre_push(remote: str | None, url: str | None, stdin: bytes, environ: Mapping
     ran = run_chained(chain, [a for a in (remote, url) if a is not None], stdin) \
         if chain else None
     chained = (chain, ran.code) if chain and ran else None
-    ignored = [ran.ignored] if ran and ran.ignored else []
     skip, unknown = parse_skip(environ.get(SKIP_ENV))
     if chained and chained[1]:
-        return HookResult([], skip, unknown, chained, ignored)
+        return HookResult([], skip, unknown, chained)
     updates = parse_push_lines(stdin) if remote is not None else updates_from_env(environ)
     scrub_environment()
     with open_for_hook(environ) as git:
         if remote is None:
             updates = [_remote_tip(git, environ, u) for u in updates]
         reports = check_refs(git, updates, skip)
-    return HookResult(reports, skip, unknown, chained, ignored)
+        ignored = ignored_hook(ran.ignored, git) if ran and ran.ignored else None
+    return HookResult(reports, skip, unknown, chained, [ignored] if ignored else [])
