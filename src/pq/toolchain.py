@@ -17,6 +17,7 @@ import json
 import os
 import re
 import shutil
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -24,6 +25,48 @@ from typing import Any
 from pq.git import process
 
 PADDLE_DISTS = ("paddlepaddle", "paddlepaddle-gpu")
+
+
+def paddle_dist_info() -> tuple[str, str, str] | None:
+    """(distribution, version, its .dist-info folder) of the Paddle wheel this interpreter
+    imports, found as importlib.metadata finds it (each name in PADDLE_DISTS in turn, the
+    first folder on sys.path holding it), from the folder and its METADATA alone: a few
+    milliseconds, where importing importlib.metadata costs ~10. None when no wheel's
+    folder is there (importlib.metadata may still know an egg or a zip)."""
+    listed: dict[str, list[str]] = {}
+    for name in PADDLE_DISTS:
+        for folder in sys.path:
+            if folder not in listed:
+                try:
+                    listed[folder] = os.listdir(folder or ".")
+                except OSError:
+                    listed[folder] = []
+            for entry in listed[folder]:
+                low = entry.lower()
+                if not low.endswith((".dist-info", ".egg-info")) or \
+                        re.sub(r"[-_.]+", "_", low.partition("-")[0]) != name.replace("-", "_"):
+                    continue
+                if low.endswith(".egg-info"):
+                    return None  # importlib.metadata reads those
+                info = os.path.join(folder or ".", entry)
+                version = _metadata_version(os.path.join(info, "METADATA"))
+                return (name, version, info) if version else None
+    return None
+
+
+def _metadata_version(path: str) -> str | None:
+    """The `Version:` of a METADATA file's header, as importlib.metadata reads it."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                if not line.strip():
+                    return None  # the header ended
+                key, _, value = line.partition(":")
+                if key.lower() == "version":
+                    return value.strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return None
 
 
 def collect() -> dict[str, Any]:

@@ -55,10 +55,12 @@ def paddle_version(python: str | None, thorough: bool = True) -> tuple[str | Non
     """(installed Paddle version, where it was found) for the given interpreter.
 
     The running interpreter's site folders are scanned for the distribution's metadata
-    folder first (milliseconds); `thorough` falls back to importlib.metadata."""
+    folder first (milliseconds: toolchain.paddle_dist_info); `thorough` falls back to
+    importlib.metadata."""
     if same_interpreter(python):
-        for name, version in _scan_dist_info():
-            return version, f"installed {name}"
+        found = toolchain.paddle_dist_info()
+        if found is not None:
+            return found[1], f"installed {found[0]}"
         if not thorough:
             return None, ""
         from importlib import metadata
@@ -71,27 +73,6 @@ def paddle_version(python: str | None, thorough: bool = True) -> tuple[str | Non
         return None, ""
     v = probe(python)
     return v.paddle, f"{v.paddle_dist} in {python}" if v.paddle else ""
-
-
-def _scan_dist_info() -> list[tuple[str, str]]:
-    """(distribution, version) of Paddle wheels installed on sys.path, first path first."""
-    wanted = {n.replace("-", "_"): n for n in PADDLE_DISTS}
-    found = []
-    for folder in sys.path:
-        try:
-            names = os.listdir(folder or ".")
-        except OSError:
-            continue
-        for entry in names:
-            if not entry.endswith(".dist-info"):
-                continue
-            name, _, version = entry[: -len(".dist-info")].partition("-")
-            dist = wanted.get(name.lower().replace("-", "_").replace(".", "_"))
-            if dist and version:
-                found.append((dist, version))
-        if found:
-            return sorted(found, key=lambda f: PADDLE_DISTS.index(f[0]))
-    return found
 
 
 def gpu() -> tuple[str | None, str | None]:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from pq.errors import ConfigError
@@ -39,6 +38,9 @@ def read_exports(libs: Sequence[Path], timeout: float = 60.0
                  ) -> tuple[dict[str, list[str]], dict[str, list[str]], dict[str, int]]:
     """({qualified name: sorted demangled signatures}, {qualified name: libraries},
     {library file name: symbol count}) for the at::/c10::/torch:: symbols defined."""
+    from concurrent.futures import ThreadPoolExecutor  # here: reading a cached surface
+    #                                                   never needs it
+
     with ThreadPoolExecutor(max_workers=4) as pool:
         mangled = list(pool.map(lambda p: _mangled(p, timeout), libs))
     table: dict[str, set[str]] = {}

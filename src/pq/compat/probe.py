@@ -43,6 +43,28 @@ def locate() -> dict[str, Any]:
     return {"error": "no paddlepaddle distribution is installed"}
 
 
+def _located() -> dict[str, Any] | None:
+    """`locate()`'s answer from the wheel's folder (toolchain.paddle_dist_info), without
+    importing importlib.metadata; None when that finds no wheel."""
+    import hashlib
+    import os
+
+    found = toolchain.paddle_dist_info()
+    if found is None:
+        return None
+    name, version, info = found
+    try:  # as importlib.metadata reads it: text, universal newlines
+        with open(os.path.join(info, "RECORD"), encoding="utf-8") as f:
+            record = f.read()
+    except FileNotFoundError:
+        record = ""
+    except (OSError, UnicodeDecodeError):
+        return None
+    root = os.path.realpath(os.path.join(os.path.dirname(info), "paddle"))
+    return {"version": version, "dist": name, "root": root,
+            "record_sha256": hashlib.sha256(record.encode()).hexdigest()}
+
+
 @dataclass(frozen=True)
 class Installed:
     """One Paddle installation: `key` names its cache entry (version + wheel hash)."""
@@ -70,7 +92,7 @@ def _ask(python: str, source: str, what: str, timeout: float) -> dict[str, Any]:
 def find_paddle(python: str | None = None, timeout: float = 60.0) -> Installed:
     """The Paddle of `python` (None: this interpreter, read without importing paddle)."""
     if python is None:
-        facts = locate()
+        facts = _located() or locate()
         python = sys.executable
     else:
         source = ("from __future__ import annotations\nfrom typing import Any\n"

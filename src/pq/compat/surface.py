@@ -11,11 +11,11 @@ import json
 import os
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 from pq.atomic import write_atomic
+from pq.background import Background
 from pq.compat import cache_dir
 from pq.compat.exports import libraries, read_exports
 from pq.compat.index import SurfaceIndex
@@ -30,11 +30,12 @@ _DECL_FIELDS = ("qname", "kind", "header", "line", "text", "inline", "target", "
 
 
 def load_surface(paddle_python: str | None = None, *, rebuild: bool = False,
-                 progress: Callable[[str], None] | None = None) -> SurfaceIndex:
-    """The surface of the Paddle that `paddle_python` (None: this interpreter) imports:
-    from the cache when it holds this version and wheel, else built (`progress` is told
-    first) and cached."""
-    inst = find_paddle(paddle_python)
+                 progress: Callable[[str], None] | None = None,
+                 installed: Installed | None = None) -> SurfaceIndex:
+    """The surface of the Paddle that `paddle_python` (None: this interpreter) imports,
+    `installed` when the caller found it already: from the cache when it holds this
+    version and wheel, else built (`progress` is told first) and cached."""
+    inst = installed or find_paddle(paddle_python)
     path = cache_dir() / f"{inst.key}.json"
     if not rebuild:
         cached = _read(path, inst)
@@ -57,11 +58,10 @@ def build_data(inst: Installed) -> dict[str, Any]:
     if not compat.is_dir():
         raise ConfigError(f"{compat}: Paddle {inst.version} ships no compat headers",
                           hint="the torch compat layer needs paddlepaddle >= 3.3")
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        proxy = pool.submit(probe_proxy, inst.python)
+    with Background(lambda: probe_proxy(inst.python), "pq proxy probe") as proxy:
         headers, scanned, macros = scan_tree(compat)
         exports, where, libs = read_exports(libraries(inst.root))
-        proxy_data = proxy.result()
+    proxy_data = proxy.result()
     return {"schema": SCHEMA, "key": inst.key, "paddle_version": inst.version,
             "headers": headers, "decls": _unique([_decl_row(d) for d in scanned.decls]),
             "scopes": {k: [v.kind, list(v.bases), list(v.usings), v.context]

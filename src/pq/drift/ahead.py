@@ -20,15 +20,15 @@ if TYPE_CHECKING:
 
 def scan_ahead(git: Git, old: str, new: str, load: Callable[[], Loaded] | None = None
                ) -> Background[RangeScan]:
-    """`scan.scan_range(git, old, new, load())` in a thread; `load` defaults to the compat
-    surface as cached (never measured here). The thread reads the range through a process
-    of its own; the few files a hunk inside an import block needs it reads through the
-    shared object reader, which takes turns with the caller."""
+    """`scan.scan_range(git, old, new, load)` in a thread: the surface is loaded while git
+    reads the range; `load` defaults to the compat surface as cached (never measured
+    here). The thread reads the range through a process of its own; the few files a hunk
+    inside an import block needs it reads through the shared object reader, which takes
+    turns with the caller."""
 
     def work() -> RangeScan:
         from pq.drift import index, scan
 
-        surface = load() if load is not None else index.load(measure=False)
-        return scan.scan_range(git, old, new, surface)
+        return scan.scan_range(git, old, new, load or (lambda: index.load(measure=False)))
 
     return Background(work, "pq drift scan")

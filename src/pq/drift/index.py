@@ -26,6 +26,7 @@ def load(paddle_python: str | None = None, *, measure: bool = True,
     """The surface of the Paddle that `paddle_python` (None: pq's own interpreter) imports;
     `measure` False: only a surface already measured and cached (no minutes-long build
     inside another command's report)."""
+    inst = None
     try:
         if not measure:
             if paddle_python is None and not _any_measured(cache_dir()):
@@ -42,7 +43,8 @@ def load(paddle_python: str | None = None, *, measure: bool = True,
         # Loaded only here: a rebase with no measured surface never imports the scanner.
         from pq.compat import surface as surface_mod
 
-        found: Surface = surface_mod.load_surface(paddle_python, progress=progress)
+        found: Surface = surface_mod.load_surface(paddle_python, progress=progress,
+                                                  installed=inst)
     except (PqError, OSError) as exc:
         why = exc.render() if isinstance(exc, PqError) else str(exc)
         return Loaded(None, f"unavailable: {why}")

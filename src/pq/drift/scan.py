@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from pq.background import Background
 from pq.compat.coverage import Coverage, Status, Surface
 from pq.drift import extract, index
 from pq.drift.renames import RenameHit, hits
@@ -118,9 +119,17 @@ class RangeScan:
     changed: dict[str, list[str]]  # {path: the commits that change it, oldest first}
 
 
-def scan_range(git: Git, old: str, new: str, loaded: index.Loaded) -> RangeScan:
+def scan_range(git: Git, old: str, new: str,
+               loaded: index.Loaded | Callable[[], index.Loaded]) -> RangeScan:
+    """The range's new API uses against the surface `loaded` gives. Given as a function,
+    the surface is loaded while git reads the range's diffs, not before."""
+    if callable(loaded):
+        with Background(lambda: git.range_diffs(old, new), "pq git log") as log:
+            loaded = loaded()
+        range_ = log.result()
+    else:
+        range_ = git.range_diffs(old, new)
     surface = loaded.surface
-    range_ = git.range_diffs(old, new)
 
     def files_at(named: list[tuple[str, str]]) -> list[bytes | None]:
         objects = git.odb.read_many([f"{commit}:{path}" for commit, path in named])
