@@ -4,13 +4,14 @@
 RFC 2047 words of its exact bytes (`unknown-8bit` where they are not UTF-8); `decode` is
 its inverse and also reads what `git format-patch` writes. Text is a commit's bytes read
 as UTF-8 with surrogateescape, so any bytes round trip.
+
+The plain forms pq writes itself (an ASCII `Name <mail>`, the date `_rfc2822` writes) are
+read by a pattern that gives what the `email` package gives for them; everything else goes
+through the `email` package, imported then (about 8 ms that most commands need not pay).
 """
 
 from __future__ import annotations
 
-import base64
-import email.header
-import email.utils
 import re
 from datetime import UTC, datetime, timedelta, timezone
 from functools import lru_cache
@@ -36,6 +37,8 @@ def encode(value: str) -> str:
     if is_ascii(value) and "=?" not in value and decode(value) == value \
             and value == value.strip() and all(" " <= c <= "~" or c == "\t" for c in value):
         return value
+    import email.header
+
     try:
         value.encode("utf-8")
         encoded = email.header.Header(value, "utf-8", maxlinelen=1_000_000).encode()
@@ -48,6 +51,8 @@ def encode(value: str) -> str:
 
 def _b_word(value: str) -> str:
     """One RFC 2047 word holding the exact bytes; `unknown-8bit` where they are not UTF-8."""
+    import base64
+
     raw = value.encode(*_ENC)
     try:
         raw.decode("utf-8")
@@ -57,9 +62,20 @@ def _b_word(value: str) -> str:
     return f"=?{charset}?B?{base64.b64encode(raw).decode('ascii')}?="
 
 
+# An ASCII name of plain words and an address of plain dot-separated parts: read and
+# written as they stand (email.utils.parseaddr and formataddr give the same).
+_PLAIN_ADDRESS = re.compile(r"((?:[A-Za-z0-9]+ )*[A-Za-z0-9]+) "
+                            r"<([A-Za-z0-9_+-]+(?:\.[A-Za-z0-9_+-]+)*"
+                            r"@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*)>")
+
+
 @lru_cache(maxsize=1024)  # a series has few authors: each is written once
 def address(name: str, mail: str) -> str:
+    if _PLAIN_ADDRESS.fullmatch(plain := f"{name} <{mail}>"):
+        return plain
     if is_ascii(name) and is_ascii(mail) and "=?" not in name:  # see encode
+        import email.utils
+
         plain = email.utils.formataddr((name, mail))
     else:
         plain = f"{encode(name)} <{mail}>"
@@ -72,12 +88,16 @@ def address(name: str, mail: str) -> str:
 @lru_cache(maxsize=1024)  # ... and read once
 def read_address(value: str) -> tuple[str, str] | None:
     """(name, e-mail) of a From: header; None if it names no address."""
+    if plain := _PLAIN_ADDRESS.fullmatch(value):
+        return plain.group(1), plain.group(2)
     m = re.fullmatch(r"(=\?[^?\s]*\?[bBqQ]\?[^?\s]*\?=) <(.*)>", value)
     if m:
         mail = m.group(2)
         return decode(m.group(1)), decode(mail) if _ENCODED_WORD.fullmatch(mail) else mail
     if "@" not in value and not re.search(r"<[^>]*>", value):
         return None  # git's mailinfo finds no sender in it either: `git am` refuses it
+    import email.utils
+
     name, mail = email.utils.parseaddr(value)
     if not mail and not re.search(r"<\s*>\s*$", value):
         return None
@@ -112,6 +132,8 @@ def decode(value: str) -> str:
     where they are not UTF-8); other charsets are decoded as they say."""
     if "=?" not in value:
         return value
+    import email.header
+
     try:
         parts = email.header.decode_header(value)
     except Exception:
@@ -142,7 +164,7 @@ def read_date(value: str) -> str | None:
         return None if (epoch[0] == "0" and epoch != "0") or len(epoch) > 20 \
             or int(epoch) >= 2**63 else value
     try:
-        when = email.utils.parsedate_to_datetime(value)
+        when = _written_date(value) or _email_date(value)
     except (TypeError, ValueError, IndexError, OverflowError):
         return None
     if when is None:
@@ -162,3 +184,26 @@ def read_date(value: str) -> str | None:
     return f"{int(when.timestamp())} {sign}{abs(minutes) // 60:02d}{abs(minutes) % 60:02d}"
 
 
+_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+# The form `_rfc2822` writes, with a year from 1000 (email reads "0050" as 2050) and a
+# zone other than -0000 (which email reads as no zone).
+_WRITTEN_DATE = re.compile(r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun), (\d\d) (" + "|".join(_MONTHS)
+                           + r") ([1-9]\d{3}) (\d\d):(\d\d):(\d\d) ([+-])(\d\d)(\d\d)")
+
+
+def _written_date(value: str) -> datetime | None:
+    """What email.utils.parsedate_to_datetime gives for a date in the form `_rfc2822`
+    writes (its errors too: a day, hour or zone out of range); None for any other form."""
+    m = _WRITTEN_DATE.fullmatch(value)
+    if m is None or value.endswith("-0000"):
+        return None
+    day, month, year, hour, minute, second, sign, tz_h, tz_m = m.groups()
+    offset = (int(tz_h) * 3600 + int(tz_m) * 60) * (-1 if sign == "-" else 1)
+    return datetime(int(year), _MONTHS.index(month) + 1, int(day), int(hour), int(minute),
+                    int(second), tzinfo=timezone(timedelta(seconds=offset)))
+
+
+def _email_date(value: str) -> datetime | None:
+    import email.utils
+
+    return email.utils.parsedate_to_datetime(value)
