@@ -103,6 +103,7 @@ def test_rerere_enabled_false_as_git_reads_it_is_honoured(tmp_path: Path) -> Non
     fork, orig, _ = fork_with_recorded(
         tmp_path, {"a.txt": LINES}, {"a.txt": lines_with("patched")},
         {"a.txt": lines_with("upstream")})
+    rebased = git(fork, "rev-parse", "HEAD")  # the first rebase's, resolution recorded
     for value in ("", "00", "0x0"):  # all false to `git config --type=bool`
         git(fork, "config", "rerere.enabled", value)
         git(fork, "reset", "-q", "--hard", orig)
@@ -114,3 +115,13 @@ def test_rerere_enabled_false_as_git_reads_it_is_honoured(tmp_path: Path) -> Non
     git(fork, "reset", "-q", "--hard", orig)
     bad = pq(fork, "rebase", "upstream/main", ok=False)
     assert bad.exit_code == 2 and "rerere.enabled is not a boolean" in bad.output
+    # With no conflict, git never reads rerere.enabled: the rebase goes on, as git's does
+    # (pq reads rerere's configuration early where rr-cache exists, its error kept).
+    up = tmp_path / "upstream"
+    write(up, "b.txt", "a file no patch touches\n")
+    commit_all(up, "upstream: a clean change")
+    git(fork, "fetch", "-q", "upstream")
+    git(fork, "reset", "-q", "--hard", rebased)
+    assert (fork / ".git/rr-cache").is_dir()
+    clean = pq(fork, "rebase", "upstream/main", ok=False)
+    assert clean.exit_code == 0, clean.output

@@ -26,6 +26,7 @@ from pq.queue import stack as stack_mod
 from pq.queue.files import Queue, is_queue_path, read_worktree
 from pq.queue.ops import Progress
 from pq.rebase import landing, rangediff, refusals, replay, worktree
+from pq.rebase import rerere as rerere_mod
 from pq.rebase import state as rs
 from pq.rebase import status as rebase_status
 from pq.rebase.report import PatchReport, RebaseReport
@@ -79,7 +80,7 @@ def _start(txn: Transaction, upstream: str | None, *, gate: bool, progress: Prog
     rs.require_none(git)
     branch = queueops.require_branch(git)
     # Who commits, and whether commits are signed, are asked of git alongside.
-    who = Background(lambda: _who_commits(git), "pq git var")
+    who = Background(lambda: _who_commits(git, rerere), "pq git var")
     with Background(lambda: queueops.dirty_tracked_files(git), "pq git status") as status:
         queue = read_worktree(git)
         series = queue.series
@@ -139,9 +140,16 @@ def _start(txn: Transaction, upstream: str | None, *, gate: bool, progress: Prog
             return _settle(txn, state, report)
 
 
-def _who_commits(git: Git) -> Person:
-    """The committer now; and `git` learns whether it signs, before any commit is written."""
+def _who_commits(git: Git, rerere: bool) -> Person:
+    """The committer now; and `git` learns whether it signs, before any commit is written,
+    and, where rerere recorded resolutions already, how pq uses it (its configuration, read
+    here rather than at the first conflict)."""
     git.signing()
+    if rerere and rerere_mod.rr_cache(git).is_dir():
+        try:
+            rerere_mod.enabled(git)
+        except ConfigError:
+            pass  # a value git reads as no boolean is named at the first conflict, as git does
     return git.committer_now()
 
 
