@@ -12,8 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from gitrepo import pq
-from test_audit_support import (
+from fixtures.audit.auditfork import (
     ISSUE,
     M_TESTING,
     audit,
@@ -24,6 +23,7 @@ from test_audit_support import (
     git,
     patch_names,
 )
+from gitrepo import pq
 
 from pq.audit import api
 from pq.git.repo import Git

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_audit_support import (
+from fixtures.audit.auditfork import (
     COMPILE,
     Spec,
     audit,

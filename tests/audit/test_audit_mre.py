@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from test_audit_support import (
+from fixtures.audit.auditfork import (
     ISSUE,
     OPS,
     Spec,

@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from gitrepo import commit_all, git, write
-from test_audit_support import (
+from fixtures.audit.auditfork import (
     COMPILE,
     ISSUE,
     KERNEL,
@@ -22,6 +21,7 @@ from test_audit_support import (
     patch_names,
     rule_ids,
 )
+from gitrepo import commit_all, git, write
 
 from pq.audit import rules
 from pq.audit.api import UpstreamCopies

@@ -16,7 +16,15 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from fixtures.gate.gatefork import PY, gate_fork, note, set_gate, stage, stage_lines
+from fixtures.gate.gatefork import (
+    PY,
+    gate_fork,
+    note,
+    python_alone,
+    set_gate,
+    stage,
+    stage_lines,
+)
 from gitrepo import commit_all, git, pq, terminate_pq_once_started, write
 
 from pq.cli import common
@@ -73,11 +81,13 @@ def test_passing_gate_records_a_note_and_keeps_logs(tmp_path: Path) -> None:
 def test_stage_environment_interpreter_and_worktree(tmp_path: Path) -> None:
     check = ('echo "py=$PQ_PYTHON python=$PYTHON first=${PATH%%:*} foo=$FOO '
              'stage=$PQ_GATE_STAGE pwd=$(pwd) head=$(git rev-parse HEAD)"')
-    fork = gate_fork(tmp_path, stage_lines(stage("build", check, env='{FOO: "bar baz"}')))
+    py = python_alone(tmp_path)  # no ccache beside it: its shims would come first on PATH
+    fork = gate_fork(tmp_path, stage_lines(stage("build", check, env='{FOO: "bar baz"}'),
+                                           python=py))
     tip = git(fork, "rev-parse", "HEAD")
     pq(fork, "gate")
     text = (fork / ".git/pq/gate/logs" / tip / "build.log").read_text()
-    assert f"py={PY} python={PY} first={os.path.dirname(PY)} foo=bar baz stage=build" in text
+    assert f"py={py} python={py} first={os.path.dirname(py)} foo=bar baz stage=build" in text
     assert f"head={tip}" in text
     pwd = text.split("pwd=")[-1].split()[0]
     assert "pq-gate-" in pwd and not pwd.startswith(str(fork))

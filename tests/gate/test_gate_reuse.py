@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fixtures.gate.gatefork import gate_fork, set_gate, stage, stage_lines
+from fixtures.gate.gatefork import gate_fork, python_alone, set_gate, stage, stage_lines
 from gitrepo import commit_all, git, pq, write
 
 from pq.gate import api, ccache, inputs
@@ -424,7 +424,7 @@ def test_ccache_is_wired_when_on_path_and_said_off_when_not(tmp_path: Path,
                                                             ) -> None:
     show = ('echo "dir=$CCACHE_DIR base=$CCACHE_BASEDIR max=$CCACHE_MAXSIZE '
             'gcc=$(readlink "$(command -v gcc)") launcher=$CMAKE_CXX_COMPILER_LAUNCHER"')
-    fork = gate_fork(tmp_path, stage_lines(stage("build", show)))
+    fork = gate_fork(tmp_path, stage_lines(stage("build", show), python=python_alone(tmp_path)))
     tools = tmp_path / "tools"
     bare = os.pathsep.join(p for p in os.environ["PATH"].split(os.pathsep)
                            if not os.path.exists(os.path.join(p, "ccache")))
@@ -452,7 +452,7 @@ def test_a_compiler_the_caller_chose_by_path_goes_through_ccache(
     fork = gate_fork(tmp_path, stage_lines(stage(
         "build", '$CXX two.cc && echo "cc=$CC launcher=[$CMAKE_CXX_COMPILER_LAUNCHER] '
         'c=$CMAKE_C_COMPILER_LAUNCHER torch=$TORCH_NO_COMPILER_WRAPPER" && '
-        'readlink "$(dirname "$CXX")/ar"')))
+        'readlink "$(dirname "$CXX")/ar"'), python=python_alone(tmp_path)))
     calls, tools, chosen = tmp_path / "calls.txt", tmp_path / "tools", tmp_path / "opt gcc"
     write(tools, "ccache", f'#!/bin/sh\necho "ccache $*" >> "{calls}"\nexec "$@"\n',
           mode=0o755)

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 import yaml
+from fixtures.audit.auditfork import INIT, KERNEL, OPS, Spec, build_fork, clean_specs, patch_names
 from gitrepo import commit_all, git, pq, write
-from test_audit_support import INIT, KERNEL, OPS, Spec, build_fork, clean_specs, patch_names
 
 from pq.audit import rules
 from pq.demo.build import UPSTREAM_TREE, series_source
