@@ -129,8 +129,8 @@ def clean_forms(git: Git, raw: dict[str, bytes]) -> dict[str, bytes]:
     """
     # Names git would read back otherwise (a line break, a leading quote) are taken as
     # they are; pq never writes such names.
-    paths = sorted(p for p in raw if not ("\n" in p or "\r" in p or p.startswith('"')))
-    clean = {p: raw[p] for p in raw if p not in paths}
+    clean = {p: raw[p] for p in raw if "\n" in p or "\r" in p or p.startswith('"')}
+    paths = sorted(p for p in raw if p not in clean)
     if not paths:
         return clean
     out = git.hash_files(paths)

@@ -139,8 +139,9 @@ def positional(stack: Sequence[StackCommit], entries: Sequence[PatchEntry],
 def _refuse_squashed(stack: Sequence[StackCommit], known: set[str]) -> None:
     """A message with lines naming two entries: commits squashed after `pq apply`."""
     for sc in stack:
-        others = {ln[len(TRAILER) + 2:].strip() for ln in sc.message.split("\n")
-                  if ln.startswith(TRAILER + ": ")} & known - {sc.trailer_name}
+        # (`-` binds before `&`: `known - {...}` would copy every name once per commit.)
+        others = ({ln[len(TRAILER) + 2:].strip() for ln in sc.message.split("\n")
+                   if ln.startswith(TRAILER + ": ")} & known) - {sc.trailer_name}
         named = sorted(others) + ([sc.trailer_name] if sc.trailer_name else [])
         if len(named) > 1:  # commits squashed after `pq apply`, each with its trailer
             raise _two_trailers(sc, named)
