@@ -63,3 +63,31 @@ def test_an_egg_info_first_is_left_to_importlib_metadata(sites: list[Path]) -> N
 def test_no_wheel(sites: list[Path]) -> None:
     assert toolchain.paddle_dist_info() is None
     assert probe._located() is None
+
+
+@pytest.mark.parametrize("metadata", [
+    "Metadata-Version: 2.1\nName: x\nVersion: 3.0.0 \n\n",      # trailing space kept there
+    "Metadata-Version: 2.1\nName: x\nVersion:\t3.0.0\t\n\n",
+    "Metadata-Version: 2.1\nName: x\nVersion: 3.0\n .0\n\n",    # folded
+    "\ufeffMetadata-Version: 2.1\nVersion: 3.0.0\n\n",           # a BOM
+    "Metadata-Version: 2.1\nstray line\nVersion: 3.0.0\n\n",    # the header ended there
+    "Metadata-Version: 2.1\nVersion : 3.0.0\n\n",
+])
+def test_a_metadata_header_of_another_shape_is_left_to_importlib(
+        sites: list[Path], metadata: str) -> None:
+    info = wheel(sites[0], "paddlepaddle-3.0.0.dist-info", "3.0.0")
+    (info / "METADATA").write_text(metadata)
+    assert toolchain.paddle_dist_info() is None
+    assert probe._located() is None
+
+
+def test_a_dist_info_without_a_version_in_its_name_and_eggs(
+        sites: list[Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    wheel(sites[0], "paddlepaddle.dist-info", "2.0.0")
+    wheel(sites[1], "paddlepaddle-3.3.1.dist-info", "3.3.1")
+    assert probe._located() == probe.locate()
+    assert probe.find_paddle().version == "2.0.0"
+    egg = sites[0].parent / "paddlepaddle-2.6.0-py3.11.egg"
+    egg.mkdir()
+    monkeypatch.setattr(sys, "path", [str(egg), *map(str, sites)])
+    assert toolchain.paddle_dist_info() is None  # an egg on sys.path: importlib answers

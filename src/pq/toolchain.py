@@ -31,41 +31,57 @@ def paddle_dist_info() -> tuple[str, str, str] | None:
     """(distribution, version, its .dist-info folder) of the Paddle wheel this interpreter
     imports, found as importlib.metadata finds it (each name in PADDLE_DISTS in turn, the
     first folder on sys.path holding it), from the folder and its METADATA alone: a few
-    milliseconds, where importing importlib.metadata costs ~10. None when no wheel's
-    folder is there (importlib.metadata may still know an egg or a zip)."""
+    milliseconds, where importing importlib.metadata costs ~10. None wherever the answer
+    could differ from importlib.metadata's (an egg, a zip on sys.path, a METADATA header
+    of another shape), which then answers."""
     listed: dict[str, list[str]] = {}
     for name in PADDLE_DISTS:
         for folder in sys.path:
             if folder not in listed:
+                if folder.endswith(".egg") or os.path.isfile(folder or "."):
+                    return None  # an egg or a zip: importlib.metadata reads those
                 try:
                     listed[folder] = os.listdir(folder or ".")
                 except OSError:
                     listed[folder] = []
             for entry in listed[folder]:
-                low = entry.lower()
-                if not low.endswith((".dist-info", ".egg-info")) or \
-                        re.sub(r"[-_.]+", "_", low.partition("-")[0]) != name.replace("-", "_"):
+                low = entry.lower()  # named as importlib.metadata's Lookup names it
+                if not low.endswith((".dist-info", ".egg-info")) or _normalized(
+                        low.rpartition(".")[0].partition("-")[0]) != _normalized(name):
                     continue
                 if low.endswith(".egg-info"):
-                    return None  # importlib.metadata reads those
+                    return None
                 info = os.path.join(folder or ".", entry)
                 version = _metadata_version(os.path.join(info, "METADATA"))
                 return (name, version, info) if version else None
     return None
 
 
+def _normalized(name: str) -> str:
+    return re.sub(r"[-_.]+", "_", name).lower()
+
+
+_HEADER = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]*: \S(?:.*\S)?")
+_VERSION = re.compile(r"[A-Za-z0-9][A-Za-z0-9.+!_-]*")
+
+
 def _metadata_version(path: str) -> str | None:
-    """The `Version:` of a METADATA file's header, as importlib.metadata reads it."""
+    """The `Version:` of a METADATA file, where its header has the plain shape that the
+    email parser importlib.metadata uses reads the same way (one `Key: value` a line, no
+    folded or stray line up to it); None otherwise."""
     try:
-        with open(path, encoding="utf-8") as f:
-            for line in f:
-                if not line.strip():
-                    return None  # the header ended
-                key, _, value = line.partition(":")
-                if key.lower() == "version":
-                    return value.strip()
+        with open(path, encoding="utf-8") as f:  # text, universal newlines, as it reads
+            lines = iter(f.read().split("\n"))
     except (OSError, UnicodeDecodeError):
         return None
+    for line in lines:
+        if not _HEADER.fullmatch(line):
+            return None  # the header's end, or a line of another shape: not here
+        key, _, value = line.partition(": ")
+        if key.lower() == "version":
+            after = next(lines, "")
+            folded = after[:1] in (" ", "\t")
+            return value if _VERSION.fullmatch(value) and not folded else None
     return None
 
 

@@ -15,7 +15,11 @@ from hypothesis import strategies as st
 
 from pq.model import mailheader
 
-digits2 = st.integers(0, 99).map(lambda n: f"{n:02d}")
+# Mostly ASCII digits; now and then Arabic-Indic or fullwidth ones, which `int()` reads too.
+_OTHER_DIGITS = str.maketrans("0123456789", "٠١٢٣٤٥٦٧٨٩")
+_WIDE_DIGITS = str.maketrans("0123456789", "０１２３４５６７８９")
+digits2 = st.builds(lambda n, t: f"{n:02d}".translate(t), st.integers(0, 99),
+                    st.sampled_from([{}] * 8 + [_OTHER_DIGITS, _WIDE_DIGITS]))
 dates = st.builds(
     lambda wd, day, month, year, h, m, s, sign, zh, zm: (
         f"{wd}, {day} {month} {year} {h}:{m}:{s} {sign}{zh}{zm}"),
@@ -50,6 +54,7 @@ def test_a_written_date_reads_as_email_reads_it(value: str) -> None:
 
 
 def test_the_forms_left_to_email() -> None:
+    assert mailheader.read_date("Mon, 01 Jan 2024 00:00:00 -٠٠٠٠") is None  # email's -0000
     assert mailheader._written_date("Tue, 14 Nov 0050 22:13:20 +0000") is None  # 2050 there
     assert mailheader._written_date("Tue, 14 Nov 2023 22:13:20 -0000") is None  # no zone
     assert mailheader._written_date("Tue, 4 Nov 2023 22:13:20 +0000") is None

@@ -99,6 +99,23 @@ def test_one_resolution_serving_several_files_is_forgotten_by_any_of_them(tmp_pa
     assert json.loads((fork / ".git/rr-cache/pq-paths.json").read_text()) == {}
 
 
+def test_a_pre_rebase_hook_that_turns_rerere_off_is_heard(tmp_path: Path) -> None:
+    """rerere's configuration is read after the pre-rebase hook ran, as git reads it at its
+    first conflict: a hook that turns rerere off leaves the conflict to the user."""
+    fork, orig, _ = fork_with_recorded(
+        tmp_path, {"a.txt": LINES}, {"a.txt": lines_with("patched")},
+        {"a.txt": lines_with("upstream")})
+    write(fork, ".git/hooks/pre-rebase", "#!/bin/sh\ngit config rerere.enabled false\n",
+          mode=0o755)
+    for _ in range(3):  # the configuration is read in a thread: no race decides it
+        git(fork, "config", "rerere.enabled", "true")
+        git(fork, "reset", "-q", "--hard", orig)
+        result = pq(fork, "rebase", "upstream/main", ok=False)
+        assert result.exit_code == 1, result.output
+        assert "<<<<<<<" in (fork / "a.txt").read_text()
+        pq(fork, "rebase", "--abort")
+
+
 def test_rerere_enabled_false_as_git_reads_it_is_honoured(tmp_path: Path) -> None:
     fork, orig, _ = fork_with_recorded(
         tmp_path, {"a.txt": LINES}, {"a.txt": lines_with("patched")},

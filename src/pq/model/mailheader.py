@@ -185,10 +185,11 @@ def read_date(value: str) -> str | None:
 
 
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
-# The form `_rfc2822` writes, with a year from 1000 (email reads "0050" as 2050) and a
-# zone other than -0000 (which email reads as no zone).
+# The form `_rfc2822` writes, in ASCII digits, with a year from 1000 (email reads "0050" as
+# 2050) and a zone other than -0000 (which email reads as no zone).
 _WRITTEN_DATE = re.compile(r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun), (\d\d) (" + "|".join(_MONTHS)
-                           + r") ([1-9]\d{3}) (\d\d):(\d\d):(\d\d) ([+-])(\d\d)(\d\d)")
+                           + r") ([1-9]\d{3}) (\d\d):(\d\d):(\d\d) ([+-])(\d\d)(\d\d)",
+                           re.ASCII)  # `-٠٠٠٠` reads as -0000 to email: no zone
 
 
 def _written_date(value: str) -> datetime | None:

@@ -80,7 +80,7 @@ def _start(txn: Transaction, upstream: str | None, *, gate: bool, progress: Prog
     rs.require_none(git)
     branch = queueops.require_branch(git)
     # Who commits, and whether commits are signed, are asked of git alongside.
-    who = Background(lambda: _who_commits(git, rerere), "pq git var")
+    who = Background(lambda: _who_commits(git), "pq git var")
     with Background(lambda: queueops.dirty_tracked_files(git), "pq git status") as status:
         queue = read_worktree(git)
         series = queue.series
@@ -106,6 +106,8 @@ def _start(txn: Transaction, upstream: str | None, *, gate: bool, progress: Prog
     if verify:  # asked once there is a rebase to do, as `git rebase` asks it
         hook = refusals.require_pre_rebase_hook(git, upstream or ref)
         ignored += [hook] if hook else []
+    if rerere:  # read while the rebase's state is written, not at the first conflict
+        rerere_mod.read_ahead(git)
     trees = Trees(git)
     committer = who.result()  # and `git` keeps whether it signs, before any commit
     layers = {e.name: e.layer for e in series.patches}
@@ -140,16 +142,9 @@ def _start(txn: Transaction, upstream: str | None, *, gate: bool, progress: Prog
             return _settle(txn, state, report)
 
 
-def _who_commits(git: Git, rerere: bool) -> Person:
-    """The committer now; and `git` learns whether it signs, before any commit is written,
-    and, where rerere recorded resolutions already, how pq uses it (its configuration, read
-    here rather than at the first conflict)."""
+def _who_commits(git: Git) -> Person:
+    """The committer now; and `git` learns whether it signs, before any commit is written."""
     git.signing()
-    if rerere and rerere_mod.rr_cache(git).is_dir():
-        try:
-            rerere_mod.enabled(git)
-        except ConfigError:
-            pass  # a value git reads as no boolean is named at the first conflict, as git does
     return git.committer_now()
 
 

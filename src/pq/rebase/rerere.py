@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pq.background import Background
 from pq.errors import GitError
 from pq.git.gateway import zsplit
 from pq.git.repo import Git
@@ -48,13 +49,25 @@ class Resolution:
 
 _CONFIG_KEYS = r"^(rerere\.enabled|core\.(autocrlf|eol|attributesfile)|filter\.)"
 _config: weakref.WeakKeyDictionary[Git, dict[str, str]] = weakref.WeakKeyDictionary()
+_ahead: weakref.WeakKeyDictionary[Git, Background[dict[str, str]]] = \
+    weakref.WeakKeyDictionary()
+
+
+def read_ahead(git: Git) -> None:
+    """Start reading the configuration `_settings` reads, in a thread, where rr-cache
+    exists (a rebase may reuse a resolution): the first conflict then finds it read. Read
+    as late as git reads it, after anything that may change it (a pre-rebase hook)."""
+    if git not in _config and git not in _ahead and rr_cache(git).is_dir():
+        _ahead[git] = Background(lambda: git.config_matching(_CONFIG_KEYS), "pq git config")
 
 
 def _settings(git: Git) -> dict[str, str]:
     """The configuration that decides how pq uses rerere (read once per Git object)."""
     found = _config.get(git)
     if found is None:
-        found = _config[git] = git.config_matching(_CONFIG_KEYS)
+        ahead = _ahead.pop(git, None)
+        read = ahead.result() if ahead is not None else git.config_matching(_CONFIG_KEYS)
+        found = _config[git] = read
     return found
 
 
