@@ -425,6 +425,8 @@ def test_ccache_is_wired_when_on_path_and_said_off_when_not(tmp_path: Path,
     show = ('echo "dir=$CCACHE_DIR base=$CCACHE_BASEDIR max=$CCACHE_MAXSIZE '
             'gcc=$(readlink "$(command -v gcc)") launcher=$CMAKE_CXX_COMPILER_LAUNCHER"')
     fork = gate_fork(tmp_path, stage_lines(stage("build", show), python=python_alone(tmp_path)))
+    for chosen in ("CC", "CXX"):  # a compiler chosen by path gets a wrapper of its own
+        monkeypatch.delenv(chosen, raising=False)
     tools = tmp_path / "tools"
     bare = os.pathsep.join(p for p in os.environ["PATH"].split(os.pathsep)
                            if not os.path.exists(os.path.join(p, "ccache")))
