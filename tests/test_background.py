@@ -66,3 +66,24 @@ def test_a_fault_fires_only_after_the_running_work_ended(
     faults.checkpoint("git test")  # waits for the work, then runs the command
     assert "the work ended" in capfd.readouterr().err
     running.wait()
+
+
+def test_what_the_work_held_is_let_go_once_it_ran() -> None:
+    """A finished Background keeps its result, not its work: a repository the work
+    captured (rerere's read-ahead keys a weak map on it) can be collected."""
+    import gc
+    import weakref
+
+    class Repo:
+        pass
+
+    def start(repo: Repo) -> Background[str]:
+        return Background(lambda: type(repo).__name__, "pq test work")
+
+    repo = Repo()
+    gone = weakref.ref(repo)
+    done = start(repo)
+    assert done.result() == "Repo"
+    del repo
+    gc.collect()
+    assert gone() is None

@@ -87,7 +87,11 @@ def test_a_dist_info_without_a_version_in_its_name_and_eggs(
     wheel(sites[1], "paddlepaddle-3.3.1.dist-info", "3.3.1")
     assert probe._located() == probe.locate()
     assert probe.find_paddle().version == "2.0.0"
-    egg = sites[0].parent / "paddlepaddle-2.6.0-py3.11.egg"
-    egg.mkdir()
-    monkeypatch.setattr(sys, "path", [str(egg), *map(str, sites)])
-    assert toolchain.paddle_dist_info() is None  # an egg on sys.path: importlib answers
+    for name in ("paddlepaddle-2.6.0-py3.11.egg", "paddlepaddle-2.6.0-py3.11.EGG"):
+        egg = sites[0].parent / name
+        egg.mkdir()
+        monkeypatch.setattr(sys, "path", [str(egg), *map(str, sites)])
+        assert toolchain.paddle_dist_info() is None  # an egg on sys.path: importlib answers
+    monkeypatch.setattr(sys, "path", [*sites])  # path objects, which importlib also reads
+    assert toolchain.paddle_dist_info() is None
+    assert probe.find_paddle().version == "2.0.0"

@@ -47,6 +47,7 @@ class Background(Generic[T]):
         except BaseException as exc:  # handed to the caller by result()
             self._outcome = (False, exc)
         finally:
+            self._work = _done  # what the work held (a repository, say) is let go
             with _running_lock:
                 _running.discard(self)
 
@@ -70,6 +71,10 @@ class Background(Generic[T]):
 
     def __exit__(self, *exc: object) -> None:
         self.wait()
+
+
+def _done() -> Any:
+    raise AssertionError("a Background's work runs once")
 
 
 def _wait_running() -> None:

@@ -37,8 +37,10 @@ def paddle_dist_info() -> tuple[str, str, str] | None:
     listed: dict[str, list[str]] = {}
     for name in PADDLE_DISTS:
         for folder in sys.path:
+            if not isinstance(folder, str):
+                return None  # a path object, say: importlib.metadata reads those
             if folder not in listed:
-                if folder.endswith(".egg") or os.path.isfile(folder or "."):
+                if folder.lower().endswith(".egg") or os.path.isfile(folder or "."):
                     return None  # an egg or a zip: importlib.metadata reads those
                 try:
                     listed[folder] = os.listdir(folder or ".")

@@ -55,6 +55,7 @@ def test_a_written_date_reads_as_email_reads_it(value: str) -> None:
 
 def test_the_forms_left_to_email() -> None:
     assert mailheader.read_date("Mon, 01 Jan 2024 00:00:00 -٠٠٠٠") is None  # email's -0000
+    assert mailheader.read_date("١٢٣ +0000") is None  # git's own form is ASCII: fsck badDate
     assert mailheader._written_date("Tue, 14 Nov 0050 22:13:20 +0000") is None  # 2050 there
     assert mailheader._written_date("Tue, 14 Nov 2023 22:13:20 -0000") is None  # no zone
     assert mailheader._written_date("Tue, 4 Nov 2023 22:13:20 +0000") is None

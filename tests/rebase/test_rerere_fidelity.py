@@ -99,21 +99,33 @@ def test_one_resolution_serving_several_files_is_forgotten_by_any_of_them(tmp_pa
     assert json.loads((fork / ".git/rr-cache/pq-paths.json").read_text()) == {}
 
 
-def test_a_pre_rebase_hook_that_turns_rerere_off_is_heard(tmp_path: Path) -> None:
-    """rerere's configuration is read after the pre-rebase hook ran, as git reads it at its
-    first conflict: a hook that turns rerere off leaves the conflict to the user."""
-    fork, orig, _ = fork_with_recorded(
+def test_rerere_is_configured_as_at_the_start_as_git_reads_it(tmp_path: Path) -> None:
+    """git reads its configuration once, when `git rebase` starts: a pre-rebase hook that
+    turns rerere off is heard by the next rebase, not by this one. pq reads it ahead in a
+    thread, and waits for that read before it runs the hook."""
+    fork, orig, last = fork_with_recorded(
         tmp_path, {"a.txt": LINES}, {"a.txt": lines_with("patched")},
         {"a.txt": lines_with("upstream")})
     write(fork, ".git/hooks/pre-rebase", "#!/bin/sh\ngit config rerere.enabled false\n",
           mode=0o755)
-    for _ in range(3):  # the configuration is read in a thread: no race decides it
+    git(fork, "config", "rerere.enabled", "true")
+    git(fork, "checkout", "-q", "-B", "gitside", last)
+    subprocess.run(["git", "rebase", "-q", "upstream/main"], cwd=fork, capture_output=True,
+                   check=False)
+    assert "<<<<<<<" not in (fork / "a.txt").read_text()  # git reused the resolution
+    subprocess.run(["git", "rebase", "--abort"], cwd=fork, capture_output=True, check=False)
+    git(fork, "checkout", "-q", "paddle")
+    for _ in range(3):  # read in a thread: no race decides it
         git(fork, "config", "rerere.enabled", "true")
         git(fork, "reset", "-q", "--hard", orig)
         result = pq(fork, "rebase", "upstream/main", ok=False)
-        assert result.exit_code == 1, result.output
-        assert "<<<<<<<" in (fork / "a.txt").read_text()
-        pq(fork, "rebase", "--abort")
+        assert result.exit_code == 0, result.output
+        assert "resolved from a recorded resolution" in result.output
+    assert git(fork, "config", "rerere.enabled") == "false"  # the hook ran
+    git(fork, "reset", "-q", "--hard", orig)
+    result = pq(fork, "rebase", "upstream/main", ok=False)  # the next one hears it
+    assert result.exit_code == 1 and "<<<<<<<" in (fork / "a.txt").read_text()
+    pq(fork, "rebase", "--abort")
 
 
 def test_rerere_enabled_false_as_git_reads_it_is_honoured(tmp_path: Path) -> None:

@@ -156,7 +156,7 @@ def decode(value: str) -> str:
 
 def read_date(value: str) -> str | None:
     """git's `<epoch> <+hhmm>` for a Date: header (RFC 2822, or git's own form)."""
-    if (raw := re.fullmatch(r"(\d+) [+-]\d{4}", value)) is not None:
+    if (raw := re.fullmatch(r"(\d+) [+-]\d{4}", value, re.ASCII)) is not None:
         # What git fsck refuses in a commit is refused here: a zero-padded date, or one
         # past git's signed 64-bit time (badDateOverflow; thousands of digits are past
         # int() too).

@@ -81,6 +81,8 @@ def _start(txn: Transaction, upstream: str | None, *, gate: bool, progress: Prog
     branch = queueops.require_branch(git)
     # Who commits, and whether commits are signed, are asked of git alongside.
     who = Background(lambda: _who_commits(git), "pq git var")
+    if rerere:  # where rr-cache exists, rerere's configuration too: not at the first conflict
+        rerere_mod.read_ahead(git)
     with Background(lambda: queueops.dirty_tracked_files(git), "pq git status") as status:
         queue = read_worktree(git)
         series = queue.series
@@ -104,10 +106,12 @@ def _start(txn: Transaction, upstream: str | None, *, gate: bool, progress: Prog
                             onto, 0, head, head, [PatchReport(e.name, e.layer, "clean")
                                                   for e in series.patches])
     if verify:  # asked once there is a rebase to do, as `git rebase` asks it
+        # The configuration is as it was before the hook ran, as `git rebase` reads it
+        # once at its start: a hook that changes it (rerere.enabled) changes later runs.
+        who.wait()
+        rerere_mod.wait_ahead(git)
         hook = refusals.require_pre_rebase_hook(git, upstream or ref)
         ignored += [hook] if hook else []
-    if rerere:  # read while the rebase's state is written, not at the first conflict
-        rerere_mod.read_ahead(git)
     trees = Trees(git)
     committer = who.result()  # and `git` keeps whether it signs, before any commit
     layers = {e.name: e.layer for e in series.patches}

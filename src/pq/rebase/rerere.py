@@ -55,10 +55,18 @@ _ahead: weakref.WeakKeyDictionary[Git, Background[dict[str, str]]] = \
 
 def read_ahead(git: Git) -> None:
     """Start reading the configuration `_settings` reads, in a thread, where rr-cache
-    exists (a rebase may reuse a resolution): the first conflict then finds it read. Read
-    as late as git reads it, after anything that may change it (a pre-rebase hook)."""
+    exists (a rebase may reuse a resolution): the first conflict then finds it read, as
+    it was when the command started (git reads its configuration once, at its start)."""
     if git not in _config and git not in _ahead and rr_cache(git).is_dir():
         _ahead[git] = Background(lambda: git.config_matching(_CONFIG_KEYS), "pq git config")
+
+
+def wait_ahead(git: Git) -> None:
+    """Until `read_ahead`'s read ended (before anything that may change the configuration
+    runs: a hook); its error, if any, is raised where the settings are first used."""
+    ahead = _ahead.get(git)
+    if ahead is not None:
+        ahead.wait()
 
 
 def _settings(git: Git) -> dict[str, str]:
