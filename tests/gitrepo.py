@@ -74,15 +74,23 @@ def make_fork(tmp: Path, upstream: Path | None = None) -> Path:
     return fork
 
 
+def series_fork(tmp: Path, *commits: tuple[str, dict[str, str]]) -> Path:
+    """A fork carrying one commit per (subject, files), its series made by
+    `pq init --commit`."""
+    fork = make_fork(tmp)
+    for subject, files in commits:
+        for rel, text in files.items():
+            write(fork, rel, text)
+        commit_all(fork, subject)
+    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    return fork
+
+
 def one_patch_fork(tmp: Path, patch: dict[str, str], upstream: dict[str, str],
                    subject: str = "python-glue: the patch") -> Path:
     """A fork whose committed series has one patch (`patch`'s files), and an upstream
     moved since by one commit (`upstream`'s files), fetched."""
-    fork = make_fork(tmp)
-    for rel, text in patch.items():
-        write(fork, rel, text)
-    commit_all(fork, subject)
-    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    fork = series_fork(tmp, (subject, patch))
     for rel, text in upstream.items():
         write(tmp / "upstream", rel, text)
     commit_all(tmp / "upstream", "upstream: moved on")

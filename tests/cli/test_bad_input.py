@@ -8,18 +8,13 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from gitrepo import commit_all, git, make_fork, pq, snapshot_queue, write
+from gitrepo import commit_all, git, make_fork, pq, series_fork, snapshot_queue, write
 
 
 @pytest.fixture
 def fork(tmp_path: Path) -> Path:
-    fork = make_fork(tmp_path)
-    write(fork, "setup.py", "import paddle\n")
-    commit_all(fork, "enable compat")
-    write(fork, "pkg/__init__.py", "import torch  # scoped\n")
-    commit_all(fork, "scoped compat")
-    pq(fork, "init", "--upstream", "upstream/main", "--commit")
-    return fork
+    return series_fork(tmp_path, ("enable compat", {"setup.py": "import paddle\n"}),
+                       ("scoped compat", {"pkg/__init__.py": "import torch  # scoped\n"}))
 
 
 def one_line_error(result: object, *needles: str) -> None:

@@ -8,18 +8,15 @@ import json
 from pathlib import Path
 
 import pytest
-from gitrepo import commit_all, make_fork, pq, write
+from gitrepo import pq, series_fork
 
 DEEP = "[" * 100_000 + "]" * 100_000
 
 
 @pytest.fixture
 def fork(tmp_path: Path) -> Path:
-    fork = make_fork(tmp_path)
-    write(fork, "pkg/__init__.py", "import torch  # scoped\n")
-    commit_all(fork, "glue: scoped compat")
-    pq(fork, "init", "--upstream", "upstream/main", "--commit")
-    return fork
+    return series_fork(tmp_path, ("glue: scoped compat",
+                                  {"pkg/__init__.py": "import torch  # scoped\n"}))
 
 
 @pytest.mark.parametrize("content", [DEEP, '{"verified": [', "[1, 2]", '{"passed": 5}'])

@@ -15,7 +15,7 @@ from pathlib import Path
 import click
 import pytest
 import transcripts
-from gitrepo import commit_all, git, make_fork, pq, write
+from gitrepo import commit_all, git, series_fork, write
 
 from pq.cli import main
 from pq.git.repo import Git
@@ -174,11 +174,8 @@ def test_every_documented_option_exists() -> None:
 
 
 def _fork_with_series(tmp_path: Path) -> Path:
-    fork = make_fork(tmp_path)
-    write(fork, "setup.py", "import paddle\nsetup(name='x')\n")
-    commit_all(fork, "build: enable compat")
-    pq(fork, "init", "--upstream", "upstream/main", "--commit")
-    return fork
+    return series_fork(tmp_path, ("build: enable compat",
+                                  {"setup.py": "import paddle\nsetup(name='x')\n"}))
 
 
 def test_temp_indexes_live_in_the_repository_and_go_away(tmp_path: Path,

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from gitrepo import commit_all, git, make_fork, pq, write
+from gitrepo import commit_all, git, pq, series_fork, write
 from test_faults import PQ, base_fork, conflict_fork, repo_state, run_pq
 
 from pq.git.repo import Git
@@ -22,12 +22,9 @@ from pq.oplog.txn import Transaction
 @pytest.fixture
 def fork(tmp_path: Path) -> Path:
     """A fork with a committed two-patch series and an upstream that moved on."""
-    fork = make_fork(tmp_path)
-    write(fork, "setup.py", "import paddle\npaddle.enable_compat()\n")
-    commit_all(fork, "build: enable compat")
-    write(fork, "pkg/__init__.py", "import torch  # scoped compat\n")
-    commit_all(fork, "python-glue: scoped compat")
-    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    fork = series_fork(
+        tmp_path, ("build: enable compat", {"setup.py": "import paddle\npaddle.enable_compat()\n"}),
+        ("python-glue: scoped compat", {"pkg/__init__.py": "import torch  # scoped compat\n"}))
     write(tmp_path / "upstream", "csrc/extra.cc", "int g() { return 2; }\n")
     commit_all(tmp_path / "upstream", "upstream: extra")
     git(fork, "fetch", "-q", "upstream")

@@ -24,6 +24,18 @@ def merge_upstream(fork: Path, message: str = "Merge upstream") -> None:
     git(fork, "merge", "-q", "--no-edit", "-m", message, "upstream/main", check=False)
 
 
+def built_then_merged(fork: Path,
+                      setup: str = "from paddle.utils import cpp_extension\n\nsetup(name='x')\n"
+                      ) -> None:
+    """The fork's build commit (`setup` as setup.py), then upstream's next commit merged."""
+    write(fork, "setup.py", setup)
+    commit_all(fork, "Build against Paddle")
+    up = fork.parent / "upstream"
+    write(up, "README.md", "upstream v2\n")
+    commit_all(up, "upstream: v2")
+    merge_upstream(fork)
+
+
 def grown_fork(tmp_path: Path) -> tuple[Path, Path]:
     """A fork grown the way real ones are: migration commits interleaved with merges from
     upstream (one conflict resolved inside the merge), a fork-only file, a deleted upstream
@@ -511,12 +523,7 @@ def test_a_merged_branch_with_no_changes_is_sent_to_a_fix_that_works(tmp_path: P
     import and names how to start a series; `pq init` refuses merges, so the hint must not
     send the user there straight (and init back to import): following it works."""
     fork = make_fork(tmp_path)
-    up = tmp_path / "upstream"
-    write(fork, "setup.py", "from paddle.utils import cpp_extension\n\nsetup(name='x')\n")
-    commit_all(fork, "Build against Paddle")
-    write(up, "README.md", "upstream v2\n")
-    commit_all(up, "upstream: v2")
-    merge_upstream(fork)
+    built_then_merged(fork)
     git(fork, "revert", "--no-edit", "HEAD^1")
     result = pq(fork, "import", "--upstream", "upstream/main", ok=False)
     assert result.exit_code == 2 and "nothing to import" in result.output, result.output
@@ -565,12 +572,7 @@ def test_keep_commits_in_a_shallow_clone_cut_inside_the_fork_falls_back(
     is cut off has nothing to replay it from. `--keep-commits` regrouped as topics and
     said why, not `object ... not found` (exit 2) with no way forward."""
     fork = make_fork(tmp_path)
-    up = tmp_path / "upstream"
-    write(fork, "setup.py", "from paddle.utils import cpp_extension\n\nsetup(name='x')\n")
-    commit_all(fork, "Build against Paddle")
-    write(up, "README.md", "upstream v2\n")
-    commit_all(up, "upstream: v2")
-    merge_upstream(fork)
+    built_then_merged(fork)
     write(fork, "pkg/g1.py", "G1 = 1\n")
     commit_all(fork, "Glue: g1")
     # depth 3: the tip, the merge and the build commit, whose parent is cut off
@@ -593,11 +595,7 @@ def test_import_in_a_shallow_clone_cut_at_the_only_commit_of_a_part(tmp_path: Pa
     write(up, "setup.py", "from torch.utils import x\n")
     commit_all(up, "upstream: initial")
     fork = make_fork(tmp_path, up)
-    write(fork, "setup.py", "from paddle.utils import x\n")
-    commit_all(fork, "Build against Paddle")
-    write(up, "README.md", "upstream v2\n")
-    commit_all(up, "upstream: v2")
-    merge_upstream(fork)
+    built_then_merged(fork, "from paddle.utils import x\n")
     write(fork, "pkg/g1.py", "G1 = 1\n")
     commit_all(fork, "Glue: g1")
     clone = shallow_clone(tmp_path, fork, 3)

@@ -15,6 +15,7 @@ from gitrepo import (
     make_fork,
     migrate,
     pq,
+    series_fork,
     snapshot_queue,
     tree_without_queue,
     write,
@@ -23,11 +24,7 @@ from gitrepo import (
 
 def compat_fork(tmp: Path) -> Path:
     """A fork whose one migration commit enables compat in setup.py, its series committed."""
-    fork = make_fork(tmp)
-    write(fork, "setup.py", "import paddle\n")
-    commit_all(fork, "enable compat")
-    pq(fork, "init", "--upstream", "upstream/main", "--commit")
-    return fork
+    return series_fork(tmp, ("enable compat", {"setup.py": "import paddle\n"}))
 
 
 def test_init_export_apply_round_trip(tmp_path: Path) -> None:
