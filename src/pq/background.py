@@ -29,7 +29,7 @@ class Background(Generic[T]):
     kept, not raised)."""
 
     def __init__(self, work: Callable[[], T], name: str) -> None:
-        self._work = work
+        self._work: Callable[[], T] | None = work  # let go once it ran (what it held too)
         self._outcome: tuple[bool, T | BaseException] | None = None
         self._thread: threading.Thread | None = threading.Thread(
             target=self._run, daemon=True, name=name)
@@ -42,12 +42,14 @@ class Background(Generic[T]):
             self._run()
 
     def _run(self) -> None:
+        work, self._work = self._work, None
+        assert work is not None, "a Background's work runs once"
         try:
-            self._outcome = (True, self._work())
+            self._outcome = (True, work())
         except BaseException as exc:  # handed to the caller by result()
             self._outcome = (False, exc)
         finally:
-            self._work = _done  # what the work held (a repository, say) is let go
+            del work  # what the work held (a repository, say) is let go
             with _running_lock:
                 _running.discard(self)
 
@@ -71,10 +73,6 @@ class Background(Generic[T]):
 
     def __exit__(self, *exc: object) -> None:
         self.wait()
-
-
-def _done() -> Any:
-    raise AssertionError("a Background's work runs once")
 
 
 def _wait_running() -> None:

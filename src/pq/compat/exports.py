@@ -38,8 +38,8 @@ def read_exports(libs: Sequence[Path], timeout: float = 60.0
                  ) -> tuple[dict[str, list[str]], dict[str, list[str]], dict[str, int]]:
     """({qualified name: sorted demangled signatures}, {qualified name: libraries},
     {library file name: symbol count}) for the at::/c10::/torch:: symbols defined."""
-    from concurrent.futures import ThreadPoolExecutor  # here: reading a cached surface
-    #                                                   never needs it
+    # Imported here: reading a cached surface never needs a thread pool.
+    from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(max_workers=4) as pool:
         mangled = list(pool.map(lambda p: _mangled(p, timeout), libs))

@@ -7,7 +7,7 @@ as UTF-8 with surrogateescape, so any bytes round trip.
 
 The plain forms pq writes itself (an ASCII `Name <mail>`, the date `_rfc2822` writes) are
 read by a pattern that gives what the `email` package gives for them; everything else goes
-through the `email` package, imported then (about 8 ms that most commands need not pay).
+through the `email` package, imported then (~6 ms that most commands need not pay).
 """
 
 from __future__ import annotations
