@@ -9,6 +9,7 @@ it left running in its group is SIGKILLed. Also here: `pid_alive`, `scrubbed_env
 
 from __future__ import annotations
 
+import _thread
 import contextlib
 import os
 import select
@@ -19,7 +20,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import IO
+from typing import IO, Any
 
 from pq import faults
 
@@ -83,13 +84,14 @@ def run(argv: Sequence[str], *, timeout: float, cwd: str | None = None,
     deadline = start + timeout
     stdout: IO[bytes] | int = subprocess.PIPE if log is None else log
     stderr = subprocess.PIPE if log is None and not merge_stderr else subprocess.STDOUT
-    proc = subprocess.Popen(list(argv), cwd=cwd, env=None if env is None else dict(env),
-                            stdin=subprocess.DEVNULL if input is None else subprocess.PIPE,
-                            stdout=stdout, stderr=stderr, start_new_session=True)
     out: bytes | None = b""
     errs: bytes | None = b""
     timed_out = False
+    started: list[subprocess.Popen[bytes]] = []  # the process, the moment it exists
     try:
+        proc = _start(started, list(argv), cwd=cwd, env=None if env is None else dict(env),
+                      stdin=subprocess.DEVNULL if input is None else subprocess.PIPE,
+                      stdout=stdout, stderr=stderr, start_new_session=True)
         first = None
         if input is not None:
             feed(proc, input)
@@ -123,13 +125,52 @@ def run(argv: Sequence[str], *, timeout: float, cwd: str | None = None,
                 proc.kill()
                 out, errs = _read_so_far(proc)
     except BaseException:
-        stop_group(proc, grace)
+        for proc in started:
+            stop_group(proc, grace)
         raise
     finally:
-        signal_group(proc.pid, signal.SIGKILL)  # whatever it left behind in its group
-        proc.wait()
+        for proc in started:
+            signal_group(proc.pid, signal.SIGKILL)  # whatever it left behind in its group
+            proc.wait()
     return Finished(None if timed_out else proc.returncode, time.monotonic() - start,
                     timed_out, out or b"", errs or b"")
+
+
+def _start(started: list[subprocess.Popen[bytes]], argv: list[str], **options: Any
+           ) -> subprocess.Popen[bytes]:
+    """Popen(argv, **options), appended to `started` as soon as it exists. In the main
+    thread it is started by another one: a signal handler that raises (Ctrl-C, the gate's
+    SIGTERM) runs only in the main thread, and raised there just after the fork it would
+    leave the process running with no Popen to stop it by. An interrupt while it starts
+    waits for the start to end, so that the caller finds it in `started` and stops it."""
+    if threading.current_thread() is not threading.main_thread():
+        started.append(subprocess.Popen(argv, **options))
+        return started[-1]
+    failed: list[BaseException] = []
+    ended = threading.Event()
+
+    def start() -> None:
+        try:
+            started.append(subprocess.Popen(argv, **options))
+        except BaseException as exc:  # re-raised in the caller's thread
+            failed.append(exc)
+        finally:
+            ended.set()
+
+    # _thread: Thread.start() waits for the thread to run, a wait an interrupt may end
+    # while the process still starts; and after an interrupted Thread.join(), Python
+    # 3.11's is_alive() may say False while the thread runs (bpo-45274). The event is
+    # the one answer to whether the start is over.
+    _thread.start_new_thread(start, ())
+    try:
+        ended.wait()
+    finally:
+        while not ended.is_set():  # interrupted: the start ends within milliseconds
+            with contextlib.suppress(KeyboardInterrupt):
+                ended.wait()
+    if failed:
+        raise failed[0]
+    return started[-1]
 
 
 def feed(proc: subprocess.Popen[bytes], data: bytes) -> None:
