@@ -17,7 +17,7 @@ demo: $(STAMP)
 	$(VENV)/bin/pq demo
 
 test: $(STAMP)
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q --hypothesis-profile=repeatable
 
 test-fast: $(STAMP)
 	$(PY) -m pytest -q -m "not compat and not slow"

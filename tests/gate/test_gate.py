@@ -728,8 +728,9 @@ def test_two_gates_at_once_keep_both_records(tmp_path: Path) -> None:
     fork = gate_fork(tmp_path, stage_lines(stage("a", "sleep 1")))
     pq_script = str(Path(sys.executable).parent / "pq")
     runs = [subprocess.Popen([pq_script, "gate"], cwd=fork, stdout=subprocess.DEVNULL,
-                             stderr=subprocess.DEVNULL, env={**os.environ, **extra})
-            for extra in ({}, {"CC": "gcc"})]
+                             stderr=subprocess.DEVNULL,
+                             env={**os.environ, "PQ_LOCK_WAIT": "30", **extra})
+            for extra in ({}, {"CC": "gcc"})]  # both save under the lock: one may wait
     assert [r.wait(timeout=60) for r in runs] == [0, 0]
     data = note(fork)
     assert 1 + len(data["history"]) == 2, data
@@ -742,7 +743,8 @@ def test_two_gates_at_once_write_a_log_each(tmp_path: Path) -> None:
         "tests", 'echo "this is run ${WHO}"; sleep 1.5; test "$WHO" = b')))
     pq_script = str(Path(sys.executable).parent / "pq")
     runs = [subprocess.Popen([pq_script, "gate", "--json"], cwd=fork, stdout=subprocess.PIPE,
-                             stderr=subprocess.DEVNULL, env={**os.environ, "WHO": who})
+                             stderr=subprocess.DEVNULL,  # both save under the lock:
+                             env={**os.environ, "PQ_LOCK_WAIT": "30", "WHO": who})
             for who in ("a", "b")]
     reports = [json.loads(r.communicate(timeout=60)[0]) for r in runs]
     assert [r.get("status") for r in reports] == ["failed", "passed"], reports

@@ -381,7 +381,7 @@ def test_a_second_ctrl_c_stops_the_git_command_pq_waits_for(tmp_path: Path) -> N
     fork = base_fork(tmp_path)
     start = time.monotonic()
     proc = rebase_with_reset_doing(tmp_path, fork,
-                                   "kill -INT $PPID; sleep 0.3; kill -INT $PPID; sleep 60")
+                                   "kill -INT $PPID; sleep 1; kill -INT $PPID; sleep 60")
     assert time.monotonic() - start < 30
     assert proc.returncode == 130, proc.stderr
     assert b"pq: interrupted" in proc.stderr

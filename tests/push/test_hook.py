@@ -1311,12 +1311,13 @@ def test_checks_run_side_by_side_and_are_reported_in_registry_order(tmp_path: Pa
     fork, _ = make_pushable(tmp_path)
     registry.all_checks()  # pq's own checks registered first
     meet = threading.Barrier(2, timeout=30)  # passes only while both checks run at once
+    second_ended = threading.Event()  # the first ends after the second, whatever the load
     ended: list[str] = []
 
     @registry.check("first", "meets the second", needs=("series",))
     def first(g: object, ctx: registry.CheckContext) -> list[registry.CheckFailure]:
         meet.wait()
-        time.sleep(0.3)
+        assert second_ended.wait(30), "the second check never ended"
         ended.append("first")
         return [registry.CheckFailure("first", "the first one failed", "fix the first")]
 
@@ -1324,6 +1325,7 @@ def test_checks_run_side_by_side_and_are_reported_in_registry_order(tmp_path: Pa
     def second(g: object, ctx: registry.CheckContext) -> list[registry.CheckFailure]:
         meet.wait()
         ended.append("second")
+        second_ended.set()
         return [registry.CheckFailure("second", "the second one failed", "fix the second")]
 
     try:
