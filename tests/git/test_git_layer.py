@@ -381,3 +381,24 @@ def test_ls_tree_reads_paths_as_they_are(tmp_path: Path) -> None:
     commit_all(root, "two files")
     with Git.open(root) as repo:
         assert [p for *_, p in repo.ls_tree("HEAD", [":(top)q"])] == [":(top)q"]
+
+
+def test_removing_a_worktree_while_another_takes_the_emptied_folder(tmp_path: Path) -> None:
+    """Two gates ending together: one's `git worktree remove` deletes `.git/worktrees`
+    once it is empty, while the other looks through it for its own record. That was a
+    FileNotFoundError out of `pq gate` (a --json report with no status)."""
+    import subprocess
+    import time
+
+    fork = make_fork(tmp_path)
+    other = subprocess.Popen(  # another gate's git, making and taking the folder
+        ["sh", "-c", "while :; do mkdir .git/worktrees; rmdir .git/worktrees; done"],
+        cwd=fork, stderr=subprocess.DEVNULL)
+    try:
+        with Git.open(fork) as repo:
+            deadline = time.monotonic() + 3
+            while time.monotonic() < deadline:
+                repo.remove_worktree(tmp_path / "gone")
+    finally:
+        other.kill()
+        other.wait()

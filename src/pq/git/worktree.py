@@ -247,8 +247,11 @@ class WorkingTree(Merging):
         import shutil  # a cleanup needs it; most commands never get here
 
         shutil.rmtree(path, ignore_errors=True)
-        admin = self.common_dir / "worktrees"
-        for entry in admin.iterdir() if admin.is_dir() else ():
+        try:
+            entries = list((self.common_dir / "worktrees").iterdir())
+        except OSError:  # none; or another `git worktree remove` took the emptied folder
+            entries = []
+        for entry in entries:
             try:
                 points = (entry / "gitdir").read_text().strip()
             except OSError:
