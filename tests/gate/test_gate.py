@@ -768,3 +768,31 @@ def test_sigterm_stops_the_stage_and_removes_the_worktree(tmp_path: Path) -> Non
     assert terminate_pq_once_started(fork, ["gate"], pidfile) != 0
     assert gone_within(int(pidfile.read_text()), 10)
     assert git(fork, "worktree", "list").count("\n") == 0  # the fork's own, alone
+
+
+def test_pruning_logs_while_another_gate_prunes_them(tmp_path: Path) -> None:
+    """Two gates ending together prune `.git/pq/gate/logs/` at once: a folder the one
+    listed may be gone by the time it reads its age (that was a FileNotFoundError out of
+    `pq gate`). The newest folders stay."""
+    from pq.gate import runner
+
+    fork = gate_fork(tmp_path, stage_lines(stage("a", "true")))
+    logs = fork / ".git/pq/gate/logs"
+    for n, name in enumerate(("old", "new")):
+        (logs / name).mkdir(parents=True)
+        os.utime(logs / name, (1_000_000 + n, 1_000_000 + n))
+    other = subprocess.Popen(  # another gate's prune, taking a folder as it goes
+        ["sh", "-c", "while :; do mkdir gone; rmdir gone; done"], cwd=logs,
+        stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        with Git.open(fork) as g:
+            deadline = time.monotonic() + 3
+            while time.monotonic() < deadline:
+                runner.prune_logs(g, keep=3)
+    finally:
+        os.killpg(other.pid, 9)  # the loop and the mkdir or rmdir it runs
+        other.wait()
+    shutil.rmtree(logs / "gone", ignore_errors=True)  # where the loop was stopped
+    with Git.open(fork) as g:
+        runner.prune_logs(g, keep=1)
+    assert sorted(p.name for p in logs.iterdir()) == ["new"]

@@ -393,12 +393,13 @@ def test_removing_a_worktree_while_another_takes_the_emptied_folder(tmp_path: Pa
     fork = make_fork(tmp_path)
     other = subprocess.Popen(  # another gate's git, making and taking the folder
         ["sh", "-c", "while :; do mkdir .git/worktrees; rmdir .git/worktrees; done"],
-        cwd=fork, stderr=subprocess.DEVNULL)
+        cwd=fork, stderr=subprocess.DEVNULL,
+        start_new_session=True)
     try:
         with Git.open(fork) as repo:
             deadline = time.monotonic() + 3
             while time.monotonic() < deadline:
                 repo.remove_worktree(tmp_path / "gone")
     finally:
-        other.kill()
+        os.killpg(other.pid, 9)  # the loop and the mkdir or rmdir it runs
         other.wait()

@@ -12,6 +12,7 @@ import hashlib
 import os
 import re
 import shutil
+import stat
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -225,12 +226,19 @@ def log_folder(git: Git, tip: str) -> Iterator[Path]:
 
 def prune_logs(git: Git, keep: int = KEEP_LOG_TIPS) -> None:
     """Keep the logs of the most recent `keep` tips."""
-    root = git.pq_dir() / "gate" / "logs"
-    if not root.is_dir():
+    try:
+        listed = list((git.pq_dir() / "gate" / "logs").iterdir())
+    except OSError:  # none yet
         return
-    dirs = sorted((p for p in root.iterdir() if p.is_dir()), key=lambda p: p.stat().st_mtime,
-                  reverse=True)
-    for old in dirs[keep:]:
+    dirs = []
+    for p in listed:
+        try:
+            st = p.stat()
+        except OSError:  # taken meanwhile, by another gate's prune
+            continue
+        if stat.S_ISDIR(st.st_mode):
+            dirs.append((st.st_mtime, p))
+    for _, old in sorted(dirs, reverse=True)[keep:]:
         shutil.rmtree(old, ignore_errors=True)
 
 
