@@ -16,7 +16,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 # `make test` (and so CI) runs the property tests on Hypothesis's fixed examples
 # (`--hypothesis-profile=repeatable`), so that a failure there is one anyone can rerun; a
-# plain `pytest` draws new examples every run, which is where new findings come from.
+# plain `pytest` (and `make test-fast`) draws new examples every run, which is where new
+# findings come from.
 hypothesis.settings.register_profile("repeatable", derandomize=True, database=None,
                                      print_blob=True)
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 from click.testing import CliRunner, Result
@@ -177,3 +179,30 @@ def terminate_pq_once_started(root: Path, args: list[str], pidfile: Path) -> int
         time.sleep(0.05)
     proc.send_signal(signal.SIGTERM)
     return proc.wait(timeout=30)
+
+
+_FLICKER = """import os, sys
+while True:
+    try:
+        os.mkdir(sys.argv[1])
+        os.rmdir(sys.argv[1])
+    except OSError:
+        pass
+"""
+
+
+@contextlib.contextmanager
+def flickering(folder: Path) -> Iterator[None]:
+    """While the block runs, another process makes `folder` and takes it again as fast as
+    it can (another git or pq in the same repository); after it, that process has ended
+    (one process: no system call of it is still under way) and `folder` is gone."""
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-c", _FLICKER, str(folder)])
+    try:
+        yield
+    finally:
+        proc.kill()
+        proc.wait()
+        with contextlib.suppress(FileNotFoundError):
+            folder.rmdir()

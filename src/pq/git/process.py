@@ -20,7 +20,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import IO, Any
+from typing import IO
 
 from pq import faults
 
@@ -89,9 +89,10 @@ def run(argv: Sequence[str], *, timeout: float, cwd: str | None = None,
     timed_out = False
     started: list[subprocess.Popen[bytes]] = []  # the process, the moment it exists
     try:
-        proc = _start(started, list(argv), cwd=cwd, env=None if env is None else dict(env),
-                      stdin=subprocess.DEVNULL if input is None else subprocess.PIPE,
-                      stdout=stdout, stderr=stderr, start_new_session=True)
+        proc = _start(started, lambda: subprocess.Popen(
+            list(argv), cwd=cwd, env=None if env is None else dict(env),
+            stdin=subprocess.DEVNULL if input is None else subprocess.PIPE,
+            stdout=stdout, stderr=stderr, start_new_session=True))
         first = None
         if input is not None:
             feed(proc, input)
@@ -136,22 +137,23 @@ def run(argv: Sequence[str], *, timeout: float, cwd: str | None = None,
                     timed_out, out or b"", errs or b"")
 
 
-def _start(started: list[subprocess.Popen[bytes]], argv: list[str], **options: Any
-           ) -> subprocess.Popen[bytes]:
-    """Popen(argv, **options), appended to `started` as soon as it exists. In the main
+def _start(started: list[subprocess.Popen[bytes]],
+           popen: Callable[[], subprocess.Popen[bytes]]) -> subprocess.Popen[bytes]:
+    """`popen()`, its process appended to `started` as soon as it exists. In the main
     thread it is started by another one: a signal handler that raises (Ctrl-C, the gate's
     SIGTERM) runs only in the main thread, and raised there just after the fork it would
     leave the process running with no Popen to stop it by. An interrupt while it starts
-    waits for the start to end, so that the caller finds it in `started` and stops it."""
+    is raised once the start is over, so that the caller finds it in `started` and stops
+    it."""
     if threading.current_thread() is not threading.main_thread():
-        started.append(subprocess.Popen(argv, **options))
+        started.append(popen())
         return started[-1]
     failed: list[BaseException] = []
     ended = threading.Event()
 
     def start() -> None:
         try:
-            started.append(subprocess.Popen(argv, **options))
+            started.append(popen())
         except BaseException as exc:  # re-raised in the caller's thread
             failed.append(exc)
         finally:
@@ -162,12 +164,14 @@ def _start(started: list[subprocess.Popen[bytes]], argv: list[str], **options: A
     # 3.11's is_alive() may say False while the thread runs (bpo-45274). The event is
     # the one answer to whether the start is over.
     _thread.start_new_thread(start, ())
-    try:
-        ended.wait()
-    finally:
-        while not ended.is_set():  # interrupted: the start ends within milliseconds
-            with contextlib.suppress(KeyboardInterrupt):
-                ended.wait()
+    interrupt: BaseException | None = None
+    while not ended.is_set():
+        try:
+            ended.wait()
+        except BaseException as exc:  # the first interrupt goes on when the start is over
+            interrupt = interrupt or exc
+    if interrupt is not None:
+        raise interrupt
     if failed:
         raise failed[0]
     return started[-1]
