@@ -196,8 +196,8 @@ def test_a_command_run_with_a_timeout_gets_all_its_input() -> None:
 def test_an_interrupt_as_the_command_starts_still_stops_its_group(tmp_path: Path) -> None:
     """A SIGTERM under `terminate_as_interrupt` (the gate's) that comes while the command
     is being started, just after the fork: the group is stopped as at any later moment,
-    never left running with no Popen to stop it by (about one start in 20 was, when
-    Popen ran in the main thread, where the handler raised past it)."""
+    never left running with no Popen to stop it by (8 starts of 100 were, when Popen ran
+    in the main thread, where the handler raised past it)."""
     from pq.git.hold import terminate_as_interrupt
 
     pidfiles = [tmp_path / f"{n}.pid" for n in range(100)]

@@ -74,8 +74,8 @@ def _settings(git: Git) -> dict[str, str]:
     found = _config.get(git)
     if found is None:
         ahead = _ahead.pop(git, None)
-        read = ahead.result() if ahead is not None else git.config_matching(_CONFIG_KEYS)
-        found = _config[git] = read
+        found = _config[git] = (ahead.result() if ahead is not None
+                                else git.config_matching(_CONFIG_KEYS))
     return found
 
 
