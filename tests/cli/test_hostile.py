@@ -32,6 +32,8 @@ from gitrepo import commit_all, git, make_fork, pq, worktree_files, write
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from pq.model import yamlcache
+
 WALL_S = 20  # per example, every command: far above the normal ~0.1 s, far below a hang
 
 SETTINGS = settings(max_examples=25, deadline=None, derandomize=True, database=None,
@@ -59,14 +61,16 @@ def watchdog(seconds: float) -> Iterator[None]:
 
 def repo_state(root: Path) -> dict[str, object]:
     """What a refused command must leave as it was: every ref (the operation log's too),
-    HEAD, the index, the working tree and pq's files under .git/pq (its lock aside)."""
+    HEAD, the index, the working tree and pq's files under .git/pq (its lock aside, and the
+    parses of series files it keeps: pq.model.yamlcache)."""
     pq_dir = root / ".git" / "pq"
     pq_files = {p.relative_to(pq_dir).as_posix(): p.read_bytes() for p in
                 sorted(pq_dir.rglob("*")) if p.is_file()} if pq_dir.is_dir() else {}
     return {"refs": git(root, "for-each-ref", "--format=%(refname) %(objectname)"),
             "HEAD": git(root, "symbolic-ref", "-q", "HEAD", check=False),
             "index": git(root, "ls-files", "-s"), "files": worktree_files(root),
-            "pq": {k: v for k, v in pq_files.items() if k != "lock"}}
+            "pq": {k: v for k, v in pq_files.items()
+                   if k != "lock" and not k.startswith(f"{yamlcache.FOLDER}/")}}
 
 
 # -- one template repository per module, one copy per test ----------------------------------

@@ -65,9 +65,9 @@ def repo_state(root: Path) -> State:
     if pq_dir.is_dir():
         for p in pq_dir.rglob("*"):
             rel = p.relative_to(pq_dir).as_posix()
-            # Caches (hook, export) are no state: snapshots leave them out too.
+            # Caches (hook, export, parsed YAML) are no state: snapshots leave them out too.
             if p.is_file() and not rel.startswith(("oplog", "lock", "sealed", "tmp")) \
-                    and "cache" not in p.name:
+                    and "cache" not in rel.split("/")[0]:
                 pq_state[rel] = p.read_bytes()
     return {"refs": refs, "HEAD": head, "index": git(root, "ls-files", "-s"),
             "files": files, "pq": pq_state,

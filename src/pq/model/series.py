@@ -12,10 +12,11 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from functools import cached_property, lru_cache
+from pathlib import Path
 from typing import Any
 
 from pq.errors import ConfigError
-from pq.model import yamldoc
+from pq.model import yamlcache, yamldoc
 
 SERIES_FILE = "series.yaml"
 PATCHES_DIR = "patches"
@@ -150,23 +151,26 @@ def _merge_ordered(raw: dict[str, Any], known: dict[str, Any],
     return out
 
 
-def loads(text: bytes, filename: str = SERIES_FILE) -> Series:
+def loads(text: bytes, filename: str = SERIES_FILE, keep_in: Path | None = None) -> Series:
     """Parse and validate a series file; every problem is a ConfigError at file:line:col.
 
     A Series is immutable: the same bytes read again (the working tree's, HEAD's, the last
-    export's, under other file labels) are parsed once."""
+    export's, under other file labels) are parsed once. `keep_in` (the repository's
+    .git/pq): a parse kept there is read back instead of parsing, and a series that loads
+    is kept there for the next command (pq.model.yamlcache); one refused is not."""
     try:
-        series = _loads_cached(text)
+        series = _loads_cached(text, SERIES_FILE, keep_in)
     except ConfigError:  # again, to name `filename` in the error
-        return _loads_cached.__wrapped__(text, filename)
+        return _loads_cached.__wrapped__(text, filename, keep_in)
     if series.doc is not None and series.doc.filename != filename:
         series = replace(series, doc=replace(series.doc, filename=filename))
     return series
 
 
 @lru_cache(maxsize=8)
-def _loads_cached(text: bytes, filename: str = SERIES_FILE) -> Series:
-    doc = yamldoc.load(text, filename)
+def _loads_cached(text: bytes, filename: str = SERIES_FILE, keep_in: Path | None = None
+                  ) -> Series:
+    doc = yamldoc.load(text, filename, keep_in)
     data = doc.data
     if not isinstance(data, dict):
         raise doc.error((), "a series file must be a mapping with `version`, `upstream` and "
@@ -239,6 +243,8 @@ def _loads_cached(text: bytes, filename: str = SERIES_FILE) -> Series:
         # export would write its values into DEP-3 headers, report into the description.
         from pq.model import metadata  # it reads a Series: imported where one exists
         metadata.read_all(series)
+    if keep_in is not None and not doc.kept:  # a series that loads: kept for the next read
+        yamlcache.put(keep_in, text, doc.data, doc.marks)
     return series
 
 

@@ -4,7 +4,7 @@ pq's files are small and written by people, so errors must point at a line and c
 Anchors and aliases, over-deep nesting and oversized files are refused before any value
 is built, which keeps alias bombs and pathological inputs from ever costing time.
 PyYAML is imported by the functions that use it: its ~20 ms are not paid by the commands
-that read no YAML (`pq rebase --abort`, for one).
+that read no YAML, nor where a parse of the same bytes was kept (pq.model.yamlcache).
 """
 
 from __future__ import annotations
@@ -14,8 +14,11 @@ from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from pq.errors import ConfigError
+from pq.model import yamlcache
 
 if TYPE_CHECKING:
+    import pathlib
+
     import yaml
 
 MAX_BYTES = 4 * 1024 * 1024
@@ -33,6 +36,7 @@ class Located:
     marks: dict[Path, tuple[int, int]] = field(default_factory=dict)
     filename: str = ""
     text: str = ""  # the decoded source, for rewrites that keep its comments (yamledit)
+    kept: bool = False  # read back from pq.model.yamlcache, not parsed
 
     def where(self, path: Path) -> tuple[int | None, int | None]:
         while path and path not in self.marks:
@@ -45,8 +49,10 @@ class Located:
         return ConfigError(message, path=self.filename, line=line, column=col, hint=hint)
 
 
-def load(text: bytes, filename: str) -> Located:
-    """Parse one YAML document safely; raise ConfigError with file:line:column on any problem."""
+def load(text: bytes, filename: str, kept_in: pathlib.Path | None = None) -> Located:
+    """Parse one YAML document safely; raise ConfigError with file:line:column on any problem.
+    `kept_in` (a repository's .git/pq): a parse kept there for these very bytes
+    (pq.model.yamlcache) is read back instead (`kept`); keeping one is the caller's."""
     if len(text) > MAX_BYTES:
         raise ConfigError(f"file is {len(text)} bytes, more than pq reads ({MAX_BYTES})",
                           path=filename, hint="is this really a series file?")
@@ -61,6 +67,10 @@ def load(text: bytes, filename: str) -> Located:
                           line=line, column=column,
                           hint="save the file as UTF-8 (for example `iconv -f latin1 -t "
                                f"utf-8 {file}`), or retype that character") from None
+    if kept_in is not None:
+        kept = yamlcache.get(kept_in, text)
+        if kept is not None:
+            return Located(kept[0], kept[1], filename, decoded, kept=True)
     import yaml
     try:
         node = _compose(decoded)
@@ -84,10 +94,8 @@ def load(text: bytes, filename: str) -> Located:
     except RecursionError:
         raise ConfigError("YAML nested too deeply", path=filename) from None
     doc = Located(None, {}, filename, decoded)
-    if node is None:
-        return doc
-    counter = [0]
-    doc.data = _build(node, (), doc, 0, counter)
+    if node is not None:
+        doc.data = _build(node, (), doc, 0, [0])
     return doc
 
 

@@ -68,7 +68,7 @@ def read_worktree(where: Git | Path, missing_ok: bool = False) -> Queue:
         if name.endswith(".patch") and not p.is_symlink():
             raw[f"{PATCHES_DIR}/{name}"] = _read(p)
     clean = clean_forms(where, raw)
-    series = series_mod.loads(clean[SERIES_FILE], SERIES_FILE)
+    series = series_mod.loads(clean[SERIES_FILE], SERIES_FILE, where.pq_dir())
     gone = {e.name for e in series.patches if missing_ok and not (pdir / e.name).is_symlink()
             and not (pdir / e.name).exists()}
     if gone:  # not gone, only out of a sparse checkout: not written there
@@ -162,7 +162,7 @@ def read_tree(git: Git, rev: str) -> Queue | None:
                                f"--remove-destination \"$(readlink -f {SERIES_FILE})\" "
                                f"{SERIES_FILE}`) and commit that")
     text = git.blob(blobs[SERIES_FILE])
-    series = series_mod.loads(text, f"{SERIES_FILE} (in {rev})")
+    series = series_mod.loads(text, f"{SERIES_FILE} (in {rev})", git.pq_dir())
     names = [p[len(PATCHES_DIR) + 1:] for p in blobs if p.startswith(PATCHES_DIR + "/")]
     names = [n for n in names if "/" not in n]
     series_mod.check_files(series, names)

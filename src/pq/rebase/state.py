@@ -241,7 +241,7 @@ def load_required(git: Git, gone_ok: bool = False) -> RebaseState:
 def queue_before(git: Git, state: RebaseState) -> Queue:
     """The queue as the working tree held it when the rebase started."""
     files = {path: git.blob(obj) for path, obj in state.queue_before.items()}
-    series = series_mod.loads(files[SERIES_FILE], SERIES_FILE)
+    series = series_mod.loads(files[SERIES_FILE], SERIES_FILE, git.pq_dir())
     return Queue(series, {e.name: files.get(f"{PATCHES_DIR}/{e.name}", b"")
                           for e in series.patches})
 
@@ -249,7 +249,8 @@ def queue_before(git: Git, state: RebaseState) -> Queue:
 def queue_paths_before(git: Git, state: RebaseState) -> tuple[str, ...]:
     """The series' queue paths as the working tree held them when the rebase started (its
     series.yaml alone: no patch file read)."""
-    return series_mod.loads(git.blob(state.queue_before[SERIES_FILE]), SERIES_FILE).queue_paths
+    text = git.blob(state.queue_before[SERIES_FILE])
+    return series_mod.loads(text, SERIES_FILE, git.pq_dir()).queue_paths
 
 
 def require_none(git: Git) -> None:
