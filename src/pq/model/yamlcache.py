@@ -7,11 +7,12 @@ composing the file with it (~40 ms for 1000 patches).
 
 An entry is named by a digest of the bytes, of yamldoc's own code and of the PyYAML it runs
 on (size and modification time of each, as a stat gives them): other bytes or another
-parser name another entry, so a stale one can only go unused. Only a document that loaded
-is kept: a broken file is parsed, and reported at its line and column, every time. An
-entry that does not read back as data of the expected shape (cut short, edited by hand) is
-a miss. At most ENTRIES are kept; a new one removes the oldest. The folder's name holds
-"cache", so snapshots (pq.oplog.snapshot) do not carry it.
+parser name another entry, so a stale one can only go unused. Only what its reader accepts
+is kept (series.loads: a series that loads), so a broken file is parsed, and reported at
+its line and column, every time. An entry that does not read back as data of the expected
+shape (cut short, edited by hand) is a miss. At most ENTRIES are kept; a new one removes
+the oldest. The folder's name holds "cache", so snapshots (pq.oplog.snapshot) do not
+carry it.
 """
 
 from __future__ import annotations
