@@ -5,13 +5,15 @@ The one writer of every file pq keeps (series.yaml, patches/, its own state unde
 unchanged file is not rewritten. Each step is a fault-injection checkpoint (pq.faults).
 A cache (`durable=False`: a file whose loss or damage only costs the work it saves, and
 whose reader takes anything unreadable as a miss) skips the two fsyncs, which cost more
-than the rest of the write on a busy disk.
+than the rest of the write on a busy disk. `oldest_first` lists a cache's entries for its
+pruning.
 """
 
 from __future__ import annotations
 
 import errno
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 from pq.faults import checkpoint
@@ -83,3 +85,22 @@ def _fsync_dir(path: Path) -> None:
         pass
     finally:
         os.close(fd)
+
+
+def oldest_first(folder: Path, take: Callable[[os.stat_result, Path], bool]) -> list[Path]:
+    """The entries of `folder` that `take` takes (given each one's lstat), oldest first by
+    modification time, ties by name; [] without the folder. An entry gone between the
+    listing and its stat (another pq pruning the same folder) is left out."""
+    try:
+        listed = list(folder.iterdir())
+    except OSError:
+        return []
+    aged = []
+    for entry in listed:
+        try:
+            st = entry.lstat()
+        except OSError:
+            continue
+        if take(st, entry):
+            aged.append((st.st_mtime_ns, entry.name, entry))
+    return [entry for *_, entry in sorted(aged)]

@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -128,8 +129,6 @@ plain = st.recursive(
 @settings(max_examples=150, deadline=None)
 @given(data=st.dictionaries(st.text(min_size=1), plain, min_size=1, max_size=4))
 def test_any_dumped_document_reads_back_the_same_from_its_entry(data: object) -> None:
-    import tempfile
-
     text = yamldoc.dump(data).encode()
     with tempfile.TemporaryDirectory() as folder:
         fresh = keep(Path(folder), text)

@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pq.atomic import oldest_first
 from pq.gate import ccache, compare_stage
 from pq.gate import result as R
 from pq.gate.config import Stage
@@ -225,20 +226,9 @@ def log_folder(git: Git, tip: str) -> Iterator[Path]:
 
 
 def prune_logs(git: Git, keep: int = KEEP_LOG_TIPS) -> None:
-    """Keep the logs of the most recent `keep` tips."""
-    try:
-        listed = list((git.pq_dir() / "gate" / "logs").iterdir())
-    except OSError:  # none yet
-        return
-    dirs = []
-    for p in listed:
-        try:
-            st = p.stat()
-        except OSError:  # taken meanwhile, by another gate's prune
-            continue
-        if stat.S_ISDIR(st.st_mode):
-            dirs.append((st.st_mtime, p))
-    for _, old in sorted(dirs, reverse=True)[keep:]:
+    """Keep the logs of the most recent `keep` tips (another gate may prune them too)."""
+    dirs = oldest_first(git.pq_dir() / "gate" / "logs", lambda st, _: stat.S_ISDIR(st.st_mode))
+    for old in dirs[:max(0, len(dirs) - keep)]:
         shutil.rmtree(old, ignore_errors=True)
 
 

@@ -25,6 +25,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from pq.atomic import oldest_first, write_atomic
+
 FOLDER = "yaml-cache"
 ENTRIES = 16
 FORMAT = 1
@@ -70,27 +72,18 @@ def get(pq_dir: Path, text: bytes) -> tuple[Any, Marks] | None:
 
 def put(pq_dir: Path, text: bytes, data: Any, marks: Marks) -> None:
     """Keep (data, marks) for `text`; a folder that takes no file only costs time later."""
-    from pq.atomic import write_atomic  # only a miss writes
-
     entry = _entry(pq_dir, text)
     stored = {"data": data, "marks": [[list(p), *at] for p, at in marks.items()]}
     try:
         write_atomic(entry, json.dumps(stored, separators=(",", ":")).encode(),
                      durable=False)
         _prune(entry.parent)
-    except (OSError, ValueError, RecursionError):
+    except OSError:
         pass
 
 
 def _prune(folder: Path) -> None:
-    """Remove the oldest entries beyond ENTRIES (ties by name); one gone meanwhile (another
-    pq pruning) is skipped."""
-    aged = []
-    for entry in folder.iterdir():
-        if entry.suffix == ".json":
-            try:
-                aged.append((entry.stat().st_mtime_ns, entry.name, entry))
-            except FileNotFoundError:
-                continue
-    for _, _, entry in sorted(aged)[:max(0, len(aged) - ENTRIES)]:
+    """Remove the oldest entries beyond ENTRIES (another pq may prune them too)."""
+    entries = oldest_first(folder, lambda _, entry: entry.suffix == ".json")
+    for entry in entries[:max(0, len(entries) - ENTRIES)]:
         entry.unlink(missing_ok=True)
