@@ -86,6 +86,28 @@ def test_consistent_branch_pushes_and_a_repeat_is_cached(tmp_path: Path) -> None
             result.stderr
 
 
+def test_an_uncached_push_asks_git_each_question_about_the_commits_once(tmp_path: Path
+                                                                         ) -> None:
+    """The checks run side by side and read the same commits: whether the base is the
+    tip's ancestor, the range's commits, the tip's queue. Those answers never change, so
+    each is asked of git once (a 1000-patch push spent ~100 ms asking twice)."""
+    fork, remote = make_pushable(tmp_path)
+    (fork / ".git/pq/export-cache.json").unlink()  # the export check exports every commit
+    trace = tmp_path / "trace.txt"
+    result = push(fork, "origin", "paddle", GIT_TRACE=str(trace))
+    assert result.returncode == 0 and "7 checks passed" in result.stderr, result.stderr
+    asked = [line.split("trace: built-in: ", 1)[1] for line in
+             trace.read_text("utf-8", "replace").splitlines() if "trace: built-in: " in line]
+    # (A ref is another question: it can move while a push runs, so whoever reads the
+    # upstream ref resolves it then.)
+    about_commits = [a for a in asked if a.startswith(
+        ("git merge-base", "git rev-list --reverse", "git ls-tree"))]
+    assert any(a.startswith("git merge-base --is-ancestor") for a in about_commits), asked
+    assert any(a.startswith("git rev-list --reverse") for a in about_commits), asked
+    assert any(a.startswith("git ls-tree") for a in about_commits), asked
+    assert {a: n for a in about_commits if (n := about_commits.count(a)) > 1} == {}
+
+
 def test_unexported_commit_is_refused_until_exported(tmp_path: Path) -> None:
     fork, remote = make_pushable(tmp_path)
     assert push(fork, "origin", "paddle").returncode == 0

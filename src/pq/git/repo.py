@@ -47,6 +47,10 @@ class Git(WorkingTree):
     def __init__(self, root: Path, git_dir: Path, common_dir: Path) -> None:
         super().__init__(root, git_dir, common_dir)
         self._changes: dict[str, list[Change]] = {}  # commit_changes' answers: they never change
+        # Answers about commits named by their ids, which never change either: two checks of
+        # a push ask whether the base is the tip's ancestor, and list the same range.
+        self._ancestry: dict[tuple[str, str], bool] = {}
+        self._ranges: dict[str, list[tuple[CommitId, tuple[CommitId, ...]]]] = {}
 
     # -- revisions ----------------------------------------------------------------
 
@@ -113,14 +117,27 @@ class Git(WorkingTree):
             "check-ref-format", f"refs/heads/{name}").returncode == 0)
 
     def is_ancestor(self, a: str, b: str) -> bool:
-        return self.run_proc("merge-base", "--is-ancestor", a, b).returncode == 0
+        known = (a, b) if _HEX_ID.match(a) and _HEX_ID.match(b) else None
+        if known is not None and known in self._ancestry:
+            return self._ancestry[known]
+        found = self.run_proc("merge-base", "--is-ancestor", a, b).returncode == 0
+        if known is not None:
+            self._ancestry[known] = found
+        return found
 
     def rev_list_with_parents(self, range_: str) -> list[tuple[CommitId, tuple[CommitId, ...]]]:
+        """The commits of `range_`, oldest first, each with its parents."""
+        old, dots, new = range_.partition("..")
+        fixed = bool(dots) and bool(_HEX_ID.match(old)) and bool(_HEX_ID.match(new))
+        if fixed and range_ in self._ranges:
+            return list(self._ranges[range_])
         out = self.text("rev-list", "--reverse", "--topo-order", "--parents", range_)
         result = []
         for line in out.splitlines():
             ids = [CommitId(x) for x in line.split()]
             result.append((ids[0], tuple(ids[1:])))
+        if fixed:
+            self._ranges[range_] = list(result)
         return result
 
     def rev_list(self, range_: str, paths: Sequence[str] = (),

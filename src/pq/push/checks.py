@@ -85,12 +85,13 @@ def check_base(git: Git, ctx: CheckContext) -> list[CheckFailure]:
             f"the pushed tip {ctx.commit[:12]}: the branch was rebased or reset outside pq; "
             f"re-record the base from the branch {later}", fix)]
 
-    if git.try_resolve(ref) is None:  # a clone without that remote (CI, a colleague's)
+    upstream = git.try_resolve(ref)
+    if upstream is None:  # a clone without that remote (CI, a colleague's)
         raise CheckUnavailable(
             f"{ref} (upstream.ref in series.yaml) is not in this clone, so whether the "
             f"branch holds {ref} commits that pq did not put there was not checked (fetch "
             "it under that name to check)")
-    past = upstream_past_base(git, ref, base, ctx.commit)
+    past = upstream_past_base(git, upstream, base, ctx.commit)  # by id: no rev-parse again
     if past is not None:
         n, fork_point = past
         if git.count(f"{fork_point}..{ctx.commit}", "--merges"):  # init refuses merges
@@ -128,7 +129,7 @@ def check_export(git: Git, ctx: CheckContext) -> list[CheckFailure]:
     except ConfigError as exc:  # merges on the branch
         return [CheckFailure("export", exc.render(), "git rebase (linearise), then pq export "
                              "--commit")]
-    last = stack.last_written(git, series.base, ctx.commit)
+    last = stack.last_written(git, series.base, ctx.commit, queue)
     written = last[1] if last else None
     fresh = stack.export(git, commits, series, series.base,
                          recorded=stack.recorded_files(queue, written))

@@ -147,7 +147,7 @@ def export(git: Git, *, commit: bool = False, force: bool = False) -> ExportResu
             return ExportResult(current, copies=propose_copies(git, current))
         series = current.series
         committed = _committed(git)
-        last = stack_mod.last_written(git, series.base, head) if git.is_ancestor(
+        last = stack_mod.last_written(git, series.base, head, committed) if git.is_ancestor(
             series.base, head) else None
         written = last[1] if last else None
         stack = stack_mod.read_stack(git, series.base, head, series.queue_paths,

@@ -128,12 +128,17 @@ def recorded_files(*queues: Queue | None) -> dict[str, list[bytes]]:
     return out
 
 
-def last_written(git: Git, base: str, tip: str) -> tuple[CommitId, Queue] | None:
+def last_written(git: Git, base: str, tip: str, at_tip: Queue | None = None
+                 ) -> tuple[CommitId, Queue] | None:
     """The newest bookkeeping commit pq wrote in base..tip (`pq: ...` subject: export
-    --commit, init --commit, apply, rebase) and the queue it holds: what pq last wrote."""
+    --commit, init --commit, apply, rebase) and the queue it holds: what pq last wrote.
+    `at_tip`: the queue committed in `tip`, where the caller read it (a tip pq wrote, as
+    a rebase or `pq export --commit` leaves it, is not read again)."""
     for commit, _parents in reversed(git.rev_list_with_parents(f"{base}..{tip}")):
         if not written_by_pq(git, commit):
             continue
+        if at_tip is not None and commit == tip:
+            return commit, at_tip
         try:
             queue = read_tree(git, commit)
         except ConfigError:
