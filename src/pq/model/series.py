@@ -8,6 +8,7 @@ and layout (yamledit edits the loaded text). This module never runs git.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
@@ -127,6 +128,8 @@ class Series:
         lost (False)."""
         data = self.to_data()
         if self.doc is not None and self.doc.text:
+            if (swapped := self._base_swapped(data)) is not None:
+                return swapped.encode("utf-8"), True
             from pq.model import yamledit  # only a rewrite needs it
 
             edited = yamledit.rewrite(self.doc.text, self.doc.data, data)
@@ -134,6 +137,20 @@ class Series:
                 return edited.encode("utf-8"), True
         header = "# pq series: the fork's migration edits, in order. See `pq --help`.\n"
         return (header + yamldoc.dump(data)).encode("utf-8"), self.doc is None
+
+
+    def _base_swapped(self, data: dict[str, Any]) -> str | None:
+        """The loaded file's text with only `upstream.base` changed, where `data` differs
+        from what it loaded to in that value alone (a rebase's write) and the new id can
+        take the old one's characters (`yamldoc.with_id`); else None."""
+        assert self.doc is not None
+        loaded, base = self.doc.data, data["upstream"]["base"]
+        if not (isinstance(loaded, dict) and isinstance(loaded.get("upstream"), dict)):
+            return None
+        moved = {**loaded, "upstream": {**loaded["upstream"], "base": base}}
+        if json.dumps(moved, default=repr) != json.dumps(data, default=repr):
+            return None  # (strict: types and key order count, as yamledit compares)
+        return yamldoc.with_id(self.doc, ("upstream", "base"), base)
 
 
 def _merge_ordered(raw: dict[str, Any], known: dict[str, Any],
