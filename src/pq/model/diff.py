@@ -17,6 +17,7 @@ _SECTION_START = re.compile(rb"(?m)^diff --git ")
 _NAME_TOKEN = re.compile(rb'"(?:[^"\\]|\\.)*"|[^ "]\S*')  # a C-quoted name, or a word
 _HUNK_LINE = re.compile(rb"(?m)^@@ [^\n]*$")
 _HUNK = re.compile(rb"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+_BLANK = re.compile(rb"[ \t]")
 _HUGE = 10 ** 18  # past any file: a hunk that counts more lines is short of them
 
 
@@ -149,7 +150,7 @@ def _git_line_candidates(rest: bytes) -> list[str]:
         words = [unquote_path(t) for t in _NAME_TOKEN.findall(rest)]
         return words + [w.split("/", 1)[1] for w in words if "/" in w]
     paths = []
-    for m in re.finditer(rb"[ \t]", rest):
+    for m in _BLANK.finditer(rest):
         a, b = rest[:m.start()], rest[m.end():]
         paths += [a, b] if b.startswith(b"b/") else []
         if b"/" in a and b"/" in b and a.split(b"/", 1)[1] == b.split(b"/", 1)[1]:
@@ -263,7 +264,7 @@ def _section(section: bytes, source: str | None,
                           line=line + head.count(b"\n", 0, bad.start()) if source else None,
                           hint="git reads octal modes only (100644, 100755, 120000): fix "
                           "that line, or `pq export --force` writes the commit's patch again")
-    hunks = () if skip else _hunks(b"\n".join(lines[i:]), new or old, source, line + i)[0]
+    hunks = () if skip else _hunks_of(lines, i, new or old, source, line + i)[0]
     return FileDiff(old, new, status, binary, old_mode, new_mode, hunks)
 
 
@@ -314,26 +315,43 @@ def _hunks(region: bytes, path: str | None, source: str | None, line: int = 1
     """A file section's hunks (from its first `@@` line on), counted as `git apply` does,
     and how many of the region's lines they span (what follows is not theirs: a trailing
     `-- ` signature, say)."""
-    lines = region.split(b"\n")
-    if lines[-1] == b"":
-        lines.pop()  # what follows the last newline is no line (an empty one is context)
-    hunks, i = [], 0
-    while i < len(lines) and (m := _HUNK.match(lines[i])) is not None:
+    return _hunks_of(region.split(b"\n"), 0, path, source, line)
+
+
+_KINDS = {b" ": " ", b"": " ", b"-": "-", b"+": "+"}  # a hunk line's kind (empty: context)
+
+
+def _hunks_of(lines: list[bytes], i: int, path: str | None, source: str | None,
+              line: int = 1) -> tuple[tuple[Hunk, ...], int]:
+    """`_hunks` of the lines from `lines[i]` on (the section's lines, not joined and split
+    again); the count is of lines from `i`."""
+    end = len(lines) - (lines[-1] == b"")  # after the last newline is no line (an empty
+    first, hunks, match = i, [], _HUNK.match  # one before it is context)
+    while i < end and (m := match(lines[i])) is not None:
         starts = old, new = _number(m.group(1)), _number(m.group(3))
         counts = left_old, left_new = _number(m.group(2)), _number(m.group(4))
-        out, i = [], i + 1
-        while i < len(lines) and (left_old > 0 or left_new > 0 or lines[i][:1] == b"\\"):
-            kind, text = lines[i][:1] or b" ", lines[i][1:]
-            if kind not in (b" ", b"-", b"+", b"\\"):
+        out: list[Line] = []
+        i += 1
+        while i < end:
+            raw = lines[i]
+            kind = raw[:1]
+            if kind == b"\\":  # `\ No newline at end of file`
+                i += 1
+                continue
+            if left_old <= 0 and left_new <= 0:
+                break
+            if (mark := _KINDS.get(kind)) is None:
                 break  # the next `@@` line: this hunk is shorter than it counts
             i += 1
-            if kind == b"\\":
-                continue  # `\ No newline at end of file`
-            out.append(Line(kind.decode(), text.decode("utf-8", "replace"), text,
-                            None if kind == b"+" else old, None if kind == b"-" else new))
-            if kind != b"+":
+            text = raw[1:]
+            if mark == " ":
+                out.append(Line(" ", text.decode("utf-8", "replace"), text, old, new))
+                old, new, left_old, left_new = old + 1, new + 1, left_old - 1, left_new - 1
+            elif mark == "-":
+                out.append(Line("-", text.decode("utf-8", "replace"), text, old, None))
                 old, left_old = old + 1, left_old - 1
-            if kind != b"-":
+            else:
+                out.append(Line("+", text.decode("utf-8", "replace"), text, None, new))
                 new, left_new = new + 1, left_new - 1
             if left_old < 0 or left_new < 0:
                 break
@@ -344,7 +362,7 @@ def _hunks(region: bytes, path: str | None, source: str | None, line: int = 1
                 path=source, line=line if source else None, hint="fix the hunk's line counts, "
                 "or `pq export --force` writes the commit's patch again, dropping the edit")
         hunks.append(Hunk(starts[0], counts[0], starts[1], counts[1], tuple(out)))
-    return tuple(hunks), i
+    return tuple(hunks), i - first
 
 
 _INDEX = re.compile(rb"index [0-9a-f]{7,64}\.\.[0-9a-f]{7,64}( 100644| 100755)?")
@@ -387,7 +405,7 @@ def plain(diff: bytes) -> bool:
         if rest != [old, b"+++ b/" + name]:
             return False
         try:
-            end = i + _hunks(b"\n".join(lines[i:]), None, None)[1]
+            end = i + _hunks_of(lines, i, None, None)[1]
         except ConfigError:
             return False
         if any(ln != b"-- " and _PATCH_LIKE.match(ln) for ln in lines[end:]):

@@ -60,6 +60,7 @@ _SEPARATOR = re.compile(rb"(?m)^---\n(?=diff --git |\Z)")
 # right after the message.
 _FORMAT_PATCH = re.compile(rb"(?m)^(?:---[ \t]*\n(?:(?: [^\n]*)?\n)*?)?(?=diff --git )")
 _IN_BODY = re.compile(rb"(?m)^---\n(?=diff --git )")
+_HEADER_NAME = re.compile(r"[A-Za-z0-9-]+")  # a mail header's name
 
 
 # -- writing -----------------------------------------------------------------
@@ -341,7 +342,7 @@ def _parse_headers(block: str, filename: str, first: int
             parts[-1][1].append(line)
             continue
         key, sep, value = line.partition(":")
-        if not sep or not re.match(r"^[A-Za-z0-9-]+$", key):
+        if not sep or not _HEADER_NAME.fullmatch(key):
             raise ConfigError(f"bad header line {line[:60]!r}", path=filename, line=lineno,
                               hint="a patch starts with From:, Date:, Subject: headers")
         parts.append((key, [value]))
