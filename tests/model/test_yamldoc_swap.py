@@ -7,13 +7,15 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from gitrepo import git, one_patch_fork, pq
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pq.model import series, yamldoc, yamledit
+from pq.model import series, yamlcache, yamldoc, yamledit
 
 TEMPLATE = """\
 # the fork's series
@@ -112,3 +114,30 @@ def test_a_rebases_write_of_a_series_read_before_imports_no_yaml(tmp_path: Path)
     said = [subprocess.run([sys.executable, "-c", code, str(tmp_path)], check=True,
                            capture_output=True, text=True).stdout.split() for _ in range(2)]
     assert said == [["10", "True"], ["10", "False"]]  # (cdcd... : 10 times in 40)
+
+
+def test_the_swapped_files_parse_is_kept_as_a_parse_would_give_it(tmp_path: Path) -> None:
+    before = text("ab" * 20, "'", "   # the fork point", crlf=True)
+    moved_series = series.loads(before.encode()).with_base("cd" * 20)
+    moved_series.keep(tmp_path)
+    written = moved_series.dumps()
+    kept = yamlcache.get(tmp_path, written)
+    parsed = yamldoc.load(written, "series.yaml")
+    assert kept == (parsed.data, parsed.marks)
+    assert list(kept[1]) == list(parsed.marks)  # in the parse's order too
+    edited = moved_series.with_base("ef" * 20)
+    edited = replace(edited, patches=edited.patches[:0])  # more than the base: not kept
+    edited.keep(tmp_path)
+    assert yamlcache.get(tmp_path, edited.dumps()) is None
+
+
+def test_the_command_after_a_rebase_reads_its_series_without_yaml(tmp_path: Path) -> None:
+    fork = one_patch_fork(tmp_path, {"pkg/__init__.py": "import torch\n\n\ndef op(x):\n"
+                                     "    return x  # glue\n"}, {"README.md": "moved\n"})
+    pq(fork, "rebase", "upstream/main")
+    code = ("import sys; from pathlib import Path; from pq.model import series; "
+            "s = series.loads(Path('series.yaml').read_bytes(), 'series.yaml', "
+            "Path('.git/pq')); print(s.base[:12], 'yaml' in sys.modules)")
+    said = subprocess.run([sys.executable, "-c", code], cwd=fork, check=True,
+                          capture_output=True, text=True).stdout.split()
+    assert said == [git(fork, "rev-parse", "upstream/main")[:12], "False"]

@@ -118,6 +118,17 @@ class Series:
     def dumps(self) -> bytes:
         return self.render()[0]
 
+    def keep(self, keep_in: Path) -> None:
+        """Where this series' bytes (`dumps`) are the loaded file's with only the base
+        swapped (a rebase's write), their parse is known without parsing (the loaded
+        positions, this series' data): keep it in `keep_in` (the repository's .git/pq), so
+        that the next command reads the new file without PyYAML (pq.model.yamlcache)."""
+        if self.doc is None or not self.doc.text:
+            return
+        data = self.to_data()
+        if (swapped := self._base_swapped(data)) is not None:
+            yamlcache.put(keep_in, swapped.encode("utf-8"), data, self.doc.marks)
+
     def render(self) -> tuple[bytes, bool]:
         """The file's bytes, and whether the loaded file's comments and layout were kept.
 

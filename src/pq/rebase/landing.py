@@ -43,6 +43,7 @@ def finish(git: Git, state: RebaseState, trees: Trees, old: Queue, committer: Pe
     # They are the export of the stack under them, as `pq export` gives it: the next `pq
     # export` or `pq rebase` need not export it again to know so (pq.queue.verified).
     verified.remember_written(git, state.new_tip, written, new_stack)
+    queue.series.keep(git.pq_dir())  # and the next command reads it unparsed
     rs.remove(git)
     return report(git, state, "done", old, queue)
 
