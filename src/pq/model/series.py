@@ -149,7 +149,6 @@ class Series:
         header = "# pq series: the fork's migration edits, in order. See `pq --help`.\n"
         return (header + yamldoc.dump(data)).encode("utf-8"), self.doc is None
 
-
     def _base_swapped(self, data: dict[str, Any]) -> str | None:
         """The loaded file's text with only `upstream.base` changed, where `data` differs
         from what it loaded to in that value alone (a rebase's write) and the new id can

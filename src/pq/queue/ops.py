@@ -146,7 +146,7 @@ def export(git: Git, *, commit: bool = False, force: bool = False) -> ExportResu
             # Exporting this very commit gave these very bytes before: nothing to write.
             return ExportResult(current, copies=propose_copies(git, current))
         series = current.series
-        committed = _committed(git)
+        committed = _committed(git, head)  # the commit `head` names, not HEAD again
         last = stack_mod.last_written(git, series.base, head, committed) if git.is_ancestor(
             series.base, head) else None
         written = last[1] if last else None
@@ -162,9 +162,9 @@ def export(git: Git, *, commit: bool = False, force: bool = False) -> ExportResu
         return result
 
 
-def _committed(git: Git) -> Queue | None:
+def _committed(git: Git, head: CommitId) -> Queue | None:
     try:
-        return read_tree(git, "HEAD")
+        return read_tree(git, head)
     except ConfigError:
         return None
 
