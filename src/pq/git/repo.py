@@ -1,8 +1,9 @@
 """The git vocabulary: class `Git`, every git operation pq needs as a small named verb.
 
-Built on pq.git.gateway (processes, objects) and pq.git.merge (merges, private indexes);
-outside pq.git nothing spells a git command line. Verbs are general (a name per git
-operation, not per caller) and return data: ids, paths, parsed records.
+Built on pq.git.gateway (processes, objects), pq.git.merge (merges, private indexes) and
+pq.git.history (the commit graph); outside pq.git nothing spells a git command line.
+Verbs are general (a name per git operation, not per caller) and return data: ids,
+paths, parsed records.
 """
 
 from __future__ import annotations
@@ -13,8 +14,8 @@ from pathlib import Path
 
 from pq.errors import ConfigError, GitError
 from pq.git.gateway import stdin_lines, zsplit
+from pq.git.history import HEX_ID, History
 from pq.git.objects import Change, CommitId, Person
-from pq.git.worktree import WorkingTree
 
 # Diff options pinned so that user configuration never changes a patch file's bytes.
 DIFF_CONFIG = (
@@ -39,18 +40,14 @@ DIFF_OPTIONS = ("--no-color", "--no-ext-diff", "--no-textconv", "--binary", "--f
 # Names cat-file resolves exactly as `rev-parse --verify` does, with no message and no
 # chance of dying on the way: a full object id, HEAD, a full ref name.
 _PLAIN_NAME = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64}|HEAD|refs/[A-Za-z0-9._/-]+)$")
-_HEX_ID = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
 
-class Git(WorkingTree):
+
+class Git(History):
     """One repository: the gateway, merges, and the named verbs below."""
 
     def __init__(self, root: Path, git_dir: Path, common_dir: Path) -> None:
         super().__init__(root, git_dir, common_dir)
         self._changes: dict[str, list[Change]] = {}  # commit_changes' answers: they never change
-        # Answers about commits named by their ids, which never change either: two checks of
-        # a push ask whether the base is the tip's ancestor, and list the same range.
-        self._ancestry: dict[tuple[str, str], bool] = {}
-        self._ranges: dict[str, list[tuple[CommitId, tuple[CommitId, ...]]]] = {}
 
     # -- revisions ----------------------------------------------------------------
 
@@ -93,7 +90,7 @@ class Git(WorkingTree):
         if head.endswith("\n") and head.count("\n") == 1:
             if head.startswith("ref: refs/"):
                 return head[5:-1]
-            if _HEX_ID.match(head[:-1]):
+            if HEX_ID.match(head[:-1]):
                 return None
         proc = self.run_proc("symbolic-ref", "--quiet", "HEAD")
         return proc.stdout.decode("utf-8", "surrogateescape").strip() \
@@ -107,51 +104,10 @@ class Git(WorkingTree):
                                    "commit first")
         return found
 
-    def merge_base(self, a: str, b: str) -> CommitId | None:
-        proc = self.run_proc("merge-base", a, b)
-        return CommitId(proc.stdout.decode().strip()) if proc.returncode == 0 else None
-
     def valid_branch_name(self, name: str) -> bool:
         """Whether `git branch NAME` would take `name` (`git check-ref-format` rules)."""
         return (not name.startswith("-") and name != "HEAD" and self.run_proc(
             "check-ref-format", f"refs/heads/{name}").returncode == 0)
-
-    def is_ancestor(self, a: str, b: str) -> bool:
-        known = (a, b) if _HEX_ID.match(a) and _HEX_ID.match(b) else None
-        if known is not None and known in self._ancestry:
-            return self._ancestry[known]
-        found = self.run_proc("merge-base", "--is-ancestor", a, b).returncode == 0
-        if known is not None:
-            self._ancestry[known] = found
-        return found
-
-    def rev_list_with_parents(self, range_: str) -> list[tuple[CommitId, tuple[CommitId, ...]]]:
-        """The commits of `range_`, oldest first, each with its parents."""
-        old, dots, new = range_.partition("..")
-        fixed = bool(dots) and bool(_HEX_ID.match(old)) and bool(_HEX_ID.match(new))
-        if fixed and range_ in self._ranges:
-            return list(self._ranges[range_])
-        out = self.text("rev-list", "--reverse", "--topo-order", "--parents", range_)
-        result = []
-        for line in out.splitlines():
-            ids = [CommitId(x) for x in line.split()]
-            result.append((ids[0], tuple(ids[1:])))
-        if fixed:
-            self._ranges[range_] = list(result)
-        return result
-
-    def rev_list(self, range_: str, paths: Sequence[str] = (),
-                 max_count: int | None = None, first_parent: bool = False) -> list[CommitId]:
-        """The commits of `range_` (newest first) that touch `paths` (all when none);
-        `first_parent`: along first parents only."""
-        limit = [f"--max-count={max_count}"] if max_count is not None else []
-        out = self.text("rev-list", *limit, *["--first-parent"] * first_parent, range_, "--",
-                        *paths)
-        return [CommitId(x) for x in out.split()]
-
-    def count(self, range_: str, *options: str) -> int:
-        """How many commits `range_` holds (`options`: rev-list's, such as --merges)."""
-        return int(self.text("rev-list", "--count", *options, range_).strip())
 
     def log_files(self, range_: str) -> list[tuple[CommitId, frozenset[str]]]:
         """(commit, the paths it changes) for each non-merge commit of `range_`, oldest

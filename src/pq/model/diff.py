@@ -264,7 +264,7 @@ def _section(section: bytes, source: str | None,
                           line=line + head.count(b"\n", 0, bad.start()) if source else None,
                           hint="git reads octal modes only (100644, 100755, 120000): fix "
                           "that line, or `pq export --force` writes the commit's patch again")
-    hunks = () if skip else _hunks_of(lines, i, new or old, source, line + i)[0]
+    hunks = () if skip else _hunks(lines, i, new or old, source, line + i)[0]
     return FileDiff(old, new, status, binary, old_mode, new_mode, hunks)
 
 
@@ -310,21 +310,14 @@ def _header(lines: list[bytes]) -> tuple[str | None, str | None, str, bool, str 
     return old, new, status, binary, old_mode, new_mode, i
 
 
-def _hunks(region: bytes, path: str | None, source: str | None, line: int = 1
-           ) -> tuple[tuple[Hunk, ...], int]:
-    """A file section's hunks (from its first `@@` line on), counted as `git apply` does,
-    and how many of the region's lines they span (what follows is not theirs: a trailing
-    `-- ` signature, say)."""
-    return _hunks_of(region.split(b"\n"), 0, path, source, line)
-
-
 _KINDS = {b" ": " ", b"": " ", b"-": "-", b"+": "+"}  # a hunk line's kind (empty: context)
 
 
-def _hunks_of(lines: list[bytes], i: int, path: str | None, source: str | None,
-              line: int = 1) -> tuple[tuple[Hunk, ...], int]:
-    """`_hunks` of the lines from `lines[i]` on (the section's lines, not joined and split
-    again); the count is of lines from `i`."""
+def _hunks(lines: list[bytes], i: int, path: str | None, source: str | None, line: int = 1
+           ) -> tuple[tuple[Hunk, ...], int]:
+    """A file section's hunks, from its first `@@` line (`lines[i]`) on, counted as `git
+    apply` does, and how many lines they span (what follows is not theirs: a trailing `-- `
+    signature, say)."""
     end = len(lines) - (lines[-1] == b"")  # after the last newline is no line (an empty
     first, hunks, match = i, [], _HUNK.match  # one before it is context)
     while i < end and (m := match(lines[i])) is not None:
@@ -333,25 +326,18 @@ def _hunks_of(lines: list[bytes], i: int, path: str | None, source: str | None,
         out: list[Line] = []
         i += 1
         while i < end:
-            raw = lines[i]
-            kind = raw[:1]
-            if kind == b"\\":  # `\ No newline at end of file`
+            if (raw := lines[i])[:1] == b"\\":  # `\ No newline at end of file`
                 i += 1
                 continue
-            if left_old <= 0 and left_new <= 0:
-                break
-            if (mark := _KINDS.get(kind)) is None:
-                break  # the next `@@` line: this hunk is shorter than it counts
+            if (left_old <= 0 and left_new <= 0) or (mark := _KINDS.get(raw[:1])) is None:
+                break  # all counted, or the next `@@` line: this hunk is shorter than it says
             i += 1
             text = raw[1:]
-            if mark == " ":
-                out.append(Line(" ", text.decode("utf-8", "replace"), text, old, new))
-                old, new, left_old, left_new = old + 1, new + 1, left_old - 1, left_new - 1
-            elif mark == "-":
-                out.append(Line("-", text.decode("utf-8", "replace"), text, old, None))
+            out.append(Line(mark, text.decode("utf-8", "replace"), text,
+                            None if mark == "+" else old, None if mark == "-" else new))
+            if mark != "+":
                 old, left_old = old + 1, left_old - 1
-            else:
-                out.append(Line("+", text.decode("utf-8", "replace"), text, None, new))
+            if mark != "-":
                 new, left_new = new + 1, left_new - 1
             if left_old < 0 or left_new < 0:
                 break
@@ -405,7 +391,7 @@ def plain(diff: bytes) -> bool:
         if rest != [old, b"+++ b/" + name]:
             return False
         try:
-            end = i + _hunks_of(lines, i, None, None)[1]
+            end = i + _hunks(lines, i, None, None)[1]
         except ConfigError:
             return False
         if any(ln != b"-- " and _PATCH_LIKE.match(ln) for ln in lines[end:]):

@@ -1,0 +1,68 @@
+"""The commit graph: ancestry, merge bases and the commits of a range, as `Git` asks them.
+
+Answers about commits named by their full ids never change (a commit's parents are part
+of it), so they are kept for the life of the `Git` object: the pre-push checks, run side
+by side, ask whether the base is the tip's ancestor and list the same range more than
+once. An answer about a name (a branch, `HEAD`) is asked of git every time: refs move.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+from pq.git.objects import CommitId
+from pq.git.worktree import WorkingTree
+
+HEX_ID = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")  # a full object id
+
+
+class History(WorkingTree):
+    """The commit-graph verbs of `Git`, and the answers kept about commit ids."""
+
+    def __init__(self, root: Path, git_dir: Path, common_dir: Path) -> None:
+        super().__init__(root, git_dir, common_dir)
+        self._ancestry: dict[tuple[str, str], bool] = {}
+        self._ranges: dict[str, list[tuple[CommitId, tuple[CommitId, ...]]]] = {}
+
+    def merge_base(self, a: str, b: str) -> CommitId | None:
+        proc = self.run_proc("merge-base", a, b)
+        return CommitId(proc.stdout.decode().strip()) if proc.returncode == 0 else None
+
+    def is_ancestor(self, a: str, b: str) -> bool:
+        known = (a, b) if HEX_ID.match(a) and HEX_ID.match(b) else None
+        if known is not None and known in self._ancestry:
+            return self._ancestry[known]
+        found = self.run_proc("merge-base", "--is-ancestor", a, b).returncode == 0
+        if known is not None:
+            self._ancestry[known] = found
+        return found
+
+    def rev_list_with_parents(self, range_: str) -> list[tuple[CommitId, tuple[CommitId, ...]]]:
+        """The commits of `range_`, oldest first, each with its parents."""
+        old, dots, new = range_.partition("..")
+        fixed = bool(dots) and bool(HEX_ID.match(old)) and bool(HEX_ID.match(new))
+        if fixed and range_ in self._ranges:
+            return list(self._ranges[range_])
+        out = self.text("rev-list", "--reverse", "--topo-order", "--parents", range_)
+        result = []
+        for line in out.splitlines():
+            ids = [CommitId(x) for x in line.split()]
+            result.append((ids[0], tuple(ids[1:])))
+        if fixed:
+            self._ranges[range_] = list(result)
+        return result
+
+    def rev_list(self, range_: str, paths: Sequence[str] = (),
+                 max_count: int | None = None, first_parent: bool = False) -> list[CommitId]:
+        """The commits of `range_` (newest first) that touch `paths` (all when none);
+        `first_parent`: along first parents only."""
+        limit = [f"--max-count={max_count}"] if max_count is not None else []
+        out = self.text("rev-list", *limit, *["--first-parent"] * first_parent, range_, "--",
+                        *paths)
+        return [CommitId(x) for x in out.split()]
+
+    def count(self, range_: str, *options: str) -> int:
+        """How many commits `range_` holds (`options`: rev-list's, such as --merges)."""
+        return int(self.text("rev-list", "--count", *options, range_).strip())
