@@ -3,7 +3,8 @@
 Answers about commits named by their full ids never change (a commit's parents are part
 of it), so they are kept for the life of the `Git` object: the pre-push checks, run side
 by side, ask whether the base is the tip's ancestor and list the same range more than
-once. An answer about a name (a branch, `HEAD`) is asked of git every time: refs move.
+once. A range a..b listed with its parents answers whether `a` is below `b` too. An
+answer about a name (a branch, `HEAD`) is asked of git every time: refs move.
 """
 
 from __future__ import annotations
@@ -34,10 +35,18 @@ class History(WorkingTree):
         known = (a, b) if HEX_ID.match(a) and HEX_ID.match(b) else None
         if known is not None and known in self._ancestry:
             return self._ancestry[known]
+        if known is not None and self._below_listed(a, b):
+            self._ancestry[known] = True
+            return True
         found = self.run_proc("merge-base", "--is-ancestor", a, b).returncode == 0
         if known is not None:
             self._ancestry[known] = found
         return found
+
+    def _below_listed(self, a: str, b: str) -> bool:
+        """Whether a range a..b listed already has a commit whose parent is `a`: that
+        commit is reachable from `b`, so `a` is too."""
+        return any(a in parents for _, parents in self._ranges.get(f"{a}..{b}", ()))
 
     def rev_list_with_parents(self, range_: str) -> list[tuple[CommitId, tuple[CommitId, ...]]]:
         """The commits of `range_`, oldest first, each with its parents."""

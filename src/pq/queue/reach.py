@@ -6,7 +6,7 @@ branch merged upstream, was rebased outside pq, upstream was force-pushed)."""
 
 from __future__ import annotations
 
-from pq.errors import ConfigError
+from pq.errors import ConfigError, GitError
 from pq.git.objects import CommitId
 from pq.git.repo import Git
 
@@ -81,7 +81,13 @@ def _reinit(upstream: str | None) -> str:
 
 def linear_range(git: Git, base: str, tip: str, upstream: str | None = None
                   ) -> list[tuple[CommitId, tuple[CommitId, ...]]]:
-    """(commit, parents) of base..tip, oldest first; refused for a merge or a base not below."""
+    """(commit, parents) of base..tip, oldest first; refused for a merge or a base not below.
+    The range is listed first: a commit in it whose parent is the base shows the base
+    below the tip, with no git process to ask (`is_ancestor`)."""
+    try:
+        revs = git.rev_list_with_parents(f"{base}..{tip}")
+    except (GitError, ConfigError):  # a base git cannot find: refused below, with its fix
+        revs = None
     if not git.is_ancestor(base, tip):
         missing = base_missing(git, base, upstream) or shallow_cut(git, base, tip)
         if missing is not None:
@@ -90,7 +96,8 @@ def linear_range(git: Git, base: str, tip: str, upstream: str | None = None
             f"the series base {base[:12]} is not an ancestor of {tip[:12]}: the branch was "
             "rebased or reset outside pq (onto a force-pushed upstream, say)",
             path="series.yaml", hint=f"re-record the base from the branch: `{_reinit(upstream)}`")
-    revs = git.rev_list_with_parents(f"{base}..{tip}")
+    if revs is None:
+        revs = git.rev_list_with_parents(f"{base}..{tip}")  # git's own error, if it fails
     for commit, parents in revs:
         if len(parents) != 1:
             raise ConfigError(

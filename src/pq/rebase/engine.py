@@ -96,7 +96,8 @@ def _start(txn: Transaction, upstream: str | None, *, gate: bool, progress: Prog
             worktree.require_clean_queue_dirs(dirty, qp)
 
         try:
-            stack, head, old_base = _checked_stack(git, branch, queue, ref, onto, force)
+            stack, head, old_base, upstream_count = _checked_stack(git, branch, queue, ref,
+                                                                   onto, force)
         except Exception:
             require_clean()  # uncommitted changes are the first thing to fix, as ever
             raise
@@ -115,11 +116,9 @@ def _start(txn: Transaction, upstream: str | None, *, gate: bool, progress: Prog
     trees = Trees(git)
     committer = who.result()  # and `git` keeps whether it signs, before any commit
     layers = {e.name: e.layer for e in series.patches}
-    # The upstream range's files (what finds patches upstream carries) and its size, merges
-    # included, are read by git while the operation log and the rebase's state are written.
-    crossed = f"{old_base}..{onto}"
-    with Background(lambda: git.log_files(crossed), "pq git log") as range_log, Background(
-            lambda: git.count(crossed), "pq git rev-list") as range_size:
+    # The upstream range's files (what finds patches upstream carries) are read by git
+    # while the operation log and the rebase's state are written.
+    with Background(lambda: git.log_files(f"{old_base}..{onto}"), "pq git log") as range_log:
         txn.begin(command=f"pq rebase {ref}")
         changes = trees.load_changes([sc.commit for sc in stack])
         trees.read_commits([sc.commit for sc in stack])
@@ -128,7 +127,7 @@ def _start(txn: Transaction, upstream: str | None, *, gate: bool, progress: Prog
                  for entry, sc in zip(series.patches, stack, strict=True)]
         state = RebaseState(
             command=f"pq rebase {ref}", branch=branch, orig_head=head, old_base=old_base,
-            onto=onto, onto_ref=ref, upstream_count=0,
+            onto=onto, onto_ref=ref, upstream_count=upstream_count,
             prev_orig_head=git.try_resolve(git.orig_head_ref(branch)),
             prev_legacy_orig_head=git.try_resolve(git.ORIG_HEAD_REF),
             queue_before=(before := worktree.save_queue_files(
@@ -139,7 +138,7 @@ def _start(txn: Transaction, upstream: str | None, *, gate: bool, progress: Prog
         rs.save(git, state)
         with rs.cleanup_unless_touched(git, state):
             diffs: dict[str, bytes] = {sc.commit: sc.diff for sc in stack}
-            log, state.upstream_count = range_log.result(), range_size.result()
+            log = range_log.result()
             matches = rangediff.UpstreamMatches(git, state, qp, changes, diffs, lambda: log)
             report = replay.run(git, state, trees, changes, matches, progress, queue,
                                 committer, crossing)
@@ -153,10 +152,11 @@ def _who_commits(git: Git) -> Person:
 
 
 def _checked_stack(git: Git, branch: str, queue: Queue, ref: str, onto: str, force: bool
-                   ) -> tuple[list[stack_mod.StackCommit], str, str]:
+                   ) -> tuple[list[stack_mod.StackCommit], str, str, int]:
     """The branch's patch commits (refusing a stack that differs from the queue, or an
-    `onto` that would move the series back or already holds it), HEAD and the old base:
-    read-only, so it runs while `git status` looks at the working tree."""
+    `onto` that would move the series back or already holds it), HEAD, the old base and
+    how many commits upstream gained (old_base..onto, merges included): read-only, so it
+    runs while `git status` looks at the working tree."""
     series = queue.series
     qp = series.queue_paths
     head = git.head()
@@ -168,7 +168,10 @@ def _checked_stack(git: Git, branch: str, queue: Queue, ref: str, onto: str, for
         raise ConfigError(missing[0] if missing else f"unknown series base {series.base!r}",
                           path=SERIES_FILE, hint=missing[1] if missing else None)
     old_base = found
-    if onto != old_base and not force and git.is_ancestor(onto, old_base):
+    # Upstream's new commits, merges included: none means `onto` is below the base; the
+    # branch's first patch among them means upstream already holds it.
+    crossed = set(git.rev_list(f"{old_base}..{onto}")) if onto != old_base else set()
+    if onto != old_base and not force and not crossed:
         raise ConfigError(f"{ref} ({onto[:12]}) is an ancestor of the series base "
                           f"{old_base[:12]}: rebasing onto it moves the series back to an "
                           "older upstream (a stale or mistyped ref?)",
@@ -194,7 +197,7 @@ def _checked_stack(git: Git, branch: str, queue: Queue, ref: str, onto: str, for
         if fresh.files == queue.files and fresh.series.dumps() == queue.series_bytes and (
                 verified.as_last_written(git, head, queue)):
             verified.remember(git, head, queue)
-    if stack and onto != old_base and not force and git.is_ancestor(stack[0].commit, onto):
+    if stack and onto != old_base and not force and stack[0].commit in crossed:
         first = stack[0].commit
         own = f"{branch.removeprefix('refs/heads/')}'s own patch commit {first[:12]} (" \
               f"{series.patches[0].name})"
@@ -210,9 +213,9 @@ def _checked_stack(git: Git, branch: str, queue: Queue, ref: str, onto: str, for
             hint=f"`pq rebase {series.upstream_ref}`; if upstream really merged these "
                  f"commits, `pq rebase --force {ref}` drops them as already upstream")
     # (A forced rebase onto a ref holding this branch finds the branch's own queue there.)
-    if onto != old_base and not (force and stack and git.is_ancestor(stack[0].commit, onto)):
+    if onto != old_base and not (force and stack and stack[0].commit in crossed):
         queuefiles.require_no_upstream_files(git, onto, qp, ref, since=(old_base, head))
-    return stack, head, old_base
+    return stack, head, old_base, len(crossed)
 
 
 def _stack_differs(branch: str, fresh: Queue, queue: Queue) -> ConfigError:
