@@ -115,3 +115,24 @@ def test_a_plain_rebase_never_imports_click(tmp_path: Path, args: list[str]) -> 
     imported = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.decode().splitlines()
                 if line.startswith("import time:")}
     assert "pq.cli.rebase" in imported and "click" not in imported
+
+
+def test_a_clean_rebase_loads_neither_the_export_nor_the_stopped_rebase_modules(
+        tmp_path: Path) -> None:
+    """What only `pq export` (the `copies:` proposals, the hand-edit refusal) or a stopped
+    rebase (`--continue`, `--skip`, `pq status`) runs is not imported by a rebase that
+    lands: every module a command imports costs it time before its first git process."""
+    fork = make_fork(tmp_path)
+    write(fork, "pkg/glue.py", "import paddle\n")
+    commit_all(fork, "python-glue: glue")
+    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    write(tmp_path / "upstream", "pkg/util.py", "def helper():\n    return 3\n")
+    commit_all(tmp_path / "upstream", "upstream: helper returns three")
+    git(fork, "fetch", "-q", "upstream")
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "pq", "rebase",
+                           "upstream/main"], cwd=fork, capture_output=True, check=False)
+    assert proc.returncode == 0 and b"1 of 1 patches kept" in proc.stdout, proc
+    imported = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.decode().splitlines()
+                if line.startswith("import time:")}
+    assert "pq.rebase.engine" in imported
+    assert imported & {"pq.queue.copies", "pq.queue.handedits", "pq.rebase.status"} == set()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import stat
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from pq.errors import ConfigError
 from pq.git.branchmove import require_unmoved
@@ -19,11 +20,9 @@ from pq.git.signing import retry_as
 from pq.model import patchfile
 from pq.model.series import PATCHES_DIR, SERIES_FILE, PatchEntry, Series, new_series
 from pq.oplog.txn import Transaction
-from pq.queue import handedits, verified
 from pq.queue import stack as stack_mod
+from pq.queue import verified
 from pq.queue.bookkeeping import bookkeeping_commit
-from pq.queue.copies import CopyProposal
-from pq.queue.copies import propose as propose_copies
 from pq.queue.files import (
     Queue,
     index_entries,
@@ -38,6 +37,9 @@ from pq.queue.files import (
     write_worktree,
 )
 from pq.queue.reach import no_shared_history
+
+if TYPE_CHECKING:
+    from pq.queue.copies import CopyProposal
 
 Progress = Callable[[int, int, str], None]
 
@@ -144,7 +146,9 @@ def export(git: Git, *, commit: bool = False, force: bool = False) -> ExportResu
         head = git.head()
         if not commit and verified.known(git, head, current):
             # Exporting this very commit gave these very bytes before: nothing to write.
-            return ExportResult(current, copies=propose_copies(git, current))
+            from pq.queue.copies import propose  # (an export's, not a rebase's: below too)
+
+            return ExportResult(current, copies=propose(git, current))
         series = current.series
         committed = _committed(git, head)  # the commit `head` names, not HEAD again
         last = stack_mod.last_written(git, series.base, head, committed) if git.is_ancestor(
@@ -155,6 +159,8 @@ def export(git: Git, *, commit: bool = False, force: bool = False) -> ExportResu
         recorded = stack_mod.recorded_files(current, committed, written)
         queue = stack_mod.export(git, stack, series, series.base, recorded=recorded)
         if not force:
+            from pq.queue import handedits
+
             handedits.refuse_losing_them(git, current, committed, last, queue)
         result = _write_export(git, queue, series, t, commit, head, stack, previous=current)
         if not force and not (result.changed or result.added or result.removed):
@@ -181,7 +187,9 @@ def _write_export(git: Git, queue: Queue, old: Series, t: Transaction, commit: b
                       if e.name in result.removed and (what := _metadata(e))]
     kept = [e.name for e in queue.series.patches if e.name in before]
     result.reordered = [n for n, m in zip(kept, [n for n in before_order if n in after]) if n != m]
-    result.copies = propose_copies(git, queue)
+    from pq.queue.copies import propose
+
+    result.copies = propose(git, queue)
     command = t.command.split()[1] if len(t.command.split()) > 1 else "export"
     branch = git.current_branch()
     if branch is not None:

@@ -15,7 +15,7 @@ from pq.errors import ConfigError, GitError
 from pq.git.objects import CommitId, Person, subject_of, summary_of
 from pq.git.repo import Git
 from pq.git.trees import TreeCollision, Trees
-from pq.model import dep3, hunkapply, layers, patchfile
+from pq.model import dep3, hunkapply, patchfile
 from pq.model import diff as diffs
 from pq.model.patchfile import PatchFile
 from pq.model.series import PATCHES_DIR, PatchEntry, Series
@@ -270,6 +270,8 @@ def guess_layer(git: Git, sc: StackCommit) -> str:
     """The layer pq guesses for a new commit: pq.model.layers decides each hunk (by path, the
     post-image of C/C++ sources and the hunk's changed lines) and the patch takes the most
     specific."""
+    from pq.model import layers  # (only for commits new to the series)
+
     return layers.patch_layer(
         layers.classify_hunks(diffs.parse(sc.diff), post_image(git, sc))).layer
 

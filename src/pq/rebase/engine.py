@@ -28,7 +28,6 @@ from pq.queue.ops import Progress
 from pq.rebase import landing, rangediff, refusals, replay, worktree
 from pq.rebase import rerere as rerere_mod
 from pq.rebase import state as rs
-from pq.rebase import status as rebase_status
 from pq.rebase.report import PatchReport, RebaseReport
 from pq.rebase.state import RebaseState, Step
 
@@ -315,6 +314,8 @@ def resume(git: Git, action: str, progress: Progress | None = None,
 
 def _resume(txn: Transaction, action: str, progress: Progress | None,
             crossing: Callable[[str, str], None] | None) -> RebaseReport:
+    from pq.rebase import status as rebase_status  # (a rebase that starts needs none)
+
     git = txn.git
     state = rs.load_required(git)
     if action == "continue" and rebase_status.landed(git, state):
