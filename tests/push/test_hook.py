@@ -102,8 +102,9 @@ def test_an_uncached_push_asks_git_each_question_about_the_commits_once(tmp_path
     # upstream ref resolves it then.)
     about_commits = [a for a in asked if a.startswith(
         ("git merge-base", "git rev-list --reverse", "git ls-tree"))]
-    # (Whether the base is below the tip is asked of git at most once: not at all when the
-    # export check listed the range base..tip first, whose oldest commit's parent is it.)
+    # (The export check needs the base check's verdict: the base's ancestry is asked of git
+    # there, before the export lists base..tip, and that listing finds it kept.)
+    assert any(a.startswith("git merge-base --is-ancestor") for a in about_commits), asked
     assert any(a.startswith("git rev-list --reverse") for a in about_commits), asked
     assert any(a.startswith("git ls-tree") for a in about_commits), asked
     assert {a: n for a in about_commits if (n := about_commits.count(a)) > 1} == {}

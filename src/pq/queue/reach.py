@@ -86,7 +86,7 @@ def linear_range(git: Git, base: str, tip: str, upstream: str | None = None
     below the tip, with no git process to ask (`is_ancestor`)."""
     try:
         revs = git.rev_list_with_parents(f"{base}..{tip}")
-    except (GitError, ConfigError):  # a base git cannot find: refused below, with its fix
+    except GitError:  # a base git cannot find: refused below, with its fix
         revs = None
     if not git.is_ancestor(base, tip):
         missing = base_missing(git, base, upstream) or shallow_cut(git, base, tip)
