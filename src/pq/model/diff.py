@@ -318,9 +318,9 @@ def _hunks(lines: list[bytes], i: int, path: str | None, source: str | None, lin
     """A file section's hunks, from its first `@@` line (`lines[i]`) on, counted as `git
     apply` does, and how many lines they span (what follows is not theirs: a trailing `-- `
     signature, say)."""
-    end = len(lines) - (lines[-1] == b"")  # after the last newline is no line (an empty
-    first, hunks, match = i, [], _HUNK.match  # one before it is context)
-    while i < end and (m := match(lines[i])) is not None:
+    # What follows the last newline is no line (an empty one before it is context).
+    end, first, hunks = len(lines) - (lines[-1] == b""), i, []
+    while i < end and (m := _HUNK.match(lines[i])) is not None:
         starts = old, new = _number(m.group(1)), _number(m.group(3))
         counts = left_old, left_new = _number(m.group(2)), _number(m.group(4))
         out: list[Line] = []

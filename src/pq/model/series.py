@@ -123,10 +123,8 @@ class Series:
         swapped (a rebase's write), their parse is known without parsing (the loaded
         positions, this series' data): keep it in `keep_in` (the repository's .git/pq), so
         that the next command reads the new file without PyYAML (pq.model.yamlcache)."""
-        if self.doc is None or not self.doc.text:
-            return
-        data = self.to_data()
-        if (swapped := self._base_swapped(data)) is not None:
+        data, swapped = self._written
+        if swapped is not None and self.doc is not None:
             yamlcache.put(keep_in, swapped.encode("utf-8"), data, self.doc.marks)
 
     def render(self) -> tuple[bytes, bool]:
@@ -137,10 +135,10 @@ class Series:
         that edit cannot be made exactly (the result would not load to this series), the
         plain dump is written instead: every value is kept, only comments and layout are
         lost (False)."""
-        data = self.to_data()
+        data, swapped = self._written
+        if swapped is not None:
+            return swapped.encode("utf-8"), True
         if self.doc is not None and self.doc.text:
-            if (swapped := self._base_swapped(data)) is not None:
-                return swapped.encode("utf-8"), True
             from pq.model import yamledit  # only a rewrite needs it
 
             edited = yamledit.rewrite(self.doc.text, self.doc.data, data)
@@ -148,6 +146,15 @@ class Series:
                 return edited.encode("utf-8"), True
         header = "# pq series: the fork's migration edits, in order. See `pq --help`.\n"
         return (header + yamldoc.dump(data)).encode("utf-8"), self.doc is None
+
+    @cached_property
+    def _written(self) -> tuple[dict[str, Any], str | None]:
+        """This series' data, and the loaded text with only `upstream.base` changed where
+        that is all it changes (`_base_swapped`; else None): worked out once, for the write
+        (`render`) and for the parse the landing keeps (`keep`)."""
+        data = self.to_data()
+        return data, self._base_swapped(data) if self.doc is not None and self.doc.text \
+            else None
 
     def _base_swapped(self, data: dict[str, Any]) -> str | None:
         """The loaded file's text with only `upstream.base` changed, where `data` differs
