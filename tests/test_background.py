@@ -87,3 +87,32 @@ def test_what_the_work_held_is_let_go_once_it_ran() -> None:
     del repo
     gc.collect()
     assert gone() is None
+
+
+def test_work_started_in_another_thread_is_waited_for_only_once_it_runs() -> None:
+    """A thread of pq's starts work of its own (the drift scan reads the range's `git log`
+    beside it) while a fault waits for every running piece of work: what is waited for
+    has started, never a thread not yet started (`cannot join thread before it is
+    started`, which ended a rebase with an internal error in place of its fault)."""
+    from pq import background
+
+    stop = threading.Event()
+    failed: list[BaseException] = []
+
+    def start_many() -> None:
+        while not stop.is_set():
+            Background(lambda: None, "pq test inner").wait()
+
+    starter = threading.Thread(target=start_many, daemon=True)
+    starter.start()
+    try:
+        for _ in range(20_000):
+            try:
+                background._wait_running()
+            except RuntimeError as exc:
+                failed.append(exc)
+                break
+    finally:
+        stop.set()
+        starter.join(timeout=10)
+    assert failed == []

@@ -33,12 +33,16 @@ class Background(Generic[T]):
         self._outcome: tuple[bool, T | BaseException] | None = None
         self._thread: threading.Thread | None = threading.Thread(
             target=self._run, daemon=True, name=name)
-        with _running_lock:
-            _running.add(self)
-        try:
-            self._thread.start()
-        except RuntimeError:  # no thread to be had (a process or memory limit)
-            self._thread = None
+        # Known to a waiting fault only once started: another thread of pq's may wait for
+        # every running piece of work meanwhile, and a thread not started cannot be joined.
+        with _running_lock:  # (the work's own end waits here to leave the set)
+            try:
+                self._thread.start()
+            except RuntimeError:  # no thread to be had (a process or memory limit)
+                self._thread = None
+            else:
+                _running.add(self)
+        if self._thread is None:
             self._run()
 
     def _run(self) -> None:
