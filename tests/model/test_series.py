@@ -66,6 +66,9 @@ def test_sha256_base_and_empty_patches() -> None:
     ("  ref: upstream/main", "  ref: ''", "series.yaml:4:8: `upstream.ref` must be a non-empty"),
     (f"base: {BASE}", "base: abc", "series.yaml:5:9: `upstream.base` must be a full commit"),
     (f"base: {BASE}", f"base: {BASE.upper()}", "series.yaml:5:9: `upstream.base` must be"),
+    # An id with a line end after it names no commit (a block scalar keeps one).
+    (f"base: {BASE}", f"base: |\n    {BASE}", "series.yaml:5:9: `upstream.base` must be a full"),
+    (f"base: {BASE}", f'base: "{BASE}\\n"', "series.yaml:5:9: `upstream.base` must be a full"),
     ("patches:\n", "patches: 3\nnone:\n", "series.yaml:6:10: `patches` must be a list"),
     ("  - name: 0002-glue.patch", "  - name: 0001-build.patch",
      "series.yaml:11:11: duplicate patch name '0001-build.patch' (also entry 1)"),

@@ -9,14 +9,11 @@ answer about a name (a branch, `HEAD`) is asked of git every time: refs move.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from pq.git.objects import CommitId
+from pq.git.objects import HEX_ID, CommitId
 from pq.git.worktree import WorkingTree
-
-HEX_ID = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")  # a full object id
 
 
 class History(WorkingTree):
@@ -32,7 +29,7 @@ class History(WorkingTree):
         return CommitId(proc.stdout.decode().strip()) if proc.returncode == 0 else None
 
     def is_ancestor(self, a: str, b: str) -> bool:
-        known = (a, b) if HEX_ID.match(a) and HEX_ID.match(b) else None
+        known = (a, b) if HEX_ID.fullmatch(a) and HEX_ID.fullmatch(b) else None
         if known is not None and known in self._ancestry:
             return self._ancestry[known]
         if known is not None and self._below_listed(a, b):
@@ -51,7 +48,7 @@ class History(WorkingTree):
     def rev_list_with_parents(self, range_: str) -> list[tuple[CommitId, tuple[CommitId, ...]]]:
         """The commits of `range_`, oldest first, each with its parents."""
         old, dots, new = range_.partition("..")
-        fixed = bool(dots) and bool(HEX_ID.match(old)) and bool(HEX_ID.match(new))
+        fixed = bool(dots) and bool(HEX_ID.fullmatch(old)) and bool(HEX_ID.fullmatch(new))
         if fixed and range_ in self._ranges:
             return list(self._ranges[range_])
         out = self.text("rev-list", "--reverse", "--topo-order", "--parents", range_)

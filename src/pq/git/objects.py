@@ -17,6 +17,13 @@ CommitId = NewType("CommitId", str)
 TreeId = NewType("TreeId", str)
 BlobId = NewType("BlobId", str)
 
+# A full object id: 40 lower-case hex digits (SHA-1) or 64 (SHA-256). The one pattern pq
+# checks ids against (series.yaml's base, the ids git sends a pre-push hook, the names the
+# object reader answers without a process). Match it whole (`HEX_ID.fullmatch`): a pattern
+# ending in `$` lets a trailing newline through, and an id with one names no object.
+FULL_ID = "[0-9a-f]{40}|[0-9a-f]{64}"  # an alternation: wrap it in (?:...) to build on it
+HEX_ID = re.compile(FULL_ID)
+
 
 @dataclass(frozen=True)
 class Person:

@@ -15,7 +15,6 @@ import contextlib
 import hashlib
 import itertools
 import os
-import re
 import subprocess
 import threading
 import zlib
@@ -25,8 +24,7 @@ from typing import IO
 
 from pq.errors import GitError
 from pq.faults import checkpoint
-
-_HEX = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
+from pq.git.objects import HEX_ID
 
 # (id, kind, data): one object as cat-file gives it.
 RawObject = tuple[str, str, bytes]
@@ -162,7 +160,7 @@ class ObjectDB:
 
     def _remember(self, rev: str, obj: RawObject) -> None:
         self._cache[obj[0]] = obj
-        if rev != obj[0] and _HEX.match(rev):  # an abbreviated id: the same object
+        if rev != obj[0] and HEX_ID.fullmatch(rev):  # an abbreviated id: the same object
             self._cache[rev] = obj
 
     def _batch(self) -> subprocess.Popen[bytes]:

@@ -14,8 +14,8 @@ from pathlib import Path
 
 from pq.errors import ConfigError, GitError
 from pq.git.gateway import stdin_lines, zsplit
-from pq.git.history import HEX_ID, History
-from pq.git.objects import Change, CommitId, Person
+from pq.git.history import History
+from pq.git.objects import FULL_ID, HEX_ID, Change, CommitId, Person
 
 # Diff options pinned so that user configuration never changes a patch file's bytes.
 DIFF_CONFIG = (
@@ -39,7 +39,7 @@ DIFF_OPTIONS = ("--no-color", "--no-ext-diff", "--no-textconv", "--binary", "--f
 
 # Names cat-file resolves exactly as `rev-parse --verify` does, with no message and no
 # chance of dying on the way: a full object id, HEAD, a full ref name.
-_PLAIN_NAME = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64}|HEAD|refs/[A-Za-z0-9._/-]+)$")
+_PLAIN_NAME = re.compile(rf"{FULL_ID}|HEAD|refs/[A-Za-z0-9._/-]+")  # matched whole
 
 
 class Git(History):
@@ -62,7 +62,7 @@ class Git(History):
                           "rev-parse`, or `git fetch` it first")
 
     def try_resolve(self, rev: str) -> CommitId | None:
-        if _PLAIN_NAME.match(rev):  # asked of the running cat-file: no process
+        if _PLAIN_NAME.fullmatch(rev):  # asked of the running cat-file: no process
             found = self.odb.read_many([rev + "^{commit}"])[0]
             return CommitId(found[0]) if found is not None and found[1] == "commit" else None
         # `:/<text>` (and `<rev>:<path>`) would read a `^{commit}` after it as part of
@@ -90,7 +90,7 @@ class Git(History):
         if head.endswith("\n") and head.count("\n") == 1:
             if head.startswith("ref: refs/"):
                 return head[5:-1]
-            if HEX_ID.match(head[:-1]):
+            if HEX_ID.fullmatch(head[:-1]):
                 return None
         proc = self.run_proc("symbolic-ref", "--quiet", "HEAD")
         return proc.stdout.decode("utf-8", "surrogateescape").strip() \

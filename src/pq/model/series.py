@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from pq.errors import ConfigError
+from pq.git.objects import HEX_ID
 from pq.model import yamlcache, yamldoc
 
 SERIES_FILE = "series.yaml"
@@ -28,7 +29,6 @@ LAYERS = ("kernel", "build", "cpp-compat", "python-glue")
 # At most 200 characters: with pq's temporary name around it (`.NAME.xxxxxxxx.tmp`), a file
 # name any file system takes (255 bytes).
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,193}\.patch\Z")
-SHA_RE = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
 
 _ENTRY_KEYS = ("name", "layer", "summary", "workaround", "copies")
 _TOP_KEYS = ("version", "upstream", "queue_paths", "patches", "gate")
@@ -229,7 +229,7 @@ def _loads_cached(text: bytes, filename: str = SERIES_FILE, keep_in: Path | None
         raise doc.error(("upstream", "ref"), "`upstream.ref` must be a non-empty string",
                         hint="name the upstream branch, e.g. `ref: upstream/main`")
     base = upstream.get("base")
-    if not isinstance(base, str) or not SHA_RE.match(base):
+    if not isinstance(base, str) or not HEX_ID.fullmatch(base):
         quote = isinstance(base, (int, float)) and not isinstance(base, bool)
         raise doc.error(("upstream", "base"), "`upstream.base` must be a full commit id"
                         + (", written as a string" if quote else ""),

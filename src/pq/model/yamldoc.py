@@ -15,6 +15,7 @@ from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from pq.errors import ConfigError
+from pq.git.objects import HEX_ID
 from pq.model import yamlcache
 
 if TYPE_CHECKING:
@@ -100,7 +101,6 @@ def load(text: bytes, filename: str, kept_in: pathlib.Path | None = None) -> Loc
     return doc
 
 
-_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 _BREAK = re.compile(r"\r\n|\r|\n")  # (a text with YAML's other breaks is not swapped in)
 
 
@@ -118,7 +118,7 @@ def with_id(doc: Located, path: Path, new: str) -> str | None:
     parser, which quotes them."""
     old, mark = _value_at(doc.data, path), doc.marks.get(path)
     text = doc.text
-    if not (isinstance(old, str) and _ID.fullmatch(old) and _ID.fullmatch(new)
+    if not (isinstance(old, str) and HEX_ID.fullmatch(old) and HEX_ID.fullmatch(new)
             and len(old) == len(new) and mark is not None) or any(
             c in text for c in "\x85\u2028\u2029"):
         return None

@@ -4,14 +4,13 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from pq.errors import ConfigError
+from pq.git.objects import HEX_ID
 
 SKIP_ENV = "PQ_SKIP"
-_OBJECT_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")  # SHA-1 or SHA-256, as git sends them
 
 
 @dataclass(frozen=True)
@@ -40,7 +39,7 @@ def parse_push_lines(data: bytes) -> list[RefUpdate]:
         if not raw.strip():
             continue
         parts = raw.split()
-        if len(parts) != 4 or not all(_OBJECT_ID.fullmatch(p) for p in parts[1::2]):
+        if len(parts) != 4 or not all(HEX_ID.fullmatch(p) for p in parts[1::2]):
             raise ConfigError(f"cannot read git's pre-push input line {raw!r}",
                               hint="expected `<local ref> <local sha> <remote ref> <remote sha>`")
         updates.append(RefUpdate(*parts))
