@@ -24,7 +24,6 @@ from typing import IO
 
 from pq.errors import GitError
 from pq.faults import checkpoint
-from pq.git.objects import HEX_ID
 
 # (id, kind, data): one object as cat-file gives it.
 RawObject = tuple[str, str, bytes]
@@ -105,7 +104,7 @@ class ObjectDB:
                     self._discard()
                     raise
                 if found is not None:
-                    self._remember(rev, found)
+                    self._remember(found)
             result.append(found)
         return result
 
@@ -142,7 +141,7 @@ class ObjectDB:
             for rev in revs:
                 found = self._read_one(proc.stdout, rev)
                 if found is not None:
-                    self._remember(rev, found)
+                    self._remember(found)
                 out[rev] = found
             read = True
         finally:
@@ -158,10 +157,10 @@ class ObjectDB:
         found = self.read_many([oid])[0]
         return None if found is None else found[1]
 
-    def _remember(self, rev: str, obj: RawObject) -> None:
+    def _remember(self, obj: RawObject) -> None:
+        """Kept under its id only: a name (HEAD, a ref, `<id>^{commit}`) may name another
+        object next time; an id, read again, gives the same object."""
         self._cache[obj[0]] = obj
-        if rev != obj[0] and HEX_ID.fullmatch(rev):  # an abbreviated id: the same object
-            self._cache[rev] = obj
 
     def _batch(self) -> subprocess.Popen[bytes]:
         if self._proc is None:
