@@ -37,3 +37,19 @@ def test_a_rebase_into_a_closed_pipe_finishes_and_exits_141(tmp_path: Path, clic
     assert git(fork, "log", "-1", "--format=%s") == "pq: rebase series onto " + git(
         fork, "rev-parse", "--short=12", "upstream/main")
     assert closed_stdout(fork, "series") == (141, "")
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+@pytest.mark.parametrize("args", [("series",), ("series", "--json"), ("log", "--json"),
+                                  ("status", "--json"), ("-C", ".", "rebase", "--json")])
+def test_a_stdout_that_cannot_be_written_is_one_line_on_stderr(tmp_path: Path,
+                                                               args: tuple[str, ...]) -> None:
+    """A full disk under stdout (`> /dev/full`): the write's error is pq's one line, on
+    stderr, with --json too (its JSON error cannot go where the report could not)."""
+    fork = one_patch_fork(tmp_path, {"pkg/__init__.py": "import paddle\n"}, {"NEWS": "moved\n"})
+    with open("/dev/full", "wb") as full:
+        proc = subprocess.run([sys.executable, "-m", "pq", *args], cwd=fork, stdout=full,
+                              stderr=subprocess.PIPE, check=False)
+    assert (proc.returncode, proc.stderr.decode()) == (
+        2, "pq: error: No space left on device (free some disk space, then run the command "
+           "again)\n")

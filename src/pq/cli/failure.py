@@ -7,6 +7,7 @@ means, and leave through `fail`; none maps errors itself.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import sys
@@ -161,7 +162,13 @@ def fail(failure: Failure, as_json: bool) -> NoReturn:
 
         line = json_text(failure.data()) if as_json else failure.line()
         if line is not None:
-            echo(line, err=not as_json)
+            try:
+                echo(line, err=not as_json)
+            except OSError:  # stdout cannot take it (a full disk, the failure itself): its
+                text = failure.line()  # line on stderr; a stderr that fails says nothing
+                if as_json and text is not None:
+                    with contextlib.suppress(OSError):
+                        echo(text, err=True)
     sys.exit(failure.exit_code)
 
 
