@@ -60,6 +60,8 @@ def restore(git: Git, p: Plan, current: Snapshot) -> None:
     queue = (target["files"], target["index"]) if "queue" in p.changed else (
         current["files"], current["index"])
 
+    if "worktree" in p.changed:
+        _require_conflict_files_free(git, p, current)
     # 1. HEAD, index and working tree together, in one git command, before anything else
     #    changes: if it refuses (it would overwrite uncommitted work) nothing has.
     if moving:
@@ -154,6 +156,30 @@ def _require_no_untracked_in_the_way(git: Git, now: str, then: str, p: Plan) -> 
         raise ConfigError(f"untracked {named} would be overwritten by {_doing(p)}",
                           hint=f"move {'it' if len(in_way) == 1 else 'them'} aside{every}, "
                                f"then run `{p.again}` again")
+
+
+def _require_conflict_files_free(git: Git, p: Plan, current: Snapshot) -> None:
+    """The files of a stopped rebase's conflict that step 3 writes back (undoing the
+    `--skip`, `--continue` or `--abort` that ended it) must hold nothing of the user's that
+    the snapshot taken now lacks: an edit made since, an untracked file. Git's move checks
+    only the files it moves, and a path the two commits share is not one of them."""
+    logged = set((current.get("worktree") or {}).get("paths") or [])  # in this undo's record
+    paths = [path for path in (p.target.get("worktree") or {}).get("paths") or []
+             if path not in logged and not in_queue(path)]
+    if not paths:
+        return
+    loose = git.untracked(paths, ignored_too=True)
+    if loose:
+        raise ConfigError(f"untracked {list_paths(loose)} would be overwritten by {_doing(p)} "
+                          "(the stopped rebase's conflict is written there)",
+                          hint=f"move {'it' if len(loose) == 1 else 'them'} aside, then run "
+                               f"`{p.again}` again")
+    edited = sorted({path for _, path in git.status_porcelain(paths=paths, renames=False)})
+    if edited:
+        raise ConfigError(f"uncommitted changes in {list_paths(edited)} would be overwritten "
+                          f"by {_doing(p)} (the stopped rebase's conflict is written there)",
+                          hint="commit or stash those changes (`git stash`), then run "
+                               f"`{p.again}` again")
 
 
 def _checkout_failure(stderr: bytes, p: Plan) -> str:
