@@ -271,6 +271,34 @@ def test_rebase_continue(work: Path, tmp_path_factory: pytest.TempPathFactory) -
     assert stats["abort"] > 0 and stats["undo+abort"] > 0
 
 
+def test_a_ctrl_c_as_continue_saves_the_resolution_leaves_both_ways_open(
+        work: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """A Ctrl-C between `--continue` saving the resolved patch as the stack's new tip and
+    its reset to that tip (the index and files still hold the resolution, HEAD the tip
+    before): the resolution is pq's, not the user's uncommitted work, so `--abort` goes
+    back to before the rebase, and `--continue` finishes it, as the message promises."""
+    before_rebase = repo_state(template("conflict", conflict_fork, tmp_path_factory))
+    tpl = template("stopped", stopped_fork, tmp_path_factory)
+    labels = [label.split(" ", 1)[1]  # "47 rename state.json"
+              for label in count_checkpoints(tpl, work, ["rebase", "--continue"])]
+    saved = labels.index("rename state.json") + 1  # 1-based: the checkpoint after it
+    reset = labels.index("git reset", saved) + 1
+    for k in range(saved + 1, reset + 1):
+        for how in ("--abort", "--continue"):
+            root = copy(tpl, work / f"k{k}{how}")
+            proc = run_pq(root, ["rebase", "--continue"], PQ_FAULT_AT=str(k),
+                          PQ_FAULT_RUN="kill -INT $PPID; sleep 0.3")
+            assert proc.returncode == 130 and b"left in progress" in proc.stderr, (k, proc)
+            after = run_pq(root, ["rebase", how])
+            assert after.returncode == 0, (k, how, after.stderr.decode())
+            if how == "--abort":
+                assert repo_state(root) == before_rebase, k
+            else:
+                assert not rebase_in_progress(root)
+                assert git(root, "status", "--porcelain") == "?? notes.txt"
+                assert run_pq(root, ["check"]).returncode == 0
+
+
 def applied_fork(tmp: Path) -> Path:
     """base_fork after `pq apply --onto upstream/main`: something for `pq undo` to undo."""
     fork = base_fork(tmp)

@@ -210,13 +210,17 @@ class WorkingTree(Merging):
             return False
         return self.run_proc("diff-files", "--quiet", "--", *paths, env=env).returncode == 0
 
-    def changed_from_head(self, env: dict[str, str] | None = None) -> set[str]:
-        """Paths whose index entry differs from HEAD's or whose file differs from the
-        index's: what `git status` lists as staged or not staged."""
+    def changed_from(self, commit: str = "HEAD", paths: Sequence[str] = (),
+                     env: dict[str, str] | None = None) -> set[str]:
+        """Paths (of `paths`, if any) whose index entry differs from `commit`'s or whose
+        file differs from the index's: for HEAD, what `git status` lists as staged or not
+        staged."""
         changed: set[str] = set()
-        for args in (("diff-index", "--cached", "--name-only", "-z", "HEAD"),
+        if paths:  # file names, not patterns
+            env = {**(env or {}), "GIT_LITERAL_PATHSPECS": "1"}
+        for args in (("diff-index", "--cached", "--name-only", "-z", commit),
                      ("diff-files", "--name-only", "-z")):
-            changed.update(zsplit(self.run_proc(*args, env=env).stdout))
+            changed.update(zsplit(self.run_proc(*args, "--", *paths, env=env).stdout))
         return changed
 
     def try_move_head(self, commit: str, branch: str | None, *, create: bool = False,

@@ -48,7 +48,7 @@ def take(git: Git, commits: set[str] | None = None,
     keeps those reachable)."""
     # While a rebase is in progress the conflict is read too: git looks at the working
     # tree for it while the refs and the queue files are read.
-    changed = (Background(lambda: git.changed_from_head(_LITERAL), "pq git diff")
+    changed = (Background(lambda: git.changed_from(env=_LITERAL), "pq git diff")
                if (git.pq_dir() / REBASE_STATE).is_file() else None)
     try:
         return _take(git, commits, queue_paths, changed)

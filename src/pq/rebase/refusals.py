@@ -177,6 +177,10 @@ def _require_stop_untouched(git: Git, state: rs.RebaseState, action: str) -> Non
     queue = rs.queue_paths_before(git, state)  # back there: require_queue_aside says so
     changed = sorted({path for _, path in git.status_porcelain()
                       if not is_queue_path(path, queue)})
+    if changed and head != state.tip:  # a file as the stack's tip has it is not lost by
+        # a reset to it (--continue cut short once it saved the resolution as the new tip)
+        mine = git.changed_from(state.tip, changed)  # nor by an abort: the stop's
+        changed = [path for path in changed if path in mine]
     if changed:
         raise ConfigError(
             f"uncommitted changes in {list_paths(changed)} while the rebase was stopped "
