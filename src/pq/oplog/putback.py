@@ -4,8 +4,9 @@ written from the snapshot (`pq.oplog.undo` decides what; this module does it).""
 
 from __future__ import annotations
 
+import os
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pq.errors import ConfigError, GitError
 from pq.git.failures import lock_refusal
@@ -164,9 +165,14 @@ def _require_conflict_files_free(git: Git, p: Plan, current: Snapshot) -> None:
     the snapshot taken now lacks: an edit made since, an untracked file. Git's move checks
     only the files it moves, and a path the two commits share is not one of them."""
     logged = set((current.get("worktree") or {}).get("paths") or [])  # in this undo's record
-    paths = [path for path in (p.target.get("worktree") or {}).get("paths") or []
+    conflict = p.target.get("worktree") or {}
+    paths = [path for path in conflict.get("paths") or []
              if path not in logged and not in_queue(path)]
     if not paths:
+        return
+    have = git.ls_files(paths, stage=True, literal=True)
+    paths = [path for path in paths if not _holds_already(git, conflict, path, have)]
+    if not paths:  # (no paths: git would list every one)
         return
     loose = git.untracked(paths, ignored_too=True)
     if loose:
@@ -180,6 +186,28 @@ def _require_conflict_files_free(git: Git, p: Plan, current: Snapshot) -> None:
                           f"by {_doing(p)} (the stopped rebase's conflict is written there)",
                           hint="commit or stash those changes (`git stash`), then run "
                                f"`{p.again}` again")
+
+
+def _holds_already(git: Git, conflict: dict[str, Any], path: str, index: list[str]) -> bool:
+    """Whether `path` has what `write_conflict` would write there: its index entries
+    (`index`: `ls-files -s` of the paths) and its file, or no file (a stop recorded in
+    another worktree's snapshot took the user's edit there for part of its conflict)."""
+    def entries(listing: list[str]) -> list[str]:
+        return sorted(e for e in listing if e.split("\t", 1)[-1] == path)
+
+    if entries(index) != entries(conflict.get("index") or []):
+        return False
+    full = git.root / path
+    spec = (conflict.get("files") or {}).get(path)
+    if spec is None:
+        return not os.path.lexists(full)
+    mode, blob = spec.split()
+    if mode == "120000":
+        return full.is_symlink() and os.fsencode(os.readlink(full)) == git.read_object(blob)[2]
+    if mode not in ("100644", "100755") or full.is_symlink() or not full.is_file():
+        return False
+    return (mode == "100755") == bool(full.stat().st_mode & 0o100) and \
+        full.read_bytes() == git.read_object(blob)[2]
 
 
 def _checkout_failure(stderr: bytes, p: Plan) -> str:
