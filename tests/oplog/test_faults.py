@@ -374,6 +374,28 @@ def test_a_ctrl_c_message_offers_continue_only_through_pq_status(tmp_path: Path)
     assert seen == {True, False}
 
 
+def test_a_ctrl_c_while_a_rebase_logs_its_end_says_it_finished(
+        work: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """A Ctrl-C after the landing, while the rebase's last record (the state after it) is
+    taken and written: the rebase is over, so the record is finished, `pq log` says done,
+    the message says "as it finished", and `pq undo` goes back to before the rebase."""
+    tpl = template("base", base_fork, tmp_path_factory)
+    labels = [label.split(" ", 1)[1]
+              for label in count_checkpoints(tpl, work, ["rebase", "upstream/main"])]
+    landed = labels.index("unlink state.json") + 1  # 1-based
+    for k in sorted({landed + 1, *range(landed + 2, len(labels) + 1, 5), len(labels)}):
+        root = copy(tpl, work / f"k{k}")
+        proc = run_pq(root, ["rebase", "upstream/main"], PQ_FAULT_AT=str(k),
+                      PQ_FAULT_RUN="kill -INT $PPID; sleep 0.3")
+        err = proc.stderr.decode()
+        assert proc.returncode == 130 and err.startswith("pq: interrupted as it finished: "
+                                                         "operation "), (k, err)
+        newest = json.loads(run_pq(root, ["log", "--json", "-n", "1"]).stdout)["operations"]
+        assert newest[0]["status"] == "done", (k, newest[0]["status"])
+        assert run_pq(root, ["undo"]).returncode == 0
+        assert repo_state(root) == repo_state(tpl), k
+
+
 def test_a_ctrl_c_says_whether_the_operation_changed_anything(tmp_path: Path) -> None:
     """`pq export --commit`, a Ctrl-C at each checkpoint: "before it changed anything"
     leaves the repository as it was and the log as it was (so `pq undo` rightly goes to the

@@ -177,8 +177,11 @@ class Transaction:
         if self.nested:
             return
         try:
-            if self.entry is not None and self.record.get("status") == "started":
-                self.done("done" if exc_type is None else "failed")
+            if self.entry is not None and self.record.get("status") == "started" and \
+                    exc is None:
+                self._finish()
+            elif self.entry is not None and self.record.get("status") == "started":
+                self.done("failed")
                 # It changed something (its entry stays), and no rebase holds the state
                 # (whose way back is --continue or --abort: `pq undo` refuses then).
                 after = self.record.get("after") or {}
@@ -207,6 +210,28 @@ class Transaction:
             _active.pop(str(self.git.common_dir), None)
             self.git.holding_interrupts = False
             self.lock.release()
+
+
+    def _finish(self) -> None:
+        """`done()` for an operation that ended well. A Ctrl-C while its last record is
+        taken or written comes after the operation itself: the record is finished first,
+        and the Ctrl-C raised after it says so ("as it finished", or, where the operation
+        changed nothing after all, "before it changed anything")."""
+        try:
+            self.done("done")
+        except BaseException as cut:
+            if not isinstance(cut, Exception):  # not a failure of the record's: finish it
+                if self.record.get("status") == "started":  # cut in the snapshot
+                    self.done("done")
+                elif not self.settled:  # cut in the write, unless git had written it
+                    if _written_last(self.git, self.record["id"], "done") is None:
+                        self.write()
+                    self.settled = True
+                if self.entry is None:
+                    cut.pq_nothing_changed = True  # type: ignore[attr-defined]
+                else:
+                    cut.pq_finished_operation = self.record["id"]  # type: ignore[attr-defined]
+            raise
 
 
 def _written_last(git: Git, record_id: int, status: str) -> str | None:
