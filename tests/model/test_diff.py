@@ -220,6 +220,27 @@ def test_a_short_hunk_before_another_is_refused_not_read_on() -> None:
     assert e.value.line == 4
 
 
+@pytest.mark.parametrize("bad", [
+    b"diff --git a/f b/f\n--- a/f\n+++ b/f\n@@ -1,-2 +1,2 @@\n-a\n+A\n b\n",  # a count < 0
+    b"diff --git a/f b/f\n--- a/f\n+++ b/f\n@@ -1,2 +1,2 @@\n-a\n+A\n b",  # no last newline
+    b"diff --git a/f b/f\n--- a/f\n+++ b/f\n@@ -1 +1 @@\n-a\n+A\n@@ -x +2 @@\n-b\n+B\n",
+], ids=["negative count", "last line cut", "second header"])
+def test_a_diff_git_apply_calls_corrupt_is_refused_at_gits_line(tmp_path: Path,
+                                                                bad: bytes) -> None:
+    """Hunks git apply refuses ("corrupt patch at line N") are refused at that line, not
+    read as no hunks (a malformed `@@ -` line) or as a last line (one without its newline)."""
+    git(tmp_path, "init", "-q")
+    write(tmp_path, "f", "a\nb\n")
+    (tmp_path / "x.patch").write_bytes(bad)
+    said = subprocess.run(["git", "apply", "--check", "x.patch"], cwd=tmp_path,
+                          capture_output=True, check=False)
+    at = re.search(rb"corrupt patch at line (\d+)", said.stderr)
+    assert said.returncode != 0 and at is not None, said.stderr
+    with pytest.raises(ConfigError) as e:
+        diffs.parse(bad, "patches/0001-x.patch")
+    assert (e.value.path, e.value.line) == ("patches/0001-x.patch", int(at.group(1)))
+
+
 def test_hunk_lines_keep_their_bytes_and_numbers() -> None:
     """CRs, bytes that are not UTF-8, an empty context line, and `\\ No newline` lines
     (not lines of the file), numbered in the old and the new file."""

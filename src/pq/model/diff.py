@@ -318,9 +318,17 @@ def _hunks(lines: list[bytes], i: int, path: str | None, source: str | None, lin
     """A file section's hunks, from its first `@@` line (`lines[i]`) on, counted as `git
     apply` does, and how many lines they span (what follows is not theirs: a trailing `-- `
     signature, say)."""
-    # What follows the last newline is no line (an empty one before it is context).
-    end, first, hunks = len(lines) - (lines[-1] == b""), i, []
-    while i < end and (m := _HUNK.match(lines[i])) is not None:
+    # What follows the last newline is no line (an empty one before it is context); one
+    # cut off without its newline is no line either (git apply: a corrupt patch).
+    end, first, hunks = len(lines) - 1, i, []
+    while i < end and lines[i].startswith(b"@@ -"):
+        if (m := _HUNK.match(lines[i])) is None:
+            raise ConfigError(
+                f"malformed hunk header in the diff of {path}: "
+                f"{lines[i][:60].decode('utf-8', 'replace')!r}", path=source,
+                line=line + i - first if source else None, hint="write it as `@@ -START,COUNT "
+                "+START,COUNT @@`, or `pq export --force` writes the commit's patch again, "
+                "dropping the edit")
         starts = old, new = _number(m.group(1)), _number(m.group(3))
         counts = left_old, left_new = _number(m.group(2)), _number(m.group(4))
         out: list[Line] = []
@@ -341,6 +349,13 @@ def _hunks(lines: list[bytes], i: int, path: str | None, source: str | None, lin
                 new, left_new = new + 1, left_new - 1
             if left_old < 0 or left_new < 0:
                 break
+        if (left_old or left_new) and i == end and lines[-1]:
+            raise ConfigError(
+                f"the diff of {path} ends in a line cut off without its newline",
+                path=source, line=line + i - first if source else None,
+                hint="end the file with a newline (`\\ No newline at end of file` lines "
+                "say where the patched file has none), or `pq export --force` writes the "
+                "commit's patch again, dropping the edit")
         if left_old or left_new:
             raise ConfigError(
                 f"the diff of {path} is not what its `@@` lines say: a hunk is "
