@@ -91,6 +91,18 @@ def test_version_comparison() -> None:
     assert conditions.version_at_least("4.0", (3, 4, 9))
 
 
+@pytest.mark.parametrize("digits", ["\u0663.\u0664", "\uff13.\uff14", "3.\U0001d7dc"])
+def test_a_version_is_written_in_ascii_digits(digits: str) -> None:
+    """Digits of other scripts (Arabic-Indic, fullwidth, mathematical) are digits to
+    Python's `\\d` and int(), not to pip or Paddle: `paddle >= 3.4` in them is unreadable,
+    and so is an installed version that has them."""
+    with pytest.raises(conditions.ConditionSyntaxError, match="cannot read"):
+        conditions.parse(f"paddle >= {digits}")
+    assert conditions.parse_version(digits) is None or conditions.parse_version(
+        digits)[0] != (3, 4)
+    assert conditions.parse("paddle >= 3.4").kind == conditions.PADDLE
+
+
 def test_any_met_condition_makes_a_workaround_removable() -> None:
     def st(*names: str) -> str:
         cond = conditions.parse("mre-passes")

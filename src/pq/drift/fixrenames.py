@@ -72,7 +72,7 @@ def fix_renames(git: Git) -> FixResult:
 
 def _new_name(taken: list[str]) -> str:
     """The next free number and the summary's slug, as pq names a new patch."""
-    numbers = [int(m.group(1)) for n in taken if (m := re.match(r"^(\d+)-", n))]
+    numbers = [int(m.group(1)) for n in taken if (m := re.match(r"^([0-9]+)-", n))]
     nxt = max(numbers, default=0) + 1
     while True:
         name = f"{nxt:04d}-{stack_mod.slugify(SUMMARY)}.patch"

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 DEFAULT_MAX_SIZE = "2G"
-_SIZE = re.compile(r"\d+(?:\.\d+)?(?:[kKMGT]i?)?")  # CCACHE_MAXSIZE: 5G, 500M, 1.5Gi, 0
+_SIZE = re.compile(r"[0-9]+(?:\.[0-9]+)?(?:[kKMGT]i?)?")  # CCACHE_MAXSIZE: 5G, 500M, 1.5Gi, 0
 COMPILERS = ("cc", "c++", "gcc", "g++", "clang", "clang++")
 CHOSEN = {"CC": "CMAKE_C_COMPILER_LAUNCHER", "CXX": "CMAKE_CXX_COMPILER_LAUNCHER"}
 # The tools CMake looks for beside its compiler (ar, gcc-ar, aarch64-linux-gnu-nm, ld.lld,

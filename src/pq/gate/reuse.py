@@ -243,7 +243,7 @@ def reused_result(stage: Stage, key: str, hit: Hit) -> R.StageResult:
 
 def parse_size(text: str) -> int | None:
     """`2G`, `500M`, `1048576` -> bytes; None when it is not a size."""
-    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kKmMgGtT]?)i?[bB]?\s*", text)
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kKmMgGtT]?)i?[bB]?\s*", text, re.ASCII)
     if not m:
         return None
     scale = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}[m.group(2).lower()]

@@ -145,7 +145,8 @@ class Merging(Gateway):
         values = self.attribute_of(tree, "conflict-marker-size", paths)
         sizes = {}
         for path in paths:
-            found = re.match(r"\s*\+?(\d+)", values.get(path, ""))  # as git's atoi reads it
+            # as git's atoi reads it: ASCII digits (int() would read any script's too)
+            found = re.match(r"[ \t\n\v\f\r]*\+?([0-9]+)", values.get(path, ""))
             sizes[path] = int(found.group(1)) if found and int(found.group(1)) > 0 else 7
         return sizes
 

@@ -44,7 +44,7 @@ class Person:
 
     @classmethod
     def parse(cls, raw: str) -> Person:
-        m = re.match(r"^(.*?)( ?)<(.*)>([ \t\r\v\f]+)(\d+ [+-]\d{4})$", raw)
+        m = re.match(r"^(.*?)( ?)<(.*)>([ \t\r\v\f]+)([0-9]+ [+-][0-9]{4})$", raw)
         if not m:
             raise GitError(f"cannot parse identity {raw!r}")
         return cls(m.group(1), m.group(3), m.group(5), m.group(2), m.group(4))

@@ -24,7 +24,7 @@ MANUAL_KIND = "manual"
 SYNTAX = ("`paddle >= X.Y[.Z]`, `mre-passes`, `upstream-contains: <file>: <text>` "
           "or `manual: <text>`; quote text that contains `: `")
 
-_PADDLE_RE = re.compile(r"^paddle(?:paddle)?\s*>=\s*(\d+(?:\.\d+){1,2})$")
+_PADDLE_RE = re.compile(r"^paddle(?:paddle)?\s*>=\s*(\d+(?:\.\d+){1,2})$", re.ASCII)
 
 
 class ConditionSyntaxError(ValueError):
@@ -121,12 +121,12 @@ def parse(raw: Any) -> Condition:
 
 def parse_version(text: str) -> tuple[tuple[int, ...], bool] | None:
     """(release numbers, is a pre-release) of a version string such as 3.3.1 or 3.4.0rc1."""
-    m = re.match(r"^\s*v?(\d+(?:\.\d+)*)(.*)$", text)
+    m = re.match(r"^\s*v?(\d+(?:\.\d+)*)(.*)$", text, re.ASCII)
     if not m:
         return None
     release = tuple(int(x) for x in m.group(1).split("."))
     suffix = m.group(2).lower()
-    pre = bool(re.match(r"^[.-]?(a|alpha|b|beta|rc|c|pre|preview|dev)\d*", suffix))
+    pre = bool(re.match(r"^[.-]?(a|alpha|b|beta|rc|c|pre|preview|dev)\d*", suffix, re.ASCII))
     return release, pre
 
 

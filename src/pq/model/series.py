@@ -55,7 +55,7 @@ class PatchEntry:
 
     @property
     def number(self) -> int | None:
-        m = re.match(r"^(\d+)-", self.name)
+        m = re.match(r"^([0-9]+)-", self.name)
         return int(m.group(1)) if m else None
 
 

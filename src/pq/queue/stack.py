@@ -187,7 +187,7 @@ def assign_names(stack: Sequence[StackCommit], old: Series | None,
     found = identity.match(stack, existing, recorded or {})
     taken = {n for n in found if n is not None}
     numbers = [int(m.group(1)) for n in list(taken) + [e.name for e in existing]
-               if (m := re.match(r"^(\d+)-", n))]
+               if (m := re.match(r"^([0-9]+)-", n))]
     nxt = max(numbers, default=0) + 1
     names: list[str] = []
     for sc, name in zip(stack, found):
