@@ -419,6 +419,28 @@ def test_a_folder_named_series_yaml_is_said_to_be_one(fork: Path) -> None:
                    "series.yaml is a folder (a link to one), where pq keeps its series file")
 
 
+def test_a_folder_or_a_pipe_where_a_patch_file_goes_is_said_to_be_one(fork: Path) -> None:
+    """A listed patch file that is a folder was "listed but does not exist", and the fix
+    named, `pq export`, said the same: each names what is there and the way out, which
+    then works."""
+    name = sorted(p.name for p in (fork / "patches").iterdir())[1]
+    rel = f"patches/{name}"
+    committed = (fork / rel).read_bytes()
+    (fork / rel).unlink()
+    (fork / rel).mkdir()
+    for command in (["series"], ["export"], ["export", "--force"], ["audit", "workarounds"]):
+        one_line_error(pq(fork, *command, ok=False),
+                       f"{rel} is a folder, where pq keeps that patch file",
+                       f"(move it aside (`mv {rel} {rel}.d`), then `git checkout -- {rel}`")
+    (fork / rel).rename(fork / f"{rel}.d")
+    pq(fork, "export")
+    assert (fork / rel).read_bytes() == committed
+    (fork / rel).unlink()
+    os.mkfifo(fork / rel)
+    one_line_error(pq(fork, "series", ok=False), f"{rel} is not a regular file, where pq "
+                                                 "keeps that patch file")
+
+
 def test_a_branch_name_that_is_not_utf8_is_worked_on_as_any_other(fork: Path) -> None:
     """git takes a branch name's bytes as they are (`git switch -c $'b\\xff'`): pq applies
     onto it, exports, logs and undoes there, naming it by its bytes, as git does."""

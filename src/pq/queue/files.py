@@ -69,6 +69,8 @@ def read_worktree(where: Git | Path, missing_ok: bool = False) -> Queue:
             raw[f"{PATCHES_DIR}/{name}"] = _read(p)
     clean = clean_forms(where, raw)
     series = series_mod.loads(clean[SERIES_FILE], SERIES_FILE, where.pq_dir())
+    for entry in series.patches:  # (a link is refused below)
+        require_no_folder_at(pdir / entry.name, rel=f"{PATCHES_DIR}/{entry.name}")
     gone = {e.name for e in series.patches if missing_ok and not (pdir / e.name).is_symlink()
             and not (pdir / e.name).exists()}
     if gone:  # not gone, only out of a sparse checkout: not written there
@@ -87,14 +89,20 @@ def read_worktree(where: Git | Path, missing_ok: bool = False) -> Queue:
     return Queue(series, files, clean[SERIES_FILE])
 
 
-def require_no_folder_at(path: Path, then: str | None = None) -> None:
-    """Refuse a folder where the series file goes: no series is there, nor can pq write one."""
-    if path.is_dir():  # `then`: what to run once it is aside (default: restore or init)
-        raise ConfigError(f"{SERIES_FILE} is a folder{' (a link to one)' * path.is_symlink()}, "
-                          "where pq keeps its series file", hint=f"move it aside (`mv "
-                          f"{SERIES_FILE} {SERIES_FILE}.d`), then " + (then or "`git checkout "
-                          f"-- {SERIES_FILE}` restores a committed series, or `pq init` starts "
-                          "one"))
+def require_no_folder_at(path: Path, then: str | None = None, rel: str = SERIES_FILE) -> None:
+    """Refuse a folder (a pipe, a device) where a queue file goes (`rel`: the series file,
+    or a listed patch file): no file is there to read, nor can pq write one."""
+    if not path.exists() or path.is_file():
+        return
+    kind = "a folder" + " (a link to one)" * path.is_symlink() if path.is_dir() else \
+        "not a regular file"
+    series = rel == SERIES_FILE  # `then`: what to run once it is aside
+    keeps = "its series file" if series else "that patch file"
+    raise ConfigError(f"{rel} is {kind}, where pq keeps {keeps}",
+                      hint=f"move it aside (`mv {rel} {rel}.d`), then " + (
+                          then or f"`git checkout -- {rel}` restores a committed " + (
+                              "series, or `pq init` starts one" if series else "patch file, "
+                              "or `pq export` writes it again from its commit")))
 
 
 def _require_checked_out(git: Git, series: Series) -> None:
