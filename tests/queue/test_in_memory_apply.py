@@ -13,8 +13,7 @@ from gitrepo import commit_all, git, write
 from pq.errors import PqError
 from pq.git.repo import Git
 from pq.git.trees import Trees
-from pq.model import diff as diffs
-from pq.model import patchfile
+from pq.model import hunkapply, patchfile
 from pq.queue.stack import _apply_in_memory  # the unit under test: no public door of its own
 
 ALPHABET = b"\xff\n\r -+@/a"
@@ -75,13 +74,13 @@ def test_one_changed_byte_never_makes_pq_apply_what_git_would_not(tmp_path: Path
 
 def test_a_broken_diff_git_line_is_not_plain() -> None:
     good = (b"diff --git a/p.py b/p.py\n--- a/p.py\n+++ b/p.py\n@@ -1 +1 @@\n-a\n+b\n")
-    assert diffs.plain(good)
+    assert hunkapply.plain(good)
     # the newline that ends the `diff --git` line became another byte: git refuses the
     # header ("lacks filename information"), while the `---`/`+++` lines alone name a file
-    assert not diffs.plain(good.replace(b"p.py\n---", b"p.py\xff---", 1))
-    assert not diffs.plain(good.replace(b"+++ b/p.py", b"+++ b/q.py"))
-    assert not diffs.plain(good + b"--- a/x\n+++ b/x\n@@ -1 +1 @@\n-c\n+d\n")
-    assert diffs.plain(good + b"-- \n2.39.5\n\n")
+    assert not hunkapply.plain(good.replace(b"p.py\n---", b"p.py\xff---", 1))
+    assert not hunkapply.plain(good.replace(b"+++ b/p.py", b"+++ b/q.py"))
+    assert not hunkapply.plain(good + b"--- a/x\n+++ b/x\n@@ -1 +1 @@\n-c\n+d\n")
+    assert hunkapply.plain(good + b"-- \n2.39.5\n\n")
 
 
 NAMES = ["pkg//x", "pkg/./x", "./x", "x/", "pkg", "m.txt/y", "pkg/__init__.py/z", "a b",

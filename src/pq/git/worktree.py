@@ -131,7 +131,7 @@ class WorkingTree(Merging):
     def hash_files(self, paths: Sequence[str]) -> list[str]:
         """The blob id `git add` would give each working-tree file (filters applied); a
         name git's `--stdin-paths` reads otherwise (a leading `"`, a line break) is the
-        caller's to keep out, as `queue.files.clean_forms` does."""
+        caller's to keep out, as `queue.cleanform.clean_forms` does."""
         return self.text("-c", "core.safecrlf=false", "hash-object", "--stdin-paths",
                          input=stdin_lines(paths)).split()
 

@@ -264,7 +264,7 @@ def _section(section: bytes, source: str | None,
                           line=line + head.count(b"\n", 0, bad.start()) if source else None,
                           hint="git reads octal modes only (100644, 100755, 120000): fix "
                           "that line, or `pq export --force` writes the commit's patch again")
-    hunks = () if skip else _hunks(lines, i, new or old, source, line + i)[0]
+    hunks = () if skip else section_hunks(lines, i, new or old, source, line + i)[0]
     return FileDiff(old, new, status, binary, old_mode, new_mode, hunks)
 
 
@@ -313,22 +313,25 @@ def _header(lines: list[bytes]) -> tuple[str | None, str | None, str, bool, str 
 _KINDS = {b" ": " ", b"": " ", b"-": "-", b"+": "+"}  # a hunk line's kind (empty: context)
 
 
-def _hunks(lines: list[bytes], i: int, path: str | None, source: str | None, line: int = 1
-           ) -> tuple[tuple[Hunk, ...], int]:
+def section_hunks(lines: list[bytes], i: int, path: str | None, source: str | None,
+                  line: int = 1) -> tuple[tuple[Hunk, ...], int]:
     """A file section's hunks, from its first `@@` line (`lines[i]`) on, counted as `git
     apply` does, and how many lines they span (what follows is not theirs: a trailing `-- `
     signature, say)."""
     # What follows the last newline is no line (an empty one before it is context); one
     # cut off without its newline is no line either (git apply: a corrupt patch).
     end, first, hunks = len(lines) - 1, i, []
+
+    def corrupt(what: str, fix: str, at: int) -> ConfigError:
+        return ConfigError(f"the diff of {path} {what}", path=source, line=at if source else
+                           None, hint=f"{fix}, or `pq export --force` writes the commit's "
+                                      "patch again, dropping the edit")
+
     while i < end and lines[i].startswith(b"@@ -"):
         if (m := _HUNK.match(lines[i])) is None:
-            raise ConfigError(
-                f"malformed hunk header in the diff of {path}: "
-                f"{lines[i][:60].decode('utf-8', 'replace')!r}", path=source,
-                line=line + i - first if source else None, hint="write it as `@@ -START,COUNT "
-                "+START,COUNT @@`, or `pq export --force` writes the commit's patch again, "
-                "dropping the edit")
+            said = lines[i][:60].decode("utf-8", "replace")
+            raise corrupt(f"has a malformed `@@` line: {said!r}", "write it as `@@ -START,COUNT "
+                          "+START,COUNT @@`", line + i - first)
         starts = old, new = _number(m.group(1)), _number(m.group(3))
         counts = left_old, left_new = _number(m.group(2)), _number(m.group(4))
         out: list[Line] = []
@@ -350,66 +353,11 @@ def _hunks(lines: list[bytes], i: int, path: str | None, source: str | None, lin
             if left_old < 0 or left_new < 0:
                 break
         if (left_old or left_new) and i == end and lines[-1]:
-            raise ConfigError(
-                f"the diff of {path} ends in a line cut off without its newline",
-                path=source, line=line + i - first if source else None,
-                hint="end the file with a newline (`\\ No newline at end of file` lines "
-                "say where the patched file has none), or `pq export --force` writes the "
-                "commit's patch again, dropping the edit")
+            raise corrupt("ends in a line cut off without its newline", "end the file with a "
+                          "newline", line + i - first)
         if left_old or left_new:
-            raise ConfigError(
-                f"the diff of {path} is not what its `@@` lines say: a hunk is "
-                f"{'longer' if min(left_old, left_new) < 0 else 'shorter'} than they count",
-                path=source, line=line if source else None, hint="fix the hunk's line counts, "
-                "or `pq export --force` writes the commit's patch again, dropping the edit")
+            raise corrupt(f"is not what its `@@` lines say: a hunk is "
+                          f"{'longer' if min(left_old, left_new) < 0 else 'shorter'} than they "
+                          "count", "fix the hunk's line counts", line)
         hunks.append(Hunk(starts[0], counts[0], starts[1], counts[1], tuple(out)))
     return tuple(hunks), i - first
-
-
-_INDEX = re.compile(rb"index [0-9a-f]{7,64}\.\.[0-9a-f]{7,64}( 100644| 100755)?")
-_NEW_INDEX = re.compile(rb"index 0{7,64}\.\.[0-9a-f]{7,64}")
-_PLAIN_NAME = re.compile(rb"[\x21-\x5b\x5d-\x7e ]+")  # printable ASCII but `\\`; no empty part
-_PATCH_LIKE = re.compile(rb"(?m)^(?:[-+@]|diff |Binary |GIT binary )")
-
-
-def plain(diff: bytes) -> bool:
-    """Whether `diff` has only the plain shape `git format-patch` writes for text files
-    modified in place or added: per file exactly `diff --git a/P b/P`, an optional `new
-    file mode` and `index` line, `--- a/P` (or `/dev/null`), `+++ b/P`, hunks, nothing git
-    could read as another patch around them, names of printable ASCII whose every part git
-    accepts (not empty, `.`, `..`, `.git...`, `git~...`). Else `git apply` judges."""
-    sections = split_sections(diff)
-    if sections and not sections[0].startswith(b"diff --git ") and _PATCH_LIKE.search(
-            sections[0]):
-        return False  # a diffstat before the diff is fine; lines git reads as a patch are not
-    for section in sections:
-        if not section.startswith(b"diff --git "):
-            continue
-        lines = section.split(b"\n")
-        i = next((k for k, ln in enumerate(lines) if ln.startswith(b"@@ ")), len(lines))
-        head = lines[:i]
-        m = re.fullmatch(rb"diff --git a/([^\t\n\"]+) b/([^\t\n\"]+)", head[0])
-        if not m or m.group(1) != m.group(2) or i == len(lines):
-            return False
-        name = m.group(1)
-        if not all(_PLAIN_NAME.fullmatch(part) and part not in (b".", b"..")
-                   and not part.lower().startswith((b".git", b"git~"))
-                   for part in name.split(b"/")):
-            return False  # a name git might refuse or read otherwise (`invalid path`)
-        rest = head[1:]
-        if rest and rest[0] in (b"new file mode 100644", b"new file mode 100755"):
-            rest, old, index = rest[1:], b"--- /dev/null", _NEW_INDEX
-        else:
-            old, index = b"--- a/" + name, _INDEX
-        if rest and index.fullmatch(rest[0]):
-            rest = rest[1:]
-        if rest != [old, b"+++ b/" + name]:
-            return False
-        try:
-            end = i + _hunks(lines, i, None, None)[1]
-        except ConfigError:
-            return False
-        if any(ln != b"-- " and _PATCH_LIKE.match(ln) for ln in lines[end:]):
-            return False
-    return True
-

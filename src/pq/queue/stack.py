@@ -333,7 +333,7 @@ def _apply_in_memory(git: Git, trees: Trees, tree: str, pf: PatchFile) -> str | 
     added, every hunk exactly where it says (pq.model.hunkapply); None for anything else
     (renames, deletions, modes, binary, symlinks, a hunk that moved), which git applies."""
     if any(odd in pf.diff for odd in (b"\n\\ ", b"\0")) or not pf.diff.endswith(b"\n") or (
-            not diffs.plain(pf.diff)):
+            not hunkapply.plain(pf.diff)):
         return None  # `\ No newline`, NUL, a diff cut mid-line, an unusual header: git judges
     changes: dict[str, tuple[str, str] | None] = {}
     try:

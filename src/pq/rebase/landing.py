@@ -16,7 +16,8 @@ from pq.model import patchfile
 from pq.model.series import PATCHES_DIR
 from pq.queue import bookkeeping, renames, verified
 from pq.queue import stack as stack_mod
-from pq.queue.files import Queue, checkout_undone
+from pq.queue.cleanform import checkout_undone
+from pq.queue.files import Queue
 from pq.rebase import rangediff, worktree
 from pq.rebase import state as rs
 from pq.rebase.report import RebaseReport

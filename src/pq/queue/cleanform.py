@@ -1,0 +1,50 @@
+"""A queue file as git stores it, from its bytes in the working tree.
+
+A checkout may have converted what pq wrote (core.autocrlf, core.eol, the `text` and `eol`
+attributes: each LF written as CRLF, or a clean filter's work): pq compares and hashes the
+form git stores, so the same queue reads the same on every clone.
+"""
+
+from __future__ import annotations
+
+from pq.git.repo import Git
+
+
+def checkout_undone(data: bytes) -> bytes:
+    """A queue file whose every LF is a CRLF with each CRLF made an LF (what a checkout's
+    LF -> CRLF conversion was given: pq writes its header lines with LF alone, so such a
+    file is never pq's own form); any other file as it is (the same object)."""
+    crlf = data.count(b"\r\n")
+    return data.replace(b"\r\n", b"\n") if crlf and crlf == data.count(b"\n") else data
+
+
+def clean_forms(git: Git, raw: dict[str, bytes]) -> dict[str, bytes]:
+    """{path: bytes as git stores them} for working-tree files read as `raw`.
+
+    Checkout filters (core.autocrlf, core.eol, `text`/`eol` attributes) write a blob's LF
+    as CRLF; what `git add` would store is found with one `git hash-object` for all files.
+    A file that git would store as it is stays as it is; one that is the blob with each LF
+    turned into CRLF is that blob. A file with CR bytes of its own next to bare LFs (a
+    patch of a CRLF file, as pq wrote it) is kept as it is: git would strip those CRs on
+    `git add`, but they belong to the patch. Anything else (a clean filter) is git's.
+    """
+    # Names git would read back otherwise (a line break, a leading quote) are taken as
+    # they are; pq never writes such names.
+    clean = {p: raw[p] for p in raw if "\n" in p or "\r" in p or p.startswith('"')}
+    paths = sorted(p for p in raw if p not in clean)
+    if not paths:
+        return clean
+    out = git.hash_files(paths)
+    for path, oid in zip(paths, out, strict=True):
+        data = raw[path]
+        lf = checkout_undone(data)
+        if git.hash_blob(data) == oid:
+            clean[path] = data
+        elif lf is not data and git.hash_blob(lf) == oid:
+            clean[path] = lf  # a checkout's LF -> CRLF
+        elif b"\r\n" in data:
+            clean[path] = data  # CRs next to bare LFs: pq's own bytes, not a checkout's
+        else:  # another filter (a clean filter driver): what git stores, from git
+            git.store_file(path)
+            clean[path] = git.blob(oid)
+    return clean
