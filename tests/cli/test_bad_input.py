@@ -441,6 +441,22 @@ def test_a_folder_or_a_pipe_where_a_patch_file_goes_is_said_to_be_one(fork: Path
                                                  "keeps that patch file")
 
 
+@pytest.mark.parametrize(("branch", "reason"), [
+    ("b" * 300, "File name too long"),
+    ("paddle/x", "'refs/heads/paddle' exists; cannot create 'refs/heads/paddle/x'")])
+def test_a_branch_git_cannot_create_is_said_to_be_the_name(fork: Path, branch: str,
+                                                           reason: str) -> None:
+    """A valid name git cannot write as a ref (too long for the file system, or under an
+    existing branch's name) was "cannot update the working tree ... commit or stash your
+    changes", in a clean tree: the name is the problem, and nothing changed."""
+    before = git(fork, "for-each-ref"), git(fork, "rev-parse", "HEAD")
+    one_line_error(pq(fork, "apply", "--onto", "upstream/main", "--branch", branch, ok=False),
+                   f"pq apply cannot create the ref refs/heads/{branch}: {reason}",
+                   "(choose another branch name, then run it again)")
+    assert (git(fork, "for-each-ref"), git(fork, "rev-parse", "HEAD")) == before
+    assert git(fork, "status", "--porcelain") == ""
+
+
 def test_a_branch_name_that_is_not_utf8_is_worked_on_as_any_other(fork: Path) -> None:
     """git takes a branch name's bytes as they are (`git switch -c $'b\\xff'`): pq applies
     onto it, exports, logs and undoes there, naming it by its bytes, as git does."""

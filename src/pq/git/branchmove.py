@@ -8,6 +8,8 @@ commit is never thrown away: pq refuses instead.
 
 from __future__ import annotations
 
+import re
+
 from pq.errors import ConfigError
 from pq.git.failures import lock_refusal
 from pq.git.objects import CommitId
@@ -47,13 +49,23 @@ def checkout_moved(git: Git, branch: str, old: CommitId, new: CommitId, action: 
         raise refused(action, proc.stderr)
 
 
+# git's words when the ref itself cannot be written: a name too long for the file system, a
+# branch where the name needs a folder (`team` against `team/x`).
+_REF_REFUSED = re.compile(r"cannot lock ref '([^']+)': (.*)")
+
+
 def refused(action: str, stderr: bytes) -> ConfigError:
     """The error of a move git refused: a local change or untracked file in the way, or a
     lock file."""
     locked = lock_refusal(f"{action} cannot update the working tree", stderr)
     if locked is not None:
         return locked
-    lines = stderr.decode("utf-8", "replace").strip().splitlines()
+    text = stderr.decode("utf-8", "replace")
+    if (ref := _REF_REFUSED.search(text)) is not None:  # not the files: the branch's name
+        return ConfigError(f"{action} cannot create the ref {ref.group(1)}: "
+                           f"{ref.group(2).strip().rsplit(': ', 1)[-1]}",
+                           hint="choose another branch name, then run it again")
+    lines = text.strip().splitlines()
     reason = lines[0].rstrip(":") if lines else "git refused to check the files out"
     files = [ln.strip() for ln in lines[1:] if ln.startswith("\t")]  # git lists them apart
     if files:
