@@ -215,6 +215,12 @@ def _build(node: yaml.Node, path: Path, doc: Located, depth: int, counter: list[
     if isinstance(node, yaml.SequenceNode):
         return [_build(v, path + (i,), doc, depth + 1, counter) for i, v in enumerate(node.value)]
     assert isinstance(node, yaml.ScalarNode)
+    if node.tag == "tag:yaml.org,2002:int" and len(node.value) > 100:  # (Python reads
+        # 4300 digits at most, and its refusal names a Python setting)
+        raise ConfigError(f"a number of {len(node.value)} characters, more than any value "
+                          "pq reads", path=doc.filename, line=node.start_mark.line + 1,
+                          column=node.start_mark.column + 1,
+                          hint="quote it to keep it as text, or write a smaller number")
     try:
         value = _constructor().construct_object(node, deep=True)
     except Exception as exc:  # noqa: BLE001 - PyYAML's constructors raise ValueError,
