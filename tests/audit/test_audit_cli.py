@@ -77,6 +77,8 @@ def test_table_shows_every_workaround_and_condition(tmp_path: Path) -> None:
     ({"covers": 5}, "covers", "`covers` must be a list"),
     ({"issue": "TBD"}, "issue", "neither a URL nor `not-needed: <why>`"),
     ({"issue": "not-needed"}, "issue", "must say why"),
+    ({"issue": "https://"}, "issue", "issue 'https://' names no host"),
+    ({"covers": ["pkg/a\0b.py"]}, "covers", "not a path inside the repository"),
     ({"mre": "../elsewhere"}, "mre", "not a path inside the repository"),
     ({"mre": "tests/repro"}, "mre", "is outside the queue"),
     ({"remove-when": ["paddle >= 3.4"]}, "remove-when", "did you mean `remove_when`?"),

@@ -181,7 +181,7 @@ def _covers(block: dict[str, Any], fail: Fail) -> tuple[Cover, ...] | None:
                        "`pkg/x.py::func`", sub=(j,))
         path, _, symbol = item.strip().partition("::")
         path = path.strip()
-        if not path or path.startswith("/") or ".." in path.split("/"):
+        if not path or path.startswith("/") or ".." in path.split("/") or "\0" in path:
             raise fail("covers", f"covers {item!r}: not a path inside the repository",
                        "paths are relative to the repository root", sub=(j,))
         out.append(Cover(path, symbol.strip() or None))
@@ -203,6 +203,9 @@ def _conditions(block: dict[str, Any], fail: Fail) -> tuple[Condition, ...] | No
     return tuple(out) or None
 
 
+_URL = re.compile(r"https?://[^\s/?#@]+(?:[/?#]\S*)?")
+
+
 def _issue(block: dict[str, Any], fail: Fail) -> Issue | None:
     value = block.get("issue")
     hint = "a Paddle issue URL, or `not-needed: <why no issue is needed>`"
@@ -216,6 +219,8 @@ def _issue(block: dict[str, Any], fail: Fail) -> Issue | None:
         raise fail("issue", "`issue` must be a URL or `not-needed: <why>`", hint)
     value = value.strip()
     if value.startswith(("https://", "http://")) and len(value.split()) == 1:
+        if not _URL.fullmatch(value):  # `https://`, `https:///x`: no host
+            raise fail("issue", f"issue {value!r} names no host", hint)
         return Issue(url=value)
     if value.startswith(NOT_NEEDED):
         why = value[len(NOT_NEEDED):].lstrip(" :").strip()
