@@ -64,6 +64,10 @@ def test_classify_a_missing_path_is_one_line_and_exit_2(tmp_path: Path) -> None:
     assert r.exit_code == 2
     assert r.output.splitlines() == [
         "pq: error: pkg/: a folder, not a file (name its files: `pq classify pkg/*`)"]
+    r = pq(tmp_path, "classify", "", ok=False)  # an empty variable: not `pq classify /*`
+    assert (r.exit_code, r.output.splitlines()) == (2, [
+        "pq: error: an empty path names no file (give files of the working tree or patch "
+        "files (an empty shell variable?))"])
 
 
 def test_classify_names_files_as_the_repository_does_wherever_it_runs(tmp_path: Path) -> None:

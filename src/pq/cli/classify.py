@@ -42,6 +42,9 @@ def _rel(arg: str, top: Path | None) -> str:
 def _classify_one(arg: str, top: Path | None) -> dict[str, Any]:
     """A path's decision; a patch file (`*.patch`) is decided per hunk, a C/C++ source of
     it read from the working tree when there (the post-image the branch holds)."""
+    if not arg:  # (Path("") is the folder pq runs in)
+        raise ConfigError("an empty path names no file", hint="give files of the working "
+                          "tree or patch files (an empty shell variable?)")
     path = Path(arg)
     if path.is_dir():
         raise ConfigError("a folder, not a file", path=arg,
