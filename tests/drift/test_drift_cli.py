@@ -63,6 +63,18 @@ def test_something_reported_exits_1_with_each_section(tmp_path: Path) -> None:
     assert item["commit"] == git(fork, "rev-parse", "upstream/main")
 
 
+def test_a_file_name_with_a_line_break_stays_on_its_report_line(tmp_path: Path) -> None:
+    """Quoted as git quotes it (`"csrc/a\\nb.cc"`): written raw, it split the line."""
+    fork = fork_with_series(tmp_path)
+    old = git(fork, "rev-parse", "upstream/main")
+    upstream_commit(fork, {"csrc/a\nb.cc": "#include <c10/cuda/CUDAGuard.h>\n"
+                           "void g(at::Tensor& x) { at::cuda::CUDAGuard guard(x.device()); }\n"},
+                    "guard")
+    r = pq(fork, "drift", f"{old}..upstream/main", *NO_PADDLE, ok=False)
+    assert r.exit_code == 1
+    assert 'unknown: "csrc/a\\nb.cc":2 at::cuda::CUDAGuard (' in r.output, r.output
+
+
 def test_rebase_report_has_a_drift_section_after_the_outcomes(tmp_path: Path) -> None:
     fork = fork_with_series(tmp_path)
     old = git(fork, "rev-parse", "upstream/main")

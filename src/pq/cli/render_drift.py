@@ -6,6 +6,7 @@ from __future__ import annotations
 from pq.cli.common import plural, short
 from pq.compat.coverage import Status
 from pq.drift.scan import DriftReport, Item
+from pq.quoting import shown
 
 DIFF_LINES = 40  # of each stale copy's origin diff, in the text report (--json has all)
 
@@ -19,7 +20,7 @@ def status_label(status: Status) -> str:
 def item_line(i: Item) -> str:
     where = f" [{i.header}]" if i.header else ""
     detail = f" - {i.detail}" if i.detail else ""
-    return (f"{status_label(i.status)}: {i.file}:{i.line} {i.name} ({i.kind}, upstream "
+    return (f"{status_label(i.status)}: {shown(i.file)}:{i.line} {i.name} ({i.kind}, upstream "
             f"{short(i.commit)}){where}{detail}")
 
 
@@ -45,8 +46,9 @@ def full(r: DriftReport) -> list[str]:
         out.append("new framework API (what will break first):")
         out += [f"  {item_line(i)}" for i in r.items]
     for s in r.stale:
-        out.append(f"stale copy: {s.copy} (patches/{s.patch}) copies {s.origin}, changed "
-                   f"upstream in {', '.join(short(c) for c in s.commits)}; port this diff:")
+        out.append(f"stale copy: {shown(s.copy)} (patches/{s.patch}) copies "
+                   f"{shown(s.origin)}, changed upstream in "
+                   f"{', '.join(short(c) for c in s.commits)}; port this diff:")
         lines = s.diff.splitlines()
         out += [f"    {ln}" for ln in lines[:DIFF_LINES]]
         if len(lines) > DIFF_LINES:
@@ -55,12 +57,13 @@ def full(r: DriftReport) -> list[str]:
         out.append("touched by upstream and by a patch (merged cleanly or not), by layer:")
         for layer in sorted({t.layer for t in r.touched}):
             out.append(f"  {layer}:")
-            out += [f"    {t.file} (patches: {', '.join(t.patches)}; upstream: "
+            out += [f"    {shown(t.file)} (patches: {', '.join(t.patches)}; upstream: "
                     f"{', '.join(short(c) for c in t.commits)})"
                     for t in r.touched if t.layer == layer]
     if r.renames:
         out.append("old Paddle spellings (`pq fix-renames` rewrites them as one new patch):")
-        out += [f"  patches/{h.patch}: {h.file}:{h.line} {h.old} -> {h.new}" for h in r.renames]
+        out += [f"  patches/{h.patch}: {shown(h.file)}:{h.line} {h.old} -> {h.new}"
+                for h in r.renames]
     if not r.risky:
         out.append("nothing risky")
     return out
@@ -70,8 +73,8 @@ def summary(r: DriftReport, top: int = 5) -> list[str]:
     """The rebase report's drift section."""
     out = [headline(r, why=False)]
     out += [f"  {item_line(i)}" for i in r.items[:top]]
-    out += [f"  stale copy: {s.copy} copies {s.origin}" for s in r.stale[:top]]
-    out += [f"  old spelling: {h.file}:{h.line} {h.old}" for h in r.renames[:top]]
+    out += [f"  stale copy: {shown(s.copy)} copies {shown(s.origin)}" for s in r.stale[:top]]
+    out += [f"  old spelling: {shown(h.file)}:{h.line} {h.old}" for h in r.renames[:top]]
     if r.items or r.stale or r.touched or r.renames:
         out.append(f"  run `pq drift {short(r.old)}..{short(r.new)}` for all")
     return out
