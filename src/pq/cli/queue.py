@@ -9,6 +9,7 @@ import click
 
 from pq.cli.common import base_label, emit_json, open_repo, plural, progress_printer, short
 from pq.queue import ops as queueops
+from pq.quoting import shown
 from pq.rebase import state as rs
 from pq.rebase import status as rebase_status
 
@@ -77,7 +78,8 @@ def _render_export(result: queueops.ExportResult, as_json: bool, verb: str,
 
 def _render_copies(copies: Sequence[CopyProposal]) -> None:
     for c in copies:
-        click.echo(f"  copy?    {c.copy} is {round(c.similarity * 100)}% upstream's {c.origin}: "
+        click.echo(f"  copy?    {shown(c.copy)} is {round(c.similarity * 100)}% upstream's "
+                   f"{shown(c.origin)}: "
                    f"add `{c.declaration()}` to {c.patch} in series.yaml (docs/drift.md)")
 
 
@@ -159,7 +161,7 @@ def _render_import(r: ImportResult, as_json: bool) -> None:
                    "marked for review):")
         for c in r.candidates:
             code = " ".join(c.code.split())
-            click.echo(f"    {c.patch}  {c.path}:{c.line}  {code[:60]}")
+            click.echo(f"    {c.patch}  {shown(c.path)}:{c.line}  {code[:60]}")
     _render_copies(r.copies)
     if r.tip is None:
         click.echo("  dry run: nothing written")
