@@ -1065,6 +1065,30 @@ def pre_commit_env(fork: Path, tip: str, remote: Path) -> dict[str, str]:
             "PRE_COMMIT_REMOTE_URL": str(remote)}
 
 
+def test_a_projects_own_pq_module_does_not_stand_in_for_pq(tmp_path: Path) -> None:
+    """git runs the hook in the top folder, and `python -m pq` looks there first: a
+    project's `pq.py` (a priority queue, say) ran instead of pq and let every push
+    through; a `pq/` package refused every one. The hook and the pre-commit entry run pq."""
+    import yaml
+
+    fork, remote = make_pushable(tmp_path)
+    write(fork, "pkg/util.py", "changed\n")
+    commit_all(fork, "unexported")
+    before = remote_refs(remote)
+    write(fork, "pq.py", "print('not pq')\n")
+    assert_refused(push(fork, "origin", "paddle"), remote, before, "unexported edit")
+    (fork / "pq.py").unlink()
+    write(fork, "pq/__init__.py", "")
+    write(fork, "pq/__main__.py", "raise SystemExit(0)\n")
+    assert_refused(push(fork, "origin", "paddle"), remote, before, "unexported edit")
+    (entry,) = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())
+    proc = subprocess.run([sys.executable, *entry["entry"].split()[1:]], check=False, cwd=fork,
+                          stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                          env={**os.environ, **pre_commit_env(fork, git(fork, "rev-parse",
+                                                                        "HEAD"), remote)})
+    assert proc.returncode == 1 and "unexported edit" in proc.stderr, proc.stderr
+
+
 def test_pre_commit_entry_reads_the_framework_variables(tmp_path: Path) -> None:
     """The entry of .pre-commit-hooks.yaml, run as pre-commit runs it: in the repository's
     root, no arguments, no standard input, the PRE_COMMIT_* variables set."""

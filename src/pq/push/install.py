@@ -20,10 +20,11 @@ MARKER = "# pq-hook: pre-push"
 
 def script(python: str | None) -> str:
     """The hook script; `hooks/pre-push` in pq's source is this with no interpreter. With
-    one, it runs `python -m pq` while that interpreter still has pq (the package's folder
-    is checked, not imported: no second interpreter per push); else pq on PATH, else a
-    python3 that imports pq. The chained hook is found beside the script, under whatever
-    name a hook manager gives the script itself."""
+    one, it runs `python -P -m pq` while that interpreter still has pq (the package's
+    folder is checked, not imported: no second interpreter per push); else pq on PATH,
+    else a python3 that imports pq. `-P`: git runs hooks in the top folder, and a
+    project's own `pq.py` there is not pq. The chained hook is found beside the script,
+    under whatever name a hook manager gives the script itself."""
     package = _installed_at() if python else ""
     return f"""#!/bin/sh
 {MARKER} (written by `pq hook install`; `pq hook uninstall` removes it)
@@ -35,14 +36,15 @@ chained="$(dirname "$0")/{HOOK_NAME}{CHAINED_SUFFIX}"
 if [ -e "$chained" ]; then
     set -- --chain "$chained" "$@"
 fi
+# -P: git runs hooks in the top folder, whose own pq.py or pq/ must not stand in for pq.
 if [ -n "$PQ_PYTHON" ] && [ -x "$PQ_PYTHON" ] && [ -e "$PQ_PACKAGE" ]; then
-    exec "$PQ_PYTHON" -m pq hook run "$@"
+    exec "$PQ_PYTHON" -P -m pq hook run "$@"
 fi
 if command -v pq >/dev/null 2>&1; then
     exec pq hook run "$@"
 fi
-if command -v python3 >/dev/null 2>&1 && python3 -c 'import pq' 2>/dev/null; then
-    exec python3 -m pq hook run "$@"
+if command -v python3 >/dev/null 2>&1 && python3 -P -c 'import pq' 2>/dev/null; then
+    exec python3 -P -m pq hook run "$@"
 fi
 echo "pq: pre-push hook: pq is not installed (install it, or \\`git push --no-verify\\`)" >&2
 exit 1
