@@ -1089,6 +1089,28 @@ def test_a_projects_own_pq_module_does_not_stand_in_for_pq(tmp_path: Path) -> No
     assert proc.returncode == 1 and "unexported edit" in proc.stderr, proc.stderr
 
 
+def test_a_patch_file_whose_crs_git_add_took_out_is_named_so(tmp_path: Path) -> None:
+    """A patch of a CRLF file under core.autocrlf=true: `git add` takes out the CRs of its
+    diff lines. `pq export` says to commit with `pq export --commit` instead; a patch file
+    committed with `git add` all the same is named as converted (it said the commit was
+    amended without `pq export`), and `pq export --commit` is the fix that works."""
+    fork, _ = make_pushable(tmp_path)
+    git(fork, "config", "core.autocrlf", "true")
+    (fork / "win.txt").write_bytes(b"one\r\ntwo\r\n")
+    git(fork, "-c", "core.autocrlf=false", "add", "win.txt")
+    git(fork, "-c", "core.autocrlf=false", "commit", "-qm", "glue: a CRLF file")
+    said = pq(fork, "export").output
+    assert "next: pq export --commit (`git add` would convert the line ends of patches/" \
+        in said, said
+    git(fork, "add", "series.yaml", "patches")
+    git(fork, "commit", "-qm", "pq: update series")
+    result = pq(fork, "check", ok=False)
+    assert result.exit_code == 1 and "was committed without the CR bytes of its CRLF lines" \
+        in result.output, result.output
+    pq(fork, "export", "--commit")
+    assert pq(fork, "check").exit_code == 0
+
+
 def test_pre_commit_entry_reads_the_framework_variables(tmp_path: Path) -> None:
     """The entry of .pre-commit-hooks.yaml, run as pre-commit runs it: in the repository's
     root, no arguments, no standard input, the PRE_COMMIT_* variables set."""

@@ -8,8 +8,9 @@ from typing import TYPE_CHECKING
 import click
 
 from pq.cli.common import base_label, emit_json, open_repo, plural, progress_printer, short
+from pq.queue import cleanform
 from pq.queue import ops as queueops
-from pq.quoting import shown
+from pq.quoting import list_paths, shown
 from pq.rebase import state as rs
 from pq.rebase import status as rebase_status
 
@@ -27,7 +28,7 @@ def register(main: click.Group) -> None:
 
 
 def _render_export(result: queueops.ExportResult, as_json: bool, verb: str,
-                   had_series: bool = True) -> None:
+                   had_series: bool = True, converted: Sequence[str] = ()) -> None:
     s = result.queue.series
     if as_json:
         emit_json({
@@ -68,6 +69,10 @@ def _render_export(result: queueops.ExportResult, as_json: bool, verb: str,
     _render_copies(result.copies)
     if result.commit:
         click.echo(f"  committed as {short(result.commit)}")
+    elif converted:  # `git add` would convert them: pq commits them as they are
+        click.echo(f"  next: pq export --commit (`git add` would convert the line ends of "
+                   f"{list_paths(list(converted))}: core.autocrlf or a `text` attribute; "
+                   "`patches/*.patch -text` in .gitattributes stops that)")
     elif result.changed:
         # `patches` only where a patch file changed: git refuses a path that matches nothing
         paths = " ".join(p for p in ("series.yaml", "patches")
@@ -179,7 +184,8 @@ def export(do_commit: bool, force: bool, as_json: bool) -> None:
     with open_repo() as git:
         rebase_status.refuse_while_rebasing(git, "pq export")
         result = queueops.export(git, commit=do_commit, force=force)
-    _render_export(result, as_json, "exported")
+        converted = [] if result.commit else cleanform.stored_otherwise(git, result.changed)
+    _render_export(result, as_json, "exported", converted=converted)
 
 
 @click.command()

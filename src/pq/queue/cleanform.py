@@ -48,3 +48,15 @@ def clean_forms(git: Git, raw: dict[str, bytes]) -> dict[str, bytes]:
             git.store_file(path)
             clean[path] = git.blob(oid)
     return clean
+
+
+def stored_otherwise(git: Git, paths: list[str]) -> list[str]:
+    """Those of the working tree's `paths` (files pq wrote) that `git add` would store as
+    other bytes: a line-end conversion (core.autocrlf, a `text` attribute) would take the
+    CRs of a CRLF file's lines out of its patch, which then no longer matches its commit."""
+    paths = [p for p in paths if (git.root / p).is_file() and "\n" not in p and "\r" not in p
+             and not p.startswith('"')]
+    if not paths:
+        return []
+    return [p for p, oid in zip(paths, git.hash_files(paths), strict=True)
+            if git.hash_blob((git.root / p).read_bytes()) != oid]
