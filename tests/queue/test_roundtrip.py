@@ -68,7 +68,8 @@ def test_a_corrupt_patch_names_its_line_in_the_patch_file(tmp_path: Path) -> Non
     """A patch file whose final newline an editor dropped: `pq apply` named git's line
     in the diff (`at line 11`), not the file's, and suggested `pq rebase`, which refuses
     a hand-edited file. Now the line is the file's, as `git apply --check` of the file
-    says, and the fix is to edit it or write the commit's patch again."""
+    says, and the fix is to edit it or write the commit's patch again. The diff reader
+    refuses it as it reads the file (git's corrupt patch, a file's fault: exit 2)."""
     fork = make_fork(tmp_path)
     write(fork, "pkg/__init__.py", "import torch  # scoped compat\n")
     commit_all(fork, "glue: scoped compat")
@@ -81,8 +82,9 @@ def test_a_corrupt_patch_names_its_line_in_the_patch_file(tmp_path: Path) -> Non
                            capture_output=True, text=True).stderr
     line = re.search(r"at line (\d+)", check)
     assert line is not None, check
-    assert refused.exit_code == 1 and f"corrupt patch at line {line.group(1)} " in \
-        refused.output, refused.output
+    assert refused.exit_code == 2 and f"{patch.relative_to(fork)}:{line.group(1)}: the diff of " \
+        "pkg/__init__.py ends in a line cut off without its newline" in refused.output, \
+        refused.output
     assert "pq export --force" in refused.output and "pq rebase" not in refused.output
 
 

@@ -254,7 +254,9 @@ class Git(History):
         found = []
         for chunk in (b"\n" + out).split(b"\n\x01")[1:]:
             head, _, body = chunk.partition(b"\n")
-            found.append((CommitId(head.decode().strip()), body.lstrip(b"\n")))
+            body = body.lstrip(b"\n")  # and its last line's newline, which the split took
+            found.append((CommitId(head.decode().strip()),
+                          body + b"\n" if body and not body.endswith(b"\n") else body))
         return found[::-1]
 
     def diff_commits(self, old: str, new: str, paths: Sequence[str]) -> bytes:
