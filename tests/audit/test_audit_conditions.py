@@ -248,6 +248,36 @@ def test_mre_from_the_commit_with_rev(tmp_path: Path) -> None:
     assert committed["source"] == head(fork)
 
 
+def test_a_committed_link_out_of_the_repository_is_refused_with_rev_too(
+        tmp_path: Path) -> None:
+    """`run.sh` committed as a link to a script elsewhere: the working tree's run refused
+    it, and `--rev HEAD` ran the script out there (its exit 0 made the gap closed)."""
+    fork = one_gap(tmp_path, "exit 1\n")
+    (tmp_path / "elsewhere.sh").write_text("exit 0\n")
+    run = fork / "mre/torch-library-include/run.sh"
+    run.unlink()
+    run.symlink_to(tmp_path / "elsewhere.sh")
+    git(fork, "add", "series.yaml", "patches", "mre")
+    git(fork, "commit", "-q", "-m", "pq: queue and reproducers")
+    for args in ((), ("--rev", "HEAD")):
+        data = audit_json(fork, "--run-mre", *args)
+        assert states(data) == [("mre-passes", "unknown")], args
+        assert "leads outside the repository" in data["workarounds"][0]["mre_run"]["error"]
+
+
+def test_a_reproducers_committed_build_folder_runs_in_both_modes(tmp_path: Path) -> None:
+    """A build's leftovers in the working tree stay behind (`build/`, `__pycache__`), but
+    not what git tracks there: `build/helper.sh` committed ran under `--rev` and was left
+    out of the working tree's copy, two verdicts for one reproducer."""
+    fork = one_gap(tmp_path, "test ! -e build/stale.o && bash build/helper.sh\n")
+    write(fork, "mre/torch-library-include/build/helper.sh", "exit 0\n")
+    git(fork, "add", "series.yaml", "patches", "mre")
+    git(fork, "commit", "-q", "-m", "pq: queue and reproducers")
+    write(fork, "mre/torch-library-include/build/stale.o", "a leftover\n")  # untracked
+    for args in ((), ("--rev", "HEAD")):
+        assert states(audit_json(fork, "--run-mre", *args)) == [("mre-passes", "met")], args
+
+
 @pytest.mark.parametrize(("pattern", "path", "covered"), [
     ("tinyop/*.py", "tinyop/a.py", True),
     ("tinyop/*.py", "tinyop/sub/deep/other.py", False),  # `*` stays in its folder

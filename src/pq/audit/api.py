@@ -118,7 +118,7 @@ def run_audit(
     python = interpreter(python)
     source: mre.Source
     if rev is None:
-        source = mre.WorktreeSource(git.root)
+        source = mre.WorktreeSource(git.root, git)
     else:
         source = mre.TreeSource(git, rev, [w.mre for w in workarounds.values() if w.mre])
     inputs = [patch_input(series, i, queue, workarounds.get(e.name), source)
@@ -348,7 +348,7 @@ def issue_body(git: Git, queue: Queue, patch: str, *, run_mre: bool = False,
         raise series.error(("patches", index, "workaround", "kind"),
                            f"patch {patch} is a build-entry: not a gap, no Paddle issue",
                            hint="issues are for compat-gap (and upstream-private) workarounds")
-    source: mre.Source = (mre.WorktreeSource(git.root) if rev is None
+    source: mre.Source = (mre.WorktreeSource(git.root, git) if rev is None
                           else mre.TreeSource(git, rev, [wa.mre] if wa.mre else []))
     files: dict[str, bytes] = {}
     if wa.mre and source.problem(wa.mre) is None:

@@ -9,9 +9,10 @@ temporary folder and runs it there with `PYTHON` set, a timeout and its output c
 from __future__ import annotations
 
 import os
+import posixpath
 import shutil
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -61,10 +62,21 @@ def _entry_problem(path: str, is_dir: bool, names: Sequence[str]) -> str | None:
 
 
 class WorktreeSource:
-    """Reproducers as they are in the working tree."""
+    """Reproducers as they are in the working tree: a build's leftovers there (`build/`, a
+    `.so`, `__pycache__`; `_SKIP`) stay behind unless git tracks them, as a commit's tree
+    (`TreeSource`) has only what was committed."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, git: Git | None = None) -> None:
         self.root = root
+        self.git = git
+
+    def _left_out(self, path: str) -> Callable[[str], bool]:
+        """Whether a file or folder under reproducer `path` (its path from there) stays
+        behind: a name in `_SKIP`, with no file git tracks at or under it."""
+        tracked = [t[len(path) + 1:] for t in self.git.ls_files([path], literal=True)] if (
+            self.git is not None and (self.root / path).is_dir()) else []
+        return lambda rel: _skipped(tuple(rel.split("/"))) and not any(
+            t == rel or t.startswith(rel + "/") for t in tracked)
 
     def problem(self, path: str) -> str | None:
         p = self.root / path
@@ -87,11 +99,11 @@ class WorktreeSource:
         p = self.root / path
         if p.is_file():
             return {p.name: p.read_bytes()}
-        out = {}
+        out, left_out = {}, self._left_out(path)
         for f in sorted(p.rglob("*")):
-            rel = f.relative_to(p)
-            if f.is_file() and not f.is_symlink() and not _skipped(rel.parts):
-                out[rel.as_posix()] = f.read_bytes()
+            rel = f.relative_to(p).as_posix()
+            if f.is_file() and not f.is_symlink() and not left_out(rel):
+                out[rel] = f.read_bytes()
         return out
 
     def copy(self, path: str, dest: Path) -> None:
@@ -99,8 +111,14 @@ class WorktreeSource:
         if p.is_file():
             dest.mkdir(parents=True, exist_ok=True)
             shutil.copy2(p, dest / p.name)
-        else:
-            shutil.copytree(p, dest, symlinks=True, ignore=shutil.ignore_patterns(*_SKIP))
+            return
+        left_out = self._left_out(path)
+
+        def ignore(folder: str, names: list[str]) -> set[str]:
+            at = Path(folder).relative_to(p).as_posix()
+            return {n for n in names if left_out(n if at == "." else f"{at}/{n}")}
+
+        shutil.copytree(p, dest, symlinks=True, ignore=ignore)
 
 
 class TreeSource:
@@ -118,6 +136,11 @@ class TreeSource:
                 if kind == "blob" and p.startswith(path + "/")]
 
     def problem(self, path: str) -> str | None:
+        links = [(p, self.git.blob(obj)) for mode, kind, obj, p in self.entries
+                 if mode == "120000" and (p == path or p.startswith(path + "/"))]
+        if any(_leaves(p, os.fsdecode(target)) for p, target in links):
+            return (f"reproducer {path} leads outside the repository (a symbolic link "
+                    "in it): keep the reproducer's files in the repository")
         if any(p == path and kind == "blob" for _, kind, _, p in self.entries):
             return _entry_problem(path, False, [])
         under = self._under(path)
@@ -145,6 +168,12 @@ class TreeSource:
                 continue
             target.write_bytes(data)
             os.chmod(target, 0o755 if mode == "100755" else 0o644)
+
+
+def _leaves(link: str, target: str) -> bool:
+    """Whether a committed symbolic link at `link` names a path outside the repository."""
+    where = posixpath.normpath(posixpath.join(posixpath.dirname(link), target))
+    return target.startswith("/") or where == ".." or where.startswith("../")
 
 
 def _skipped(parts: Sequence[str]) -> bool:
