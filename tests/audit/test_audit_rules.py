@@ -467,6 +467,8 @@ def _signals_of(path: str, code: str, detector: Callable[..., list[object]]) -> 
     ("pkg/x.py", 's = "it\'s"  # TODO: drop with Paddle 3.4', 1),
     ("CMakeLists.txt", 'set(X "a#b")  # workaround for the compat build', 1),
     ("CMakeLists.txt", 'message("FIXME is not a comment here")', 0),
+    ("pkg/x.py", "x = 1  # WORKAROUND: Paddle lacks torch.testing", 1),  # in capitals too
+    ("csrc/x.cc", "int y = 0;  // WORK-AROUND for the compat layer", 1),
     # A docstring the hunk shows is a string: its `# TODO` line is text, no comment.
     ("pkg/x.py", 'def helper():\n    """Explain.\n\n    # TODO: docstring text\n    """\n'
                  '    return 1  # TODO: a real one', 1),

@@ -203,7 +203,7 @@ def is_build_entry(path: str) -> bool:
 
 # -- what an undeclared workaround looks like -----------------------------------------
 
-_TODO_CASE = re.compile(r"\b(?:TODO|FIXME|XXX|HACK)\b|\b[Ww]ork[- ]?[Aa]round")
+_TODO_CASE = re.compile(r"\b(?:TODO|FIXME|XXX|HACK)\b|\b(?:[Ww]ork[- ]?[Aa]round|WORK[- ]?AROUND)")
 _GUARD = re.compile(r"\b(?:hasattr|getattr)\(\s*(?:torch|paddle)\b")
 _IMPORT = re.compile(r"^\s*(?:import\s+\w|from\s+[\w.]+\s+import\s)")
 
