@@ -89,6 +89,13 @@ def test_version_comparison() -> None:
     assert conditions.version_at_least("3.3.1.post2", (3, 3, 1))
     assert not conditions.version_at_least("3.4.0.dev20260101", (3, 4))
     assert conditions.version_at_least("4.0", (3, 4, 9))
+    # PEP 440's other spellings of a pre-release are pre-releases too; a suffix it does
+    # not know is no version (it was read as the release before it).
+    for pre in ("3.4.0_rc1", "3.4.0-rc.1", "3.4.0RC1", "3.4.0.dev1", "3.4.0a"):
+        assert conditions.version_at_least(pre, (3, 4)) is False, pre
+    for release in ("3.4.0+cu118", "3.4.0.post1", "3.4.0-1"):
+        assert conditions.version_at_least(release, (3, 4)) is True, release
+    assert conditions.version_at_least("3.4.0foo", (3, 4)) is None
 
 
 @pytest.mark.parametrize("digits", ["\u0663.\u0664", "\uff13.\uff14", "3.\U0001d7dc"])

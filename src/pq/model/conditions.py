@@ -119,15 +119,25 @@ def parse(raw: Any) -> Condition:
 # -- versions ------------------------------------------------------------------------
 
 
+# A version as PEP 440 spells it (what pip and Paddle's wheels write): the release, then
+# a pre-release, a post-release, a development release and a local part, each optional,
+# with the separators PEP 440 lets each take.
+_VERSION = re.compile(
+    r"v?(?P<release>[0-9]+(?:\.[0-9]+)*)"
+    r"(?P<pre>[-_.]?(?:a|alpha|b|beta|c|rc|pre|preview)(?:[-_.]?[0-9]+)?)?"
+    r"(?P<post>-[0-9]+|[-_.]?(?:post|rev|r)(?:[-_.]?[0-9]+)?)?"
+    r"(?P<dev>[-_.]?dev(?:[-_.]?[0-9]+)?)?"
+    r"(?:\+[a-z0-9]+(?:[-_.][a-z0-9]+)*)?", re.ASCII | re.IGNORECASE)
+
+
 def parse_version(text: str) -> tuple[tuple[int, ...], bool] | None:
-    """(release numbers, is a pre-release) of a version string such as 3.3.1 or 3.4.0rc1."""
-    m = re.match(r"^\s*v?(\d+(?:\.\d+)*)(.*)$", text, re.ASCII)
+    """(release numbers, is a pre-release or a development release) of a version such as
+    3.3.1, 3.4.0rc1 or 3.4.0_rc1 (PEP 440's spellings); None for anything else (3.4.0foo)."""
+    m = _VERSION.fullmatch(text.strip())
     if not m:
         return None
-    release = tuple(int(x) for x in m.group(1).split("."))
-    suffix = m.group(2).lower()
-    pre = bool(re.match(r"^[.-]?(a|alpha|b|beta|rc|c|pre|preview|dev)\d*", suffix, re.ASCII))
-    return release, pre
+    release = tuple(int(x) for x in m.group("release").split("."))
+    return release, bool(m.group("pre") or m.group("dev"))
 
 
 def version_at_least(installed: str, wanted: tuple[int, ...]) -> bool | None:
