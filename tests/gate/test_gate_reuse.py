@@ -76,6 +76,30 @@ def test_python_glue_change_reuses_the_build_and_restores_its_artifacts(tmp_path
     assert ok, why
 
 
+@pytest.mark.parametrize("swap", ["folder to file", "file to folder"])
+def test_a_build_that_swapped_a_file_and_a_folder_is_reused(tmp_path: Path,
+                                                            swap: str) -> None:
+    """A build that replaced a tracked folder by a file (or a file by a folder): the
+    restore wrote the file before taking the folder's files away, failed, and its clean-up
+    crashed on the folder (every later gate ended in that error); the other way round, the
+    entry was called damaged and the build ran every time."""
+    swapping = ('rm -rf gen && echo built > gen' if swap == "folder to file" else
+                'rm -f gen && mkdir gen && echo built > gen/out')
+    runs = tmp_path / "runs.txt"
+    fork = gate_fork(tmp_path, stage_lines(
+        stage("build", f'echo run >> "{runs}"; {swapping}', inputs="[csrc/**]"),
+        stage("use", "grep -r built gen")),
+        files={"gen/old.txt" if swap == "folder to file" else "gen": "tracked\n"})
+    assert gate(fork)["status"] == "passed" and count(runs) == 1
+    change(fork, "pkg/__init__.py", "\n# python-glue only\n", "python-glue: a comment")
+    for _ in range(2):
+        report = gate(fork)
+        assert report["status"] == "passed", report
+        assert stages(report)["build"]["status"] == "reused", report
+        assert not any("damaged" in n for n in report.get("warnings", [])), report
+    assert count(runs) == 1
+
+
 @pytest.mark.parametrize("what", ["input file", "command", "env", "toolchain"])
 def test_a_changed_fingerprint_runs_the_build_again(tmp_path: Path, what: str,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:

@@ -6,6 +6,7 @@ run is not run again: that run's artifacts are restored and it is reported `reus
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -118,19 +119,25 @@ class StageCache:
             if any(item.get("base") != self.tracked.get(str(item["path"]))
                    for item in meta["files"] if "base" in item):
                 return None  # it changed a tracked file this tip has other bytes of: run it
-            for item in meta["files"]:
+            # What the stage removed goes first, deepest first: a folder it replaced by a
+            # file (or a file by a folder) is out of the way before the new one comes.
+            for item in sorted(meta["files"], key=lambda i: (not i.get("deleted"),
+                                                             -str(i["path"]).count("/"))):
                 rel, digest, mode = str(item["path"]), str(item.get("sha256")), \
                     int(item.get("mode", 0))
                 if rel.startswith("/") or ".." in rel.split("/"):
                     raise ValueError(f"bad path {rel!r}")
                 target = worktree / rel
                 if item.get("deleted"):  # a file the stage removed
-                    target.unlink(missing_ok=True)
+                    if not target.is_dir() or target.is_symlink():
+                        target.unlink(missing_ok=True)
                     continue
                 if item.get("folder"):  # an empty folder the stage made
                     target.mkdir(parents=True, exist_ok=True)
                     continue
                 target.parent.mkdir(parents=True, exist_ok=True)
+                if target.is_dir() and not target.is_symlink():
+                    target.rmdir()  # emptied above; else an OSError: the stage runs
                 placed.append(target)
                 if "link" in item:  # a symbolic link the stage made (libfoo.so -> .so.1)
                     target.unlink(missing_ok=True)
@@ -142,7 +149,8 @@ class StageCache:
             commit = str(meta["commit"])
         except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
             for path in placed:
-                path.unlink(missing_ok=True)
+                with contextlib.suppress(OSError):
+                    path.unlink(missing_ok=True)
             shutil.rmtree(entry, ignore_errors=True)
             self.notes.append(f"stage {stage.name}: damaged cache entry {key[:12]} removed "
                               f"({exc}); the stage ran")
