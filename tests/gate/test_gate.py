@@ -457,6 +457,68 @@ def test_junit_report(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert cases["build"].find("failure") is None and cases["build"].find("skipped") is None
 
 
+def test_junit_text_of_a_name_that_is_not_utf8_is_well_formed_xml() -> None:
+    """A log path in a folder whose name is not UTF-8 (`fork\\xff`: a lone surrogate in
+    pq's text) was written into <system-out> as a character XML does not allow."""
+    from pq.gate import junit
+    from pq.gate import result as R
+
+    stages = [R.StageResult("build", R.PASSED, log="/tmp/fork\udcff/build.log"),
+              R.StageResult("tests", R.FAILED, detail="exit 1", tail="bad \udcfe byte")]
+    xml = junit.render(stages, tip="0" * 40, tree="1" * 40, status="failed",
+                       time="2026-12-06T00:00:00Z", fingerprint={}, cached=False)
+    root = ET.fromstring(xml)
+    assert "fork\ufffd/build.log" in ET.tostring(root, encoding="unicode")
+
+
+def test_a_stage_the_system_will_not_start_fails_as_a_stage(tmp_path: Path) -> None:
+    """A command past the system's size limit for one (E2BIG): an internal error, with no
+    record of the stages that had passed; now that stage fails, and the run is recorded."""
+    fork = gate_fork(tmp_path, stage_lines(stage("first", "true"),
+                                           stage("huge", "true # " + "x" * 300_000),
+                                           stage("after", "true")))
+    result = pq(fork, "gate", ok=False)
+    assert result.exit_code == 1, result.output
+    assert "huge   failed" in result.output and "could not start: Argument list too long" \
+        in result.output, result.output
+    recorded = note(fork)
+    assert [(st["name"], st["status"]) for st in recorded["stages"]][:2] == [
+        ("first", "passed"), ("huge", "failed")]
+
+
+def test_status_shows_the_newest_record_of_the_tree(tmp_path: Path) -> None:
+    """The tip passed; the same tree under a reworded commit failed a second later: `pq
+    gate` on the tip saw that failure (no cached pass), but --status showed the tip's own
+    older pass, exit 0."""
+    flag = tmp_path / "broken"
+    fork = gate_fork(tmp_path, stage_lines(stage("tests", f"test ! -e {flag}")))
+    first = git(fork, "rev-parse", "HEAD")
+    assert pq(fork, "gate").exit_code == 0
+    git(fork, "commit", "-q", "--amend", "-m", "reworded")
+    reworded = git(fork, "rev-parse", "HEAD")
+    flag.touch()
+    time.sleep(1.1)  # records are timed to the second
+    assert pq(fork, "gate", "--force", ok=False).exit_code == 1
+    git(fork, "checkout", "-q", first)
+    status = pq(fork, "gate", "--status", "--json", ok=False)
+    data = json.loads(status.output)
+    assert status.exit_code == 1 and data["found_on"] == reworded, data
+    assert data["record"]["status"] == "failed"
+
+
+def test_a_note_whose_gpus_are_not_names_is_left_out_not_a_crash(tmp_path: Path) -> None:
+    """`fingerprint.gpu` of another shape (a number, true, a list of numbers) passed the
+    record's shape check, and --status crashed rendering it."""
+    fork = gate_fork(tmp_path, stage_lines(stage("a", "true")))
+    tree = git(fork, "rev-parse", "HEAD^{tree}")
+    for gpu in (5, True, [1]):
+        git(fork, "notes", "--ref=refs/notes/pq-gate", "add", "-f", "-m", json.dumps(
+            {"tree": tree, "status": "passed", "fingerprint": {"gpu": gpu},
+             "stages": [{"name": "a", "status": "passed"}]}), "HEAD")
+        status = pq(fork, "gate", "--status", ok=False)
+        assert status.exit_code == 1 and "no gate record" in status.output, status.output
+
+
 @pytest.mark.parametrize("as_json", [True, False])
 def test_a_junit_file_that_cannot_be_written_keeps_the_report(tmp_path: Path,
                                                               as_json: bool) -> None:

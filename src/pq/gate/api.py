@@ -318,7 +318,10 @@ class GateStatus:
 def read_status(git: Git) -> GateStatus:
     tip = git.head()
     tree = git.commit(tip).tree
-    found = record.records_for_tree(git, tip, tree)
+    # The newest record of the tree, wherever its note is (an equal tree's run a second
+    # later is newer than the tip's own); the tip's own first of records of one time.
+    found = sorted(record.records_for_tree(git, tip, tree),
+                   key=lambda found: str(found[1].get("time", "")), reverse=True)
     if not found:
         return GateStatus(tip, tree, None, None, [])
     annotated, latest = found[0]

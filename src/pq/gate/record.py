@@ -67,11 +67,13 @@ def _records_of(note: Record) -> list[Record]:
 
 def _well_formed(record: Record) -> bool:
     """Whether `record` has the shape pq writes: text where pq reads text, a mapping for
-    the fingerprint, a list of stages each with a name, a status and a list of needs."""
-    stages = record.get("stages")
+    the fingerprint (its GPUs a list of names), a list of stages each with a name, a
+    status and a list of needs."""
+    stages, fingerprint = record.get("stages"), record.get("fingerprint") or {}
+    gpus = fingerprint.get("gpu") or [] if isinstance(fingerprint, dict) else None
     return (isinstance(stages, list)
             and all(isinstance(record.get(k, ""), str) for k in ("tree", "status", "time"))
-            and isinstance(record.get("fingerprint") or {}, dict)
+            and isinstance(gpus, list) and all(isinstance(g, str) for g in gpus)
             and all(isinstance(st, dict) and isinstance(st.get("name"), str)
                     and isinstance(st.get("status"), str)
                     and isinstance(st.get("requires") or [], list) for st in stages))

@@ -156,8 +156,13 @@ def run_stage(ctx: RunContext, stage: Stage, index: int, total: int,
             progress(index, total, f"{stage.name} ({elapsed:.0f} s)")
 
     tick(0.0)
-    code, duration, timed_out = run_command(stage.run, ctx.worktree, env, stage.timeout_s,
-                                            log_path, tick)
+    try:
+        code, duration, timed_out = run_command(stage.run, ctx.worktree, env, stage.timeout_s,
+                                                log_path, tick)
+    except OSError as exc:  # the system would not start it: a command or `env` past its
+        # size limit (E2BIG), a worktree an earlier stage removed
+        return R.StageResult(stage.name, R.FAILED, stage.requires, log=str(log_path),
+                             detail=f"could not start: {exc.strerror or exc}")
     res = R.StageResult(stage.name, R.PASSED, stage.requires, duration_s=round(duration, 3),
                         exit_code=code, log=str(log_path))
     if timed_out:
