@@ -235,6 +235,18 @@ def test_a_header_without_a_suffix_runs_the_build_again(tmp_path: Path) -> None:
     assert count(runs) == 2
 
 
+def test_artifacts_over_a_small_cache_size_are_said_in_its_units(tmp_path: Path) -> None:
+    """`pq.gate.cacheSize 1k` and a 2 KiB artifact: "artifacts of 0 MiB exceed the gate
+    cache size (0 MiB)"."""
+    fork, _ = fork_with_build(tmp_path, 'mkdir -p out; head -c 2048 /dev/zero > out/ext.so; '
+                                        'cat csrc/ops.cc > out/ext.so; head -c 2048 /dev/zero '
+                                        '>> out/ext.so')
+    git(fork, "config", "pq.gate.cacheSize", "1k")
+    text = pq(fork, "gate", ok=False).output
+    assert "exceed the gate cache size (1.0 KiB); not cached" in text, text
+    assert "0 MiB" not in text
+
+
 @pytest.mark.parametrize("key,value", [("pq.gate.cacheSize", "100 kilobytes"),
                                        ("pq.gate.ccacheSize", "two gigs"),
                                        ("pq.gate.ccacheSize", "5GB"),

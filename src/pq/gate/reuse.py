@@ -170,8 +170,8 @@ class StageCache:
         files = written(after, self._before, stage.artifacts)
         size = sum((worktree / f).lstat().st_size for f in files)
         if size > self.max_bytes:
-            self.notes.append(f"stage {stage.name}: artifacts of {size >> 20} MiB exceed the "
-                              f"gate cache size ({self.max_bytes >> 20} MiB); not cached")
+            self.notes.append(f"stage {stage.name}: artifacts of {_size(size)} exceed the "
+                              f"gate cache size ({_size(self.max_bytes)}); not cached")
             return
         final = self.root / key
         tmp = self.root / f".tmp-{os.getpid()}-{key[:16]}"
@@ -231,6 +231,15 @@ def prune(root: Path, max_bytes: int) -> None:
             break
         shutil.rmtree(entry, ignore_errors=True)
         total -= size
+
+
+def _size(n: int) -> str:
+    """A byte count as a person reads it: 700 bytes, 12 KiB, 3.4 MiB, 2.0 GiB."""
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if n >= 1 << shift:
+            return f"{n / (1 << shift):.1f} {unit}" if n < 10 << shift else \
+                f"{n >> shift} {unit}"
+    return f"{n} bytes"
 
 
 def _copy(src: Path, dst: Path) -> str:
