@@ -247,6 +247,22 @@ def test_rebase_onto_the_same_base_is_a_no_op(tmp_path: Path) -> None:
     assert "already up to date" in result.output
     assert whole_state(fork) == before
     assert git(fork, "rev-parse", "refs/pq/oplog") == oplog  # nothing changed: no entry
+    # Each patch's commit, before and after, is the one the branch holds (it was null).
+    data = json.loads(pq(fork, "rebase", "upstream/main", "--json").output)
+    commits = git(fork, "rev-list", "--reverse", "upstream/main..HEAD~1").split()
+    assert data["status"] == "up-to-date" and data["drift"] is None
+    assert [(p["source"], p["commit"]) for p in data["patches"]] == list(zip(commits, commits))
+
+
+def test_a_forced_move_back_to_an_older_upstream_reports_no_drift(tmp_path: Path) -> None:
+    """Back onto an ancestor of the base, no upstream commit is crossed: `drift` was a
+    report of 0 commits (its text line too), for a range `pq drift` refuses."""
+    _, fork = make_series(tmp_path)
+    data = json.loads(pq(fork, "rebase", "--force", "upstream/main~1", "--json").output)
+    assert data["status"] == "done" and data["upstream"]["commits"] == 0
+    assert data["drift"] is None
+    git(fork, "reset", "-q", "--hard", "HEAD@{1}")
+    assert "drift:" not in pq(fork, "rebase", "--force", "upstream/main~1").output
 
 
 def test_upstream_edit_far_from_the_hunk_keeps_the_patch_file(tmp_path: Path) -> None:

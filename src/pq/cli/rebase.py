@@ -208,8 +208,8 @@ class _DriftAhead:
 def _drift(git: Git, report: RebaseReport, ahead: _DriftAhead) -> DriftReport | str | None:
     """The drift of the upstream range a completed rebase crossed (after the patch
     outcomes); a line saying why when it cannot be computed; None for no range."""
-    if report.status != "done" or report.old_base == report.onto:
-        return None
+    if report.status != "done" or report.old_base == report.onto or not report.upstream_count:
+        return None  # (a forced move back to an older upstream crosses no commit)
     from pq.drift import index, scan
     from pq.queue import files as queuefiles
 

@@ -103,8 +103,10 @@ def _start(txn: Transaction, upstream: str | None, *, gate: bool, progress: Prog
         require_clean()
     if onto == old_base:
         return RebaseReport("up-to-date", branch.removeprefix("refs/heads/"), ref, old_base,
-                            onto, 0, head, head, [PatchReport(e.name, e.layer, "clean")
-                                                  for e in series.patches])
+                            onto, 0, head, head, [PatchReport(e.name, e.layer, "clean",
+                                                              commit=sc.commit, source=sc.commit)
+                                                  for e, sc in zip(series.patches, stack,
+                                                                   strict=True)])
     if verify:  # asked once there is a rebase to do, as `git rebase` asks it
         # The configuration is as it was before the hook ran, as `git rebase` reads it
         # once at its start: a hook that changes it (rerere.enabled) changes later runs.
