@@ -1111,6 +1111,19 @@ def test_a_patch_file_whose_crs_git_add_took_out_is_named_so(tmp_path: Path) -> 
     assert pq(fork, "check").exit_code == 0
 
 
+def test_pq_check_runs_in_a_bare_repository_as_the_hook_does(tmp_path: Path) -> None:
+    """The hook checks a push from a bare mirror (the checks read commits only), but `pq
+    check` there said a bare repository has no working tree for pq."""
+    fork, _ = make_pushable(tmp_path)
+    write(fork, "pkg/util.py", "changed\n")
+    commit_all(fork, "unexported")
+    bare = tmp_path / "mirror.git"
+    git(tmp_path, "clone", "-q", "--bare", str(fork), str(bare))
+    assert pq(bare, "check", "paddle~1").exit_code == 0
+    result = pq(bare, "check", "paddle", "--json", ok=False)
+    assert result.exit_code == 1 and "unexported edit" in result.output, result.output
+
+
 def test_pre_commit_entry_reads_the_framework_variables(tmp_path: Path) -> None:
     """The entry of .pre-commit-hooks.yaml, run as pre-commit runs it: in the repository's
     root, no arguments, no standard input, the PRE_COMMIT_* variables set."""

@@ -14,10 +14,12 @@ if TYPE_CHECKING:
     from pq.git.repo import Git
 
 
-def open_repo() -> Git:
+def open_repo(bare: bool = False) -> Git:
+    """The repository pq runs in; `bare`: a bare one too (for commands that read commits
+    only, as `pq check` does)."""
     from pq.git.repo import Git  # here: `pq --version` and `--help` need no git layer
 
-    return Git.open(".", environment=True)
+    return Git.open(".", environment=True, bare=bare)
 
 
 _json_emitted = False  # a report is out: an error after it (a conflict's exit 1) stays

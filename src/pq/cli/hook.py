@@ -100,7 +100,7 @@ def check(rev: str, as_json: bool, no_cache: bool) -> None:
     from pq.push import registry
 
     skip, unknown = parse_skip(os.environ.get(SKIP_ENV))
-    with open_repo() as git:
+    with open_repo(bare=True) as git:  # commits only, as the hook in a bare mirror
         report = hook_mod.check_rev(git, rev, skip, use_cache=not no_cache)
     for line in skip_warnings(skip, unknown, rev):
         click.echo(line, err=True)
