@@ -35,6 +35,18 @@ def test_the_example_report_is_the_golden_file(tmp_path: Path) -> None:
     assert data["boundary"]["untouched_top_level"] == ["README.md", "tinyop"]
     assert [w["patch"][:4] for w in data["workarounds"]] == ["0001", "0002", "0003", "0005"]
     assert data["plan"]["first_landing_point"]["patch"].startswith("0001-")
+    # Every layer, present or not: the key set is the same for every fork.
+    assert list(data["plan"]["by_layer"]) == ["kernel", "build", "cpp-compat", "python-glue"]
+
+
+def test_a_report_of_no_patches_says_so(tmp_path: Path) -> None:
+    """A series of no patch: "By layer: ." and a `by_layer` with no keys."""
+    fork = make_fork(tmp_path, make_upstream(tmp_path / "upstream"))
+    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    assert "By layer: none." in pq(fork, "report").output
+    data = json.loads(pq(fork, "report", "--json").output)
+    assert data["plan"]["by_layer"] == {
+        "kernel": [], "build": [], "cpp-compat": [], "python-glue": []}
 
 
 def fork_with_gate(tmp_path: Path, stages: str) -> Path:

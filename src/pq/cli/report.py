@@ -39,8 +39,9 @@ def render(r: MigrationReport) -> str:
         out.append(f"| {p.index} | `{p.name}` — {_cell(p.summary)} | {p.layer} | "
                    f"{len(p.files)} | +{p.added} -{p.removed} | {_cell(p.workaround)} |")
     out.append("")
-    out.append("By layer: " + "; ".join(f"{layer}: " + ", ".join(str(p.index) for p in ps)
-                                         for layer, ps in r.layers_in_order()) + ".")
+    out.append("By layer: " + ("; ".join(f"{layer}: " + ", ".join(str(p.index) for p in ps)
+                                          for layer, ps in r.layers_in_order()) or "none")
+               + ".")
     out += ["", "## 2. Minimal modification boundary", ""]
     upstream_touched = len(r.touched) - len(r.created)
     out += [f"{upstream_touched} of {plural(r.upstream_files, 'upstream file')} touched, "

@@ -100,8 +100,8 @@ class MigrationReport:
             "upstream": self.upstream_ref, "base": self.base,
             "plan": {"patches": [{k: v for k, v in vars(p).items() if k != "paths"}
                                  | {"files": list(p.files)} for p in self.plan],
-                     "by_layer": {layer: [p.name for p in ps]
-                                  for layer, ps in self.layers_in_order()},
+                     "by_layer": {layer: [p.name for p in self.plan if p.layer == layer]
+                                  for layer in LAYERS},  # every layer: one shape
                      "first_landing_point": {"base": self.base,
                                              "patch": self.plan[0].name if self.plan
                                              else None}},
