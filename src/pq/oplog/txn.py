@@ -211,7 +211,6 @@ class Transaction:
             self.git.holding_interrupts = False
             self.lock.release()
 
-
     def _finish(self) -> None:
         """`done()` for an operation that ended well. A Ctrl-C while its last record is
         taken or written comes after the operation itself: the record is finished first,
