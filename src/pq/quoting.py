@@ -10,16 +10,21 @@ from collections.abc import Callable
 from pathlib import Path
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_PATHSPEC_MAGIC = re.compile(r"^:|[*?[\\]")  # what git's pathspec reading does not take as is
 _NEEDS_QUOTES = re.compile(r'[\x00-\x1f\x7f"\\]')  # as git's quote_c_style
 # git's quote_c_style, which bash's `$'...'` reads the same way: letters, else octal.
 _ESCAPES = {"\a": "\\a", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\v": "\\v",
             "\f": "\\f", "\r": "\\r", "\\": "\\\\"}
 
 
-def shell_args(paths: list[str]) -> str:
+def shell_args(paths: list[str], pathspec: bool = False) -> str:
     """`paths` as a shell reads them back: quoted where needed (a name holding a newline
     or another control character as bash's `$'...'`, so that the line stays one), after
-    `--` when one of them starts with `-` (so a suggested `git add ...` can be pasted)."""
+    `--` when one of them starts with `-` (so a suggested `git add ...` can be pasted);
+    `pathspec`: for a git command that reads pathspecs (add, rm, mv), a name git would read
+    as magic (a leading `:`) or as a pattern (`*`, `?`, `[`) names that file alone."""
+    if pathspec:
+        paths = [":(literal)" + p if _PATHSPEC_MAGIC.search(p) else p for p in paths]
     words = " ".join("$'" + _escaped(p, "'") + "'" if _CONTROL.search(p) else shlex.quote(p)
                      for p in paths)
     return f"-- {words}" if any(p.startswith("-") for p in paths) else words

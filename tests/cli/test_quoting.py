@@ -25,6 +25,21 @@ def test_a_suggested_command_gives_bash_the_name_back(name: str) -> None:
         name.encode()]
 
 
+@pytest.mark.parametrize("name", [":colon.txt", "star*.txt", "q?.txt", "[ab].txt",
+                                  "back\\slash", "-dash*", "plain.txt"])
+def test_a_suggested_git_add_stages_that_file_alone(tmp_path: Path, name: str) -> None:
+    """`git add :colon.txt` read `:` as pathspec magic (it failed), `git add 'star*.txt'`
+    as a pattern (it staged starfish.txt too): the name as a pathspec is that file alone."""
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    for each in (name, "starfish.txt", "qa.txt", "a.txt", "-dashed"):
+        (tmp_path / each).write_text("x")
+    subprocess.run(["bash", "-c", f"git add {shell_args([name], pathspec=True)}"],
+                   cwd=tmp_path, check=True)
+    staged = subprocess.run(["git", "diff", "--cached", "--name-only", "-z"], cwd=tmp_path,
+                            capture_output=True, text=True, check=True).stdout
+    assert staged.split("\0")[:-1] == [name]
+
+
 def test_a_name_is_shown_as_git_quotes_it(tmp_path: Path) -> None:
     assert shown("plain.txt") == "plain.txt" and shown("caf\u00e9") == "caf\u00e9"
     assert shown('q"\t\\\x07\x1b') == '"q\\"\\t\\\\\\a\\033"'

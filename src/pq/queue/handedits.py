@@ -89,7 +89,7 @@ def _uncommitted_patch_edits(git: Git, current: Queue, committed: Queue | None,
             "uncommitted edits; export rewrites patch files from the branch's commits and "
             "would lose them", path=path,
             hint="make the change as a commit on the branch, or "
-                 + (f"`git checkout -- {shell_args(from_here(git.root, [path]))}`"
+                 + (f"`git checkout -- {shell_args(from_here(git.root, [path]), True)}`"
                     if then is not None else "move the file aside")
                  + ", or pass --force to discard it")
 

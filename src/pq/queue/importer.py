@@ -121,7 +121,7 @@ def import_fork(git: Git, upstream: str, branch: str | None = None, *, dry_run: 
         if SERIES_FILE not in tracked:  # a folder of the user's: `rm` cannot remove it
             require_no_folder_at(git.root / SERIES_FILE, "run `pq import` again")
         if (git.root / SERIES_FILE).exists() or SERIES_FILE in tracked:
-            steps = ([f"`git rm -r -q {shell_args(from_here(git.root, tracked))}`"]
+            steps = ([f"`git rm -r -q {shell_args(from_here(git.root, tracked), True)}`"]
                      if tracked else [])
             if SERIES_FILE not in tracked:
                 steps.append(f"`rm {shell_args(from_here(git.root, [SERIES_FILE]))}`")

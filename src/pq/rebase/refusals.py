@@ -265,7 +265,7 @@ def require_queue_aside(git: Git, action: str, queue_paths: tuple[str, ...]) -> 
         _require_nothing_staged_in_queue_dirs(git, queue_paths, action)
     else:
         them = "it" if len(found) == 1 else "them"
-        remove = ([f"`git rm -q -f {shell_args(from_here(git.root, staged))}`"] if staged
+        remove = ([f"`git rm -q -f {shell_args(from_here(git.root, staged), True)}`"] if staged
                   else []) + ([f"`rm {shell_args(from_here(git.root, untracked))}`"]
                               if untracked else [])
         raise ConfigError(
@@ -284,7 +284,8 @@ def _require_nothing_staged_in_queue_dirs(git: Git, queue_paths: tuple[str, ...]
     commits them with the resolution; pq cannot)."""
     found = worktree.staged_in_queue_dirs(git, queue_paths)
     if found:
-        args, them = shell_args(from_here(git.root, found)), "it" if len(found) == 1 else "them"
+        args = shell_args(from_here(git.root, found), True).removeprefix("-- ")
+        them = "it" if len(found) == 1 else "them"
         raise ConfigError(
             f"{list_paths(found)} {'is' if len(found) == 1 else 'are'} staged in the series' "
             f"folders while the rebase is stopped: a patch's commit carries nothing there, and "

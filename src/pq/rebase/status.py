@@ -44,7 +44,7 @@ BY_AN_EARLIER_PATCH = {"DU": "deleted by an earlier patch, modified by this one"
 # A submodule's conflict: the commit it should point at is chosen, not edited (a rebase
 # leaves the submodule itself as it was, often not checked out at all: `git add` refuses it).
 SUBMODULE_FIX = "point it at the commit it should have: `git update-index --cacheinfo " \
-    "160000,COMMIT,{p}`"
+    "160000,COMMIT,{c}`"
 SUBMODULE_FIXES = {  # where one side deleted it or has it not: `git rm`, or a commit
     code: f"`git rm {{p}}` {drop}, or {SUBMODULE_FIX} (`git ls-files -s {{p}}` lists each "
           "side's)" for code, drop in (("DU", "keeps it deleted"), ("UD", "deletes it as "
@@ -142,12 +142,13 @@ def conflicts(git: Git, onto: str | None = None) -> list[ConflictFile]:
         if submodule and code != "DD":
             kind, fix = f"{kind}, a submodule", SUBMODULE_FIXES.get(code, SUBMODULE_FIX)
         here = from_here(git.root, [path])
-        fix = fix.format(p=shell_args(here), f=shown(here[0]))
+        fix = fix.format(p=shell_args(here, pathspec=True), f=shown(here[0]),
+                         c=shell_args(here))
         if code == "AU" and named[path] != path and named[path] in upstream:
             kind = f"upstream's {shown(named[path])}, moved aside: the patch has a folder there"
-            fix = (f"`git rm {shell_args(here)}` keeps the patch's folder, upstream's file "
-                   f"goes; or move the patch's files out of it, then `git mv {shell_args(here)} "
-                   f"{shell_args(from_here(git.root, [named[path]]))}`")
+            fix = (f"`git rm {shell_args(here, True)}` keeps the patch's folder, upstream's "
+                   f"file goes; or move the patch's files out of it, then `git mv "
+                   f"{shell_args(here, True)} {shell_args(from_here(git.root, [named[path]]))}`")
         out.append(ConflictFile(path, code, kind, fix, submodule))
     return out
 
@@ -155,7 +156,7 @@ def conflicts(git: Git, onto: str | None = None) -> list[ConflictFile]:
 def resolve_hint(files: list[ConflictFile], root: Path) -> str:
     """How to resolve `files`: one clause for plain edits, one per file otherwise."""
     plain = [c.path for c in files if c.code in ("UU", "AA") and not c.submodule]
-    parts = [f"edit, `git add {shell_args(from_here(root, plain))}`"] if plain else []
+    parts = [f"edit, `git add {shell_args(from_here(root, plain), True)}`"] if plain else []
     parts += [f"{shown(c.path)} ({c.kind}): {c.fix}" for c in files if c.path not in plain]
     return "; ".join(parts)
 
@@ -280,5 +281,5 @@ def require_resolved(git: Git, state: rs.RebaseState) -> None:
             f"patches/{state.steps[state.index].name} would commit it", path=shown(path),
             line=line,
             hint=f"edit {shown(path)} (and any other file `git diff --cached --check` names), "
-                 f"`git add {shell_args(from_here(git.root, [path]))}`, then "
+                 f"`git add {shell_args(from_here(git.root, [path]), True)}`, then "
                  "`pq rebase --continue`")
