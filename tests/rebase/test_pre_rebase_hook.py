@@ -129,3 +129,23 @@ def test_the_ignored_hook_hint_is_given_as_git_gives_it(tmp_path: Path) -> None:
     git(fork, "config", "advice.ignoredHook", "false")
     quiet = _rebase(fork, "upstream/main")
     assert quiet.returncode == 0 and "hint:" not in quiet.stderr, quiet.stderr
+
+
+def test_a_branch_switch_while_the_rebase_computes_lands_nowhere(tmp_path: Path) -> None:
+    """`git checkout other` in another terminal while pq rebase computed (here, from the
+    pre-rebase hook, at the same moment): the landing's `reset --keep` moved the branch
+    HEAD was on then, putting the rebased stack on `other` and its own commit off it."""
+    fork = _fork_moved(tmp_path)
+    git(fork, "branch", "other", "upstream/main~1")
+    paddle, other = git(fork, "rev-parse", "paddle"), git(fork, "rev-parse", "other")
+    _hook(fork, ".git/hooks", "#!/bin/sh\ngit checkout -q other\n")
+    done = _rebase(fork, "upstream/main")
+    assert done.returncode == 2, done.stderr
+    assert "HEAD left paddle to other while pq rebase was computing; nothing was changed" \
+        in done.stderr and "`git switch paddle`, then `pq rebase` again" in done.stderr
+    assert (git(fork, "rev-parse", "paddle"), git(fork, "rev-parse", "other")) == (paddle, other)
+    (fork / ".git/hooks/pre-rebase").unlink()
+    git(fork, "switch", "-q", "paddle")
+    assert _rebase(fork, "upstream/main").returncode == 0  # nothing left in the way
+    assert git(fork, "rev-parse", "other") == other
+

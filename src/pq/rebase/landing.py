@@ -94,6 +94,13 @@ def land(git: Git, state: RebaseState, previous: str | None = None) -> None:
                           "computing; nothing was changed",
                           hint="run `pq export` if that commit belongs to the series, then "
                                "`pq rebase` again")
+    if not state.detached and (head := git.current_branch()) != state.branch:
+        # `git checkout other` in another terminal meanwhile: `reset --keep` moves the
+        # branch HEAD is on, and would put the rebased stack on that one.
+        where = f"to {head.removeprefix('refs/heads/')}" if head else "(detached)"
+        raise ConfigError(f"HEAD left {state.short_branch} {where} while pq rebase was "
+                          "computing; nothing was changed",
+                          hint=f"`git switch {state.short_branch}`, then `pq rebase` again")
     worktree.require_nothing_in_the_way(git, state, state.new_tip)
     state.phase = "landing"
     state.touched = True
