@@ -360,12 +360,6 @@ def _same_queue(a: Queue, b: Queue) -> bool:
         e.name for e in b.series.patches]
 
 
-def move_branch(git: Git, tip: str, action: str) -> None:
-    """Point the current branch at `tip` and update index and working tree to match."""
-    env = {"GIT_REFLOG_ACTION": action}
-    git.reset("keep", tip, env=env)
-
-
 # -- series ------------------------------------------------------------------------
 
 
