@@ -299,6 +299,39 @@ def test_a_ctrl_c_as_continue_saves_the_resolution_leaves_both_ways_open(
                 assert run_pq(root, ["check"]).returncode == 0
 
 
+@pytest.mark.parametrize("meanwhile", ["checkout", "commit"])
+def test_a_landing_moves_no_branch_that_moved_under_it(
+        work: Path, tmp_path_factory: pytest.TempPathFactory, meanwhile: str) -> None:
+    """Another terminal's `git checkout other` (or `git commit` on the branch) just before
+    the landing's `reset --keep`, which moves whichever branch HEAD is on from wherever it
+    is: the stack landed on `other`, or the commit was dropped. Now the landing refuses,
+    the rebase stays in progress, and its way out keeps everything."""
+    tpl = template("base", base_fork, tmp_path_factory)
+    labels = [label.split(" ", 1)[1]
+              for label in count_checkpoints(tpl, work, ["rebase", "upstream/main"])]
+    before_reset = len(labels) - labels[::-1].index("git reset") - 1  # 1-based: the step
+    root = copy(tpl, work / meanwhile)  # before the landing's reset
+    git(root, "branch", "other", "upstream/main")
+    act = ("git checkout -q other" if meanwhile == "checkout" else
+           "echo hotfix >> notes.txt && git add notes.txt && git commit -qm HOTFIX")
+    proc = run_pq(root, ["rebase", "upstream/main"], PQ_FAULT_AT=str(before_reset),
+                  PQ_FAULT_RUN=act)
+    err = proc.stderr.decode()
+    assert proc.returncode == 2 and "while pq rebase was landing; the rebase is left in " \
+        "progress" in err, err
+    assert git(root, "rev-parse", "other") == git(root, "rev-parse", "upstream/main")
+    if meanwhile == "checkout":
+        git(root, "switch", "-q", "paddle")
+        assert run_pq(root, ["rebase", "--continue"]).returncode == 0
+        assert git(root, "rev-parse", "paddle~3") == git(root, "rev-parse", "upstream/main")
+    else:
+        hotfix = git(root, "rev-parse", "paddle")
+        assert git(root, "log", "-1", "--format=%s", "paddle") == "HOTFIX"
+        git(root, "branch", "keep-paddle", hotfix)
+        assert run_pq(root, ["rebase", "--abort", "--force"]).returncode == 0
+        assert git(root, "rev-parse", "keep-paddle") == hotfix
+
+
 def applied_fork(tmp: Path) -> Path:
     """base_fork after `pq apply --onto upstream/main`: something for `pq undo` to undo."""
     fork = base_fork(tmp)
