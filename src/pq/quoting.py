@@ -10,6 +10,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+# A lone surrogate: a byte of a name that is not UTF-8, as surrogateescape holds it in text.
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 _PATHSPEC_MAGIC = re.compile(r"^:|[*?[\\]")  # what git's pathspec reading does not take as is
 _NEEDS_QUOTES = re.compile(r'[\x00-\x1f\x7f"\\]')  # as git's quote_c_style
 # git's quote_c_style, which bash's `$'...'` reads the same way: letters, else octal.

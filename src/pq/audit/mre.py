@@ -66,15 +66,14 @@ class WorktreeSource:
     `.so`, `__pycache__`; `_SKIP`) stay behind unless git tracks them, as a commit's tree
     (`TreeSource`) has only what was committed."""
 
-    def __init__(self, root: Path, git: Git | None = None) -> None:
+    def __init__(self, root: Path, git: Git) -> None:
         self.root = root
         self.git = git
 
     def _left_out(self, path: str) -> Callable[[str], bool]:
         """Whether a file or folder under reproducer `path` (its path from there) stays
         behind: a name in `_SKIP`, with no file git tracks at or under it."""
-        tracked = [t[len(path) + 1:] for t in self.git.ls_files([path], literal=True)] if (
-            self.git is not None and (self.root / path).is_dir()) else []
+        tracked = [t[len(path) + 1:] for t in self.git.ls_files([path], literal=True)]
         return lambda rel: _skipped(tuple(rel.split("/"))) and not any(
             t == rel or t.startswith(rel + "/") for t in tracked)
 

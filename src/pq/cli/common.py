@@ -5,10 +5,11 @@ Nothing here imports click: `pq rebase`'s short path (`pq.__main__`) runs withou
 from __future__ import annotations
 
 import json
-import re
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
+
+from pq.quoting import LONE_SURROGATE
 
 if TYPE_CHECKING:
     from pq.git.repo import Git
@@ -49,11 +50,9 @@ def json_text(data: Any) -> str:
     """`data` as JSON, non-ASCII text as it is, except a lone surrogate (a byte of a file
     name that is not UTF-8, read with surrogateescape), written as its `\\u` escape: what
     pq prints stays UTF-8, and `json.loads` gives back the same string."""
-    return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}",
+    return LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}",
                                json.dumps(data, indent=2, ensure_ascii=False))
 
-
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def emit_json(data: Any) -> None:

@@ -321,7 +321,7 @@ def read_status(git: Git) -> GateStatus:
     # The newest record of the tree, wherever its note is (an equal tree's run a second
     # later is newer than the tip's own); the tip's own first of records of one time.
     found = sorted(record.records_for_tree(git, tip, tree),
-                   key=lambda found: str(found[1].get("time", "")), reverse=True)
+                   key=lambda item: str(item[1].get("time", "")), reverse=True)
     if not found:
         return GateStatus(tip, tree, None, None, [])
     annotated, latest = found[0]

@@ -11,13 +11,13 @@ import xml.etree.ElementTree as ET
 from typing import Any
 
 from pq.gate import result as R
+from pq.quoting import LONE_SURROGATE
 
 _INVALID_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # a byte of a name that is not UTF-8
 
 
 def _clean(text: str) -> str:
-    return _LONE_SURROGATE.sub("\ufffd", _INVALID_XML.sub("?", text))
+    return LONE_SURROGATE.sub("\ufffd", _INVALID_XML.sub("?", text))
 
 
 def render(stages: list[R.StageResult], *, tip: str, tree: str, status: str, time: str,

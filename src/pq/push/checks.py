@@ -165,7 +165,6 @@ def check_export(git: Git, ctx: CheckContext) -> list[CheckFailure]:
     edited = set(stack.hand_edits(git, series.base, ctx.commit, queue, last)) if (
         differ and last) else set()
     for name in differ:
-        same = patchfile.same_parts(fresh.files[name], queue.files[name], f"patches/{name}")
         if fresh.files[name].replace(b"\r\n", b"\n") == queue.files[name]:
             failures.append(CheckFailure(  # `git add` under core.autocrlf, a `text` attribute
                 "export", f"patches/{name} was committed without the CR bytes of its CRLF "
@@ -173,7 +172,9 @@ def check_export(git: Git, ctx: CheckContext) -> list[CheckFailure]:
                           "`text` attribute), so it no longer says what its commit changes",
                 f"{fix} (it commits the files as pq writes them); `patches/*.patch -text` "
                 "in .gitattributes keeps `git add` from converting them"))
-        elif same == "all":  # the same patch file in another form: CRLF line ends, say
+            continue
+        same = patchfile.same_parts(fresh.files[name], queue.files[name], f"patches/{name}")
+        if same == "all":  # the same patch file in another form: CRLF line ends, say
             failures.append(CheckFailure(
                 "export", f"patches/{name} says what pq writes for its commit, in other bytes "
                           "(line ends or header folding changed, by an editor say)", fix))

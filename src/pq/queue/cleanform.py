@@ -10,6 +10,13 @@ from __future__ import annotations
 from pq.git.repo import Git
 
 
+def _hashable(path: str) -> bool:
+    """Whether `git hash-object --stdin-paths` reads `path` back as it is: not a name with
+    a line break or a leading quote (pq never writes such names; they are taken as they
+    are)."""
+    return "\n" not in path and "\r" not in path and not path.startswith('"')
+
+
 def checkout_undone(data: bytes) -> bytes:
     """A queue file whose every LF is a CRLF with each CRLF made an LF (what a checkout's
     LF -> CRLF conversion was given: pq writes its header lines with LF alone, so such a
@@ -28,9 +35,7 @@ def clean_forms(git: Git, raw: dict[str, bytes]) -> dict[str, bytes]:
     patch of a CRLF file, as pq wrote it) is kept as it is: git would strip those CRs on
     `git add`, but they belong to the patch. Anything else (a clean filter) is git's.
     """
-    # Names git would read back otherwise (a line break, a leading quote) are taken as
-    # they are; pq never writes such names.
-    clean = {p: raw[p] for p in raw if "\n" in p or "\r" in p or p.startswith('"')}
+    clean = {p: raw[p] for p in raw if not _hashable(p)}
     paths = sorted(p for p in raw if p not in clean)
     if not paths:
         return clean
@@ -54,8 +59,7 @@ def stored_otherwise(git: Git, paths: list[str]) -> list[str]:
     """Those of the working tree's `paths` (files pq wrote) that `git add` would store as
     other bytes: a line-end conversion (core.autocrlf, a `text` attribute) would take the
     CRs of a CRLF file's lines out of its patch, which then no longer matches its commit."""
-    paths = [p for p in paths if (git.root / p).is_file() and "\n" not in p and "\r" not in p
-             and not p.startswith('"')]
+    paths = [p for p in paths if _hashable(p) and (git.root / p).is_file()]
     if not paths:
         return []
     return [p for p, oid in zip(paths, git.hash_files(paths), strict=True)

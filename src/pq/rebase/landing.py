@@ -87,7 +87,7 @@ def land(git: Git, state: RebaseState, previous: str | None = None) -> None:
     assert state.new_tip is not None
     now = git.try_resolve(state.branch)
     expected = previous if previous is not None and now == previous else state.orig_head
-    _require_in_place(git, state, expected, now)
+    _require_on_branch(git, state, expected, now)
     worktree.require_nothing_in_the_way(git, state, state.new_tip)
     state.phase = "landing"
     state.touched = True
@@ -108,7 +108,7 @@ def land(git: Git, state: RebaseState, previous: str | None = None) -> None:
             worktree.clear_queue_files(git)
             # Again, at once before it: `reset --keep` moves whichever branch HEAD is on,
             # from wherever it is (a commit or a checkout in another terminal meanwhile).
-            _require_in_place(git, state, expected, git.try_resolve(state.branch), True)
+            _require_on_branch(git, state, expected, git.try_resolve(state.branch), True)
             git.reset("keep", state.new_tip, env=env)
     except GitError as exc:
         raise ConfigError(f"cannot move {state.short_branch} to the rebased stack: "
@@ -127,29 +127,29 @@ def land(git: Git, state: RebaseState, previous: str | None = None) -> None:
                                "FILE`) takes the new line ends") from None
 
 
-def _require_in_place(git: Git, state: RebaseState, expected: str, now: str | None,
-                      landing: bool = False) -> None:
-    """Refuse to land on a branch HEAD is on when it is not the rebased branch at the tip
-    the rebase read: `reset --keep` would move that branch from wherever it is. Before the
-    landing began nothing changed; once it began, the rebase stays in progress."""
+def _require_on_branch(git: Git, state: RebaseState, expected: str, now: str | None,
+                       landing: bool = False) -> None:
+    """Refuse to land unless HEAD is on the rebased branch, at the tip the rebase read
+    (`now`, `expected`): `reset --keep` moves whichever branch HEAD is on, from wherever
+    it is. Before the landing began nothing changed; once it began (`landing`), the
+    rebase stays in progress."""
     if state.detached:
         return
-    left = ("; the rebase is left in progress (`pq rebase --abort` goes back)" if landing
-            else "; nothing was changed")
+    name, doing = state.short_branch, "landing" if landing else "computing"
+    left = ("the rebase is left in progress (`pq rebase --abort` goes back)" if landing
+            else "nothing was changed")
     if now != expected:
         moved = f"to {now[:12]} ({git.commit(now).title})" if now else "(deleted)"
-        raise ConfigError(f"{state.short_branch} moved {moved} while pq rebase was "
-                          f"{'landing' if landing else 'computing'}{left}",
-                          hint="run `pq export` if that commit belongs to the series, then "
-                               "`pq rebase` again" if not landing else "`git branch keep-"
-                               f"{state.short_branch} {now[:12] if now else 'COMMIT'}` keeps "
-                               "that commit, then `pq rebase --abort --force`")
+        keep = f"`git branch keep-{name} {now[:12] if now else 'COMMIT'}` keeps that commit, " \
+            "then `pq rebase --abort --force`"
+        raise ConfigError(f"{name} moved {moved} while pq rebase was {doing}; {left}",
+                          hint=keep if landing else "run `pq export` if that commit belongs "
+                                                    "to the series, then `pq rebase` again")
     if (head := git.current_branch()) != state.branch:  # `git checkout other` meanwhile
         where = f"to {head.removeprefix('refs/heads/')}" if head else "(detached)"
-        raise ConfigError(f"HEAD left {state.short_branch} {where} while pq rebase was "
-                          f"{'landing' if landing else 'computing'}{left}",
-                          hint=f"`git switch {state.short_branch}`, then " + (
-                              "`pq rebase --continue`" if landing else "`pq rebase` again"))
+        again = "`pq rebase --continue`" if landing else "`pq rebase` again"
+        raise ConfigError(f"HEAD left {name} {where} while pq rebase was {doing}; {left}",
+                          hint=f"`git switch {name}`, then {again}")
 
 
 def report(git: Git, state: RebaseState, status: str, old: Queue,
