@@ -123,6 +123,18 @@ def test_not_a_git_repository(tmp_path: Path) -> None:
                    "the folder that holds it")
 
 
+def test_a_line_break_in_the_repository_path_is_named_not_called_bare(tmp_path: Path) -> None:
+    """git answers one folder per line; a line break in the path split its answer, which
+    pq read as a bare repository's."""
+    repo = tmp_path / "a\nb" / "r"
+    repo.mkdir(parents=True)
+    git(repo, "init", "-q")
+    (repo / "sub").mkdir()
+    for where in (repo, repo / "sub"):
+        one_line_error(pq(where, "series", ok=False), "path holds a line break",
+                       "rename the folder")
+
+
 def test_missing_upstream_ref(tmp_path: Path) -> None:
     fork = make_fork(tmp_path)
     one_line_error(pq(fork, "init", "--upstream", "upstream/nope", ok=False),

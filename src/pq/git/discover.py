@@ -66,6 +66,11 @@ def locate(path: Path, environment: bool = False, bare: bool = False
     if proc.returncode != 0:
         raise _not_opened(path.resolve(), proc.stderr)
     lines = os.fsdecode(proc.stdout).splitlines()  # a folder name need not be UTF-8
+    if len(lines) > 4:  # git names the folders one per line: a line break splits one
+        raise ConfigError(f"{str(path.resolve())!r}: the repository's path holds a line "
+                          "break, which pq cannot read from git's answers",
+                          hint="rename the folder, or clone the repository to a path "
+                               "without one, and run pq there")
     if len(lines) != 4:
         raise ConfigError(f"{path.resolve()}: a bare repository has no working tree for pq")
     return _found(path, lines)
