@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -321,6 +322,26 @@ def test_a_lock_file_is_named_by_a_git_that_says_nothing_and_in_a_quoted_folder(
             with pytest.raises(GitError, match=rf"could not run: {re.escape(str(lock))} "
                                                r"exists \(another git"):
                 g.run(*args)
+
+
+def test_a_silent_failure_whose_lock_is_gone_says_what_git_did_not(tmp_path: Path) -> None:
+    """A lock another git process held for a moment is gone by the time pq looks for it:
+    `update-index -q` failed without a word, and pq said "(no message)"."""
+    from pq.git.failures import failure
+
+    root = _repo(tmp_path)
+    lock = root / ".git" / "index.lock"
+    lock.write_text("")
+    (root / "a.txt").touch()
+    args = ("update-index", "-q", "--refresh")
+    proc = subprocess.run(["git", *args], cwd=root, capture_output=True)
+    assert proc.returncode == 128 and proc.stderr == b""
+    lock.unlink()  # the other process let it go
+    error = failure(args, proc, lock)
+    assert error.message == (f"`git update-index -q --refresh` failed with exit 128 and said "
+                             f"nothing, as it does when another git process holds {lock}")
+    assert error.hint == ("once no other git command runs in this repository, run the pq "
+                          "command again")
 
 
 @pytest.mark.parametrize("case", ["apply", "undo"])

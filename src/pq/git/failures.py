@@ -81,5 +81,12 @@ def failure(args: Sequence[str], proc: subprocess.CompletedProcess[bytes],
     lock = lock_in_the_way(proc.stderr, index_lock)
     if lock is not None:
         return LockedError(f"{command} could not run: {lock_reason(lock)}", lock)
+    if index_lock is not None and not proc.stderr.strip():
+        # `update-index -q` fails without a word when another git process holds the index
+        # lock: by now that process may have let it go.
+        return GitError(f"{command} failed with exit {proc.returncode} and said nothing, "
+                        f"as it does when another git process holds {index_lock}",
+                        hint="once no other git command runs in this repository, run the "
+                             "pq command again")
     return GitError(f"{command} failed with exit {proc.returncode}: "
                     f"{stderr_reason(proc.stderr)}")
