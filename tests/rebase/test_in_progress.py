@@ -1016,16 +1016,23 @@ def test_a_lock_taken_just_before_the_pick_that_shows_a_conflict_is_named(tmp_pa
     assert shown.exit_code == 1 and "conflicts in setup.py" in shown.output
 
 
-def test_a_failing_post_checkout_hook_does_not_keep_a_conflict_from_being_shown(
+def test_a_failing_post_checkout_hook_keeps_neither_the_stop_nor_the_landing_back(
         tmp_path: Path) -> None:
-    """The checkout that shows a conflict runs the user's post-checkout hook, as `git
-    rebase` runs it; a hook that fails does not stop git's rebase, nor pq's."""
+    """pq's checkouts (showing a conflict, landing after it) do not run the user's
+    post-checkout hook, as the docs say: a failing one (git-lfs's, where git-lfs is not
+    installed) made every `--continue` fail at the landing, where `git rebase` finishes."""
     up, fork = make_series(tmp_path)
     conflict_upstream(up, fork)
-    write(fork, ".git/hooks/post-checkout", "#!/bin/sh\nexit 1\n", mode=0o755)
+    write(fork, ".git/hooks/post-checkout", "#!/bin/sh\ntouch .git/hook-ran\nexit 1\n",
+          mode=0o755)
     stop = pq(fork, "rebase", "upstream/main", ok=False)
     assert stop.exit_code == 1 and "conflicts in setup.py" in stop.output
     assert json.loads(pq(fork, "status", "--json").stdout)["rebase"]["phase"] == "conflict"
+    write(fork, "setup.py", "resolved\n")
+    git(fork, "add", "setup.py")
+    pq(fork, "rebase", "--continue")
+    assert git(fork, "branch", "--show-current") == "paddle"
+    assert not (fork / ".git/hook-ran").exists()
 
 
 def test_a_patch_git_will_not_show_can_be_skipped(tmp_path: Path) -> None:

@@ -147,8 +147,9 @@ class WorkingTree(Merging):
 
     def checkout(self, rev: str, detach: bool = False, env: dict[str, str] | None = None
                  ) -> None:
-        """Switch HEAD to `rev` (a branch name; `detach`: any commit), updating the files."""
-        self.run("checkout", "-q", *(["--detach"] if detach else []), rev, env=env,
+        """Switch HEAD to `rev` (a branch name; `detach`: any commit), updating the files;
+        the user's post-checkout hook is not run."""
+        self.run(*NO_HOOKS, "checkout", "-q", *(["--detach"] if detach else []), rev, env=env,
                  moves_files=True)
 
     def checkout_paths(self, paths: Sequence[str], rev: str | None = None,

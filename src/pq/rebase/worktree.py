@@ -258,12 +258,9 @@ def show_conflict(git: Git, state: RebaseState, pick: str, noted: bool = False
     try:
         git.checkout(state.tip, detach=True, env={"GIT_REFLOG_ACTION": "pq rebase"})
     except GitError as exc:
-        # HEAD moved: the checkout was made, and only the user's post-checkout hook failed,
-        # which `git rebase` does not stop for either.
-        if git.current_branch() is not None or git.try_resolve("HEAD") != state.tip:
-            raise _showing_failed(git, state, f"cannot show the conflict in the working "
-                                              f"tree: {exc.message}",
-                                  exc.lock if isinstance(exc, LockedError) else None) from None
+        raise _showing_failed(git, state, f"cannot show the conflict in the working tree: "
+                                          f"{exc.message}",
+                              exc.lock if isinstance(exc, LockedError) else None) from None
     on = rerere_mod.enabled(git, state.rerere)
     # Without autoupdate the reused files stay unmerged until staged below, so that their
     # conflicts can be written again to name the resolutions.
