@@ -465,3 +465,45 @@ def test_a_submodule_deleted_upstream_and_bumped_by_the_patch_names_fixes_that_w
     pq(fork, "rebase", "--continue")
     assert git(fork, "ls-tree", "paddle~1", "sub") == (
         "" if resolve == "rm" else f"160000 commit {'2' * 40}\tsub")
+
+
+def test_a_submodule_checked_out_elsewhere_is_not_an_uncommitted_change(
+        tmp_path: Path) -> None:
+    """A populated submodule at another commit than the index's (` M lib`) is the
+    submodule's own checkout: `git rebase` starts and continues over it. pq refused both
+    ("uncommitted changes in lib"; "changes in lib are not added"), and its fix, `git add
+    lib`, folded the next patch's bump of lib into the stopped patch."""
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    git(lib, "init", "-q", "-b", "main")
+    for n in "123":
+        write(lib, "f", n + "\n")
+        commit_all(lib, f"lib {n}")
+    first, second, third = git(lib, "rev-list", "--reverse", "main").split()
+    up = make_upstream(tmp_path / "upstream", {"a.txt": "1\n2\n3\n", "t.py": "x\n"})
+    git(up, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(lib), "lib")
+    git(up, "-C", "lib", "checkout", "-q", first)
+    commit_all(up, "upstream: lib")
+    fork = make_fork(tmp_path, up)
+    git(fork, "-c", "protocol.file.allow=always", "submodule", "update", "-q", "--init")
+    write(fork, "a.txt", "1\n2 paddle\n3\n")
+    commit_all(fork, "python-glue: a")
+    git(fork, "-C", "lib", "checkout", "-q", second)
+    commit_all(fork, "build: bump lib")
+    write(fork, "t.py", "y\n")
+    commit_all(fork, "python-glue: t")
+    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    write(up, "a.txt", "1\n2 upstream\n3\n")
+    commit_all(up, "upstream: a")
+    git(fork, "fetch", "-q", "upstream")
+    git(fork, "-C", "lib", "checkout", "-q", third)  # ` M lib`
+    assert pq(fork, "rebase", "upstream/main", ok=False).exit_code == 1  # a.txt, not lib
+    write(fork, "a.txt", "1\n2 upstream paddle\n3\n")
+    git(fork, "add", "a.txt")
+    done = json.loads(pq(fork, "rebase", "--continue", "--json").stdout)
+    assert [p["outcome"] for p in done["patches"]] == ["conflict", "clean", "clean"]
+    assert git(fork, "log", "--format=%s", "upstream/main..paddle~1").splitlines() == [
+        "python-glue: t", "build: bump lib", "python-glue: a"]
+    assert git(fork, "rev-parse", "paddle:lib") == second
+    assert git(fork, "rev-parse", "paddle~3:lib") == first  # the bump stayed in its patch
+    assert git(fork, "-C", "lib", "rev-parse", "HEAD") == third  # left as it was

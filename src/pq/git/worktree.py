@@ -72,6 +72,15 @@ class WorkingTree(Merging):
         args += ["--exclude-standard"] if others and not ignored_too else []
         return zsplit(self.run(*args, "--", *paths, env=env))
 
+    def submodules(self, paths: Sequence[str]) -> set[str]:
+        """Those of `paths` the index holds as a submodule (a gitlink): a change git lists
+        there, not staged, is the submodule's own checkout, which `git rebase` does not
+        count as the working tree's (nor does a move of HEAD touch it)."""
+        if not paths:
+            return set()
+        return {rec.partition("\t")[2] for rec in self.ls_files(paths, stage=True, literal=True)
+                if rec.startswith("160000 ")}
+
     def outside_sparse_checkout(self, paths: Sequence[str]) -> list[str]:
         """Those of `paths` (or under them) the index holds but a sparse checkout leaves
         out of the working tree (skip-worktree), sorted."""

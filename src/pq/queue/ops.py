@@ -67,8 +67,12 @@ def _metadata(entry: PatchEntry) -> str:
 
 
 def dirty_tracked_files(git: Git) -> list[str]:
-    """Tracked files with uncommitted changes, staged or not (one `git status`)."""
-    return [path for code, path in git.status_porcelain() if code != "??"]
+    """Tracked files with uncommitted changes, staged or not (one `git status`); a
+    submodule checked out at another commit, or with changes of its own, is not one
+    unless that is staged, as `git rebase` and `git checkout` count them."""
+    found = [(code, path) for code, path in git.status_porcelain() if code != "??"]
+    own = git.submodules([path for code, path in found if code[0] == " "])
+    return [path for code, path in found if code[0] != " " or path not in own]
 
 
 def require_clean(git: Git, queue_paths: tuple[str, ...], action: str,

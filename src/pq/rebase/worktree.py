@@ -310,12 +310,15 @@ def unmerged_paths(git: Git) -> list[str]:
 
 
 def unstaged_paths(git: Git) -> tuple[list[str], list[str]]:
-    """(unmerged paths, paths with changes not added to the index)."""
+    """(unmerged paths, paths with changes not added to the index); a submodule's own
+    checkout (another commit, changes in it) is not one, as `git rebase --continue`
+    counts it: the index's commit of it is what the patch gets."""
     unmerged: list[str] = []
     changed: list[str] = []
     for status, path in git.diff_name_status():
         (unmerged if status == "U" else changed).append(path)
-    return sorted(set(unmerged)), sorted(set(changed))
+    own = git.submodules(changed)
+    return sorted(set(unmerged)), sorted(set(changed) - own)
 
 
 def write_index_tree(git: Git, state: RebaseState) -> str:
