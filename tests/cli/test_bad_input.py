@@ -135,6 +135,36 @@ def test_a_line_break_in_the_repository_path_is_named_not_called_bare(tmp_path: 
                        "rename the folder")
 
 
+def test_a_patch_that_changes_a_queue_file_is_refused_not_cut(fork: Path) -> None:
+    """A hand-written patch creating patches/README: `pq apply` applied it, then the
+    re-export left the queue file out, deleting the patch (or its hunk) without a word."""
+    patch = fork / "patches/0003-readme.patch"
+    patch.write_bytes(
+        (fork / "patches/0001-enable-compat.patch").read_bytes().split(b"---\n")[0]
+        + b"---\ndiff --git a/patches/README b/patches/README\nnew file mode 100644\n"
+          b"--- /dev/null\n+++ b/patches/README\n@@ -0,0 +1 @@\n+hi\n")
+    (fork / "series.yaml").write_text((fork / "series.yaml").read_text()
+                                      + "  - name: 0003-readme.patch\n    layer: python-glue\n")
+    before, head = snapshot_queue(fork), git(fork, "rev-parse", "HEAD")
+    one_line_error(pq(fork, "apply", ok=False), "patches/0003-readme.patch: patch 3 changes "
+                   "patches/README, where pq keeps the queue", "edit the patch file")
+    assert snapshot_queue(fork) == before and git(fork, "rev-parse", "HEAD") == head
+
+
+@pytest.mark.parametrize("command", [["apply"], ["export"], ["rebase", "upstream/main"]])
+def test_queue_paths_naming_an_upstream_folder_is_refused(fork: Path,
+                                                          command: list[str]) -> None:
+    """`queue_paths: [pkg]`, where upstream has pkg/__init__.py: apply and export took the
+    patch to pkg/ out of the series (their re-export drops queue files), and rebase called
+    it a commit to export."""
+    edit_series(fork, "patches:", "queue_paths: [pkg]\npatches:")
+    git(fork, "commit", "-qam", "queue_paths")
+    before = snapshot_queue(fork)
+    one_line_error(pq(fork, *command, ok=False), "the series base", "pkg/__init__.py",
+                   "take those folders out of queue_paths in series.yaml")
+    assert snapshot_queue(fork) == before
+
+
 def test_missing_upstream_ref(tmp_path: Path) -> None:
     fork = make_fork(tmp_path)
     one_line_error(pq(fork, "init", "--upstream", "upstream/nope", ok=False),

@@ -155,7 +155,8 @@ def is_queue_path(path: str, queue_paths: Sequence[str]) -> bool:
 
 
 def require_no_upstream_files(git: Git, commit: str, queue_paths: Sequence[str],
-                              label: str, since: tuple[str, str] | None = None) -> None:
+                              label: str, since: tuple[str, str] | None = None,
+                              hint: str | None = None) -> None:
     """Refuse an upstream commit with files of its own where pq keeps the queue
     (series.yaml, patches/, mre/, .pq/, the series' queue_paths): bookkeeping commits carry
     those paths as the branch has them, so upstream's files there would be dropped or
@@ -175,7 +176,17 @@ def require_no_upstream_files(git: Git, commit: str, queue_paths: Sequence[str],
         more = f" and {len(names) - 5} more" if len(names) > 5 else ""
         raise ConfigError(f"{label} ({commit[:12]}) {what} where pq keeps the queue: "
                           f"{', '.join(names[:5])}{more}; pq's bookkeeping commits would "
-                          "drop or revert them", hint=way)
+                          "drop or revert them", hint=hint or way)
+
+
+def require_own_queue_paths(git: Git, series: Series) -> None:
+    """Refuse a `queue_paths` entry of series.yaml where the series base has files: listed
+    after `pq init` checked the base, it would take those files out of every patch."""
+    if series.queue_extra:
+        require_no_upstream_files(
+            git, series.base, series.queue_extra, "the series base",
+            hint="take those folders out of queue_paths in series.yaml: it names folders "
+                 "of the fork's own, which upstream does not have")
 
 
 _NO_WAY = ("pq cannot keep its queue (series.yaml, patches/, mre/, .pq/) beside upstream "

@@ -33,6 +33,7 @@ from pq.queue.files import (
     require_no_folder_at,
     require_no_untracked_in_the_way,
     require_no_upstream_files,
+    require_own_queue_paths,
     stray_patch_files,
     write_worktree,
 )
@@ -154,6 +155,7 @@ def export(git: Git, *, commit: bool = False, force: bool = False) -> ExportResu
 
             return ExportResult(current, copies=propose(git, current))
         series = current.series
+        require_own_queue_paths(git, series)
         committed = _committed(git, head)  # the commit `head` names, not HEAD again
         last = stack_mod.last_written(git, series.base, head, committed) if git.is_ancestor(
             series.base, head) else None
@@ -301,6 +303,7 @@ def apply(git: Git, onto: str | None = None, *, branch: str | None = None,
         require_clean(git, series.queue_paths, "pq apply")
         current = require_branch(git)
         head = git.head()
+        require_own_queue_paths(git, series)
         if onto:
             require_no_upstream_files(git, onto_id, series.queue_paths, onto, (base, head))
         if branch is None:
@@ -320,8 +323,7 @@ def apply(git: Git, onto: str | None = None, *, branch: str | None = None,
             raise ConfigError(f"branch {branch!r} already exists",
                               hint="choose another name, or delete it first")
         committer = git.committer_now()
-        commits = stack_mod.materialise(git, queue, onto_id, committer, progress,
-                                        branch=True)
+        commits = stack_mod.materialise(git, queue, onto_id, committer, progress, branch=True)
         last = commits[-1][1] if commits else onto_id
         new_series_ = series.with_base(onto_id)
         # Re-export from the new commits: the bookkeeping commit holds the refreshed queue.

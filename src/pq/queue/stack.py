@@ -313,6 +313,7 @@ def materialise(
     for i, (entry, pf) in enumerate(parsed):
         if progress:
             progress(i, len(parsed), entry.name)
+        _require_outside_queue(pf, i, queue.series.queue_paths)
         applied = _apply_in_memory(git, trees, tree, pf) if pf.diff else tree
         if applied is None:  # what only git apply reads exactly: ask it
             applied, error = git.apply_to_tree(tree, pf.diff)
@@ -326,6 +327,22 @@ def materialise(
                                   pf.encoding, branch=branch)
         result.append((entry, parent))
     return result
+
+
+def _require_outside_queue(pf: PatchFile, index: int, queue_paths: Sequence[str]) -> None:
+    """Refuse a patch that changes a file where pq keeps the queue: the branch's queue files
+    are pq's own, so the change would leave the patch without a word at the re-export."""
+    if all(q.isascii() and q.encode() not in pf.diff for q in queue_paths):
+        return  # no name there (git quotes a name with other bytes in octal escapes)
+    inside = sorted({p for f in pf.files for p in (f.old, f.new)
+                     if p is not None and is_queue_path(p, queue_paths)})
+    if inside:
+        more = f" and {len(inside) - 1} more" if len(inside) > 1 else ""
+        raise ConfigError(
+            f"patch {index + 1} changes {inside[0]}{more}, where pq keeps the queue "
+            f"({', '.join(queue_paths)}): pq would drop that change from the patch",
+            path=pf.source, hint="edit the patch file to leave those files out: files there "
+                                 "are pq's, not the project's")
 
 
 def _apply_in_memory(git: Git, trees: Trees, tree: str, pf: PatchFile) -> str | None:

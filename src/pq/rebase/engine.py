@@ -95,6 +95,7 @@ def _start(txn: Transaction, upstream: str | None, *, gate: bool, progress: Prog
             worktree.require_clean_queue_dirs(dirty, qp)
 
         try:
+            queuefiles.require_own_queue_paths(git, series)
             stack, head, old_base, upstream_count = _checked_stack(git, branch, queue, ref,
                                                                    onto, force)
         except Exception:
