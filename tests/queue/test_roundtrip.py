@@ -523,3 +523,61 @@ def test_an_export_git_stops_half_way_says_so_and_undo_puts_it_back(tmp_path: Pa
     (fork / ".git" / "index.lock").unlink()
     pq(fork, "undo")
     assert snapshot_queue(fork) == before
+
+
+def _two_patch_fork(tmp: Path) -> Path:
+    return series_fork(tmp, ("enable compat", {"setup.py": "import paddle\n"}),
+                       ("scoped compat", {"pkg/__init__.py": "import torch  # scoped\n"}))
+
+
+def test_a_patch_added_by_hand_and_committed_is_not_removed_by_export(tmp_path: Path) -> None:
+    """quilt-style: a patch file written by hand, listed and committed. Export removed it
+    (no commit carries it), and `pq check` named `pq export --commit` as the fix."""
+    fork = _two_patch_fork(tmp_path)
+    write(fork, "README.md", "upstream\npaddle\n")
+    commit_all(fork, "python-glue: readme")
+    mail = git(fork, "format-patch", "-1", "--stdout")
+    git(fork, "reset", "-q", "--hard", "HEAD~1")
+    write(fork, "patches/0003-readme.patch", mail + "\n")
+    write(fork, "series.yaml", (fork / "series.yaml").read_text()
+          + "  - name: 0003-readme.patch\n    layer: python-glue\n")
+    commit_all(fork, "add a patch by hand")
+    before = snapshot_queue(fork)
+    refused = pq(fork, "export", ok=False)
+    assert refused.exit_code == 2 and "patches/0003-readme.patch: added by hand and " \
+        "committed" in refused.output and "`pq apply`" in refused.output, refused.output
+    assert snapshot_queue(fork) == before
+    check = pq(fork, "check", ok=False)
+    assert "0003-readme.patch is in series.yaml but no commit on the branch carries it: it " \
+        "was added by hand" in check.output and "fix: pq apply" in check.output, check.output
+    assert "pq apply" in pq(fork, "rebase", "upstream/main", ok=False).output
+    pq(fork, "apply")  # the fix named: the patch becomes a commit, and the series stays
+    assert snapshot_queue(fork).keys() == before.keys()
+    assert (fork / "README.md").read_text() == "upstream\npaddle\n"
+
+
+@pytest.mark.parametrize("committed", [False, True])
+def test_a_patch_taken_out_by_hand_is_not_put_back_by_export(tmp_path: Path,
+                                                              committed: bool) -> None:
+    """quilt-style: an entry and its file taken out of the series. Export wrote the
+    branch's commit back under a new name."""
+    fork = _two_patch_fork(tmp_path)
+    series = fork / "series.yaml"
+    text = series.read_text()
+    series.write_text(text[:text.index("  - name: 0002")])
+    git(fork, "rm", "-q", "patches/0002-scoped-compat.patch")
+    if committed:
+        commit_all(fork, "drop the scoped patch")
+    before = snapshot_queue(fork)
+    refused = pq(fork, "export", ok=False)
+    assert refused.exit_code == 2 and "patches/0002-scoped-compat.patch: taken out of " \
+        "series.yaml by hand" in refused.output and "`pq apply`" in refused.output, \
+        refused.output
+    assert snapshot_queue(fork) == before
+    if committed:
+        check = pq(fork, "check", ok=False)
+        assert "its patch was taken out of series.yaml by hand" in check.output, check.output
+        pq(fork, "apply")
+        assert git(fork, "log", "--format=%s", "upstream/main..HEAD~1").splitlines() == [
+            "enable compat"]
+        assert (fork / "pkg/__init__.py").read_text() != "import torch  # scoped\n"

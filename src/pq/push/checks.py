@@ -109,7 +109,7 @@ def check_base(git: Git, ctx: CheckContext) -> list[CheckFailure]:
 
 
 @check("export", "every commit on the branch is in the series, as committed",
-       needs=("series", "base"), version=3)
+       needs=("series", "base"), version=4)
 def check_export(git: Git, ctx: CheckContext) -> list[CheckFailure]:
     from pq.queue import verified
 
@@ -144,10 +144,21 @@ def check_export(git: Git, ctx: CheckContext) -> list[CheckFailure]:
         fix = (f"pq export --commit, if it is the fork's own; if it is an {series.upstream_ref}"
                f" commit (the branch was rebased outside pq), fetch {series.upstream_ref} "
                "first: pq then names the fix")
+    from pq.queue.handedits import hand_removed
+
+    added = set(stack.hand_edits(git, series.base, ctx.commit, queue, last)) if (
+        orphaned and last) else set()
+    removed = hand_removed(git, ctx.commit, queue, last) if unexported and last else []
     for i in unexported:
         sc = by_name[fresh_names[i]]
         what = f"commit {sc.commit[:12]} ({_subject(git, sc.commit)!r})"
-        if i in orphaned:  # the same place in both lists: one commit changed, not two
+        if removed and i not in orphaned:
+            failures.append(CheckFailure(
+                "export", f"{what} is not in the series: its patch was taken out of "
+                          f"series.yaml by hand (patches/{removed[0]})",
+                "pq apply (rebuilds the branch without it), or pq export --commit (writes "
+                "it back)"))
+        elif i in orphaned:  # the same place in both lists: one commit changed, not two
             failures.append(CheckFailure(
                 "export", f"{what} does not match patches/{old_names[i]}, listed at its place "
                           "in series.yaml: the commit was reworded or amended without "
@@ -156,7 +167,12 @@ def check_export(git: Git, ctx: CheckContext) -> list[CheckFailure]:
             failures.append(CheckFailure(
                 "export", f"{what} is not in the series: an unexported edit", fix))
     for i in orphaned:
-        if i not in unexported:
+        if i not in unexported and old_names[i] in added:
+            failures.append(CheckFailure(
+                "export", f"patches/{old_names[i]} is in series.yaml but no commit on the "
+                          "branch carries it: it was added by hand after pq last wrote the "
+                          "series", "pq apply (makes a commit of it)"))
+        elif i not in unexported:
             failures.append(CheckFailure(
                 "export", f"patches/{old_names[i]} is in series.yaml but no commit on the "
                           "branch carries it (the commit was dropped or squashed without "

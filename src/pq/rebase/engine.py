@@ -236,7 +236,12 @@ def _stack_differs(branch: str, fresh: Queue, queue: Queue) -> ConfigError:
             f"{n} ({SERIES_FILE} only)" for n in queue.files if n not in fresh.files]
         return ConfigError(f"{name} has commits that differ from {SERIES_FILE} ("
                            f"{', '.join(only[:3])}{' ...' if len(only) > 3 else ''}); "
-                           "rebasing would lose them", hint="run `pq export` first")
+                           "rebasing would lose them",
+                           hint="run `pq export` first" if all(n in fresh.files
+                                                               for n in queue.files) else
+                           "`pq apply` builds the branch from series.yaml, where a patch was "
+                           "added by hand; `pq export` writes the commits' patches, where a "
+                           "commit was dropped")
     edited = [f"{PATCHES_DIR}/{n}" for n in queue.files
               if not stack_mod.same_commits({n: fresh.files[n]}, {n: queue.files[n]})]
     one = len(edited) == 1
