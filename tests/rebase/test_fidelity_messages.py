@@ -372,3 +372,26 @@ def test_a_commit_git_could_not_write_again_is_refused_before_its_patch_file(
         assert f"commit {sha[:12]} ('subj') holds a NUL byte in its {where}" in \
             refused.output, refused.output
         assert worktree_files(fork) == before and git(fork, "rev-parse", "HEAD") == sha
+
+
+@pytest.mark.parametrize("date", [b"01000 +0000", b"9223372036854775808 +0000",
+                                  b"18446744073709548016 +0100"])
+def test_a_commit_whose_date_no_patch_file_can_carry_is_refused_before_it(
+        tmp_path: Path, date: bytes) -> None:
+    """A zero-padded author date, or one past git's 64-bit time (git stores 1970-01-01
+    00:00 +0100 as 2^64 - 3600): pq init wrote the patch file with it and exited 0, and
+    then every command refused that file's Date: header; the next export took the commit
+    for a new one, dropping its entry's layer and summary."""
+    fork = make_fork(tmp_path)
+    write(fork, "csrc/ops.cc", (fork / "csrc/ops.cc").read_text() + "// fork edit\n")
+    git(fork, "add", "-A")
+    data = (b"tree " + git(fork, "write-tree").encode() + b"\nparent "
+            + git(fork, "rev-parse", "HEAD").encode() + b"\nauthor A U Thor <a@example.com> "
+            + date + b"\ncommitter C <c@example.com> 1700000000 +0000\n\nsubj\n")
+    sha = git(fork, "hash-object", "--literally", "-t", "commit", "-w", "--stdin", input=data)
+    git(fork, "reset", "-q", "--hard", sha)
+    refused = pq(fork, "init", "--upstream", "upstream/main", "--commit", ok=False)
+    assert refused.exit_code == 2, refused.output
+    assert f"commit {sha[:12]} ('subj') holds an author date git fsck refuses " \
+           f"({date.decode()!r})" in refused.output and "--date=" in refused.output
+    assert not (fork / "series.yaml").exists() and git(fork, "rev-parse", "HEAD") == sha

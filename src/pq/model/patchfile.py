@@ -311,6 +311,10 @@ def unreadable(message: str, author: Person, data: bytes) -> tuple[str, str] | N
     if len(data) > MAX_PATCH_BYTES:
         return (f"a patch of {len(data)} bytes, more than the {MAX_PATCH_BYTES >> 20} MiB pq "
                 "reads", TOO_LARGE)
+    if mailheader.read_date(author.date) is None:  # (git's form: what the header reads as)
+        return (f"an author date git fsck refuses ({author.date!r})", "give the commit "
+                "another date (`git commit --amend --no-edit --date=...`; for an older "
+                "commit, an `exec` line of `git rebase -i`), then run it again")
     return None
 
 
