@@ -507,3 +507,24 @@ def test_a_submodule_checked_out_elsewhere_is_not_an_uncommitted_change(
     assert git(fork, "rev-parse", "paddle:lib") == second
     assert git(fork, "rev-parse", "paddle~3:lib") == first  # the bump stayed in its patch
     assert git(fork, "-C", "lib", "rev-parse", "HEAD") == third  # left as it was
+
+
+def test_pqs_own_commits_have_the_author_git_commit_would_give(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """GIT_AUTHOR_NAME and GIT_COMMITTER_NAME set apart (or author.name): the rebase's and
+    apply's bookkeeping commits took the committer as their author, where `git commit`
+    and `pq export --commit` take the author."""
+    fork = make_fork(tmp_path)
+    write(fork, "setup.py", (fork / "setup.py").read_text() + "# fork\n")
+    commit_all(fork, "build: an edit")
+    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    monkeypatch.setenv("GIT_AUTHOR_NAME", "Ann Author")
+    monkeypatch.setenv("GIT_COMMITTER_NAME", "Carl Committer")
+    write(tmp_path / "upstream", "LICENSE", "MIT\n")
+    commit_all(tmp_path / "upstream", "upstream: license")
+    git(fork, "fetch", "-q", "upstream")
+    pq(fork, "rebase", "upstream/main")
+    pq(fork, "apply", "--branch", "applied")
+    for rev in ("paddle", "applied"):
+        assert git(fork, "log", "-1", "--format=%s|%an|%cn", rev).split("|")[1:] == [
+            "Ann Author", "Carl Committer"], rev

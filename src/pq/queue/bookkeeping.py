@@ -45,13 +45,14 @@ def queue_blobs(trees: Trees, commit: str) -> dict[str, str]:
 
 
 def bookkeeping_commit(git: Git, last: str, source: str | None, queue: Queue,
-                       committer: Person, message: str, trees: Trees | None = None,
+                       who: tuple[Person, Person], message: str, trees: Trees | None = None,
                        series_bytes: bytes | None = None) -> CommitId:
     """A commit on `last` carrying `queue`'s files, with the other queue folders (mre/) as
     they are in the commit `source`, or in the working tree when `source` is None; `last`
     itself when that changes nothing. The user's own files in patches/ (not *.patch) stay
     as `source` (or HEAD) has them. `series_bytes`: `queue.series.dumps()`, where the
-    caller has it already (for 10,000 patches the dump takes a second)."""
+    caller has it already (for 10,000 patches the dump takes a second). `who`: (author,
+    committer), as `git commit` would take them now."""
     trees = trees or Trees(git)
     qp = queue.series.queue_paths
     last_tree = trees.tree_of(last)
@@ -88,7 +89,7 @@ def bookkeeping_commit(git: Git, last: str, source: str | None, queue: Queue,
     tree = trees.edit(last_tree, changes)
     if tree == last_tree:
         return CommitId(last)
-    return git.write_commit(tree, [last], committer, committer, message, branch=True)
+    return git.write_commit(tree, [last], *who, message, branch=True)
 
 
 def worktree_entries(git: Git, paths: list[str]) -> dict[str, Entry]:

@@ -178,7 +178,7 @@ def import_fork(git: Git, upstream: str, branch: str | None = None, *, dry_run: 
         if dry_run:
             return result
         last = _as_branch_commits(git, base, [sc.commit for sc in stack]) or last
-        new_tip = bookkeeping_commit(git, last, None, queue, committer,
+        new_tip = bookkeeping_commit(git, last, None, queue, (git.author_now(), committer),
                                      f"pq: import {name} as a series on {base[:12]}\n")
         require_unmoved(git, current, tip, "pq import")
         names = [e.name for e in queue.series.patches]

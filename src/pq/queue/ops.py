@@ -330,7 +330,7 @@ def apply(git: Git, onto: str | None = None, *, branch: str | None = None,
         fresh_stack = stack_mod.read_stack(git, onto_id, last, series.queue_paths,
                                            upstream=series.upstream_ref)
         refreshed = stack_mod.export(git, fresh_stack, new_series_, onto_id)
-        tip = bookkeeping_commit(git, last, None, refreshed, committer,
+        tip = bookkeeping_commit(git, last, None, refreshed, (git.author_now(), committer),
                                  f"pq: apply series onto {onto_id[:12]}\n")
         target = f"refs/heads/{branch}" if branch else current
         require_unmoved(git, current, head, "pq apply")

@@ -47,7 +47,8 @@ def land(git: Git, t: Transaction, branch: str, head: CommitId, last: CommitId,
     fresh = stack_mod.read_stack(git, series.base, last, series.queue_paths,
                                  upstream=series.upstream_ref)
     refreshed = stack_mod.export(git, fresh, series, series.base, names=names)
-    tip = bookkeeping_commit(git, last, None, refreshed, committer, message)
+    tip = bookkeeping_commit(git, last, None, refreshed, (git.author_now(), committer),
+                             message)
     require_unmoved(git, branch, head, command)
     t.begin()
     move_branch_to_queue(git, branch, head, tip, series.queue_paths, command)

@@ -36,7 +36,7 @@ def finish(git: Git, state: RebaseState, trees: Trees, old: Queue, committer: Pe
     previous = state.new_tip  # where a landing that git refused may have got to
     written = Queue(queue.series, queue.files, queue.series.dumps())
     state.new_tip = bookkeeping.bookkeeping_commit(
-        git, state.tip, state.orig_head, queue, committer,
+        git, state.tip, state.orig_head, queue, (git.author_now(), committer),
         f"pq: rebase series onto {state.onto[:12]}\n", trees, written.series_bytes)
     # Landing checks out the bookkeeping commit: series.yaml and patches/ are then `queue`
     # byte for byte (what `queuefiles.write_worktree` would write, without a second dump).
