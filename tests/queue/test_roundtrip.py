@@ -581,3 +581,16 @@ def test_a_patch_taken_out_by_hand_is_not_put_back_by_export(tmp_path: Path,
         assert git(fork, "log", "--format=%s", "upstream/main..HEAD~1").splitlines() == [
             "enable compat"]
         assert (fork / "pkg/__init__.py").read_text() != "import torch  # scoped\n"
+
+
+def test_a_queue_folder_file_keeps_its_mode_under_core_filemode_false(tmp_path: Path) -> None:
+    """core.fileMode=false (a FAT or 9p mount shows every file executable): `git status` is
+    clean, yet apply's bookkeeping commit took the executable bit from the disk."""
+    fork = compat_fork(tmp_path)
+    write(fork, "mre/case1/repro.py", "print(1)\n")
+    commit_all(fork, "a reproducer")
+    git(fork, "config", "core.fileMode", "false")
+    (fork / "mre/case1/repro.py").chmod(0o755)
+    assert git(fork, "status", "--porcelain") == ""
+    pq(fork, "apply", "--branch", "rebuilt")
+    assert git(fork, "ls-tree", "rebuilt", "mre/case1/repro.py").split()[0] == "100644"

@@ -94,16 +94,22 @@ def bookkeeping_commit(git: Git, last: str, source: str | None, queue: Queue,
 
 def worktree_entries(git: Git, paths: list[str]) -> dict[str, Entry]:
     """{path: (mode, blob)} for the files under `paths` in the working tree, tracked or
-    not (ignored files excepted); blobs are written."""
+    not (ignored files excepted); blobs are written. A file's mode is what `git add` would
+    stage: under `core.fileMode=false`, its index entry's, not the executable bit."""
     if not paths:
         return {}
+    indexed = None if git.config_bool("core.fileMode") is not False else {
+        path: meta.split(" ", 1)[0]
+        for meta, path in (r.split("\t", 1) for r in git.ls_files(paths, stage=True))}
     entries: dict[str, Entry] = {}
     for rel in sorted(set(git.ls_files(paths, cached=True, others=True))):
         p = git.root / rel
         if p.is_symlink():
             entries[rel] = ("120000", git.write_blob(os.fsencode(os.readlink(p))))
         elif p.is_file():
-            mode = "100755" if os.access(p, os.X_OK) else "100644"
+            executable = os.access(p, os.X_OK) if indexed is None else (
+                indexed.get(rel) == "100755")
+            mode = "100755" if executable else "100644"
             entries[rel] = (mode, git.write_blob(p.read_bytes()))
     return entries
 
