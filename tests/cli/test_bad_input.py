@@ -219,11 +219,19 @@ def test_apply_to_a_branch_name_git_refuses(fork: Path, name: str) -> None:
     (["log", "-n", "-1"], "-1 is not in the range", "pq log --help"),
     (["-C", "/nonexistent/dir", "series"], "cannot change to /nonexistent/dir", "pq --help"),
     (["series", "--no-such-flag"], "--no-such-flag", "pq series --help"),
-    (["gate", "--python", "", "--stage", "x"], "--python: an empty name", "pq gate --help"),
+    (["gate", "--python", "", "--stage", "x"], "'--python': given empty", "pq gate --help"),
+    # An option given empty ("$UNSET") is no option left out: `apply --onto ""` applied
+    # onto the series base and moved the branch, `audit --upstream ""` took series.yaml's.
+    (["apply", "--onto", ""], "'--onto': given empty (an unset variable?)", "pq apply --help"),
+    (["audit", "workarounds", "--upstream", " "], "'--upstream': given empty",
+     "pq audit workarounds --help"),
+    (["gate", "--stage", "build", "--stage", ""], "'--stage': given empty", "pq gate --help"),
 ])
 def test_a_usage_error_is_one_line_too(fork: Path, args: list[str], needle: str,
                                        helped: str) -> None:
+    head = git(fork, "rev-parse", "HEAD")
     one_line_error(pq(fork, *args, ok=False), needle, f"(see `{helped}`)")
+    assert git(fork, "rev-parse", "HEAD") == head
 
 
 @pytest.mark.parametrize("operation", ["merge", "cherry-pick"])

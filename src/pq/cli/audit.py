@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from pq.cli.common import emit_json, open_repo, progress_printer
+from pq.cli.common import emit_json, given, open_repo, progress_printer
 from pq.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -44,16 +44,16 @@ def _read_queue(git: Git, rev: str | None) -> tuple[Queue, str | None]:
 
 
 @audit.command("workarounds")
-@click.option("--rev", metavar="REV", default=None,
+@click.option("--rev", callback=given, metavar="REV", default=None,
               help="Audit the queue committed in REV (reproducers from REV too), not the "
                    "working tree.")
-@click.option("--upstream", "upstream", metavar="REF", default=None,
+@click.option("--upstream", "upstream", callback=given, metavar="REF", default=None,
               help="Check `upstream-contains` against REF instead of series.yaml's upstream.")
-@click.option("--paddle-version", metavar="X.Y.Z", default=None,
+@click.option("--paddle-version", callback=given, metavar="X.Y.Z", default=None,
               help="Check `paddle >=` against this version instead of the installed one.")
 @click.option("--run-mre", is_flag=True,
               help="Run the reproducers to evaluate `mre-passes` (each in a temporary folder).")
-@click.option("--python", "python", metavar="PATH", default=None,
+@click.option("--python", "python", callback=given, metavar="PATH", default=None,
               help="Interpreter for the reproducers ($PYTHON) and the installed Paddle "
                    "[default: the one running pq].")
 @click.option("--mre-timeout", type=click.FloatRange(min=1), default=DEFAULT_MRE_TIMEOUT,
@@ -64,7 +64,7 @@ def _read_queue(git: Git, rev: str | None) -> tuple[Queue, str | None]:
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option("--markdown", "as_markdown", is_flag=True,
               help="Print the report as Markdown (for a pull request).")
-@click.option("--issue-body", "issue_patch", metavar="PATCH", default=None,
+@click.option("--issue-body", "issue_patch", callback=given, metavar="PATCH", default=None,
               help="Print a ready Paddle issue for PATCH's workaround instead of the audit.")
 def workarounds(rev: str | None, upstream: str | None, paddle_version: str | None,
                 run_mre: bool, python: str | None, mre_timeout: float, strict: bool,

@@ -112,3 +112,15 @@ def ignored_hook_hints(paths: list[str]) -> list[str]:
     return [line for path in paths for line in (
         f"hint: The '{path}' hook was ignored because it's not set as executable.",
         "hint: You can disable this warning with `git config advice.ignoredHook false`.")]
+
+
+def given(_ctx: object, param: object, value: Any) -> Any:
+    """An option's click callback: a value given empty (`--onto "$UNSET"`) is a usage
+    error, not the option left out (which would do something else without a word)."""
+    values = value if isinstance(value, tuple) else (value,)
+    if any(isinstance(v, str) and not v.strip() for v in values):
+        import click
+
+        raise click.BadParameter("given empty (an unset variable?): name a value, or leave "
+                                 "the option out")
+    return value

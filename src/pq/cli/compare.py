@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from pq.cli.common import emit_json, plural, progress_printer
+from pq.cli.common import emit_json, given, plural, progress_printer
 
 VALUES_SHOWN = 8
 
@@ -24,17 +24,17 @@ def register(main: click.Group) -> None:
 @click.command(context_settings={"ignore_unknown_options": False})
 @click.argument("script", type=click.Path(path_type=Path))
 @click.argument("args", nargs=-1)
-@click.option("--torch-python", default=None, metavar="PATH",
+@click.option("--torch-python", callback=given, default=None, metavar="PATH",
               help="Interpreter with real PyTorch (default: the one running pq).")
-@click.option("--paddle-python", default=None, metavar="PATH",
+@click.option("--paddle-python", callback=given, default=None, metavar="PATH",
               help="Interpreter with paddlepaddle >= 3.3 (default: the one running pq).")
-@click.option("--torch-path", multiple=True, metavar="DIR",
+@click.option("--torch-path", callback=given, multiple=True, metavar="DIR",
               help="Put DIR first on the torch side's import path (repeatable).")
-@click.option("--paddle-path", multiple=True, metavar="DIR",
+@click.option("--paddle-path", callback=given, multiple=True, metavar="DIR",
               help="Put DIR first on the Paddle side's import path (repeatable).")
-@click.option("--package", default=None, metavar="NAME",
+@click.option("--package", callback=given, default=None, metavar="NAME",
               help="Record every call into this package's public functions and its ops.")
-@click.option("--namespace", default=None, metavar="NS",
+@click.option("--namespace", callback=given, default=None, metavar="NS",
               help="The torch.ops namespace of the package's ops (default: the package name).")
 @click.option("--tolerance", "tolerance", multiple=True, metavar="DTYPE=RTOL,ATOL",
               help="Tolerance for one dtype, e.g. float32=1.3e-6,1e-5 (repeatable).")

@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from pq.cli.common import emit_json, note_printer
+from pq.cli.common import emit_json, given, note_printer
 
 
 def register(main: click.Group) -> None:
@@ -23,7 +23,7 @@ def _progress(as_json: bool) -> Any:
 
 @click.command("compat-surface")
 @click.option("--json", "as_json", is_flag=True, help="Print the answer as JSON.")
-@click.option("--paddle-python", metavar="PYTHON",
+@click.option("--paddle-python", callback=given, metavar="PYTHON",
               help="Measure the Paddle of this interpreter (default: pq's own).")
 @click.option("--rebuild", is_flag=True, help="Measure again even if the cache holds it.")
 @click.argument("names", nargs=-1)

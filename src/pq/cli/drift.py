@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from pq.cli.common import emit_json, note_printer, open_repo, plural, short
+from pq.cli.common import emit_json, given, note_printer, open_repo, plural, short
 from pq.errors import EXIT_FINDINGS, ConfigError
 
 
@@ -18,7 +18,7 @@ def register(main: click.Group) -> None:
 
 @click.command()
 @click.argument("range_", metavar="OLD..NEW")
-@click.option("--paddle-python", default=None, metavar="PYTHON",
+@click.option("--paddle-python", callback=given, default=None, metavar="PYTHON",
               help="The interpreter whose Paddle's compat surface is asked (default: the "
                    "one pq's toolchain probe finds).")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from pq.atomic import write_atomic
-from pq.cli.common import emit_json, open_repo, progress_printer
+from pq.cli.common import emit_json, given, open_repo, progress_printer
 from pq.cli.failure import Failure
 from pq.cli.render_gate import report_text, status_text
 from pq.errors import ConfigError, PqError
@@ -22,16 +22,16 @@ def register(main: click.Group) -> None:
 
 
 @click.command()
-@click.option("--stage", "stages", multiple=True, metavar="NAME",
+@click.option("--stage", "stages", callback=given, multiple=True, metavar="NAME",
               help="Run only this stage (repeatable); the others are left out.")
 @click.option("--force", is_flag=True,
               help="Run even if a passing record exists for this tree and environment.")
-@click.option("--python", "python", default=None, metavar="PATH",
+@click.option("--python", "python", callback=given, default=None, metavar="PATH",
               help="The interpreter for the stages (default: gate.python, else python3).")
 @click.option("--status", "show_status", is_flag=True,
               help="Show the recorded result for the tip instead of running.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
-@click.option("--junit", "junit_path", default=None, metavar="PATH",
+@click.option("--junit", "junit_path", callback=given, default=None, metavar="PATH",
               type=click.Path(dir_okay=False, path_type=Path),
               help="Also write a JUnit XML report to PATH.")
 @click.pass_context
@@ -44,9 +44,6 @@ def gate(ctx: click.Context, stages: tuple[str, ...], force: bool, python: str |
     tree and environment is reused unless --force. Exit 0 passed (also with GPU stages
     still owed), 1 a stage failed or timed out, 2 a configuration problem.
     """
-    if python == "":  # not "no --python": the default would run in its place, unsaid
-        raise click.BadParameter("an empty name: give an interpreter, e.g. "
-                                 "`--python .venv/bin/python`", param_hint="--python")
     if show_status:
         if stages or force or python or junit_path:
             raise click.UsageError("--status takes no --stage, --force, --python or --junit")

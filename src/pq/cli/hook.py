@@ -12,7 +12,7 @@ import sys
 
 import click
 
-from pq.cli.common import emit_json, open_repo
+from pq.cli.common import emit_json, given, open_repo
 from pq.cli.render_hook import check_lines, hook_lines, skip_warnings
 from pq.push import hook as hook_mod
 from pq.push import install as install_mod
@@ -72,7 +72,7 @@ def uninstall() -> None:
 @hook.command("run")
 @click.argument("remote", required=False)
 @click.argument("url", required=False)
-@click.option("--chain", "chain", default=None, metavar="PATH",
+@click.option("--chain", "chain", callback=given, default=None, metavar="PATH",
               help="A hook to run first with the same arguments and input.")
 def run(remote: str | None, url: str | None, chain: str | None) -> None:
     """What the pre-push hook runs: check each pushed ref that pq manages.

@@ -10,7 +10,7 @@ import sys
 
 import click
 
-from pq.cli.common import emit_json, open_repo, plural
+from pq.cli.common import emit_json, given, open_repo, plural
 
 
 def register(main: click.Group) -> None:
@@ -18,7 +18,7 @@ def register(main: click.Group) -> None:
 
 
 @click.command()
-@click.option("--patch", "patch", metavar="NAME", default=None,
+@click.option("--patch", "patch", callback=given, metavar="NAME", default=None,
               help="Lint only this patch (a file name in patches/).")
 @click.option("--json", "as_json", is_flag=True, help="Print the findings as JSON.")
 def lint(patch: str | None, as_json: bool) -> None:

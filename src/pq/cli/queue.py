@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from pq.cli.common import base_label, emit_json, open_repo, plural, progress_printer, short
+from pq.cli.common import base_label, emit_json, given, open_repo, plural, progress_printer, short
 from pq.queue import cleanform
 from pq.queue import ops as queueops
 from pq.quoting import list_paths, shown
@@ -89,7 +89,7 @@ def _render_copies(copies: Sequence[CopyProposal]) -> None:
 
 
 @click.command()
-@click.option("--upstream", "upstream", required=True, metavar="REF",
+@click.option("--upstream", "upstream", callback=given, required=True, metavar="REF",
               help="The upstream ref the fork follows, e.g. upstream/main.")
 @click.option("--force", is_flag=True, help="Start over even if series.yaml exists.")
 @click.option("--commit", "do_commit", is_flag=True, help="Commit the queue files.")
@@ -106,7 +106,7 @@ def init(upstream: str, force: bool, do_commit: bool, as_json: bool) -> None:
 
 
 @click.command("import")
-@click.option("--upstream", "upstream", required=True, metavar="REF",
+@click.option("--upstream", "upstream", callback=given, required=True, metavar="REF",
               help="The upstream ref the fork merges, e.g. upstream/main.")
 @click.argument("branch", required=False, metavar="[BRANCH]")
 @click.option("--dry-run", is_flag=True, help="Print the plan; write nothing.")
@@ -189,7 +189,7 @@ def export(do_commit: bool, force: bool, as_json: bool) -> None:
 
 
 @click.command()
-@click.option("--onto", default=None, metavar="REV",
+@click.option("--onto", callback=given, default=None, metavar="REV",
               help="Commit to apply onto (default: the series base).")
 @click.option("-b", "--branch", default=None, metavar="NAME",
               help="Create NAME for the result instead of moving the current branch.")

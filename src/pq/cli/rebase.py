@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from pq.cli.common import (
     echo,
     emit_json,
+    given,
     ignored_hook_hints,
     open_repo,
     plural,
@@ -73,7 +74,7 @@ def register(main: click.Group) -> None:
                        "rebase, --continue included.")
     @click.option("--no-verify", "no_verify", is_flag=True,
                   help="Do not run the repository's pre-rebase hook (git runs it too).")
-    @click.option("--forget", "forget", multiple=True, metavar="PATH",
+    @click.option("--forget", "forget", callback=given, multiple=True, metavar="PATH",
                   help="Forget the recorded resolutions (git rerere) pq recorded or reused "
                        "for PATH; repeatable.")
     @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
