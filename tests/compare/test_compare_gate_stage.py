@@ -31,6 +31,9 @@ BAD = [
     ("no script", compare_stage(package="tinyop"), "- name: compare", "needs `script`"),
     ("tolerance pair", compare_stage(script="c.py", tolerance="{float32: [1e-6, -1]}"),
      "tolerance:", "tolerance float32 must be [rtol, atol]"),
+    ("tolerance dtype", compare_stage(script="c.py", tolerance="{flaot32: [1, 1]}"),
+     "tolerance:", "tolerance for 'flaot32', no dtype a tensor is recorded with (did you mean "
+     "float32?)"),
     ("tolerance type", compare_stage(script="c.py", tolerance="loose"), "tolerance: loose",
      "`tolerance` must map dtypes"),
     ("path type", compare_stage(script="c.py", torch_path="{a: 1}"), "torch_path:",

@@ -29,6 +29,11 @@ def test_parse_tolerance() -> None:
     for bad in ("float32", "float32=1", "=1,2", "float32=a,b", "float32=-1,0", "x=inf,0"):
         with pytest.raises(ConfigError, match="DTYPE=RTOL,ATOL"):
             parse_tolerance(bad)
+    # A misspelt dtype would never apply: the comparison would go on under the default.
+    with pytest.raises(ConfigError, match=r"'flaot32' is no dtype a tensor is recorded with "
+                                          r"\(did you mean float32\?\)"):
+        parse_tolerance("flaot32=1,1")
+    assert parse_tolerance(" int64=0,1") == ("int64", Tolerance(0, 1))
 
 
 def test_float_tolerance_edges() -> None:

@@ -6,6 +6,7 @@ reference: |paddle - torch| <= atol + rtol * |torch|, integers and booleans exac
 
 from __future__ import annotations
 
+import difflib
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -29,6 +30,11 @@ DEFAULT_TOLERANCES: dict[str, Tolerance] = {
     "complex128": Tolerance(1e-7, 1e-7),
 }
 EXACT = Tolerance(0.0, 0.0)
+# The dtype names a recorded tensor carries (compare/child.py's normal_dtype): a tolerance
+# for any other name would never apply.
+DTYPES = (*DEFAULT_TOLERANCES, "complex32", "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz",
+          "float8_e5m2fnuz", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
+          "uint64", "bool")
 
 
 def parse_tolerance(text: str, where: str = "--tolerance") -> tuple[str, Tolerance]:
@@ -44,7 +50,12 @@ def parse_tolerance(text: str, where: str = "--tolerance") -> tuple[str, Toleran
     except ValueError:
         raise ConfigError(f"{where} {text!r} is not DTYPE=RTOL,ATOL",
                           hint="e.g. float32=1.3e-6,1e-5 (non-negative numbers)") from None
-    return dtype.strip(), Tolerance(rtol, atol)
+    if (name := dtype.strip()) not in DTYPES:
+        near = difflib.get_close_matches(name, DTYPES, n=1)
+        raise ConfigError(f"{where} {text!r}: {name!r} is no dtype a tensor is recorded with"
+                          + (f" (did you mean {near[0]}?)" if near else ""),
+                          hint=f"name one of {', '.join(DTYPES)}")
+    return name, Tolerance(rtol, atol)
 
 
 def tolerances(overrides: Mapping[str, Tolerance] | None = None) -> dict[str, Tolerance]:

@@ -6,13 +6,14 @@ Paths (script, torch_path, paddle_path) are relative to the worktree of the tip.
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 from pathlib import Path
 from typing import Any
 
 from pq.atomic import write_atomic
-from pq.compare.values import Tolerance, parse_tolerance
+from pq.compare.values import DTYPES, Tolerance, parse_tolerance
 from pq.errors import ConfigError, PqError
 from pq.gate import result as R
 from pq.model.series import Series
@@ -70,6 +71,12 @@ def _tolerance(series: Series, where: tuple[str | int, ...], name: str,
     for dtype, pair in value.items():
         ok = isinstance(pair, list) and len(pair) == 2 and all(
             isinstance(v, (int, float)) and not isinstance(v, bool) for v in pair)
+        if str(dtype) not in DTYPES:
+            near = difflib.get_close_matches(str(dtype), DTYPES, n=1)
+            raise series.error(where + (dtype,), f"gate stage {name!r}: tolerance for "
+                               f"{dtype!r}, no dtype a tensor is recorded with" + (
+                                   f" (did you mean {near[0]}?)" if near else ""),
+                               hint=f"name one of {', '.join(DTYPES)}")
         try:
             if not ok:
                 raise ConfigError("bad")
