@@ -165,6 +165,28 @@ def test_queue_paths_naming_an_upstream_folder_is_refused(fork: Path,
     assert snapshot_queue(fork) == before
 
 
+@pytest.mark.parametrize("how", ["sparse", "deleted", "git rebase"])
+def test_a_series_yaml_git_tracks_but_the_tree_lacks_is_named_so(fork: Path, how: str) -> None:
+    """"no series.yaml (run `pq init` first)" was the answer whatever the reason; followed
+    under a sparse checkout that left it out, `pq init` wrote a new series over the
+    committed one and its hand edits."""
+    if how == "sparse":
+        git(fork, "sparse-checkout", "set", "--no-cone", "/*", "!/series.yaml")
+        needles = ["series.yaml: outside the sparse checkout", "git sparse-checkout add"]
+    elif how == "deleted":
+        (fork / "series.yaml").unlink()
+        needles = ["series.yaml: deleted from the working tree", "git checkout -- series.yaml"]
+    else:
+        git(fork, "rebase", "-q", "--exec", "false", "HEAD~2", check=False)  # after 0002
+        needles = ["while git's rebase is in progress", "finish or abort the rebase"]
+    assert not (fork / "series.yaml").exists()
+    one_line_error(pq(fork, "series", ok=False), *needles)
+    if how != "git rebase":
+        one_line_error(pq(fork, "init", "--upstream", "upstream/main", ok=False),
+                       "the fork already has a series")
+        assert not (fork / "series.yaml").exists()
+
+
 def test_missing_upstream_ref(tmp_path: Path) -> None:
     fork = make_fork(tmp_path)
     one_line_error(pq(fork, "init", "--upstream", "upstream/nope", ok=False),

@@ -10,7 +10,6 @@ from pq.model.series import SERIES_FILE
 from pq.queue import files as queuefiles
 from pq.quoting import shell_args, shown
 from pq.rebase import status as rebase_status
-from pq.rebase.state import git_operation
 
 
 def show_status(as_json: bool) -> None:
@@ -19,7 +18,7 @@ def show_status(as_json: bool) -> None:
         st = rebase_status.status(git)
         summary = unread = by_git = None
         if st is None:
-            by_git = git_operation(git)
+            by_git = git.operation_in_progress()
             try:
                 series = queuefiles.read_worktree(git).series
                 summary = (f"{base_label(series.base, series.upstream_ref)}: "

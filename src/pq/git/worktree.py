@@ -16,6 +16,9 @@ from pq.git.merge import Merging
 
 # The status code of an unmerged path by which of stages 1 (base), 2 (ours), 3 (theirs) it
 # has, as bits 1, 2, 4.
+_GIT_OPERATIONS = (("rebase-merge", "rebase"), ("rebase-apply", "rebase or am"),
+                   ("MERGE_HEAD", "merge"), ("CHERRY_PICK_HEAD", "cherry-pick"),
+                   ("REVERT_HEAD", "revert"))
 _UNMERGED = {1: "DD", 2: "AU", 3: "UD", 4: "UA", 5: "DU", 6: "AA", 7: "UU"}
 
 
@@ -71,6 +74,14 @@ class WorkingTree(Merging):
         args += ["--others"] if others else []
         args += ["--exclude-standard"] if others and not ignored_too else []
         return zsplit(self.run(*args, "--", *paths, env=env))
+
+    def operation_in_progress(self) -> tuple[str, str] | None:
+        """(the operation, the file in the git folder that tells) while git itself is in
+        the middle of a rebase, `git am`, merge, cherry-pick or revert; None otherwise."""
+        for name, operation in _GIT_OPERATIONS:
+            if (self.git_dir / name).exists():
+                return operation, name
+        return None
 
     def submodules(self, paths: Sequence[str]) -> set[str]:
         """Those of `paths` the index holds as a submodule (a gitlink): a change git lists

@@ -57,8 +57,7 @@ def read_worktree(where: Git | Path, missing_ok: bool = False) -> Queue:
                               "are out of the working tree until it ends",
                               hint="`pq status` says where it stands; `pq rebase --continue` "
                                    "or `pq rebase --abort` ends it")
-        raise ConfigError(f"no {SERIES_FILE} in {root}",
-                          hint="run `pq init --upstream <upstream ref>` first")
+        raise _no_series(where)
     pdir = root / PATCHES_DIR
     names: list[str] = []
     if pdir.is_dir():
@@ -104,6 +103,27 @@ def require_no_folder_at(path: Path, then: str | None = None, rel: str = SERIES_
                           then or f"`git checkout -- {rel}` restores a committed " + (
                               "series, or `pq init` starts one" if series else "patch file, "
                               "or `pq export` writes it again from its commit")))
+
+
+def _no_series(git: Git) -> ConfigError:
+    """Why the working tree has no series.yaml: a git operation stopped on a commit under
+    the series' bookkeeping commit, a sparse checkout that leaves it out, a deletion (HEAD
+    has it); else the fork has no series yet."""
+    if (found := git.operation_in_progress()) is not None:
+        return ConfigError(f"no {SERIES_FILE} in the working tree while git's {found[0]} is "
+                           f"in progress (the commit it stopped at has none)",
+                           hint=f"finish or abort the {found[0]} first (`git status` says how), "
+                                "then run pq again")
+    if git.outside_sparse_checkout([SERIES_FILE]):
+        return ConfigError("outside the sparse checkout: pq reads the series from the "
+                           "working tree", path=SERIES_FILE,
+                           hint=f"`git sparse-checkout add /{SERIES_FILE} /{PATCHES_DIR}/`, "
+                                "then run it again")
+    if git.ls_files([SERIES_FILE], cached=True, literal=True):
+        return ConfigError("deleted from the working tree (git tracks it)", path=SERIES_FILE,
+                           hint=f"`git checkout -- {SERIES_FILE}` brings it back")
+    return ConfigError(f"no {SERIES_FILE} in {git.root}",
+                       hint="run `pq init --upstream <upstream ref>` first")
 
 
 def _require_checked_out(git: Git, series: Series) -> None:

@@ -105,10 +105,10 @@ def init(git: Git, upstream: str, *, force: bool = False, commit: bool = False) 
         upstream_id = git.resolve(upstream, "upstream ref")
         head = git.head()
         require_no_folder_at(git.root / SERIES_FILE)
-        if (git.root / SERIES_FILE).exists() and not force:
+        if not force and ((git.root / SERIES_FILE).exists() or git.ls_files(
+                [SERIES_FILE], cached=True, literal=True)):  # (git tracks it: sparse, deleted)
             raise ConfigError("the fork already has a series", path=SERIES_FILE,
-                              hint="use `pq export` to refresh it, or `pq init --force` to "
-                                   "start over")
+                              hint="`pq export` refreshes it; `pq init --force` starts over")
         base = git.merge_base(head, upstream_id)
         if base is None:
             raise no_shared_history(git, "HEAD", upstream, "run `pq init` again")

@@ -269,24 +269,10 @@ def require_none(git: Git) -> None:
     require_no_git_operation(git)
 
 
-_GIT_OPERATIONS = (("rebase-merge", "rebase"), ("rebase-apply", "rebase or am"),
-                   ("MERGE_HEAD", "merge"), ("CHERRY_PICK_HEAD", "cherry-pick"),
-                   ("REVERT_HEAD", "revert"))
-
-
-def git_operation(git: Git) -> tuple[str, str] | None:
-    """(the operation, the file in the git folder that tells) while git itself is in the
-    middle of a rebase, `git am`, merge, cherry-pick or revert; None otherwise."""
-    for name, operation in _GIT_OPERATIONS:
-        if (git.git_dir / name).exists():
-            return operation, name
-    return None
-
-
 def require_no_git_operation(git: Git) -> None:
     """Refuse while git itself is in the middle of an operation: a commit pq wrote now
     would land on a half-done one."""
-    if (found := git_operation(git)) is not None:
+    if (found := git.operation_in_progress()) is not None:
         raise ConfigError(f"git has an operation in progress ({found[1]})",
                           hint="finish or abort it first (`git status` says how)")
 
