@@ -990,6 +990,20 @@ def test_a_chained_hook_that_is_not_executable_is_ignored_with_gits_hint(tmp_pat
     assert again.returncode == 0 and "hint:" not in again.stderr, again.stderr
 
 
+def test_install_refuses_a_core_hooks_path_that_turns_hooks_off(tmp_path: Path) -> None:
+    """core.hooksPath empty or /dev/null (the usual ways to turn hooks off): pq wrote the
+    hook into the working tree (git looks for `/pre-push`), where no push ran it, or told
+    the user to move /dev/null aside."""
+    fork, remote = make_pushable(tmp_path)
+    pq(fork, "hook", "uninstall")
+    for value in ("", "/dev/null"):
+        git(fork, "config", "core.hooksPath", value)
+        refused = pq(fork, "hook", "install", ok=False)
+        assert refused.exit_code == 2, refused.output
+        assert f"core.hooksPath is {value!r}, which turns git's hooks off" in refused.output
+        assert not (fork / "pre-push").exists()
+
+
 def test_install_honours_core_hooks_path(tmp_path: Path) -> None:
     fork, remote = make_pushable(tmp_path)
     pq(fork, "hook", "uninstall")

@@ -149,3 +149,14 @@ def test_a_branch_switch_while_the_rebase_computes_lands_nowhere(tmp_path: Path)
     assert _rebase(fork, "upstream/main").returncode == 0  # nothing left in the way
     assert git(fork, "rev-parse", "other") == other
 
+
+
+def test_an_empty_hooks_path_is_not_the_working_tree(tmp_path: Path) -> None:
+    """An empty core.hooksPath: git looks for `/pre-rebase`, and `--git-path hooks` says
+    `./`; a `pre-rebase` at the top of the working tree is not git's hook, nor pq's."""
+    fork = _fork_moved(tmp_path)
+    git(fork, "config", "core.hooksPath", "")
+    _hook(fork, ".", HOOK)
+    done = _rebase(fork, "upstream/main")
+    assert done.returncode == 0, done.stderr
+    assert not (fork / ".git" / "asked").exists()

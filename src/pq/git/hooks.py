@@ -66,7 +66,9 @@ def _folder(git: Git) -> tuple[Path, str]:
         config = 0
     key = (git.root, git.git_dir, config)
     if key not in _FOLDERS:
-        shown = git.text("rev-parse", "--git-path", "hooks").rstrip("\n")
+        # The folder of a hook's path, as git finds a hook: for an empty core.hooksPath,
+        # `/NAME` (`--git-path hooks` would say `./`, the working tree).
+        shown = os.path.dirname(git.text("rev-parse", "--git-path", "hooks/x").rstrip("\n"))
         _FOLDERS[key] = (git.root / shown, shown)
     return _FOLDERS[key]
 

@@ -71,6 +71,22 @@ def hooks_dir(git: Git) -> Path:
     return git.git_path("hooks")
 
 
+def _require_hooks_on(git: Git) -> None:
+    """Refuse a core.hooksPath that turns git's hooks off (empty, /dev/null: not a folder),
+    where a hook pq wrote would never run, or would land in the working tree."""
+    found = git.config_matching(r"^core\.hookspath$")
+    if "core.hookspath" not in found:
+        return
+    value = found["core.hookspath"]
+    where = os.path.expanduser(value)
+    if value and (not os.path.lexists(where) or os.path.isdir(where)):
+        return  # a folder, or one pq makes
+    raise ConfigError(f"core.hooksPath is {value!r}, which turns git's hooks off: a pre-push "
+                      "hook would never run", hint="point it at a folder or unset it, where "
+                      "`git config --show-origin core.hooksPath` says it is set; then `pq hook "
+                      "install`")
+
+
 def is_ours(path: Path) -> bool:
     try:
         with open(path, "rb") as f:
@@ -93,6 +109,7 @@ class InstallResult:
 
 def install(git: Git, *, force: bool = False, chain: bool = False,
             python: str | None = None) -> InstallResult:
+    _require_hooks_on(git)
     path = hooks_dir(git) / HOOK_NAME
     chained = path.with_name(HOOK_NAME + CHAINED_SUFFIX)
     replaced = path.with_name(HOOK_NAME + REPLACED_SUFFIX)
