@@ -48,6 +48,15 @@ def edit_series(fork: Path, old: str, new: str) -> None:
     ("  - name: 0002-scoped-compat.patch", "  - name: 0002",
      ["series.yaml:10:11", "`name` must be the name of its file in patches/",
       "(write the file's whole name"]),
+    # A misspelt key, or a workaround field outside its block, was kept and ignored: the
+    # audit found 0 workarounds, lint used its default limit.
+    ("summary: enable compat", "sumary: enable compat",
+     ["series.yaml:9:13", "patch entry 1: unknown key `sumary` (did you mean `summary`?)"]),
+    ("patches:", "lnt: {max_patch_lines: 1}\npatches:",
+     ["series.yaml:6:6", "unknown key `lnt` (did you mean `lint`?)", "`x-`"]),
+    ("summary: enable compat", "summary: enable compat\n    workaround:\n    covers: [a]",
+     ["series.yaml:11:13", "patch entry 1: `covers` is a workaround field, outside the "
+      "entry's `workaround:` block", "indent it under `workaround:`"]),
 ])
 def test_series_errors(fork: Path, old: str, new: str, needles: list[str]) -> None:
     edit_series(fork, old, new)

@@ -18,7 +18,7 @@ from typing import Any
 from pq.errors import ConfigError
 from pq.model import conditions
 from pq.model.conditions import Condition
-from pq.model.series import SERIES_FILE, PatchEntry, Series
+from pq.model.series import ACK_KEY, SERIES_FILE, PatchEntry, Series
 
 COMPAT_GAP = "compat-gap"
 UPSTREAM_PRIVATE = "upstream-private"
@@ -254,7 +254,6 @@ def _mre(block: dict[str, Any], fail: Fail, series: Series) -> str | None:
 
 # -- acknowledged findings ------------------------------------------------------------
 
-ACK_KEY = "acknowledged"
 ACK_FIELDS = ("rule", "reason")
 
 

@@ -8,6 +8,7 @@ and layout (yamledit edits the loaded text). This module never runs git.
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 from collections.abc import Iterable
@@ -32,6 +33,9 @@ NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,193}\.patch\Z")
 
 _ENTRY_KEYS = ("name", "layer", "summary", "workaround", "copies")
 _TOP_KEYS = ("version", "upstream", "queue_paths", "patches", "gate")
+ACK_KEY = "acknowledged"  # an entry's acknowledged audit findings (pq.model.metadata)
+_READ_TOO: dict[tuple[str | int, ...], tuple[str, ...]] = {  # keys other modules read
+    (): ("lint",), ("patches",): (ACK_KEY,)}
 
 
 @dataclass(frozen=True)
@@ -209,6 +213,7 @@ def _loads_cached(text: bytes, filename: str = SERIES_FILE, keep_in: Path | None
     if not isinstance(data, dict):
         raise doc.error((), "a series file must be a mapping with `version`, `upstream` and "
                         "`patches`", hint="see the series format in pq's README")
+    _require_known(doc, (), data, _TOP_KEYS)
     version = data.get("version")
     if version is None:
         raise doc.error((), "missing `version`", hint=f"add `version: {FORMAT_VERSION}`")
@@ -287,6 +292,7 @@ def _entry(doc: yamldoc.Located, i: int, item: Any) -> PatchEntry:
     if not isinstance(item, dict):
         raise doc.error(path, f"patch entry {i + 1} must be a mapping with `name`, `layer`, "
                         "`summary`")
+    _require_known(doc, path, item, _ENTRY_KEYS)
     name = item.get("name")
     if not isinstance(name, str) or not name:
         raise doc.error(path + ("name",) if "name" in item else path,
@@ -316,6 +322,31 @@ def _entry(doc: yamldoc.Located, i: int, item: Any) -> PatchEntry:
         raise doc.error(path + ("workaround",), f"patch {name}: `workaround` must be a mapping")
     return PatchEntry(name=name, layer=layer, summary=summary, workaround=workaround, raw=item,
                       copies=_copies(doc, path, name, item))
+
+
+def _require_known(doc: yamldoc.Located, path: yamldoc.Path, block: dict[Any, Any],
+                   known: tuple[str, ...]) -> None:
+    """Refuse a key that is a misspelling of one pq reads (`sumary`), or a workaround
+    field written outside its block: pq would go on without it, unsaid. Any other key is
+    the user's own and kept as written."""
+    known = known + _READ_TOO.get(path[:1], ())
+    for key in block:
+        if not isinstance(key, str) or key in known or key.startswith("x-"):
+            continue
+        where = f"patch entry {int(path[-1]) + 1}: " if path else ""
+        if path:
+            from pq.model.metadata import KEYS  # it reads a Series: imported where needed
+
+            if key in KEYS:
+                raise doc.error(path + (key,), f"{where}`{key}` is a workaround field, "
+                                "outside the entry's `workaround:` block",
+                                hint="indent it under `workaround:`")
+        close = difflib.get_close_matches(key, known, n=1, cutoff=0.8)
+        if close:
+            raise doc.error(path + (key,), f"{where}unknown key `{key}` (did you mean "
+                            f"`{close[0]}`?)", hint="fix its spelling; a key of your own "
+                            "is kept as written, and one starting with `x-` is never taken "
+                            "for pq's")
 
 
 def _copies(doc: yamldoc.Located, path: yamldoc.Path, name: str, item: dict[str, Any]
