@@ -279,3 +279,28 @@ def test_a_landing_git_refuses_waits_for_the_scan_and_leaves_git_clean(tmp_path:
     assert not [p.name for p in (fork / ".git/objects").iterdir()
                 if p.name.startswith("tmp_objdir")]
     assert (fork / "new.txt").read_text() == "mine, untracked\n"
+
+
+def test_an_upstream_history_rewritten_is_compared_as_trees(tmp_path: Path) -> None:
+    """Upstream squashed (a new root commit) or fetched shallow: the root's own diff counted
+    every line as new, so API the old base had was "new", and a file only the fork changed
+    was "touched on both sides"."""
+    fork = make_fork(tmp_path)
+    write(fork, "pkg/glue.py", "GLUE = 1\n")
+    commit_all(fork, "Glue")
+    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    old = git(fork, "rev-parse", "upstream/main")
+    up = tmp_path / "upstream"
+    write(up, "csrc/guard.cc", "#include <c10/cuda/CUDAGuard.h>\n"
+          "void g(at::Tensor& x) { at::cuda::CUDAGuard guard(x.device()); }\n")
+    commit_all(up, "upstream: guard")
+    git(up, "checkout", "-q", "--orphan", "squashed")
+    write(up, "README.md", "squashed\n")
+    commit_all(up, "one commit")
+    git(up, "branch", "-q", "-M", "squashed", "main")
+    git(fork, "fetch", "-q", "-f", "upstream")
+    data = json.loads(pq(fork, "drift", f"{old}..upstream/main", "--json", *NO_PADDLE,
+                         ok=False).output)
+    assert {i["file"] for i in data["items"]} == {"csrc/guard.cc"}  # none of old's files
+    assert "at::cuda::CUDAGuard" in [i["name"] for i in data["items"]]
+    assert data["touched_both"] == []  # pkg/glue.py is the fork's alone

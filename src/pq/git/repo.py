@@ -245,17 +245,26 @@ class Git(History):
         for each commit of old..new, oldest first, with pq's pinned diff options (one sealed
         process). A commit's diff is against its parent; a merge's is what its author
         changed beyond git's own merge of its parents (`--remerge-diff`: empty for a clean
-        merge; a conflict's resolution, or an evil merge's own lines, otherwise)."""
+        merge; a conflict's resolution, or an evil merge's own lines, otherwise).
+
+        A range with a root commit in it (upstream's history rewritten, squashed, or cut
+        off by a shallow fetch) is one change, `new` against `old` as trees: a root's own
+        diff would count every line of every file as new."""
         options = [o for o in DIFF_OPTIONS if o != "--binary"]
         # Newest first, turned round below: git 2.39's `--reverse` spoils remerge diffs.
         out = self.run_sealed("diff", *PORCELAIN_DIFF_CONFIG, "log", "--diff-merges=remerge",
-                              "--topo-order", "--format=%x01%H", "-p", f"-U{context}",
+                              "--topo-order", "--format=%x01%H %P", "-p", f"-U{context}",
                               *options, f"{old}..{new}", "--")
         found = []
         for chunk in (b"\n" + out).split(b"\n\x01")[1:]:
             head, _, body = chunk.partition(b"\n")
+            commit, _, parents = head.decode().strip().partition(" ")
+            if not parents:  # a root: the range is one change, as trees (above)
+                whole = self.run_sealed("diff", *PORCELAIN_DIFF_CONFIG, "diff", f"-U{context}",
+                                        *options, old, new, "--")
+                return [(self.resolve(new, "commit"), whole)]
             body = body.lstrip(b"\n")  # and its last line's newline, which the split took
-            found.append((CommitId(head.decode().strip()),
+            found.append((CommitId(commit),
                           body + b"\n" if body and not body.endswith(b"\n") else body))
         return found[::-1]
 
