@@ -603,3 +603,29 @@ def test_import_in_a_shallow_clone_cut_at_the_only_commit_of_a_part(tmp_path: Pa
     data = json.loads(pq(clone, "import", "--upstream", "upstream/main", "--json").output)
     assert [p["kept_from"] is None for p in data["patches"]] == [True, False]
     assert tree(clone, "HEAD") == tree(clone, tip)
+
+
+def test_a_fork_commit_upstream_merged_too_is_kept_in_a_criss_cross(tmp_path: Path) -> None:
+    """Upstream merged one of the fork's commits while the fork merged upstream: the
+    commits to replay were read from upstream..tip, which leaves that commit out, so
+    --keep-commits fell back to topics saying the merges changed the tree."""
+    up = make_upstream(tmp_path / "upstream", {f"{n}.txt": "".join(f"{n} {i}\n" for i in
+                                                                   range(30)) for n in "abc"})
+    fork = make_fork(tmp_path, up)
+    for n, line in (("a", 5), ("b", 10)):
+        path = fork / f"{n}.txt"
+        path.write_text(path.read_text().replace(f"{n} {line}\n", f"{n} {line} fork\n"))
+        commit_all(fork, f"python-glue: {n}")
+    (up / "c.txt").write_text((up / "c.txt").read_text().replace("c 2\n", "c 2 up\n"))
+    commit_all(up, "upstream: c")
+    git(up, "fetch", "-q", str(fork), "paddle")
+    git(up, "merge", "-q", "--no-edit", "FETCH_HEAD~1", "-m", "upstream takes the fork's a")
+    git(fork, "fetch", "-q", "upstream")
+    git(fork, "merge", "-q", "--no-edit", "upstream/main~1", "-m", "fork merges upstream")
+    (fork / "c.txt").write_text((fork / "c.txt").read_text().replace("c 20\n", "c 20 fork\n"))
+    commit_all(fork, "python-glue: c")
+    data = json.loads(pq(fork, "import", "--upstream", "upstream/main", "--keep-commits",
+                         "--dry-run", "--json").output)
+    assert data["mode"] == "commits", data
+    assert [p["name"] for p in data["patches"]] == [
+        "0001-python-glue-a.patch", "0002-python-glue-b.patch", "0003-python-glue-c.patch"]

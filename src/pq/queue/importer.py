@@ -149,7 +149,7 @@ def import_fork(git: Git, upstream: str, branch: str | None = None, *, dry_run: 
                               hint="move those files elsewhere (`git mv`) and commit, then "
                                    "run `pq import` again")
         committer = git.committer_now()
-        log = git.log_files(f"{upstream_id}..{tip}")
+        log = git.log_files(f"{base}..{tip}")  # what the patches must carry: base to tip
         mode, reason, last = "topics", "", base
         names: list[str] | None = None
         kept: dict[str, CommitId | None] = {}
