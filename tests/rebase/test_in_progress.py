@@ -1162,6 +1162,29 @@ def test_upstreams_file_git_moves_aside_is_said_to_be_upstreams(tmp_path: Path) 
     assert git(fork, "ls-tree", "-r", "--name-only", "paddle~1", "sl", "sl~HEAD") == "sl/new"
 
 
+def test_the_patchs_file_git_moves_aside_is_said_to_be_the_patchs(tmp_path: Path) -> None:
+    """The patch adds a file `tool` where upstream now has a folder: git moves the patch's
+    file aside as `tool~<commit> (<subject>)`. pq called it "added by the patch only",
+    with `git add` as the fix, which would commit a file of that name."""
+    fork = make_fork(tmp_path)
+    write(fork, "tool", "file\n")
+    commit_all(fork, "python-glue: add tool")
+    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    write(tmp_path / "upstream", "tool/t.sh", "t\n")
+    commit_all(tmp_path / "upstream", "upstream: a tool folder")
+    git(fork, "fetch", "-q", "upstream")
+    assert pq(fork, "rebase", "upstream/main", ok=False).exit_code == 1
+    [c] = json.loads(pq(fork, "status", "--json").stdout)["rebase"]["conflicted"]
+    assert c["path"].startswith("tool~") and c["code"] == "UA", c
+    assert c["kind"] == "the patch's tool, moved aside: upstream has a folder there", c
+    assert "git add" not in c["fix"].split(" && ")[0] and "NEW-NAME" in c["fix"], c["fix"]
+    subprocess.run(c["fix"].split("`")[1].replace("NEW-NAME", "tool.sh"), shell=True,
+                   cwd=fork, check=True)
+    pq(fork, "rebase", "--continue")
+    assert git(fork, "ls-tree", "-r", "--name-only", "paddle~1", "tool", "tool.sh",
+               "tool~*").splitlines() == ["tool.sh", "tool/t.sh"]
+
+
 def test_a_branch_deleted_while_stopped_comes_back_with_abort(tmp_path: Path) -> None:
     """`git branch -D` of the branch while the rebase is stopped (HEAD is detached there):
     --abort refused, saying it "would overwrite it", and asked for --force; nothing is

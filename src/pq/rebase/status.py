@@ -51,6 +51,8 @@ SUBMODULE_FIXES = {  # where one side deleted it or has it not: `git rm`, or a c
           "the patch does"), ("AU", "drops it"), ("UA", "drops it"))}
 # The name git gives a file of the stack so far it moves aside (`x~HEAD`, `x~HEAD_0`, ...).
 _ASIDE = re.compile(r"~HEAD(?:_\d+)?$")
+# The patch's file git moved aside (`tool~e63349f (subject)`: upstream has a folder there).
+_PATCH_ASIDE = re.compile(r"~[0-9a-f]{4,64} \(.*\)(?:_\d+)?$", re.DOTALL)
 NEXT_CONFLICT = ["pq rebase --continue", "pq rebase --skip", "pq rebase --abort"]
 
 
@@ -144,6 +146,12 @@ def conflicts(git: Git, onto: str | None = None) -> list[ConflictFile]:
         here = from_here(git.root, [path])
         fix = fix.format(p=shell_args(here, pathspec=True), f=shown(here[0]),
                          c=shell_args(here))
+        if code == "UA" and onto and (aside := _PATCH_ASIDE.sub("", path)) != path and any(
+                p.startswith(aside + "/") for *_, p in git.ls_tree(onto, [aside])):
+            kind = f"the patch's {shown(aside)}, moved aside: upstream has a folder there"
+            fix = (f"`mv {shell_args(here)} NEW-NAME && git add NEW-NAME && git rm -q "
+                   f"{shell_args(here, True)}` keeps the patch's file under another name; or "
+                   f"`git rm {shell_args(here, True)}` drops it")
         if code == "AU" and named[path] != path and named[path] in upstream:
             kind = f"upstream's {shown(named[path])}, moved aside: the patch has a folder there"
             fix = (f"`git rm {shell_args(here, True)}` keeps the patch's folder, upstream's "
