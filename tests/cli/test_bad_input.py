@@ -99,6 +99,12 @@ def test_unlisted_patch_file(fork: Path) -> None:
 
 @pytest.mark.parametrize("content,needle", [
     (b"garbage\n", "no mail header"),
+    # A hand-written `git diff`: the fix is the mail form (`pq export` would drop a patch
+    # no commit carries), and an editor's BOM is named as such.
+    (b"diff --git a/a b/a\n--- a/a\n+++ b/a\n@@ -1 +1 @@\n-a\n+b\n",
+     "write it as `git format-patch` does"),
+    (b"\xef\xbb\xbfFrom: x <x@y>\nDate: Tue, 14 Nov 2023 23:13:20 +0100\nSubject: x\n\n"
+     b"---\ndiff --git a/a b/a\n", "starts with a byte-order mark"),
     (b"From: x <x@y>\nDate: nonsense\nSubject: [PATCH] x\n\n---\ndiff --git a/a b/a\n",
      "bad Date: header"),
     (b"From: x <x@y>\nDate: Tue, 14 Nov 2023 23:13:20 +0100\nSubject: [PATCH] x\n\nbody\n",

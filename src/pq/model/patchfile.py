@@ -45,6 +45,10 @@ class PatchFile:
         return diffs.parse(self.diff, self.source, first_line=self.diff_line)
 
 
+# How a patch file reads, for one written by hand (`pq export` rewrites one pq wrote).
+MAIL_FORM = ("write it as `git format-patch` does: From:, Date: and Subject: headers, a blank "
+             "line, the message, a `---` line, the diff (`pq export` writes a patch pq wrote "
+             "again from its commit)")
 # Text is the commit's bytes read as UTF-8 with surrogateescape: any bytes round trip.
 _ENC = ("utf-8", "surrogateescape")
 # Where the plain mail form cannot carry the message exactly, the byte count of the message
@@ -188,6 +192,10 @@ def _parse_cached(data: bytes, filename: str) -> PatchFile:
     if len(data) > MAX_PATCH_BYTES:
         raise ConfigError(f"patch is {len(data)} bytes, more than the "
                           f"{MAX_PATCH_BYTES >> 20} MiB pq reads", path=filename, hint=TOO_LARGE)
+    if data.startswith(b"\xef\xbb\xbf"):
+        raise ConfigError("starts with a byte-order mark (an editor's), which is no mail "
+                          "header", path=filename, line=1, hint="save it without one (UTF-8 "
+                                                                "without BOM)")
     if data[:data.find(b"\n") + 1].endswith(b"\r\n"):
         # Saved with CRLF line ends (an editor, a mail client): pq writes LF headers, so
         # every line's CR is the conversion's, and `git am` strips them all; so does pq.
@@ -198,8 +206,7 @@ def _parse_cached(data: bytes, filename: str) -> PatchFile:
     head_end = text.find(b"\n\n")
     if head_end < 0:
         raise ConfigError("no mail header (From:, Date:, Subject:) followed by a blank line",
-                          path=filename, line=1,
-                          hint="regenerate it with `pq export`")
+                          path=filename, line=1, hint=MAIL_FORM)
     header_block = text[:head_end].decode("utf-8", "surrogateescape")
     rest = text[head_end + 2:]
     first = 2 if text is not data else 1  # the header block's first line in the file
@@ -208,7 +215,7 @@ def _parse_cached(data: bytes, filename: str) -> PatchFile:
     for required in ("from", "date", "subject"):
         if required not in keys:
             raise ConfigError(f"missing `{required.title()}:` header", path=filename, line=1,
-                              hint="regenerate it with `pq export`")
+                              hint=MAIL_FORM)
     address = mailheader.read_address(keys["from"])
     if address is None:
         raise ConfigError(f"bad From: header {keys['from']!r}", path=filename,
@@ -255,8 +262,7 @@ def _parse_cached(data: bytes, filename: str) -> PatchFile:
             body += b"\n" if body else b""
         if found is None:
             raise ConfigError("no diff found (expected a `---` line followed by `diff --git`)",
-                              path=filename, line=body_line,
-                              hint="regenerate it with `pq export`")
+                              path=filename, line=body_line, hint=MAIL_FORM)
         message = _plain_message(subject_value, body)
         diff = rest[found.end():]
     diffs.check_paths(diff, filename, data.count(b"\n", 0, len(data) - len(diff)) + 1)
