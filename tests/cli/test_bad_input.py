@@ -322,6 +322,19 @@ def test_no_git_identity_is_one_line_that_says_how_to_set_it(
     assert git(fork, "status", "--porcelain") == ""
 
 
+def test_a_date_git_cannot_read_is_named_not_the_identity(
+        fork: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """GIT_COMMITTER_DATE=garbage: the error said git had no committer identity and named
+    user.name and user.email as the fix."""
+    write(fork, "setup.py", "import paddle  # again\n")
+    before = commit_all(fork, "build: again")
+    monkeypatch.setenv("GIT_COMMITTER_DATE", "garbage")
+    one_line_error(pq(fork, "export", "--commit", ok=False),
+                   "git cannot read GIT_COMMITTER_DATE (invalid date format: garbage)",
+                   "unset GIT_COMMITTER_DATE")
+    assert git(fork, "rev-parse", "HEAD") == before
+
+
 def test_upstream_commits_are_never_taken_for_patches(fork: Path) -> None:
     """A branch rebased onto a newer upstream by plain git (`git rebase -i upstream/main` to
     reorder): `pq export` listed upstream's commit as a new patch of the fork, and `pq

@@ -138,6 +138,11 @@ class Git(History):
         said = proc.stderr.decode("utf-8", "replace").splitlines()
         why = next((ln.removeprefix("fatal: ") for ln in reversed(said)
                     if ln.startswith("fatal: ")), "`git var " + var + "` failed")
+        if why.startswith("invalid date format"):  # GIT_COMMITTER_DATE, GIT_AUTHOR_DATE
+            variable = f"GIT_{role.upper()}_DATE"
+            raise ConfigError(f"git cannot read {variable} ({why}), the date of pq's commits",
+                              hint=f"unset {variable}, or give it a date git reads (`2026-12-01 "
+                                   "10:00:00 +0100`, `@1700000000 +0000`)")
         raise ConfigError(
             f"git has no {role} identity to write pq's commits with: {why}",
             hint="set it with `git config --global user.name \"Your Name\"` and "
