@@ -544,6 +544,18 @@ def test_a_junit_file_that_cannot_be_written_keeps_the_report(tmp_path: Path,
     assert "result: passed" in pq(fork, "gate", "--status").output
 
 
+def test_a_junit_path_refused_before_the_stages_keeps_the_json_shape(tmp_path: Path) -> None:
+    """`--junit afile/x.xml` (a file where its folder goes), refused before any stage:
+    `--json` printed the bare error object, where docs/gate.md promises the report's
+    shape with `error` set."""
+    fork = gate_fork(tmp_path, stage_lines(stage("build", "true")))
+    write(fork, "afile", "x\n")
+    result = pq(fork, "gate", "--json", "--junit", "afile/x.xml", ok=False)
+    data = json.loads(result.stdout)
+    assert result.exit_code == 2 and data["status"] == "error" and data["stages"] == [], data
+    assert "afile is not a folder" in data["error"]["message"], data
+
+
 def test_json_shape(tmp_path: Path) -> None:
     fork = gate_fork(tmp_path, stage_lines(stage("build", "echo hi; exit 1")))
     result = pq(fork, "gate", "--json", ok=False)

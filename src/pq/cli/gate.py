@@ -54,11 +54,11 @@ def gate(ctx: click.Context, stages: tuple[str, ...], force: bool, python: str |
         else:
             click.echo(status_text(status))
         ctx.exit(status.exit_code)
-    if junit_path is not None:
-        check_writable(junit_path, "--junit")
     if python and "/" in python:
         python = os.path.abspath(os.path.expanduser(python))  # relative to where pq runs
     try:
+        if junit_path is not None:
+            check_writable(junit_path, "--junit")
         with open_repo() as git, terminate_as_interrupt():
             report = api.run_gate(git, stages=list(stages) or None, force=force,
                                   progress=progress_printer("gate", until_done=True), python=python)
