@@ -385,7 +385,8 @@ def test_dirty_tree_and_existing_series_are_refused(tmp_path: Path) -> None:
     git(fork, "checkout", "--", "setup.py")
     pq(fork, "import", "--upstream", "upstream/main")
     again = pq(fork, "import", "--upstream", "upstream/main", ok=False)
-    assert again.exit_code == 2 and "series.yaml already exists" in again.output
+    assert again.exit_code == 2 and "series.yaml: already exists: " in again.output \
+        and "series.yaml: series.yaml" not in again.output
     named = re.search(r"`(git rm [^`]*)` and commit first", again.output)
     assert named, again.output  # the command named works as written
     git(fork, *shlex.split(named.group(1))[1:])

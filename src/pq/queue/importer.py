@@ -126,7 +126,7 @@ def import_fork(git: Git, upstream: str, branch: str | None = None, *, dry_run: 
             if SERIES_FILE not in tracked:
                 steps.append(f"`rm {shell_args(from_here(git.root, [SERIES_FILE]))}`")
             again = " and ".join(steps) + (" and commit" if tracked else "") + " first"
-            raise ConfigError(f"{SERIES_FILE} already exists: {name} already has a series",
+            raise ConfigError(f"already exists: {name} already has a series",
                               path=SERIES_FILE,
                               hint=f"`pq export` refreshes it; {again} to import again")
         ops.require_clean(git, queue_paths, "pq import")
