@@ -178,6 +178,9 @@ def test_missing_interpreter_is_a_configuration_error(tmp_path: Path) -> None:
         result.output
     result = pq(fork, "gate", "--python", "no-such-python-here", ok=False)
     assert result.exit_code == 2 and "'no-such-python-here' not found" in result.output
+    write(fork, "notes.txt", "not a program\n")  # there, but no interpreter: not "not found"
+    result = pq(fork, "gate", "--python", str(fork / "notes.txt"), ok=False)
+    assert result.exit_code == 2 and "notes.txt' is no executable file" in result.output
     # --python overrides a broken gate.python.
     assert pq(fork, "gate", "--python", PY).exit_code == 0
 

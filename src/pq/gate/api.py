@@ -194,7 +194,9 @@ def _plan(git: Git, held: ExitStack, stages: list[str] | tuple[str, ...] | None,
     spec = python or config.python or "python3"
     path = probe.find_interpreter(spec, git.root)
     if path is None:
-        message = f"python interpreter {spec!r} not found"
+        there = "/" in spec and os.path.isfile(spec)  # (`/etc/passwd`, a script not +x)
+        message = f"python interpreter {spec!r} " + ("is no executable file" if there
+                                                     else "not found")
         hint = "install it, or point gate.python in series.yaml (or --python) at one"
         if python is None and config.python is not None:
             raise queue.series.error(("gate", "python"), message, hint)
