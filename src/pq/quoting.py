@@ -9,11 +9,12 @@ import shlex
 from collections.abc import Callable
 from pathlib import Path
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-# A lone surrogate: a byte of a name that is not UTF-8, as surrogateescape holds it in text.
+# A control character, or a lone surrogate: a byte of a name that is not UTF-8, as
+# surrogateescape holds it in text (printed, it is no byte a terminal shows or pastes back).
+_CONTROL = re.compile("[\x00-\x1f\x7f\udc80-\udcff]")
 LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 _PATHSPEC_MAGIC = re.compile(r"^:|[*?[\\]")  # what git's pathspec reading does not take as is
-_NEEDS_QUOTES = re.compile(r'[\x00-\x1f\x7f"\\]')  # as git's quote_c_style
+_NEEDS_QUOTES = re.compile('[\x00-\x1f\x7f"\\\\\udc80-\udcff]')  # as git's quote_c_style
 # git's quote_c_style, which bash's `$'...'` reads the same way: letters, else octal.
 _ESCAPES = {"\a": "\\a", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\v": "\\v",
             "\f": "\\f", "\r": "\\r", "\\": "\\\\"}
@@ -65,8 +66,13 @@ def shown(path: str) -> str:
 
 
 def _escaped(text: str, quote: str) -> str:
-    return "".join(_ESCAPES.get(c) or ("\\" + c if c == quote else f"\\{ord(c):03o}"
+    return "".join(_ESCAPES.get(c) or ("\\" + c if c == quote else f"\\{_byte(c):03o}"
                                        if _CONTROL.match(c) else c) for c in text)
+
+
+def _byte(c: str) -> int:
+    """The byte a control character is, or a surrogateescape character stands for."""
+    return ord(c) - 0xDC00 if "\udc80" <= c <= "\udcff" else ord(c)
 
 
 def list_paths(paths: list[str], note: Callable[[str], str] | None = None) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -12,17 +13,20 @@ from pq.errors import OperationFailed
 from pq.quoting import from_here, shell_args, shown
 
 NAMES = ["plain.txt", "a\nb", "it's here", "-dash", "tab\there", "back\\slash\n", "cr\r",
-         "bell\x07", "caf\u00e9", "q\"uote\n'both'"]
+         "bell\x07", "caf\u00e9", "q\"uote\n'both'",
+         # Not UTF-8: printed as is, the byte was U+FFFD on a terminal, and pasted back, no
+         # such name.
+         b"x\xffy.txt".decode("utf-8", "surrogateescape")]
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_a_suggested_command_gives_bash_the_name_back(name: str) -> None:
     words = shell_args([name])
-    assert "\n" not in words and "\r" not in words
+    assert "\n" not in words and "\r" not in words and words.isprintable()
     out = subprocess.run(["bash", "-c", f"printf '%s\\0' {words}"], capture_output=True,
                          check=True).stdout
     assert out.split(b"\0")[:-1] == ([b"--"] if name.startswith("-") else []) + [
-        name.encode()]
+        os.fsencode(name)]
 
 
 @pytest.mark.parametrize("name", [":colon.txt", "star*.txt", "q?.txt", "[ab].txt",
