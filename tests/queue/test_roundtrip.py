@@ -313,8 +313,12 @@ def test_apply_onto_other_commit_and_conflict_message(tmp_path: Path) -> None:
     git(fork, "fetch", "-q", "upstream")
     result = pq(fork, "apply", "--onto", "upstream/main", "--branch", "x", ok=False)
     assert result.exit_code == 1
-    assert "patches/0001-enable-compat.patch (patch 1) does not apply" in result.output
+    assert "patches/0001-enable-compat.patch: patch 1 does not apply" in result.output
     assert "pq rebase" in result.output
+    # --json names the file as `path` (it was null, the file only in the message).
+    error = json.loads(pq(fork, "apply", "--onto", "upstream/main", "--branch", "x", "--json",
+                          ok=False).stdout)["error"]
+    assert error["path"] == "patches/0001-enable-compat.patch", error
 
 
 def test_a_reordered_series_that_does_not_apply_names_a_fix_that_works(
@@ -332,7 +336,7 @@ def test_a_reordered_series_that_does_not_apply_names_a_fix_that_works(
     (fork / "series.yaml").write_text(text[:first] + text[second:] + text[first:second])
     result = pq(fork, "apply", ok=False)
     assert result.exit_code == 1, result.output
-    assert "patches/0002-build-two.patch (patch 1) does not apply" in result.output
+    assert "patches/0002-build-two.patch: patch 1 does not apply" in result.output
     assert "reorder the commits (`git rebase -i`), then `pq export --commit`" in result.output
     assert "pq rebase" not in result.output
 

@@ -298,7 +298,7 @@ def apply_failure(pf: PatchFile, data: bytes, index: int, onto: str, error: str,
     reason = re.sub(r"(at|on) line (\d+)",
                     lambda m: f"{m.group(1)} line {int(m.group(2)) + header}", reason)
     return OperationFailed(
-        f"{pf.source} (patch {index + 1}) does not apply onto {onto[:12]}: {reason}",
+        f"patch {index + 1} does not apply onto {onto[:12]}: {reason}", path=pf.source,
         hint="fix the patch file there (`git apply --check` names the same line), or `pq "
              "export --force` writes its commit's patch again, dropping the edit" if corrupt
         else "the patch does not fit the files before it (a hand edit of its context, or "

@@ -283,10 +283,11 @@ def _apply_one_by_one(git: Git, ctx: CheckContext, queue: Queue, base: CommitId,
     try:
         commits = stack.materialise(git, queue, base, _CHECKER, branch=False)
     except OperationFailed as exc:
-        return [CheckFailure("apply", f"{exc.message}, although it matches its commit: the "
-                             "patch file cannot rebuild the branch", _REBUILD)]
+        return [CheckFailure("apply", f"{exc.path}: {exc.message}, although it matches its "
+                             "commit: the patch file cannot rebuild the branch", _REBUILD)]
     except ConfigError as exc:  # a patch file that does not parse
-        return [CheckFailure("apply", exc.render(), _REBUILD)]
+        return [CheckFailure("apply", (f"{exc.path}: " if exc.path else "") + exc.render(),
+                             _REBUILD)]
     built = git.tree_of(commits[-1][1]) if commits else git.tree_of(base)
     got = without_queue(built)
     if want == got:

@@ -363,7 +363,8 @@ def _verify(git: Git, queue: Queue, base: CommitId, target: str, committer: Pers
     try:
         applied = stack_mod.materialise(git, queue, base, committer, branch=False)
     except OperationFailed as exc:
-        raise OperationFailed(f"import of {branch} not verified: {exc.message}; nothing was "
+        raise OperationFailed(f"import of {branch} not verified: {exc.path}: {exc.message}; "
+                              "nothing was "
                               "written", hint="report this as a pq bug, with the branch") \
             from exc
     tree = git.tree_of(applied[-1][1]) if applied else git.tree_of(base)
