@@ -528,3 +528,26 @@ def test_pqs_own_commits_have_the_author_git_commit_would_give(
     for rev in ("paddle", "applied"):
         assert git(fork, "log", "-1", "--format=%s|%an|%cn", rev).split("|")[1:] == [
             "Ann Author", "Carl Committer"], rev
+
+
+def test_a_reference_transaction_hook_refusing_the_landing_is_named(tmp_path: Path) -> None:
+    """A reference-transaction hook that refuses the branch's update at the landing: the
+    hint said to move files aside. It names the hook; once it lets the update pass,
+    `--continue` lands the rebase."""
+    fork = make_fork(tmp_path)
+    write(fork, "setup.py", (fork / "setup.py").read_text() + "# fork\n")
+    commit_all(fork, "build: an edit")
+    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    write(tmp_path / "upstream", "LICENSE", "MIT\n")
+    commit_all(tmp_path / "upstream", "upstream: license")
+    git(fork, "fetch", "-q", "upstream")
+    hook = fork / ".git/hooks/reference-transaction"
+    write(fork, ".git/hooks/reference-transaction",
+          '#!/bin/sh\n[ "$1" = prepared ] && grep -q " refs/heads/paddle$" && exit 1\nexit 0\n',
+          mode=0o755)
+    refused = pq(fork, "rebase", "upstream/main", ok=False)
+    assert refused.exit_code == 2 and "let the hook pass the update" in refused.output, \
+        refused.output
+    hook.unlink()
+    pq(fork, "rebase", "--continue")
+    assert git(fork, "rev-parse", "paddle~2") == git(fork, "rev-parse", "upstream/main")

@@ -111,11 +111,13 @@ def land(git: Git, state: RebaseState, previous: str | None = None) -> None:
             _require_on_branch(git, state, expected, git.try_resolve(state.branch), True)
             git.reset("keep", state.new_tip, env=env)
     except GitError as exc:
+        what = ("let the hook pass the update" if "aborted by hook" in exc.message else
+                "move the files aside")
         raise ConfigError(f"cannot move {state.short_branch} to the rebased stack: "
                           f"{exc.message}",
-                          hint="deal with what git names (move the files aside), then "
-                               "`pq rebase --continue` lands it, resolutions included; or "
-                               "`pq rebase --abort`") from None
+                          hint=f"deal with what git names ({what}), then `pq rebase "
+                               "--continue` lands it, resolutions included; or `pq rebase "
+                               "--abort`") from None
     try:
         if attributes.result():
             worktree.convert_again(git, state.orig_head, new_tip, state.onto)
