@@ -783,6 +783,24 @@ def test_a_rebase_stopped_in_a_worktree_since_removed_is_aborted_from_another(
     assert again.exit_code == 1 and "conflict" in again.output  # the same stop, here
 
 
+def test_a_rebase_stopped_in_a_worktree_since_moved_is_found_where_it_went(
+        tmp_path: Path) -> None:
+    """`git worktree move` of the worktree a rebase stopped in: pq called it gone and
+    offered `--abort` from here; git knows where it went, and so does pq."""
+    up, fork = make_series(tmp_path)
+    conflict_upstream(up, fork)
+    git(fork, "switch", "-q", "-c", "other", "upstream/main")
+    linked, moved = tmp_path / "linked", tmp_path / "moved"
+    git(fork, "worktree", "add", "-q", str(linked), "paddle")
+    assert pq(linked, "rebase", "upstream/main", ok=False).exit_code == 1
+    git(fork, "worktree", "move", str(linked), str(moved))
+    shown = pq(fork, "status").output
+    assert "gone" not in shown and f"`cd {moved}`" in shown, shown
+    refused = pq(fork, "rebase", "--continue", ok=False)
+    assert refused.exit_code == 2 and f"runs in the worktree {moved}" in refused.output
+    assert json.loads(pq(moved, "status", "--json").output)["rebase"]["phase"] == "conflict"
+
+
 def test_hints_run_from_a_subfolder_name_paths_from_there(tmp_path: Path) -> None:
     """pq run in a subfolder: a suggested `git add` names the file as seen from there
     (`git add csrc/x` failed in csrc/), and pasted as it is, it resolves the conflict."""

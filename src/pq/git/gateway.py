@@ -271,7 +271,17 @@ class Gateway:
         for a record that names none, as older versions wrote them)."""
         if not recorded or recorded.get("id") == self.worktree()["id"]:
             return None
-        return recorded.get("root") or recorded.get("id")
+        return self._moved_to(recorded.get("id", "")) or recorded.get("root") or \
+            recorded.get("id")
+
+    def _moved_to(self, worktree_id: str) -> str | None:
+        """Where the linked worktree `worktree_id` (`worktrees/NAME`) is now, as git keeps
+        it (`git worktree move` rewrites its `gitdir` file); None when git keeps none."""
+        try:
+            gitfile = (self.common_dir / worktree_id / "gitdir").read_text().strip()
+        except (OSError, UnicodeDecodeError):
+            return None
+        return os.path.dirname(gitfile) if worktree_id.startswith("worktrees") else None
 
     # -- objects (pq.git.odb) -----------------------------------------------------
 

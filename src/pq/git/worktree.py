@@ -113,12 +113,12 @@ class WorkingTree(Merging):
 
     def worktree_gone(self, recorded: dict[str, str] | None) -> bool:
         """Whether `recorded` (Gateway.worktree's record) names another worktree that is
-        gone: removed (`git worktree remove`), or its folder deleted."""
-        if self.other_worktree(recorded) is None or not recorded:
+        gone: removed (`git worktree remove`), or its folder deleted (not moved: `git
+        worktree move` tells git where it went)."""
+        if (root := self.other_worktree(recorded)) is None or not recorded:
             return False
-        root = recorded.get("root")
-        return not (self.common_dir / recorded.get("id", "")).is_dir() or bool(
-            root and not os.path.isdir(root))
+        return not (self.common_dir / recorded.get("id", "")).is_dir() or not os.path.isdir(
+            root)
 
     def untracked(self, paths: Sequence[str], ignored_too: bool = False) -> list[str]:
         """Those of `paths` that stand in the working tree untracked (not ignored, unless
