@@ -125,6 +125,20 @@ def test_undo_restores_the_exact_state(fork: Path, command: list[str]) -> None:
     assert git(fork, "status", "--porcelain") == "?? notes.txt"
 
 
+def test_an_executable_bit_git_does_not_see_is_no_change_since(fork: Path) -> None:
+    """core.fileMode=false (a FAT or 9p mount shows every file executable): `git status` is
+    clean, yet undo refused ("series.yaml, patches/ ... changed since"), naming no file."""
+    git(fork, "config", "core.fileMode", "false")
+    before = git(fork, "rev-parse", "HEAD")
+    new_commit(fork)
+    pq(fork, "export", "--commit")
+    for path in [fork / "series.yaml", *(fork / "patches").iterdir()]:
+        path.chmod(0o755)
+    assert git(fork, "status", "--porcelain") == ""
+    pq(fork, "undo")
+    assert git(fork, "rev-parse", "HEAD~1") == before
+
+
 def test_undo_walks_back_and_redo_walks_forward(fork: Path) -> None:
     states = [repo_state(fork)]
     new_commit(fork)

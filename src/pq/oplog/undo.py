@@ -80,6 +80,12 @@ def _components(snap: Snapshot, ref_names: set[str]) -> dict[str, Any]:
     return comps
 
 
+def _without_exec_bit(queue: tuple[dict[str, str], Any]) -> tuple[dict[str, str], Any]:
+    """The queue component with every file's mode 100755 read as 100644."""
+    files, index = queue
+    return {p: v.replace("100755 ", "100644 ", 1) for p, v in files.items()}, index
+
+
 @dataclass
 class Plan:
     """Put the record's `before` back, for the parts that differ from `reference`."""
@@ -143,6 +149,9 @@ def plan(git: Git, kind: str, op: int | None, current: Snapshot, force: bool) ->
     names = set(before["refs"]) | set(reference["refs"]) | set(now["refs"])
     b, r, c = (_components(s, names) for s in (before, reference, now))
     changed = sorted(k for k in b if b[k] != (c if kind == "restore" else r)[k])
+    if git.config_bool("core.fileMode") is False:  # git sees no executable bit: nor does pq
+        c = {**c, "queue": _without_exec_bit(c["queue"])}
+        r = {**r, "queue": _without_exec_bit(r["queue"])}
     drift = [k for k in changed if c[k] != r[k]]
     if changed and "HEAD" not in changed and c["HEAD"] != r["HEAD"]:
         # HEAD left the branch the operation ran on (a detached checkout, another branch):
