@@ -25,7 +25,7 @@ def refuse_losing_them(git: Git, current: Queue, committed: Queue | None,
         _removed(current, committed, fresh, None)
     if committed is not None and last is not None:
         _committed_patch_edits(git, committed, last, fresh)
-        _removed(committed, last[1], fresh, hand_removed(git, git.head(), committed, last))
+        _removed(committed, last[1], fresh, hand_removed(git, "HEAD", committed, last))
     if committed is not None:
         _reordered(current, committed, fresh)
 
