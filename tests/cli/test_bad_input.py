@@ -52,11 +52,13 @@ def edit_series(fork: Path, old: str, new: str) -> None:
     # audit found 0 workarounds, lint used its default limit.
     ("summary: enable compat", "sumary: enable compat",
      ["series.yaml:9:13", "patch entry 1: unknown key `sumary` (did you mean `summary`?)"]),
+    ("summary: enable compat", "summary: enable compat\n    issue: x\n    reason: y",
+     ["series.yaml:10:12", "patch entry 1: `issue` is a workaround field"]),
     ("patches:", "lnt: {max_patch_lines: 1}\npatches:",
      ["series.yaml:6:6", "unknown key `lnt` (did you mean `lint`?)", "`x-`"]),
     ("summary: enable compat", "summary: enable compat\n    workaround:\n    covers: [a]",
      ["series.yaml:11:13", "patch entry 1: `covers` is a workaround field, outside the "
-      "entry's `workaround:` block", "indent it under `workaround:`"]),
+      "entry's `workaround:` block", "indent the workaround's fields under `workaround:`"]),
 ])
 def test_series_errors(fork: Path, old: str, new: str, needles: list[str]) -> None:
     edit_series(fork, old, new)
@@ -64,6 +66,17 @@ def test_series_errors(fork: Path, old: str, new: str, needles: list[str]) -> No
     for command in (["series"], ["export"], ["apply"]):
         one_line_error(pq(fork, *command, ok=False), *needles)
     assert snapshot_queue(fork) == before
+
+
+def test_keys_of_the_users_own_are_kept(fork: Path) -> None:
+    """Not every key near one of pq's is a misspelling: a name of pq's with something
+    added (`summary_de`, `upstream_url`), a lone `issue:` note, `later`, `rename`."""
+    edit_series(fork, "patches:", "upstream_url: https://example.com/up\npatches:")
+    edit_series(fork, "summary: enable compat", "summary: enable compat\n    summary_de: "
+                "Kompat\n    issue: https://example.com/1\n    later: true\n    rename: x")
+    assert pq(fork, "series").exit_code == 0
+    pq(fork, "export", "--force")
+    assert "summary_de: Kompat" in (fork / "series.yaml").read_text()
 
 
 def test_status_says_the_series_does_not_read_apart_from_its_summary(fork: Path) -> None:

@@ -326,22 +326,26 @@ def _entry(doc: yamldoc.Located, i: int, item: Any) -> PatchEntry:
 
 def _require_known(doc: yamldoc.Located, path: yamldoc.Path, block: dict[Any, Any],
                    known: tuple[str, ...]) -> None:
-    """Refuse a key that is a misspelling of one pq reads (`sumary`), or a workaround
-    field written outside its block: pq would go on without it, unsaid. Any other key is
-    the user's own and kept as written."""
+    """Refuse a key that reads as a misspelling of one pq reads (`sumary`), or workaround
+    fields written beside an empty `workaround:` (or two of them without one): pq would go
+    on without them, unsaid. Any other key is the user's own and kept as written (`issue`
+    alone, `summary_de`: a name of pq's own with something added is no misspelling)."""
     known = known + _READ_TOO.get(path[:1], ())
-    for key in block:
-        if not isinstance(key, str) or key in known or key.startswith("x-"):
-            continue
-        where = f"patch entry {int(path[-1]) + 1}: " if path else ""
-        if path:
-            from pq.model.metadata import KEYS  # it reads a Series: imported where needed
+    where = f"patch entry {int(path[-1]) + 1}: " if path else ""
+    if path:
+        from pq.model.metadata import KEYS  # it reads a Series: imported where needed
 
-            if key in KEYS:
-                raise doc.error(path + (key,), f"{where}`{key}` is a workaround field, "
-                                "outside the entry's `workaround:` block",
-                                hint="indent it under `workaround:`")
-        close = difflib.get_close_matches(key, known, n=1, cutoff=0.8)
+        outside = [k for k in block if k in KEYS]
+        if outside and (("workaround" in block and not block["workaround"])
+                        or len(outside) > 1):
+            raise doc.error(path + (outside[0],), f"{where}`{outside[0]}` is a workaround "
+                            "field, outside the entry's `workaround:` block",
+                            hint="indent the workaround's fields under `workaround:`")
+    for key in block:
+        if not isinstance(key, str) or key in known or key.startswith(("x-", *(
+                f"{k}{sep}" for k in known for sep in "_-"))):
+            continue
+        close = difflib.get_close_matches(key, known, n=1, cutoff=0.85)
         if close:
             raise doc.error(path + (key,), f"{where}unknown key `{key}` (did you mean "
                             f"`{close[0]}`?)", hint="fix its spelling; a key of your own "
