@@ -548,8 +548,8 @@ def test_a_patch_added_by_hand_and_committed_is_not_removed_by_export(tmp_path: 
     commit_all(fork, "add a patch by hand")
     before = snapshot_queue(fork)
     refused = pq(fork, "export", ok=False)
-    assert refused.exit_code == 2 and "patches/0003-readme.patch: added by hand and " \
-        "committed" in refused.output and "`pq apply`" in refused.output, refused.output
+    assert refused.exit_code == 2 and "patches/0003-readme.patch: added to the series by " \
+        "hand" in refused.output and "`pq apply`" in refused.output, refused.output
     assert snapshot_queue(fork) == before
     check = pq(fork, "check", ok=False)
     assert "0003-readme.patch is in series.yaml but no commit on the branch carries it: it " \
@@ -598,3 +598,45 @@ def test_a_queue_folder_file_keeps_its_mode_under_core_filemode_false(tmp_path: 
     assert git(fork, "status", "--porcelain") == ""
     pq(fork, "apply", "--branch", "rebuilt")
     assert git(fork, "ls-tree", "rebuilt", "mre/case1/repro.py").split()[0] == "100644"
+
+
+def _four_patch_fork(tmp: Path) -> Path:
+    return series_fork(tmp, *((f"python-glue: feat {i}", {f"pkg/f{i}.py": f"F = {i}\n"})
+                              for i in range(1, 5)))
+
+
+def test_an_export_after_a_commit_dropped_and_one_added_is_no_hand_edit(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A commit dropped (`git rebase -i`), exported (not committed), then a new commit: the
+    second export called the dropped patch "taken out of series.yaml by hand" and sent the
+    user round between `pq apply` and `pq export`."""
+    fork = _four_patch_fork(tmp_path)
+    monkeypatch.setenv("GIT_SEQUENCE_EDITOR", "sed -i '/feat 2/s/^pick/drop/'")
+    git(fork, "rebase", "-q", "-i", "upstream/main")
+    pq(fork, "export")
+    write(fork, "pkg/f5.py", "F = 5\n")
+    commit_all(fork, "python-glue: feat 5")
+    pq(fork, "export", "--commit")
+    assert sorted(p.name for p in (fork / "patches").iterdir()) == [
+        "0001-python-glue-feat-1.patch", "0003-python-glue-feat-3.patch",
+        "0004-python-glue-feat-4.patch", "0005-python-glue-feat-5.patch"]
+    assert pq(fork, "check").exit_code == 0
+
+
+def test_a_new_patch_amended_after_its_export_was_committed_is_no_hand_edit(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A new commit exported and committed with plain `git commit`, then the commit
+    amended below it (fixup, autosquash): export called the patch "added by hand"."""
+    fork = _four_patch_fork(tmp_path)
+    write(fork, "pkg/f5.py", "F = 5\n")
+    commit_all(fork, "python-glue: feat 5")
+    pq(fork, "export")
+    commit_all(fork, "update the series")
+    write(fork, "pkg/f5.py", "F = 55\n")
+    git(fork, "add", "pkg/f5.py")
+    git(fork, "commit", "-q", "--fixup", "HEAD~1")
+    monkeypatch.setenv("GIT_SEQUENCE_EDITOR", "true")
+    git(fork, "rebase", "-q", "-i", "--autosquash", "upstream/main")
+    pq(fork, "export", "--commit")
+    assert "F = 55" in (fork / "patches/0005-python-glue-feat-5.patch").read_text()
+    assert pq(fork, "check").exit_code == 0

@@ -144,18 +144,19 @@ def check_export(git: Git, ctx: CheckContext) -> list[CheckFailure]:
         fix = (f"pq export --commit, if it is the fork's own; if it is an {series.upstream_ref}"
                f" commit (the branch was rebased outside pq), fetch {series.upstream_ref} "
                "first: pq then names the fix")
-    from pq.queue.handedits import hand_removed
+    from pq.queue.handedits import hand_added, hand_removed
 
-    added = set(stack.hand_edits(git, series.base, ctx.commit, queue, last)) if (
-        orphaned and last) else set()
-    removed = hand_removed(git, ctx.commit, queue, last) if unexported and last else []
+    added = set(hand_added(queue, fresh)) if orphaned else set()
+    # {the export's name: the patch taken out by hand whose very commit it is}
+    removed = {n: name for name, n in hand_removed(queue, last[1], fresh)} if (
+        unexported and last) else {}
     for i in unexported:
         sc = by_name[fresh_names[i]]
         what = f"commit {sc.commit[:12]} ({_subject(git, sc.commit)!r})"
-        if removed and i not in orphaned:
+        if fresh_names[i] in removed and i not in orphaned:
             failures.append(CheckFailure(
                 "export", f"{what} is not in the series: its patch was taken out of "
-                          f"series.yaml by hand (patches/{removed[0]})",
+                          f"series.yaml by hand (patches/{removed[fresh_names[i]]})",
                 "pq apply (rebuilds the branch without it), or pq export --commit (writes "
                 "it back)"))
         elif i in orphaned:  # the same place in both lists: one commit changed, not two
@@ -170,8 +171,8 @@ def check_export(git: Git, ctx: CheckContext) -> list[CheckFailure]:
         if i not in unexported and old_names[i] in added:
             failures.append(CheckFailure(
                 "export", f"patches/{old_names[i]} is in series.yaml but no commit on the "
-                          "branch carries it: it was added by hand after pq last wrote the "
-                          "series", "pq apply (makes a commit of it)"))
+                          "branch carries it: it was added by hand", "pq apply (makes a "
+                                                                      "commit of it)"))
         elif i not in unexported:
             failures.append(CheckFailure(
                 "export", f"patches/{old_names[i]} is in series.yaml but no commit on the "

@@ -5,6 +5,8 @@ entries), each refused in one line naming the file and the way to keep it.
 
 from __future__ import annotations
 
+import re
+
 from pq.errors import ConfigError
 from pq.git.objects import CommitId
 from pq.git.repo import Git
@@ -12,7 +14,7 @@ from pq.model import patchfile
 from pq.model.series import PATCHES_DIR, SERIES_FILE
 from pq.oplog import log
 from pq.queue import stack as stack_mod
-from pq.queue.files import Queue, read_tree
+from pq.queue.files import Queue
 from pq.quoting import from_here, shell_args
 
 
@@ -21,11 +23,12 @@ def refuse_losing_them(git: Git, current: Queue, committed: Queue | None,
     """Refuse an export of `fresh` over `current` (the working tree's queue; `committed`:
     HEAD's; `last`: what pq last wrote, and where) that would lose a hand edit."""
     _uncommitted_patch_edits(git, current, committed, fresh)
+    _added(current, fresh)
     if committed is not None:
-        _removed(current, committed, fresh, None)
+        _removed(current, committed, fresh, committed=False)
     if committed is not None and last is not None:
         _committed_patch_edits(git, committed, last, fresh)
-        _removed(committed, last[1], fresh, hand_removed(git, "HEAD", committed, last))
+        _removed(committed, last[1], fresh, committed=True)
     if committed is not None:
         _reordered(current, committed, fresh)
 
@@ -62,13 +65,6 @@ def _committed_patch_edits(git: Git, committed: Queue, last: tuple[CommitId, Que
         if patchfile.reads_the_same(fresh.files.get(name, b""), committed.files[name],
                                     f"{PATCHES_DIR}/{name}"):
             continue  # the commits were changed the same way, or only the bytes' form was
-        if name not in last[1].files:
-            raise ConfigError(
-                f"added by hand and committed after pq last wrote the series (in "
-                f"{last[0][:12]}); export writes a patch for each of the branch's commits, "
-                "none of which carries it, and would remove it", path=f"{PATCHES_DIR}/{name}",
-                hint="`pq apply` makes a commit of it on the branch; or `pq export --force` "
-                     "removes it")
         raise ConfigError(
             f"edited by hand and committed after pq last wrote it (in {last[0][:12]}); "
             "export rewrites patch files from the branch's commits and would overwrite that "
@@ -78,40 +74,47 @@ def _committed_patch_edits(git: Git, committed: Queue, last: tuple[CommitId, Que
                  "`pq export --force` discards the edit and writes the commits' patch")
 
 
-def hand_removed(git: Git, tip: str, committed: Queue, last: tuple[CommitId, Queue]
-                 ) -> list[str]:
-    """The patches pq last wrote (`last`) that `committed` (`tip`'s queue) no longer lists,
-    taken out by a commit of the user's: not one that committed an export (of a commit
-    dropped from the branch, say)."""
-    result = []
-    names = {e.name for e in committed.series.patches}
-    for entry in last[1].series.patches:
-        if entry.name in names:
-            continue
-        changed = next(iter(git.rev_list(f"{last[0]}..{tip}",
-                                         [f"{PATCHES_DIR}/{entry.name}"], max_count=1)), "")
-        exported = stack_mod.export_at(git, committed.series.base, changed) if changed else None
-        there = read_tree(git, changed) if exported is not None else None
-        if there is None or exported is None or list(exported.files) != list(there.files):
-            result.append(entry.name)
-    return result
+def hand_added(queue: Queue, fresh: Queue) -> list[str]:
+    """The patch files of `queue` that no commit on the branch carries (`fresh`, the
+    export, has none of that name) and that pq did not write: without its `X-Pq-Layer:`
+    header (a `git format-patch` or hand-written patch). One pq wrote, whose commit is gone
+    (dropped by `git rebase -i`), the export rightly removes."""
+    return [name for name, data in queue.files.items() if name not in fresh.files
+            and not re.search(rb"(?m)^X-Pq-Layer: ", data.split(b"\n\n", 1)[0])]
 
 
-def _removed(now: Queue, then: Queue, fresh: Queue, removed: list[str] | None) -> None:
-    """Patches taken out of the series by hand (`removed`; None: those `then` lists and
-    `now` does not, not committed) while the branch still has their commits: the export
-    would write them back."""
+def hand_removed(now: Queue, then: Queue, fresh: Queue) -> list[tuple[str, str]]:
+    """(name, the export's name for it) of each patch `then` lists and `now` does not,
+    whose very commit is still on the branch: the export (`fresh`) writes it back as one
+    `now` does not list. A patch whose commit is gone was taken out with it."""
     names = {e.name for e in now.series.patches}
-    gone = [e.name for e in then.series.patches if e.name not in names] if removed is None \
-        else removed
-    if not gone or all(e.name in names for e in fresh.series.patches):
-        return
-    raise ConfigError(
-        f"taken out of {SERIES_FILE} by hand" + (", not committed" if removed is None else
-                                                 " and committed") +
-        "; its commit is still on the branch, and export, which writes a patch for each of "
-        "the branch's commits, would put it back", path=f"{PATCHES_DIR}/{gone[0]}",
-        hint="`pq apply` rebuilds the branch without it; or `pq export --force` writes it back")
+    back = {n: d for n, d in fresh.files.items() if n not in names}
+    return [(e.name, n) for e in then.series.patches if e.name not in names
+            and e.name in then.files for n, d in back.items()
+            if stack_mod.same_commits({"p": then.files[e.name]}, {"p": d})]
+
+
+def _added(current: Queue, fresh: Queue) -> None:
+    """A patch file added to the series by hand: the export would remove it."""
+    if added := hand_added(current, fresh):
+        raise ConfigError(
+            "added to the series by hand: export writes a patch for each of the branch's "
+            "commits, none of which carries it, and would remove it",
+            path=f"{PATCHES_DIR}/{added[0]}", hint="`pq apply` makes a commit of it on the "
+                                               "branch; or `pq export --force` removes it")
+
+
+def _removed(now: Queue, then: Queue, fresh: Queue, committed: bool) -> None:
+    """A patch taken out of the series by hand (`then` lists it, `now` does not; committed
+    or not) while the branch still has its commit: the export would put it back."""
+    if removed := hand_removed(now, then, fresh):
+        raise ConfigError(
+            f"taken out of {SERIES_FILE} by hand" + (" and committed" if committed else
+                                                     ", not committed") +
+            "; its commit is still on the branch, and export, which writes a patch for each "
+            "of the branch's commits, would put it back", path=f"{PATCHES_DIR}/{removed[0][0]}",
+            hint="`pq apply` rebuilds the branch without it; or `pq export --force` writes "
+                 "it back")
 
 
 def _uncommitted_patch_edits(git: Git, current: Queue, committed: Queue | None,

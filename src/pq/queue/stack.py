@@ -150,13 +150,12 @@ def last_written(git: Git, base: str, tip: str, at_tip: Queue | None = None
 def hand_edits(git: Git, base: str, tip: str, committed: Queue,
                last: tuple[CommitId, Queue]) -> list[str]:
     """The patch files committed in `tip` as edits by hand: they differ from what pq last
-    wrote (`last`, see `last_written`) or were added since, and the commit that last
-    changed each of them did not commit an export (`pq export`, committed with plain `git
-    commit`, is not an edit)."""
+    wrote (`last`, see `last_written`), and the commit that last changed each of them did
+    not commit an export (`pq export`, committed with plain `git commit`, is not an edit)."""
     result = []
     exported: dict[str, Queue | None] = {}
     for name, data in sorted(committed.files.items()):
-        if last[1].files.get(name) == data:
+        if last[1].files.get(name, data) == data:
             continue
         changed = next(iter(git.rev_list(f"{last[0]}..{tip}", [f"{PATCHES_DIR}/{name}"],
                                          max_count=1)), "")
