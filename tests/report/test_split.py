@@ -54,6 +54,7 @@ def test_split_by_layer_keeps_the_tree_and_the_metadata(tmp_path: Path) -> None:
 
     out = pq(fork, "split", f"patches/{name}", "--by-layer", "--json").output
     parts = json.loads(out)["parts"]
+    assert json.loads(out)["notes"] == []  # no workaround block to speak of
     # Parts in the order of their first hunk (git orders files by path); the declared
     # layer's part keeps the name.
     assert [(p["name"], p["layer"], p["files"]) for p in parts] == [
@@ -195,3 +196,24 @@ def test_a_part_of_a_patch_with_a_long_name_is_named_within_the_limit() -> None:
     assert len(name) == 200 and name.endswith("-python-glue-2.patch")
     assert series_mod.NAME_RE.match(name)
     assert part_name("a" * 190, "python-glue", {name}).endswith("-python-glue-3.patch")
+
+
+def test_a_split_of_a_workaround_says_where_its_block_stays(tmp_path: Path) -> None:
+    """The block stays with the part that keeps the name (docs/layers.md); a part that
+    carries the workaround's code then fails the audit (WA014) with no word from split."""
+    fork = _fork(tmp_path)
+    name = "0001-mixed-everything-at-once.patch"
+    text = (fork / "series.yaml").read_text().replace(
+        "summary: 'mixed: everything at once'", "summary: 'mixed: everything at once'\n"
+        "    workaround:\n      kind: compat-gap\n      covers: [pkg/__init__.py]\n"
+        "      reason: r\n      remove_when: paddle >= 9.9")
+    write(fork, "series.yaml", text)
+    commit_all(fork, "pq: a workaround")
+    pq(fork, "export", "--commit")  # the patch file's headers say it too
+    data = json.loads(pq(fork, "split", name, "--by-layer", "--json").output)
+    [note] = data["notes"]
+    assert note.startswith(f"the workaround block stays with {name}; ") and \
+        "0001-mixed-everything-at-once-python-glue.patch" in note, note
+    pq(fork, "undo")
+    assert "  note: the workaround block stays with" in pq(fork, "split", name,
+                                                           "--by-layer").output

@@ -115,7 +115,8 @@ def split(patch: str, by_layer: bool, as_json: bool) -> None:
     if as_json:
         emit_json({"patch": result.patch, "branch": result.branch, "tip": result.tip,
                    "parts": [{"name": p.name, "layer": p.layer, "hunks": p.hunks,
-                              "files": list(p.files)} for p in result.parts]})
+                              "files": list(p.files)} for p in result.parts],
+                   "notes": list(result.notes)})
         return
     click.echo(f"split {result.patch} into {plural(len(result.parts), 'patch', 'patches')} "
                "by layer:")
@@ -124,3 +125,5 @@ def split(patch: str, by_layer: bool, as_json: bool) -> None:
         click.echo(f"  {p.name:<{width}}  {p.layer:<11}  {plural(p.hunks, 'hunk')}: "
                    + ", ".join(p.files))
     click.echo(f"  {result.branch} has the same final tree; `pq undo` puts the patch back")
+    for note in result.notes:
+        click.echo(f"  note: {note}")

@@ -45,6 +45,7 @@ class SplitResult:
     parts: tuple[Part, ...]
     tip: CommitId
     branch: str
+    notes: tuple[str, ...] = ()
 
 
 def part_name(stem: str, layer: str, taken: set[str]) -> str:
@@ -143,7 +144,12 @@ def split(git: Git, patch: str) -> SplitResult:
     parts = tuple(Part(n, layer, sum(1 for w in where.values() if w == layer),
                        tuple(dict.fromkeys(p for (p, _), w in where.items() if w == layer)))
                   for layer, n in zip(order, names))
-    return SplitResult(name, parts, tip, branch.removeprefix("refs/heads/"))
+    others = [n for n in names if n != name]
+    notes = (f"the workaround block stays with {name}; {', '.join(others)} "
+             f"get{'s' if len(others) == 1 else ''} none: declare one where a part holds "
+             "workaround code (`pq audit workarounds` names it), and keep the block's "
+             "`covers` to the files its part still changes",) if entry.workaround else ()
+    return SplitResult(name, parts, tip, branch.removeprefix("refs/heads/"), notes)
 
 
 def _part_message(message: str, layer: str) -> str:
