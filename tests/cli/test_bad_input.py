@@ -476,6 +476,16 @@ def test_git_dir_and_git_work_tree_name_the_repository_as_for_git(
                    f"GIT_DIR names the git dir {fork / '.git'}, which is not the .git of its "
                    f"working tree {plain} (the current folder: GIT_WORK_TREE is unset)",
                    "set GIT_WORK_TREE too")
+    # GIT_DIR alone, where its core.worktree names the tree: not "the current folder", and
+    # "set GIT_WORK_TREE too" only led to the other refusal.
+    monkeypatch.delenv("GIT_DIR")
+    git(apart, "config", "core.bare", "false")
+    git(apart, "config", "core.worktree", str(other))
+    monkeypatch.setenv("GIT_DIR", str(apart))
+    (other / "sub").mkdir()
+    refused = pq(other / "sub", "series", ok=False)
+    one_line_error(refused, f"working tree {other}: pq works", "unset GIT_DIR")
+    assert "GIT_WORK_TREE too" not in refused.output and "current folder" not in refused.output
 
 
 def test_a_commit_with_a_malformed_author_line_is_named(fork: Path) -> None:

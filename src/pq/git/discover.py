@@ -30,7 +30,8 @@ def locate(path: Path, environment: bool = False, bare: bool = False
         except ConfigError:  # no repository of its own there: the folder pq runs in, say
             found = None
         if found is None or found[1].resolve() != named_dir.resolve():
-            alone = "GIT_WORK_TREE" not in given  # git takes the current folder for it
+            # git takes the current folder for the tree (unless core.worktree names one)
+            alone = "GIT_WORK_TREE" not in given and top.resolve() == path.resolve()
             raise ConfigError(
                 f"{' and '.join(sorted(given))} name{'s' if len(given) == 1 else ''} the git "
                 f"dir {named_dir}, which is not the .git of its working tree {top}"
