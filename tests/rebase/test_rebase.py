@@ -413,7 +413,8 @@ def test_bookkeeping_commit_from_a_commit_or_the_worktree_is_the_rebases(tmp_pat
         head = g.commit("HEAD")
         for source in (orig, None):  # mre/ from the old tip, or from the working tree
             expected = bookkeeping.bookkeeping_commit(g, head.parents[0], source,
-                                                      read_worktree(fork), head.committer,
+                                                      read_worktree(fork),
+                                                      (head.author, head.committer),
                                                       head.message)
             assert g.commit(expected).tree == head.tree, source
 

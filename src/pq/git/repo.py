@@ -48,6 +48,7 @@ class Git(History):
     def __init__(self, root: Path, git_dir: Path, common_dir: Path) -> None:
         super().__init__(root, git_dir, common_dir)
         self._changes: dict[str, list[Change]] = {}  # commit_changes' answers: they never change
+        self._author: Person | None = None
 
     # -- revisions ----------------------------------------------------------------
 
@@ -128,7 +129,11 @@ class Git(History):
         return self._identity("GIT_COMMITTER_IDENT", "committer")
 
     def author_now(self) -> Person:
-        return self._identity("GIT_AUTHOR_IDENT", "author")
+        """The author `git commit` would give now; asked of git once per repository object
+        (a rebase asks it alongside the committer, not at its landing)."""
+        if self._author is None:
+            self._author = self._identity("GIT_AUTHOR_IDENT", "author")
+        return self._author
 
     def _identity(self, var: str, role: str) -> Person:
         """git's `role` identity now; where git has none, what to configure."""

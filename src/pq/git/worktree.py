@@ -111,6 +111,31 @@ class WorkingTree(Merging):
         listed = zsplit(self.run("--literal-pathspecs", "ls-files", "-v", "-z", "--", *paths))
         return ((rec[2:], rec[:1]) for rec in listed)
 
+    def worktree(self) -> dict[str, str]:
+        """This worktree as pq records it (a rebase's state, a snapshot): `id`, its git
+        folder under the common one ("." for the main worktree; the same when the
+        repository moves), and `root`, its path."""
+        return {"id": os.path.relpath(os.path.realpath(self.git_dir),
+                                      os.path.realpath(self.common_dir)),
+                "root": str(self.root)}
+
+    def other_worktree(self, recorded: dict[str, str] | None) -> str | None:
+        """The path of the worktree `recorded` names, when it is not this one (None also
+        for a record that names none, as older versions wrote them)."""
+        if not recorded or recorded.get("id") == self.worktree()["id"]:
+            return None
+        return self._moved_to(recorded.get("id", "")) or recorded.get("root") or \
+            recorded.get("id")
+
+    def _moved_to(self, worktree_id: str) -> str | None:
+        """Where the linked worktree `worktree_id` (`worktrees/NAME`) is now, as git keeps
+        it (`git worktree move` rewrites its `gitdir` file); None when git keeps none."""
+        try:
+            gitfile = (self.common_dir / worktree_id / "gitdir").read_text().strip()
+        except (OSError, UnicodeDecodeError):
+            return None
+        return os.path.dirname(gitfile) if worktree_id.startswith("worktrees") else None
+
     def worktree_gone(self, recorded: dict[str, str] | None) -> bool:
         """Whether `recorded` (Gateway.worktree's record) names another worktree that is
         gone: removed (`git worktree remove`), or its folder deleted (not moved: `git

@@ -148,8 +148,10 @@ def _start(txn: Transaction, upstream: str | None, *, gate: bool, progress: Prog
 
 
 def _who_commits(git: Git) -> Person:
-    """The committer now; and `git` learns whether it signs, before any commit is written."""
+    """The committer now; and `git` learns whether it signs and who the author of the
+    landing's bookkeeping commit is, before any commit is written."""
     git.signing()
+    git.author_now()
     return git.committer_now()
 
 
@@ -350,6 +352,7 @@ def _resume(txn: Transaction, action: str, progress: Progress | None,
     if action == "continue" and not stopped:
         rebase_status.require_resolved(git, state)
     committer = git.committer_now()
+    git.author_now()  # asked before the log's record, as at the start: not at the landing
     txn.begin()
     trees = Trees(git)
     rest = [s.commit for s in state.steps[state.index:]]
