@@ -50,12 +50,20 @@ def parse_tolerance(text: str, where: str = "--tolerance") -> tuple[str, Toleran
     except ValueError:
         raise ConfigError(f"{where} {text!r} is not DTYPE=RTOL,ATOL",
                           hint="e.g. float32=1.3e-6,1e-5 (non-negative numbers)") from None
-    if (name := dtype.strip()) not in DTYPES:
-        near = difflib.get_close_matches(name, DTYPES, n=1)
-        raise ConfigError(f"{where} {text!r}: {name!r} is no dtype a tensor is recorded with"
-                          + (f" (did you mean {near[0]}?)" if near else ""),
+    if (why := unknown_dtype(name := dtype.strip())) is not None:
+        raise ConfigError(f"{where} {text!r}: {name!r} is {why}",
                           hint=f"name one of {', '.join(DTYPES)}")
     return name, Tolerance(rtol, atol)
+
+
+def unknown_dtype(name: str) -> str | None:
+    """Why a tolerance for `name` would never apply (no tensor is recorded with that dtype,
+    and the name it likely meant); None for a dtype of DTYPES."""
+    if name in DTYPES:
+        return None
+    near = difflib.get_close_matches(name, DTYPES, n=1)
+    return "no dtype a tensor is recorded with" + (
+        f" (did you mean {near[0]}?)" if near else "")
 
 
 def tolerances(overrides: Mapping[str, Tolerance] | None = None) -> dict[str, Tolerance]:

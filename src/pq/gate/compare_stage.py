@@ -6,14 +6,13 @@ Paths (script, torch_path, paddle_path) are relative to the worktree of the tip.
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import json
 from pathlib import Path
 from typing import Any
 
 from pq.atomic import write_atomic
-from pq.compare.values import DTYPES, Tolerance, parse_tolerance
+from pq.compare.values import DTYPES, Tolerance, parse_tolerance, unknown_dtype
 from pq.errors import ConfigError, PqError
 from pq.gate import result as R
 from pq.model.series import Series
@@ -71,11 +70,9 @@ def _tolerance(series: Series, where: tuple[str | int, ...], name: str,
     for dtype, pair in value.items():
         ok = isinstance(pair, list) and len(pair) == 2 and all(
             isinstance(v, (int, float)) and not isinstance(v, bool) for v in pair)
-        if str(dtype) not in DTYPES:
-            near = difflib.get_close_matches(str(dtype), DTYPES, n=1)
-            raise series.error(where + (dtype,), f"gate stage {name!r}: tolerance for "
-                               f"{dtype!r}, no dtype a tensor is recorded with" + (
-                                   f" (did you mean {near[0]}?)" if near else ""),
+        if (why := unknown_dtype(str(dtype))) is not None:
+            raise series.error(where + (dtype,), f"gate stage {name!r}: tolerance for {dtype!r}, "
+                               f"{why}",
                                hint=f"name one of {', '.join(DTYPES)}")
         try:
             if not ok:
