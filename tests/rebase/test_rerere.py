@@ -189,6 +189,18 @@ def test_forget_removes_the_recorded_resolution(tmp_path: Path) -> None:
     assert "git rerere forget setup.py" in again.output
 
 
+def test_forget_refuses_every_path_before_forgetting_any(tmp_path: Path) -> None:
+    """`--forget KNOWN --forget UNKNOWN` is refused as a whole: KNOWN's resolution stays
+    (a refusal that had already forgotten one could not be run again to fix the other)."""
+    up, fork, orig = record_resolution(tmp_path)
+    recorded = rr_entries(fork)
+    bad = pq(fork, "rebase", "--forget", "setup.py", "--forget", "README.md", ok=False)
+    assert bad.exit_code == 2 and "no recorded resolution of README.md" in bad.output
+    assert rr_entries(fork) == recorded
+    assert "nothing was forgotten" in bad.output
+    assert pq(fork, "rebase", "--forget", "setup.py").output.startswith("forgot 1 ")
+
+
 def test_forget_reads_a_path_from_the_current_folder(tmp_path: Path) -> None:
     """`pq rebase --forget PATH` takes PATH from where it runs, as `git rerere forget`
     does (and as pq's own `git add` advice names it): from pkg/, `__init__.py`."""

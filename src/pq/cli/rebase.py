@@ -230,7 +230,7 @@ def _forget(paths: list[str], as_json: bool) -> None:
     from pq.rebase import rrnotes
 
     with open_repo() as git:  # paths as typed here, as `git rerere forget` reads them
-        forgotten = {path: rrnotes.forget(git, path) for path in from_top(git.root, paths)}
+        forgotten = rrnotes.forget(git, from_top(git.root, paths))
     if as_json:
         emit_json({"forgotten": [{"path": p, "ids": ids} for p, ids in forgotten.items()]})
         return

@@ -90,14 +90,23 @@ def paths_of_operation(git: Git, op: int) -> list[str]:
                    if op in e.get("ops", []) and _exists(git, rid) for p in _paths(e)})
 
 
-def forget(git: Git, path: str) -> list[str]:
-    """Remove the recorded resolutions pq recorded or reused for `path`; their ids."""
+def forget(git: Git, paths: list[str]) -> dict[str, list[str]]:
+    """Remove the recorded resolutions pq recorded or reused for each of `paths`: their ids,
+    per path. A path with none is refused before anything is removed."""
     with Transaction(git, "pq rebase --forget", mutating=False):
         data = _read_cache(git)
-        gone = []
-        for rid in sorted(data):
-            if path not in _paths(data[rid]):
-                continue
+        ids = {path: [rid for rid in sorted(data) if path in _paths(data[rid])]
+               for path in paths}
+        for path, found in ids.items():
+            if not found:
+                raise ConfigError(
+                    f"no recorded resolution of {path} that pq recorded or reused",
+                    path=str(rr_cache(git)),
+                    hint=f"for one git recorded on its own, run `git rerere forget "
+                         f"{shell_args(from_here(git.root, [path]))}` while that conflict is in "
+                         "the working tree (e.g. when a `pq rebase --no-rerere` stops on it); "
+                         "nothing was forgotten")
+        for rid in sorted({rid for found in ids.values() for rid in found}):
             cid, _, variant = rid.partition(".")
             folder = rr_cache(git) / cid
             suffix = f".{variant}" if variant else ""
@@ -108,14 +117,5 @@ def forget(git: Git, path: str) -> list[str]:
 
                 shutil.rmtree(folder)
             del data[rid]
-            gone.append(rid)
-        if gone:
-            _write_cache(git, data)
-    if not gone:
-        raise ConfigError(f"no recorded resolution of {path} that pq recorded or reused",
-                          path=str(rr_cache(git)),
-                          hint=f"for one git recorded on its own, run `git rerere forget "
-                               f"{shell_args(from_here(git.root, [path]))}` while that "
-                               "conflict is in the working tree (e.g. when a `pq rebase "
-                               "--no-rerere` stops on it)")
-    return gone
+        _write_cache(git, data)
+    return ids
