@@ -292,6 +292,35 @@ def test_continue_takes_marker_lines_the_patch_itself_adds(tmp_path: Path) -> No
     assert git(fork, "status", "--porcelain") == ""
 
 
+def test_continue_refuses_conflict_markers_in_a_file_whose_diff_is_binary(
+        tmp_path: Path) -> None:
+    """`git diff --check` skips a file whose diff is binary (`-diff`), but the merge still
+    writes markers into it: --continue refuses them there too (the pre-push check reads
+    them in the patch), and takes marker lines the patch adds itself."""
+    fixture = "before\n<<<<<<< ours\nx\n=======\ny\n>>>>>>> theirs\n"
+    up = make_upstream(tmp_path / "upstream", {**UPSTREAM_FILES, "gen.txt": "n1\nn2\nn3\n",
+                                               ".gitattributes": "*.txt -diff\n"})
+    fork = make_fork(tmp_path, up)
+    write(fork, "gen.txt", "n1\nn2 fork\nn3\n")
+    write(fork, "fixture.txt", fixture)
+    commit_all(fork, "python-glue: generated table, with a merge fixture")
+    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    upstream_commit(up, fork, "up: table", {"gen.txt": "n1\nn2 up\nn3\n"})
+    assert pq(fork, "rebase", "upstream/main", ok=False).exit_code == 1
+    git(fork, "add", "gen.txt")  # the markers, staged as they are
+    refused = pq(fork, "rebase", "--continue", ok=False)
+    assert refused.exit_code == 1
+    assert "gen.txt:2: conflict marker added (and 2 more)" in refused.output
+    assert "edit gen.txt, `git add gen.txt`" in refused.output and "fixture.txt" not in refused.output
+    write(fork, "gen.txt", "n1\nn2 both\nn3\n")
+    git(fork, "add", "gen.txt")
+    pq(fork, "rebase", "--continue")
+    assert git(fork, "show", "HEAD~1:gen.txt") == "n1\nn2 both\nn3"
+    assert (fork / "fixture.txt").read_text() == fixture
+    assert pq(fork, "check", ok=False).exit_code == 1  # the fixture's markers: the hook's
+    # own check refuses them (a `conflict-marker-size` attribute is its way out)
+
+
 def test_check_refuses_a_patch_that_adds_conflict_markers(tmp_path: Path) -> None:
     _, fork = make_series(tmp_path)
     write(fork, "pkg/merge.py", "a = 1\n<<<<<<< ours\nb = 2\n=======\nb = 3\n>>>>>>> theirs\n")

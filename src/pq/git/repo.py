@@ -296,6 +296,11 @@ class Git(History):
         fields = zsplit(self.run("diff", "--name-status", "-z"))
         return list(zip(fields[0::2], fields[1::2], strict=True))
 
+    def binary_diff_paths(self, *revs: str) -> list[str]:
+        """Paths whose diff between `revs` git calls binary (a `-diff` attribute, say)."""
+        out = zsplit(self.run("diff", "--numstat", "-z", "--no-renames", *revs, "--"))
+        return [f.split("\t", 2)[2] for f in out if f.startswith("-\t-\t")]
+
     def diff_check(self, rev: str, *, commit: bool = False) -> str:
         """`git diff --check`, unquoted: the index against `rev`, or commit `rev`'s own."""
         return self.text("-c", "core.quotePath=false", "diff", "--check", "--no-color", *(

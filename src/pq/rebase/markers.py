@@ -1,6 +1,7 @@
 """Conflict markers: the leftover ones a resolution would commit (`pq rebase --continue`
-refuses them, as `git diff --cached --check` finds them), and whether a line is one (the
-pre-push hook's check of the pushed patches).
+refuses them, as `git diff --cached --check` finds them, and in the files whose diff is
+binary, which that check skips), and whether a line is one (the pre-push hook's check of
+the pushed patches).
 """
 
 from __future__ import annotations
@@ -22,10 +23,13 @@ def added_conflict_markers(git: Git, tip: str, pick: str | None = None
     the patch being resolved (commit `pick`) adds itself, a merge tool's test data say,
     are its content, not a leftover: as many of each as it adds are not counted."""
     found = _marker_lines(git, git.diff_check(tip), ":", ("--cached", tip))
+    found.update(_binary_diff_markers(git, ("--cached", tip), ":", f"{tip}:"))
     own: Counter[tuple[str, bytes]] = Counter()
     if pick is not None and found:
-        for path, marks in _marker_lines(git, git.diff_check(pick, commit=True),
-                                         f"{pick}:", (f"{pick}^", pick)).items():
+        picked = _marker_lines(git, git.diff_check(pick, commit=True), f"{pick}:",
+                               (f"{pick}^", pick))
+        picked.update(_binary_diff_markers(git, (f"{pick}^", pick), f"{pick}:", f"{pick}^:"))
+        for path, marks in picked.items():
             own.update((path, text) for _, text in marks)
     result = []
     for path, marks in found.items():
@@ -65,6 +69,34 @@ def _marker_lines(git: Git, report: str, prefix: str, revs: tuple[str, str]
     for path, wanted in numbers.items():
         lines = git.blob(prefix + path).split(b"\n")
         found[path] = [(n, lines[n - 1] if n <= len(lines) else b"") for n in wanted]
+    return found
+
+
+def _binary_diff_markers(git: Git, revs: tuple[str, str], new: str, old: str
+                         ) -> dict[str, list[tuple[int, bytes]]]:
+    """{path: [(line, its bytes)]} of the conflict markers in the files whose diff (of
+    `revs`) git calls binary, a `-diff` attribute say, where `git diff --check` looks at
+    none: a merge writes markers into such a file all the same, unless it holds a NUL byte
+    (git merges that as binary). A marker counts as many times as the new blob (`new` +
+    path) has that line beyond the old blob's (`old` + path)."""
+    paths = git.binary_diff_paths(*revs)
+    sizes = git.marker_sizes(None, paths)
+    found = {}
+    for path in paths:
+        after = git.odb.read_many([new + path])[0]
+        if after is None or b"\0" in after[2][:8000]:
+            continue
+        before = git.odb.read_many([old + path])[0]
+        seen = Counter(before[2].split(b"\n") if before is not None else ())
+        marks = []
+        for number, text in enumerate(after[2].split(b"\n"), 1):
+            if is_conflict_marker(text.decode("latin-1"), sizes[path]):
+                if seen[text] > 0:
+                    seen[text] -= 1
+                else:
+                    marks.append((number, text))
+        if marks:
+            found[path] = marks
     return found
 
 

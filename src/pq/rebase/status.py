@@ -270,7 +270,8 @@ def refuse_while_rebasing(git: Git, command: str) -> None:
 
 def require_resolved(git: Git, state: rs.RebaseState) -> None:
     """--continue takes the index: every conflict resolved and added, and no conflict
-    marker in it (as `git diff --cached --check` against the stack's tip finds them)."""
+    marker in it (as `git diff --cached --check` against the stack's tip finds them, also in
+    a file whose diff is binary)."""
     unmerged, changed = worktree.unstaged_paths(git)
     if unmerged:
         files = [c for c in conflicts(git, state.onto) if c.path in unmerged]
@@ -283,11 +284,11 @@ def require_resolved(git: Git, state: rs.RebaseState) -> None:
     markers = added_conflict_markers(git, state.tip, state.steps[state.index].commit)
     if markers:
         path, line = markers[0]
+        marked = list(dict.fromkeys(p for p, _ in markers))
         more = f" (and {len(markers) - 1} more)" if len(markers) > 1 else ""
         raise OperationFailed(
             f"conflict marker added{more}; the resolution of "
             f"patches/{state.steps[state.index].name} would commit it", path=shown(path),
             line=line,
-            hint=f"edit {shown(path)} (and any other file `git diff --cached --check` names), "
-                 f"`git add {shell_args(from_here(git.root, [path]), True)}`, then "
-                 "`pq rebase --continue`")
+            hint=f"edit {list_paths(marked)}, `git add "
+                 f"{shell_args(from_here(git.root, marked), True)}`, then `pq rebase --continue`")
