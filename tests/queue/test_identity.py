@@ -209,6 +209,33 @@ def test_squash_after_apply_stops_on_two_trailers_then_keeps_the_one_left(
     assert "Pq-Patch" not in (fork / "patches" / str(entries(fork)[3]["name"])).read_text()
 
 
+def test_a_commit_split_after_apply_stops_on_its_trailer_in_both_parts(tmp_path: Path) -> None:
+    """Split with `git reset HEAD^` and `git commit -C` twice, both parts carry the commit's
+    `Pq-Patch:` line: pq gave the entry (its workaround block) to the first part without
+    a word. It now stops unless one part is the patch's very commit."""
+    fork, _ = make_queue(tmp_path)
+    shas = _applied(fork)
+    split = ("O=$(git rev-parse HEAD) && git reset -q HEAD^ && echo part > pkg/part.py && "
+             "git add pkg/part.py && git commit -q -C $O && {} git commit -q -a -C $O")
+    todo = picks(shas, KEYS[:4]) + [f"exec {split.format('echo more >> pkg/__init__.py &&')}",
+                                    f"pick {shas['build']}"]
+    rebase_i(fork, todo + bookkeeping(fork, shas))
+    before = (fork / "series.yaml").read_bytes()
+    refused = pq(fork, "export", ok=False)
+    assert refused.exit_code == 2, refused.output
+    assert "both carry `Pq-Patch: 0004-glue-scoped-compat.patch`" in refused.output
+    assert "take the `Pq-Patch:` line out of" in refused.output
+    assert (fork / "series.yaml").read_bytes() == before
+    # The second part is the patch's very commit (the first only adds a file): it is the
+    # entry, and the first a new patch.
+    fork2, _ = make_queue(tmp_path / "exact")
+    shas = _applied(fork2)
+    todo = picks(shas, KEYS[:4]) + [f"exec {split.format('')}", f"pick {shas['build']}"]
+    rebase_i(fork2, todo + bookkeeping(fork2, shas))
+    pq(fork2, "export", "--commit")
+    assert_own_metadata(fork2, ["readme1", "readme2", "readme3", None, "glue", "build"])
+
+
 def test_a_patch_renamed_after_apply_keeps_its_new_name_and_metadata(tmp_path: Path) -> None:
     """The commits carry `Pq-Patch:` lines naming the old file: the rename in series.yaml
     and patches/ is kept (the old name came back, and the metadata was dropped)."""

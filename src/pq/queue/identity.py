@@ -58,16 +58,6 @@ def match(stack: Sequence[StackCommit], entries: Sequence[PatchEntry],
     claimed: set[str] = set()
     trailers = [sc.trailer_name for sc in stack]
     _refuse_squashed(stack, known)
-    first: dict[str, int] = {}
-    for i, name in enumerate(trailers):
-        if name:
-            first.setdefault(name, i)
-    for i, name in enumerate(trailers):
-        # A trailer naming no entry (the patch was renamed since) is weighed after the
-        # evidence below; it names a new patch only when nothing else does.
-        if name and name in known and first[name] == i:
-            names[i] = name
-            claimed.add(name)
     parsed: dict[str, list[PatchFile]] = {}
     raw: dict[str, frozenset[bytes]] = {}
     for e in entries:
@@ -79,6 +69,13 @@ def match(stack: Sequence[StackCommit], entries: Sequence[PatchEntry],
                 continue  # a broken file is no evidence
         parsed[e.name] = files
         raw[e.name] = frozenset(recorded.get(e.name, ()))
+    first = _trailer_owners(stack, parsed)
+    for i, name in enumerate(trailers):
+        # A trailer naming no entry (the patch was renamed since) is weighed after the
+        # evidence below; it names a new patch only when nothing else does.
+        if name and name in known and first[name] == i:
+            names[i] = name
+            claimed.add(name)
     for what, key in _tiers():
         open_entries = [e.name for e in entries if e.name not in claimed and e.name in known]
         open_commits = [i for i, n in enumerate(names) if n is None]
@@ -112,6 +109,38 @@ def match(stack: Sequence[StackCommit], entries: Sequence[PatchEntry],
             names[i] = name
             claimed.add(name)
     return names
+
+
+def _trailer_owners(stack: Sequence[StackCommit], parsed: Mapping[str, Sequence[PatchFile]]
+                    ) -> dict[str, int]:
+    """{trailer name: the commit it names}: the first commit carrying it, when every commit
+    that carries it has the same diff (a commit picked again); else the one of them that is
+    the entry's recorded commit. Commits of different diffs and none of them that commit
+    (one split in two after `pq apply`, both parts keeping the message) stop: which part
+    is the patch, and which one is new, is the user's to say."""
+    carriers: dict[str, list[int]] = {}
+    for i, sc in enumerate(stack):
+        if sc.trailer_name:
+            carriers.setdefault(sc.trailer_name, []).append(i)
+    owners = {}
+    same_commit = _tiers()[0][1]
+    for name, found in carriers.items():
+        if all(stack[i].diff == stack[found[0]].diff for i in found):
+            owners[name] = found[0]
+            continue
+        recorded = {same_commit(pf) for pf in parsed.get(name, ())}
+        exact = [i for i in found if same_commit(stack[i]) in recorded]
+        if len(exact) != 1:
+            a, b = (stack[i] for i in found[:2])
+            raise ConfigError(
+                f"commits {a.commit[:12]} ({subject_of(a.message)!r}) and {b.commit[:12]} "
+                f"({subject_of(b.message)!r}) both carry `{TRAILER}: {name}`, with different "
+                "diffs (a commit split after `pq apply`?); pq will not guess which one it is",
+                path="series.yaml",
+                hint=f"take the `{TRAILER}:` line out of the message of each commit that is "
+                     "not that patch (`reword` in `git rebase -i`), then run it again")
+        owners[name] = exact[0]
+    return owners
 
 
 def positional(stack: Sequence[StackCommit], entries: Sequence[PatchEntry],
