@@ -4,6 +4,8 @@ and `pq undo` of it), and the queue files are immune to checkout filters (autocr
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -592,3 +594,48 @@ def test_a_file_git_is_told_not_to_look_at_keeps_its_bytes_when_attributes_chang
     pq(fork, "rebase", "upstream/main")
     assert (fork / "h.txt").read_bytes() == b"1\n2\n3\nthe user's\n"
     assert (fork / "f.txt").read_bytes() == b"a\r\nB\r\nc\r\n"
+
+
+@pytest.mark.parametrize("upstream_attributes", ["*.txt eol=crlf\n", None])
+def test_a_conflict_stop_writes_earlier_patches_files_under_the_new_attributes_as_git(
+        tmp_path: Path, upstream_attributes: str | None) -> None:
+    """Upstream adds (or takes out) an eol=crlf rule, and the rebase stops at patch 2: the
+    file patch 1 added is on disk as git's rebase leaves it (git picked it under the new
+    rule), also when its stat data is stale (the repository copied), so editing it there
+    commits what git would commit. The checkout that shows the conflict left it alone."""
+    base = {"a.txt": "1\n2\n3\n", ".gitattributes": "" if upstream_attributes else
+            "*.txt text eol=crlf\n"}
+    up = make_upstream(tmp_path / "upstream", base)
+    fork = make_fork(tmp_path, up)
+    write(fork, "new.txt", "one\ntwo\n" if upstream_attributes else "one\r\ntwo\r\n")
+    commit_all(fork, "patch 1: add new.txt")  # on disk as a checkout would write it
+    write(fork, "a.txt", "1\n2\nfork\n")
+    commit_all(fork, "patch 2: edit a.txt")
+    by_git = tmp_path / "by-git"
+    git(tmp_path, "clone", "-q", "-o", "upstream", str(up), str(by_git))
+    git(by_git, "fetch", "-q", str(fork), "paddle:paddle")
+    git(by_git, "checkout", "-q", "paddle")
+    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    write(up, ".gitattributes", upstream_attributes or "")
+    write(up, "a.txt", "1\n2\nup\n")
+    commit_all(up, "upstream: line ends, and a.txt")
+    for repo in (fork, by_git):
+        git(repo, "fetch", "-q", "upstream")
+    for repo in (fork, by_git):  # copied: every file's stat data is stale (a new inode)
+        shutil.move(repo, tmp_path / "moved")
+        shutil.copytree(tmp_path / "moved", repo, symlinks=True)
+        shutil.rmtree(tmp_path / "moved")
+    assert pq(fork, "rebase", "upstream/main", ok=False).exit_code == 1
+    assert subprocess.run(["git", "rebase", "-q", "upstream/main"], cwd=by_git,
+                          capture_output=True).returncode == 1
+    assert (fork / "new.txt").read_bytes() == (by_git / "new.txt").read_bytes()
+    for repo in (fork, by_git):
+        write(repo, "a.txt", "1\n2\nboth\n")
+        with (repo / "new.txt").open("ab") as f:
+            f.write(b"three\n")
+        git(repo, "add", "a.txt", "new.txt")
+    pq(fork, "rebase", "--continue")
+    assert subprocess.run(["git", "rebase", "--continue"], cwd=by_git, capture_output=True,
+                          env={**os.environ, "GIT_EDITOR": "true"}).returncode == 0
+    assert git(fork, "rev-parse", "HEAD~2:new.txt", "HEAD~1:a.txt") == git(
+        by_git, "rev-parse", "HEAD~1:new.txt", "HEAD:a.txt")

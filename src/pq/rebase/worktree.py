@@ -255,8 +255,13 @@ def show_conflict(git: Git, state: RebaseState, pick: str, noted: bool = False
     save(git, state)
     if first:
         clear_queue_files(git)
+    before = git.head()
+    renew = attributes_changed(git, before, state.tip)  # files own edits are told under
+    edited = set(git.diff_names()) if renew else set()  # the attributes they were written with
     try:
         git.checkout(state.tip, detach=True, env={"GIT_REFLOG_ACTION": "pq rebase"})
+        if renew:  # as the landing does (git picked each of those files)
+            convert_again(git, before, state.tip, state.onto, edited)
     except GitError as exc:
         raise _showing_failed(git, state, f"cannot show the conflict in the working tree: "
                                           f"{exc.message}",
@@ -337,18 +342,19 @@ def attributes_changed(git: Git, old_tip: str, new_tip: str) -> bool:
     return bool(git.changed_paths(old_tip, new_tip, pathspec=[":(glob)**/.gitattributes"]))
 
 
-def convert_again(git: Git, old_tip: str, new_tip: str, onto: str) -> list[str]:
+def convert_again(git: Git, old_tip: str, new_tip: str, onto: str,
+                  edited: set[str] | None = None) -> list[str]:
     """After a landing that changed a `.gitattributes` (`attributes_changed`): write again
     the files the patches wrote that its checkout left alone (the same blob before and
     after), as `git rebase` writes every file it picks, so that their line ends and filters
-    follow the attributes now in force. Files with changes of their own are left as they
-    are. Returns the files written."""
+    follow the attributes now in force. Files with changes of their own (`edited`, when
+    told before the checkout) are left as they are. Returns the files written."""
     written = set(git.changed_paths(old_tip, new_tip))
     picked = [p for p in git.changed_paths(onto, new_tip) if p not in written]
     if not picked:
         return []
-    left = set(git.diff_names(paths=[f":(literal){p}" for p in picked])) | git.flagged(
-        picked)  # edited, or not git's to look at
+    left = (edited if edited is not None else set(git.diff_names(
+        paths=[f":(literal){p}" for p in picked]))) | git.flagged(picked)  # or not git's
     again = [p for p in picked if p not in left and (git.root / p).is_file()
              and not (git.root / p).is_symlink()]
     for path in again:  # git writes a file that matches its index entry again only when
