@@ -53,3 +53,27 @@ def test_a_stdout_that_cannot_be_written_is_one_line_on_stderr(tmp_path: Path,
     assert (proc.returncode, proc.stderr.decode()) == (
         2, "pq: error: No space left on device (free some disk space, then run the command "
            "again)\n")
+
+
+@pytest.mark.parametrize("unbuffered", [False, True])
+@pytest.mark.parametrize("as_json", [False, True])
+def test_a_reader_gone_mid_report_exits_141_and_says_nothing(tmp_path: Path, unbuffered: bool,
+                                                             as_json: bool) -> None:
+    """`pq classify ... | head -c 10` on a report larger than the pipe holds: 141 and a quiet
+    stderr. The interpreter's last flush of what was left failed (exit 120, a traceback's
+    line), and under PYTHONUNBUFFERED a write the pipe took in part lost its rest (exit 0)."""
+    git(tmp_path, "init", "-q")
+    names = [f"f{i}.py" for i in range(3000)]
+    for name in names:
+        (tmp_path / name).write_text("x\n")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    if unbuffered:
+        env["PYTHONUNBUFFERED"] = "1"
+    proc = subprocess.Popen([sys.executable, "-m", "pq", "classify", *names,
+                             *(["--json"] if as_json else [])], cwd=tmp_path, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    assert len(proc.stdout.read(10)) == 10
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert (proc.wait(), err) == (141, "")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import atexit
 import gc
+import io
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -47,6 +48,7 @@ def raw_bytes_out() -> None:
     surrogateescape): the standard streams write them back as those bytes, as git does
     with core.quotePath off, instead of failing. They write UTF-8 whatever the locale (or
     PYTHONIOENCODING) says, as git writes a name's bytes and as --json promises."""
+    _buffered()
     for stream in (sys.stdout, sys.stderr):  # stderr's default is backslashreplace
         if not hasattr(stream, "reconfigure"):
             continue
@@ -55,6 +57,21 @@ def raw_bytes_out() -> None:
             stream.reconfigure(encoding="utf-8", errors="surrogateescape")
         elif getattr(stream, "errors", None) in ("strict", "backslashreplace"):
             stream.reconfigure(errors="surrogateescape")
+
+
+def _buffered() -> None:
+    """Under PYTHONUNBUFFERED (`python -u`) a standard stream writes straight to its file,
+    and a write the pipe takes only in part (its reader gone mid-way) loses the rest with
+    no error: pq would exit 0 with its `--json` report cut. Through a buffered writer the
+    rest is written, or the broken pipe raised, as without it."""
+    for name in ("stdout", "stderr"):
+        stream = getattr(sys, name)
+        if isinstance(getattr(stream, "buffer", None), io.FileIO):
+            stream.flush()
+            setattr(sys, name, io.TextIOWrapper(
+                io.BufferedWriter(stream.detach()), encoding=stream.encoding,
+                errors=stream.errors, line_buffering=stream.line_buffering,
+                write_through=True))
 
 
 def skip_teardown() -> None:
