@@ -51,13 +51,17 @@ def edit_series(fork: Path, old: str, new: str) -> None:
     # A misspelt key, or a workaround field outside its block, was kept and ignored: the
     # audit found 0 workarounds, lint used its default limit.
     ("summary: enable compat", "sumary: enable compat",
-     ["series.yaml:9:13", "patch entry 1: unknown key `sumary` (did you mean `summary`?)"]),
+     ["series.yaml:9:5", "patch entry 1: unknown key `sumary` (did you mean `summary`?)"]),
     ("summary: enable compat", "summary: enable compat\n    issue: x\n    reason: y",
-     ["series.yaml:10:12", "patch entry 1: `issue` is a workaround field"]),
+     ["series.yaml:10:5", "patch entry 1: `issue` is a workaround field"]),
     ("patches:", "lnt: {max_patch_lines: 1}\npatches:",
-     ["series.yaml:6:6", "unknown key `lnt` (did you mean `lint`?)", "`x-`"]),
+     ["series.yaml:6:1", "unknown key `lnt` (did you mean `lint`?)", "`x-`"]),
+    # At the key's own line, where its value is a block on the lines below it.
+    ("upstream:", "upstrem:", ["series.yaml:3:1", "unknown key `upstrem` (did you mean "]),
+    ("patches:", "lnt:\n  max_patch_lines: 1\npatches:",
+     ["series.yaml:6:1", "unknown key `lnt` (did you mean `lint`?)"]),
     ("summary: enable compat", "summary: enable compat\n    workaround:\n    covers: [a]",
-     ["series.yaml:11:13", "patch entry 1: `covers` is a workaround field, outside the "
+     ["series.yaml:11:5", "patch entry 1: `covers` is a workaround field, outside the "
       "entry's `workaround:` block", "indent the workaround's fields under `workaround:`"]),
 ])
 def test_series_errors(fork: Path, old: str, new: str, needles: list[str]) -> None:

@@ -189,7 +189,7 @@ def _plan(git: Git, held: ExitStack, stages: list[str] | tuple[str, ...] | None,
                               "`pq status` says where it stands")
         raise ConfigError(f"HEAD ({tip[:12]}) has no committed series.yaml, so there is no "
                           "gate configuration", hint="run `pq init` and commit series.yaml")
-    config = parse(queue.series, tip[:12], queue.series_bytes)
+    config = parse(queue.series, tip[:12])
     selected = config.select(list(stages) if stages else None)
     spec = python or config.python or "python3"
     path = probe.find_interpreter(spec, git.root)
@@ -347,4 +347,4 @@ def load_config(git: Git, rev: str) -> GateConfig | None:
     queue = queuefiles.read_tree(git, rev)
     if queue is None or queue.series.gate is None:
         return None
-    return parse(queue.series, rev, queue.series_bytes)
+    return parse(queue.series, rev)

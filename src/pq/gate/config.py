@@ -90,13 +90,8 @@ def missing_gate_error(rev: str) -> ConfigError:
     )
 
 
-def parse(series: Series, rev: str = "HEAD", text: bytes | None = None) -> GateConfig:
-    """The gate configuration of a series; ConfigError (exit 2) on any problem.
-
-    `text`, the series file's bytes, lets an unknown key be reported at the key itself
-    (positions are otherwise those of values, and a block value starts a line later).
-    """
-    lines = text.decode("utf-8", "replace").splitlines() if text else []
+def parse(series: Series, rev: str = "HEAD") -> GateConfig:
+    """The gate configuration of a series; ConfigError (exit 2) on any problem."""
     data = series.gate
     if data is None:
         raise missing_gate_error(rev)
@@ -106,8 +101,8 @@ def parse(series: Series, rev: str = "HEAD", text: bytes | None = None) -> GateC
                            hint=f"e.g. `{EXAMPLE}`")
     for key in data:
         if key not in _TOP_KEYS:
-            raise _key_error(series, lines, where + (key,), f"unknown key `gate.{key}`",
-                             hint="gate takes: " + ", ".join(_TOP_KEYS))
+            raise series.error(where + (key,), f"unknown key `gate.{key}`",
+                               hint="gate takes: " + ", ".join(_TOP_KEYS), key=True)
     python = data.get("python")
     if python is not None and (not isinstance(python, str) or not python.strip()):
         raise series.error(where + ("python",), "`gate.python` must be a non-empty string",
@@ -121,7 +116,7 @@ def parse(series: Series, rev: str = "HEAD", text: bytes | None = None) -> GateC
     stages: list[Stage] = []
     seen: dict[str, int] = {}
     for i, item in enumerate(stages_data):
-        stage = _stage(series, lines, i, item)
+        stage = _stage(series, i, item)
         if stage.name in seen:
             raise series.error(where + ("stages", i, "name"),
                                f"duplicate gate stage {stage.name!r} (also stage "
@@ -130,22 +125,6 @@ def parse(series: Series, rev: str = "HEAD", text: bytes | None = None) -> GateC
         stages.append(stage)
     required = _required(series, data.get("required_for_push"), seen)
     return GateConfig(stages=tuple(stages), python=python, required_for_push=required)
-
-
-def _key_error(series: Series, lines: list[str], path: tuple[str | int, ...], message: str,
-               hint: str) -> ConfigError:
-    """An error at the key of `path`: found in the text at or above its value's line."""
-    line, col = series.locate(path)
-    key = str(path[-1])
-    if line is not None and col is not None and lines:
-        pattern = re.compile(rf"(?:^|[\s{{,-])([\"']?{re.escape(key)}[\"']?)\s*:")
-        for n in range(min(line, len(lines)), max(0, line - 50), -1):
-            text = lines[n - 1][:col - 1] if n == line else lines[n - 1]
-            found = list(pattern.finditer(text))
-            if found:
-                return ConfigError(message, path=SERIES_FILE, line=n,
-                                   column=found[-1].start(1) + 1, hint=hint)
-    return series.error(path, message, hint)
 
 
 def _required(series: Series, value: Any, names: dict[str, int]) -> tuple[str, ...]:
@@ -165,15 +144,14 @@ def _required(series: Series, value: Any, names: dict[str, int]) -> tuple[str, .
     return tuple(out)
 
 
-def _stage(series: Series, lines: list[str], i: int, item: Any) -> Stage:
+def _stage(series: Series, i: int, item: Any) -> Stage:
     path: tuple[str | int, ...] = ("gate", "stages", i)
     if not isinstance(item, dict):
         raise series.error(path, f"gate stage {i + 1} must be a mapping with `name` and `run`")
     for key in item:
         if key not in _STAGE_KEYS:
-            raise _key_error(series, lines, path + (key,),
-                             f"unknown key `{key}` in gate stage {i + 1}",
-                             hint="a stage takes: " + ", ".join(_STAGE_KEYS))
+            raise series.error(path + (key,), f"unknown key `{key}` in gate stage {i + 1}",
+                               hint="a stage takes: " + ", ".join(_STAGE_KEYS), key=True)
     name = item.get("name")
     if not isinstance(name, str) or not name:
         raise series.error(path + ("name",) if "name" in item else path,

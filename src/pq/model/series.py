@@ -45,9 +45,7 @@ class PatchEntry:
     summary: str
     workaround: dict[str, Any] | None = None
     raw: dict[str, Any] = field(default_factory=dict, compare=False)
-    # {file the patch adds: the upstream file it is a copy of}; `pq drift` reports it stale
-    # when upstream changes the origin.
-    copies: dict[str, str] | None = None
+    copies: dict[str, str] | None = None  # {file it adds: upstream's it copies} (pq drift)
 
     def to_data(self) -> dict[str, Any]:
         known: dict[str, Any] = {"name": self.name, "layer": self.layer, "summary": self.summary}
@@ -97,8 +95,9 @@ class Series:
     def locate(self, path: yamldoc.Path) -> tuple[int | None, int | None]:
         return self.doc.where(path) if self.doc else (None, None)
 
-    def error(self, path: yamldoc.Path, message: str, hint: str | None = None) -> ConfigError:
-        line, col = self.locate(path)
+    def error(self, path: yamldoc.Path, message: str, hint: str | None = None,
+              key: bool = False) -> ConfigError:  # (`key`: at its key, not its value)
+        line, col = self.doc.key_where(path) if key and self.doc else self.locate(path)
         return ConfigError(message, path=SERIES_FILE, line=line, column=col, hint=hint)
 
     def with_base(self, base: str) -> Series:
@@ -338,7 +337,7 @@ def _require_known(doc: yamldoc.Located, path: yamldoc.Path, block: dict[Any, An
         outside = [k for k in block if k in KEYS]
         if outside and (("workaround" in block and not block["workaround"])
                         or len(outside) > 1):
-            raise doc.error(path + (outside[0],), f"{where}`{outside[0]}` is a workaround "
+            raise doc.key_error(path + (outside[0],), f"{where}`{outside[0]}` is a workaround "
                             "field, outside the entry's `workaround:` block",
                             hint="indent the workaround's fields under `workaround:`")
     for key in block:
@@ -347,7 +346,7 @@ def _require_known(doc: yamldoc.Located, path: yamldoc.Path, block: dict[Any, An
             continue
         close = difflib.get_close_matches(key, known, n=1, cutoff=0.85)
         if close:
-            raise doc.error(path + (key,), f"{where}unknown key `{key}` (did you mean "
+            raise doc.key_error(path + (key,), f"{where}unknown key `{key}` (did you mean "
                             f"`{close[0]}`?)", hint="fix its spelling; a key of your own "
                             "is kept as written, and one starting with `x-` is never taken "
                             "for pq's")

@@ -50,6 +50,24 @@ class Located:
         line, col = self.where(path)
         return ConfigError(message, path=self.filename, line=line, column=col, hint=hint)
 
+    def key_error(self, path: Path, message: str, hint: str | None = None) -> ConfigError:
+        """`error` at the key `path` ends in, not at its value (`key_where`)."""
+        line, col = self.key_where(path)
+        return ConfigError(message, path=self.filename, line=line, column=col, hint=hint)
+
+    def key_where(self, path: Path) -> tuple[int | None, int | None]:
+        """Where the key `path` ends in is, not its value (a block value starts a line
+        later): found in the text, before its value, on its line or above."""
+        line, col = self.where(path)
+        lines = self.text.splitlines()
+        if line is not None and col is not None and path in self.marks and lines:
+            key = re.compile(rf"(?:^|[\s{{,-])([\"']?{re.escape(str(path[-1]))}[\"']?)\s*:")
+            for n in range(min(line, len(lines)), max(0, line - 50), -1):
+                found = list(key.finditer(lines[n - 1][:col - 1] if n == line else lines[n - 1]))
+                if found:
+                    return n, found[-1].start(1) + 1
+        return line, col
+
 
 def load(text: bytes, filename: str, kept_in: pathlib.Path | None = None) -> Located:
     """Parse one YAML document safely; raise ConfigError with file:line:column on any problem.

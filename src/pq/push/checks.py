@@ -372,7 +372,7 @@ def check_gate(git: Git, ctx: CheckContext) -> list[CheckFailure]:
     try:
         from pq.gate.config import parse
         # A block `pq gate` refuses is refused here too, required for a push or not.
-        required = list(parse(series, ctx.commit, _queue(ctx).series_bytes).required_for_push)
+        required = list(parse(series, ctx.commit).required_for_push)
         if not required:
             return []
         from pq.gate.api import record_ok  # the records: only where stages are required

@@ -194,7 +194,7 @@ def _verification(git: Git, series: Series, text: bytes | None,
     `--stage` another) does not hide an older one that ran it."""
     if series.gate is None:
         return
-    config = gate_config.parse(series, "the working tree", text)
+    config = gate_config.parse(series, "the working tree")
     report.gate_configured = True
     statuses: dict[str, str] = {}
     head = git.try_resolve("HEAD")
