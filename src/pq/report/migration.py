@@ -88,14 +88,19 @@ class MigrationReport:
 
     @property
     def untouched(self) -> int:
-        return self.upstream_files - len([p for p in self.touched if p not in self.created])
+        return self.upstream_files - len(self.touched_upstream())
+
+    def touched_upstream(self) -> list[str]:
+        """The upstream files the series changes (`touched`, less those it adds)."""
+        created = set(self.created)
+        return [p for p in self.touched if p not in created]
 
     def layers_in_order(self) -> list[tuple[str, list[PlannedPatch]]]:
         return [(layer, [p for p in self.plan if p.layer == layer]) for layer in LAYERS
                 if any(p.layer == layer for p in self.plan)]
 
     def to_json(self) -> dict[str, Any]:
-        touched_upstream = [p for p in self.touched if p not in self.created]
+        touched_upstream = self.touched_upstream()
         return {
             "upstream": self.upstream_ref, "base": self.base,
             "plan": {"patches": [{k: v for k, v in vars(p).items() if k != "paths"}
