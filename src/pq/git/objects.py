@@ -50,8 +50,10 @@ class Person:
         return cls(m.group(1), m.group(3), m.group(5), m.group(2), m.group(4))
 
 
-# The identity of the synthetic commits merges need; they never reach a branch.
-MERGER = Person("pq", "pq@localhost", "0 +0000")
+# The identity of the synthetic commits merges need; they never reach a branch. Dated 2100:
+# git's merge-base search goes newest first, and reached one dated 1970 only after walking
+# the whole history below the other side (a 50-patch rebase on 10,000 commits: 3.9 s, 1.0).
+MERGER = Person("pq", "pq@localhost", "4102444800 +0000")
 
 
 @dataclass(frozen=True)
