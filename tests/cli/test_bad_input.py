@@ -614,3 +614,22 @@ def test_a_name_the_file_system_will_not_take_is_one_line(fork: Path, args: list
     result = pq(fork, *args, ok=False)
     one_line_error(result, needle)
     assert "internal error" not in result.output
+
+
+def test_init_refuses_a_series_file_too_large_for_pq_to_read_before_writing_it(
+        tmp_path: Path) -> None:
+    """A commit subject of 4 MiB (the summary pq takes from it) made `pq init` write and
+    commit a series.yaml that every later command refused: now nothing is written, and the
+    error names the patch whose summary to shorten."""
+    fork = make_fork(tmp_path)
+    write(fork, "pkg/__init__.py", "import paddle\n")
+    git(fork, "add", "-A")
+    (tmp_path / "message").write_text("glue " + "word " * 900_000)
+    git(fork, "commit", "-q", "--no-verify", "-F", str(tmp_path / "message"))
+    result = pq(fork, "init", "--upstream", "upstream/main", "--commit", ok=False)
+    assert result.exit_code == 2, result.output
+    assert "series.yaml: would be " in result.output and "nothing was written" in result.output
+    assert "patches/0001-" in result.output and "shorten the longest summaries" in result.output
+    assert not (fork / "series.yaml").exists()
+    assert not list((fork / "patches").glob("*.patch")) if (fork / "patches").exists() else True
+    assert git(fork, "log", "-1", "--format=%s").startswith("glue word")

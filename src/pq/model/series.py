@@ -53,7 +53,7 @@ class PatchEntry:
             known["workaround"] = self.workaround
         if self.copies is not None:
             known["copies"] = self.copies
-        return _merge_ordered(self.raw, known, _ENTRY_KEYS)
+        return yamldoc.merge_ordered(self.raw, known, _ENTRY_KEYS)
 
     @property
     def number(self) -> int | None:
@@ -104,7 +104,7 @@ class Series:
         return replace(self, base=base)
 
     def to_data(self) -> dict[str, Any]:
-        upstream = _merge_ordered(self.upstream_raw, {"ref": self.upstream_ref,
+        upstream = yamldoc.merge_ordered(self.upstream_raw, {"ref": self.upstream_ref,
                                                       "base": self.base}, ("ref", "base"))
         known: dict[str, Any] = {"version": FORMAT_VERSION, "upstream": upstream}
         given = self.raw.get("queue_paths")  # as written: `notes/` stays, so does `[]`
@@ -116,10 +116,20 @@ class Series:
         known["patches"] = [e.to_data() for e in self.patches]
         if self.gate is not None:
             known["gate"] = self.gate
-        return _merge_ordered(self.raw, known, _TOP_KEYS)
+        return yamldoc.merge_ordered(self.raw, known, _TOP_KEYS)
 
     def dumps(self) -> bytes:
-        return self.render()[0]
+        """The file's bytes (`render`); ConfigError where pq could not read them back."""
+        text = self.render()[0]
+        if len(text) > yamldoc.MAX_BYTES:
+            longest = max(self.patches, key=lambda e: len(e.summary), default=None)
+            raise ConfigError(
+                f"would be {len(text)} bytes, more than the {yamldoc.MAX_BYTES} pq reads; "
+                "nothing was written", path=SERIES_FILE, hint="shorten the longest summaries"
+                + (f" (patches/{longest.name}'s is {len(longest.summary)} characters: its "
+                   "`summary:`, or the subject of its commit, which pq init and export take)"
+                   if longest else ""))
+        return text
 
     def keep(self, keep_in: Path) -> None:
         """Where this series' bytes (`dumps`) are the loaded file's with only the base
@@ -171,21 +181,6 @@ class Series:
         if json.dumps(moved, default=repr) != json.dumps(data, default=repr):
             return None  # (strict: types and key order count, as yamledit compares)
         return yamldoc.with_id(self.doc, ("upstream", "base"), base)
-
-
-def _merge_ordered(raw: dict[str, Any], known: dict[str, Any],
-                   known_keys: tuple[str, ...]) -> dict[str, Any]:
-    """raw's keys in raw's order with known values replacing them; new known keys appended."""
-    out: dict[str, Any] = {}
-    for key, value in raw.items():
-        if key in known:
-            out[key] = known[key]
-        elif key not in known_keys:
-            out[key] = value
-    for key in known_keys:
-        if key in known and key not in out:
-            out[key] = known[key]
-    return out
 
 
 def loads(text: bytes, filename: str = SERIES_FILE, keep_in: Path | None = None) -> Series:

@@ -254,6 +254,21 @@ def _build(node: yaml.Node, path: Path, doc: Located, depth: int, counter: list[
     return value
 
 
+def merge_ordered(raw: dict[str, Any], known: dict[str, Any],
+                   known_keys: tuple[str, ...]) -> dict[str, Any]:
+    """raw's keys in raw's order with known values replacing them; new known keys appended."""
+    out: dict[str, Any] = {}
+    for key, value in raw.items():
+        if key in known:
+            out[key] = known[key]
+        elif key not in known_keys:
+            out[key] = value
+    for key in known_keys:
+        if key in known and key not in out:
+            out[key] = known[key]
+    return out
+
+
 def dump(data: Any) -> str:
     """Deterministic YAML: block style, keys in the order given, no anchors, wide lines."""
     import yaml

@@ -342,13 +342,13 @@ def write_worktree(git: Git, queue: Queue, current: Queue | None = None) -> list
             raw[SERIES_FILE] = sp.read_bytes()
         now = clean_forms(git, raw)
     changed = []
+    series_bytes = queue.series.dumps()  # before any write: it may be refused
     for entry in queue.series.patches:
         rel = f"{PATCHES_DIR}/{entry.name}"
         data = queue.files[entry.name]
         if not ((pdir / entry.name).is_file() and now.get(rel) == data):
             write_atomic(pdir / entry.name, data)
             changed.append(rel)
-    series_bytes = queue.series.dumps()
     if not (sp.is_file() and now.get(SERIES_FILE) == series_bytes):
         write_atomic(sp, series_bytes)
         changed.append(SERIES_FILE)
