@@ -301,7 +301,9 @@ def _header(lines: list[bytes]) -> tuple[str | None, str | None, str, bool, str 
         elif ln.startswith(b"new mode "):
             new_mode = ln[9:].decode()
         elif ln.startswith((b"GIT binary patch", b"Binary files ")):
-            binary = True
+            binary = True  # the rest is its data (base85 lines), no header line
+            i += 1
+            break
         i += 1
     if status == "added":
         old = None
