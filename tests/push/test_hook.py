@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import stat
 import subprocess
 import sys
@@ -555,9 +556,17 @@ def test_series_metadata_committed_without_export_is_named_as_such(tmp_path: Pat
         "layer: build", "layer: build\n    workaround:\n      kind: compat-gap", 1))
     commit_all(fork, "series: a workaround block")
     result = push(fork, "origin", "paddle")
-    assert_refused(result, remote, {}, "header lines (its layer, its workaround metadata) do "
-                   "not match its entry in series.yaml", "fix: pq export --commit")
+    assert_refused(result, remote, {}, "header lines `Forwarded:`, `X-Pq-Workaround:` do not "
+                   "match its entry in series.yaml", "fix: pq export --commit")
     assert "reworded or amended" not in result.stderr
+    # A summary edited so: named as the summary, not as a layer or a workaround block.
+    pq(fork, "export", "--commit")
+    text = (fork / "series.yaml").read_text()
+    (fork / "series.yaml").write_text(re.sub(r"(?m)^( +summary: ).*$", r"\1a summary of mine",
+                                             text, count=1))
+    commit_all(fork, "series: a summary")
+    result = push(fork, "origin", "paddle")
+    assert_refused(result, remote, {}, "header lines `Description:` (the summary) do not match")
 
 
 def test_audit_error_is_refused(tmp_path: Path) -> None:

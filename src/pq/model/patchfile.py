@@ -374,6 +374,12 @@ def same_parts(a: bytes, b: bytes, path: str) -> str | None:
     return "all" if x.headers == y.headers else "commit"
 
 
+def headers_apart(a: bytes, b: bytes) -> list[str]:
+    """The names of the header lines two patch files (that parse) differ in."""
+    x, y = dict(parse(a, "a").headers), dict(parse(b, "b").headers)
+    return sorted(k for k in x.keys() | y.keys() if x.get(k) != y.get(k))
+
+
 def reads_the_same(a: bytes, b: bytes, path: str) -> bool:
     """Whether rewriting one patch file as the other loses nothing of it."""
     return a == b or same_parts(a, b, path) == "all"

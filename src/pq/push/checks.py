@@ -196,11 +196,12 @@ def check_export(git: Git, ctx: CheckContext) -> list[CheckFailure]:
                 "export", f"patches/{name} says what pq writes for its commit, in other bytes "
                           "(line ends or header folding changed, by an editor say)", fix))
         elif same == "commit":
+            apart = ", ".join(f"`{k}:`" + (" (the summary)" if k == "Description" else "") for k
+                              in patchfile.headers_apart(fresh.files[name], queue.files[name]))
             failures.append(CheckFailure(
-                "export", f"patches/{name}'s header lines (its layer, its workaround "
-                          "metadata) do not match its entry in series.yaml, one of them "
-                          "edited without `pq export`; its message and diff are its commit's",
-                fix))
+                "export", f"patches/{name}'s header lines {apart} do not match its entry in "
+                          "series.yaml, one of them edited without `pq export`; its message and "
+                          "diff are its commit's", fix))
         else:
             failures.append(_mismatch(git, name, by_name[name].commit, fresh, last, edited))
     common_fresh = [n for n in fresh_names if n in queue.files]
