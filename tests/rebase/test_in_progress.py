@@ -1260,3 +1260,40 @@ def test_a_rebase_state_nested_too_deep_is_refused_in_one_line(tmp_path: Path) -
         result = pq(fork, *args, ok=False)
         assert "internal error" not in result.output, (args, result.output)
         assert "unreadable rebase state" in result.output, (args, result.output)
+
+
+def test_an_abort_after_git_was_stopped_showing_the_conflict_names_its_half_written_files(
+        tmp_path: Path) -> None:
+    """Killed while git wrote the conflict's files (a double Ctrl-C), HEAD still on the
+    branch: the files that differ are git's half-written checkout, not edits of the
+    user's made on another branch: --abort said "commit them or git stash them", which
+    would commit the deletion of series.yaml and patches/. It names them as what they are,
+    and `--abort --force` puts everything back."""
+    import os
+    import shutil
+    import sys
+
+    up, fork = make_series(tmp_path)
+    conflict_upstream(up, fork)
+    tip = git(fork, "rev-parse", "HEAD")
+
+    def rebase(root: Path, **env: str) -> subprocess.CompletedProcess[bytes]:
+        return subprocess.run([sys.executable, "-m", "pq", "rebase", "upstream/main"],
+                              cwd=root, capture_output=True, env={**os.environ, **env})
+
+    trial = tmp_path / "trial"
+    shutil.copytree(fork, trial, symlinks=True)
+    log = tmp_path / "checkpoints"
+    assert rebase(trial, PQ_FAULT_LOG=str(log)).returncode == 1
+    labels = [ln.split(" ", 1)[1] for ln in log.read_text().splitlines()]
+    assert rebase(fork, PQ_FAULT_AT=str(labels.index("git checkout") + 1)).returncode != 0
+    (fork / "setup.py").unlink()  # as far as git got
+    assert git(fork, "symbolic-ref", "HEAD") == "refs/heads/paddle"
+    refused = pq(fork, "rebase", "--abort", ok=False)
+    assert refused.exit_code == 2
+    assert "git was stopped while it wrote the files of the rebase's conflict" in refused.output
+    assert "commit them" not in refused.output
+    assert "`pq rebase --abort --force` puts paddle's files back" in refused.output
+    pq(fork, "rebase", "--abort", "--force")
+    assert git(fork, "rev-parse", "HEAD") == tip
+    assert git(fork, "status", "--porcelain") == ""

@@ -244,6 +244,13 @@ def _require_no_edits_off_the_stack(git: Git, state: rs.RebaseState) -> None:
     if head is None or (git.current_branch() is None and _on_the_stack(git, state, head)):
         return
     changed = sorted({path for _, path in git.status_porcelain()})
+    if changed and state.phase == "stopping" and head == state.orig_head:
+        raise ConfigError(  # git stopped mid-way through the checkout that shows a conflict
+            f"{list_paths(changed)} differ from {state.short_branch}: git was stopped while it "
+            "wrote the files of the rebase's conflict (the rebase was interrupted then), "
+            "and these are its half-written files, or edits made since",
+            hint=f"`pq rebase --abort --force` puts {state.short_branch}'s files back, "
+                 "throwing them away (copy any edit of yours elsewhere first)")
     if changed:
         branch = git.current_branch()
         where = (branch.removeprefix("refs/heads/") if branch is not None
