@@ -346,6 +346,47 @@ def test_undo(work: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
     assert stats["undo"] > 0
 
 
+def continued_fork(tmp: Path) -> Path:
+    """stopped_fork after `pq rebase --continue`: its undo brings the stopped conflict back."""
+    fork = copy(template_paths["stopped"], tmp / "fork")
+    pq(fork, "rebase", "--continue")
+    return fork
+
+
+def test_undo_of_a_rebase_that_stopped(work: Path, tmp_path_factory: pytest.TempPathFactory
+                                       ) -> None:
+    """A killed `pq undo` of a rebase finished after a stop puts the stop back (its state)
+    only once the conflict's index and files are in place: the way on is then `pq undo`
+    (nothing back yet) or `pq rebase --continue` (the stop is whole, the resolution
+    staged), and either gives the finished rebase's files back. Written the other way
+    round, a kill between the two left a stop whose file was upstream's side while the
+    index held the resolution: `--continue` refused, and `git add` dropped the patch."""
+    template("conflict", conflict_fork, tmp_path_factory)
+    template("stopped", stopped_fork, tmp_path_factory)
+    tpl = template("continued", continued_fork, tmp_path_factory)
+    expected = repo_state(tpl)
+    labels = count_checkpoints(tpl, work, ["undo"])
+
+    logged = oplog_count(tpl)
+
+    def run(k: int) -> str:
+        root = copy(tpl, work / f"k{k}")
+        assert run_pq(root, ["undo"], PQ_FAULT_AT=str(k)).returncode == -9
+        how = (["rebase", "--continue"] if rebase_in_progress(root) else ["undo"]
+               if oplog_count(root) > logged else [])
+        proc = run_pq(root, how or ["status"])
+        assert proc.returncode == 0, (k, labels[k - 1], how, proc.stderr.decode())
+        got = repo_state(root)
+        for key in ("HEAD", "index", "files", "git-locks"):
+            assert got[key] == expected[key], (k, labels[k - 1], how, key)
+        shutil.rmtree(root)
+        return how[-1] if how else "nothing"
+
+    with ThreadPoolExecutor(WORKERS) as pool:
+        hows = list(pool.map(run, after_visible_steps(labels)))
+    assert "--continue" in hows and "undo" in hows
+
+
 def rebase_with_reset_doing(tmp_path: Path, fork: Path, script: str
                             ) -> subprocess.CompletedProcess[bytes]:
     """`pq rebase upstream/main`, through a `git` on PATH that runs the shell `script` (as

@@ -6,17 +6,21 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from typing import TYPE_CHECKING, Any
 
+from pq.atomic import write_atomic
 from pq.errors import ConfigError, GitError
+from pq.faults import checkpoint
 from pq.git.failures import lock_refusal
 from pq.git.repo import Git
 from pq.oplog.snapshot import (
+    CONFLICT_WRITES,
     Snapshot,
     clear_queue,
     in_queue,
     read_refs,
-    write_conflict,
+    write_file,
     write_queue,
     write_state,
 )
@@ -70,6 +74,7 @@ def restore(git: Git, p: Plan, current: Snapshot) -> None:
         _require_no_untracked_in_the_way(git, commit_now, commit_then, p)
         # Files whose stat data changed but whose bytes did not must not count as edits.
         git.refresh_index()
+        _stage_what_the_target_has(git, commit_then)
         conflict = current.get("worktree") or {}
         # Unmerged or resolved and staged, the conflict's work is in the snapshot this
         # operation logs: git moves no HEAD over it, so it is taken back first.
@@ -97,13 +102,68 @@ def restore(git: Git, p: Plan, current: Snapshot) -> None:
     refs_now = read_refs(git) if moving else current["refs"]
     _update_refs(git, {ref: value for ref, value in p.refs.items()
                        if not (moving and ref == head_then)}, refs_now, env)
-    # 3. The queue files and their index entries, byte for byte; then pq's state files.
+    # 3. The queue files and their index entries, byte for byte; then pq's state files,
+    #    after the stopped rebase's conflict they describe (before, a kill between the two
+    #    left a rebase in progress over files that were not its own yet).
     if "queue" in p.changed or moving:
         write_queue(git, *queue, target["scope"])
-    if "state" in p.changed:
-        write_state(git, target["state"])
     if "worktree" in p.changed:
         write_conflict(git, target.get("worktree") or {})
+    if "state" in p.changed:
+        write_state(git, target["state"])
+
+
+def write_conflict(git: Git, worktree: dict[str, Any]) -> None:
+    """Files and index entries (all stages) of a rebase's conflict, as recorded: the files
+    first, so that a kill between the two leaves what reads as the user's resolution in
+    them (which the next `pq undo` carries over to the branch, where it is committed),
+    not the other side's lines beside a staged resolution."""
+    paths = worktree.get("paths", [])
+    if not paths:
+        return
+    # The folders where a temporary file may be left, for the next lock holder to sweep
+    # (pq.oplog.txn): they are the user's, not pq's own.
+    writing = git.pq_dir() / CONFLICT_WRITES
+    writing.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(writing, "\0".join(sorted({os.path.dirname(p) for p in paths})).encode(
+        "utf-8", "surrogateescape"), durable=False)
+    for p in paths:
+        path = git.root / p
+        if p in worktree["files"]:
+            mode, blob = worktree["files"][p].split()
+            write_file(git, path, mode, blob)
+        elif path.is_symlink() or path.is_file():
+            checkpoint("unlink " + p)
+            path.unlink()
+    writing.unlink()
+    removed = [f"0 {git.null_id()}\t{p}" for p in paths]
+    git.update_index_info(removed + sorted(worktree["index"]))
+    git.refresh_index()  # the entries' stat data: the files are written already
+
+
+def _stage_what_the_target_has(git: Git, commit: str) -> None:
+    """Stage each changed file whose bytes are already `commit`'s (an undo killed after it
+    wrote a conflict's files, before their index entries): git's move of HEAD to `commit`
+    then takes it as it is, where it called it an uncommitted change in its way."""
+    changed = git.diff_names()
+    if not changed:
+        return
+    same = [f"{mode} {blob}\t{path}" for mode, kind, blob, path in git.ls_tree(commit, changed)
+            if kind == "blob" and mode in ("100644", "100755")
+            and _holds(git.root / path, git.blob(blob), mode == "100755")]
+    if same:
+        git.update_index_info(same)
+
+
+def _holds(path: os.PathLike[str], data: bytes, executable: bool) -> bool:
+    """Whether the regular file at `path` holds `data`, with that executable bit."""
+    try:
+        st = os.lstat(path)
+        with open(path, "rb") as f:
+            return (stat.S_ISREG(st.st_mode) and bool(st.st_mode & 0o111) == executable
+                    and f.read() == data)
+    except OSError:
+        return False
 
 
 def _take_conflict_back(git: Git, head: str, p: Plan, env: dict[str, str],

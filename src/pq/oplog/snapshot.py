@@ -33,6 +33,7 @@ STATE_SKIP = ("oplog", "lock", "sealed", "tmp", "gate")  # .git/pq entries no sn
 # carries: a legacy log, the lock, sealed copies, temporary indexes and the gate's stage logs
 STATE_MAX_BYTES = 1024 * 1024
 REBASE_STATE = "rebase/state.json"  # under .git/pq: a rebase in progress (pq.rebase.state)
+CONFLICT_WRITES = "tmp/conflict-writes"  # under .git/pq: where a conflict's files are written
 _LITERAL = {"GIT_LITERAL_PATHSPECS": "1"}
 _SAFE_PATH = re.compile(r"^(?!/)(?!.*(?:^|/)\.\.?(?:/|$))[^\0]+$")
 
@@ -280,23 +281,6 @@ def clear_queue(git: Git, commit: str, current: Snapshot) -> None:
         (git.root / rel).unlink(missing_ok=True)
 
 
-def write_conflict(git: Git, worktree: dict[str, Any]) -> None:
-    """Index entries (all stages) and files of a rebase's conflict, as recorded."""
-    paths = worktree.get("paths", [])
-    if not paths:
-        return
-    removed = [f"0 {git.null_id()}\t{p}" for p in paths]
-    git.update_index_info(removed + sorted(worktree["index"]))
-    for p in paths:
-        path = git.root / p
-        if p in worktree["files"]:
-            mode, blob = worktree["files"][p].split()
-            _write_file(git, path, mode, blob)
-        elif path.is_symlink() or path.is_file():
-            checkpoint("unlink " + p)
-            path.unlink()
-
-
 def write_queue(git: Git, files: dict[str, str], index: list[str],
                 scope: Sequence[str] = QUEUE_PATHS) -> None:
     """The queue's files (series.yaml, patches/, mre/, .pq/) exactly as recorded: files
@@ -305,7 +289,7 @@ def write_queue(git: Git, files: dict[str, str], index: list[str],
     written: set[str] = set()
     for rel, spec in sorted(files.items()):
         mode, blob = spec.split()
-        if _write_file(git, root / rel, mode, blob):
+        if write_file(git, root / rel, mode, blob):
             written.add(rel)
     for rel in sorted(_present_files(git, scope) - set(files)):
         checkpoint("unlink " + rel)
@@ -347,7 +331,7 @@ def _present_files(git: Git, scope: Sequence[str]) -> set[str]:
     return present
 
 
-def _write_file(git: Git, path: Path, mode: str, blob: str) -> bool:
+def write_file(git: Git, path: Path, mode: str, blob: str) -> bool:
     """Whether the file was written (it did not hold the blob)."""
     data = git.blob(blob)
     if mode == "120000":
@@ -383,7 +367,7 @@ def write_state(git: Git, files: dict[str, str]) -> None:
     base = git.pq_dir()
     for rel, spec in sorted(files.items()):
         mode, blob = spec.split()
-        _write_file(git, base / rel, mode, blob)
+        write_file(git, base / rel, mode, blob)
     for child in state_children(base):
         if child.is_dir() and not child.is_symlink():
             present = sorted(p for p in child.rglob("*") if p.is_file() or p.is_symlink())

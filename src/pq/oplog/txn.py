@@ -22,7 +22,7 @@ from pq.git.repo import Git
 from pq.model.series import PATCHES_DIR, SERIES_FILE
 from pq.oplog import log
 from pq.oplog.lock import Lock, lock_path
-from pq.oplog.snapshot import REBASE_STATE, Snapshot, take
+from pq.oplog.snapshot import CONFLICT_WRITES, REBASE_STATE, Snapshot, take
 
 _active: dict[str, Transaction] = {}
 _invocation: list[str | None] = [None]  # the command line as the user typed it
@@ -41,10 +41,16 @@ def sweep_temporary_files(git: Git) -> None:
     for place in [git.root / PATCHES_DIR, git.pq_dir()]:
         if place.is_dir() and not place.is_symlink():
             candidates += place.rglob(".*.tmp")
+    writing = git.pq_dir() / CONFLICT_WRITES  # the folders of a conflict's files written
+    if writing.is_file():  # when pq was killed (pq.oplog.putback.write_conflict)
+        for rel in writing.read_bytes().decode("utf-8", "surrogateescape").split("\0"):
+            if (folder := git.root / rel).is_dir() and not folder.is_symlink():
+                candidates += folder.glob(".*.tmp")
     for p in candidates:
         if _TEMP_NAME.match(p.name) and p.is_file() and not p.is_symlink():
             checkpoint("unlink " + p.name)
             p.unlink()
+    writing.unlink(missing_ok=True)
 
 
 def settle_stopped(git: Git, status: str, since: int | None) -> None:
