@@ -374,6 +374,9 @@ def test_undo_of_a_rebase_that_stopped(work: Path, tmp_path_factory: pytest.Temp
         assert run_pq(root, ["undo"], PQ_FAULT_AT=str(k)).returncode == -9
         how = (["rebase", "--continue"] if rebase_in_progress(root) else ["undo"]
                if oplog_count(root) > logged else [])
+        if how == ["undo"]:  # `pq status` names the way back (not only series.yaml's state)
+            said = json.loads(run_pq(root, ["status", "--json"]).stdout)["interrupted"]
+            assert said is not None and said["command"] == "pq undo", (k, said)
         proc = run_pq(root, how or ["status"])
         assert proc.returncode == 0, (k, labels[k - 1], how, proc.stderr.decode())
         got = repo_state(root)

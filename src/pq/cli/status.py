@@ -6,6 +6,7 @@ from __future__ import annotations
 from pq.cli.common import base_label, echo, emit_json, open_repo, plural
 from pq.cli.failure import failure_of
 from pq.errors import PqError
+from pq.git.repo import Git
 from pq.model.series import SERIES_FILE
 from pq.queue import files as queuefiles
 from pq.quoting import shell_args, shown
@@ -16,9 +17,10 @@ def show_status(as_json: bool) -> None:
     """`pq status`."""
     with open_repo() as git:
         st = rebase_status.status(git)
-        summary = unread = by_git = None
+        summary = unread = by_git = cut = None
         if st is None:
             by_git = git.operation_in_progress()
+            cut = _cut_short(git)
             try:
                 series = queuefiles.read_worktree(git).series
                 summary = (f"{base_label(series.base, series.upstream_ref)}: "
@@ -28,11 +30,15 @@ def show_status(as_json: bool) -> None:
     if as_json:
         emit_json({"rebase": st.to_json() if st else None, "series": summary,
                    "series_error": unread.data()["error"] if unread else None,
-                   "git_operation": by_git[0] if by_git else None})
+                   "git_operation": by_git[0] if by_git else None,
+                   "interrupted": {"operation": cut[0], "command": cut[1]} if cut else None})
         return
     if st is None:
         echo(f"no pq rebase in progress; git has a {by_git[0]} in progress ({by_git[1]})"
              if by_git else "no rebase in progress")
+        if cut is not None:  # before the series' state, which may be the cut one's half-way
+            echo(f"operation {cut[0]} (`{cut[1]}`) stopped half-way: `pq undo` puts back the "
+                 "state before it")
         echo(summary or f"{SERIES_FILE} does not read: {unread.message if unread else ''}")
         if by_git:
             echo("next: finish or abort it with git (`git status` says how)")
@@ -67,3 +73,21 @@ def show_status(as_json: bool) -> None:
              "index and files are there")
     else:
         echo("next: `pq rebase --abort` restores the branch; then run the rebase again")
+
+
+def _cut_short(git: Git) -> tuple[int, str] | None:
+    """(id, command) of the newest logged operation where it was killed or interrupted
+    half-way (logged `failed`, or `started` by a process that is gone), else None."""
+    from pq.git.process import pid_alive
+    from pq.oplog import log as oplog
+
+    try:
+        _, next_id, _ = oplog.newest(git)
+        records = oplog.read(git, next_id - 1) if next_id > 1 else []
+    except PqError:  # a damaged log: `pq log` says so
+        return None
+    last = records[-1] if records else None
+    if last is None or not (last.get("status") == "failed" or (
+            last.get("status") == "started" and not pid_alive(last.get("pid")))):
+        return None
+    return int(last["id"]), str(last.get("command", ""))
