@@ -429,3 +429,28 @@ def test_a_trailer_naming_a_file_too_long_for_the_disk_is_no_name(tmp_path: Path
     git(fork, "commit", "-q", "-m", "one", "-m", f"Pq-Patch: {'L' * 300}.patch")
     pq(fork, "init", "--upstream", "upstream/main", "--commit")
     assert sorted(p.name for p in (fork / "patches").iterdir()) == ["0001-one.patch"]
+
+
+def test_a_patch_reverted_and_picked_again_exports_once_and_stays_exported(
+        tmp_path: Path) -> None:
+    """`git revert X` then `git cherry-pick X`: the picked commit is X's very commit again,
+    a new entry beside X's. `pq export --commit` wrote that, and the next export (and `pq
+    check`, and the push) refused it: X could be either entry, their files apart only in
+    the summary. They are taken in series order: X keeps its summary."""
+    fork = make_fork(tmp_path)
+    write(fork, "README.md", "fix\n")
+    x = commit_all(fork, "fix")
+    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    text = (fork / "series.yaml").read_text()
+    (fork / "series.yaml").write_text(text.replace("summary: fix", "summary: my own words"))
+    pq(fork, "export", "--commit")
+    git(fork, "revert", "--no-edit", x)
+    git(fork, "cherry-pick", x)
+    pq(fork, "export", "--commit")
+    written = (fork / "series.yaml").read_bytes()
+    again = pq(fork, "export")
+    assert "already up to date" in again.output
+    assert (fork / "series.yaml").read_bytes() == written
+    assert pq(fork, "check").exit_code == 0
+    summaries = [e["summary"] for e in entries(fork)]
+    assert summaries[0] == "my own words" and len(summaries) == 3

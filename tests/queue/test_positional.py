@@ -75,8 +75,11 @@ def test_a_trailer_naming_another_entry_is_left_to_match() -> None:
 
 
 def test_two_identical_commits_are_left_to_match() -> None:
-    """Files alike too: match takes them in series order; files that differ (their
-    headers): match will not guess. The fast path declines both."""
+    """Files alike too: match takes them in series order; files apart in their header
+    lines only (each entry's metadata) too: they are the very same commit, and refusing
+    them refused what `pq export --commit` had just written (a commit reverted and picked
+    again). A commit that could be two entries of other evidence is still not guessed.
+    The fast path declines them all."""
     stack, _, _ = queue(2)
     stack[1] = replace(stack[1], diff=stack[0].diff, message=stack[0].message)
     alike = [replace(entry("0001-a.patch"), summary="same"),
@@ -89,8 +92,11 @@ def test_two_identical_commits_are_left_to_match() -> None:
     recorded = {e.name: [render(sc, e)] for sc, e in zip(stack, unlike)}
     assert identity.positional(stack, unlike, recorded,
                                lambda i, e: render(stack[i], e)) is None
-    with pytest.raises(ConfigError, match="pq will not guess"):
-        identity.match(stack, unlike, recorded)
+    assert identity.match(stack, unlike, recorded) == [e.name for e in unlike]
+    reworded = [replace(stack[0], message="a\n"), replace(stack[1], message="b\n")]
+    recorded = {e.name: [render(sc, e)] for sc, e in zip(reworded, unlike)}
+    with pytest.raises(ConfigError, match="pq will not guess"):  # the same diff, two messages
+        identity.match([replace(stack[0], message="c\n")], unlike, recorded)
 
 
 def test_more_than_one_recorded_file_is_left_to_match() -> None:

@@ -14,8 +14,9 @@ A commit is matched to an entry by the first kind of evidence that decides it, i
 
 Only then does a commit get a new name. A subject's slug is never evidence. When a
 commit could be two entries, or two commits one entry, nothing is guessed: a ConfigError
-names them and says how to tell pq (a `Pq-Patch:` trailer). Entries with byte-identical
-recorded files are interchangeable and are taken in series order.
+names them and says how to tell pq (a `Pq-Patch:` trailer). Entries whose recorded files
+are the same commit (byte-identical, or apart in pq's header lines only: their metadata)
+are interchangeable and are taken in series order.
 
 `positional` is the common case known cheaply: every commit renders to its entry's one
 recorded file, in series order, so `match` would name them so (checked without parsing a
@@ -94,7 +95,11 @@ def match(stack: Sequence[StackCommit], entries: Sequence[PatchEntry],
             options = [n for n in cands[i] if n not in claimed]
             if not options:
                 continue
-            if len(options) > 1 and len({raw[n] for n in options}) > 1:
+            # Entries that are the very same commit (their files differ in pq's header
+            # lines at most: a commit picked again after a revert, say) are taken in series
+            # order, as byte-identical ones are; of other evidence, none is guessed.
+            if len(options) > 1 and what != "the same commit" and len(
+                    {raw[n] for n in options}) > 1:
                 raise _ambiguous(stack[i], options, what)
             name = options[0]
             rivals = [j for j in wanted[name] if j != i and names[j] is None
