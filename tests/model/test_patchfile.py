@@ -206,6 +206,12 @@ def test_trailer_joins_a_trailer_paragraph() -> None:
         "s\n\nSigned-off-by: y\nPq-Patch: n.patch\n"
     assert patchfile.strip_trailer("s\n\nPq-Patch: n.patch\nSigned-off-by: y\n") == \
         ("s\n\nSigned-off-by: y\n", "n.patch")
+    # `git cherry-pick -x` of a commit `pq apply` made: its line is in the trailer block, as
+    # git reads it. Left in the message, the trailer made `pq apply` of the picked commit's
+    # own entry refuse it as two patches squashed.
+    picked = "s\n\nPq-Patch: n.patch\n(cherry picked from commit 0123abc)\n"
+    assert patchfile.strip_trailer(picked) == ("s\n\n(cherry picked from commit 0123abc)\n",
+                                               "n.patch")
 
 
 def test_index_lines_go_except_on_binary_diffs() -> None:

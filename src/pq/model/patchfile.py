@@ -158,7 +158,8 @@ def strip_trailer(message: str) -> tuple[str, str | None]:
         if not message.endswith("\n"):  # add_trailer of a message without a final newline
             return (before[:-2] if before.endswith("\n\n") else before), name
         return (before[:-1] if before.endswith("\n\n") else before), name
-    # The trailer is not the last line (more trailers were added after it): take it out.
+    # The trailer is not the last line (more trailers were added after it, or `git
+    # cherry-pick -x`'s line, which git reads as one): take it out.
     lines = message.split("\n")
     found = None
     for i in range(len(lines) - 1, -1, -1):
@@ -166,7 +167,8 @@ def strip_trailer(message: str) -> tuple[str, str | None]:
             found = lines[i][len(TRAILER) + 2:].strip()
             del lines[i]
             break
-        if lines[i] and not _TRAILER_LINE.match(lines[i]):
+        if lines[i] and not (_TRAILER_LINE.match(lines[i])
+                             or lines[i].startswith("(cherry picked from commit ")):
             break
     if found is None:
         return message, None
