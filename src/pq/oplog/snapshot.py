@@ -123,9 +123,8 @@ def _conflict(git: Git, queue_paths: tuple[str, ...], changed: set[str]) -> dict
     if not paths:
         return {}
     listed = git.ls_files(paths, stage=True, env=_LITERAL)
-    files: dict[str, str] = {}
-    for p in paths:
-        files.update(_store_tree(git, git.root / p, p))
+    files = _store_tree(git, git.root / paths[0], paths[0],
+                        more=[(git.root / p, p) for p in paths[1:]])
     return {"paths": paths, "index": sorted(e for e in listed if e), "files": files}
 
 
@@ -189,20 +188,24 @@ def is_pqs(rel: str) -> bool:
 
 def _store_tree(git: Git, path: Path, rel: str, max_bytes: int | None = None,
                 known: frozenset[str] = frozenset(),
-                keep: Callable[[str], bool] | None = None) -> dict[str, str]:
-    """Regular files and links at or under `path` (those `keep` takes), as {relative path:
-    "mode blob"}; the blobs in `known` are not looked up (an unchanged queue file is
-    HEAD's)."""
+                keep: Callable[[str], bool] | None = None,
+                more: Sequence[tuple[Path, str]] = ()) -> dict[str, str]:
+    """Regular files and links at or under `path` (and each of `more`'s (path, rel)) that
+    `keep` takes, as {relative path: "mode blob"}; the blobs in `known` are not looked up
+    (an unchanged queue file is HEAD's)."""
     found: list[tuple[str, str, bytes]] = []
-    _collect(path, rel, max_bytes, found)
+    for where, name in [(path, rel), *more]:
+        _collect(where, name, max_bytes, found)
     if keep is not None:
         found = [f for f in found if keep(f[0])]
     ids = [git.hash_blob(data) for _, _, data in found]
     # Which other blobs the repository has already: asked in one stream, not one by one.
-    git.odb.read_many([oid for oid in ids if oid not in known])
+    asked = [oid for oid in ids if oid not in known]
+    have = {oid for oid, got in zip(asked, git.odb.read_many(asked), strict=True)
+            if got is not None and got[1] == "blob"}
     stored = {}
     for (r, mode, data), oid in zip(found, ids, strict=True):
-        if oid in known:
+        if oid in known or oid in have:
             checkpoint("write blob")  # as stored_blob's, for a blob it finds
         else:
             oid = stored_blob(git, data)
