@@ -547,6 +547,16 @@ def test_queue_files_pq_wrote_with_lf_stay_clean_under_autocrlf_through_abort_an
 LINE_ENDS_BASE = {"f.txt": "a\nb\nc\n", "g.txt": "x\n", "h.txt": "1\n2\n"}
 
 
+def clone_for_git(tmp: Path, up: Path, fork: Path) -> Path:
+    """A clone of `up` with the fork's branch `paddle` checked out, for `git rebase` to
+    do what pq does on the fork (made before `pq init`: the same commits)."""
+    by_git = tmp / "by-git"
+    git(tmp, "clone", "-q", "-o", "upstream", str(up), str(by_git))
+    git(by_git, "fetch", "-q", str(fork), "paddle:paddle")
+    git(by_git, "checkout", "-q", "paddle")
+    return by_git
+
+
 def line_ends_fork(tmp: Path, attributes: str) -> tuple[Path, Path]:
     """A fork whose patch edits f.txt and h.txt (g.txt untouched), a clone of it for git's
     rebase made before `pq init`, and upstream then adding `attributes` as .gitattributes,
@@ -556,10 +566,7 @@ def line_ends_fork(tmp: Path, attributes: str) -> tuple[Path, Path]:
     write(fork, "f.txt", "a\nB\nc\n")
     write(fork, "h.txt", "1\n2\n3\n")
     commit_all(fork, "patch f and h")
-    by_git = tmp / "by-git"
-    git(tmp, "clone", "-q", "-o", "upstream", str(up), str(by_git))
-    git(by_git, "fetch", "-q", str(fork), "paddle:paddle")
-    git(by_git, "checkout", "-q", "paddle")
+    by_git = clone_for_git(tmp, up, fork)
     pq(fork, "init", "--upstream", "upstream/main", "--commit")
     write(up, ".gitattributes", attributes)
     commit_all(up, "upstream: line ends")
@@ -611,10 +618,7 @@ def test_a_conflict_stop_writes_earlier_patches_files_under_the_new_attributes_a
     commit_all(fork, "patch 1: add new.txt")  # on disk as a checkout would write it
     write(fork, "a.txt", "1\n2\nfork\n")
     commit_all(fork, "patch 2: edit a.txt")
-    by_git = tmp_path / "by-git"
-    git(tmp_path, "clone", "-q", "-o", "upstream", str(up), str(by_git))
-    git(by_git, "fetch", "-q", str(fork), "paddle:paddle")
-    git(by_git, "checkout", "-q", "paddle")
+    by_git = clone_for_git(tmp_path, up, fork)
     pq(fork, "init", "--upstream", "upstream/main", "--commit")
     write(up, ".gitattributes", upstream_attributes or "")
     write(up, "a.txt", "1\n2\nup\n")

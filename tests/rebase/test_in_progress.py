@@ -1029,29 +1029,37 @@ def test_a_checkout_that_fails_at_the_first_conflict_never_moves_the_branch(tmp_
     assert git(fork, "rev-parse", "paddle~3") == git(fork, "rev-parse", "upstream/main")
 
 
+def rebase_process(root: Path, **env: str) -> subprocess.CompletedProcess[bytes]:
+    """`pq rebase upstream/main` in a process of its own (PQ_FAULT_* in `env`)."""
+    import os
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "pq", "rebase", "upstream/main"], cwd=root,
+                          capture_output=True, env={**os.environ, **env})
+
+
+def rebase_checkpoints(fork: Path, tmp: Path) -> list[str]:
+    """The labels of the checkpoints `pq rebase upstream/main` meets in `fork` (it stops at
+    a conflict), counted on a copy."""
+    import shutil
+
+    trial = tmp / "trial"
+    shutil.copytree(fork, trial, symlinks=True)
+    log = tmp / "checkpoints"
+    assert rebase_process(trial, PQ_FAULT_LOG=str(log)).returncode == 1
+    return [ln.split(" ", 1)[1] for ln in log.read_text().splitlines()]
+
+
 def test_a_lock_taken_just_before_the_pick_that_shows_a_conflict_is_named(tmp_path: Path
                                                                            ) -> None:
     """A git process takes index.lock just before the cherry-pick that shows a conflict:
     the stop names that file and says to remove it; then `--continue` shows the conflict."""
-    import os
-    import shutil
-    import sys
-
     up, fork = make_series(tmp_path)
     conflict_upstream(up, fork)
-
-    def rebase(root: Path, **env: str) -> subprocess.CompletedProcess[bytes]:
-        return subprocess.run([sys.executable, "-m", "pq", "rebase", "upstream/main"],
-                              cwd=root, capture_output=True, env={**os.environ, **env})
-
-    trial = tmp_path / "trial"
-    shutil.copytree(fork, trial, symlinks=True)
-    log = tmp_path / "checkpoints"
-    assert rebase(trial, PQ_FAULT_LOG=str(log)).returncode == 1
-    labels = [ln.split(" ", 1)[1] for ln in log.read_text().splitlines()]
+    labels = rebase_checkpoints(fork, tmp_path)
     lock = fork / ".git" / "index.lock"
-    proc = rebase(fork, PQ_FAULT_AT=str(labels.index("git cherry-pick") + 1),
-                  PQ_FAULT_RUN=f"touch {shlex.quote(str(lock))}")
+    proc = rebase_process(fork, PQ_FAULT_AT=str(labels.index("git cherry-pick") + 1),
+                          PQ_FAULT_RUN=f"touch {shlex.quote(str(lock))}")
     line = proc.stderr.decode().strip().splitlines()[-1]
     assert proc.returncode == 1, line
     assert re.search(rf"git cherry-pick of [0-9a-f]{{12}} failed: {re.escape(str(lock))} "
@@ -1269,24 +1277,12 @@ def test_an_abort_after_git_was_stopped_showing_the_conflict_names_its_half_writ
     user's made on another branch: --abort said "commit them or git stash them", which
     would commit the deletion of series.yaml and patches/. It names them as what they are,
     and `--abort --force` puts everything back."""
-    import os
-    import shutil
-    import sys
-
     up, fork = make_series(tmp_path)
     conflict_upstream(up, fork)
     tip = git(fork, "rev-parse", "HEAD")
-
-    def rebase(root: Path, **env: str) -> subprocess.CompletedProcess[bytes]:
-        return subprocess.run([sys.executable, "-m", "pq", "rebase", "upstream/main"],
-                              cwd=root, capture_output=True, env={**os.environ, **env})
-
-    trial = tmp_path / "trial"
-    shutil.copytree(fork, trial, symlinks=True)
-    log = tmp_path / "checkpoints"
-    assert rebase(trial, PQ_FAULT_LOG=str(log)).returncode == 1
-    labels = [ln.split(" ", 1)[1] for ln in log.read_text().splitlines()]
-    assert rebase(fork, PQ_FAULT_AT=str(labels.index("git checkout") + 1)).returncode != 0
+    labels = rebase_checkpoints(fork, tmp_path)
+    assert rebase_process(fork, PQ_FAULT_AT=str(labels.index("git checkout") + 1)
+                          ).returncode != 0
     (fork / "setup.py").unlink()  # as far as git got
     assert git(fork, "symbolic-ref", "HEAD") == "refs/heads/paddle"
     refused = pq(fork, "rebase", "--abort", ok=False)
