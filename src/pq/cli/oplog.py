@@ -8,7 +8,6 @@ from typing import Any
 import click
 
 from pq.cli.common import emit_json, open_repo, plural, short
-from pq.git.process import pid_alive
 from pq.git.repo import Git
 from pq.oplog import log as oplog
 from pq.oplog import undo as undo_mod
@@ -26,8 +25,7 @@ def register(main: click.Group) -> None:
 def _status(record: dict[str, Any], h: undo_mod.History, holder: dict[str, Any] | None) -> str:
     status = str(record.get("status"))
     if status == "started":
-        running = holder is not None and holder.get("pid") == record.get("pid")
-        return "running" if running and pid_alive(record.get("pid")) else "interrupted"
+        return "interrupted" if undo_mod.cut_off(record, holder) else "running"
     if h.undone(int(record["id"])):
         return "undone"
     return status

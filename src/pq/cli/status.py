@@ -6,8 +6,8 @@ from __future__ import annotations
 from pq.cli.common import base_label, echo, emit_json, open_repo, plural
 from pq.cli.failure import failure_of
 from pq.errors import PqError
-from pq.git.repo import Git
 from pq.model.series import SERIES_FILE
+from pq.oplog import undo as undo_mod
 from pq.queue import files as queuefiles
 from pq.quoting import shell_args, shown
 from pq.rebase import status as rebase_status
@@ -20,7 +20,10 @@ def show_status(as_json: bool) -> None:
         summary = unread = by_git = cut = None
         if st is None:
             by_git = git.operation_in_progress()
-            cut = _cut_short(git)
+            try:
+                cut = undo_mod.stopped_half_way(git)
+            except PqError:  # a damaged log: `pq log` says so
+                cut = None
             try:
                 series = queuefiles.read_worktree(git).series
                 summary = (f"{base_label(series.base, series.upstream_ref)}: "
@@ -74,20 +77,3 @@ def show_status(as_json: bool) -> None:
     else:
         echo("next: `pq rebase --abort` restores the branch; then run the rebase again")
 
-
-def _cut_short(git: Git) -> tuple[int, str] | None:
-    """(id, command) of the newest logged operation where it was killed or interrupted
-    half-way (logged `failed`, or `started` by a process that is gone), else None."""
-    from pq.git.process import pid_alive
-    from pq.oplog import log as oplog
-
-    try:
-        _, next_id, _ = oplog.newest(git)
-        records = oplog.read(git, next_id - 1) if next_id > 1 else []
-    except PqError:  # a damaged log: `pq log` says so
-        return None
-    last = records[-1] if records else None
-    if last is None or not (last.get("status") == "failed" or (
-            last.get("status") == "started" and not pid_alive(last.get("pid")))):
-        return None
-    return int(last["id"]), str(last.get("command", ""))

@@ -376,9 +376,10 @@ def same_parts(a: bytes, b: bytes, path: str) -> str | None:
     return "all" if x.headers == y.headers else "commit"
 
 
-def headers_apart(a: bytes, b: bytes) -> list[str]:
-    """The names of the header lines two patch files (that parse) differ in."""
-    x, y = dict(parse(a, "a").headers), dict(parse(b, "b").headers)
+def headers_apart(a: bytes, b: bytes, path: str) -> list[str]:
+    """The names of the header lines two patch files (that parse) differ in; `path` as
+    `same_parts` was given it, which parsed them already."""
+    x, y = dict(parse(a, path).headers), dict(parse(b, path).headers)
     return sorted(k for k in x.keys() | y.keys() if x.get(k) != y.get(k))
 
 

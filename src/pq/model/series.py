@@ -332,19 +332,19 @@ def _require_known(doc: yamldoc.Located, path: yamldoc.Path, block: dict[Any, An
         outside = [k for k in block if k in KEYS]
         if outside and (("workaround" in block and not block["workaround"])
                         or len(outside) > 1):
-            raise doc.key_error(path + (outside[0],), f"{where}`{outside[0]}` is a workaround "
+            raise doc.error(path + (outside[0],), f"{where}`{outside[0]}` is a workaround "
                             "field, outside the entry's `workaround:` block",
-                            hint="indent the workaround's fields under `workaround:`")
+                            hint="indent the workaround's fields under `workaround:`", key=True)
     for key in block:
         if not isinstance(key, str) or key in known or key.startswith(("x-", *(
                 f"{k}{sep}" for k in known for sep in "_-"))):
             continue
         close = difflib.get_close_matches(key, known, n=1, cutoff=0.85)
         if close:
-            raise doc.key_error(path + (key,), f"{where}unknown key `{key}` (did you mean "
+            raise doc.error(path + (key,), f"{where}unknown key `{key}` (did you mean "
                             f"`{close[0]}`?)", hint="fix its spelling; a key of your own "
                             "is kept as written, and one starting with `x-` is never taken "
-                            "for pq's")
+                            "for pq's", key=True)
 
 
 def _copies(doc: yamldoc.Located, path: yamldoc.Path, name: str, item: dict[str, Any]

@@ -46,13 +46,10 @@ class Located:
         mark = self.marks.get(path)
         return mark if mark else (None, None)
 
-    def error(self, path: Path, message: str, hint: str | None = None) -> ConfigError:
-        line, col = self.where(path)
-        return ConfigError(message, path=self.filename, line=line, column=col, hint=hint)
-
-    def key_error(self, path: Path, message: str, hint: str | None = None) -> ConfigError:
-        """`error` at the key `path` ends in, not at its value (`key_where`)."""
-        line, col = self.key_where(path)
+    def error(self, path: Path, message: str, hint: str | None = None,
+              key: bool = False) -> ConfigError:
+        """An error at the value `path` names (`key`: at its key, `key_where`)."""
+        line, col = self.key_where(path) if key else self.where(path)
         return ConfigError(message, path=self.filename, line=line, column=col, hint=hint)
 
     def key_where(self, path: Path) -> tuple[int | None, int | None]:

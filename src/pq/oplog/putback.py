@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import re
-import stat
 from typing import TYPE_CHECKING, Any
 
 from pq.atomic import write_atomic
@@ -18,6 +17,7 @@ from pq.oplog.snapshot import (
     CONFLICT_WRITES,
     Snapshot,
     clear_queue,
+    holds,
     in_queue,
     read_refs,
     write_file,
@@ -148,22 +148,13 @@ def _stage_what_the_target_has(git: Git, commit: str) -> None:
     changed = git.diff_names()
     if not changed:
         return
-    same = [f"{mode} {blob}\t{path}" for mode, kind, blob, path in git.ls_tree(commit, changed)
-            if kind == "blob" and mode in ("100644", "100755")
-            and _holds(git.root / path, git.blob(blob), mode == "100755")]
+    files = [e for e in git.ls_tree(commit, changed) if e[0] in ("100644", "100755")]
+    blobs = git.odb.read_many([blob for _, _, blob, _ in files])
+    same = [f"{mode} {blob}\t{path}" for (mode, _, blob, path), got in zip(files, blobs,
+                                                                          strict=True)
+            if got is not None and holds(git.root / path, got[2], mode)]
     if same:
         git.update_index_info(same)
-
-
-def _holds(path: os.PathLike[str], data: bytes, executable: bool) -> bool:
-    """Whether the regular file at `path` holds `data`, with that executable bit."""
-    try:
-        st = os.lstat(path)
-        with open(path, "rb") as f:
-            return (stat.S_ISREG(st.st_mode) and bool(st.st_mode & 0o111) == executable
-                    and f.read() == data)
-    except OSError:
-        return False
 
 
 def _take_conflict_back(git: Git, head: str, p: Plan, env: dict[str, str],

@@ -81,11 +81,10 @@ def _take(git: Git, commits: set[str] | None, queue_paths: tuple[str, ...],
     files: dict[str, str] = {}
     for qp in queue_paths:
         keep = is_pqs if qp in (SERIES_FILE, PATCHES_DIR) else _carried(git, qp).__contains__
-        files.update(_store_tree(git, git.root / qp, qp, known=known, keep=keep))
+        files.update(_store_tree(git, [(git.root / qp, qp)], known=known, keep=keep))
     index = sorted(git.ls_files(queue_paths, stage=True))
-    state: dict[str, str] = {}
-    for child in state_children(git.pq_dir()):
-        state.update(_store_tree(git, child, child.name, STATE_MAX_BYTES))
+    state = _store_tree(git, [(child, child.name) for child in state_children(git.pq_dir())],
+                        STATE_MAX_BYTES)
     worktree = (_conflict(git, queue_paths, changed.result())
                 if changed is not None and REBASE_STATE in state else {})
     return {"head": head_ref or "HEAD", "head_commit": head_commit, "refs": refs,
@@ -123,8 +122,7 @@ def _conflict(git: Git, queue_paths: tuple[str, ...], changed: set[str]) -> dict
     if not paths:
         return {}
     listed = git.ls_files(paths, stage=True, env=_LITERAL)
-    files = _store_tree(git, git.root / paths[0], paths[0],
-                        more=[(git.root / p, p) for p in paths[1:]])
+    files = _store_tree(git, [(git.root / p, p) for p in paths])
     return {"paths": paths, "index": sorted(e for e in listed if e), "files": files}
 
 
@@ -186,15 +184,14 @@ def is_pqs(rel: str) -> bool:
     return not rel.startswith(PATCHES_DIR + "/") or rel.endswith(".patch")
 
 
-def _store_tree(git: Git, path: Path, rel: str, max_bytes: int | None = None,
+def _store_tree(git: Git, roots: Sequence[tuple[Path, str]], max_bytes: int | None = None,
                 known: frozenset[str] = frozenset(),
-                keep: Callable[[str], bool] | None = None,
-                more: Sequence[tuple[Path, str]] = ()) -> dict[str, str]:
-    """Regular files and links at or under `path` (and each of `more`'s (path, rel)) that
-    `keep` takes, as {relative path: "mode blob"}; the blobs in `known` are not looked up
-    (an unchanged queue file is HEAD's)."""
+                keep: Callable[[str], bool] | None = None) -> dict[str, str]:
+    """Regular files and links at or under each of `roots` ((path, its name in the result))
+    that `keep` takes, as {relative path: "mode blob"}; the blobs in `known` are not looked
+    up (an unchanged queue file is HEAD's)."""
     found: list[tuple[str, str, bytes]] = []
-    for where, name in [(path, rel), *more]:
+    for where, name in roots:
         _collect(where, name, max_bytes, found)
     if keep is not None:
         found = [f for f in found if keep(f[0])]
@@ -334,6 +331,16 @@ def _present_files(git: Git, scope: Sequence[str]) -> set[str]:
     return present
 
 
+def holds(path: Path, data: bytes, mode: str) -> bool:
+    """Whether `path` is a regular file holding `data`, with `mode`'s executable bit."""
+    try:
+        st = path.lstat()
+        return stat.S_ISREG(st.st_mode) and bool(st.st_mode & 0o111) == (
+            mode == "100755") and path.read_bytes() == data
+    except OSError:
+        return False
+
+
 def write_file(git: Git, path: Path, mode: str, blob: str) -> bool:
     """Whether the file was written (it did not hold the blob)."""
     data = git.blob(blob)
@@ -345,14 +352,7 @@ def write_file(git: Git, path: Path, mode: str, blob: str) -> bool:
         path.parent.mkdir(parents=True, exist_ok=True)
         os.symlink(data.decode("utf-8", "surrogateescape"), path)
         return True
-    same = False
-    try:
-        st = path.lstat()
-        same = stat.S_ISREG(st.st_mode) and path.read_bytes() == data and (
-            bool(st.st_mode & 0o111) == (mode == "100755"))
-    except OSError:
-        pass
-    if same:
+    if holds(path, data, mode):
         return False
     if path.is_symlink() or path.is_dir():
         checkpoint("unlink " + path.name)

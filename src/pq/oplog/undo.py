@@ -11,8 +11,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pq.errors import ConfigError
+from pq.git.process import pid_alive
 from pq.git.repo import Git
 from pq.oplog import log
+from pq.oplog.lock import lock_holder
 from pq.oplog.putback import restore
 from pq.oplog.snapshot import (
     REBASE_STATE,
@@ -39,6 +41,24 @@ class History:
 
     def undone(self, rid: int) -> bool:
         return acts_as_command(self.records[rid]) and rid not in self.view
+
+
+def cut_off(record: Record, holder: dict[str, Any] | None) -> bool:
+    """Whether `record`, logged `started`, is no longer running: the lock's `holder` is not
+    its process, alive (it was killed, or interrupted past its handler)."""
+    running = holder is not None and holder.get("pid") == record.get("pid")
+    return not (running and pid_alive(record.get("pid")))
+
+
+def stopped_half_way(git: Git) -> tuple[int, str] | None:
+    """(id, command) of the newest operation where it stopped half-way: logged `failed`
+    (git refused half-way, a Ctrl-C) or `started` and `cut_off` (killed); else None."""
+    _, next_id, _ = log.newest(git)
+    last = log.read(git, next_id - 1)[-1:] if next_id > 1 else []
+    if not last or not (last[0].get("status") == "failed" or (
+            last[0].get("status") == "started" and cut_off(last[0], lock_holder(git)))):
+        return None
+    return int(last[0]["id"]), str(last[0].get("command", ""))
 
 
 def acts_as_command(record: Record) -> bool:

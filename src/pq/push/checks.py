@@ -197,7 +197,8 @@ def check_export(git: Git, ctx: CheckContext) -> list[CheckFailure]:
                           "(line ends or header folding changed, by an editor say)", fix))
         elif same == "commit":
             apart = ", ".join(f"`{k}:`" + (" (the summary)" if k == "Description" else "") for k
-                              in patchfile.headers_apart(fresh.files[name], queue.files[name]))
+                              in patchfile.headers_apart(fresh.files[name], queue.files[name],
+                                                        f"patches/{name}"))
             failures.append(CheckFailure(
                 "export", f"patches/{name}'s header lines {apart} do not match its entry in "
                           "series.yaml, one of them edited without `pq export`; its message and "

@@ -77,7 +77,7 @@ def match(stack: Sequence[StackCommit], entries: Sequence[PatchEntry],
         if name and name in known and first[name] == i:
             names[i] = name
             claimed.add(name)
-    for what, key in _tiers():
+    for rank, (what, key) in enumerate(_tiers()):
         open_entries = [e.name for e in entries if e.name not in claimed and e.name in known]
         open_commits = [i for i, n in enumerate(names) if n is None]
         if not open_entries or not open_commits:
@@ -98,8 +98,7 @@ def match(stack: Sequence[StackCommit], entries: Sequence[PatchEntry],
             # Entries that are the very same commit (their files differ in pq's header
             # lines at most: a commit picked again after a revert, say) are taken in series
             # order, as byte-identical ones are; of other evidence, none is guessed.
-            if len(options) > 1 and what != "the same commit" and len(
-                    {raw[n] for n in options}) > 1:
+            if len(options) > 1 and rank > 0 and len({raw[n] for n in options}) > 1:
                 raise _ambiguous(stack[i], options, what)
             name = options[0]
             rivals = [j for j in wanted[name] if j != i and names[j] is None

@@ -81,12 +81,11 @@ def _binary_diff_markers(git: Git, revs: tuple[str, str], new: str, old: str
     path) has that line beyond the old blob's (`old` + path)."""
     paths = git.binary_diff_paths(*revs)
     sizes = git.marker_sizes(None, paths)
+    blobs = git.odb.read_many([new + p for p in paths] + [old + p for p in paths])
     found = {}
-    for path in paths:
-        after = git.odb.read_many([new + path])[0]
+    for path, after, before in zip(paths, blobs[:len(paths)], blobs[len(paths):], strict=True):
         if after is None or b"\0" in after[2][:8000]:
             continue
-        before = git.odb.read_many([old + path])[0]
         seen = Counter(before[2].split(b"\n") if before is not None else ())
         marks = []
         for number, text in enumerate(after[2].split(b"\n"), 1):

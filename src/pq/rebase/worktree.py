@@ -256,8 +256,8 @@ def show_conflict(git: Git, state: RebaseState, pick: str, noted: bool = False
     if first:
         clear_queue_files(git)
     before = git.head()
-    renew = attributes_changed(git, before, state.tip)  # files own edits are told under
-    edited = set(git.diff_names()) if renew else set()  # the attributes they were written with
+    renew = attributes_changed(git, before, state.tip)  # a file's own edit is told under
+    edited = set(git.diff_names()) if renew else set()  # the attributes it was written with
     try:
         git.checkout(state.tip, detach=True, env={"GIT_REFLOG_ACTION": "pq rebase"})
         if renew:  # as the landing does (git picked each of those files)

@@ -161,7 +161,7 @@ def build(git: Git, queue: Queue | None = None) -> MigrationReport:
          for f, n, a, r in [per_layer[layer]]],
         [(t, any(p == t or p.startswith(t + "/") for p in touched)) for t in tops],
         workarounds=_workarounds(series))
-    _verification(git, series, queue.series_bytes, report)
+    _verification(git, series, report)
     return report
 
 
@@ -192,8 +192,7 @@ def _workarounds(series: Series) -> list[Workaround]:
 _NOT_ASKED = (gate_result.SKIPPED_NO_GPU,)  # a run without a GPU does not say how it went
 
 
-def _verification(git: Git, series: Series, text: bytes | None,
-                  report: MigrationReport) -> None:
+def _verification(git: Git, series: Series, report: MigrationReport) -> None:
     """The gate's stages (from the working tree's series.yaml) and, from the records of
     HEAD's tree, each stage's latest result: a newer run that skipped it (no GPU there,
     `--stage` another) does not hide an older one that ran it."""
