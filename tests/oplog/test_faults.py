@@ -347,9 +347,12 @@ def test_undo(work: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
 
 
 def continued_fork(tmp: Path) -> Path:
-    """stopped_fork after `pq rebase --continue`: its undo brings the stopped conflict back."""
+    """stopped_fork after `pq rebase --continue`: its undo brings the stopped conflict back.
+    A file of the user's beside the conflict's, named as pq names its temporary files, is
+    no leftover of pq's: the sweep after a kill keeps it."""
     fork = copy(template_paths["stopped"], tmp / "fork")
     pq(fork, "rebase", "--continue")
+    write(fork, ".notes.0123abcd.tmp", "mine\n")
     return fork
 
 

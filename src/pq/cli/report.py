@@ -43,7 +43,7 @@ def render(r: MigrationReport) -> str:
                                           for layer, ps in r.layers_in_order()) or "none")
                + ".")
     out += ["", "## 2. Minimal modification boundary", ""]
-    upstream_touched = len(r.touched) - len(r.created)
+    upstream_touched = len(r.touched_upstream())
     out += [f"{upstream_touched} of {plural(r.upstream_files, 'upstream file')} touched, "
             f"{r.untouched} untouched; {plural(len(r.created), 'new file')}.", ""]
     out += ["| Layer | Patches | Files | +/- | Touched files |", "|---|---|---|---|---|"]

@@ -121,12 +121,12 @@ def write_conflict(git: Git, worktree: dict[str, Any]) -> None:
     paths = worktree.get("paths", [])
     if not paths:
         return
-    # The folders where a temporary file may be left, for the next lock holder to sweep
-    # (pq.oplog.txn): they are the user's, not pq's own.
+    # The files beside which a temporary file may be left, for the next lock holder to
+    # sweep (pq.oplog.txn): their folders are the user's, not pq's own.
     writing = git.pq_dir() / CONFLICT_WRITES
     writing.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(writing, "\0".join(sorted({os.path.dirname(p) for p in paths})).encode(
-        "utf-8", "surrogateescape"), durable=False)
+    write_atomic(writing, "\0".join(sorted(paths)).encode("utf-8", "surrogateescape"),
+                 durable=False)
     for p in paths:
         path = git.root / p
         if p in worktree["files"]:

@@ -11,6 +11,7 @@ repository (a nested one joins it) and the command line the CLI was given.
 
 from __future__ import annotations
 
+import glob
 import os
 import re
 import time
@@ -41,11 +42,12 @@ def sweep_temporary_files(git: Git) -> None:
     for place in [git.root / PATCHES_DIR, git.pq_dir()]:
         if place.is_dir() and not place.is_symlink():
             candidates += place.rglob(".*.tmp")
-    writing = git.pq_dir() / CONFLICT_WRITES  # the folders of a conflict's files written
-    if writing.is_file():  # when pq was killed (pq.oplog.putback.write_conflict)
+    writing = git.pq_dir() / CONFLICT_WRITES  # a conflict's files being written when pq
+    if writing.is_file():  # was killed (pq.oplog.putback.write_conflict): only their own
         for rel in writing.read_bytes().decode("utf-8", "surrogateescape").split("\0"):
-            if (folder := git.root / rel).is_dir() and not folder.is_symlink():
-                candidates += folder.glob(".*.tmp")
+            folder, name = os.path.split(rel)
+            if (place := git.root / folder).is_dir() and not place.is_symlink():
+                candidates += place.glob(f".{glob.escape(name)}.*.tmp")
     for p in candidates:
         if _TEMP_NAME.match(p.name) and p.is_file() and not p.is_symlink():
             checkpoint("unlink " + p.name)
