@@ -4,7 +4,9 @@ deletions, merges that come out empty, and patches upstream applied (and reverte
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -582,6 +584,37 @@ def test_patch_ids_see_files_as_git_does(tmp_path: Path, attributes: str, base: 
                 base={".gitattributes": attributes + "\n", "f.cfg": base})
     assert c.git.per_patch == [by_git]
     assert_agree(c)
+
+
+@pytest.mark.parametrize(("before", "after", "by_git"), [
+    ("*.bin -diff\n", None, "conflict"),  # binary as the rebase began: a space is a change
+    (None, "*.bin -diff\n", "dropped"),  # text then: whitespace is no change
+])
+def test_patch_ids_read_the_attributes_the_rebase_began_with(
+        tmp_path: Path, before: str | None, after: str | None, by_git: str) -> None:
+    """git takes every patch id once, with the branch checked out as the rebase began:
+    after a stop whose checkout holds upstream's new `.gitattributes`, `--continue` still
+    reads the branch's, and drops (or keeps) the next patch as git does."""
+    base: Files = {"c.txt": "l1\nl2\nl3\n", "y.bin": "l1\nl2\nl3\n", ".gitattributes": before}
+    c = compare(tmp_path, [("edit c", {"c.txt": "l1\nPQ\nl3\n"}),
+                           ("edit y", {"y.bin": "l1\nhello world\nl3\n"})],
+                [("upstream: attributes, c", {".gitattributes": after, "c.txt": "l1\nUP\nl3\n"}),
+                 ("upstream: y", {"y.bin": "l1\nhelloworld\nl3\n"})], base=base)
+    assert c.pq.per_patch == c.git.per_patch == ["conflict", "pending"]
+    outcomes = {}
+    for repo, cont in ((c.fork, ["pq", "rebase"]), (tmp_path / "by-git", ["git", "rebase"])):
+        write(repo, "c.txt", "l1\nRES\nl3\n")
+        git(repo, "add", "c.txt")
+        if cont[0] == "pq":
+            done = pq(repo, "rebase", "--continue", "--json", ok=False)
+            outcomes["pq"] = json.loads(done.stdout)["patches"][1]["outcome"]
+        else:
+            subprocess.run(["git", "rebase", "--continue"], cwd=repo, capture_output=True,
+                           env={**os.environ, "GIT_EDITOR": "true"}, check=False)
+            outcomes["git"] = ("conflict" if _unmerged(repo) else "kept" if "edit y" in
+                               git(repo, "log", "--format=%s", "upstream/main..HEAD")
+                               else "dropped")
+    assert outcomes == {"pq": by_git, "git": by_git}
 
 
 @pytest.mark.parametrize(("attributes", "nul", "by_git"), [

@@ -193,9 +193,10 @@ class Gateway:
         return self.run(*args, input=input, env=env, ok_codes=ok_codes).decode(
             "utf-8", "surrogateescape")
 
-    def run_sealed(self, kind: str, *args: str, input: bytes | None = None) -> bytes:
+    def run_sealed(self, kind: str, *args: str, input: bytes | None = None,
+                   attributes: bytes = b"") -> bytes:
         """`run_sealed_proc`'s output; GitError when the command fails."""
-        proc = self.run_sealed_proc(kind, *args, input=input)
+        proc = self.run_sealed_proc(kind, *args, input=input, attributes=attributes)
         if proc.returncode:
             raise failure(args, proc)
         return proc.stdout

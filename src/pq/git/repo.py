@@ -227,20 +227,21 @@ class Git(History):
         return result
 
     def commit_patches(self, commits: Sequence[str], exclude: Sequence[str] = (),
-                       renames: bool = True, as_git_sees: bool = False) -> dict[str, bytes]:
+                       renames: bool = True, as_git_sees: bytes | None = None) -> dict[str, bytes]:
         """{commit: its diff against its first parent} (b"" when empty), with pq's pinned
         diff options (`renames=False`: a rename as a deletion and an addition, as git's
-        patch ids see it), leaving out the pathspecs `exclude` (one sealed process; with
-        `as_git_sees`, one in the repository, where its attributes and core.bigFileThreshold
-        say which files are binary, as for git's own patch ids)."""
+        patch ids see it), leaving out the pathspecs `exclude` (one sealed process). With
+        `as_git_sees` (attributes, see `attributes_from`): under the repository's settings
+        and those attributes, which with core.bigFileThreshold say which files are binary,
+        as for git's own patch ids (whatever the working tree holds)."""
         parts: dict[str, list[bytes]] = {c: [] for c in commits}
         if not parts:
             return {}
         options = DIFF_OPTIONS if renames else (*DIFF_OPTIONS, "--no-renames")
         args = (*DIFF_CONFIG, "diff-tree", "--stdin", "--always", "-p", *options, "--",
                 *exclude)
-        out = self.run(*args, input=stdin_lines(parts)) if as_git_sees else (
-            self.run_sealed("diff", *args, input=stdin_lines(parts)))
+        out = self.run_sealed("diff" if as_git_sees is None else "merge", *args,
+                              input=stdin_lines(parts), attributes=as_git_sees or b"")
         current: list[bytes] = []
         for line in out.splitlines(keepends=True):
             name = line.rstrip(b"\n").decode("utf-8", "surrogateescape")

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from pq.git import patchids
 from pq.git.objects import Change, CommitId
 from pq.git.repo import Git
+from pq.git.trees import Trees
 from pq.model import diff as diffs
 from pq.model.diff import Hunk
 from pq.queue import stack as stack_mod
@@ -68,6 +69,7 @@ class UpstreamMatches:
         self._read: set[str] = set()  # commits diffed so far
         self._files_cache: dict[str, frozenset[str]] = {}
         self._prefetched = False  # the candidates of every pending patch were read
+        self._start_attributes: bytes | None = None  # the branch's, as the rebase began
 
     def find(self, commit: str) -> str | None:
         return self.status(commit)[0]
@@ -193,11 +195,13 @@ class UpstreamMatches:
 
     def _ids_as_git_sees(self) -> None:
         """The patch ids that decide something (shared by two commits, or of a diff with a
-        binary file) taken again from diffs made in the repository, where its attributes
+        binary file) taken again from diffs made as in the repository, where its attributes
         and core.bigFileThreshold say which files are binary, as for git's own ids: a file
         they make binary compares by content, whitespace and line ends included, and one
         `diff` makes text compares by its lines. pq's sealed diffs read every file as its
-        bytes say, which differs from git's reading only there."""
+        bytes say, which differs from git's reading only there. The attributes are the
+        branch's as the rebase began, which `git rebase` reads its ids with (its checkout
+        then): not a stop's checkout, where a later `--continue` asks."""
         counts = Counter(self._sealed_ids.values())  # the ids of one kind, compared
         again = [c for c, pid in self._sealed_ids.items() if c not in self._as_git and (
             counts[pid] > 1 or c in self._binary)]
@@ -207,7 +211,12 @@ class UpstreamMatches:
         exclude = stack_mod.exclude_pathspec(self.queue_paths)
         groups = (([c for c in again if c not in self._mine], ()),
                   ([c for c in again if c in self._mine], exclude))
-        diffs = [self.git.commit_patches(commits, ex, renames=False, as_git_sees=True)
+        if self._start_attributes is None:
+            tree = self.git.commit(self.state.orig_head).tree
+            self._start_attributes = Trees(self.git).attributes(
+                tree, self.git.attribute_paths(tree))
+        diffs = [self.git.commit_patches(commits, ex, renames=False,
+                                         as_git_sees=self._start_attributes)
                  for commits, ex in groups]
         ids = patchids.patch_ids(self.git, _as_log(diffs[0]) + _as_log(diffs[1]))
         for (_, ex), diffed in zip(groups, diffs, strict=True):
