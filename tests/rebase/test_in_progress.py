@@ -1090,6 +1090,26 @@ def test_a_failing_post_checkout_hook_keeps_neither_the_stop_nor_the_landing_bac
     assert not (fork / ".git/hook-ran").exists()
 
 
+@pytest.mark.parametrize("command", [["rebase", "upstream/main"], ["apply"]])
+def test_a_failing_post_checkout_hook_stops_no_checkout_of_paths(tmp_path: Path,
+                                                                 command: list[str]) -> None:
+    """Nor do pq's checkouts of paths: an uncommitted edit of series.yaml put aside and
+    back, files written again for upstream's new .gitattributes. `git checkout -- PATH`
+    runs the hook, and failed with it: the rebase stopped before its landing, `pq apply`
+    half-way with the edit out of the working tree."""
+    up, fork = make_series(tmp_path)
+    upstream_commit(up, fork, "upstream: attributes", {".gitattributes": "*.py text eol=crlf\n"})
+    write(fork, ".git/hooks/post-checkout", "#!/bin/sh\ntouch .git/hook-ran\nexit 1\n",
+          mode=0o755)
+    edited = (fork / "series.yaml").read_text() + "# mine\n"
+    write(fork, "series.yaml", edited)
+    pq(fork, *command)
+    assert (fork / "series.yaml").read_text().endswith("# mine\n")
+    assert not (fork / ".git/hook-ran").exists()
+    if command[0] == "rebase":
+        assert (fork / "setup.py").read_bytes().count(b"\r\n") == SETUP.count("\n")
+
+
 def test_a_patch_git_will_not_show_can_be_skipped(tmp_path: Path) -> None:
     """As `git rebase --skip` drops the pick git refused to run: `pq rebase --skip` drops
     the patch whose conflict git would not show, and the rebase goes on."""

@@ -200,8 +200,9 @@ class WorkingTree(Merging):
     def checkout_paths(self, paths: Sequence[str], rev: str | None = None,
                        merge: bool = False) -> None:
         """Write `paths` from `rev` (or the index) into the working tree (`merge`: the
-        conflict again, from the index's stages)."""
-        self.run("--literal-pathspecs", "checkout", *(["-m"] if merge else ["-q"]),
+        conflict again, from the index's stages); the user's post-checkout hook is not run
+        (a checkout of paths runs it, and fails with it)."""
+        self.run(*NO_HOOKS, "--literal-pathspecs", "checkout", *(["-m"] if merge else ["-q"]),
                  *([rev] if rev else []), "--", *paths)
 
     def reset_paths(self, rev: str, paths: Sequence[str]) -> None:
