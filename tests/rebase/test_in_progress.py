@@ -7,9 +7,12 @@ conflicts get their own fix, and the operation log tells a stopped rebase apart.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
+import shutil
 import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -1108,6 +1111,42 @@ def test_a_failing_post_checkout_hook_stops_no_checkout_of_paths(tmp_path: Path,
     assert not (fork / ".git/hook-ran").exists()
     if command[0] == "rebase":
         assert (fork / "setup.py").read_bytes().count(b"\r\n") == SETUP.count("\n")
+
+
+def as_user(fork: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """`pq ARGS` with a user's permissions: root's pass every check, so it drops them."""
+    argv = [sys.executable, "-m", "pq", *args]
+    if os.geteuid() == 0:
+        if shutil.which("setpriv") is None:
+            pytest.skip("running as root, without setpriv to drop root's permissions")
+        argv = ["setpriv", "--bounding-set", "-dac_override,-dac_read_search", *argv]
+    return subprocess.run(argv, cwd=fork, capture_output=True, text=True, check=False)
+
+
+def test_a_folder_no_file_can_be_written_in_is_refused_before_head_moves(
+        tmp_path: Path) -> None:
+    """git's checkouts (a branch, `reset --keep`) leave a file they cannot write as it was,
+    say so and exit 0: where a folder is not writable, the landing (and a stop's checkout)
+    left old files under the rebased branch, uncommitted edits that revert its patches.
+    pq refuses before HEAD moves, as `git rebase` does; made writable, the rebase goes on."""
+    up, fork = make_series(tmp_path)
+    conflict_upstream(up, fork)
+    assert pq(fork, "rebase", "upstream/main", ok=False).exit_code == 1
+    write(fork, "setup.py", RESOLVED)
+    git(fork, "add", "setup.py")
+    os.chmod(fork / "pkg", 0o555)  # patch 2's file: the landing writes it
+    try:
+        refused = as_user(fork, "rebase", "--continue")
+    finally:
+        os.chmod(fork / "pkg", 0o755)
+    assert refused.returncode == 2, refused.stderr
+    assert "no file can be written in pkg" in refused.stderr
+    assert "then `pq rebase --continue`" in refused.stderr
+    assert "glue_5 = 'scoped'" not in (fork / "pkg/__init__.py").read_text()
+    assert json.loads(pq(fork, "status", "--json").stdout)["rebase"] is not None
+    assert as_user(fork, "rebase", "--continue").returncode == 0
+    assert git(fork, "status", "--porcelain") == ""
+    assert "glue_5 = 'scoped'" in (fork / "pkg/__init__.py").read_text()
 
 
 def test_a_patch_git_will_not_show_can_be_skipped(tmp_path: Path) -> None:

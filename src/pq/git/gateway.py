@@ -43,6 +43,9 @@ def zsplit(out: bytes | str) -> list[str]:
     return [f for f in text.split("\0") if f]
 
 
+_UNWRITTEN = re.compile(rb"(?m)^error: ")
+
+
 def stdin_lines(items: Iterable[str]) -> bytes:
     """`items` one per line, as git's `--stdin` options read them."""
     return "".join(i + "\n" for i in items).encode("utf-8", "surrogateescape")
@@ -174,7 +177,11 @@ class Gateway:
                 except BaseException:
                     proc.kill()
                     raise
-            return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+            # git's checkouts (of a branch, `reset --keep`, `read-tree -u`) say so of a file
+            # they could not write (a folder not writable) and exit 0 all the same.
+            failed = moves_files and proc.returncode == 0 and _UNWRITTEN.search(err)
+            return subprocess.CompletedProcess(proc.args, 1 if failed else proc.returncode,
+                                               out, err)
 
     def checkout_settings(self) -> list[str]:
         """`-c checkout.workers=N` for a command that checks files out, where the

@@ -180,6 +180,24 @@ class WorkingTree(Merging):
         return self.text("-c", "core.safecrlf=false", "hash-object", "--stdin-paths",
                          input=stdin_lines(paths)).split()
 
+    def moves(self, old: str, new: str) -> list[tuple[str, str]]:
+        """(status letter, path) of each file a checkout from `old` to `new` changes."""
+        fields = zsplit(self.run("diff-tree", "-r", "-z", "--name-status", "--no-renames",
+                                 "--ignore-submodules=none", old, new))
+        return list(zip(fields[::2], fields[1::2], strict=True))
+
+    def unwritable_folders(self, paths: Sequence[str]) -> list[str]:
+        """The folders of `paths` (or their nearest existing folder above) in which this
+        user may not create or remove a file: git's checkouts leave a file there as it was,
+        say so, and exit 0 all the same."""
+        found = set()
+        for folder in {os.path.dirname(p) for p in paths}:
+            while folder and not os.path.isdir(self.root / folder):
+                folder = os.path.dirname(folder)
+            if not os.access(self.root / folder, os.W_OK | os.X_OK):
+                found.add(folder or ".")
+        return sorted(found)
+
     def move_refused(self, old: str, new: str) -> str | None:
         """Why git would refuse to move the index and files from `old` to `new` (as `reset
         --keep` does), in a dry run that writes nothing; None when it would not."""

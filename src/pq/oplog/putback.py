@@ -198,9 +198,16 @@ def _update_refs(git: Git, refs: dict[str, str | None], now: dict[str, str],
 def _require_no_untracked_in_the_way(git: Git, now: str, then: str, p: Plan) -> None:
     """Untracked files where the restored commit has files: git's reset would refuse
     halfway with a bare `Could not reset index file`; say which, as `git checkout` does.
-    An ignored one too, which git would overwrite: undo keeps every file of the user's."""
-    in_way = git.untracked([path for path in git.changed_paths(now, then, diff_filter="A")
-                            if not in_queue(path)], ignored_too=True)
+    An ignored one too, which git would overwrite: undo keeps every file of the user's.
+    And a folder where files change that is not writable: git's move leaves them as they
+    were, says so and goes on."""
+    moved = git.moves(now, then)
+    if stuck := git.unwritable_folders([path for _, path in moved]):
+        raise ConfigError(f"no file can be written in {list_paths(stuck)}, where {_doing(p)} "
+                          "changes files", hint=f"make {'it' if len(stuck) == 1 else 'them'} "
+                                                f"writable, then run `{p.again}` again")
+    in_way = git.untracked([path for status, path in moved if status == "A"
+                            and not in_queue(path)], ignored_too=True)
     if in_way:  # all of them to move: moving aside only the one named refused again
         ignored = git.ignored(in_way[:5])
         named = list_paths(in_way, lambda path: " (ignored, but yours)" * (path in ignored))

@@ -112,6 +112,7 @@ def land(git: Git, state: RebaseState, previous: str | None = None) -> None:
             git.reset("keep", state.new_tip, env=env)
     except GitError as exc:
         what = ("let the hook pass the update" if "aborted by hook" in exc.message else
+                "make the filter work" if " filter " in exc.message else
                 "move the files aside")
         raise ConfigError(f"cannot move {state.short_branch} to the rebased stack: "
                           f"{exc.message}",

@@ -2,8 +2,7 @@
 saves, clears and puts back, and the moves of HEAD, index and working tree that show a
 conflict (`git cherry-pick --no-commit` onto the stack so far, rerere included), take a
 resolution from the index, and restore everything on `--abort`. Each move saves the state
-first (rebase/state.py); landing the finished stack is rebase/landing.py.
-"""
+first (rebase/state.py); landing the finished stack is rebase/landing.py."""
 
 from __future__ import annotations
 
@@ -182,20 +181,26 @@ def require_nothing_in_the_way(git: Git, state: RebaseState, target: str, *,
                                aborting: bool = False) -> None:
     """Refuse, before HEAD moves to `target`, when untracked files (ignored ones too) stand
     where `target` has files (git would refuse halfway, or overwrite an ignored one;
-    `--abort`'s `reset --hard` would overwrite them, beyond `pq undo`'s reach), or when a
-    file git is told not to look at holds an edit the move would overwrite; pq's own queue
-    files are dealt with apart."""
-    again = ("then `pq rebase --abort`" if aborting else
-             "then `pq rebase --continue`" if state.detached else "then run `pq rebase` again")
+    `--abort`'s `reset --hard` would overwrite them, beyond `pq undo`'s reach), when a
+    file git is told not to look at holds an edit the move would overwrite, or when a
+    folder where files change is not writable (git's checkout would leave them, exit 0);
+    pq's own queue files are dealt with apart."""
+    again = ("then `pq rebase --abort`" if aborting else "then `pq rebase --continue`" if
+             state.detached or state.touched else "then run `pq rebase` again")
     # (`reset --hard` keeps what --abort puts back as it was.) While git lists the index's
-    # flags, the added paths are read.
+    # flags, the files that move are read.
     hidden = None if aborting else Background(lambda: git.flagged(()), "pq git ls-files -v")
-    added = git.changed_paths("HEAD", target, diff_filter="A")
+    moved = git.moves("HEAD", target)
     # Once HEAD is detached pq has cleared the queue files: any there now are in the way,
     # except on --abort, which puts back the queue as it was (the undo log keeps these).
-    paths = [p for p in added if (state.detached and not aborting) or not _pqs(p)]
+    paths = [p for status, p in moved if status == "A" and (
+        (state.detached and not aborting) or not _pqs(p))]
     if hidden is not None:
-        _refuse_hidden_edits(git, target, hidden.result(), again)
+        _refuse_hidden_edits(git, target, hidden.result(), again, [p for _, p in moved])
+    if stuck := git.unwritable_folders([p for _, p in moved]):
+        raise ConfigError(f"no file can be written in {list_paths(stuck)}, where the "
+                          f"{'branch' if aborting else 'rebased stack'} has files to change",
+                          hint=f"make {'it' if len(stuck) == 1 else 'them'} writable, {again}")
     # A file or link where `target` has a folder: a checkout refuses it (as `git rebase`
     # does before it starts), and `reset --hard` (--abort) would replace it.
     folders = {"/".join(p.split("/")[:i]) for p in paths for i in range(1, p.count("/") + 1)}
@@ -215,16 +220,16 @@ def _pqs(path: str) -> bool:
     return path == SERIES_FILE or path.startswith(PATCHES_DIR + "/")
 
 
-def _refuse_hidden_edits(git: Git, target: str, flagged_paths: set[str], again: str) -> None:
-    """Refuse when a file that moving HEAD to `target` changes is marked assume-unchanged
-    or skip-worktree (`flagged_paths`: the index's) and git would not move over it ("not
-    uptodate": an edit, or the file written again, even with the same bytes), as `git
-    rebase` refuses before it starts; git's own dry run decides, only when such a file is
-    there. The queue's own files are not looked at: the landing clears them first, their
-    edits kept in the rebase's state."""
-    if not flagged_paths:  # the common case: no second diff
+def _refuse_hidden_edits(git: Git, target: str, flagged_paths: set[str], again: str,
+                         moved: list[str]) -> None:
+    """Refuse when a file that moving HEAD to `target` changes (`moved`) is marked
+    assume-unchanged or skip-worktree (`flagged_paths`: the index's) and git would not move
+    over it ("not uptodate": an edit, or the file written again, even with the same bytes),
+    as `git rebase` refuses before it starts; git's own dry run decides, only when such a
+    file is there. The queue's files are not looked at: the landing clears them first."""
+    if not flagged_paths:  # the common case
         return
-    flagged = sorted(p for p in set(git.changed_paths("HEAD", target)) & flagged_paths
+    flagged = sorted(p for p in set(moved) & flagged_paths
                      if not _pqs(p) and (git.root / p).is_file()
                      and not (git.root / p).is_symlink())
     why = git.move_refused("HEAD", target) if flagged else None
@@ -242,11 +247,8 @@ def _refuse_hidden_edits(git: Git, target: str, flagged_paths: set[str], again: 
 def show_conflict(git: Git, state: RebaseState, pick: str, noted: bool = False
                   ) -> tuple[list[str], list[rerere_mod.Resolution]]:
     """Put `pick` cherry-picked onto state.tip into the index and working tree (`noted`:
-    the merge has a conflict that leaves no file unmerged).
-
-    Returns (unmerged paths, the files git rerere resolved from recorded resolutions).
-    HEAD is left detached at state.tip.
-    """
+    the merge has a conflict that leaves no file unmerged), HEAD detached at state.tip:
+    (unmerged paths, the files git rerere resolved from recorded resolutions)."""
     require_nothing_in_the_way(git, state, state.tip)
     state.phase = "stopping"
     state.touched = True
