@@ -373,6 +373,31 @@ def test_a_refused_apply_keeps_the_uncommitted_series_it_was_given(tmp_path: Pat
         assert git(fork, "for-each-ref", "refs/pq") == refs
 
 
+@pytest.mark.parametrize(("given", "kept"), [
+    ("@{upstream}", "upstream/main"),  # relative to the branch: the ref it means
+    ("refs/remotes/upstream/main", "refs/remotes/upstream/main"),  # a ref, as typed
+    ("HEAD~1", None),  # moves with HEAD (the bookkeeping commit): refused
+    ("HEAD@{0}", None),  # moves with the reflog: refused
+])
+def test_init_keeps_a_name_that_names_the_same_commit_later(
+        tmp_path: Path, given: str, kept: str | None) -> None:
+    """series.yaml's `upstream.ref` is read again by every later rebase, check and push:
+    `HEAD~2` written as it was typed named another commit right after `pq init --commit`
+    moved HEAD (`pq check` then failed, and its `pq init --force` fix lost a patch)."""
+    fork = make_fork(tmp_path)
+    git(fork, "branch", "-q", "--set-upstream-to", "upstream/main")
+    git(fork, "commit", "-q", "--allow-empty", "-m", "upstream-side")  # so HEAD~1 is a commit
+    migrate(fork)
+    got = pq(fork, "init", "--upstream", given, "--commit", ok=False)
+    if kept is None:
+        assert got.exit_code == 2 and "names a commit, not a branch" in got.output
+        assert not (fork / "series.yaml").exists()
+        return
+    assert got.exit_code == 0, got.output
+    assert f"ref: {kept}\n" in (fork / "series.yaml").read_text()
+    assert pq(fork, "check").exit_code == 0
+
+
 def test_init_keeps_a_patch_file_of_the_users_and_names_a_tracked_one_it_removes(
         tmp_path: Path) -> None:
     fork = make_fork(tmp_path)

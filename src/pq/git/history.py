@@ -72,3 +72,11 @@ class History(WorkingTree):
     def count(self, range_: str, *options: str) -> int:
         """How many commits `range_` holds (`options`: rev-list's, such as --merges)."""
         return int(self.text("rev-list", "--count", *options, range_).strip())
+
+    def ref_name(self, rev: str, short: bool = False) -> str | None:
+        """The ref `rev` names, as git reads it (`@{u}`: refs/remotes/upstream/main; `short`:
+        upstream/main), or None where it names a commit otherwise (`HEAD~2`, an id)."""
+        proc = self.run_proc("rev-parse", "--verify", "--quiet",
+                             "--abbrev-ref" if short else "--symbolic-full-name", rev)
+        name = proc.stdout.decode("utf-8", "surrogateescape").strip()
+        return name if proc.returncode == 0 and name and "\n" not in name else None

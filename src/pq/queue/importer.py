@@ -43,7 +43,7 @@ from pq.queue.files import (
     stray_patch_files,
     write_worktree,
 )
-from pq.queue.reach import no_shared_history, shallow_commits
+from pq.queue.reach import no_shared_history, shallow_commits, upstream_name
 from pq.queue.split import part_trees
 from pq.quoting import from_here, list_paths, shell_args
 
@@ -99,6 +99,7 @@ def import_fork(git: Git, upstream: str, branch: str | None = None, *, dry_run: 
                 keep_commits: bool = False, detect: Detector | None = None) -> ImportResult:
     with Transaction(git, f"pq import --upstream {upstream}", mutating=False) as t:
         upstream_id = git.resolve(upstream, "upstream ref")
+        upstream = upstream_name(git, upstream, "pq import")
         current = ops.require_branch(git)
         name = current.removeprefix("refs/heads/")
         if branch is not None and branch.removeprefix("refs/heads/") != name:

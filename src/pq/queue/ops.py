@@ -37,7 +37,7 @@ from pq.queue.files import (
     stray_patch_files,
     write_worktree,
 )
-from pq.queue.reach import no_shared_history
+from pq.queue.reach import no_shared_history, upstream_name
 
 if TYPE_CHECKING:
     from pq.queue.copies import CopyProposal
@@ -102,8 +102,8 @@ def require_branch(git: Git) -> str:
 def init(git: Git, upstream: str, *, force: bool = False, commit: bool = False) -> ExportResult:
     # The lock first: the tip read here is checked again before anything is written.
     with Transaction(git, f"pq init --upstream {upstream}", mutating=False) as t:
-        upstream_id = git.resolve(upstream, "upstream ref")
-        head = git.head()
+        upstream_id, head = git.resolve(upstream, "upstream ref"), git.head()
+        upstream = upstream_name(git, upstream, "pq init")
         require_no_folder_at(git.root / SERIES_FILE)
         if not force and ((git.root / SERIES_FILE).exists() or git.ls_files(
                 [SERIES_FILE], cached=True, literal=True)):  # (git tracks it: sparse, deleted)

@@ -6,9 +6,30 @@ branch merged upstream, was rebased outside pq, upstream was force-pushed)."""
 
 from __future__ import annotations
 
+import re
+
 from pq.errors import ConfigError, GitError
-from pq.git.objects import CommitId
+from pq.git.objects import HEX_ID, CommitId
 from pq.git.repo import Git
+
+
+def upstream_name(git: Git, upstream: str, command: str) -> str:
+    """`--upstream` as series.yaml's `upstream.ref` keeps it, which every later `pq
+    rebase`, check and push reads again: the ref a relative name (`@{u}`) means, written
+    as git shortens it; a fixed commit id as it is. A name whose commit moves with HEAD or
+    a reflog (`HEAD~2`, `main@{1}`, ORIG_HEAD) is refused: read again later, it names
+    another commit."""
+    full = git.ref_name(upstream)
+    if full is None or not full.startswith("refs/"):
+        if HEX_ID.fullmatch(upstream):
+            return upstream
+        raise ConfigError(f"--upstream {upstream!r} names a commit, not a branch: "
+                          "series.yaml keeps the name, and later commands would read "
+                          "another commit from it", hint=f"name upstream's branch (`{command} "
+                          "--upstream upstream/main`), or a commit by its full id")
+    if not re.search(r"@\{|[~^:]|^HEAD$", upstream):
+        return upstream
+    return git.ref_name(upstream, short=True) or full
 
 
 def missing_base(git: Git, base: str, upstream_ref: str, then: str,
