@@ -301,6 +301,40 @@ def test_patch_with_crlf_bytes_survives_autocrlf(tmp_path: Path) -> None:
     pq(fork, "check")
 
 
+def test_a_patch_file_a_text_attribute_cannot_give_back_is_named_with_its_fix(
+        tmp_path: Path) -> None:
+    """Under `* text eol=crlf`, a fresh checkout of a patch of a `-text` CRLF file writes
+    each of its LF lines as CRLF, which git cannot undo: git calls the file changed in
+    every clone. pq reads it as committed (export changes nothing), and `pq rebase`,
+    which could not land over it, refuses at once with the fix, which works."""
+    files = {**UPSTREAM_FILES, ".gitattributes": "* text eol=crlf\n*.bat -text\n",
+             "run.bat": "x\r\ny\r\nz\r\n"}
+    up = make_upstream(tmp_path / "upstream", files)
+    fork = make_fork(tmp_path, up)
+    write(fork, "run.bat", "x\r\nY\r\nz\r\n")
+    commit_all(fork, "build: edit run.bat")
+    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", "-b", "paddle", str(fork), str(clone))
+    git(clone, "remote", "add", "upstream", str(up))
+    git(clone, "fetch", "-q", "upstream")
+    assert git(clone, "status", "--porcelain") == "M patches/0001-build-edit-run-bat.patch"
+    assert '"changed": []' in pq(clone, "export", "--json").output
+    upstream_commit(up, clone, "upstream: more", {"setup.py": SETUP + "# more\n"})
+    refused = pq(clone, "rebase", "upstream/main", ok=False)
+    assert refused.exit_code == 2 and "`patches/*.patch -text`" in refused.output
+    assert not (clone / ".git/pq/rebase/state.json").exists()
+    with (clone / ".gitattributes").open("a") as f:
+        f.write("patches/*.patch -text\n")
+    git(clone, "add", ".gitattributes")
+    git(clone, "commit", "-q", "-m", "build: patch files as they are")
+    git(clone, "checkout", "--", "patches")
+    pq(clone, "export", "--commit")
+    assert pq(clone, "rebase", "upstream/main").exit_code == 0
+    assert git(clone, "status", "--porcelain") == ""
+    assert pq(clone, "check").exit_code == 0
+
+
 @pytest.mark.parametrize("kind", sorted(DIRT))
 def test_apply_carries_them_and_undo_brings_them_back(tmp_path: Path, kind: str) -> None:
     up, fork, before = dirty_fork(tmp_path, kind)

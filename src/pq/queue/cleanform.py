@@ -7,6 +7,9 @@ form git stores, so the same queue reads the same on every clone.
 
 from __future__ import annotations
 
+import re
+
+from pq.errors import ConfigError
 from pq.git.repo import Git
 
 
@@ -40,9 +43,16 @@ def clean_forms(git: Git, raw: dict[str, bytes]) -> dict[str, bytes]:
     if not paths:
         return clean
     out = git.hash_files(paths)
+    stored = dict(zip(paths, out, strict=True))
+    converted = [p for p in paths if b"\r\n" in raw[p] and git.hash_blob(raw[p]) != stored[p]]
+    for path, blob in _indexed(git, converted).items():
+        if _checked_out(blob) == raw[path]:  # the committed file, with its own CRs: the
+            clean[path] = blob  # checkout's LF -> CRLF cannot be undone from its bytes
     for path, oid in zip(paths, out, strict=True):
         data = raw[path]
         lf = checkout_undone(data)
+        if path in clean:
+            continue
         if git.hash_blob(data) == oid:
             clean[path] = data
         elif lf is not data and git.hash_blob(lf) == oid:
@@ -55,6 +65,21 @@ def clean_forms(git: Git, raw: dict[str, bytes]) -> dict[str, bytes]:
     return clean
 
 
+def _indexed(git: Git, paths: list[str]) -> dict[str, bytes]:
+    """{path: its blob in the index} of those of `paths` the index has (stage 0)."""
+    if not paths:
+        return {}
+    entries = [e.split("\t", 1) for e in git.ls_files(paths, stage=True, literal=True)]
+    found = [(path, meta.split()[1]) for meta, path in entries if meta.endswith(" 0")]
+    return {path: git.blob(oid) for path, oid in found}
+
+
+def _checked_out(blob: bytes) -> bytes:
+    """`blob` as a checkout that writes line ends as CRLF (a `text eol=crlf` attribute)
+    writes it: each LF not after a CR as CRLF."""
+    return re.sub(rb"(?<!\r)\n", b"\r\n", blob)
+
+
 def stored_otherwise(git: Git, paths: list[str]) -> list[str]:
     """Those of the working tree's `paths` (files pq wrote) that `git add` would store as
     other bytes: a line-end conversion (core.autocrlf, a `text` attribute) would take the
@@ -64,3 +89,26 @@ def stored_otherwise(git: Git, paths: list[str]) -> list[str]:
         return []
     return [p for p, oid in zip(paths, git.hash_files(paths), strict=True)
             if git.hash_blob((git.root / p).read_bytes()) != oid]
+
+
+def require_convertible(git: Git, dirty: list[str], clean: dict[str, bytes]) -> None:
+    """Refuse queue files that git calls changed (`dirty`) while they hold the committed
+    bytes (`clean`: {path: their clean form}): a checkout's line-end conversion (a `text
+    eol=crlf` attribute) that git cannot undo, where a patch of a CRLF file has CRs of its
+    own. git calls such a file changed in every checkout, and no move of HEAD goes over it:
+    a rebase would stop at its landing."""
+    paths = [p for p in dirty if p in clean]
+    if not paths:
+        return
+    committed = _indexed(git, paths)
+    stuck = [p for p in paths if p in committed and committed[p] == clean[p]]
+    if stuck:
+        from pq.quoting import list_paths
+
+        raise ConfigError(f"git calls {list_paths(stuck)} changed, though it holds the "
+                          "committed bytes: a line-end conversion (a `text` attribute, "
+                          "core.autocrlf) that cannot give back the CRs of a CRLF file's "
+                          "patch lines, and no checkout moves over it",
+                          hint="add `patches/*.patch -text` to .gitattributes, `git commit` "
+                               "it, `git checkout -- patches`, `pq export --commit`, then run "
+                               "it again")

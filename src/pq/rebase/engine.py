@@ -23,6 +23,7 @@ from pq.queue import bookkeeping, verified
 from pq.queue import files as queuefiles
 from pq.queue import ops as queueops
 from pq.queue import stack as stack_mod
+from pq.queue.cleanform import require_convertible
 from pq.queue.files import Queue, is_queue_path, read_worktree
 from pq.queue.ops import Progress
 from pq.rebase import landing, rangediff, refusals, replay, worktree
@@ -93,6 +94,8 @@ def _start(txn: Transaction, upstream: str | None, *, gate: bool, progress: Prog
             dirty = status.result()
             queueops.require_clean(git, qp, "pq rebase", dirty)
             worktree.require_clean_queue_dirs(dirty, qp)
+            require_convertible(git, dirty, {PATCHES_DIR + "/" + n: data for n, data in
+                                             queue.files.items()})
 
         try:
             queuefiles.require_own_queue_paths(git, series)
