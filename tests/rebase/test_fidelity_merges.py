@@ -531,6 +531,24 @@ def test_a_revert_after_its_neighbour_line_changed_is_a_revert(tmp_path: Path) -
     assert c.data["patches"][0]["upstream_reverted"] is not None  # type: ignore[index]
 
 
+@pytest.mark.parametrize(("later", "kept"), [
+    (("upstream: chmod -x", (b"echo run\n", 0o644)), True),  # the mode back: a revert
+    (("upstream: edit it", (b"echo run; echo more\n", 0o755)), False),  # still adopted
+])
+def test_a_mode_change_upstream_adopted_then_turned_back_is_kept(
+        tmp_path: Path, later: tuple[str, tuple[bytes, int]], kept: bool) -> None:
+    """A patch that changes a file's mode alone (no line to follow), which upstream
+    applied and later turned back: kept (upstream_reverted names both), as a patch of lines
+    is, where it was dropped as already upstream; a later edit of the file is no revert."""
+    c = compare(tmp_path, [("chmod +x run.sh", {"run.sh": (b"echo run\n", 0o755)})],
+                [("upstream: chmod +x", {"run.sh": (b"echo run\n", 0o755)}),
+                 (later[0], {"run.sh": later[1]})],
+                base={**BASE, "run.sh": (b"echo run\n", 0o644)})
+    assert c.pq.per_patch == (["kept"] if kept else ["dropped"])
+    assert (c.data["patches"][0]["upstream_reverted"] is not None) == kept  # type: ignore[index]
+    assert os.access(c.fork / "run.sh", os.X_OK)
+
+
 def test_a_revert_git_draws_with_other_lines_is_a_revert(tmp_path: Path) -> None:
     """Where lines repeat, `git revert`'s diff need not mirror the adopted commit's line for
     line: the hunk's text before and after says it is the revert, and the patch is kept."""

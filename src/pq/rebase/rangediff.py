@@ -65,6 +65,7 @@ class UpstreamMatches:
         self._as_git: set[str] = set()  # commits whose id is from a diff as git sees it
         self._diffs: dict[str, list[bytes]] = {}  # commit: its diffs as read, not parsed yet
         self._hunks: dict[str, dict[str, list[Hunk]]] = {}  # commit: {path: its hunks}
+        self._modes: dict[str, dict[str, tuple[str, str] | None]] = {}  # {path: mode change}
         self._blocks: dict[str, dict[str, list[Block]]] = {}  # commit: {path: its blocks}
         self._read: set[str] = set()  # commits diffed so far
         self._files_cache: dict[str, frozenset[str]] = {}
@@ -159,6 +160,9 @@ class UpstreamMatches:
         later = [c for c in order[order.index(applied) + 1:] if files & self._files_of[c]]
         self._read_diffs(later, [])
         adopted = {path: reverts.runs(hunks) for path, hunks in self._hunks_of(applied).items()}
+        if not any(adopted.values()):  # no line changed: a mode changed alone
+            return _modes_turned_back(self._modes.get(applied, {}),
+                                      [(c, self._modes_of(c)) for c in later])
         # Merges' diffs are not read: across one, line numbers tell nothing, text alone does.
         merges = self.git.count(f"{applied}..{self.state.onto}", "--merges")
         follow = reverts.follow_text if merges else reverts.follow
@@ -237,16 +241,45 @@ class UpstreamMatches:
                                     for path, hunks in self._hunks_of(commit).items()}
         return self._blocks[commit]
 
+    def _modes_of(self, commit: str) -> dict[str, tuple[str, str] | None]:
+        """{path: (old mode, new mode)} of a commit diffed so far; None for a file it adds,
+        deletes or renames."""
+        self._hunks_of(commit)
+        return self._modes.get(commit, {})
+
     def _hunks_of(self, commit: str) -> dict[str, list[Hunk]]:
         """{path: its hunks} of a commit diffed so far ({} for one not read or with an
         empty diff), parsed on first ask: most rebases never ask."""
         if commit in self._diffs:
             found = self._hunks[commit] = {}
+            modes = self._modes[commit] = {}
             for diff in self._diffs.pop(commit):
                 for f in diffs.parse(diff):
                     if f.hunks:
                         found.setdefault(f.path, []).extend(f.hunks)
+                    if f.status != "modified":  # added, deleted, renamed: None
+                        modes[f.path] = None
+                    elif f.old_mode and f.new_mode:
+                        modes[f.path] = (f.old_mode, f.new_mode)
         return self._hunks.get(commit, {})
+
+
+def _modes_turned_back(adopted: dict[str, tuple[str, str] | None],
+                       later: Sequence[tuple[str, dict[str, tuple[str, str] | None]]]
+                       ) -> str | None:
+    """The commit of `later` ((commit, {path: its mode change}), oldest first) that turns
+    every mode the adopted commit changed (and nothing else) back, before any other change
+    of those files' modes; None where there is none (the adopted change holds none)."""
+    changed = {path: change for path, change in adopted.items() if change is not None}
+    if not changed or len(changed) < len(adopted):
+        return None
+    for commit, modes in later:
+        touched = [path for path in changed if path in modes]
+        if not touched:
+            continue
+        back = [p for p in touched if (m := modes[p]) is not None and m == changed[p][::-1]]
+        return commit if len(back) == len(changed) else None  # else: changed otherwise
+    return None
 
 
 def _as_log(patches: dict[str, bytes]) -> bytes:
