@@ -405,6 +405,23 @@ def rebase_with_reset_doing(tmp_path: Path, fork: Path, script: str
                   PATH=f"{shim}{os.pathsep}{os.environ['PATH']}")
 
 
+def test_git_gc_takes_nothing_of_a_rebase_whose_landing_git_refused(tmp_path: Path) -> None:
+    """A landing git refused (here its index was locked) leaves replayed commits that no
+    ref names, only the rebase's state: `git gc --prune=now` took them, and `--continue`
+    then failed on a missing object. The operation log names them, which keeps them."""
+    fork = base_fork(tmp_path)
+    proc = rebase_with_reset_doing(tmp_path, fork, "touch .git/index.lock")
+    assert proc.returncode == 2 and b"index.lock" in proc.stderr, proc.stderr
+    (fork / ".git/index.lock").unlink()
+    new_tip = json.loads((fork / ".git/pq/rebase/state.json").read_text())["new_tip"]
+    git(fork, "-c", "gc.reflogExpire=now", "-c", "gc.reflogExpireUnreachable=now", "gc",
+        "-q", "--prune=now")
+    done = run_pq(fork, ["rebase", "--continue"], PATH=os.environ["PATH"])
+    assert done.returncode == 0, done.stderr.decode()
+    assert git(fork, "rev-parse", "HEAD") == new_tip
+    assert run_pq(fork, ["check"]).returncode == 0
+
+
 def test_ctrl_c_while_git_moves_the_working_tree_waits_for_git(tmp_path: Path) -> None:
     """A Ctrl-C that comes while git checks out the rebased branch (here: sent to pq by the
     `git reset` of the landing itself) stops pq once git is done, never git half way: the

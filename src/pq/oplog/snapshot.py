@@ -4,11 +4,11 @@ A snapshot (a plain dict, see `take`) holds HEAD, every `refs/heads/*` and `refs
 the queue files (`series.yaml`, `patches/`; their bytes stored as blobs) with their index
 entries, pq's own state files in `.git/pq`, and while a rebase is in progress the conflict
 in the working tree. `pq.oplog.log` stores snapshots in log entries; `pq.oplog.undo` puts
-one back with the `write_*` functions here.
-"""
+one back with the `write_*` functions here."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import stat
@@ -19,6 +19,7 @@ from pq.atomic import write_atomic
 from pq.background import Background
 from pq.errors import ConfigError, GitError
 from pq.faults import checkpoint
+from pq.git.objects import HEX_ID
 from pq.git.repo import Git
 from pq.git.trees import Trees
 from pq.model.series import DEFAULT_QUEUE_PATHS, PATCHES_DIR, SERIES_FILE
@@ -87,9 +88,24 @@ def _take(git: Git, commits: set[str] | None, queue_paths: tuple[str, ...],
                         STATE_MAX_BYTES)
     worktree = (_conflict(git, queue_paths, changed.result())
                 if changed is not None and REBASE_STATE in state else {})
+    if REBASE_STATE in state:
+        named.update(_made_by_the_rebase(git))
     return {"head": head_ref or "HEAD", "head_commit": head_commit, "refs": refs,
             "files": files, "index": [e for e in index if e], "state": state,
             "worktree": worktree, "checkout": git.worktree(), "scope": list(queue_paths)}
+
+
+def _made_by_the_rebase(git: Git) -> set[str]:
+    """The commits a rebase in progress wrote (its stack so far, the finished stack not
+    landed yet), which only its state file names: the log keeps them from `git gc` too."""
+    try:  # (a state pq did not write names none: `pq status` says what is wrong with it)
+        data = json.loads((git.pq_dir() / REBASE_STATE).read_bytes())
+        ids = {data["tip"], data.get("new_tip"), *(s.get("new_commit") for s in data["steps"])}
+    except (OSError, ValueError, LookupError, TypeError, AttributeError):
+        return set()
+    found = sorted(i for i in ids if isinstance(i, str) and HEX_ID.fullmatch(i))
+    return {i for i, got in zip(found, git.odb.read_many(found), strict=True)
+            if got is not None and got[1] == "commit"}
 
 
 def narrow(snap: Snapshot, scope: Sequence[str]) -> Snapshot:
@@ -153,15 +169,12 @@ def _committed_blobs(git: Git, commit: str | None, paths: tuple[str, ...]) -> fr
     """The ids of the blobs at or under `paths` in `commit`, read through the object
     reader: the repository has a commit's blobs (an index entry's it may lack: one added
     with `--info-only`, an intent-to-add)."""
-    if not commit:
-        return frozenset()
     trees = Trees(git)
     try:
-        files = trees.files_under(trees.tree_of(commit), paths)
+        files = trees.files_under(trees.tree_of(commit), paths) if commit else {}
     except GitError:
         return frozenset()
-    # A gitlink names a submodule's commit, no blob.
-    return frozenset(oid for mode, oid in files.values() if mode != "160000")
+    return frozenset(oid for mode, oid in files.values() if mode != "160000")  # (a gitlink)
 
 
 def in_queue(path: str, scope: Sequence[str] = QUEUE_PATHS) -> bool:
