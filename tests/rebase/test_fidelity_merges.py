@@ -604,6 +604,38 @@ def test_patch_ids_see_files_as_git_does(tmp_path: Path, attributes: str, base: 
     assert_agree(c)
 
 
+@pytest.mark.parametrize("condition", ["gitdir:{git_dir}", "onbranch:paddle"])
+def test_a_merge_reads_settings_a_conditional_include_gives_the_repository(
+        tmp_path: Path, condition: str) -> None:
+    """A merge driver defined behind `includeIf` (a path's own settings, a branch's) is the
+    repository's as git reads it: pq's merges ran in a git directory of their own, where
+    `gitdir:` named that one and `onbranch:` no branch, and merged the file as text (a
+    conflict where `git rebase` drops the patch)."""
+    outcomes = {}
+    up = make_upstream(tmp_path / "upstream", {**BASE, ".gitattributes": "gen.txt merge=keep\n",
+                                               "gen.txt": "one\ntwo\n"})
+    fork = make_fork(tmp_path, up)
+    write(fork, "gen.txt", "one\ntwo fork\n")
+    commit_all(fork, "fork: gen")
+    by_git = tmp_path / "by-git"
+    shutil.copytree(fork, by_git, symlinks=True)
+    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    write(up, "gen.txt", "one\ntwo upstream\n")
+    commit_all(up, "upstream: gen")
+    for repo in (fork, by_git):
+        write(tmp_path, f"{repo.name}.cfg", "[merge \"keep\"]\n\tdriver = true\n")
+        git(repo, "config", f"includeIf.{condition.format(git_dir=repo / '.git')}.path",
+            str(tmp_path / f"{repo.name}.cfg"))
+        git(repo, "fetch", "-q", "upstream")
+    data = json.loads(pq(fork, "rebase", "upstream/main", "--json").stdout)
+    outcomes["pq"] = data["patches"][0]["outcome"]
+    git(by_git, "rebase", "upstream/main")
+    outcomes["git"] = "dropped" if not git(by_git, "log", "--format=%s",
+                                            "upstream/main..HEAD") else "kept"
+    assert outcomes == {"pq": "dropped", "git": "dropped"}
+    assert (fork / "gen.txt").read_text() == "one\ntwo upstream\n"
+
+
 @pytest.mark.parametrize(("before", "after", "by_git"), [
     ("*.bin -diff\n", None, "conflict"),  # binary as the rebase began: a space is a change
     (None, "*.bin -diff\n", "dropped"),  # text then: whitespace is no change

@@ -212,12 +212,15 @@ class Gateway:
                         attributes: bytes = b"") -> subprocess.CompletedProcess[bytes]:
         """Run git on this repository's objects in a sealed git directory (pq.git.sealed):
         `diff` sees no configuration and no attributes, so its output is the same for
-        everyone; `merge` sees the repository's configuration and exactly `attributes`."""
+        everyone; `merge` sees the repository's configuration (where it includes files, as
+        the repository reads it: a conditional include) and exactly `attributes`."""
         from pq.git import sealed
 
         with self._sealing:
             if kind not in self._sealed:
-                settings = self._promisor() if kind == "diff" else []
+                settings = self._promisor() if kind == "diff" else sealed.listed_settings(
+                    self.run("config", "-z", "--list")) if sealed.includes_config(
+                    self.common_dir, self.git_dir, self.env) else []
                 partial = next((v for k, v in settings if k == "extensions.partialclone"), None)
                 root = sealed.prepare(self.common_dir, self.git_dir, kind, self.object_format(),
                                       partial)

@@ -90,10 +90,46 @@ def env(root: Path, common_dir: Path, kind: str,
         result["GIT_ATTR_NOSYSTEM"] = "1"  # no attributes file of the system's either
         # ... and no configuration given through the environment (`git -c` of a caller).
         result["GIT_CONFIG_PARAMETERS"] = ""
+    if kind == "diff" or settings:
         result["GIT_CONFIG_COUNT"] = str(len(settings or []))
         for i, (key, value) in enumerate(settings or []):
             result[f"GIT_CONFIG_KEY_{i}"], result[f"GIT_CONFIG_VALUE_{i}"] = key, value
     return result
+
+
+def includes_config(common_dir: Path, git_dir: Path, environ: dict[str, str]) -> bool:
+    """Whether a configuration file git reads here includes another (`[include]`,
+    `[includeIf "gitdir:..."]`): a "merge" directory, a git directory of its own on no
+    branch, would read a conditional one otherwise than the repository does."""
+    home = Path(environ.get("HOME", "~")).expanduser()
+    xdg = Path(environ.get("XDG_CONFIG_HOME") or home / ".config")
+    files = [common_dir / "config", git_dir / "config.worktree",
+             Path(environ.get("GIT_CONFIG_GLOBAL") or home / ".gitconfig"), xdg / "git/config"]
+    if not environ.get("GIT_CONFIG_NOSYSTEM"):
+        files.append(Path(environ.get("GIT_CONFIG_SYSTEM") or "/etc/gitconfig"))
+    for path in files:
+        try:
+            if b"[include" in path.read_bytes().lower():
+                return True
+        except OSError:
+            continue
+    return False
+
+
+# Settings of the repository's own a "merge" directory keeps its values for.
+_SEALED_KEYS = re.compile(r"^(core\.(bare|worktree|repositoryformatversion)|extensions\..*|"
+                          r"include\..*|includeif\..*)$")
+
+
+def listed_settings(listing: bytes) -> list[tuple[str, str]]:
+    """`git config -z --list` as (key, value) pairs, conditional includes read as the
+    repository reads them, less the settings of the sealed directory's own."""
+    pairs = []
+    for item in listing.decode("utf-8", "surrogateescape").split("\0"):
+        key, _, value = item.partition("\n")
+        if key and not _SEALED_KEYS.match(key):
+            pairs.append((key, value if "\n" in item else "true"))
+    return pairs
 
 
 def _quote(value: str) -> str:
