@@ -1149,6 +1149,23 @@ def test_a_folder_no_file_can_be_written_in_is_refused_before_head_moves(
     assert "glue_5 = 'scoped'" in (fork / "pkg/__init__.py").read_text()
 
 
+def test_notes_follow_the_commits_a_rebase_copies(tmp_path: Path) -> None:
+    """With notes.rewriteRef set, `git rebase` copies each commit's notes to its copy; so
+    does pq, also where the rebase ends after a stop."""
+    up, fork = make_series(tmp_path)
+    git(fork, "config", "notes.rewriteRef", "refs/notes/commits")
+    for n, sha in enumerate(git(fork, "rev-list", "upstream/main..HEAD~1").split()):
+        git(fork, "notes", "add", "-m", f"note {n}", sha)
+    conflict_upstream(up, fork)
+    assert pq(fork, "rebase", "upstream/main", ok=False).exit_code == 1
+    write(fork, "setup.py", RESOLVED)
+    git(fork, "add", "setup.py")
+    pq(fork, "rebase", "--continue")
+    notes = git(fork, "log", "--format=%s|%N", "upstream/main..HEAD~1").split("\n")
+    assert [n for n in notes if n] == ["python-glue: scoped compat|note 0",
+                                       "build: enable compat|note 1"]
+
+
 def test_a_patch_git_will_not_show_can_be_skipped(tmp_path: Path) -> None:
     """As `git rebase --skip` drops the pick git refused to run: `pq rebase --skip` drops
     the patch whose conflict git would not show, and the rebase goes on."""

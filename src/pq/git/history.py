@@ -80,3 +80,13 @@ class History(WorkingTree):
                              "--abbrev-ref" if short else "--symbolic-full-name", rev)
         name = proc.stdout.decode("utf-8", "surrogateescape").strip()
         return name if proc.returncode == 0 and name and "\n" not in name else None
+
+    def copy_notes(self, rewritten: bytes) -> None:
+        """Copy each commit's notes to its copy (`rewritten`: "<old> <new>" lines) as `git
+        rebase` does, where notes.rewriteRef (or GIT_NOTES_REWRITE_REF) names the notes to
+        copy; no process where the repository holds no notes at all."""
+        packed = self.common_dir / "packed-refs"
+        if not (any((self.common_dir / "refs" / "notes").glob("*")) or (
+                packed.is_file() and b" refs/notes/" in packed.read_bytes())):
+            return
+        self.run("notes", "copy", "--for-rewrite=rebase", input=rewritten)

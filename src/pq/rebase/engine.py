@@ -63,6 +63,10 @@ def _rewritten(git: Git, report: RebaseReport) -> RebaseReport:
         from pq.errors import PqError
         from pq.git.hooks import run_hook
 
+        try:  # notes first, as `git rebase` copies them before it runs the hook
+            git.copy_notes(pairs.encode())
+        except PqError as exc:
+            report.notes.append(f"the commits' notes were not copied: {exc.render()}")
         try:
             ignored = run_hook(git, "post-rewrite", ["rebase"], pairs.encode()).ignored
             report.ignored_hooks += [ignored] if ignored else []
