@@ -1293,6 +1293,25 @@ def test_upstreams_file_git_moves_aside_is_said_to_be_upstreams(tmp_path: Path) 
     assert git(fork, "ls-tree", "-r", "--name-only", "paddle~1", "sl", "sl~HEAD") == "sl/new"
 
 
+def test_upstreams_file_git_moves_into_a_renamed_folder_is_said_to_be_upstreams(
+        tmp_path: Path) -> None:
+    """The patch renames d/ to f/; upstream adds d/c: git's directory-rename detection
+    puts it at f/c, a conflict (file location). Neither upstream nor the stack so far has
+    f/c: it is upstream's file, moved (pq called it "added by an earlier patch only")."""
+    up = make_upstream(tmp_path / "upstream", {"d/a": "a\n", "d/b": "b\n"})
+    fork = make_fork(tmp_path, up)
+    git(fork, "mv", "d", "f")
+    commit_all(fork, "build: move d to f")
+    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    write(up, "d/c", "c\n")
+    commit_all(up, "upstream: add d/c")
+    git(fork, "fetch", "-q", "upstream")
+    assert pq(fork, "rebase", "upstream/main", ok=False).exit_code == 1
+    [c] = json.loads(pq(fork, "status", "--json").stdout)["rebase"]["conflicted"]
+    assert (c["path"], c["code"]) == ("f/c", "AU")
+    assert c["kind"].startswith("upstream's file, moved here by git"), c["kind"]
+
+
 def test_the_patchs_file_git_moves_aside_is_said_to_be_the_patchs(tmp_path: Path) -> None:
     """The patch adds a file `tool` where upstream now has a folder: git moves the patch's
     file aside as `tool~<commit> (<subject>)`. pq called it "added by the patch only",

@@ -141,6 +141,9 @@ def conflicts(git: Git, onto: str | None = None) -> list[ConflictFile]:
         if onto and code in BY_AN_EARLIER_PATCH and (named[path] in upstream) == (
                 code == "DU"):
             kind = BY_AN_EARLIER_PATCH[code]
+            if code == "AU" and not git.ls_tree("HEAD", [named[path]]):  # nor the stack
+                kind = ("upstream's file, moved here by git: the patch renames the folder "
+                        "upstream added it to")
         if submodule and code != "DD":
             kind, fix = f"{kind}, a submodule", SUBMODULE_FIXES.get(code, SUBMODULE_FIX)
         here = from_here(git.root, [path])
