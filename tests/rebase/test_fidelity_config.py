@@ -551,3 +551,34 @@ def test_a_reference_transaction_hook_refusing_the_landing_is_named(tmp_path: Pa
     hook.unlink()
     pq(fork, "rebase", "--continue")
     assert git(fork, "rev-parse", "paddle~2") == git(fork, "rev-parse", "upstream/main")
+
+
+def test_a_submodules_files_where_upstream_now_has_a_folder_are_in_the_way(
+        tmp_path: Path) -> None:
+    """Upstream replaced the submodule lib with a folder lib/ holding lib/f; the fork has
+    the submodule checked out, its lib/f there: `git rebase` refuses before it starts (its
+    checkout would overwrite lib/f). pq lists no untracked file inside a submodule's
+    checkout: it replayed, then failed to land (exit 2, the rebase left waiting)."""
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    git(lib, "init", "-q", "-b", "main")
+    write(lib, "f", "1\n")
+    commit_all(lib, "lib 1")
+    up = make_upstream(tmp_path / "upstream", {"a.txt": "1\n2\n3\n"})
+    git(up, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(lib), "lib")
+    commit_all(up, "upstream: lib")
+    fork = make_fork(tmp_path, up)
+    git(fork, "-c", "protocol.file.allow=always", "submodule", "update", "-q", "--init")
+    write(fork, "a.txt", "1\n2 paddle\n3\n")
+    commit_all(fork, "python-glue: a")
+    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    git(up, "rm", "-q", "lib", ".gitmodules")
+    write(up, "lib/f", "vendored\n")
+    commit_all(up, "upstream: vendor lib")
+    git(fork, "fetch", "-q", "upstream")
+    tip = git(fork, "rev-parse", "HEAD")
+    refused = pq(fork, "rebase", "upstream/main", ok=False)
+    assert refused.exit_code == 2 and "untracked lib/f would be overwritten" in refused.output
+    assert not (fork / ".git/pq/rebase/state.json").exists()
+    assert git(fork, "rev-parse", "HEAD") == tip
+    assert (fork / "lib/f").read_text() == "1\n"

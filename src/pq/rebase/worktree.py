@@ -51,17 +51,16 @@ def users_files_in_queue_dirs(paths: Iterable[str], queue_paths: tuple[str, ...]
 def staged_in_queue_dirs(git: Git, queue_paths: tuple[str, ...]) -> list[str]:
     """The user's files (`users_files_in_queue_dirs`) staged, unmerged included, where the
     stack so far (HEAD) lacks them or has them otherwise."""
-    return users_files_in_queue_dirs(git.diff_names(
-        "--cached", "HEAD", paths=[f":(literal){p}" for p in queue_paths], diff_filter="d"),
-        queue_paths)
+    paths = [f":(literal){p}" for p in queue_paths]
+    return users_files_in_queue_dirs(git.diff_names("--cached", "HEAD", paths=paths,
+                                                    diff_filter="d"), queue_paths)
 
 
 # -- the queue files in the working tree ------------------------------------------------
 
 
 def worktree_queue_files(git: Git) -> dict[str, bytes]:
-    """series.yaml and the patch files (patches/*.patch), as they are on disk; other files
-    in patches/ are the user's, and pq leaves them alone."""
+    """series.yaml and patches/*.patch on disk (other files in patches/ are the user's)."""
     files: dict[str, bytes] = {}
     sp = git.root / SERIES_FILE
     if sp.is_file():
@@ -151,8 +150,8 @@ def _as_committed(git: Git, committed: dict[str, tuple[str, str]], on_disk: dict
     """Whether the queue files are exactly `committed`'s regular files, in the index (stage
     0, same mode and blob) and on disk, where no file differs from its index entry, not
     even in its stat data alone (which stops `reset --keep` too)."""
-    if not (committed or on_disk or entries):
-        return True  # none anywhere: nothing for a file to differ from
+    if not (committed or on_disk or entries):  # none anywhere: nothing to differ from
+        return True
     staged = {}
     for entry in entries:
         info, path = entry.split("\t", 1)
@@ -166,8 +165,7 @@ def _as_committed(git: Git, committed: dict[str, tuple[str, str]], on_disk: dict
 
 
 def _committed_entries(git: Git, rev: str) -> dict[str, tuple[str, str]]:
-    """{path: (mode, blob)} of series.yaml and patches/*.patch as committed in `rev` (read
-    through the object layer: no process)."""
+    """{path: (mode, blob)} of series.yaml and patches/*.patch as committed in `rev`."""
     trees = Trees(git)
     return {path: (mode, obj) for path, (mode, obj) in trees.files_under(
         trees.tree_of(rev), [SERIES_FILE, PATCHES_DIR]).items()
@@ -204,10 +202,13 @@ def require_nothing_in_the_way(git: Git, state: RebaseState, target: str, *,
     # A file or link where `target` has a folder: a checkout refuses it (as `git rebase`
     # does before it starts), and `reset --hard` (--abort) would replace it.
     folders = {"/".join(p.split("/")[:i]) for p in paths for i in range(1, p.count("/") + 1)}
-    # An ignored file too: git's checkout would overwrite it, and no log keeps it.
+    # An ignored file too: git's checkout would overwrite it, and no log keeps it; and one
+    # in a submodule's checkout where `target` has a folder (git lists none of its files).
+    gone = {p for status, p in moved if status == "D"} & folders
     in_way = git.untracked(paths + sorted(f for f in folders if os.path.lexists(
         git.root / f) and ((git.root / f).is_symlink() or not (git.root / f).is_dir())),
-        ignored_too=True)
+        ignored_too=True) + [p for p in paths if gone and os.path.lexists(git.root / p)
+                             and any(p.startswith(f + "/") for f in gone)]
     if in_way:
         branch = "the branch as before the rebase" if aborting else "the rebased branch"
         ignored = " (ignored, but yours)" if git.ignored(in_way) else ""
@@ -216,8 +217,7 @@ def require_nothing_in_the_way(git: Git, state: RebaseState, target: str, *,
 
 
 def _pqs(path: str) -> bool:
-    """series.yaml, or anything in patches/: what pq clears and puts back itself."""
-    return path == SERIES_FILE or path.startswith(PATCHES_DIR + "/")
+    return path == SERIES_FILE or path.startswith(PATCHES_DIR + "/")  # (pq's own)
 
 
 def _refuse_hidden_edits(git: Git, target: str, flagged_paths: set[str], again: str,
