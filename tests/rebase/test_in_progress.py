@@ -1166,6 +1166,23 @@ def test_notes_follow_the_commits_a_rebase_copies(tmp_path: Path) -> None:
                                        "build: enable compat|note 1"]
 
 
+def test_status_names_a_cherry_pick_of_gits_begun_at_the_stop(tmp_path: Path) -> None:
+    """A `git cherry-pick` that stops on a conflict while the rebase is stopped: --continue
+    and --abort refuse until it is finished or aborted, and `pq status` says so (it showed
+    the cherry-pick's conflict as the patch's, with `--continue` next)."""
+    _, fork = stopped(tmp_path)
+    write(fork, "setup.py", RESOLVED)
+    git(fork, "add", "setup.py")
+    git(fork, "commit", "-q", "-m", "resolution")  # (a commit of the resolution: allowed)
+    git(fork, "cherry-pick", "paddle~2", check=False)  # the build patch: it conflicts again
+    assert (fork / ".git/CHERRY_PICK_HEAD").exists()
+    status = json.loads(pq(fork, "status", "--json").stdout)
+    assert status["git_operation"] == "cherry-pick"
+    assert status["rebase"]["blocked"].startswith("git has an operation in progress")
+    refused = pq(fork, "rebase", "--continue", ok=False)
+    assert refused.exit_code == 2 and status["rebase"]["blocked"] in refused.output
+
+
 def test_a_patch_git_will_not_show_can_be_skipped(tmp_path: Path) -> None:
     """As `git rebase --skip` drops the pick git refused to run: `pq rebase --skip` drops
     the patch whose conflict git would not show, and the rebase goes on."""

@@ -17,9 +17,9 @@ def show_status(as_json: bool) -> None:
     """`pq status`."""
     with open_repo() as git:
         st = rebase_status.status(git)
-        summary = unread = by_git = cut = None
+        summary = unread = cut = None
+        by_git = git.operation_in_progress()  # (with a stopped rebase: it blocks that too)
         if st is None:
-            by_git = git.operation_in_progress()
             try:
                 cut = undo_mod.stopped_half_way(git)
             except PqError:  # a damaged log: `pq log` says so

@@ -211,7 +211,8 @@ def status(git: Git) -> RebaseStatus | None:
         st.resolved = [p for p in state.conflict_paths if p not in unmerged]
         st.notes = list(state.conflict_notes)
         st.next = list(NEXT_CONFLICT)
-        try:  # a queue file back (that `git stash pop`), another file staged among them
+        try:  # a queue file back (that `git stash pop`), another file staged among them;
+            rs.require_no_git_operation(git)  # a cherry-pick of git's own begun at the stop
             if state.detached:
                 require_queue_aside(git, "continue", queue_paths)
         except ConfigError as exc:
