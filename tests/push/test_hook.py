@@ -982,6 +982,76 @@ def test_chain_runs_the_old_hook_first_and_uninstall_restores_it(tmp_path: Path)
     assert not (fork / ".git/hooks/pre-push.pre-pq").exists()
 
 
+def test_a_hook_manager_that_runs_pqs_hook_in_turn_is_no_loop(tmp_path: Path) -> None:
+    """A hook manager set aside by `--chain` that runs pq's hook from its own (pre-commit in
+    its migration mode runs `pre-push.legacy`, pq's): pq's hook, run so, chains no hook. It
+    ran the manager again, round and round (here cut at 4 rounds: the push was refused)."""
+    fork, remote = make_pushable(tmp_path)
+    pq(fork, "hook", "uninstall")
+    rounds = tmp_path / "rounds"
+    manager = (f"#!/bin/sh\necho x >> {rounds}\n"
+               f"[ $(wc -l < {rounds}) -gt 4 ] && exit 9\n"
+               'exec "$(dirname "$0")/pre-push" "$@"\n')
+    write(fork / ".git/hooks", "pre-push", manager, mode=0o755)
+    pq(fork, "hook", "install", "--chain")
+    result = push(fork, "origin", "paddle")
+    assert result.returncode == 0, result.stderr
+    assert rounds.read_text() == "x\n"
+    assert "series consistent" in result.stderr
+
+
+def test_a_chained_hook_killed_by_a_signal_is_named_so(tmp_path: Path) -> None:
+    """Its exit code is the shell's 128 + N, not -N cut to a byte (241 for SIGTERM)."""
+    fork, remote = make_pushable(tmp_path)
+    pq(fork, "hook", "uninstall")
+    write(fork / ".git/hooks", "pre-push", "#!/bin/sh\nkill -TERM $$\n", mode=0o755)
+    pq(fork, "hook", "install", "--chain")
+    hook = fork / ".git/hooks/pre-push"
+    ran = subprocess.run([str(hook), "origin", str(remote)], cwd=fork, input="",
+                         capture_output=True, text=True, check=False)
+    assert ran.returncode == 143
+    assert "failed (killed by signal 15); push refused" in ran.stderr
+
+
+def test_the_checks_run_no_hook_of_the_users_on_their_private_index(tmp_path: Path) -> None:
+    """The checks build trees in an index of their own: git ran the user's
+    post-index-change hook for each of its writes (three per push)."""
+    fork, remote = make_pushable(tmp_path)
+    ran = tmp_path / "ran"
+    write(fork / ".git/hooks", "post-index-change", f"#!/bin/sh\necho x >> {ran}\n",
+          mode=0o755)
+    result = push(fork, "origin", "paddle")
+    assert result.returncode == 0, result.stderr
+    assert not ran.exists()
+
+
+def test_a_hook_the_fork_tracks_is_left_alone_and_its_fix_works(tmp_path: Path) -> None:
+    """core.hooksPath names a folder of the fork's (husky's `.husky/`): pq's hook written
+    there (or `--chain`'s move) was an uncommitted change, which `pq rebase` refused and
+    whose `git stash` took pq's hook away. Install refuses now; calling pq from the
+    tracked hook, its fix, checks the push."""
+    fork, remote = make_pushable(tmp_path)
+    pq(fork, "hook", "uninstall")
+    write(fork, ".githooks/pre-push", "#!/bin/sh\necho mine >&2\n", mode=0o755)
+    git(fork, "config", "core.hooksPath", ".githooks")
+    commit_all(fork, "build: the fork's own hooks")
+    pq(fork, "export", "--commit")
+    for how in ([], ["--chain"], ["--force"]):
+        refused = pq(fork, "hook", "install", *how, ok=False)
+        assert refused.exit_code == 2 and "is a file of the fork's" in refused.output
+    assert git(fork, "status", "--porcelain") == ""
+    with (fork / ".githooks/pre-push").open("a") as f:
+        f.write(f'exec {sys.executable} -m pq hook run "$@"\n')
+    commit_all(fork, "build: pq checks pushes")
+    git(fork, "commit", "-q", "--amend", "-m", "build: pq checks pushes, unexported")
+    refused = push(fork, "origin", "paddle")
+    assert refused.returncode != 0 and "mine" in refused.stderr, refused.stderr
+    assert "push refused" in refused.stderr
+    pq(fork, "export", "--commit")
+    done = push(fork, "origin", "paddle")
+    assert done.returncode == 0 and "series consistent" in done.stderr, done.stderr
+
+
 def test_a_chained_hook_that_is_not_executable_is_ignored_with_gits_hint(tmp_path: Path
                                                                          ) -> None:
     fork, remote = make_pushable(tmp_path)

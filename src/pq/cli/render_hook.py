@@ -60,7 +60,8 @@ def hook_lines(result: HookResult) -> list[str]:
     lines = ignored_hook_hints(result.ignored_hooks)
     if result.chained and result.chained[1]:
         path, rc = result.chained
-        return [f"pq: the chained hook {path} failed (exit {rc}); push refused"]
+        how = f"exit {rc}" if rc > 0 else f"killed by signal {-rc}"
+        return [f"pq: the chained hook {path} failed ({how}); push refused"]
     managed = [r for r in result.reports if r.managed or r.state == "unmanaging"]
     if managed:
         lines += skip_warnings(result.skip, result.unknown_skip, "this push")

@@ -44,6 +44,8 @@ def zsplit(out: bytes | str) -> list[str]:
 
 
 _UNWRITTEN = re.compile(rb"(?m)^error: ")
+# No hook of the user's runs for what pq does in git's stead (a checkout, a private index).
+NO_HOOKS = ("-c", "core.hooksPath=/dev/null")
 
 
 def stdin_lines(items: Iterable[str]) -> bytes:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pq.git.failures import failure
-from pq.git.gateway import Gateway, zsplit
+from pq.git.gateway import NO_HOOKS, Gateway, zsplit
 from pq.git.objects import MERGER, TreeId
 
 if TYPE_CHECKING:
@@ -50,7 +50,7 @@ class TempIndex:
         self.dir = tempfile.TemporaryDirectory(prefix=f"index-{os.getpid()}-", dir=parent)
         env = {"GIT_INDEX_FILE": os.path.join(self.dir.name, "index")}
         try:
-            self.git.run("read-tree", self.tree, env=env)
+            self.git.run(*NO_HOOKS, "read-tree", self.tree, env=env)  # (post-index-change)
         except BaseException:
             self.dir.cleanup()
             raise
@@ -74,13 +74,13 @@ class Merging(Gateway):
 
     def write_tree(self, env: dict[str, str] | None = None) -> TreeId:
         """The index (or the private one `env` names) as a tree."""
-        return TreeId(self.text("write-tree", env=env).strip())
+        return TreeId(self.text(*NO_HOOKS * bool(env), "write-tree", env=env).strip())
 
     def apply_cached(self, patch: bytes, env: dict[str, str] | None = None) -> str | None:
         """`git apply --cached` of `patch` to the index (or the private one `env` names):
         None when it applied, else git's error."""
-        proc = self.run_proc("apply", "--cached", "--binary", "--whitespace=nowarn", "-",
-                             input=patch, env=env)
+        proc = self.run_proc(*NO_HOOKS * bool(env), "apply", "--cached", "--binary",
+                             "--whitespace=nowarn", "-", input=patch, env=env)
         return None if proc.returncode == 0 else proc.stderr.decode(errors="replace").strip()
 
     def apply_to_tree(self, tree: str, patch: bytes) -> tuple[TreeId | None, str]:
@@ -94,7 +94,7 @@ class Merging(Gateway):
     def update_index_info(self, records: Sequence[str], env: dict[str, str] | None = None
                           ) -> None:
         """`git update-index --index-info` of `records` ("mode id stage\\tpath" lines)."""
-        self.run("update-index", "-z", "--index-info",
+        self.run(*NO_HOOKS * bool(env), "update-index", "-z", "--index-info",
                  input="".join(r + "\0" for r in records).encode("utf-8", "surrogateescape"),
                  env=env)
 
@@ -107,8 +107,8 @@ class Merging(Gateway):
         """base_tree with every path under `remove` dropped and (mode, blob, path) added."""
         with self.temp_index(base_tree) as env:
             if remove:
-                self.run("rm", "-r", "-q", "--cached", "-f", "--ignore-unmatch", "--", *remove,
-                         env=env)
+                self.run(*NO_HOOKS, "rm", "-r", "-q", "--cached", "-f", "--ignore-unmatch",
+                         "--", *remove, env=env)
             if add:
                 self.update_index_info([f"{mode} {obj}\t{path}" for mode, obj, path in add],
                                        env)

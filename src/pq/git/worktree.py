@@ -11,7 +11,7 @@ import os
 from collections.abc import Collection, Iterator, Sequence
 from pathlib import Path
 
-from pq.git.gateway import stdin_lines, zsplit
+from pq.git.gateway import NO_HOOKS, stdin_lines, zsplit
 from pq.git.merge import Merging
 
 # The status code of an unmerged path by which of stages 1 (base), 2 (ours), 3 (theirs) it
@@ -24,7 +24,6 @@ _UNMERGED = {1: "DD", 2: "AU", 3: "UD", 4: "UA", 5: "DU", 6: "AA", 7: "UU"}
 
 # For git commands pq runs on the user's behalf that would run the user's hooks
 # (post-checkout): what pq does is not what the hooks are for.
-NO_HOOKS = ("-c", "core.hooksPath=/dev/null")
 
 
 class WorkingTree(Merging):

@@ -1,10 +1,9 @@
 """The pre-push hook's checking: which pushed refs pq checks, and the result cache.
 
 Deletions, pq's own refs (`refs/pq/*`, which `git push --mirror` sends too) and refs
-whose tip has no series.yaml pass; the rest run the checks of
-`pq.push.registry`, and a passing commit is remembered in `.git/pq/hook-cache.json`.
-Nothing here prints: `pq.cli.render_hook` says what the result means.
-"""
+whose tip has no series.yaml pass; the rest run the checks of `pq.push.registry`, and a
+passing commit is remembered in `.git/pq/hook-cache.json`. Nothing here prints:
+`pq.cli.render_hook` says what the result means."""
 
 from __future__ import annotations
 
@@ -14,6 +13,7 @@ import os
 import shutil
 import time
 from collections.abc import Mapping, Sequence
+from contextlib import suppress
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,7 +25,7 @@ from pq.git.gateway import clean_env, worktree_of
 from pq.git.hooks import HookRun, ignored_hook
 from pq.git.objects import CommitId
 from pq.git.repo import Git
-from pq.push.install import HOOK_NAME
+from pq.push.install import CHAINING, HOOK_NAME
 from pq.push.refs import (
     SKIP_ENV,
     RefUpdate,
@@ -78,9 +78,10 @@ class HookResult:
 
     @property
     def exit_code(self) -> int:
-        """0 lets the push go; the chained hook's own code, or 1, refuses it."""
-        if self.chained and self.chained[1]:
-            return self.chained[1]
+        """0 lets the push go; the chained hook's own code (128 + N: killed by signal N,
+        as a shell says), or 1, refuses it."""
+        if self.chained and (rc := self.chained[1]):
+            return rc if rc > 0 else 128 - rc
         return 0 if self.ok else 1
 
 
@@ -147,11 +148,9 @@ def _store_cache(git: Git, entries: list[dict[str, Any]]) -> None:
     from pq.atomic import write_atomic
 
     data = {"version": 1, "passed": entries[-CACHE_ENTRIES:]}
-    try:
+    with suppress(OSError):  # a cache that cannot be written only costs time
         write_atomic(git.pq_dir() / CACHE_FILE, (json.dumps(data, indent=1) + "\n").encode(),
                      durable=False)
-    except OSError:
-        pass  # a cache that cannot be written only costs time
 
 
 def _pq_own(update: RefUpdate) -> bool:
@@ -179,7 +178,7 @@ def check_refs(git: Git, updates: Sequence[RefUpdate], skip: frozenset[str],
     gate_notes = _gate_notes(git) if live else None
     cache = _load_cache(git) if use_cache else []
     known = {e.get("key"): e for e in cache}
-    done: dict[str, RefReport] = {}
+    done: dict[str, RefReport] = {}  # (a commit pushed to two refs: checked once)
     dirty = False
     for report, probe in zip(live, probes):
         report.commit = probe.commit
@@ -187,11 +186,10 @@ def check_refs(git: Git, updates: Sequence[RefUpdate], skip: frozenset[str],
             report.state = "unmanaged"
             continue
         key = cache_key(probe, skip, gate_notes)
-        if key in done:  # the same commit pushed to two refs: checked once
+        if key in done:
             first = done[key]
-            report.state, report.statuses, report.failures = first.state, first.statuses, \
-                first.failures
-            report.notices, report.seconds = first.notices, first.seconds
+            report.state, report.statuses, report.failures, report.notices, report.seconds = \
+                first.state, first.statuses, first.failures, first.notices, first.seconds
             continue
         hit = known.get(key)
         if hit is not None and _upstream_moved(git, hit):
@@ -321,8 +319,7 @@ def open_for_hook(environ: Mapping[str, str]) -> Git:
 
 def scrub_environment() -> None:
     """Drop GIT_DIR, GIT_INDEX_FILE and friends from this process, as gitio does per call."""
-    keep = clean_env()
-    for key in [k for k in os.environ if k not in keep]:
+    for key in set(os.environ) - set(clean_env()):
         del os.environ[key]
 
 
@@ -332,8 +329,9 @@ def run_chained(path: str, args: Sequence[str], stdin: bytes) -> HookRun | None:
         return None
     if not os.access(path, os.X_OK):  # git ignores a hook that is not executable; so does pq
         return HookRun(0, path)  # (pre_push asks advice.ignoredHook once git is open)
-    try:
-        return HookRun(process.passthrough(_as_git_runs_it(path, args), input=stdin))
+    try:  # (a hook manager pq's hook was set aside for may run pq's again: it chains none)
+        return HookRun(process.passthrough(_as_git_runs_it(path, args), input=stdin,
+                                           env={**os.environ, CHAINING: "1"}))
     except OSError as exc:
         raise ConfigError(f"cannot run the chained hook {path}: {exc.strerror}",
                           hint="make it an executable script, or `pq hook uninstall`") from None
@@ -383,9 +381,11 @@ def _remote_tip(git: Git, environ: Mapping[str, str], update: RefUpdate) -> RefU
 
 def pre_push(remote: str | None, url: str | None, stdin: bytes, environ: Mapping[str, str],
              chain: str | None = None) -> HookResult:
-    """What `pq hook run` does: the chained hook first, then the checks of each ref."""
-    ran = run_chained(chain, [a for a in (remote, url) if a is not None], stdin) \
-        if chain else None
+    """What `pq hook run` does: the chained hook first (unless this runs from it: pq's
+    hook, run in turn by a hook manager pq's runs), then the checks of each ref."""
+    chain = None if os.environ.get(CHAINING) else chain
+    ran = run_chained(chain, [a for a in (remote, url) if a is not None], stdin) if chain \
+        else None
     chained = (chain, ran.code) if chain and ran else None
     skip, unknown = parse_skip(environ.get(SKIP_ENV))
     if chained and chained[1]:

@@ -16,6 +16,9 @@ HOOK_NAME = "pre-push"
 CHAINED_SUFFIX = ".pre-pq"
 REPLACED_SUFFIX = ".replaced-by-pq"  # a foreign hook that `install --force` set aside
 MARKER = "# pq-hook: pre-push"
+# Set for the hook pq's runs in turn (`--chain`): a hook manager that runs pq's hook from
+# it (pre-commit's migration mode) would otherwise chain back to itself, round and round.
+CHAINING = "PQ_HOOK_CHAINED"
 
 
 def script(python: str | None) -> str:
@@ -33,7 +36,7 @@ def script(python: str | None) -> str:
 PQ_PYTHON={shlex.quote(python or '')}
 PQ_PACKAGE={shlex.quote(package)}
 chained="$(dirname "$0")/{HOOK_NAME}{CHAINED_SUFFIX}"
-if [ -e "$chained" ]; then
+if [ -e "$chained" ] && [ -z "${{{CHAINING}:-}}" ]; then
     set -- --chain "$chained" "$@"
 fi
 # -P: git runs hooks in the top folder, whose own pq.py or pq/ must not stand in for pq.
@@ -111,6 +114,7 @@ def install(git: Git, *, force: bool = False, chain: bool = False,
             python: str | None = None) -> InstallResult:
     _require_hooks_on(git)
     path = hooks_dir(git) / HOOK_NAME
+    _require_untracked(git, path)
     chained = path.with_name(HOOK_NAME + CHAINED_SUFFIX)
     replaced = path.with_name(HOOK_NAME + REPLACED_SUFFIX)
     action = "installed"
@@ -155,6 +159,22 @@ def install(git: Git, *, force: bool = False, chain: bool = False,
                  f"replaced {set_aside}, which pq did not write; kept as {replaced.name}"
                  + (f"; the hook kept there before is now {older.name}" if older else ""))
     return result
+
+
+def _require_untracked(git: Git, path: Path) -> None:
+    """Refuse a hook that is a file of the fork's (a hooks folder git tracks, husky's
+    `.husky/`): pq's hook in its place (or moved aside by `--chain`) would be an uncommitted
+    change in every checkout, which `pq rebase` refuses, and its `git stash` takes pq's
+    hook away again."""
+    where = path.absolute()
+    if not where.is_relative_to(git.root) or not git.ls_files(
+            [where.relative_to(git.root).as_posix()], literal=True):
+        return
+    raise ConfigError(f"{where.relative_to(git.root).as_posix()} is a file of the fork's "
+                      "(git tracks it): pq's hook in its place would be an uncommitted "
+                      "change in every checkout", hint="call pq from it: add `pq hook run "
+                      "\"$@\"` to it and commit that (git gives it the push's arguments and "
+                      "input); or set core.hooksPath to a folder git does not track")
 
 
 def _set_aside(hook: Path, replaced: Path) -> tuple[Path, Path | None]:
