@@ -1277,14 +1277,16 @@ def test_a_series_yaml_that_is_a_folder_is_no_series(tmp_path: Path) -> None:
     assert push(fork, "origin", "other").returncode == 0
 
 
-def test_the_hook_falls_back_when_its_interpreter_lost_pq(tmp_path: Path) -> None:
-    """The interpreter that installed the hook no longer has pq: the hook runs pq from
-    PATH, else says pq is not installed (not python's `No module named pq`)."""
+@pytest.mark.parametrize("gone", ["PQ_PACKAGE", "PQ_MODULE"])
+def test_the_hook_falls_back_when_its_interpreter_lost_pq(tmp_path: Path, gone: str) -> None:
+    """The interpreter that installed the hook no longer has pq (uninstalled: its metadata
+    gone; an editable install's source moved away: its modules gone, the metadata left):
+    the hook runs pq from PATH, else says pq is not installed (not `No module named pq`)."""
     fork, remote = make_pushable(tmp_path)
     hook = fork / ".git/hooks/pre-push"
     text = hook.read_text()
-    assert "PQ_PACKAGE=" in text
-    hook.write_text("\n".join("PQ_PACKAGE=/nowhere" if ln.startswith("PQ_PACKAGE=") else ln
+    assert f"{gone}=/" in text
+    hook.write_text("\n".join(f"{gone}=/nowhere" if ln.startswith(f"{gone}=") else ln
                               for ln in text.splitlines()) + "\n")
     with_pq = {"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
     assert push(fork, "origin", "paddle", **with_pq).returncode == 0

@@ -29,18 +29,22 @@ def script(python: str | None) -> str:
     project's own `pq.py` there is not pq. The chained hook is found beside the script,
     under whatever name a hook manager gives the script itself."""
     package = _installed_at() if python else ""
+    # (and pq's own files: an editable install's source moved away leaves its metadata)
+    module = str(Path(__file__).resolve().parents[1] / "__init__.py") if python else ""
     return f"""#!/bin/sh
 {MARKER} (written by `pq hook install`; `pq hook uninstall` removes it)
 # Refuses a push whose branch, series.yaml and patches/ disagree: the same checks as
 # `pq check`. `git push --no-verify` skips it; PQ_SKIP=gate (or all) skips checks, loudly.
 PQ_PYTHON={shlex.quote(python or '')}
 PQ_PACKAGE={shlex.quote(package)}
+PQ_MODULE={shlex.quote(module)}
 chained="$(dirname "$0")/{HOOK_NAME}{CHAINED_SUFFIX}"
 if [ -e "$chained" ] && [ -z "${{{CHAINING}:-}}" ]; then
     set -- --chain "$chained" "$@"
 fi
 # -P: git runs hooks in the top folder, whose own pq.py or pq/ must not stand in for pq.
-if [ -n "$PQ_PYTHON" ] && [ -x "$PQ_PYTHON" ] && [ -e "$PQ_PACKAGE" ]; then
+if [ -n "$PQ_PYTHON" ] && [ -x "$PQ_PYTHON" ] && [ -e "$PQ_PACKAGE" ] && [ -e "$PQ_MODULE" ]
+then
     exec "$PQ_PYTHON" -P -m pq hook run "$@"
 fi
 if command -v pq >/dev/null 2>&1; then
