@@ -1238,6 +1238,21 @@ def test_status_offers_an_abort_that_runs_when_continue_is_blocked(tmp_path: Pat
     assert json.loads(pq(fork, "status", "--json").output)["rebase"] is None
 
 
+def test_status_says_the_branch_checked_out_elsewhere_blocks_continue(tmp_path: Path) -> None:
+    """HEAD at the stop, the branch checked out in a worktree added meanwhile: --continue
+    and --abort refuse, and `pq status` says why (it offered `--continue`, blocked null)."""
+    _, fork = stopped(tmp_path)
+    write(fork, "setup.py", RESOLVED)
+    git(fork, "add", "setup.py")
+    git(fork, "worktree", "add", "-q", str(tmp_path / "other"), "paddle")
+    data = json.loads(pq(fork, "status", "--json").output)["rebase"]
+    assert data["blocked"].startswith("paddle is checked out in the worktree"), data
+    refused = pq(fork, "rebase", "--continue", ok=False)
+    assert refused.exit_code == 2 and data["blocked"] in refused.output
+    git(fork, "worktree", "remove", str(tmp_path / "other"))
+    assert pq(fork, "rebase", "--continue").exit_code == 0
+
+
 def test_files_staged_in_the_series_folders_while_stopped_are_refused_not_dropped(
         tmp_path: Path) -> None:
     """`git rebase` commits them with the resolution; a patch's commit carries nothing in

@@ -21,7 +21,13 @@ from pq.quoting import from_here, list_paths, shell_args, shown
 from pq.rebase import state as rs
 from pq.rebase import worktree
 from pq.rebase.markers import added_conflict_markers
-from pq.rebase.refusals import abort_refusals, on_landed, require_in_place, require_queue_aside
+from pq.rebase.refusals import (
+    abort_refusals,
+    on_landed,
+    require_branch_free,
+    require_in_place,
+    require_queue_aside,
+)
 
 # `git status --porcelain` codes of unmerged paths, for a patch cherry-picked onto the rebased
 # stack: "us" is the stack so far (upstream, the earlier patches), "them" the patch. Each gives
@@ -213,6 +219,7 @@ def status(git: Git) -> RebaseStatus | None:
         st.next = list(NEXT_CONFLICT)
         try:  # a queue file back (that `git stash pop`), another file staged among them;
             rs.require_no_git_operation(git)  # a cherry-pick of git's own begun at the stop
+            require_branch_free(git, state, "continue")  # the branch in another worktree
             if state.detached:
                 require_queue_aside(git, "continue", queue_paths)
         except ConfigError as exc:
