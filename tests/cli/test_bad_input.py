@@ -480,6 +480,13 @@ def test_git_dir_and_git_work_tree_name_the_repository_as_for_git(
                    f"GIT_DIR names the git dir {fork / '.git'}, which is not the .git of its "
                    f"working tree {plain} (the current folder: GIT_WORK_TREE is unset)",
                    "set GIT_WORK_TREE too")
+    # GIT_DIR alone, from a subfolder of the fork: git takes the subfolder for the tree
+    # (its paths are not the fork's: `git add x` there stages a top-level x); pq worked in
+    # the fork, and its hints named paths git then read otherwise.
+    (fork / "sub").mkdir()
+    one_line_error(pq(fork / "sub", "series", ok=False),
+                   f"which is not the .git of its working tree {fork / 'sub'} (the current "
+                   "folder: GIT_WORK_TREE is unset)", "set GIT_WORK_TREE too")
     # GIT_DIR alone, where its core.worktree names the tree: not "the current folder", and
     # "set GIT_WORK_TREE too" only led to the other refusal.
     monkeypatch.delenv("GIT_DIR")

@@ -29,7 +29,9 @@ def locate(path: Path, environment: bool = False, bare: bool = False
             found: tuple[Path, Path, Path, str] | None = locate(top)
         except ConfigError:  # no repository of its own there: the folder pq runs in, say
             found = None
-        if found is None or found[1].resolve() != named_dir.resolve():
+        # (a subfolder of the clone taken for the tree: git's paths are not the clone's)
+        if found is None or found[1].resolve() != named_dir.resolve() or \
+                found[0].resolve() != top.resolve():
             # git takes the current folder for the tree (unless core.worktree names one)
             alone = "GIT_WORK_TREE" not in given and top.resolve() == path.resolve()
             raise ConfigError(
