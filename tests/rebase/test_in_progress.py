@@ -1253,6 +1253,19 @@ def test_status_says_the_branch_checked_out_elsewhere_blocks_continue(tmp_path: 
     assert pq(fork, "rebase", "--continue").exit_code == 0
 
 
+def test_a_rebase_in_another_worktree_is_named_where_it_blocks(tmp_path: Path) -> None:
+    """pq keeps one rebase at a time in a repository: `pq export` in a worktree of another
+    branch waits for it, and says where it is (it said the export "would rewrite the
+    series under it", of a series that was not its own)."""
+    _, fork = stopped(tmp_path)
+    other = tmp_path / "other"
+    git(fork, "worktree", "add", "-q", "-b", "other", str(other), "paddle")
+    refused = pq(other, "export", ok=False)
+    assert refused.exit_code == 2
+    assert f"in progress in the worktree {fork}; pq keeps one rebase at a time" in \
+        refused.output
+
+
 def test_files_staged_in_the_series_folders_while_stopped_are_refused_not_dropped(
         tmp_path: Path) -> None:
     """`git rebase` commits them with the resolution; a patch's commit carries nothing in

@@ -267,6 +267,12 @@ def refuse_while_rebasing(git: Git, command: str) -> None:
     if st is None:
         rs.require_no_git_operation(git)
         return
+    if st.phase == "elsewhere":  # another worktree's (of another branch, maybe)
+        raise ConfigError(f"a pq rebase of {st.branch} is in progress in the worktree "
+                          f"{st.worktree}; pq keeps one rebase at a time in a repository, "
+                          f"and {command} waits for it to end",
+                          hint=f"`cd {shell_args([st.worktree or ''])}`, then `pq rebase "
+                               f"--continue` or `pq rebase --abort`; then run {command} again")
     where = ("running now" if st.phase == "running" else f"stopped at patches/{st.patch}"
              if st.patch else "landed, its state not removed yet" if st.landed else
              "not landed yet")
