@@ -497,6 +497,12 @@ def test_git_dir_and_git_work_tree_name_the_repository_as_for_git(
     refused = pq(other / "sub", "series", ok=False)
     one_line_error(refused, f"working tree {other}: pq works", "unset GIT_DIR")
     assert "GIT_WORK_TREE too" not in refused.output and "current folder" not in refused.output
+    # ... and without GIT_DIR, from inside that git dir (git finds its tree there; nothing
+    # finds the git dir from the tree): pq went on, and its git commands failed.
+    monkeypatch.delenv("GIT_DIR")
+    one_line_error(pq(apart, "series", ok=False),
+                   f"the git dir {apart} is kept apart from its working tree {other}",
+                   "move the git dir into its working tree as .git")
 
 
 def test_a_commit_with_a_malformed_author_line_is_named(fork: Path) -> None:

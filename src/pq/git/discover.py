@@ -76,7 +76,27 @@ def locate(path: Path, environment: bool = False, bare: bool = False
                                "without one, and run pq there")
     if len(lines) != 4:
         raise ConfigError(f"{path.resolve()}: a bare repository has no working tree for pq")
+    if not _finds(Path(lines[1]), Path(lines[2])):  # run from a git dir whose
+        raise ConfigError(  # core.worktree names its tree: no git there finds it again
+            f"{path.resolve()}: the git dir {lines[2]} is kept apart from its working tree "
+            f"{lines[1]} (core.worktree): pq works in a working tree with its repository "
+            "in it", hint="move the git dir into its working tree as .git (and `git "
+                          "config --unset core.worktree`), then run pq there")
     return _found(path, lines)
+
+
+def _finds(root: Path, git_dir: Path) -> bool:
+    """Whether git run in the working tree `root` finds `git_dir` there: its `.git` folder,
+    or the `gitdir:` a `.git` file names (a linked worktree, a submodule)."""
+    dot = root / ".git"
+    try:
+        if dot.is_dir():
+            return dot.resolve() == git_dir.resolve()
+        named = dot.read_bytes().decode("utf-8", "surrogateescape")
+    except (OSError, RuntimeError):
+        return False
+    return named.startswith("gitdir: ") and (root / named[8:].strip()).resolve() == \
+        git_dir.resolve()
 
 
 def _found(path: Path, lines: list[str]) -> tuple[Path, Path, Path, str]:
