@@ -1183,6 +1183,35 @@ def test_status_names_a_cherry_pick_of_gits_begun_at_the_stop(tmp_path: Path) ->
     assert refused.exit_code == 2 and status["rebase"]["blocked"] in refused.output
 
 
+def test_a_filter_that_fails_half_way_through_a_stop_names_the_abort_that_works(
+        tmp_path: Path) -> None:
+    """A required filter that fails while git writes the stop's files (git-lfs's, where
+    git-lfs is missing): git dies half-way, HEAD on the branch, files taken out. pq said
+    --continue (which then called the queue files "come back") and --abort refused: the
+    message names the filter and `--abort --force`, which puts every file back."""
+    up = make_upstream(tmp_path / "upstream", {".gitattributes": "k.txt filter=kw\n",
+                                               "k.txt": "k\n", "p.txt": "p\n"})
+    fork = make_fork(tmp_path, up)
+    write(fork, "p.txt", "p fork\n")
+    commit_all(fork, "python-glue: p")
+    write(fork, "k.txt", "k fork\n")
+    commit_all(fork, "python-glue: k")
+    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    upstream_commit(up, fork, "upstream: k", {"k.txt": "k upstream\n"})
+    git(fork, "config", "filter.kw.clean", "cat")
+    git(fork, "config", "filter.kw.smudge", "false")
+    git(fork, "config", "filter.kw.required", "true")
+    before = whole_state(fork)
+    failed = pq(fork, "rebase", "upstream/main", ok=False)
+    assert "git stopped half-way" in failed.output and "make the filter" in failed.output
+    assert "`pq rebase --abort --force` puts them back" in failed.output
+    git(fork, "config", "filter.kw.smudge", "cat")
+    refused = pq(fork, "rebase", "--continue", ok=False)
+    assert refused.exit_code == 2 and "--abort" in refused.output
+    pq(fork, "rebase", "--abort", "--force")
+    assert whole_state(fork) == before
+
+
 def test_a_patch_git_will_not_show_can_be_skipped(tmp_path: Path) -> None:
     """As `git rebase --skip` drops the pick git refused to run: `pq rebase --skip` drops
     the patch whose conflict git would not show, and the rebase goes on."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pq.git.repo import Git
 from pq.oplog.txn import Transaction, settle_stopped
+from pq.queue.files import index_entries
 from pq.rebase import refusals, worktree
 from pq.rebase import state as rs
 from pq.rebase.report import RebaseReport
@@ -36,7 +37,7 @@ def abort(git: Git, force: bool = False) -> RebaseReport:
             if not state.aborting:  # (a kill from here on leaves the files the abort's)
                 state.aborting = True
                 rs.save(git, state)
-        worktree.restore(git, state)
+        _restore(git, state)
         rs.remove(git)
         settle_stopped(git, "aborted", state.log_id)
     return _aborted(state)
@@ -61,3 +62,24 @@ def _aborted(state: rs.RebaseState, gone: str | None = None) -> RebaseReport:
     return RebaseReport("aborted", state.short_branch, state.onto_ref, state.old_base,
                         state.onto, state.upstream_count, state.orig_head, state.orig_head,
                         gone_worktree=gone)
+
+
+def _restore(git: Git, state: rs.RebaseState) -> None:
+    """Everything as it was before the rebase: branch, HEAD, index, working tree, queue."""
+    if git.try_resolve(state.branch) != state.orig_head:
+        git.update_ref(state.branch, state.orig_head, message="pq rebase --abort")
+    if git.current_branch() != state.branch:
+        git.symbolic_ref("HEAD", state.branch, "pq rebase --abort")
+    if state.touched:
+        git.reset("hard", state.orig_head, env={"GIT_REFLOG_ACTION": "pq rebase --abort"})
+        worktree.clear_git_merge_files(git)
+    rewritten = worktree.set_queue_files(git, dict(state.queue_before), state.queue_executable)
+    if state.index_before is not None and (git.set_index_entries(
+            index_entries(git), state.index_before, refresh=False,
+            rewritten=set(rewritten)) or rewritten):
+        git.refresh_index()  # else `reset --hard` above left every entry fresh
+    git.set_orig_head(state.branch, state.prev_orig_head, "pq rebase --abort")
+    legacy = state.prev_legacy_orig_head
+    if legacy and git.try_resolve(git.ORIG_HEAD_REF) is None and not git.has_refs_under(
+            git.ORIG_HEAD_REF + "/"):
+        git.update_ref(git.ORIG_HEAD_REF, legacy, message="pq rebase --abort")

@@ -264,10 +264,11 @@ def show_conflict(git: Git, state: RebaseState, pick: str, noted: bool = False
         git.checkout(state.tip, detach=True, env={"GIT_REFLOG_ACTION": "pq rebase"})
         if renew:  # as the landing does (git picked each of those files)
             convert_again(git, before, state.tip, state.onto, edited)
-    except GitError as exc:
+    except GitError as exc:  # (git that stopped half-way, HEAD not moved, took files out)
+        half = first and git.current_branch() == state.branch and bool(git.status_porcelain())
         raise _showing_failed(git, state, f"cannot show the conflict in the working tree: "
                                           f"{exc.message}",
-                              exc.lock if isinstance(exc, LockedError) else None) from None
+                              exc.lock if isinstance(exc, LockedError) else None, half) from None
     on = rerere_mod.enabled(git, state.rerere)
     # Without autoupdate the reused files stay unmerged until staged below, so that their
     # conflicts can be written again to name the resolutions.
@@ -276,7 +277,7 @@ def show_conflict(git: Git, state: RebaseState, pick: str, noted: bool = False
         env={"GIT_REFLOG_ACTION": "pq rebase"})
     reused = _reused_paths(stderr)
     resolutions = rerere_mod.reused_in_worktree(git, reused)
-    unmerged = unmerged_paths(git)
+    unmerged = sorted(git.unmerged())
     if returncode not in (0, 1) or (returncode == 1 and not unmerged
                                          and not reused and not noted):
         lock = lock_in_the_way(stderr.encode())
@@ -287,17 +288,24 @@ def show_conflict(git: Git, state: RebaseState, pick: str, noted: bool = False
     return unmerged, resolutions
 
 
-def _showing_failed(git: Git, state: RebaseState, message: str, lock: str | None = None
-                    ) -> OperationFailed:
+def _showing_failed(git: Git, state: RebaseState, message: str, lock: str | None = None,
+                    half: bool = False) -> OperationFailed:
     """The error of a conflict git would not show (an untracked file where the patch adds
     one, say: git refuses before it writes anything), with the rebase saved as stopped
     outside a conflict: `--continue` shows the conflict again, as `git rebase --continue`
-    runs the pick git refused again, every patch replayed so far kept."""
+    runs the pick git refused again, every patch replayed so far kept. Where git stopped
+    half-way (`half`: a filter failed), the rebase stays `stopping`: its abort puts back
+    the branch's files."""
+    fix = lock_step(lock) if lock is not None else "make the filter git names work" if \
+        " filter " in message else "move aside or remove what git names (`git status` shows " \
+        "the working tree)"
+    if half:
+        return OperationFailed(f"{message}; git stopped half-way, files of the branch taken "
+                               "out", hint=f"{fix}, then `pq rebase --abort --force` puts them "
+                                           "back, and run the rebase again")
     state.phase = "refused"
     save(git, state)
-    first = lock_step(lock) if lock is not None else (
-        "move aside or remove what git names (`git status` shows the working tree)")
-    return OperationFailed(message, hint=f"{first}, then `pq rebase --continue` shows the "
+    return OperationFailed(message, hint=f"{fix}, then `pq rebase --continue` shows the "
                                          "conflict; or `pq rebase --skip` drops this patch; or "
                                          "`pq rebase --abort`")
 
@@ -310,10 +318,6 @@ def _reused_paths(stderr: str) -> list[str]:
     """The paths git rerere resolved from a recorded resolution, as its messages name them
     ("Staged 'x' using previous resolution.", "Resolved 'x' ...")."""
     return sorted({m.group(1) for m in _REUSED.finditer(stderr)})
-
-
-def unmerged_paths(git: Git) -> list[str]:
-    return sorted(git.unmerged())
 
 
 def unstaged_paths(git: Git) -> tuple[list[str], list[str]]:
@@ -377,24 +381,3 @@ def clear_git_merge_files(git: Git) -> None:
     for name in ("MERGE_MSG", "MERGE_RR"):
         with suppress(FileNotFoundError):
             (git.git_dir / name).unlink()
-
-
-def restore(git: Git, state: RebaseState) -> None:
-    """Everything as it was before the rebase: branch, HEAD, index, working tree, queue."""
-    if git.try_resolve(state.branch) != state.orig_head:
-        git.update_ref(state.branch, state.orig_head, message="pq rebase --abort")
-    if git.current_branch() != state.branch:
-        git.symbolic_ref("HEAD", state.branch, "pq rebase --abort")
-    if state.touched:
-        git.reset("hard", state.orig_head, env={"GIT_REFLOG_ACTION": "pq rebase --abort"})
-        clear_git_merge_files(git)
-    rewritten = set_queue_files(git, dict(state.queue_before), state.queue_executable)
-    if state.index_before is not None and (git.set_index_entries(
-            index_entries(git), state.index_before, refresh=False,
-            rewritten=set(rewritten)) or rewritten):
-        git.refresh_index()  # else `reset --hard` above left every entry fresh
-    git.set_orig_head(state.branch, state.prev_orig_head, "pq rebase --abort")
-    legacy = state.prev_legacy_orig_head
-    if legacy and git.try_resolve(git.ORIG_HEAD_REF) is None and not git.has_refs_under(
-            git.ORIG_HEAD_REF + "/"):
-        git.update_ref(git.ORIG_HEAD_REF, legacy, message="pq rebase --abort")
