@@ -604,6 +604,60 @@ def test_patch_ids_see_files_as_git_does(tmp_path: Path, attributes: str, base: 
     assert_agree(c)
 
 
+def test_a_patch_an_upstream_root_commit_holds_is_dropped_naming_it(tmp_path: Path) -> None:
+    """Upstream merged an unrelated history (a vendored tree) whose root commit adds the
+    very file a patch adds: git's patch ids match, and `git rebase` drops the patch. pq
+    diffed no root commit (its diff came back empty) and stopped on an add/add conflict."""
+    up = make_upstream(tmp_path / "upstream", BASE)
+    fork = make_fork(tmp_path, up)
+    write(fork, "vendor/y.txt", "y1\ny2\n")
+    commit_all(fork, "python-glue: vendor y")
+    by_git = tmp_path / "by-git"
+    shutil.copytree(fork, by_git, symlinks=True)
+    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    git(up, "switch", "-q", "--orphan", "vendor")
+    write(up, "vendor/y.txt", "y1\ny2\n")
+    root = commit_all(up, "vendor: add y.txt")
+    write(up, "vendor/y.txt", "y1\ny2 vendored\n")
+    commit_all(up, "vendor: edit y.txt")
+    git(up, "switch", "-q", "main")
+    git(up, "merge", "-q", "--allow-unrelated-histories", "--no-edit", "vendor")
+    for repo in (fork, by_git):
+        git(repo, "fetch", "-q", "upstream")
+    data = json.loads(pq(fork, "rebase", "upstream/main", "--json").stdout)
+    [patch] = data["patches"]
+    assert (patch["outcome"], patch["upstream_commit"]) == ("dropped", root), patch
+    git(by_git, "rebase", "upstream/main")
+    assert git(by_git, "log", "--format=%s", "upstream/main..HEAD") == ""
+    assert tree_without_queue(fork, "HEAD") == tree_without_queue(by_git, "HEAD")
+
+
+def test_a_ref_off_the_bases_line_is_refused_unless_forced(tmp_path: Path) -> None:
+    """A release branch that split off before the series base lacks upstream commits the
+    base has: the rebase left them out without a word (`git rebase` replays them as the
+    fork's). Refused as a ref that moves the series back is; `--force` rebases the
+    patches alone, as `git rebase --onto REF OLD_BASE`."""
+    up = make_upstream(tmp_path / "upstream", BASE)
+    git(up, "branch", "release")
+    for n in (1, 2):
+        write(up, f"main{n}.txt", f"{n}\n")
+        commit_all(up, f"upstream: main work {n}")
+    git(up, "switch", "-q", "release")
+    write(up, "backport.txt", "b\n")
+    commit_all(up, "upstream: backport")
+    git(up, "switch", "-q", "main")
+    fork = make_fork(tmp_path, up)
+    write(fork, "lib/a.c", A10)
+    commit_all(fork, "a returns 10")
+    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    refused = pq(fork, "rebase", "upstream/release", ok=False)
+    assert refused.exit_code == 2 and "lacks 2 commit(s) of the series base" in refused.output
+    assert not (fork / ".git/pq/rebase/state.json").exists()
+    pq(fork, "rebase", "--force", "upstream/release")
+    assert git(fork, "log", "--format=%s", "upstream/release..HEAD~1") == "a returns 10"
+    assert not (fork / "main1.txt").exists() and (fork / "backport.txt").exists()
+
+
 @pytest.mark.parametrize("condition", ["gitdir:{git_dir}", "onbranch:paddle"])
 def test_a_merge_reads_settings_a_conditional_include_gives_the_repository(
         tmp_path: Path, condition: str) -> None:
@@ -677,7 +731,9 @@ def test_a_binary_files_mode_change_is_upstreams_only_with_its_content(
         tmp_path: Path, attributes: str, nul: str, by_git: str) -> None:
     """git's patch ids hash a binary file's blobs: upstream's `chmod +x` of other content
     is another change, though its diff reads the same (old mode, new mode); kept, it
-    makes the newer content executable. A text file's ids hash the modes alone."""
+    makes the newer content executable. A text file's ids hash the modes alone: upstream
+    adopted the patch, and git drops it; its newer tool turned the mode back, which pq
+    takes for a revert of what it adopted: kept (the fork still needs the change)."""
     one, two, three = ((f"{n}{nul}\n").encode() for n in ("one", "two", "three"))
     c = compare(tmp_path, [("chmod +x", {"tool.bin": (one, 0o755)})],
                 [("upstream: new tool", {"tool.bin": (two, 0o644)}),
@@ -686,13 +742,19 @@ def test_a_binary_files_mode_change_is_upstreams_only_with_its_content(
                 base={**BASE, ".gitattributes": attributes or None,
                       "tool.bin": (one, 0o644)})
     assert c.git.per_patch == [by_git]
-    assert_agree(c)
+    if by_git == "kept":
+        assert_agree(c)
+        return
+    assert c.pq.per_patch == ["kept"]
+    assert c.data["patches"][0]["upstream_reverted"] is not None  # type: ignore[index]
+    assert c.pq.head["tool.bin"].startswith("100755")
 
 
 def test_a_binary_files_mode_change_upstream_made_too_is_dropped(tmp_path: Path) -> None:
+    """(A newer tool that keeps the mode: turned back, the mode change is kept, above.)"""
     c = compare(tmp_path, [("chmod +x", {"tool.bin": (b"one\0", 0o755)})],
                 [("upstream: chmod +x", {"tool.bin": (b"one\0", 0o755)}),
-                 ("upstream: newer tool", {"tool.bin": (b"three\0", 0o644)})],
+                 ("upstream: newer tool", {"tool.bin": (b"three\0", 0o755)})],
                 base={**BASE, "tool.bin": (b"one\0", 0o644)})
     assert c.git.per_patch == ["dropped"]
     assert_agree(c)

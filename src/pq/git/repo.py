@@ -238,8 +238,8 @@ class Git(History):
         if not parts:
             return {}
         options = DIFF_OPTIONS if renames else (*DIFF_OPTIONS, "--no-renames")
-        args = (*DIFF_CONFIG, "diff-tree", "--stdin", "--always", "-p", *options, "--",
-                *exclude)
+        args = (*DIFF_CONFIG, "diff-tree", "--stdin", "--always", "--root", "-p", *options,
+                "--", *exclude)  # (`--root`: a root commit's diff is against no tree)
         out = self.run_sealed("diff" if as_git_sees is None else "merge", *args,
                               input=stdin_lines(parts), attributes=as_git_sees or b"")
         current: list[bytes] = []

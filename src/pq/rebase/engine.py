@@ -181,13 +181,10 @@ def _checked_stack(git: Git, branch: str, queue: Queue, ref: str, onto: str, for
     old_base = found
     # Upstream's new commits, merges included: none means `onto` is below the base; the
     # branch's first patch among them means upstream already holds it.
-    crossed = set(git.rev_list(f"{old_base}..{onto}")) if onto != old_base else set()
-    if onto != old_base and not force and not crossed:
-        raise ConfigError(f"{ref} ({onto[:12]}) is an ancestor of the series base "
-                          f"{old_base[:12]}: rebasing onto it moves the series back to an "
-                          "older upstream (a stale or mistyped ref?)",
-                          hint=f"check the ref (`git fetch` it?); `pq rebase --force {ref}` "
-                               "rebases onto it anyway")
+    crossed = {c for c, _ in git.rev_list_with_parents(f"{old_base}..{onto}")} \
+        if onto != old_base else set()
+    if not force:
+        refusals.require_forward(git, ref, onto, old_base, crossed)
     # A queue verified before is this stack's export: its patch files hold the diffs.
     known = verified.known(git, head, queue)
     stack = stack_mod.read_stack(git, old_base, head, qp,

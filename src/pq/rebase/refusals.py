@@ -7,7 +7,7 @@ checked out in another worktree, queue files back in the index or the working tr
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 
 from pq.errors import ConfigError, OperationFailed
 from pq.git.repo import Git
@@ -314,3 +314,24 @@ def require_pre_rebase_hook(git: Git, upstream: str) -> str | None:
                               f"--no-verify {shell_args([upstream])}` rebases without asking "
                               "it, as `git rebase --no-verify` does")
     return ignored
+
+
+def require_forward(git: Git, ref: str, onto: str, old_base: str, crossed: Collection[str]
+                    ) -> None:
+    """Refuse (unless forced) an `onto` that moves the series back (an ancestor of the
+    base: `crossed`, old_base..onto, is empty) or off the base's line (a release branch,
+    an upstream rewritten: commits of the base it lacks would be left out, where `git
+    rebase` replays them as the fork's)."""
+    if onto != old_base and not crossed:
+        raise ConfigError(f"{ref} ({onto[:12]}) is an ancestor of the series base "
+                          f"{old_base[:12]}: rebasing onto it moves the series back to an "
+                          "older upstream (a stale or mistyped ref?)",
+                          hint=f"check the ref (`git fetch` it?); `pq rebase --force {ref}` "
+                               "rebases onto it anyway")
+    if crossed and not git.is_ancestor(old_base, onto):  # (the range listed: no process)
+        raise ConfigError(
+            f"{ref} ({onto[:12]}) lacks {git.count(f'{onto}..{old_base}')} commit(s) of the "
+            f"series base {old_base[:12]}: another line of upstream (a release branch?), or "
+            "upstream rewritten; rebasing onto it leaves them out, where `git rebase` would "
+            "replay them as the fork's", hint=f"check the ref; `pq rebase --force {ref}` "
+            f"rebases the patches alone onto it (as `git rebase --onto {ref} {old_base[:12]}`)")
