@@ -7,6 +7,7 @@ import pytest
 
 from pq.errors import ConfigError
 from pq.model import series
+from pq.model import yamldoc as series_yamldoc
 from pq.model.series import PatchEntry
 
 BASE = "a" * 40
@@ -86,9 +87,9 @@ def test_sha256_base_and_empty_patches() -> None:
     ("    workaround:\n      kind: compat-gap\n", "    workaround: [x]\n",
      "series.yaml:14:17: patch 0002-glue.patch: `workaround` must be a mapping"),
     ("patches:\n", "queue_paths: [../up]\npatches:\n",
-     "series.yaml:6:15: queue path '../up' escapes the repository"),
+     "series.yaml:6:15: queue path '../up' is not a folder of the working tree"),
     ("patches:\n", "queue_paths: [.git/x]\npatches:\n",
-     "series.yaml:6:15: queue path '.git/x' escapes the repository"),
+     "series.yaml:6:15: queue path '.git/x' is not a folder of the working tree"),
     ("patches:\n", "queue_paths: ['']\npatches:\n",
      "series.yaml:6:14: `queue_paths` must be a list of paths"),
     ("patches:\n", "\0patches:\n", "series.yaml:6:1: invalid YAML: character U+0000 is not "
@@ -96,6 +97,38 @@ def test_sha256_base_and_empty_patches() -> None:
 ])
 def test_refusals_name_file_line_column(old: str, new: str, expected: str) -> None:
     assert loads_error(edited(old, new)).startswith(expected)
+
+
+def test_yamls_own_line_breaks_do_not_move_a_line_number() -> None:
+    """YAML 1.1 breaks a line at U+2028 (and U+0085, U+2029), editors and git do not: a
+    pasted one moved every later line number by one; in a comment, it broke the file at
+    a line with nothing wrong, naming no character."""
+    in_summary = edited("summary: enable compat", "summary: \"enable\u2028compat\"")
+    assert loads_error(in_summary.replace(b"layer: build", b"layer: kernal")).startswith(
+        "series.yaml:8:12: patch 0001-build.patch: unknown layer")
+    text = VALID.decode().replace("patches:\n", "# a note\u2028: x\npatches:\n", 1).encode()
+    with pytest.raises(ConfigError) as info:
+        series.loads(text)
+    assert "the file holds U+2028 at line 6, column 9" in str(info.value)
+    assert "remove the line break characters YAML reads" in (info.value.hint or "")
+
+
+def test_a_document_of_too_many_nodes_is_named_where() -> None:
+    text = VALID + b"x-notes: [" + b"1," * (series_yamldoc.MAX_NODES + 5) + b"1]\n"
+    with pytest.raises(ConfigError) as info:
+        series.loads(text)
+    lines = VALID.count(b"\n")
+    assert str(info.value).startswith(f"series.yaml:{lines + 1}:")
+    assert f"more than {series_yamldoc.MAX_NODES} YAML nodes" in str(info.value)
+    assert "is this really a series file?" in (info.value.hint or "")
+
+
+def test_a_queue_path_whose_name_starts_with_git_is_the_forks() -> None:
+    """`.github/` is a folder of the working tree: it was refused as escaping the
+    repository (any name starting with `.git` was)."""
+    loaded = series.loads(edited("patches:\n", "queue_paths: [.github, .gitlab-notes]\n"
+                                 "patches:\n"), "series.yaml")
+    assert loaded.queue_paths[-2:] == (".github", ".gitlab-notes")
 
 
 def test_the_longest_patch_name_is_200_characters() -> None:

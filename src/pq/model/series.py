@@ -239,10 +239,13 @@ def _loads_cached(text: bytes, filename: str = SERIES_FILE, keep_in: Path | None
     if "queue_paths" in data:
         qp = data["queue_paths"]
         if not isinstance(qp, list) or not all(isinstance(p, str) and p for p in qp):
-            raise doc.error(("queue_paths",), "`queue_paths` must be a list of paths")
+            raise doc.error(("queue_paths",), "`queue_paths` must be a list of paths",
+                            hint="folders of the fork's own, relative to the top: "
+                                 "`queue_paths: [notes/]`")
         for i, p in enumerate(qp):
-            if p.startswith(("/", ".git")) or ".." in p.split("/"):
-                raise doc.error(("queue_paths", i), f"queue path {p!r} escapes the repository")
+            if p.startswith("/") or ".." in p.split("/") or p.split("/")[0] == ".git":
+                raise doc.error(("queue_paths", i), f"queue path {p!r} is not a folder of the "
+                                "working tree", hint="a path relative to the top, not in .git")
         queue_extra = [p.rstrip("/") for p in qp]
 
     patches_data = data.get("patches")

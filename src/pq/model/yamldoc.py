@@ -39,6 +39,7 @@ class Located:
     filename: str = ""
     text: str = ""  # the decoded source, for rewrites that keep its comments (yamledit)
     kept: bool = False  # read back from pq.model.yamlcache, not parsed
+    odd: bool = False  # the text holds a line break of YAML's that editors do not count
 
     def where(self, path: Path) -> tuple[int | None, int | None]:
         while path and path not in self.marks:
@@ -89,15 +90,28 @@ def load(text: bytes, filename: str, kept_in: pathlib.Path | None = None) -> Loc
         if kept is not None:
             return Located(kept[0], kept[1], filename, decoded, kept=True)
     import yaml
+    odd = bool(_ODD.search(decoded))
     try:
         node = _compose(decoded)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         problem = (exc.problem or exc.context or "invalid YAML").strip()
-        raise ConfigError(f"invalid YAML: {problem}", path=filename,
-                          line=mark.line + 1 if mark else None,
-                          column=mark.column + 1 if mark else None,
-                          hint="fix the syntax at that position") from None
+        where = _at(decoded, odd, mark) if mark else (None, None)
+        if found := _ODD.search(decoded):  # where it broke a line no editor shows broken
+            line, column = _line_column(decoded, found.start())
+            problem += (f" (the file holds U+{ord(found.group()):04X} at line {line}, column "
+                        f"{column}: a line break to YAML, which no editor shows)")
+        raise ConfigError(f"invalid YAML: {problem}", path=filename, line=where[0],
+                          column=where[1],
+                          hint="remove the line break characters YAML reads (U+0085, U+2028, "
+                               "U+2029)" if _ODD.search(decoded) else
+                               "fix the syntax at that position") from None
+    except _TooMany as exc:
+        line, column = _at(decoded, odd, exc.args[0])
+        raise ConfigError(f"more than {MAX_NODES} YAML nodes, more than pq reads",
+                          path=filename, line=line, column=column,
+                          hint="is this really a series file? a list this long is none") \
+            from None
     except yaml.reader.ReaderError as exc:  # a character YAML does not allow (NUL, ...)
         before = decoded[: exc.position]
         raise ConfigError(f"invalid YAML: character U+{exc.character:04X} is not allowed"
@@ -110,13 +124,30 @@ def load(text: bytes, filename: str, kept_in: pathlib.Path | None = None) -> Loc
         raise ConfigError(f"invalid YAML: {str(exc).splitlines()[0]}", path=filename) from None
     except RecursionError:
         raise ConfigError("YAML nested too deeply", path=filename) from None
-    doc = Located(None, {}, filename, decoded)
+    doc = Located(None, {}, filename, decoded, odd=odd)
     if node is not None:
         doc.data = _build(node, (), doc, 0, [0])
     return doc
 
 
 _BREAK = re.compile(r"\r\n|\r|\n")  # (a text with YAML's other breaks is not swapped in)
+_ODD = re.compile("[\x85\u2028\u2029]")  # line breaks to YAML 1.1, not to editors or git
+
+
+def _place(doc: Located, mark: Any) -> dict[str, int]:
+    line, column = _at(doc.text, doc.odd, mark)
+    return {"line": line, "column": column}
+
+
+def _at(text: str, odd: bool, mark: Any) -> tuple[int, int]:
+    """(line, column) of a PyYAML mark, as editors and git count lines: YAML also breaks a
+    line at U+0085, U+2028 and U+2029 (`odd`: the text holds one)."""
+    return _line_column(text, mark.index) if odd else (mark.line + 1, mark.column + 1)
+
+
+def _line_column(text: str, index: int) -> tuple[int, int]:
+    before = text[:index]
+    return len(_BREAK.findall(before)) + 1, index - max(before.rfind("\n"), before.rfind("\r"))
 
 
 def with_id(doc: Located, path: Path, new: str) -> str | None:
@@ -171,9 +202,9 @@ def _compose(text: str) -> yaml.Node | None:
     import yaml
     depth = 0
     for events, event in enumerate(yaml.parse(text, Loader=loader()), start=1):
-        if events > MAX_NODES:
-            raise ConfigError("YAML document too large (too many nodes)")
         mark: Any = event.start_mark  # libyaml's Mark has the same line and column
+        if events > MAX_NODES:
+            raise _TooMany(mark)
         if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
             raise yaml.MarkedYAMLError(problem="anchors and aliases are not allowed in pq files",
                                        problem_mark=mark)
@@ -185,6 +216,10 @@ def _compose(text: str) -> yaml.Node | None:
         elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
             depth -= 1
     return yaml.compose(text, Loader=loader())
+
+
+class _TooMany(Exception):
+    """More YAML nodes than pq reads (args: the mark of the first one past)."""
 
 
 @cache
@@ -207,23 +242,22 @@ def _constructor() -> Any:
 def _build(node: yaml.Node, path: Path, doc: Located, depth: int, counter: list[int]) -> Any:
     import yaml
     counter[0] += 1
-    doc.marks[path] = (node.start_mark.line + 1, node.start_mark.column + 1)
+    doc.marks[path] = _at(doc.text, doc.odd, node.start_mark)
     if isinstance(node, yaml.MappingNode):
         result: dict[str, Any] = {}
         for key_node, value_node in node.value:
             if not isinstance(key_node, yaml.ScalarNode):
                 raise ConfigError("mapping keys must be plain strings", path=doc.filename,
-                                  line=key_node.start_mark.line + 1,
-                                  column=key_node.start_mark.column + 1)
+                                  **_place(doc, key_node.start_mark),
+                                  hint="write the key as a plain name (`notes:`)")
             if key_node.tag == "tag:yaml.org,2002:merge":
                 raise ConfigError("YAML merge keys (<<) are not allowed in pq files",
-                                  path=doc.filename, line=key_node.start_mark.line + 1,
-                                  column=key_node.start_mark.column + 1)
+                                  path=doc.filename, **_place(doc, key_node.start_mark),
+                                  hint="write the keys out in the mapping")
             key = str(key_node.value)
             if key in result:
                 raise ConfigError(f"duplicate key {key!r}", path=doc.filename,
-                                  line=key_node.start_mark.line + 1,
-                                  column=key_node.start_mark.column + 1,
+                                  **_place(doc, key_node.start_mark),
                                   hint="keep only one")
             result[key] = _build(value_node, path + (key,), doc, depth + 1, counter)
         return result
@@ -233,8 +267,7 @@ def _build(node: yaml.Node, path: Path, doc: Located, depth: int, counter: list[
     if node.tag == "tag:yaml.org,2002:int" and len(node.value) > 100:  # (Python reads
         # 4300 digits at most, and its refusal names a Python setting)
         raise ConfigError(f"a number of {len(node.value)} characters, more than any value "
-                          "pq reads", path=doc.filename, line=node.start_mark.line + 1,
-                          column=node.start_mark.column + 1,
+                          "pq reads", path=doc.filename, **_place(doc, node.start_mark),
                           hint="quote it to keep it as text, or write a smaller number")
     try:
         value = _constructor().construct_object(node, deep=True)
@@ -242,7 +275,7 @@ def _build(node: yaml.Node, path: Path, doc: Located, depth: int, counter: list[
         # KeyError, ... for a tagged scalar (`!!int x`, `!!bool maybe`): all the file's fault
         first = (str(exc).splitlines() or [type(exc).__name__])[0]
         raise ConfigError(f"bad value: {first}", path=doc.filename,
-                          line=node.start_mark.line + 1, column=node.start_mark.column + 1,
+                          **_place(doc, node.start_mark),
                           hint=f"write a plain value there (no `{node.tag.rsplit(':', 1)[-1]}` "
                                "tag), or quote it") from None
     # Dates and binary scalars become strings: pq files hold only plain data.
