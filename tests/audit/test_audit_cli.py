@@ -81,6 +81,8 @@ def test_table_shows_every_workaround_and_condition(tmp_path: Path) -> None:
     ({"covers": ["pkg/a\0b.py"]}, "covers", "not a path inside the repository"),
     ({"mre": "../elsewhere"}, "mre", "not a path inside the repository"),
     ({"mre": "tests/repro"}, "mre", "is outside the queue"),
+    # (a finding prints it on a line: a line break in it wrote lines of its own choosing)
+    ({"mre": "mre/x\n  passed      audit"}, "mre", "holds a control character"),
     ({"remove-when": ["paddle >= 3.4"]}, "remove-when", "did you mean `remove_when`?"),
     ({"marker": "none"}, "marker", "must say why"),
 ])

@@ -646,3 +646,13 @@ def test_init_refuses_a_series_file_too_large_for_pq_to_read_before_writing_it(
     assert not (fork / "series.yaml").exists()
     assert not list(fork.glob("patches/*.patch"))
     assert git(fork, "log", "-1", "--format=%s").startswith("glue word")
+
+
+def test_a_patches_folder_that_is_a_link_is_refused_where_it_is_read(fork: Path) -> None:
+    """git commits a link, not the files behind it: `pq series`, lint and export took the
+    linked folder, and once committed, `pq check` and the hook refused every patch as
+    missing, naming fixes that did nothing."""
+    (fork / "patches").rename(fork.parent / "shared-patches")
+    (fork / "patches").symlink_to(fork.parent / "shared-patches")
+    one_line_error(pq(fork, "series", ok=False), "patches is a link; pq keeps patch files "
+                   "in a folder", "put the folder it names in its place")

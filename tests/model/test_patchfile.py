@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from pq.errors import ConfigError
 from pq.git.objects import Person
 from pq.model import diff as diffs
-from pq.model import patchfile
+from pq.model import mailheader, patchfile
 from pq.model.patchfile import PatchFile
 
 AUTHOR = Person("A U Thor", "author@example.com", "1700000000 +0100")
@@ -330,3 +330,23 @@ def test_a_date_past_gits_signed_time_is_refused() -> None:
         with pytest.raises(ConfigError, match="bad Date: header"):
             patchfile.parse(f"From: a <a@b>\nDate: {epoch} +0000\nSubject: s\n\n".encode(),
                             "p.patch")
+
+
+def test_a_bare_from_address_and_an_empty_message_read_as_git_am_reads_them(
+        tmp_path: Path) -> None:
+    """`From: dev@example.com` (the form many mail clients write) and `<dev@example.com>`:
+    `git am` takes the address for the name, where pq read an empty name (a commit git then
+    refuses to rewrite: "empty ident name"); `git format-patch` of a commit with an empty
+    message: `git am` gives it back empty, pq gave "\\n"."""
+    import subprocess
+
+    for value in ("dev@example.com", "<dev@example.com>"):
+        assert mailheader.read_address(value) == ("dev@example.com", "dev@example.com")
+    subprocess.run(["git", "-C", str(tmp_path), "init", "-q"], check=True)
+    (tmp_path / "a.txt").write_text("one\n")
+    subprocess.run(["git", "-C", str(tmp_path), "add", "a.txt"], check=True)
+    subprocess.run(["git", "-C", str(tmp_path), "-c", "user.name=A", "-c", "user.email=a@b",
+                    "commit", "-q", "--allow-empty-message", "-m", ""], check=True)
+    data = subprocess.run(["git", "-C", str(tmp_path), "format-patch", "--root", "-1",
+                           "--stdout", "HEAD"], check=True, capture_output=True).stdout
+    assert patchfile.parse(data, "p.patch").message == ""

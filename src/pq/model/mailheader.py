@@ -103,7 +103,9 @@ def read_address(value: str) -> tuple[str, str] | None:
         return None
     if not name.strip() and not mail:
         return None  # git refuses an empty identity
-    return decode(name), mail
+    # A bare address (`From: dev@example.com`, `<dev@example.com>`): the address is the
+    # name too, as `git am` reads it (an empty name is no identity git writes).
+    return (decode(name) if name.strip() else mail), mail
 
 
 def date(raw_date: str) -> str:

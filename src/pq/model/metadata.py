@@ -241,6 +241,9 @@ def _mre(block: dict[str, Any], fail: Fail, series: Series) -> str | None:
         raise fail("mre", "`mre` must be a path such as `mre/<name>/`")
     path = value.strip().rstrip("/")
     parts = path.split("/")
+    if any(ord(c) < 0x20 or c == "\x7f" for c in path):  # (a finding prints it on a line)
+        raise fail("mre", f"mre {value!r} holds a control character (a line break, a tab)",
+                   "name the reproducer's folder with printable characters, e.g. `mre/<name>/`")
     if path.startswith("/") or ".." in parts or "." in parts or "\\" in path:
         raise fail("mre", f"mre {value!r} is not a path inside the repository",
                    "write it relative to the repository root, e.g. `mre/<name>/`")

@@ -109,6 +109,8 @@ def _plain_message(subject_value: str, body: bytes) -> str:
     """The message a plain patch file (no X-Pq-Message header) stands for."""
     subject = re.sub(r"^\[PATCH[^\]]*\] ?", "", subject_value)
     text = body.decode(*_ENC)
+    if not subject and not text:  # an empty message (`git commit --allow-empty-message`)
+        return ""
     return subject + "\n" + (("\n" + text) if text else "")
 
 

@@ -252,7 +252,8 @@ def _loads_cached(text: bytes, filename: str = SERIES_FILE, keep_in: Path | None
     if patches_data is None:
         patches_data = []
     if not isinstance(patches_data, list):
-        raise doc.error(("patches",), "`patches` must be a list")
+        raise doc.error(("patches",), "`patches` must be a list",
+                        hint="one `- name: ...` entry per patch (`patches: []` for none)")
     entries = []
     seen: dict[str, int] = {}
     for i, item in enumerate(patches_data):
@@ -313,10 +314,12 @@ def _entry(doc: yamldoc.Located, i: int, item: Any) -> PatchEntry:
     if summary is None:
         summary = ""
     if not isinstance(summary, str):
-        raise doc.error(path + ("summary",), f"patch {name}: `summary` must be a string")
+        raise doc.error(path + ("summary",), f"patch {name}: `summary` must be a string",
+                        hint="quote it: YAML reads yes, no, on, off and numbers as other values")
     workaround = item.get("workaround")
     if workaround is not None and not isinstance(workaround, dict):
-        raise doc.error(path + ("workaround",), f"patch {name}: `workaround` must be a mapping")
+        raise doc.error(path + ("workaround",), f"patch {name}: `workaround` must be a mapping",
+                        hint="its fields indented under it (`kind: ...`), as docs/audit.md shows")
     return PatchEntry(name=name, layer=layer, summary=summary, workaround=workaround, raw=item,
                       copies=_copies(doc, path, name, item))
 

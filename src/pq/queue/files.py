@@ -2,8 +2,7 @@
 
 Reading is strict (every listed patch exists, every patch file is listed); writing is
 atomic per file (temporary file, fsync, rename) and removes only patch files the new
-series no longer lists, so an interrupted write never leaves a half-written file.
-"""
+series no longer lists, so an interrupted write never leaves a half-written file."""
 
 from __future__ import annotations
 
@@ -59,9 +58,12 @@ def read_worktree(where: Git | Path, missing_ok: bool = False) -> Queue:
                                    "or `pq rebase --abort` ends it")
         raise _no_series(where)
     pdir = root / PATCHES_DIR
-    names: list[str] = []
-    if pdir.is_dir():
-        names = sorted(p.name for p in pdir.iterdir() if p.is_file() or p.is_symlink())
+    if pdir.is_symlink():  # git keeps a link, not the files behind it: commits lack them
+        raise ConfigError(f"{PATCHES_DIR} is a link; pq keeps patch files in a folder",
+                          hint=f"put the folder it names in its place (`rm {PATCHES_DIR}`, "
+                               f"then `cp -R` it there)")
+    names = sorted(p.name for p in pdir.iterdir() if p.is_file() or p.is_symlink()) \
+        if pdir.is_dir() else []
     raw = {SERIES_FILE: _read(path)}
     for name in names:
         p = pdir / name
@@ -71,8 +73,7 @@ def read_worktree(where: Git | Path, missing_ok: bool = False) -> Queue:
     series = series_mod.loads(clean[SERIES_FILE], SERIES_FILE, where.pq_dir())
     for entry in series.patches:  # (a link is refused below)
         require_no_folder_at(pdir / entry.name, rel=f"{PATCHES_DIR}/{entry.name}")
-    gone = {e.name for e in series.patches if missing_ok and not (pdir / e.name).is_symlink()
-            and not (pdir / e.name).exists()}
+    gone = {e.name for e in series.patches if missing_ok and not os.path.lexists(pdir / e.name)}
     if gone:  # not gone, only out of a sparse checkout: not written there
         _require_checked_out(where, series)
     try:
@@ -122,15 +123,14 @@ def _no_series(git: Git) -> ConfigError:
     if git.ls_files([SERIES_FILE], cached=True, literal=True):
         return ConfigError("deleted from the working tree (git tracks it)", path=SERIES_FILE,
                            hint=f"`git checkout -- {SERIES_FILE}` brings it back")
-    return ConfigError(f"no {SERIES_FILE} in {git.root}",
-                       hint="run `pq init --upstream <upstream ref>` first")
+    return ConfigError(f"no {SERIES_FILE} in {git.root}", hint="run `pq init --upstream "
+                       "<upstream ref>` first")
 
 
 def _require_checked_out(git: Git, series: Series) -> None:
     """Refuse patch files a sparse checkout leaves out of the working tree: they are
     there, in the index and in HEAD, just not on disk."""
-    absent = git.outside_sparse_checkout([f"{PATCHES_DIR}/{e.name}" for e in series.patches])
-    if absent:
+    if absent := git.outside_sparse_checkout([f"{PATCHES_DIR}/{e.name}" for e in series.patches]):
         more = f" and {len(absent) - 1} more" if len(absent) > 1 else ""
         raise ConfigError(f"{absent[0]}{more} {'are' if more else 'is'} outside the sparse "
                           "checkout: pq reads the series from the working tree",
