@@ -116,7 +116,7 @@ def test_a_rebase_of_a_verified_queue_takes_its_diffs_from_the_patch_files(
         pq(fork, "rebase", "upstream/main")
         monkeypatch.delenv("GIT_TRACE")
         diffed = sum(1 for ln in trace.read_text().splitlines()
-                     if "diff-tree --stdin --always -p" in ln)
+                     if "diff-tree --stdin --always --root -p" in ln)
         log = git(fork, "log", "--format=%T %s%n%b", "upstream/main..HEAD")
         results.append((log, snapshot_queue(fork), diffed))
     assert results[0][:2] == results[1][:2]

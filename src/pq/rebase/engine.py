@@ -205,6 +205,8 @@ def _checked_stack(git: Git, branch: str, queue: Queue, ref: str, onto: str, for
         if fresh.files == queue.files and fresh.series.dumps() == queue.series_bytes and (
                 verified.as_last_written(git, head, queue)):
             verified.remember(git, head, queue)
+    if not force:  # (after the stack: a branch rebased outside pq is named as such first)
+        refusals.require_on_the_base_line(git, ref, onto, old_base, crossed)
     if stack and onto != old_base and not force and stack[0].commit in crossed:
         first = stack[0].commit
         own = f"{branch.removeprefix('refs/heads/')}'s own patch commit {first[:12]} (" \

@@ -318,16 +318,21 @@ def require_pre_rebase_hook(git: Git, upstream: str) -> str | None:
 
 def require_forward(git: Git, ref: str, onto: str, old_base: str, crossed: Collection[str]
                     ) -> None:
-    """Refuse (unless forced) an `onto` that moves the series back (an ancestor of the
-    base: `crossed`, old_base..onto, is empty) or off the base's line (a release branch,
-    an upstream rewritten: commits of the base it lacks would be left out, where `git
-    rebase` replays them as the fork's)."""
+    """Refuse (unless forced) an `onto` that moves the series back: an ancestor of the
+    base (`crossed`, old_base..onto, is empty)."""
     if onto != old_base and not crossed:
         raise ConfigError(f"{ref} ({onto[:12]}) is an ancestor of the series base "
                           f"{old_base[:12]}: rebasing onto it moves the series back to an "
                           "older upstream (a stale or mistyped ref?)",
                           hint=f"check the ref (`git fetch` it?); `pq rebase --force {ref}` "
                                "rebases onto it anyway")
+
+
+def require_on_the_base_line(git: Git, ref: str, onto: str, old_base: str,
+                             crossed: Collection[str]) -> None:
+    """Refuse (unless forced) an `onto` off the base's line (a release branch, an upstream
+    rewritten): the commits of the base it lacks would be left out, where `git rebase`
+    replays them as the fork's."""
     if crossed and not git.is_ancestor(old_base, onto):  # (the range listed: no process)
         raise ConfigError(
             f"{ref} ({onto[:12]}) lacks {git.count(f'{onto}..{old_base}')} commit(s) of the "
