@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from importlib import metadata
@@ -150,7 +151,10 @@ def test_upstream_contains_reads_files_not_folders(tmp_path: Path) -> None:
              "upstream-contains: tinyop/compile.py: torch.compile(fn)",
              "upstream-contains: README.md: torch"]
     fork = build_fork(tmp_path, library_only(conds))
-    assert [s for _, s in states(audit_json(fork))] == ["not met", "not met", "met", "not met"]
+    data = audit_json(fork)
+    assert [s for _, s in states(data)] == ["not met", "not met", "met", "not met"]
+    # a folder is said to be no file (it was said not to exist, though upstream has it)
+    assert "tinyop is no file in" in json.dumps(data)
 
 
 def test_upstream_option_overrides_the_series_ref(tmp_path: Path) -> None:

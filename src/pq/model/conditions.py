@@ -201,7 +201,8 @@ def _upstream(cond: Condition, facts: Facts) -> ConditionState:
     at = f"{facts.upstream_ref} at {facts.upstream_commit[:12]}"
     data = facts.upstream_files.get(cond.file)
     if data is None:
-        return ConditionState(cond, NOT_MET, f"{cond.file} does not exist in {at}")
+        return ConditionState(cond, NOT_MET, f"{cond.file} is no file in {at} (absent, or a "
+                              "folder: the condition reads one file's text)")
     if cond.needle.encode("utf-8") in data:
         return ConditionState(cond, MET, f"found in {cond.file} ({at})")
     return ConditionState(cond, NOT_MET, f"not in {cond.file} ({at})")
