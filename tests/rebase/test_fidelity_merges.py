@@ -604,17 +604,26 @@ def test_patch_ids_see_files_as_git_does(tmp_path: Path, attributes: str, base: 
     assert_agree(c)
 
 
+def series_beside_gits(tmp: Path, base: dict[str, str], patch: dict[str, str]
+                       ) -> tuple[Path, Path, Path]:
+    """(upstream, a fork whose one patch writes `patch`, its series committed, and a copy
+    of the fork taken before `pq init`, for `git rebase`)."""
+    up = make_upstream(tmp / "upstream", base)
+    fork = make_fork(tmp, up)
+    for path, text in patch.items():
+        write(fork, path, text)
+    commit_all(fork, "python-glue: the patch")
+    by_git = tmp / "by-git"
+    shutil.copytree(fork, by_git, symlinks=True)
+    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    return up, fork, by_git
+
+
 def test_a_patch_an_upstream_root_commit_holds_is_dropped_naming_it(tmp_path: Path) -> None:
     """Upstream merged an unrelated history (a vendored tree) whose root commit adds the
     very file a patch adds: git's patch ids match, and `git rebase` drops the patch. pq
     diffed no root commit (its diff came back empty) and stopped on an add/add conflict."""
-    up = make_upstream(tmp_path / "upstream", BASE)
-    fork = make_fork(tmp_path, up)
-    write(fork, "vendor/y.txt", "y1\ny2\n")
-    commit_all(fork, "python-glue: vendor y")
-    by_git = tmp_path / "by-git"
-    shutil.copytree(fork, by_git, symlinks=True)
-    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    up, fork, by_git = series_beside_gits(tmp_path, BASE, {"vendor/y.txt": "y1\ny2\n"})
     git(up, "switch", "-q", "--orphan", "vendor")
     write(up, "vendor/y.txt", "y1\ny2\n")
     root = commit_all(up, "vendor: add y.txt")
@@ -666,14 +675,9 @@ def test_a_merge_reads_settings_a_conditional_include_gives_the_repository(
     `gitdir:` named that one and `onbranch:` no branch, and merged the file as text (a
     conflict where `git rebase` drops the patch)."""
     outcomes = {}
-    up = make_upstream(tmp_path / "upstream", {**BASE, ".gitattributes": "gen.txt merge=keep\n",
-                                               "gen.txt": "one\ntwo\n"})
-    fork = make_fork(tmp_path, up)
-    write(fork, "gen.txt", "one\ntwo fork\n")
-    commit_all(fork, "fork: gen")
-    by_git = tmp_path / "by-git"
-    shutil.copytree(fork, by_git, symlinks=True)
-    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    up, fork, by_git = series_beside_gits(
+        tmp_path, {**BASE, ".gitattributes": "gen.txt merge=keep\n", "gen.txt": "one\ntwo\n"},
+        {"gen.txt": "one\ntwo fork\n"})
     write(up, "gen.txt", "one\ntwo upstream\n")
     commit_all(up, "upstream: gen")
     for repo in (fork, by_git):
