@@ -331,8 +331,9 @@ def test_a_sha256_repository_keeps_an_odd_author_line_as_git_does(
 
 def test_a_patch_from_an_address_alone_applies_as_a_commit_git_fsck_accepts(
         tmp_path: Path) -> None:
-    """`From: a@x` (no name): the commit's author line keeps a space before the `<`, as
-    `author  <a@x>` passes git fsck and `author <a@x>` does not (missingNameBeforeEmail)."""
+    """`From: a@x` (no name): the address is the name too, as `git am` reads it (pq wrote
+    `author  <a@x>`: git fsck passes it, but git refuses to write an empty name again, so
+    `git commit --amend` and `git rebase` of it failed)."""
     import subprocess
 
     fork = make_fork(tmp_path)
@@ -344,7 +345,8 @@ def test_a_patch_from_an_address_alone_applies_as_a_commit_git_fsck_accepts(
     commit_all(fork, "by hand: an address alone")
     pq(fork, "apply", "-b", "applied")
     first = revs(fork, "upstream/main..applied")[0]
-    assert b"\nauthor  <nobody@example.com> " in b"\n" + commit_bytes(fork, first)
+    assert b"\nauthor nobody@example.com <nobody@example.com> " in b"\n" + commit_bytes(
+        fork, first)
     fsck = subprocess.run(["git", "fsck", "--no-dangling"], cwd=fork, capture_output=True)
     assert b"missingNameBeforeEmail" not in fsck.stdout + fsck.stderr
 
