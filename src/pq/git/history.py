@@ -86,7 +86,10 @@ class History(WorkingTree):
         rebase` does, where notes.rewriteRef (or GIT_NOTES_REWRITE_REF) names the notes to
         copy; no process where the repository holds no notes at all."""
         packed = self.common_dir / "packed-refs"
-        if not (any((self.common_dir / "refs" / "notes").glob("*")) or (
-                packed.is_file() and b" refs/notes/" in packed.read_bytes())):
-            return
+        try:
+            if not (any((self.common_dir / "refs" / "notes").glob("*")) or (
+                    packed.is_file() and b" refs/notes/" in packed.read_bytes())):
+                return
+        except OSError:
+            pass  # git says whether it can
         self.run("notes", "copy", "--for-rewrite=rebase", input=rewritten)

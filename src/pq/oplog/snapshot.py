@@ -101,7 +101,7 @@ def _made_by_the_rebase(git: Git) -> set[str]:
     try:  # (a state pq did not write names none: `pq status` says what is wrong with it)
         data = json.loads((git.pq_dir() / REBASE_STATE).read_bytes())
         ids = {data["tip"], data.get("new_tip"), *(s.get("new_commit") for s in data["steps"])}
-    except (OSError, ValueError, LookupError, TypeError, AttributeError):
+    except (OSError, ValueError, LookupError, TypeError, AttributeError, RecursionError):
         return set()
     found = sorted(i for i in ids if isinstance(i, str) and HEX_ID.fullmatch(i))
     return {i for i, got in zip(found, git.odb.read_many(found), strict=True)
