@@ -46,13 +46,20 @@ class TempIndex:
         parent = self.git.pq_dir() / "tmp"
         import tempfile  # ~5 ms, for the commands that merge
 
-        parent.mkdir(parents=True, exist_ok=True)
-        self.dir = tempfile.TemporaryDirectory(prefix=f"index-{os.getpid()}-", dir=parent)
-        env = {"GIT_INDEX_FILE": os.path.join(self.dir.name, "index")}
+        for again in (True, True, False):  # another pq removes the folder when it is empty
+            parent.mkdir(parents=True, exist_ok=True)
+            try:
+                made = tempfile.TemporaryDirectory(prefix=f"index-{os.getpid()}-", dir=parent)
+                break
+            except FileNotFoundError:
+                if not again:
+                    raise
+        self.dir = made
+        env = {"GIT_INDEX_FILE": os.path.join(made.name, "index")}
         try:
             self.git.run(*NO_HOOKS, "read-tree", self.tree, env=env)  # (post-index-change)
         except BaseException:
-            self.dir.cleanup()
+            made.cleanup()
             raise
         return env
 
