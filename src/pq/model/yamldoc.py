@@ -97,14 +97,14 @@ def load(text: bytes, filename: str, kept_in: pathlib.Path | None = None) -> Loc
         mark = exc.problem_mark or exc.context_mark
         problem = (exc.problem or exc.context or "invalid YAML").strip()
         where = _at(decoded, odd, mark) if mark else (None, None)
-        if found := _ODD.search(decoded):  # where it broke a line no editor shows broken
+        if odd and (found := _ODD.search(decoded)):  # where it broke a line no editor shows
             line, column = _line_column(decoded, found.start())
             problem += (f" (the file holds U+{ord(found.group()):04X} at line {line}, column "
                         f"{column}: a line break to YAML, which no editor shows)")
         raise ConfigError(f"invalid YAML: {problem}", path=filename, line=where[0],
                           column=where[1],
                           hint="remove the line break characters YAML reads (U+0085, U+2028, "
-                               "U+2029)" if _ODD.search(decoded) else
+                               "U+2029)" if odd else
                                "fix the syntax at that position") from None
     except _TooMany as exc:
         line, column = _at(decoded, odd, exc.args[0])

@@ -43,8 +43,8 @@ def clean_forms(git: Git, raw: dict[str, bytes]) -> dict[str, bytes]:
     if not paths:
         return clean
     out = git.hash_files(paths)
-    stored = dict(zip(paths, out, strict=True))
-    converted = [p for p in paths if b"\r\n" in raw[p] and git.hash_blob(raw[p]) != stored[p]]
+    same = {p for p, oid in zip(paths, out, strict=True) if git.hash_blob(raw[p]) == oid}
+    converted = [p for p in paths if b"\r\n" in raw[p] and p not in same]
     for path, blob in _indexed(git, converted).items():
         if _checked_out(blob) == raw[path]:  # the committed file, with its own CRs: the
             clean[path] = blob  # checkout's LF -> CRLF cannot be undone from its bytes
@@ -53,7 +53,7 @@ def clean_forms(git: Git, raw: dict[str, bytes]) -> dict[str, bytes]:
         lf = checkout_undone(data)
         if path in clean:
             continue
-        if git.hash_blob(data) == oid:
+        if path in same:
             clean[path] = data
         elif lf is not data and git.hash_blob(lf) == oid:
             clean[path] = lf  # a checkout's LF -> CRLF

@@ -141,13 +141,18 @@ def conflicts(git: Git, onto: str | None = None) -> list[ConflictFile]:
              for path, (code, _) in unmerged.items() if code in BY_AN_EARLIER_PATCH}
     upstream = {p for *_, p in git.ls_tree(onto, sorted(set(named.values())))} \
         if onto and named else set()
+    # An AU file upstream lacks that the stack so far lacks too: git moved it (a folder the
+    # patch renames, where upstream added it), not an earlier patch.
+    moved = sorted(named[p] for p, (code, _) in unmerged.items()
+                   if code == "AU" and named[p] not in upstream)
+    in_stack = {p for *_, p in git.ls_tree("HEAD", moved)} if onto and moved else set()
     for path, (code, submodule) in sorted(unmerged.items()):
         kind, fix = KINDS[code]
         # Deleted although upstream has it, or added although upstream has it not.
         if onto and code in BY_AN_EARLIER_PATCH and (named[path] in upstream) == (
                 code == "DU"):
             kind = BY_AN_EARLIER_PATCH[code]
-            if code == "AU" and not git.ls_tree("HEAD", [named[path]]):  # nor the stack
+            if code == "AU" and named[path] not in in_stack:
                 kind = ("upstream's file, moved here by git: the patch renames the folder "
                         "upstream added it to")
         if submodule and code != "DD":
