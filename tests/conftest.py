@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -57,3 +58,15 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if item.path.name in SLOW_MODULES:
             item.add_marker(pytest.mark.slow)
+
+
+@pytest.fixture
+def one_thread() -> None:
+    """`forked` forks only where no other thread runs: one an earlier test left (a timer)
+    is waited for here, and named where it outlives the wait."""
+    import threading
+
+    deadline = time.monotonic() + 30
+    while threading.active_count() > 1 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert threading.active_count() == 1, threading.enumerate()

@@ -178,8 +178,13 @@ def test_a_held_command_gets_all_its_input_however_long_it_runs() -> None:
     with hold.held(True) as h:
         proc = subprocess.Popen([sys.executable, "-c", reader], stdin=subprocess.PIPE,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        threading.Timer(20, proc.kill).start()  # the bug: a hang, made a failure here
-        out, _ = h.communicate(proc, b"x" * 300_000)
+        guard = threading.Timer(20, proc.kill)  # the bug: a hang, made a failure here
+        guard.start()
+        try:
+            out, _ = h.communicate(proc, b"x" * 300_000)
+        finally:
+            guard.cancel()
+            guard.join()
     assert out.strip() == b"300000"
 
 
@@ -211,3 +216,80 @@ def test_an_interrupt_as_the_command_starts_still_stops_its_group(tmp_path: Path
     for pid in running:
         process.signal_group(pid, 9)
     assert len(left) == len(pidfiles) and not running
+
+
+needs_two_cores = pytest.mark.skipif(process.usable_cores() < 2 or not hasattr(os, "fork"),
+                                     reason="forked runs nothing where it would not pay")
+alone = pytest.mark.usefixtures("one_thread")
+
+
+
+
+@needs_two_cores
+@alone
+def test_forked_work_runs_in_another_process_and_its_value_comes_back() -> None:
+    child = process.forked(lambda: (os.getpid(), {"found": [1, 2]}))
+    assert child is not None
+    pid, value = child.result()
+    assert pid == child.pid != os.getpid()
+    assert value == {"found": [1, 2]}
+
+
+@needs_two_cores
+@alone
+def test_what_forked_work_raised_is_raised_here_and_words_stand_for_what_cannot_travel(
+) -> None:
+    child = process.forked(lambda: int("not a number"))
+    assert child is not None
+    with pytest.raises(ValueError, match="not a number"):
+        child.result()
+
+    class Local(Exception):  # a class pickle cannot find by name
+        pass
+
+    def raise_local() -> None:
+        raise Local("kept in words")
+
+    child = process.forked(raise_local)
+    assert child is not None
+    with pytest.raises(RuntimeError, match="Local: kept in words"):
+        child.result()
+
+
+@needs_two_cores
+@alone
+def test_a_forked_child_killed_before_it_answers_is_an_error_and_cancel_reaps_it(
+        tmp_path: Path) -> None:
+    started = tmp_path / "started"
+
+    def hang() -> None:
+        started.write_text(str(os.getpid()))
+        time.sleep(60)
+
+    child = process.forked(hang)
+    assert child is not None
+    os.kill(read_pid(started), 9)
+    with pytest.raises(RuntimeError, match="without an answer .killed by SIGKILL"):
+        child.result()
+    started.unlink()
+    child = process.forked(hang)
+    assert child is not None
+    pid = read_pid(started)
+    child.cancel()
+    assert gone(pid)
+    with pytest.raises(ChildProcessError):  # reaped: no zombie left behind
+        os.waitpid(pid, os.WNOHANG)
+
+
+@alone
+def test_nothing_is_forked_beside_another_thread() -> None:
+    import threading
+
+    release = threading.Event()
+    beside = threading.Thread(target=release.wait)
+    beside.start()
+    try:
+        assert process.forked(lambda: 1) is None  # a lock that thread held would stay held
+    finally:
+        release.set()
+        beside.join()

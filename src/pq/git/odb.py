@@ -60,6 +60,7 @@ class ObjectDB:
         self.object_format = object_format
         self._hash_object_w = hash_object_w  # git's own writer (the gateway's verb)
         self._proc: subprocess.Popen[bytes] | None = None
+        self._inherited: subprocess.Popen[bytes] | None = None  # a forked child's parent's
         self._cache: dict[str, RawObject] = {}
         self._reading = threading.Lock()  # one request and its answer at a time on cat-file
         self._loose: str | bool | None = None  # the objects folder, or False: use git
@@ -196,6 +197,14 @@ class ObjectDB:
                     with contextlib.suppress(OSError):
                         stream.close()
             proc.wait()
+
+    def after_fork(self) -> None:
+        """In a forked child (pq.git.process.forked): read through a cat-file of its own
+        from now on, the objects read so far kept. The parent's is left as it is: its pipes
+        are the parent's, and a request from here would tear its answers."""
+        self._inherited = self._proc  # not collected here: its Popen would wait on it
+        self._proc = None
+        self._reading = threading.Lock()
 
     def _discard(self) -> None:
         """Kill cat-file, whose answers are out of step with our requests now."""

@@ -348,7 +348,7 @@ def check_markers(git: Git, ctx: CheckContext) -> list[CheckFailure]:
 
 
 @check("audit", "the workaround audit reports no errors", needs=("series",),
-       module="pq.audit.api")
+       module="pq.audit.api", forks=True)
 def check_audit(git: Git, ctx: CheckContext) -> list[CheckFailure]:
     try:
         from pq.audit.api import run_audit
