@@ -6,15 +6,16 @@ checkpoint; PQ_FAULT_LOG=FILE appends each checkpoint's label, to count them fir
 With PQ_FAULT_RUN=CMD as well, pq runs the shell command CMD at that checkpoint and goes on
 instead (tests use it to change the repository, say `git commit`, while pq works); its
 output goes to pq's stderr. Only the main thread has checkpoints: the threads pq starts
-(a rebase's `git status` while it reads its stack and its `git log` of the upstream range
-while it builds its state, a snapshot's look at a conflict, the drift scan alongside a
-landing, the pre-push checks) change nothing a kill could leave half done, and counting
-their steps would make the numbering depend on timing; before a fault fires, all but the
-pre-push checks are waited for (pq.background), so that none of their git
-processes still holds a lock (`git status` refreshing the index) at that moment. This
-module starts no process itself: pq.git.process, the one place that does, registers the
-runner for PQ_FAULT_RUN when it loads (every checkpoint is reached through the git layer
-or after it has loaded).
+(a rebase's `git status` while it reads its stack and its `git log` of the upstream
+range while it builds its state, a snapshot's look at a conflict, the drift scan
+alongside a landing, the pre-push checks) change nothing a kill could leave half done,
+and counting their steps would make the numbering depend on timing (nor has a forked
+child: the push's audit, see pq.git.process.forked); before a fault fires, all but the
+pre-push checks are waited for (pq.background), so that none of their git processes
+still holds a lock (`git status` refreshing the index) at that moment. This module
+starts no process itself: pq.git.process, the one place that does, registers the runner
+for PQ_FAULT_RUN when it loads (every checkpoint is reached through the git layer or
+after it has loaded).
 """
 
 from __future__ import annotations

@@ -281,6 +281,22 @@ def test_a_forked_child_killed_before_it_answers_is_an_error_and_cancel_reaps_it
         os.waitpid(pid, os.WNOHANG)
 
 
+@needs_two_cores
+@alone
+def test_a_forked_child_has_no_fault_checkpoints(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """As pq's threads have none: a kill numbered by a count that a child's steps entered
+    in turn with the parent's would land somewhere else each run."""
+    from pq import faults
+
+    monkeypatch.setenv("PQ_FAULT_LOG", str(log := tmp_path / "checkpoints"))
+    child = process.forked(lambda: faults.checkpoint("in the child"))
+    assert child is not None
+    child.result()
+    faults.checkpoint("in the parent")
+    assert log.read_text().split()[1:] == ["in", "the", "parent"]
+
+
 @alone
 def test_nothing_is_forked_beside_another_thread() -> None:
     import threading

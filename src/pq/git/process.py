@@ -300,9 +300,10 @@ def forked(fn: Callable[[], T]) -> Forked[T] | None:
     lock with the work beside it. Its value, or what it raised, comes back pickled through
     a pipe. None where a child would not pay or is not safe: no `os.fork`, one usable core,
     or another thread running (a lock it held would stay held in the child); the caller
-    runs `fn` itself then. The child ends with `os._exit` (no atexit handlers, no flush of
-    buffers it shares with this process); `fn` must not use this process's pipes to its
-    own children (`Gateway.after_fork` gives a repository's reader its own)."""
+    runs `fn` itself then. The child has no fault checkpoints, as a thread has none, and
+    ends with `os._exit` (no atexit handlers, no flush of buffers it shares with this
+    process); `fn` must not use this process's pipes to its own children
+    (`ObjectDB.after_fork` gives a repository's object reader its own)."""
     if not hasattr(os, "fork") or usable_cores() < 2 or threading.active_count() > 1:
         return None
     import pickle
@@ -313,6 +314,8 @@ def forked(fn: Callable[[], T]) -> Forked[T] | None:
         code = 0
         try:
             os.close(reading)
+            for name in ("PQ_FAULT_AT", "PQ_FAULT_LOG"):  # its steps are a thread's (pq.faults)
+                os.environ.pop(name, None)
             try:
                 answer = pickle.dumps((True, fn()))
             except BaseException as exc:
