@@ -1208,6 +1208,8 @@ def test_a_filter_that_fails_half_way_through_a_stop_names_the_abort_that_works(
     git(fork, "config", "filter.kw.smudge", "cat")
     refused = pq(fork, "rebase", "--continue", ok=False)
     assert refused.exit_code == 2 and "--abort" in refused.output
+    assert json.loads(pq(fork, "status", "--json").stdout)["rebase"]["next"] == [
+        "pq rebase --abort --force"]
     pq(fork, "rebase", "--abort", "--force")
     assert whole_state(fork) == before
 
@@ -1459,6 +1461,10 @@ def test_an_abort_after_git_was_stopped_showing_the_conflict_names_its_half_writ
     assert "git was stopped while it wrote the files of the rebase's conflict" in refused.output
     assert "commit them" not in refused.output
     assert "`pq rebase --abort --force` puts paddle's files back" in refused.output
+    said = pq(fork, "status")  # not the bare --abort, which refuses
+    assert "next: " in said.output and "`pq rebase --abort --force` puts" in said.output
+    assert json.loads(pq(fork, "status", "--json").stdout)["rebase"]["next"] == [
+        "pq rebase --abort --force"]
     pq(fork, "rebase", "--abort", "--force")
     assert git(fork, "rev-parse", "HEAD") == tip
     assert git(fork, "status", "--porcelain") == ""

@@ -247,8 +247,12 @@ def status(git: Git) -> RebaseStatus | None:
                 require_in_place(git, state, "continue")
         except ConfigError as exc:
             st.blocked = exc.render()
-    else:
-        st.next = ["pq rebase --abort"]
+    else:  # interrupted: the abort is the way back, forced where it refuses (git stopped
+        refused = abort_refusals(git, state)  # half-way through the files of a stop)
+        if refused:
+            st.blocked = "; ".join(exc.render() for _, exc in refused)
+        st.next = ["pq rebase --abort" + " --force" * (bool(refused) and not abort_refusals(
+            git, state, force=True))]
     return st
 
 
