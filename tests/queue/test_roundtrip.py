@@ -665,3 +665,65 @@ def test_a_new_patch_amended_after_its_export_was_committed_is_no_hand_edit(
     pq(fork, "export", "--commit")
     assert "F = 55" in (fork / "patches/0005-python-glue-feat-5.patch").read_text()
     assert pq(fork, "check").exit_code == 0
+
+
+# Patch mails pq did not write, each with what `git am` reads otherwise than the mail's
+# own headers say: the author in the body (`git format-patch --from`), a reply's subject,
+# in-body Subject:/Date: lines after an empty line, a `[PATCH]` line, untidy white space.
+FOREIGN = {
+    "format-patch --from": (
+        b"From 1111111111111111111111111111111111111111 Mon Sep 17 00:00:00 2001\n"
+        b"From: Sender Person <sender@example.com>\n"
+        b"Date: Tue, 1 Dec 2026 10:00:00 +0000\nSubject: [PATCH] python-glue: change a\n\n"
+        b"From: Original Author <original@example.com>\n\nBody line one.\n"),
+    "a reply's subject": (
+        b"From: Maintainer <m@example.com>\nDate: Tue, 1 Dec 2026 10:00:00 +0000\n"
+        b"Subject: Re: [PATCH v2 1/3] [RFC]  python-glue:\tchange  a\n\n\n"
+        b"The body,   \ntrailing spaces and\n\n\n\ntoo many empty lines.\n\n\n"),
+    "in-body subject and date": (
+        b"From: Maintainer <m@example.com>\nDate: Tue, 1 Dec 2026 10:00:00 +0000\n"
+        b"Subject: [PATCH] placeholder\n\n\n"
+        b"subject: python-glue: the real\n subject, folded\nDATE:Wed, 2 Dec 2026 11:30:00 +0100\n"
+        b"\nFrom: after an empty line, the message\n"),
+    "a [PATCH] line": (
+        b"From: Maintainer <m@example.com>\nDate: Tue, 1 Dec 2026 10:00:00 +0000\n"
+        b"Subject: ignored\n\n[PATCH] python-glue: from the body\nSubject: not a header now\n\n"
+        b"Body.\n"),
+}
+
+
+@pytest.mark.parametrize("case", FOREIGN)
+def test_a_patch_mail_pq_did_not_write_makes_the_commit_git_am_makes(tmp_path: Path,
+                                                                     case: str) -> None:
+    """`pq apply` of a patch file from elsewhere reads it as `git am` does: the author a
+    `git format-patch --from` file names in its body (pq took the sender, and kept the
+    `From:` line in the message), the subject without `Re:` and bracketed prefixes, the
+    in-body Subject: and Date:, the message's white space cleaned."""
+    fork = series_fork(tmp_path, ("python-glue: change a", {"a.txt": "a\n"}))
+    patch = next((fork / "patches").iterdir())
+    diff = patch.read_bytes()[patch.read_bytes().index(b"\n---\n"):]
+    mail = tmp_path / "mail.patch"
+    mail.write_bytes(FOREIGN[case] + diff.lstrip(b"\n"))
+    patch.write_bytes(mail.read_bytes())
+    commit_all(fork, "a patch file from elsewhere")
+    pq(fork, "apply", "--branch", "applied")
+    other = tmp_path / "am"
+    git(tmp_path, "clone", "-q", str(tmp_path / "upstream"), str(other))
+    git(other, "am", "-q", str(mail))
+    shown = "--format=%an <%ae> %ad%n%B"
+    made = git(fork, "log", "-1", shown, "--date=raw", "applied~1")
+    made = re.sub(rf"\n\n?Pq-Patch: {re.escape(patch.name)}$", "", made)  # pq's own trailer
+    assert made == git(other, "log", "-1", shown, "--date=raw")
+
+
+def test_pq_reads_its_own_files_as_written_whatever_git_am_would_make_of_them(
+        tmp_path: Path) -> None:
+    """A commit whose subject starts with a bracketed tag and whose message starts with a
+    `From:` line: git am would take both (pq's files are not mails from elsewhere), pq's
+    own file keeps them, and the round trip is exact."""
+    fork = series_fork(tmp_path, ("[ROCm] python-glue: keep  the tag\n\nFrom: the docs, "
+                                  "not an author\n", {"a.txt": "a\n"}))
+    tip = git(fork, "rev-parse", "HEAD~1")
+    pq(fork, "apply", "--branch", "applied")
+    assert git(fork, "log", "-1", "--format=%B", "applied~1").startswith(
+        git(fork, "log", "-1", "--format=%B", tip))

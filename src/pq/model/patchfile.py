@@ -16,7 +16,7 @@ from functools import cached_property, lru_cache
 from pq.errors import ConfigError, OperationFailed
 from pq.git.objects import Person, subject_of
 from pq.model import diff as diffs
-from pq.model import mailheader
+from pq.model import mailheader, mailinfo
 
 MBOX_FROM = b"From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001\n"
 TRAILER = "Pq-Patch"
@@ -220,26 +220,13 @@ def _parse_cached(data: bytes, filename: str) -> PatchFile:
         if required not in keys:
             raise ConfigError(f"missing `{required.title()}:` header", path=filename, line=1,
                               hint=MAIL_FORM)
-    address = mailheader.read_address(keys["from"])
-    if address is None:
-        raise ConfigError(f"bad From: header {keys['from']!r}", path=filename,
-                          line=lines["from"],
-                          hint="write it as `Name <e-mail>`, or regenerate it with `pq export`")
-    name, mail = address
-    if "\n" in name + mail:  # it would end the commit's author line (git fsck: missingEmail)
-        raise ConfigError(f"bad From: header {keys['from']!r}: its name or e-mail holds a "
-                          "line break, which a commit's author line cannot",
-                          path=filename, line=lines["from"], hint="take it out of the From: "
-                                                                  "header")
-    date = mailheader.read_date(keys["date"])
-    if date is None:
-        raise ConfigError(f"bad Date: header {keys['date']!r}", path=filename,
-                          line=lines["date"],
-                          hint="use an RFC 2822 date from 1970 on, such as 'Tue, 01 Dec 2026 "
-                               "10:00:00 +0100'")
+    body_line = text[: head_end].count(b"\n") + 3 + (data.startswith(b"From ") and 1 or 0)
     subject_value = mailheader.decode(keys["subject"])
     subject = re.sub(r"^\[PATCH[^\]]*\] ?", "", subject_value)
-    body_line = text[: head_end].count(b"\n") + 3 + (data.startswith(b"From ") and 1 or 0)
+    # pq's own file (its zero-id `From ` line, its exact message's header) reads as written;
+    # any other as `git am` reads it (pq.model.mailinfo: in-body headers, the subject).
+    ours = data.startswith(MBOX_FROM) or MESSAGE_HEADER.lower() in keys
+    author = _author(keys, lines, filename)
     if MESSAGE_HEADER.lower() in keys:
         size = keys[MESSAGE_HEADER.lower()]
         # int() refuses other digits (²), and more than 4300 of them: no file is that long
@@ -267,7 +254,12 @@ def _parse_cached(data: bytes, filename: str) -> PatchFile:
         if found is None:
             raise ConfigError("no diff found (expected a `---` line followed by `diff --git`)",
                               path=filename, line=body_line, hint=MAIL_FORM)
-        message = _plain_message(subject_value, body)
+        if ours:
+            message = _plain_message(subject_value, body)
+        else:  # read as `git am` reads it: headers at the top of the body come first
+            message, said = mailinfo.read(keys, lines, body.decode(*_ENC), body_line)
+            if said & {"from", "date"}:
+                author = _author(keys, lines, filename)
         diff = rest[found.end():]
     diffs.check_paths(diff, filename, data.count(b"\n", 0, len(data) - len(diff)) + 1)
     enc = keys.get(ENCODING_HEADER.lower())
@@ -281,8 +273,25 @@ def _parse_cached(data: bytes, filename: str) -> PatchFile:
                                "ISO-8859-1`), or regenerate it with `pq export`")
     extra = tuple((k, mailheader.decode(v)) for k, v in headers
                   if k.lower() not in _OWN_HEADERS)
-    return PatchFile(Person(name, mail, date), message, diff, extra, encoding, filename,
+    return PatchFile(author, message, diff, extra, encoding, filename,
                      data.count(b"\n") - diff.count(b"\n") + 1)
+
+
+def _author(keys: dict[str, str], lines: dict[str, int], filename: str) -> Person:
+    """The author the From: and Date: values in `keys` name (ConfigError at `lines`')."""
+    if (address := mailheader.read_address(keys["from"])) is None:
+        raise ConfigError(f"bad From: header {keys['from']!r}", path=filename, line=lines["from"],
+                          hint="write it as `Name <e-mail>`, or regenerate it with `pq export`")
+    name, mail = address
+    if "\n" in name + mail:  # it would end the commit's author line (git fsck: missingEmail)
+        raise ConfigError(f"bad From: header {keys['from']!r}: its name or e-mail holds a "
+                          "line break, which a commit's author line cannot", path=filename,
+                          line=lines["from"], hint="take it out of the From: header")
+    if (date := mailheader.read_date(keys["date"])) is None:
+        raise ConfigError(f"bad Date: header {keys['date']!r}", path=filename, line=lines["date"],
+                          hint="use an RFC 2822 date from 1970 on, such as 'Tue, 01 Dec 2026 "
+                               "10:00:00 +0100'")
+    return Person(name, mail, date)
 
 
 def apply_failure(pf: PatchFile, data: bytes, index: int, onto: str, error: str,
