@@ -13,8 +13,9 @@ from __future__ import annotations
 import itertools
 import re
 
+from pq.model import mailheader
+
 # The headers a body may start with (git's mailinfo: `header[]`), as `name:` in any case.
-IN_BODY = ("from", "subject", "date")
 _NAMED = re.compile(r"(?i)(from|subject|date):[ \t]*(.*)")
 # `git format-patch`'s mbox separator, quoted by a mailer (">From <id> Mon Sep 17 ...").
 _SEPARATOR = re.compile(r">From [0-9a-f]{40,64} Mon Sep 17 00:00:00 2001")
@@ -93,8 +94,6 @@ def read(keys: dict[str, str], lines: dict[str, int], body: str, first: int
     """(the message, the names of the in-body headers) of a mail whose headers are `keys`
     (lower-case names), on `lines`, and whose body, on line `first` on, is `body`: the
     in-body headers' values and lines replace the mail's own in `keys` and `lines`."""
-    from pq.model import mailheader
-
     said, after = in_body(body)
     for name, (value, at) in said.items():
         keys[name], lines[name] = value, first + at
