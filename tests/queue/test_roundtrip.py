@@ -685,6 +685,9 @@ FOREIGN = {
         b"Subject: [PATCH] placeholder\n\n\n"
         b"subject: python-glue: the real\n subject, folded\nDATE:Wed, 2 Dec 2026 11:30:00 +0100\n"
         b"\nFrom: after an empty line, the message\n"),
+    "a sender git finds no address in, and the author in the body": (
+        b"From: the list robot\nDate: Tue, 1 Dec 2026 10:00:00 +0000\nSubject: [PATCH] x\n\n"
+        b"From: Original Author <original@example.com>\n\nBody.\n"),
     "a [PATCH] line": (
         b"From: Maintainer <m@example.com>\nDate: Tue, 1 Dec 2026 10:00:00 +0000\n"
         b"Subject: ignored\n\n[PATCH] python-glue: from the body\nSubject: not a header now\n\n"

@@ -13,8 +13,6 @@ from __future__ import annotations
 import itertools
 import re
 
-from pq.model import mailheader
-
 # The headers a body may start with (git's mailinfo: `header[]`), as `name:` in any case.
 _NAMED = re.compile(r"(?i)(from|subject|date):[ \t]*(.*)")
 # `git format-patch`'s mbox separator, quoted by a mailer (">From <id> Mon Sep 17 ...").
@@ -89,12 +87,14 @@ def message(subject: str, body: str) -> str:
     return stripspace(clean_subject(subject) + "\n\n" + body)
 
 
-def read(keys: dict[str, str], lines: dict[str, int], body: str, first: int
-         ) -> tuple[str, set[str]]:
-    """(the message, the names of the in-body headers) of a mail whose headers are `keys`
-    (lower-case names), on `lines`, and whose body, on line `first` on, is `body`: the
-    in-body headers' values and lines replace the mail's own in `keys` and `lines`."""
-    said, after = in_body(body)
+def take_in_body(keys: dict[str, str], lines: dict[str, int], body: bytes, first: int
+                 ) -> tuple[bytes, int]:
+    """(the body after its in-body headers, the line it starts on) of a mail whose headers
+    are `keys` (lower-case names) on `lines`, and whose body starts on line `first`: the
+    in-body headers' values and lines take the place of the mail's own in `keys` and
+    `lines`, as `git am` takes them."""
+    said, after = in_body(body.decode("utf-8", "surrogateescape"))
     for name, (value, at) in said.items():
         keys[name], lines[name] = value, first + at
-    return message(mailheader.decode(keys["subject"]), after), set(said)
+    rest = after.encode("utf-8", "surrogateescape")
+    return rest, first + body.count(b"\n", 0, len(body) - len(rest))

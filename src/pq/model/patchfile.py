@@ -221,12 +221,13 @@ def _parse_cached(data: bytes, filename: str) -> PatchFile:
             raise ConfigError(f"missing `{required.title()}:` header", path=filename, line=1,
                               hint=MAIL_FORM)
     body_line = text[: head_end].count(b"\n") + 3 + (data.startswith(b"From ") and 1 or 0)
-    subject_value = mailheader.decode(keys["subject"])
-    subject = re.sub(r"^\[PATCH[^\]]*\] ?", "", subject_value)
     # pq's own file (its zero-id `From ` line, its exact message's header) reads as written;
     # any other as `git am` reads it (pq.model.mailinfo: in-body headers, the subject).
-    ours = data.startswith(MBOX_FROM) or MESSAGE_HEADER.lower() in keys
+    if not (ours := data.startswith(MBOX_FROM) or MESSAGE_HEADER.lower() in keys):
+        rest, body_line = mailinfo.take_in_body(keys, lines, rest, body_line)
     author = _author(keys, lines, filename)
+    subject_value = mailheader.decode(keys["subject"])
+    subject = re.sub(r"^\[PATCH[^\]]*\] ?", "", subject_value)
     if MESSAGE_HEADER.lower() in keys:
         size = keys[MESSAGE_HEADER.lower()]
         # int() refuses other digits (²), and more than 4300 of them: no file is that long
@@ -254,12 +255,8 @@ def _parse_cached(data: bytes, filename: str) -> PatchFile:
         if found is None:
             raise ConfigError("no diff found (expected a `---` line followed by `diff --git`)",
                               path=filename, line=body_line, hint=MAIL_FORM)
-        if ours:
-            message = _plain_message(subject_value, body)
-        else:  # read as `git am` reads it: headers at the top of the body come first
-            message, said = mailinfo.read(keys, lines, body.decode(*_ENC), body_line)
-            if said & {"from", "date"}:
-                author = _author(keys, lines, filename)
+        message = (_plain_message(subject_value, body) if ours
+                   else mailinfo.message(subject_value, body.decode(*_ENC)))
         diff = rest[found.end():]
     diffs.check_paths(diff, filename, data.count(b"\n", 0, len(data) - len(diff)) + 1)
     enc = keys.get(ENCODING_HEADER.lower())
