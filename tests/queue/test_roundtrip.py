@@ -3,9 +3,12 @@ export is idempotent (also after apply), and nothing is ever lost."""
 
 from __future__ import annotations
 
+import base64
 import json
+import quopri
 import re
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -108,6 +111,22 @@ def test_a_patch_git_refuses_before_its_end_names_gits_reason_and_its_line(
     assert refused.exit_code == 2 and (
         f"patches/{patch.name}:{line}: invalid mode line `new mode 999999`") in refused.output
     assert "pq export --force" in refused.output and "pq rebase" not in refused.output
+
+
+def test_git_applys_line_in_parentheses_is_the_patch_files_line_too(tmp_path: Path) -> None:
+    """git says some errors `(line N)`, counted in the diff: pq named that N as the
+    file's line, which `git apply --check` of the file numbers otherwise."""
+    fork = series_fork(tmp_path, ("python-glue: change a", {"a.txt": "a\n"}))
+    patch = next((fork / "patches").iterdir())
+    patch.write_bytes(patch.read_bytes().replace(b" a/a.txt", b" a.txt").replace(
+        b" b/a.txt", b" a.txt"))  # as `git format-patch --no-prefix` writes it
+    commit_all(fork, "a patch file without a/ and b/")
+    refused = pq(fork, "apply", "--branch", "applied", ok=False)
+    check = subprocess.run(["git", "apply", "--check", str(patch)], cwd=fork,
+                           capture_output=True, text=True).stderr
+    line = re.search(r"\(line \d+\)", check)
+    assert line is not None, check
+    assert refused.exit_code == 1 and line.group(0) in refused.output, refused.output
 
 
 def test_patch_files_apply_with_git_am(tmp_path: Path) -> None:
@@ -695,6 +714,33 @@ FOREIGN = {
 }
 
 
+def _encoded(head: bytes, body: bytes, how: str) -> Callable[[bytes], bytes]:
+    """A mail whose body and diff are sent quoted-printable or base64, as mail clients
+    and list archives save them."""
+    def mail(diff: bytes) -> bytes:
+        data = body + diff
+        coded = quopri.encodestring(data) if how == "quoted-printable" else \
+            base64.encodebytes(data)
+        return (head + b"MIME-Version: 1.0\nContent-Type: text/plain; charset=UTF-8\n"
+                b"Content-Transfer-Encoding: " + how.encode() + b"\n\n" + coded)
+    return mail
+
+
+MAIL_HEAD = (b"From: Maintainer <m@example.com>\nDate: Tue, 1 Dec 2026 10:00:00 +0000\n"
+             b"Subject: [PATCH] python-glue: change a\n")
+FOREIGN.update({
+    "quoted-printable": _encoded(MAIL_HEAD, "B\u00f6dy = line.\n".encode(), "quoted-printable"),
+    "base64": _encoded(MAIL_HEAD, "B\u00f6dy line.\n".encode(), "base64"),
+    "a Latin-1 body": MAIL_HEAD + b"Content-Type: text/plain; charset=ISO-8859-1\n\n"
+                      b"B\xf6dy line.\n",
+    "notes below the dashes": MAIL_HEAD + b"\nBody.\n---\n\nNotes:\n    v2: reworded\n\n",
+    "a --- line in the message": MAIL_HEAD + b"\nAbove.\n---   \nBelow the dashes.\n",
+    "CRLF under an LF mbox line": (
+        b"From 1111111111111111111111111111111111111111 Mon Sep 17 00:00:00 2001\n"
+        + MAIL_HEAD.replace(b"\n", b"\r\n") + b"\r\nBody.\r\n"),
+})
+
+
 @pytest.mark.parametrize("case", FOREIGN)
 def test_a_patch_mail_pq_did_not_write_makes_the_commit_git_am_makes(tmp_path: Path,
                                                                      case: str) -> None:
@@ -702,11 +748,13 @@ def test_a_patch_mail_pq_did_not_write_makes_the_commit_git_am_makes(tmp_path: P
     `git format-patch --from` file names in its body (pq took the sender, and kept the
     `From:` line in the message), the subject without `Re:` and bracketed prefixes, the
     in-body Subject: and Date:, the message's white space cleaned."""
-    fork = series_fork(tmp_path, ("python-glue: change a", {"a.txt": "a\n"}))
+    fork = series_fork(tmp_path, ("python-glue: change a", {"a.txt": 'x = "caf\u00e9"\n'}))
     patch = next((fork / "patches").iterdir())
-    diff = patch.read_bytes()[patch.read_bytes().index(b"\n---\n"):]
+    diff = patch.read_bytes()[patch.read_bytes().index(b"\n---\n"):].lstrip(b"\n")
     mail = tmp_path / "mail.patch"
-    mail.write_bytes(FOREIGN[case] + diff.lstrip(b"\n"))
+    made = FOREIGN[case]
+    mail.write_bytes(made(diff) if callable(made) else made + diff.replace(
+        b"\n", b"\r\n" if b"\r\n" in made else b"\n"))
     patch.write_bytes(mail.read_bytes())
     commit_all(fork, "a patch file from elsewhere")
     pq(fork, "apply", "--branch", "applied")
@@ -714,9 +762,32 @@ def test_a_patch_mail_pq_did_not_write_makes_the_commit_git_am_makes(tmp_path: P
     git(tmp_path, "clone", "-q", str(tmp_path / "upstream"), str(other))
     git(other, "am", "-q", str(mail))
     shown = "--format=%an <%ae> %ad%n%B"
-    made = git(fork, "log", "-1", shown, "--date=raw", "applied~1")
-    made = re.sub(rf"\n\n?Pq-Patch: {re.escape(patch.name)}$", "", made)  # pq's own trailer
-    assert made == git(other, "log", "-1", shown, "--date=raw")
+    ours = git(fork, "log", "-1", shown, "--date=raw", "applied~1")
+    ours = re.sub(rf"\n\n?Pq-Patch: {re.escape(patch.name)}$", "", ours)  # pq's own trailer
+    assert ours == git(other, "log", "-1", shown, "--date=raw")
+    assert tree_without_queue(fork, "applied~1") == tree_without_queue(other, "HEAD")
+
+
+@pytest.mark.parametrize("mail,refused", [
+    (MAIL_HEAD + b"\nOne.\n---\n" + b"DIFF" + b"\nFrom 2222222222222222222222222222222222222222 "
+     b"Mon Sep 17 00:00:00 2001\n" + MAIL_HEAD + b"\nTwo.\n---\nDIFF", "more than one mail"),
+    (MAIL_HEAD + b'MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary="b"\n\n'
+     b"--b\nContent-Type: text/plain\n\nBody.\n--b\nContent-Type: text/x-patch\n\nDIFF\n--b--\n",
+     "a MIME multipart mail"),
+])
+def test_a_patch_mail_that_is_not_one_plain_commit_is_refused_with_the_way_in(
+        tmp_path: Path, mail: bytes, refused: str) -> None:
+    """`git am` makes two commits of a file of two mails, and takes a multipart mail apart:
+    pq, whose patch file is one commit, said neither; it folded the second mail's diff into
+    the first commit (its author and message lost), and took the MIME parts for message."""
+    fork = series_fork(tmp_path, ("python-glue: change a", {"a.txt": "a\n"}))
+    patch = next((fork / "patches").iterdir())
+    diff = patch.read_bytes()[patch.read_bytes().index(b"diff --git"):].rstrip(b"\n")
+    patch.write_bytes(mail.replace(b"DIFF", diff))
+    commit_all(fork, "a patch file from elsewhere")
+    said = pq(fork, "apply", "--branch", "applied", ok=False)
+    assert said.exit_code == 2 and refused in said.output and "`git am` it" in said.output
+    assert said.output.count("\n") == 1, said.output
 
 
 def test_pq_reads_its_own_files_as_written_whatever_git_am_would_make_of_them(

@@ -10,8 +10,14 @@ it wrote them).
 
 from __future__ import annotations
 
+import base64
+import binascii
+import codecs
 import itertools
+import quopri
 import re
+
+from pq.errors import ConfigError
 
 # The headers a body may start with (git's mailinfo: `header[]`), as `name:` in any case.
 _NAMED = re.compile(r"(?i)(from|subject|date):[ \t]*(.*)")
@@ -19,6 +25,13 @@ _NAMED = re.compile(r"(?i)(from|subject|date):[ \t]*(.*)")
 _SEPARATOR = re.compile(r">From [0-9a-f]{40,64} Mon Sep 17 00:00:00 2001")
 _ASCII_SPACE = " \t\n\v\f\r"  # C's isspace(), which git's cleanups use (not Unicode's)
 _SPACES = re.compile(f"[{_ASCII_SPACE}]+")
+# Where git's mailinfo ends a message (`patchbreak`): `diff -`, `Index: `, `---` followed by
+# white space only, or by a space and a file name.
+_BREAK = re.compile(rb"(?m)^(?:diff -|Index: |---(?: [^ \t\n\v\f\r]|[ \t\v\f\r]*\n))")
+_GIT_DIFF = re.compile(rb"(?m)^diff --git ")
+# A second mail in the file: `git format-patch --stdout` of several commits.
+_NEXT_MAIL = re.compile(rb"\nFrom [0-9a-f]{40,64} Mon Sep 17 00:00:00 2001\n")
+_CHARSET = re.compile(r"""(?i);\s*charset\s*=\s*"?([^";\s]+)""")
 
 
 def in_body(body: str) -> tuple[dict[str, tuple[str, int]], str]:
@@ -98,3 +111,55 @@ def take_in_body(keys: dict[str, str], lines: dict[str, int], body: bytes, first
         keys[name], lines[name] = value, first + at
     rest = after.encode("utf-8", "surrogateescape")
     return rest, first + body.count(b"\n", 0, len(body) - len(rest))
+
+
+def decoded_body(keys: dict[str, str], body: bytes, filename: str) -> bytes:
+    """The body of a mail whose headers are `keys`, as git's mailinfo reads it: its
+    transfer encoding (quoted-printable, base64) undone. A file of several mails, or a
+    MIME multipart mail (`git format-patch --attach`), is refused: one patch file is one
+    commit, and pq reads the plain form."""
+    if _NEXT_MAIL.search(body):
+        raise ConfigError("holds more than one mail (`git format-patch --stdout` of several "
+                          "commits): a patch file is one commit", path=filename,
+                          hint="split it into one file per mail (`git mailsplit`), each "
+                               "listed in series.yaml; or `git am` it and `pq export --commit`")
+    if keys.get("content-type", "").strip().lower().startswith("multipart/"):
+        raise ConfigError("is a MIME multipart mail (`git format-patch --attach` or "
+                          "`--inline`), which pq does not take apart", path=filename,
+                          hint="`git am` it, then `pq export --commit`; or write it again "
+                               "with plain `git format-patch`")
+    encoding = keys.get("content-transfer-encoding", "").strip().lower()
+    if encoding == "quoted-printable":
+        return quopri.decodestring(body)
+    if encoding == "base64":
+        try:
+            return base64.b64decode(body)  # (what is not base64, line ends say, is left out)
+        except binascii.Error as exc:
+            raise ConfigError(f"its base64 body does not decode: {exc}", path=filename,
+                              hint="save the mail again, or `git am` it and `pq export "
+                                   "--commit`") from None
+    return body
+
+
+def split(body: bytes) -> tuple[bytes, bytes] | None:
+    """(the message, the diff) of a body, as git's mailinfo and apply divide it: the
+    message ends at the first patch-break line, the diff starts at the first `diff --git`
+    from there (what lies between, notes or a diffstat, is neither); None: no diff."""
+    cut = _BREAK.search(body)
+    start = cut.start() if cut else len(body)
+    diff = _GIT_DIFF.search(body, start)
+    return None if diff is None else (body[:start], body[diff.start():])
+
+
+def text(keys: dict[str, str], message: bytes) -> str:
+    """A message's bytes as text: in the charset its mail declares (git converts it to
+    UTF-8), else UTF-8 with any other bytes kept (surrogateescape)."""
+    found = _CHARSET.search(keys.get("content-type", ""))
+    charset = found.group(1).lower() if found else "utf-8"
+    try:
+        codecs.lookup(charset)
+    except LookupError:
+        charset = "utf-8"
+    if codecs.lookup(charset).name in ("utf-8", "ascii"):
+        return message.decode("utf-8", "surrogateescape")
+    return message.decode(charset, "replace")

@@ -59,9 +59,8 @@ _OWN_HEADERS = ("from", "date", "subject", "mime-version", "content-type",
                 "content-transfer-encoding", MESSAGE_HEADER.lower(), ENCODING_HEADER.lower())
 # The line between message and diff; a diff may be empty (a commit that started empty).
 _SEPARATOR = re.compile(rb"(?m)^---\n(?=diff --git |\Z)")
-# `git format-patch`'s own forms, read as `git am` reads them: a `---` line, the diffstat
-# (lines that start with a space, a blank line) and the diff; or, with --no-stat, the diff
-# right after the message.
+# `git format-patch`'s forms, in a file that starts as pq's: a `---` line, the diffstat
+# (lines that start with a space, a blank line) and the diff; or the diff (--no-stat).
 _FORMAT_PATCH = re.compile(rb"(?m)^(?:---[ \t]*\n(?:(?: [^\n]*)?\n)*?)?(?=diff --git )")
 _IN_BODY = re.compile(rb"(?m)^---\n(?=diff --git )")
 _HEADER_NAME = re.compile(r"[A-Za-z0-9-]+")  # a mail header's name
@@ -200,9 +199,9 @@ def _parse_cached(data: bytes, filename: str) -> PatchFile:
         raise ConfigError("starts with a byte-order mark (an editor's), which is no mail "
                           "header", path=filename, line=1, hint="save it without one (UTF-8 "
                                                                 "without BOM)")
-    if data[:data.find(b"\n") + 1].endswith(b"\r\n"):
-        # Saved with CRLF line ends (an editor, a mail client): pq writes LF headers, so
-        # every line's CR is the conversion's, and `git am` strips them all; so does pq.
+    if b"\r\n" in data[:data.find(b"\n", data.find(b"\n") + 1) + 1]:  # its first 2 lines:
+        # saved with CRLF line ends (an editor, a mail client; under an LF mbox line): every
+        # CR is the conversion's (pq writes LF headers); `git am` strips them all, so does pq.
         data = data.replace(b"\r\n", b"\n")
     text = data
     if text.startswith(b"From "):
@@ -224,6 +223,7 @@ def _parse_cached(data: bytes, filename: str) -> PatchFile:
     # pq's own file (its zero-id `From ` line, its exact message's header) reads as written;
     # any other as `git am` reads it (pq.model.mailinfo: in-body headers, the subject).
     if not (ours := data.startswith(MBOX_FROM) or MESSAGE_HEADER.lower() in keys):
+        rest = mailinfo.decoded_body(keys, rest, filename)
         rest, body_line = mailinfo.take_in_body(keys, lines, rest, body_line)
     author = _author(keys, lines, filename)
     subject_value = mailheader.decode(keys["subject"])
@@ -247,17 +247,12 @@ def _parse_cached(data: bytes, filename: str) -> PatchFile:
         message = subject + region.decode(*_ENC)
         diff = rest[len(region) + len(sep):]
     else:
-        found = _SEPARATOR.search(rest)
-        body = rest[: found.start()] if found else b""
-        if found is None and (found := _FORMAT_PATCH.search(rest)) is not None:
-            body = rest[: found.start()].rstrip(b"\n")
-            body += b"\n" if body else b""
-        if found is None:
+        if (parts := _split(rest) if ours else mailinfo.split(rest)) is None:
             raise ConfigError("no diff found (expected a `---` line followed by `diff --git`)",
                               path=filename, line=body_line, hint=MAIL_FORM)
+        body, diff = parts
         message = (_plain_message(subject_value, body) if ours
-                   else mailinfo.message(subject_value, body.decode(*_ENC)))
-        diff = rest[found.end():]
+                   else mailinfo.message(subject_value, mailinfo.text(keys, body)))
     diffs.check_paths(diff, filename, data.count(b"\n", 0, len(data) - len(diff)) + 1)
     enc = keys.get(ENCODING_HEADER.lower())
     encoding = None if enc is None else mailheader.decode(enc)
@@ -272,6 +267,15 @@ def _parse_cached(data: bytes, filename: str) -> PatchFile:
                   if k.lower() not in _OWN_HEADERS)
     return PatchFile(author, message, diff, extra, encoding, filename,
                      data.count(b"\n") - diff.count(b"\n") + 1)
+
+
+def _split(rest: bytes) -> tuple[bytes, bytes] | None:  # (message, diff) of pq's plain form
+    if found := _SEPARATOR.search(rest):
+        return rest[: found.start()], rest[found.end():]
+    if (found := _FORMAT_PATCH.search(rest)) is None:
+        return None
+    body = rest[: found.start()].rstrip(b"\n")
+    return body + (b"\n" if body else b""), rest[found.end():]
 
 
 def _author(keys: dict[str, str], lines: dict[str, int], filename: str) -> Person:
@@ -296,7 +300,7 @@ def apply_failure(pf: PatchFile, data: bytes, index: int, onto: str, error: str,
     """Why `git apply` refused the diff of patch file `pf` (bytes `data`, patch `index` of
     the series, counted from 0) onto `onto`: git's last line where the patch does not fit
     the files (the fix: a three-way rebase), else its first `error:` line (git may go on
-    printing the rest of the patch; the fix: the patch file's), its `at line N` counted in
+    printing the rest of the patch; the fix: the patch file's), its line numbers counted in
     the patch file (git counts from the diff)."""
     lines = [ln for ln in error.splitlines() if ln.strip()] or ["git apply failed"]
     corrupt = not any(why in error for why in (
@@ -305,8 +309,8 @@ def apply_failure(pf: PatchFile, data: bytes, index: int, onto: str, error: str,
     reason = next((ln for ln in lines if ln.startswith(("error: ", "fatal: "))),
                   lines[-1]) if corrupt else lines[-1]
     header = data.count(b"\n") - pf.diff.count(b"\n")  # the lines before the diff
-    reason = re.sub(r"(at|on) line (\d+)",
-                    lambda m: f"{m.group(1)} line {int(m.group(2)) + header}", reason)
+    reason = re.sub(r"((?:at|on) line |\(line )(\d+)",  # every form git counts lines in
+                    lambda m: f"{m.group(1)}{int(m.group(2)) + header}", reason)
     return OperationFailed(
         f"patch {index + 1} does not apply onto {onto[:12]}: {reason}", path=pf.source,
         hint="fix the patch file there (`git apply --check` names the same line), or `pq "
