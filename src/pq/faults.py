@@ -10,7 +10,7 @@ output goes to pq's stderr. Only the main thread has checkpoints: the threads pq
 range while it builds its state, a snapshot's look at a conflict, the drift scan
 alongside a landing, the pre-push checks) change nothing a kill could leave half done,
 and counting their steps would make the numbering depend on timing (nor has a forked
-child: the push's audit, see pq.git.process.forked); before a fault fires, all but the
+child: the push's audit, see pq.git.forked); before a fault fires, all but the
 pre-push checks are waited for (pq.background), so that none of their git processes
 still holds a lock (`git status` refreshing the index) at that moment. This module
 starts no process itself: pq.git.process, the one place that does, registers the runner

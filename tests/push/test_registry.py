@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from gitrepo import git, series_fork, write
 
+from pq.git import forked as forking
 from pq.git import process
 from pq.git.objects import CommitId
 from pq.git.repo import Git
@@ -90,7 +91,7 @@ def test_the_forked_audit_gives_the_verdict_it_gives_in_a_thread(
     with repo:
         forked = registry.run_checks(repo, ctx)
     assert int(note.read_text()) != os.getpid()
-    monkeypatch.setattr(process, "forked", lambda fn: None)
+    monkeypatch.setattr(forking, "forked", lambda fn: None)
     repo, ctx = context(fork)
     with repo:
         threaded = registry.run_checks(repo, ctx)
@@ -118,3 +119,33 @@ def test_a_forked_verdict_made_moot_leaves_no_child(
     assert outcome.statuses["series"] == registry.FAILED
     assert outcome.statuses["audit"] == registry.NOT_RUN
     assert children() == set()
+
+
+def test_a_forked_check_that_would_wait_for_another_fails_at_once_and_tells_the_context(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Nothing decides a status in the child: a forked check asking for one waited for
+    ever (a push hung). What it tells the context (`read_local`: do not cache the
+    verdict) came back with its failures."""
+    fork = series_fork(tmp_path, ("python-glue: glue", {"pkg/glue.py": "x = 1\n"}))
+
+    def local(repo: Git, ctx: registry.CheckContext) -> list[registry.CheckFailure]:
+        ctx.read_local = True
+        return []
+
+    def waits(repo: Git, ctx: registry.CheckContext) -> list[registry.CheckFailure]:
+        ctx.status_of("series")
+        return []
+
+    monkeypatch.setitem(registry._registered(), "local", registry.Check(
+        "local", "reads this repository's own files", local, needs=("series",), forks=True))
+    repo, ctx = context(fork)
+    with repo:
+        assert registry.run_checks(repo, ctx).statuses["local"] == registry.PASSED
+    assert ctx.read_local
+    monkeypatch.setitem(registry._registered(), "waits", registry.Check(
+        "waits", "asks for another's verdict", waits, needs=("series",), forks=True))
+    repo, ctx = context(fork)
+    started = time.monotonic()
+    with repo, pytest.raises(RuntimeError, match="forks: it cannot wait for 'series'"):
+        registry.run_checks(repo, ctx)
+    assert time.monotonic() - started < 30

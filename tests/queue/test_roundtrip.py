@@ -733,6 +733,8 @@ FOREIGN.update({
     "base64": _encoded(MAIL_HEAD, "B\u00f6dy line.\n".encode(), "base64"),
     "a Latin-1 body": MAIL_HEAD + b"Content-Type: text/plain; charset=ISO-8859-1\n\n"
                       b"B\xf6dy line.\n",
+    "form feeds, which git's cleanups keep": MAIL_HEAD.replace(b"[PATCH] ", b"[PATCH]\x0c ")
+    + b"\nPara one.\n\x0c\nPara\x0c two.\x0b\nThree.\n",
     "notes below the dashes": MAIL_HEAD + b"\nBody.\n---\n\nNotes:\n    v2: reworded\n\n",
     "a --- line in the message": MAIL_HEAD + b"\nAbove.\n---   \nBelow the dashes.\n",
     "CRLF under an LF mbox line": (

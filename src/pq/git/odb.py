@@ -199,7 +199,7 @@ class ObjectDB:
             proc.wait()
 
     def after_fork(self) -> None:
-        """In a forked child (pq.git.process.forked): read through a cat-file of its own
+        """In a forked child (pq.git.forked): read through a cat-file of its own
         from now on, the objects read so far kept. The parent's is left as it is: its pipes
         are the parent's, and a request from here would tear its answers."""
         self._inherited = self._proc  # not collected here: its Popen would wait on it

@@ -3,9 +3,8 @@
 A command runs in its own process group with a timeout, its output captured or streamed
 to a file, and is stopped by ONE policy: SIGTERM to the whole group, a grace period for
 it to exit, then SIGKILL to the group. After the command ends, however it ends, whatever
-it left running in its group is SIGKILLed. Also here: `pid_alive`, `scrubbed_env`,
-`usable_cores`, and `forked`: pure Python work run in a forked child, off this process's
-interpreter lock.
+it left running in its group is SIGKILLed. Also here: `pid_alive`, `scrubbed_env` and
+`usable_cores`. (Python work in a forked child: pq.git.forked.)
 """
 
 from __future__ import annotations
@@ -21,11 +20,9 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import IO, Generic, TypeVar
+from typing import IO
 
 from pq import faults
-
-T = TypeVar("T")
 
 GRACE_S = 5.0  # between SIGTERM and SIGKILL
 TICK_S = 1.0  # how often a streaming run reports progress
@@ -249,90 +246,6 @@ def passthrough(argv: Sequence[str], *, input: bytes | None = None,
             stdout = 2
     return subprocess.run(list(argv), input=input, stdout=stdout, cwd=cwd,
                           env=None if env is None else dict(env), check=False).returncode
-
-
-class Forked(Generic[T]):
-    """A function's call running in a forked child (see `forked`): `result` waits for it."""
-
-    def __init__(self, pid: int, reading: int) -> None:
-        self.pid = pid
-        self._reading = reading
-        self._ended = False
-
-    def result(self) -> T:
-        """What the call returned; what it raised (a KeyboardInterrupt: the child's own
-        Ctrl-C), or a RuntimeError where the child died without an answer."""
-        import pickle
-
-        with open(self._reading, "rb", closefd=True) as answer:
-            data = answer.read()
-        status = self._reap()
-        try:
-            ok, value = pickle.loads(data)
-        except Exception:  # nothing, or a torn answer: the child was killed
-            detail = exit_detail(os.waitstatus_to_exitcode(status))
-            raise RuntimeError(f"a forked pq child ended without an answer ({detail})"
-                               ) from None
-        if ok:
-            return value  # type: ignore[no-any-return]
-        raise value
-
-    def cancel(self) -> None:
-        """Kill the child and forget its answer (a verdict that became moot, an interrupt)."""
-        if self._ended:
-            return
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(self.pid, signal.SIGKILL)
-        with contextlib.suppress(OSError):
-            os.close(self._reading)
-        self._reap()
-
-    def _reap(self) -> int:
-        if self._ended:
-            return 0
-        self._ended = True
-        return os.waitpid(self.pid, 0)[1]
-
-
-def forked(fn: Callable[[], T]) -> Forked[T] | None:
-    """`fn()` started in a forked child, beside this process: pure Python work (reading
-    data this process holds already) that would otherwise take turns on one interpreter
-    lock with the work beside it. Its value, or what it raised, comes back pickled through
-    a pipe. None where a child would not pay or is not safe: no `os.fork`, one usable core,
-    or another thread running (a lock it held would stay held in the child); the caller
-    runs `fn` itself then. The child has no fault checkpoints, as a thread has none, and
-    ends with `os._exit` (no atexit handlers, no flush of buffers it shares with this
-    process); `fn` must not use this process's pipes to its own children
-    (`ObjectDB.after_fork` gives a repository's object reader its own)."""
-    if not hasattr(os, "fork") or usable_cores() < 2 or threading.active_count() > 1:
-        return None
-    import pickle
-
-    reading, writing = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: whatever happens, it leaves through os._exit
-        code = 0
-        try:
-            os.close(reading)
-            for name in ("PQ_FAULT_AT", "PQ_FAULT_LOG"):  # its steps are a thread's (pq.faults)
-                os.environ.pop(name, None)
-            try:
-                answer = pickle.dumps((True, fn()))
-            except BaseException as exc:
-                try:
-                    answer = pickle.dumps((False, exc))
-                    pickle.loads(answer)
-                except Exception:  # an exception that does not travel: its words do
-                    answer = pickle.dumps((False, RuntimeError(f"{type(exc).__name__}: "
-                                                               f"{exc}")))
-            with open(writing, "wb", closefd=True) as out:
-                out.write(answer)
-        except BaseException:
-            code = 1
-        finally:
-            os._exit(code)
-    os.close(writing)
-    return Forked(pid, reading)
 
 
 def restart_with(options: Sequence[str]) -> None:

@@ -22,12 +22,12 @@ from pq.errors import ConfigError
 # The headers a body may start with (git's mailinfo: `header[]`), as `name:` in any case.
 _NAMED = re.compile(r"(?i)(from|subject|date):[ \t]*(.*)")
 # `git format-patch`'s mbox separator, quoted by a mailer (">From <id> Mon Sep 17 ...").
-_SEPARATOR = re.compile(r">From [0-9a-f]{40,64} Mon Sep 17 00:00:00 2001")
-_ASCII_SPACE = " \t\n\v\f\r"  # C's isspace(), which git's cleanups use (not Unicode's)
+_SEPARATOR = re.compile(r">From [0-9a-f]{40} Mon Sep 17 00:00:00 2001")  # (git 2.39: 40)
+_ASCII_SPACE = " \t\n\r"  # git's own isspace() (sane_ctype), which its cleanups use
 _SPACES = re.compile(f"[{_ASCII_SPACE}]+")
 # Where git's mailinfo ends a message (`patchbreak`): `diff -`, `Index: `, `---` followed by
 # white space only, or by a space and a file name.
-_BREAK = re.compile(rb"(?m)^(?:diff -|Index: |---(?: [^ \t\n\v\f\r]|[ \t\v\f\r]*\n))")
+_BREAK = re.compile(rb"(?m)^(?:diff -|Index: |---(?: [^ \t\n\r]|[ \t\r]*\n))")
 _GIT_DIFF = re.compile(rb"(?m)^diff --git ")
 # A second mail in the file: `git format-patch --stdout` of several commits.
 _NEXT_MAIL = re.compile(rb"\nFrom [0-9a-f]{40,64} Mon Sep 17 00:00:00 2001\n")
@@ -53,9 +53,9 @@ def in_body(body: str) -> tuple[dict[str, tuple[str, int]], str]:
             current = None
             named = _NAMED.fullmatch(line)
             if named and (name := named.group(1).lower()) not in found:
-                found[name] = (named.group(2).strip(), i)
+                found[name] = (named.group(2).strip(_ASCII_SPACE), i)
                 current = name
-            elif line.startswith("[PATCH]") and line[7:8] in ("", " ", "\t", "\v", "\f", "\r"):
+            elif line.startswith("[PATCH]") and line[7:8] in ("", " ", "\t", "\r"):
                 found["subject"] = (line, i)
             elif not _SEPARATOR.fullmatch(line):
                 return found, body[start:]
@@ -73,7 +73,7 @@ def clean_subject(subject: str) -> str:
     while subject:
         if subject[:3].lower() == "re:" and len(subject) > 3:
             subject = subject[3:]
-        elif subject[0] in _ASCII_SPACE + ":":
+        elif subject[0] in " \t:":
             subject = subject[1:]
         elif subject[0] == "[" and "]" in subject:
             subject = subject[subject.index("]") + 1:]

@@ -21,7 +21,7 @@ from pq.git.repo import Git
 from pq.push.turns import Turns
 
 if TYPE_CHECKING:
-    from pq.git.process import Forked
+    from pq.git.forked import Forked
     from pq.queue.files import Queue
 
 # Checks that judge the fork's code against a policy, not whether branch and series agree:
@@ -115,7 +115,7 @@ class Check:
     version: int = 1  # bump when the check's verdict can change for the same commit
     module: str | None = None  # an optional pq module the check imports lazily
     # Pure Python work on what the context holds, reading ctx and changing nothing in it
-    # (no `after`): run in a forked child where one pays (pq.git.process.forked), so that
+    # (no `after`): run in a forked child where one pays (pq.git.forked), so that
     # it does not take turns on the interpreter lock with the other checks.
     forks: bool = False
 
@@ -212,7 +212,7 @@ def run_checks(git: Git, ctx: CheckContext, skip: frozenset[str] = frozenset(),
     from functools import partial
     from queue import SimpleQueue
 
-    from pq.git.process import forked
+    from pq.git.forked import forked
 
     if workers < 1:
         raise ValueError(f"run_checks needs at least one worker, not {workers}")
@@ -228,14 +228,14 @@ def run_checks(git: Git, ctx: CheckContext, skip: frozenset[str] = frozenset(),
     stop = threading.Event()
     threads: list[threading.Thread] = []
     running = 0
-    # Started now, before any thread (a fork beside threads is not safe), whatever the
-    # checks they need will say: a verdict that turns out moot is thrown away.
-    children = {c.name: child for c in checks if c.forks and _moot(c, {}, skip) is None
-                and (child := forked(partial(_in_child, c, git, ctx))) is not None}
+    children: dict[str, Forked[tuple[list[CheckFailure], bool]]] = {}  # not waited for yet
+    waited: list[Forked[tuple[list[CheckFailure], bool]]] = []
 
-    def wait_for(c: Check, child: Forked[list[CheckFailure]]) -> None:
+    def wait_for(c: Check, child: Forked[tuple[list[CheckFailure], bool]]) -> None:
         try:
-            ended.put((c, child.result()))
+            failures, read_local = child.result()
+            ctx.read_local = ctx.read_local or read_local
+            ended.put((c, failures))
         except BaseException as exc:  # handed to the main thread
             ended.put((c, exc))
 
@@ -254,6 +254,12 @@ def run_checks(git: Git, ctx: CheckContext, skip: frozenset[str] = frozenset(),
             slots.release()
 
     try:
+        # Forked before any thread (a fork beside threads is not safe), whatever the checks
+        # they need will say: a verdict that turns out moot is thrown away.
+        for c in checks:
+            if c.forks and _moot(c, {}, skip) is None and (
+                    child := forked(partial(_in_child, c, git, ctx))) is not None:
+                children[c.name] = child
         while waiting or running:
             while ready := [c for c in waiting if all(dep in statuses for dep in c.needs)]:
                 for c in ready:
@@ -264,10 +270,13 @@ def run_checks(git: Git, ctx: CheckContext, skip: frozenset[str] = frozenset(),
                         if c.name in children:
                             children.pop(c.name).cancel()
                         continue
-                    run, given = (wait_for, children.pop(c.name)) if c.name in children else (
-                        work, slots.ask())  # a forked check takes no place among the threads
-                    threads.append(threading.Thread(target=run, args=(c, given),
-                                                    daemon=True, name=f"pq check {c.name}"))
+                    if c.name in children:  # it takes no place among the threads
+                        waited.append(children.pop(c.name))
+                        thread = threading.Thread(target=wait_for, args=(c, waited[-1]))
+                    else:
+                        thread = threading.Thread(target=work, args=(c, slots.ask()))
+                    thread.daemon, thread.name = True, f"pq check {c.name}"
+                    threads.append(thread)
                     threads[-1].start()
                     running += 1
             if not running:
@@ -282,6 +291,8 @@ def run_checks(git: Git, ctx: CheckContext, skip: frozenset[str] = frozenset(),
                 _record(ctx, c, outcome, found, notices, errors)
     except BaseException:
         stop.set()
+        for child in waited:  # its thread's wait for the answer ends now
+            child.kill()
         slots.close()  # a place asked for and never taken (an interrupt just then) blocks none
         with ctx.decided:  # a check waiting on one that will not run now goes on
             for c in checks:
@@ -311,15 +322,20 @@ def run_checks(git: Git, ctx: CheckContext, skip: frozenset[str] = frozenset(),
                       [notices[n] for n in order if n in notices])
 
 
-def _in_child(c: Check, git: Git, ctx: CheckContext) -> list[CheckFailure]:
-    """A forked check's run, in its child: with a cat-file of its own, and what it could
-    not read turned into its failure here (as `_record` does: a PqError's keyword fields
-    would not travel back whole)."""
+def _in_child(c: Check, git: Git, ctx: CheckContext) -> tuple[list[CheckFailure], bool]:
+    """A forked check's run, in its child, with a cat-file of its own: its failures (what
+    it could not read among them, as `_record` takes it), and `ctx.read_local`, the one
+    thing a check tells the context. No check decides a status in the child: one that
+    would wait for another's is a mistake, said at once (it would wait for ever)."""
+    def cannot_wait(name: str) -> str:
+        raise RuntimeError(f"check {c.name!r} forks: it cannot wait for {name!r}")
+
     git.odb.after_fork()
+    ctx.status_of = cannot_wait  # type: ignore[method-assign]
     try:
-        return c.run(git, ctx)
+        return c.run(git, ctx), ctx.read_local
     except PqError as exc:
-        return _failed_to_read(c, exc)
+        return _failed_to_read(c, exc), ctx.read_local
 
 
 def _failed_to_read(c: Check, exc: PqError) -> list[CheckFailure]:

@@ -251,8 +251,7 @@ def status(git: Git) -> RebaseStatus | None:
         refused = abort_refusals(git, state)  # half-way through the files of a stop)
         if refused:
             st.blocked = "; ".join(exc.render() for _, exc in refused)
-        st.next = ["pq rebase --abort" + " --force" * (bool(refused) and not abort_refusals(
-            git, state, force=True))]
+        st.next = ["pq rebase --abort" + " --force" * any(k != "branch" for k, _ in refused)]
     return st
 
 
