@@ -776,12 +776,15 @@ def test_a_patch_mail_pq_did_not_write_makes_the_commit_git_am_makes(tmp_path: P
     (MAIL_HEAD + b'MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary="b"\n\n'
      b"--b\nContent-Type: text/plain\n\nBody.\n--b\nContent-Type: text/x-patch\n\nDIFF\n--b--\n",
      "a MIME multipart mail"),
+    (MAIL_HEAD + b"Content-Type: text/plain; charset=utf-8; format=flowed\n\nBody.\n---\n"
+     b"DIFF", "a `format=flowed` mail"),
 ])
 def test_a_patch_mail_that_is_not_one_plain_commit_is_refused_with_the_way_in(
         tmp_path: Path, mail: bytes, refused: str) -> None:
-    """`git am` makes two commits of a file of two mails, and takes a multipart mail apart:
-    pq, whose patch file is one commit, said neither; it folded the second mail's diff into
-    the first commit (its author and message lost), and took the MIME parts for message."""
+    """`git am` makes two commits of a file of two mails, takes a multipart mail apart and
+    undoes a flowed mail's stuffing: pq, whose patch file is one commit, said neither; it
+    folded the second mail's diff into the first commit (its author and message lost),
+    took the MIME parts for message, and blamed a flowed mail's context on a hand edit."""
     fork = series_fork(tmp_path, ("python-glue: change a", {"a.txt": "a\n"}))
     patch = next((fork / "patches").iterdir())
     diff = patch.read_bytes()[patch.read_bytes().index(b"diff --git"):].rstrip(b"\n")

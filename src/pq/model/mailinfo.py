@@ -128,6 +128,11 @@ def decoded_body(keys: dict[str, str], body: bytes, filename: str) -> bytes:
                           "`--inline`), which pq does not take apart", path=filename,
                           hint="`git am` it, then `pq export --commit`; or write it again "
                                "with plain `git format-patch`")
+    if re.search(r"(?i);\s*format\s*=\s*\"?flowed", keys.get("content-type", "")):
+        raise ConfigError("is a `format=flowed` mail, whose lines a mail client rewrapped "
+                          "and space-stuffed: pq does not undo that", path=filename,
+                          hint="`git am` it, then `pq export --commit`; or save the mail "
+                               "again without format=flowed")
     encoding = keys.get("content-transfer-encoding", "").strip().lower()
     if encoding == "quoted-printable":
         return quopri.decodestring(body)
