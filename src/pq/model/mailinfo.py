@@ -2,10 +2,12 @@
 
 A file `git format-patch --from` wrote carries its author in the body (`From: Original
 Author <...>` above the message); a patch taken from a mailing list has `Subject: Re:
-[PATCH v2 3/5] ...`. `git am` takes such in-body headers as the commit's, strips the
-subject's `Re:` and bracketed prefixes, and cleans the message's white space; so does pq,
-for files that are not its own (see pq.model.patchfile: pq's own files are read exactly as
-it wrote them).
+[PATCH v2 3/5] ...`, maybe a quoted-printable body in Latin-1, and notes below its `---`.
+`git am` undoes the transfer encoding, takes such in-body headers as the commit's, strips
+the subject's `Re:` and bracketed prefixes, ends the message at its patch break, converts
+it to UTF-8 and cleans its white space; so does pq, for files that are not its own (see
+pq.model.patchfile: pq's own files are read exactly as it wrote them). What pq cannot
+make one commit of plainly (several mails, MIME parts, a flowed mail) it refuses.
 """
 
 from __future__ import annotations
@@ -160,11 +162,10 @@ def text(keys: dict[str, str], message: bytes) -> str:
     """A message's bytes as text: in the charset its mail declares (git converts it to
     UTF-8), else UTF-8 with any other bytes kept (surrogateescape)."""
     found = _CHARSET.search(keys.get("content-type", ""))
-    charset = found.group(1).lower() if found else "utf-8"
     try:
-        codecs.lookup(charset)
-    except LookupError:
+        charset = codecs.lookup(found.group(1)).name if found else "utf-8"
+    except LookupError:  # a charset Python does not know: read as UTF-8
         charset = "utf-8"
-    if codecs.lookup(charset).name in ("utf-8", "ascii"):
+    if charset in ("utf-8", "ascii"):
         return message.decode("utf-8", "surrogateescape")
     return message.decode(charset, "replace")

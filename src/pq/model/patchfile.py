@@ -221,7 +221,7 @@ def _parse_cached(data: bytes, filename: str) -> PatchFile:
                               hint=MAIL_FORM)
     body_line = text[: head_end].count(b"\n") + 3 + (data.startswith(b"From ") and 1 or 0)
     # pq's own file (its zero-id `From ` line, its exact message's header) reads as written;
-    # any other as `git am` reads it (pq.model.mailinfo: in-body headers, the subject).
+    # any other as `git am` reads it (pq.model.mailinfo; its diff lines then approximate).
     if not (ours := data.startswith(MBOX_FROM) or MESSAGE_HEADER.lower() in keys):
         rest = mailinfo.decoded_body(keys, rest, filename)
         rest, body_line = mailinfo.take_in_body(keys, lines, rest, body_line)
