@@ -190,3 +190,27 @@ def test_a_child_killed_while_its_result_is_awaited_ends_the_wait(tmp_path: Path
     waiting.join(10)
     assert not waiting.is_alive() and isinstance(outcome[0], RuntimeError), outcome
     assert gone(pid)
+
+
+@needs_two_cores
+@pytest.mark.skipif(os.uname().sysname != "Linux", reason="PR_SET_PDEATHSIG is Linux's")
+def test_a_child_dies_with_pq(tmp_path: Path) -> None:
+    """pq killed outright (a CI job's timeout) left its child working on, holding pq's
+    stdout open for as long as the work lasted."""
+    import signal
+    import subprocess
+    import sys
+
+    started = tmp_path / "started"
+    script = ("import os, time\nfrom pq.git.forked import forked\n"
+              f"def hang():\n    open({str(started)!r}, 'w').write(str(os.getpid()))\n"
+              "    time.sleep(60)\n"
+              "forked(hang)\ntime.sleep(60)\n")
+    pq_process = subprocess.Popen([sys.executable, "-c", script])
+    try:
+        child = read_pid(started)
+        pq_process.send_signal(signal.SIGKILL)
+        pq_process.wait()
+        assert until(lambda: gone(child), 10), f"child {child} outlived pq"
+    finally:
+        pq_process.kill()

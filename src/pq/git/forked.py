@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import sys
 import threading
 from collections.abc import Callable
 from typing import Generic, TypeVar
@@ -81,13 +82,15 @@ def forked(fn: Callable[[], T]) -> Forked[T] | None:
     stay held in the child), or no process or pipe to be had; the caller runs `fn` itself
     then. Ctrl-C and SIGTERM wait while the child is made (one landing in the child before
     it is on its own would run this process's code there). The child has no fault
-    checkpoints, as a thread has none, and ends with `os._exit` (no atexit handlers, no
-    flush of buffers it shares with this process); `fn` must not use this process's pipes
-    to its own children (`ObjectDB.after_fork` gives a repository's reader its own)."""
+    checkpoints, as a thread has none, dies with this process (Linux), and ends with
+    `os._exit` (no atexit handlers, no flush of buffers it shares with this process);
+    `fn` must not use this process's pipes to its own children (`ObjectDB.after_fork`
+    gives a repository's reader its own)."""
     if not hasattr(os, "fork") or usable_cores() < 2 or threading.active_count() > 1:
         return None
     import pickle
 
+    parent = os.getpid()
     blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
     try:
         reading, writing = os.pipe()
@@ -104,6 +107,7 @@ def forked(fn: Callable[[], T]) -> Forked[T] | None:
         code = 0
         try:
             signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+            _die_with(parent)
             os.close(reading)
             for name in ("PQ_FAULT_AT", "PQ_FAULT_LOG"):  # its steps are a thread's (pq.faults)
                 os.environ.pop(name, None)
@@ -134,3 +138,18 @@ def forked(fn: Callable[[], T]) -> Forked[T] | None:
         handle.cancel()
         raise
     return handle
+
+
+def _die_with(parent: int) -> None:
+    """In the child: on Linux, SIGKILL it when pq dies (a pq killed outright left its child
+    working on, holding pq's stdout and stderr open for as long as its work lasted)."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:  # pq died before that: the work is nobody's now
+        os._exit(1)
