@@ -733,6 +733,10 @@ FOREIGN.update({
     "base64": _encoded(MAIL_HEAD, "B\u00f6dy line.\n".encode(), "base64"),
     "a Latin-1 body": MAIL_HEAD + b"Content-Type: text/plain; charset=ISO-8859-1\n\n"
                       b"B\xf6dy line.\n",
+    "raw Latin-1 headers": (b"From: J\xf6rg \xdcmlaut <j@example.com>\n"
+                            b"Date: Tue, 1 Dec 2026 10:00:00 +0000\n"
+                            b"Subject: [PATCH] python-glue: caf\xe9\nMIME-Version: 1.0\n"
+                            b"Content-Type: text/plain; charset=ISO-8859-1\n\nBody.\n"),
     "form feeds, which git's cleanups keep": MAIL_HEAD.replace(b"[PATCH] ", b"[PATCH]\x0c ")
     + b"\nPara one.\n\x0c\nPara\x0c two.\x0b\nThree.\n",
     "notes below the dashes": MAIL_HEAD + b"\nBody.\n---\n\nNotes:\n    v2: reworded\n\n",

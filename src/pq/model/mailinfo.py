@@ -111,6 +111,11 @@ def take_in_body(keys: dict[str, str], lines: dict[str, int], body: bytes, first
     said, after = in_body(body.decode("utf-8", "surrogateescape"))
     for name, (value, at) in said.items():
         keys[name], lines[name] = value, first + at
+    if (charset := _charset(keys)) != "utf-8":  # raw 8-bit From:/Subject: bytes, as git
+        for name in ("from", "subject"):  # converts them: in the body's charset
+            if not keys[name].isascii():
+                keys[name] = keys[name].encode("utf-8", "surrogateescape").decode(
+                    charset, "replace")
     rest = after.encode("utf-8", "surrogateescape")
     return rest, first + body.count(b"\n", 0, len(body) - len(rest))
 
@@ -161,11 +166,17 @@ def split(body: bytes) -> tuple[bytes, bytes] | None:
 def text(keys: dict[str, str], message: bytes) -> str:
     """A message's bytes as text: in the charset its mail declares (git converts it to
     UTF-8), else UTF-8 with any other bytes kept (surrogateescape)."""
+    if (charset := _charset(keys)) == "utf-8":
+        return message.decode("utf-8", "surrogateescape")
+    return message.decode(charset, "replace")
+
+
+def _charset(keys: dict[str, str]) -> str:
+    """The charset a mail's Content-Type: names (Python's name for it); "utf-8" for UTF-8,
+    ASCII, none, or one Python does not know."""
     found = _CHARSET.search(keys.get("content-type", ""))
     try:
         charset = codecs.lookup(found.group(1)).name if found else "utf-8"
-    except LookupError:  # a charset Python does not know: read as UTF-8
-        charset = "utf-8"
-    if charset in ("utf-8", "ascii"):
-        return message.decode("utf-8", "surrogateescape")
-    return message.decode(charset, "replace")
+    except LookupError:
+        return "utf-8"
+    return "utf-8" if charset == "ascii" else charset
