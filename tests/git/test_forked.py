@@ -10,31 +10,18 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from procs import gone, read_pid, until
 
 from pq.git.forked import forked
 from pq.git.process import usable_cores
 
 
-def gone(pid: int) -> bool:
-    """Not running: no such process, or a zombie (a container's init may never reap)."""
-    try:
-        return "\nState:\tZ" in Path(f"/proc/{pid}/status").read_text()
-    except OSError:
-        return True
-
-
-def until(condition: Callable[[], bool], seconds: float = 10.0) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        os.sched_yield()
-    return condition()
-
-
-def read_pid(path: Path) -> int:
-    assert until(lambda: path.is_file() and path.read_text().strip() != "")
-    return int(path.read_text())
+def hanging(started: Path) -> Callable[[], None]:
+    """Work that writes its process's id to `started`, then hangs a minute."""
+    def hang() -> None:
+        started.write_text(str(os.getpid()))
+        time.sleep(60)
+    return hang
 
 
 needs_two_cores = pytest.mark.skipif(usable_cores() < 2 or not hasattr(os, "fork"),
@@ -80,11 +67,7 @@ def test_what_forked_work_raised_is_raised_here_and_words_stand_for_what_cannot_
 def test_a_forked_child_killed_before_it_answers_is_an_error_and_cancel_reaps_it(
         tmp_path: Path) -> None:
     started = tmp_path / "started"
-
-    def hang() -> None:
-        started.write_text(str(os.getpid()))
-        time.sleep(60)
-
+    hang = hanging(started)
     child = forked(hang)
     assert child is not None
     os.kill(read_pid(started), 9)
@@ -168,11 +151,7 @@ def test_a_child_killed_while_its_result_is_awaited_ends_the_wait(tmp_path: Path
     import threading
 
     started = tmp_path / "started"
-
-    def hang() -> None:
-        started.write_text(str(os.getpid()))
-        time.sleep(60)
-
+    hang = hanging(started)
     child = forked(hang)
     assert child is not None
     pid = read_pid(started)

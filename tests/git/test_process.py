@@ -6,39 +6,15 @@ from __future__ import annotations
 import os
 import stat
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from procs import gone, read_pid, until
 
 from pq import toolchain
 from pq.audit import versions
 from pq.gate import probe
 from pq.git import process
-
-
-def gone(pid: int) -> bool:
-    """Not running: no such process, or a zombie (a container's init may never reap)."""
-    try:
-        return "\nState:\tZ" in Path(f"/proc/{pid}/status").read_text()
-    except OSError:
-        return True
-
-
-def until(condition: Callable[[], bool], seconds: float = 10.0) -> bool:
-    """Poll a condition until it holds or the deadline passes."""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        os.sched_yield()
-    return condition()
-
-
-def read_pid(path: Path) -> int:
-    assert until(lambda: path.is_file() and path.read_text().strip() != "")
-    return int(path.read_text())
 
 
 def test_a_group_ignoring_term_is_killed_after_the_grace(tmp_path: Path) -> None:

@@ -60,8 +60,7 @@ class Forked(Generic[T]):
         `result` waits for it."""
         if self._ended:
             return
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(self.pid, signal.SIGKILL)
+        self.kill()
         with contextlib.suppress(OSError):
             os.close(self._reading)
         self._reap()
