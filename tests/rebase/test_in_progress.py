@@ -942,6 +942,8 @@ def test_series_in_another_worktree_lists_that_worktrees_own_series(tmp_path: Pa
     lambda s: {**s, "steps": [{**s["steps"][0], "rerere_files": [1]}, *s["steps"][1:]]},
     lambda s: {**s, "steps": [{**s["steps"][0], "outcome": ["clean"]}, *s["steps"][1:]]},
     lambda s: {**s, "worktree": {"id": 5, "root": [1]}},
+    lambda s: {**s, "queue_paths": "mre"}, lambda s: {**s, "queue_paths": ["../outside"]},
+    lambda s: {**s, "queue_paths": [".git/pq"]}, lambda s: {**s, "queue_paths": [""]},
 ])
 def test_a_damaged_rebase_state_is_refused_in_one_line_and_writes_nothing(
         tmp_path: Path, damage: Callable[[dict[str, Any]], Any]) -> None:
@@ -1297,12 +1299,21 @@ def test_a_rebase_in_another_worktree_is_named_where_it_blocks(tmp_path: Path) -
         refused.output
 
 
+@pytest.mark.parametrize("older", [False, True])
 def test_files_staged_in_the_series_folders_while_stopped_are_refused_not_dropped(
-        tmp_path: Path) -> None:
+        tmp_path: Path, older: bool) -> None:
     """`git rebase` commits them with the resolution; a patch's commit carries nothing in
     patches/ or mre/, and the rebase ends with those folders as the branch has them: pq's
-    --continue, --skip and --abort dropped them (exit 0). They refuse, naming the way."""
+    --continue, --skip and --abort dropped them (exit 0). They refuse, naming the way.
+    `older`: a state of an older version, which did not record the queue paths (they are
+    read from its series.yaml)."""
     _, fork = stopped(tmp_path)
+    path = fork / ".git" / "pq" / "rebase" / "state.json"
+    state = json.loads(path.read_bytes())
+    assert state["queue_paths"] == ["series.yaml", "patches", "mre", ".pq"]
+    if older:
+        del state["queue_paths"]
+        path.write_text(json.dumps(state))
     write(fork, "setup.py", RESOLVED)
     write(fork, "patches/NOTES.txt", "my notes on the patches\n")
     write(fork, "mre/repro1/run.sh", "exit 0\n")

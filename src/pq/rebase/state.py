@@ -93,6 +93,9 @@ class RebaseState:
     # An abort began putting the branch and its files back (one killed half-way: the next
     # --abort finishes it, whatever the files hold).
     aborting: bool = False
+    # The series' queue paths when it started (None in states of older versions: read from
+    # queue_before's series.yaml): --abort, --continue and `pq status` need no series parse.
+    queue_paths: list[str] | None = None
 
     def to_json(self) -> bytes:
         # Shallow: asdict's deep copy was most of a save's time (every value here is a
@@ -134,7 +137,8 @@ _SHAPE: dict[str, type | tuple[type, ...]] = {
     "prev_legacy_orig_head": (str, type(None)), "log_id": (int, type(None)),
     "worktree": (dict, type(None)), "index_before": (list, type(None)),
     "conflict_paths": list, "conflict_notes": list, "queue_before": dict, "steps": list,
-    "queue_executable": (list, type(None)), "aborting": bool}
+    "queue_executable": (list, type(None)), "aborting": bool,
+    "queue_paths": (list, type(None))}
 
 
 _STEP_SHAPE: dict[str, type | tuple[type, ...]] = {
@@ -155,6 +159,10 @@ def _require_shape(data: dict[str, Any]) -> None:
         if not (isinstance(blob, str) and (path == SERIES_FILE or re.fullmatch(
                 rf"{PATCHES_DIR}/[^/]+\.patch", path))):
             raise ValueError(f"queue_before names {path!r}")
+    for path in data.get("queue_paths") or []:  # as series.yaml's own are checked
+        if not (isinstance(path, str) and path and not path.startswith("/")
+                and ".." not in path.split("/") and path.split("/")[0] != ".git"):
+            raise ValueError(f"queue_paths names {path!r}")
     if not set(data.get("queue_executable") or []) <= set(data.get("queue_before", {})):
         raise ValueError("queue_executable names a file queue_before does not")
     if not all(isinstance(s, dict) for s in data.get("steps", [])) or not all(
@@ -247,8 +255,10 @@ def queue_before(git: Git, state: RebaseState) -> Queue:
 
 
 def queue_paths_before(git: Git, state: RebaseState) -> tuple[str, ...]:
-    """The series' queue paths as the working tree held them when the rebase started (its
-    series.yaml alone: no patch file read)."""
+    """The series' queue paths as the working tree held them when the rebase started (as
+    the state recorded them; in a state of an older version, from its series.yaml alone)."""
+    if state.queue_paths is not None:
+        return tuple(state.queue_paths)
     text = git.blob(state.queue_before[SERIES_FILE])
     return series_mod.loads(text, SERIES_FILE, git.pq_dir()).queue_paths
 
