@@ -577,6 +577,31 @@ def test_abort_refuses_to_leave_commits_made_on_the_stopped_patch_behind(
     assert git(fork, "status", "--porcelain") == ""
 
 
+@pytest.mark.parametrize("by_hand", [True, False])
+def test_an_empty_resolution_committed_by_hand_is_kept_as_git_keeps_it(
+        tmp_path: Path, by_hand: bool) -> None:
+    """Upstream's side taken, then `git commit --allow-empty` at the stop: `git rebase
+    --continue` keeps the user's commit; pq dropped the patch as "no change left" and left
+    the commit on no branch. Taken without a commit, the patch is dropped, as by git."""
+    _, fork = stopped(tmp_path)
+    git(fork, "checkout", "-q", "--ours", "setup.py")  # upstream's side, as git names it
+    git(fork, "add", "setup.py")
+    if by_hand:
+        git(fork, "commit", "-q", "--allow-empty", "-m", "build: kept on purpose")
+    said = pq(fork, "rebase", "--continue").output
+    subjects = git(fork, "log", "--format=%s", "upstream/main..HEAD~1").splitlines()
+    if by_hand:
+        assert re.search(rf"conflict +{BUILD} +\(resolved by hand\)", said), said
+        assert subjects[-1] == "build: kept on purpose", subjects
+        assert git(fork, "diff", "--stat", "HEAD~3", "HEAD~2") == ""  # empty, as made
+        assert "Subject: [PATCH] build: kept on purpose" in (
+            fork / f"patches/{BUILD}").read_text()
+    else:
+        assert re.search(rf"dropped +{BUILD}", said) and len(subjects) == 1, (said, subjects)
+    pq(fork, "check")
+    assert git(fork, "status", "--porcelain") == ""
+
+
 def test_abort_refuses_to_write_over_a_series_yaml_brought_back(tmp_path: Path) -> None:
     """As --continue and --skip: the abort would write the branch's queue over it."""
     _, fork = stopped(tmp_path)

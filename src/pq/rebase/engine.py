@@ -372,13 +372,13 @@ def _resume(txn: Transaction, action: str, progress: Progress | None,
         assert step is not None
         tree = worktree.write_index_tree(git, state)
         clean_tree = trees.without(tree, old.series.queue_paths)
-        if clean_tree == trees.tree_of(state.tip):
+        hand = _made_by_hand(git, state)  # an empty one too: git keeps what the user made
+        if clean_tree == trees.tree_of(state.tip) and hand is None:
             step.outcome = "dropped"
         else:
             step.outcome = "conflict"
             step.new_commit = replay.commit_pick(git, trees, clean_tree, state.tip,
-                                                  _made_by_hand(git, state) or step.commit,
-                                                  committer)
+                                                  hand or step.commit, committer)
             state.tip = step.new_commit
     else:
         assert step is not None
