@@ -602,6 +602,30 @@ def test_an_empty_resolution_committed_by_hand_is_kept_as_git_keeps_it(
     assert git(fork, "status", "--porcelain") == ""
 
 
+def test_abort_under_a_branch_made_at_the_stop_throws_the_conflict_away(
+        tmp_path: Path) -> None:
+    """`git switch -c tmp` at a conflict stop keeps the conflict, unmerged: --abort called
+    it uncommitted changes on tmp and named `git stash` or a commit, which git refuses
+    there. It aborts, as `git rebase --abort` does, and tmp stays where it was made."""
+    _, fork = stopped(tmp_path)
+    orig, tip = git(fork, "rev-parse", "paddle"), git(fork, "rev-parse", "HEAD")
+    git(fork, "switch", "-q", "-c", "tmp")
+    assert git(fork, "status", "--porcelain", "setup.py").startswith("UU")
+    pq(fork, "rebase", "--abort")
+    assert git(fork, "symbolic-ref", "HEAD") == "refs/heads/paddle"
+    assert git(fork, "rev-parse", "paddle") == orig
+    assert git(fork, "status", "--porcelain") == ""
+    assert git(fork, "rev-parse", "tmp") == tip
+    # Off the stack, uncommitted edits are still the user's: refused.
+    _, fork = stopped(tmp_path / "off")
+    git(fork, "reset", "-q", "--hard")
+    git(fork, "switch", "-q", "-c", "hotfix", "upstream/main~1")
+    write(fork, "setup.py", "my hotfix\n")
+    refused = pq(fork, "rebase", "--abort", ok=False)
+    assert refused.exit_code == 2 and "uncommitted changes in setup.py on hotfix" in \
+        refused.output, refused.output
+
+
 def test_abort_refuses_to_write_over_a_series_yaml_brought_back(tmp_path: Path) -> None:
     """As --continue and --skip: the abort would write the branch's queue over it."""
     _, fork = stopped(tmp_path)

@@ -237,11 +237,14 @@ def _require_no_edits_off_the_stack(git: Git, state: rs.RebaseState) -> None:
     and tracked files there have uncommitted changes: the abort's `git reset --hard` would
     throw them away. On the stack they are the stop's (a conflict and its resolution, a
     refused landing's files), which the abort is there to throw away, as an abort killed
-    half-way (`aborting`) left them."""
+    half-way (`aborting`) left them; at a conflict, also under a branch made there (`git
+    switch -c tmp` keeps the conflict, unmerged: neither a commit nor a stash takes it).
+    A branch made at a stop outside a conflict holds the user's own edits."""
     if not state.detached or not state.touched or state.aborting:
         return
     head = git.try_resolve("HEAD")
-    if head is None or (git.current_branch() is None and _on_the_stack(git, state, head)):
+    if head is None or ((git.current_branch() is None or state.phase == "conflict")
+                        and _on_the_stack(git, state, head)):
         return
     changed = sorted({path for _, path in git.status_porcelain()})
     if changed and state.phase == "stopping" and head == state.orig_head:
