@@ -1525,6 +1525,17 @@ def test_an_abort_after_git_was_stopped_showing_the_conflict_names_its_half_writ
     assert "next: " in said.output and "`pq rebase --abort --force` puts" in said.output
     assert json.loads(pq(fork, "status", "--json").stdout)["rebase"]["next"] == [
         "pq rebase --abort --force"]
+    # The branch checked out in another worktree too: --force does not get past that, and
+    # status says both (the forced abort is what runs once the other worktree lets go).
+    other = tmp_path / "other"
+    git(fork, "worktree", "add", "-q", "--force", str(other), "paddle")
+    status = json.loads(pq(fork, "status", "--json").stdout)["rebase"]
+    assert status["next"] == ["pq rebase --abort --force"], status
+    assert "git was stopped while it wrote the files" in status["blocked"], status
+    assert f"paddle is checked out in the worktree {other}" in status["blocked"], status
+    refused = pq(fork, "rebase", "--abort", "--force", ok=False)
+    assert refused.exit_code == 2 and f"the worktree {other}" in refused.output
+    git(fork, "worktree", "remove", "--force", str(other))
     pq(fork, "rebase", "--abort", "--force")
     assert git(fork, "rev-parse", "HEAD") == tip
     assert git(fork, "status", "--porcelain") == ""
