@@ -270,6 +270,8 @@ def test_check_paths_refuses_paths_outside_the_repository(line: bytes) -> None:
 @pytest.mark.parametrize("line", [
     b"diff --git a/docs/x .git b/docs/x .git", b"diff --git a/x /etc b/x /etc",
     b"diff --git a/x ../y b/x ../y", b"diff --git a/t\t.git b/t\t.git",
+    b"diff --git a/d/.. b/y b/d/.. b/y", b"diff --git a/.git b/y b/.git b/y",
+    b"diff --git a/.. b/y b/.. b/y",  # folders `.. b` and `.git b`: git reads no `..`
 ])
 def test_check_paths_takes_names_with_spaces_as_git_reads_them(line: bytes) -> None:
     """A word after a space is no path of its own: `docs/x .git` is a file in docs/."""

@@ -144,18 +144,18 @@ def unquote_path(raw: bytes) -> str:
 
 def _git_line_candidates(rest: bytes) -> list[str]:
     """Every path pq or git apply could read a `diff --git` line as: with a quote, each word
-    and it less its first folder; else the halves of each split before `b/`, and at any
-    space or tab the halves' equal rest after their first folder (a word alone is none)."""
+    and it less its first folder; else the names pq reads (`_git_line_names`), and at any
+    space or tab the halves' equal rest after their first folder, as git apply reads it (a
+    word alone is none; `a/d/.. b/y b/d/.. b/y` names `d/.. b/y`, and no `d/..`)."""
     if b'"' in rest:
         words = [unquote_path(t) for t in _NAME_TOKEN.findall(rest)]
         return words + [w.split("/", 1)[1] for w in words if "/" in w]
-    paths = []
+    paths = [p for p in _git_line_names(rest) if p is not None]
     for m in _BLANK.finditer(rest):
         a, b = rest[:m.start()], rest[m.end():]
-        paths += [a, b] if b.startswith(b"b/") else []
         if b"/" in a and b"/" in b and a.split(b"/", 1)[1] == b.split(b"/", 1)[1]:
-            paths.append(a.split(b"/", 1)[1])  # `docs/x .git`: a file, and no other
-    return [unquote_path(p) for p in paths]
+            paths.append(unquote_path(a.split(b"/", 1)[1]))  # `docs/x .git`: a file
+    return paths
 
 
 def _git_line_names(rest: bytes) -> tuple[str | None, str | None]:
