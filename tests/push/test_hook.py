@@ -138,16 +138,25 @@ def test_reworded_commit_is_refused_although_the_tree_is_the_same(tmp_path: Path
                    "does not match patches/0002-glue-scoped-compat.patch", "reworded")
 
 
-def test_hand_edited_patch_file_is_refused(tmp_path: Path) -> None:
+@pytest.mark.parametrize("subject", ["tweak the patch by hand", "pq: tweak the patch"])
+def test_hand_edited_patch_file_is_refused(tmp_path: Path, subject: str) -> None:
+    """Committed under a `pq: ` subject too (as pq's own bookkeeping commits are, and as the
+    README commits an acknowledgement): it was taken for what pq last wrote, the commit was
+    blamed ("reworded or amended") and the fix named, `pq export --commit`, overwrote the
+    edit."""
     fork, remote = make_pushable(tmp_path)
     patch = fork / "patches/0002-glue-scoped-compat.patch"
     patch.write_bytes(patch.read_bytes().replace(b"return x  # glue", b"return x  # hand"))
-    commit_all(fork, "tweak the patch by hand")
+    commit_all(fork, subject)
     result = push(fork, "origin", "paddle")
     assert_refused(result, remote, {},
                    "[export] patches/0002-glue-scoped-compat.patch does not match its commit",
                    "edited by hand", "fix: pq apply")
     assert "[apply]" not in result.stderr  # it needs a consistent export; one message
+    refused = pq(fork, "export", "--commit", ok=False)
+    assert refused.exit_code == 2 and "edited by hand and committed after pq last wrote it" \
+        in refused.output, refused.output
+    assert b"# hand" in patch.read_bytes()
 
 
 def test_patch_that_no_longer_applies_is_refused(tmp_path: Path) -> None:

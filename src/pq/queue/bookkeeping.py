@@ -8,6 +8,7 @@ than series.yaml and patches/ come from a commit, or from the working tree.
 from __future__ import annotations
 
 import os
+import re
 
 from pq.git.objects import CommitId, Entry, Person
 from pq.git.odb import is_tree_mode
@@ -23,10 +24,18 @@ def only_queue_files(git: Git, commit: str, parent: str, diff: bytes) -> bool:
     return not diff.strip() and git.commit(commit).tree != git.tree_of(parent)
 
 
+# The subjects pq gives its bookkeeping commits (init and export --commit, rebase, apply,
+# import, split), and the one it names for committing an export by hand (`git commit -m
+# 'pq: update series'`). Any other `pq: ...` subject is the user's own (the README's `pq:
+# acknowledge ...`), and a patch file edited by hand may be in it.
+_PQ_SUBJECT = re.compile(r"pq: (?:(?:init|export|update) series|(?:rebase|apply) series onto "
+                         r"[0-9a-f]{12}|import .+ as a series on [0-9a-f]{12}|split .+ by "
+                         r"layer)")
+
+
 def written_by_pq(git: Git, commit: str) -> bool:
-    """Whether `commit` is one of pq's bookkeeping commits (`pq: ...`: export --commit,
-    init --commit, apply, rebase)."""
-    return git.commit(commit).message.startswith("pq: ")
+    """Whether `commit` is one of pq's bookkeeping commits, by its subject (above)."""
+    return _PQ_SUBJECT.fullmatch(git.commit(commit).message.partition("\n")[0]) is not None
 
 
 def queue_blobs(trees: Trees, commit: str) -> dict[str, str]:
