@@ -865,3 +865,35 @@ def test_pruning_logs_while_another_gate_prunes_them(tmp_path: Path) -> None:
     with Git.open(fork) as g:
         runner.prune_logs(g, keep=1)
     assert sorted(p.name for p in logs.iterdir()) == ["new"]
+
+
+def test_a_push_asks_for_the_newest_run_of_a_required_stage(tmp_path: Path) -> None:
+    """A whole gate passed, then `pq gate --stage unit --force` failed on the same tree: the
+    hook's gate check still took the older pass (the cache and `--status` let the newest
+    result win)."""
+    flag = tmp_path / "may-pass"
+    flag.write_text("")
+    fork = gate_fork(tmp_path, stage_lines(stage("lint", "true"),
+                                           stage("unit", f'test -f "{flag}" || exit 4'))
+                     + "  required_for_push: [unit]\n")
+    assert pq(fork, "gate").exit_code == 0
+    assert pq(fork, "check", "--no-cache").exit_code == 0
+    flag.unlink()
+    assert pq(fork, "gate", "--stage", "unit", "--force", ok=False).exit_code == 1
+    refused = pq(fork, "check", "--no-cache", ok=False)
+    assert refused.exit_code == 1 and "unit (failed" in refused.output, refused.output
+    flag.write_text("")
+    assert pq(fork, "gate", "--stage", "unit", "--force").exit_code == 0
+    assert pq(fork, "check", "--no-cache").exit_code == 0
+
+
+def test_the_hint_to_run_one_stage_is_given_for_the_first_alone(tmp_path: Path) -> None:
+    """`pq gate --stage tests` runs tests without what the stages before it make: named
+    only where the failed stage is the first."""
+    fork = gate_fork(tmp_path, stage_lines(stage("build", "true"), stage("tests", "exit 3")))
+    said = pq(fork, "gate", ok=False).output
+    assert "next: fix stage tests and run `pq gate` again\n" in said + "\n", said
+    assert "--stage" not in said
+    set_gate(fork, stage_lines(stage("build", "exit 3"), stage("tests", "true")))
+    said = pq(fork, "gate", ok=False).output
+    assert "(just this stage: `pq gate --stage build`)" in said, said

@@ -203,9 +203,11 @@ READ_BY_A_BUILD = ["csrc/table.inc", "csrc/impl.ipp", "csrc/impl.tpp", "csrc/imp
                    "csrc/k.cuinl", "include/Eigen/Core", "config.h.in", "CMakePresets.json",
                    "GNUmakefile", "meson_options.txt", "csrc/exports.map", "pkg/_fast.pyx",
                    "setup.py", "pyproject.toml", "build.py", "cmake/gen.py", "csrc/ops.cc",
-                   ".gitattributes", "tests/data/weights.bin"]
+                   ".gitattributes", "tests/data/weights.bin", "csrc/notice.tpp",
+                   "csrc/license.inc", "csrc/changes.c++", "LICENSE.BSD"]
 NOT_READ_BY_A_BUILD = ["pkg/__init__.py", "pkg/ops.pyi", "tests/test_ops.py", "README.md",
-                       "docs/index.rst", "LICENSE", "series.yaml", "patches/0001-a.patch",
+                       "docs/index.rst", "LICENSE", "CHANGES.txt", "series.yaml",
+                       "patches/0001-a.patch",
                        "mre/case/repro.py", ".pq/compare/ops.py", "notes/plan.txt"]
 
 
@@ -610,3 +612,90 @@ def test_a_cache_entry_of_another_shape_is_rebuilt_not_a_crash(
     report = gate(fork)
     assert report["status"] == "passed" and count(runs) == 2, report
     assert any("damaged cache entry" in w for w in report["warnings"]), report["warnings"]
+
+
+# `use` reads the build's artifact where there is one (and passes without it, as a test
+# that skips when the extension is not built): it keys on its own folder, tests/.
+USE_IF_BUILT = 'test -f out/ext.so || { echo "not built: skipped"; exit 0; }; grep -q good out/ext.so'
+
+
+def test_a_stage_run_alone_is_not_kept_for_a_whole_gate(tmp_path: Path) -> None:
+    """`--stage use` ran without the build's files: its pass was kept under a key that
+    says the build came first, and the whole gate reused it over a build that fails it."""
+    runs = tmp_path / "runs.txt"
+    fork = gate_fork(tmp_path, stage_lines(
+        stage("build", BUILD.format(runs=runs)),
+        stage("use", USE_IF_BUILT, inputs="[tests/**]")), files={"tests/t.txt": "t\n"})
+    assert stages(gate(fork, "--stage", "use"))["use"]["status"] == "passed"
+    report = gate(fork)
+    assert stages(report)["use"]["status"] == "failed", report  # out/ext.so lacks "good"
+
+
+def test_a_stage_after_one_that_ran_is_not_reused(tmp_path: Path) -> None:
+    """The build's cache entry gone (pruned, say): the build runs, and the stage after it
+    runs too, whatever its own key says (the build may have made other files)."""
+    runs = tmp_path / "runs.txt"
+    fork = gate_fork(tmp_path, stage_lines(
+        stage("build", BUILD.format(runs=runs)),
+        stage("use", f'echo use >> "{runs}"; test -f out/ext.so', inputs="[tests/**]")),
+        files={"tests/t.txt": "t\n"})
+    assert gate(fork)["status"] == "passed"
+    change(fork, "pkg/__init__.py", "\n# glue\n", "python-glue: a comment")
+    assert {n: s["status"] for n, s in stages(gate(fork)).items()} == {
+        "build": "reused", "use": "reused"}
+    build_key = stages(gate(fork, "--stage", "build"))["build"]["inputs"]
+    import shutil
+    shutil.rmtree(fork / ".git/pq/gate-cache" / build_key)
+    change(fork, "pkg/__init__.py", "# more glue\n", "python-glue: another comment")
+    assert {n: s["status"] for n, s in stages(gate(fork)).items()} == {
+        "build": "passed", "use": "passed"}
+
+
+def test_a_stage_after_one_without_a_key_has_none() -> None:
+    """A `base:` stage where the base cannot be read runs; a later reusable stage, keyed
+    as if no build came before it, was reused over a build that ran on other sources."""
+    build = Stage("build", "make", inputs=("base:**",))
+    use = Stage("use", "test", inputs=("tests/**",))
+    entries = [("100644", "blob", "1" * 40, "tests/t.txt")]
+    assert inputs.stage_keys([build, use], entries, {}, "python") == {}
+    assert set(inputs.stage_keys([build, use], entries, {}, "python", entries)) == {
+        "build", "use"}
+
+
+def test_a_run_made_where_the_tip_now_tracks_a_file_is_not_restored(tmp_path: Path) -> None:
+    """The build wrote pkg/_version.py where the tree had none; a later commit tracks its
+    own: the reuse wrote the old run's over it (`use` saw another commit's file)."""
+    runs = tmp_path / "runs.txt"
+    fork = gate_fork(tmp_path, stage_lines(
+        stage("build", BUILD.format(runs=runs) + '; test -e pkg/_version.py || '
+                       'echo "version = 0" > pkg/_version.py'),
+        stage("use", "cat pkg/_version.py")))
+    assert gate(fork)["status"] == "passed" and count(runs) == 1
+    change(fork, "pkg/_version.py", "version = 1\n", "python-glue: a version")
+    report = gate(fork)
+    assert stages(report)["build"]["status"] == "passed" and count(runs) == 2, report
+    assert (fork / "pkg/_version.py").read_text() == "version = 1\n"
+
+
+def test_an_entry_that_cannot_be_put_in_place_is_kept(tmp_path: Path) -> None:
+    """A commit that tracks a file `out` where the cached run has the folder out/: the
+    stage runs (and fails, as it would), and the entry, which other commits need, stays."""
+    fork, runs = fork_with_build(tmp_path, inputs="[csrc/**]")  # `out` is no input
+    first = gate(fork)
+    key = stages(first)["build"]["inputs"]
+    git(fork, "checkout", "-q", "-b", "other")
+    change(fork, "out", "a file\n", "python-glue: a file named out")
+    text = pq(fork, "gate", ok=False).output
+    assert "damaged" not in text and count(runs) == 2, text
+    assert (fork / ".git/pq/gate-cache" / key / "meta.json").is_file()
+    git(fork, "checkout", "-q", "-")
+    change(fork, "pkg/__init__.py", "\n# glue\n", "python-glue: a comment")
+    assert stages(gate(fork))["build"]["status"] == "reused" and count(runs) == 2
+
+
+def test_a_cached_result_warns_of_uncommitted_changes(tmp_path: Path) -> None:
+    fork, _ = fork_with_build(tmp_path)
+    assert gate(fork)["status"] == "passed"
+    write(fork, "csrc/ops.cc", "// not committed\n")
+    report = gate(fork)
+    assert report["cached"] and any("uncommitted changes" in w for w in report["warnings"])

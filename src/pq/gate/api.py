@@ -115,10 +115,14 @@ def _run_gate(git: Git, held: ExitStack, stages: list[str] | tuple[str, ...] | N
         return GateReport(None, None, R.GATE_ERROR, error=exc)
     names = tuple(s.name for s in plan.stages)
     partial = names != plan.config.names
+    uncommitted = ([f"uncommitted changes are not part of this result: the gate ran on the "
+                    f"committed tip {plan.tip[:12]}"] if git.status_porcelain() else [])
     if not force:
         hit = record.find_cached(git, plan.tip, plan.tree, plan.fingerprint, names)
         if hit is not None:
-            return _cached_report(plan, names, partial, *hit)
+            cached = _cached_report(plan, names, partial, *hit)
+            cached.warnings.extend(uncommitted)
+            return cached
     settings = plan.settings
     try:
         cache_bytes, ccache_size = _sizes(settings)
@@ -137,10 +141,12 @@ def _run_gate(git: Git, held: ExitStack, stages: list[str] | tuple[str, ...] | N
     missing = {s.name: found for s in plan.stages if s.name in keys
                and (found := inputs.unmatched(s, entries, upstream))}
     keys = {name: key for name, key in keys.items() if name not in missing}
+    reusable = [s.name for s in plan.config.stages if s.reusable]
     cache = reuse.StageCache(git.pq_dir() / reuse.CACHE_DIR, keys, cache_bytes,
                              lookup=not force, tracked={p: obj for _, kind, obj, p in entries
                                                         if kind == "blob"},
-                             executable=[p for mode, _, _, p in entries if mode == "100755"])
+                             executable=[p for mode, _, _, p in entries if mode == "100755"],
+                             before={n: reusable[:reusable.index(n)] for n in reusable})
     logs = held.enter_context(runner.log_folder(git, plan.tip))
     worktree = plan.worktree or held.enter_context(runner.throwaway_worktree(git, plan.tip))
     wiring = ccache.wire(git.pq_dir(), worktree, path_env, dict(os.environ), ccache_size)
@@ -161,9 +167,7 @@ def _run_gate(git: Git, held: ExitStack, stages: list[str] | tuple[str, ...] | N
     report.warnings.extend(cache.notes)
     if not wiring.on and any(s.inputs and s.status != R.REUSED for s in results):
         report.warnings.append(wiring.note)
-    if git.status_porcelain():
-        report.warnings.append(f"uncommitted changes are not part of this result: the gate ran "
-                               f"on the committed tip {plan.tip[:12]}")
+    report.warnings.extend(uncommitted)
     try:
         record.save(git, plan.tip, _record(report))
     except PqError as exc:

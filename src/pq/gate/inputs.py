@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from pq.gate.config import BASE, Stage
-from pq.model.layers import decide, is_doc
+from pq.model.layers import DOC_SUFFIXES, decide, is_doc
 from pq.model.series import DEFAULT_QUEUE_PATHS
 from pq.queue.files import is_queue_path
 
@@ -93,8 +93,13 @@ def reads_base(stages: Sequence[Stage]) -> bool:
 def default_input(path: str, queue_paths: Sequence[str] = DEFAULT_QUEUE_PATHS) -> bool:
     """Whether a file is an input of the `build` stage without `inputs:`: every file but the
     ones a native build clearly does not read — Python sources (`.py`, `.pyi`) that are not
-    build files (setup.py, build.py, cmake/...), documentation, and pq's own queue files."""
-    if is_queue_path(path, queue_paths) or is_doc(path):
+    build files (setup.py, build.py, cmake/...), documentation, and pq's own queue files. A
+    file named like a doc is one only without a suffix or with a text one (`NOTICE`,
+    `CHANGES.txt`): `notice.tpp`, `license.inc` may be included by a source."""
+    name = path.rsplit("/", 1)[-1].lower()
+    text = "." not in name or name.endswith((*DOC_SUFFIXES, ".txt"))
+    if is_queue_path(path, queue_paths) or (is_doc(path) and (
+            text or path.startswith(("docs/", "doc/")))):
         return False
     return not path.lower().endswith(NOT_BUILT) or decide(path).layer == "build"
 
@@ -201,9 +206,13 @@ def stage_keys(stages: Sequence[Stage], entries: Entries, toolchain: Mapping[str
     symbol check), the interpreter, the toolchain fingerprint (the caller's build variables
     and checkout settings too) and the fingerprints of the reusable stages before it."""
     keys: dict[str, str] = {}
+    unkeyed = False  # a reusable stage before runs: what it makes is in no key of later ones
     for stage in stages:
-        if not stage.reusable or (reads_base([stage]) and not base_entries):
-            continue  # (a base it cannot read: the stage runs)
+        if not stage.reusable:
+            continue
+        if unkeyed or (reads_base([stage]) and not base_entries):
+            unkeyed = True  # (a base it cannot read: the stage runs, and so do the later)
+            continue
         data = {"format": FORMAT, "stage": stage.name, "run": stage.run,
                 "env": dict(sorted(stage.env.items())), "requires": sorted(stage.requires),
                 "check_symbols": stage.check_symbols, "python": python,

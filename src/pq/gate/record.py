@@ -134,10 +134,14 @@ def covers(git: Git, commit: str, tree: str, required: tuple[str, ...]) -> tuple
         return False, (f"no passing full gate record for {where} (latest: "
                        f"{latest.get('summary') or latest.get('status')}): run `pq gate`")
     missing: list[str] = []
+    # The newest run of each stage decides (a pass is not taken over a later failure, as
+    # for the cached result): newest first by time, a note's own order kept among equals.
+    newest = sorted(records, key=lambda found: str(found[1].get("time", "")), reverse=True)
     for name in required:
-        seen = [stage_statuses(r).get(name) for _, r in records]
-        if not any(s in R.STAGE_OK for s in seen):
-            last = next((s for s in seen if s), None)
+        seen = [stage_statuses(r).get(name) for _, r in newest]
+        ran = next((s for s in seen if s in (*R.STAGE_OK, R.FAILED, R.TIMED_OUT)), None)
+        if ran not in R.STAGE_OK:
+            last = ran or next((s for s in seen if s), None)
             missing.append(f"{name} ({R.StageResult(name, last).display()})" if last
                            else f"{name} (never run)")
     if missing:

@@ -13,7 +13,7 @@ import os
 import re
 import shutil
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -83,10 +83,15 @@ class StageCache:
 
     def __init__(self, root: Path, keys: Mapping[str, str], max_bytes: int = DEFAULT_MAX_BYTES,
                  *, lookup: bool = True, tracked: Mapping[str, str] | None = None,
-                 executable: Iterable[str] = ()) -> None:
+                 executable: Iterable[str] = (),
+                 before: Mapping[str, Sequence[str]] | None = None) -> None:
         self.root = root
         self.lookup = lookup  # False (`--force`): run every stage, refresh the entries
         self.keys = dict(keys)
+        # {stage: the reusable stages configured before it}, whose fingerprints its key
+        # holds: it is reused only after each of them was, and kept only after each of
+        # them ran or was reused in the same run (`--stage` runs some alone).
+        self.chain = {name: tuple(names) for name, names in (before or {}).items()}
         self.max_bytes = max_bytes
         # {path: blob id} of the files the tip tracks: a run that changed or deleted one
         # started from that blob, and is reused only where the tip has the same one.
@@ -117,8 +122,9 @@ class StageCache:
             if meta.get("key") != key:
                 raise ValueError("not an entry of this pq")
             if any(item.get("base") != self.tracked.get(str(item["path"]))
-                   for item in meta["files"] if "base" in item):
-                return None  # it changed a tracked file this tip has other bytes of: run it
+                   for item in meta["files"]):
+                return None  # it changed a tracked file this tip has other bytes of, or
+                #              made one where this tip tracks a file: run it
             # What the stage removed goes first, deepest first: a folder it replaced by a
             # file (or a file by a folder) is out of the way before the new one comes.
             for item in sorted(meta["files"], key=lambda i: (not i.get("deleted"),
@@ -151,6 +157,10 @@ class StageCache:
             for path in placed:
                 with contextlib.suppress(OSError):
                     path.unlink(missing_ok=True)
+            if isinstance(exc, OSError):  # a file this worktree has in the way, say: the
+                self.notes.append(f"stage {stage.name}: cache entry {key[:12]} not restored "
+                                  f"({exc}); the stage ran")  # entry stays for others
+                return None
             shutil.rmtree(entry, ignore_errors=True)
             self.notes.append(f"stage {stage.name}: damaged cache entry {key[:12]} removed "
                               f"({exc}); the stage ran")

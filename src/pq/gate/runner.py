@@ -101,27 +101,36 @@ def run_stages(ctx: RunContext, stages: tuple[Stage, ...], *, progress: Progress
                check_symbols: SymbolCheck | None = None, cache: StageCache | None = None
                ) -> list[R.StageResult]:
     """Every stage in order; after the first failure the rest are `not-run`. A reusable
-    stage with a cached passing run is restored from `cache` instead of run."""
+    stage with a cached passing run is restored from `cache` instead of run, where each
+    reusable stage before it was restored too (one that ran may have made other files);
+    a pass is kept where each of those ran or was restored here (not with `--stage` alone)."""
     ctx.log_dir.mkdir(parents=True, exist_ok=True)
     results: list[R.StageResult] = []
     failed = False
+    restored: set[str] = set()
+    ran: set[str] = set()
     for i, stage in enumerate(stages):
         if failed:
             results.append(R.StageResult(stage.name, R.NOT_RUN, stage.requires))
             continue
         # A GPU stage without a GPU is owed, whatever a cache holds.
         key = cache.key(stage) if cache is not None else None
-        usable = key is not None and not (stage.needs_gpu and not ctx.gpu)
+        before = cache.chain.get(stage.name, ()) if cache is not None else ()
+        usable = key is not None and not (stage.needs_gpu and not ctx.gpu) and all(
+            name in restored for name in before)
         hit = cache.restore(stage, ctx.worktree) if cache is not None and usable else None
         if hit is not None and key is not None:
             results.append(reused_result(stage, key, hit))
+            restored.add(stage.name)
             continue
         if cache is not None:
             cache.before(stage, ctx.worktree)
         res = run_stage(ctx, stage, i, len(stages), progress, check_symbols)
         res.inputs = key
         if cache is not None and res.status == R.PASSED:
-            cache.save(stage, ctx.worktree, ctx.tip)
+            ran.add(stage.name)
+            if all(name in restored or name in ran for name in before):
+                cache.save(stage, ctx.worktree, ctx.tip)
         results.append(res)
         failed = res.failed
     if progress is not None and stages:
