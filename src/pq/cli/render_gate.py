@@ -30,10 +30,12 @@ def report_text(report: GateReport) -> str:
         lines.append("---")
     lines.append(("result: " if not report.cached else "result (cached): ") + report.headline)
     lines.extend(f"warning: {w}" for w in report.warnings)
-    if failed is not None:  # (--stage runs a later stage without what those before make)
-        alone = f" (just this stage: `pq gate --stage {failed.name}`)" \
-            if failed is report.stages[0] else ""
-        lines.append(f"next: fix stage {failed.name} and run `pq gate` again{alone}")
+    if failed is not None:  # (a later stage alone would run without what those before make)
+        upto = report.stages[:report.stages.index(failed) + 1]
+        stages = " ".join(f"--stage {s.name}" for s in upto)
+        lines.append(f"next: fix stage {failed.name} and run `pq gate` again ("
+                     f"{'just this stage' if len(upto) == 1 else 'up to this stage'}: "
+                     f"`pq gate {stages}`)")
     elif any(s.status == R.SKIPPED_NO_GPU for s in report.stages):
         lines.append(f"next: run `pq gate` where a GPU is visible, then `git push origin "
                      f"{NOTES_REF}`")
