@@ -198,6 +198,27 @@ def test_a_commit_made_while_rebase_computes_is_kept(tmp_path: Path) -> None:
     assert pq(fork, "status").output.startswith("no rebase in progress"), pq(fork, "status").output
 
 
+def test_a_commit_made_while_undo_moves_the_branch_is_kept(tmp_path: Path) -> None:
+    """`pq undo` moved HEAD's branch with `git checkout -B`, over a commit made after it
+    read the branch: the commit was on no branch, and the refused undo's log entry (the
+    commit taken for its change) let the next `pq undo` drop it too. The branch moves by
+    compare-and-swap: the undo refuses, changes nothing, logs nothing."""
+    fork = base_fork(tmp_path)
+    pq(fork, "apply", "--onto", "upstream/main")
+    ops = json.loads(pq(fork, "log", "--json").output)["operations"]
+    labels = checkpoints(fork, ["undo"])
+    at = labels.index("git update-ref")  # just before the branch moves
+    code, out, made = commit_meanwhile(fork, ["undo"], at)
+    assert code == 2, out
+    assert "paddle moved while pq undo was computing" in out and "changed nothing" in out
+    assert git(fork, "rev-parse", "paddle") == made
+    assert (fork / "notes2.txt").read_text() == "meanwhile\n"
+    assert json.loads(pq(fork, "log", "--json").output)["operations"] == ops
+    refused = pq(fork, "undo", ok=False)  # the commit on top: `--force` or keep it
+    assert refused.exit_code == 2 and "refs/heads/paddle has moved" in refused.output
+    assert git(fork, "rev-parse", "paddle") == made
+
+
 def test_undo_waits_for_an_apply_that_computes(tmp_path: Path) -> None:
     fork = base_fork(tmp_path)
     labels = checkpoints(fork, ["apply", "--onto", "upstream/main"])

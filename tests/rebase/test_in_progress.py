@@ -1539,3 +1539,21 @@ def test_an_abort_after_git_was_stopped_showing_the_conflict_names_its_half_writ
     pq(fork, "rebase", "--abort", "--force")
     assert git(fork, "rev-parse", "HEAD") == tip
     assert git(fork, "status", "--porcelain") == ""
+
+
+def test_a_rebase_killed_while_it_replayed_is_offered_only_the_abort(tmp_path: Path) -> None:
+    """Killed after it wrote its state, before any stop: `--continue` refuses there, yet
+    `pq log`, the undo's refusal and the refusals of other commands named it."""
+    up, fork = make_series(tmp_path)
+    conflict_upstream(up, fork)
+    labels = rebase_checkpoints(fork, tmp_path)
+    at = labels.index("rename state.json") + 2
+    assert rebase_process(fork, PQ_FAULT_AT=str(at)).returncode != 0
+    said = {"log": pq(fork, "log").output.splitlines()[-1],
+            "undo": pq(fork, "undo", ok=False).output,
+            "export": pq(fork, "export", ok=False).output}
+    for where, text in said.items():
+        assert "`pq rebase --abort`" in text and "--continue" not in text, (where, text)
+    assert pq(fork, "rebase", "--continue", ok=False).exit_code == 2
+    pq(fork, "rebase", "--abort")
+    assert git(fork, "status", "--porcelain") == ""

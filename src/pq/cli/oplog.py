@@ -119,7 +119,10 @@ def log(limit: int | None, as_json: bool) -> None:
                    "is done")
     elif st is not None:
         click.echo("a pq rebase is in progress: `pq rebase --abort` goes back to before it "
-                   "(`pq rebase --continue` finishes it); `pq undo` works again after that")
+                   "(`pq rebase --continue` finishes it); `pq undo` works again after that"
+                   if "pq rebase --continue" in st.next else "a pq rebase is in progress: "
+                   f"{rebase_status.ways_out(st)} goes back to before it; `pq undo` works "
+                   "again after that")
         if undo_mod.redo_allowed(h, True):
             click.echo(f"`pq redo` reverts operation {h.redo[-1]} (it brought this rebase "
                        "back)")

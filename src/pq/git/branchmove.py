@@ -16,8 +16,12 @@ from pq.git.objects import CommitId
 from pq.git.repo import Git
 
 
+class BranchMoved(ConfigError):
+    """The branch is no longer where pq read it: a commit made meanwhile, which is kept."""
+
+
 def _moved(branch: str, now: str | None, then: str, command: str) -> ConfigError:
-    return ConfigError(
+    return BranchMoved(
         f"{branch.removeprefix('refs/heads/')} moved while {command} was computing (it is "
         f"{(now or '(none)')[:12]}, was {then[:12]}: a commit made meanwhile?); {command} "
         "changed nothing, so that commit is kept", hint=f"run `{command}` again")
@@ -43,10 +47,20 @@ def checkout_moved(git: Git, branch: str, old: CommitId, new: CommitId, action: 
     """After `swap_branch`: the index and working tree follow from `old` to `new` as
     `git reset --keep` does (local changes kept; refused, and the branch put back, if a
     changed file would be overwritten)."""
-    proc = git.run_proc("read-tree", "-m", "-u", old, new, moves_files=True)
+    done, stderr = follow(git, old, new, action)
+    if not done:
+        raise refused(action, stderr)
+
+
+def follow(git: Git, old: CommitId, new: CommitId, action: str,
+           env: dict[str, str] | None = None) -> tuple[bool, bytes]:
+    """`checkout_moved`, telling a refusal by (False, git's stderr) with the branch put
+    back to `old`, for the caller to word."""
+    proc = git.run_proc("read-tree", "-m", "-u", old, new, moves_files=True, env=env)
     if proc.returncode != 0:
         git.run("update-ref", "-m", action + " (refused)", "HEAD", old, new)
-        raise refused(action, proc.stderr)
+        return False, proc.stderr
+    return True, b""
 
 
 # git's words when the ref itself cannot be written: a name too long for the file system, a

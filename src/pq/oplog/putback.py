@@ -11,7 +11,9 @@ from typing import TYPE_CHECKING, Any
 from pq.atomic import write_atomic
 from pq.errors import ConfigError, GitError
 from pq.faults import checkpoint
+from pq.git.branchmove import follow, swap_branch
 from pq.git.failures import lock_refusal
+from pq.git.objects import CommitId
 from pq.git.repo import Git
 from pq.oplog.snapshot import (
     CONFLICT_WRITES,
@@ -82,9 +84,13 @@ def restore(git: Git, p: Plan, current: Snapshot) -> None:
         if took_back:
             _take_conflict_back(git, commit_now, p, env, conflict.get("paths") or [])
         clear_queue(git, commit_now, current)
-        branch = None if head_then == "HEAD" else head_then.removeprefix("refs/heads/")
-        moved, stderr = git.try_move_head(
-            commit_then, branch, create=current["refs"].get(head_then) != commit_then, env=env)
+        try:
+            moved, stderr = _move_head(git, p, current, head_then, commit_then, env)
+        except ConfigError:  # the branch moved since it was read: a commit made meanwhile
+            if took_back:
+                write_conflict(git, conflict)
+            write_queue(git, current["files"], current["index"], current["scope"])
+            raise
         if not moved:
             if took_back:  # nothing changes when the move fails: the conflict goes back too
                 write_conflict(git, conflict)
@@ -111,6 +117,23 @@ def restore(git: Git, p: Plan, current: Snapshot) -> None:
         write_conflict(git, target.get("worktree") or {})
     if "state" in p.changed:
         write_state(git, target["state"])
+
+
+def _move_head(git: Git, p: Plan, current: Snapshot, head_then: str, commit_then: CommitId,
+               env: dict[str, str]) -> tuple[bool, bytes]:
+    """HEAD, index and working tree to `commit_then` on `head_then` (a branch, or "HEAD":
+    detached), as one checkout would; (done, git's stderr). HEAD's own branch moves by
+    compare-and-swap from the commit read under the lock, then the files follow (`git
+    checkout -B` would reset it over a commit made meanwhile, which git does not wait on
+    pq's lock for: the move is refused instead, ConfigError, and that commit kept)."""
+    branch = None if head_then == "HEAD" else head_then.removeprefix("refs/heads/")
+    now: CommitId | None = current["head_commit"]
+    create = current["refs"].get(head_then) != commit_then
+    if branch is None or not create or head_then != current["head"] or now is None:
+        return git.try_move_head(commit_then, branch, create=create, env=env)
+    action = env["GIT_REFLOG_ACTION"]
+    swap_branch(git, head_then, now, commit_then, p.again)
+    return follow(git, now, commit_then, action, env=env)
 
 
 def write_conflict(git: Git, worktree: dict[str, Any]) -> None:

@@ -181,6 +181,15 @@ class Transaction:
         self.write()
         self.settled = True
 
+    def unchanged(self) -> None:
+        """The operation put back all it had changed (git refused its move over a commit
+        made meanwhile): its entry goes, as one that changed nothing does; what differs
+        from its first record is the user's, not the operation's."""
+        if not self.nested and self.entry is not None and self.record.get("status") == \
+                "started":
+            log.drop(self.git, self.entry, self.previous, self.ref_before)
+            self.entry = None
+
     def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
         if self.nested:
             return

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pq.errors import ConfigError
+from pq.git.branchmove import BranchMoved
 from pq.git.process import pid_alive
 from pq.git.repo import Git
 from pq.oplog import log
@@ -136,9 +137,11 @@ def plan(git: Git, kind: str, op: int | None, current: Snapshot, force: bool) ->
         log.load(git, records[-1])  # whether it brought a rebase back (_reverts_a_stop)
     h = history(records)
     if REBASE_STATE in current["state"] and not _reverts_a_stop(h, kind, op):
+        from pq.rebase.status import status, ways_out  # (it reads the log too)
+
         raise ConfigError(f"a pq rebase is in progress; pq {kind} would step into the middle "
-                          "of it", hint="finish it with `pq rebase --continue` or end it with "
-                                        f"`pq rebase --abort`{_past_the_rebase(git, h)}")
+                          "of it", hint=f"end it with {ways_out(status(git))}"
+                                        f"{_past_the_rebase(git, h)}")
     if kind == "undo" and op is None:
         if not h.view:
             raise ConfigError("nothing to undo", hint="`pq log` lists the operations")
@@ -206,7 +209,7 @@ def _past_the_rebase(git: Git, h: History) -> str:
     if not earlier:
         return ""
     record = h.records[earlier[-1]]
-    return (f"; a `pq undo` after either brings this rebase back: after the abort, `pq undo "
+    return (f"; a `pq undo` after that brings this rebase back: after the abort, `pq undo "
             f"--op {earlier[-1]}` goes further back, to before `{record.get('command')}`")
 
 
@@ -287,7 +290,11 @@ def run(git: Git, kind: str = "undo", op: int | None = None, force: bool = False
         if not force:
             _refuse_past_an_unlogged_kill(git, t.lock.stale_holder, p)
         t.begin(kind=p.kind, target=int(p.record["id"]), before=current, commits=commits)
-        restore(git, p, narrow(current, p.target["scope"]))
+        try:
+            restore(git, p, narrow(current, p.target["scope"]))
+        except BranchMoved:  # a commit made meanwhile: kept, and everything put back
+            t.unchanged()
+            raise
         t.done()
         final = p.target["files"] if "queue" in p.changed else current["files"]
         files = sorted(f for f in set(final) | set(current["files"])

@@ -269,6 +269,13 @@ def landed(git: Git, state: rs.RebaseState) -> bool:
     return tip is not None and on_landed(git, state, tip)
 
 
+def ways_out(st: RebaseStatus | None) -> str:
+    """What ends the rebase `st` says is in progress, for a hint: its `next` commands (an
+    interrupted one has no `--continue`), "`a` or `b`"."""
+    found = [n for n in (st.next if st is not None else []) if n.startswith("pq rebase")]
+    return " or ".join(f"`{n}`" for n in found or ["pq rebase --continue", "pq rebase --abort"])
+
+
 def refuse_while_rebasing(git: Git, command: str) -> None:
     """Every command that rewrites the branch or the queue refuses while a rebase runs."""
     st = status(git)
@@ -288,8 +295,7 @@ def refuse_while_rebasing(git: Git, command: str) -> None:
                       "rewrite the series under it",
                       hint=f"wait for it to finish, then run {command} again"
                       if st.phase == "running" else
-                      "finish it with `pq rebase --continue` or end it with "
-                      f"`pq rebase --abort`, then run {command} again; `pq status` "
+                      f"end it with {ways_out(st)}, then run {command} again; `pq status` "
                       "says where it stands")
 
 
