@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from pq.atomic import write_atomic
 from pq.errors import ConfigError, GitError
 from pq.faults import checkpoint
-from pq.git.branchmove import follow, swap_branch
+from pq.git.branchmove import BranchMoved, follow, swap_branch
 from pq.git.failures import lock_refusal
 from pq.git.objects import CommitId
 from pq.git.repo import Git
@@ -86,7 +86,7 @@ def restore(git: Git, p: Plan, current: Snapshot) -> None:
         clear_queue(git, commit_now, current)
         try:
             moved, stderr = _move_head(git, p, current, head_then, commit_then, env)
-        except ConfigError:  # the branch moved since it was read: a commit made meanwhile
+        except BranchMoved:  # since it was read: a commit made meanwhile, which is kept
             if took_back:
                 write_conflict(git, conflict)
             write_queue(git, current["files"], current["index"], current["scope"])
@@ -125,7 +125,7 @@ def _move_head(git: Git, p: Plan, current: Snapshot, head_then: str, commit_then
     detached), as one checkout would; (done, git's stderr). HEAD's own branch moves by
     compare-and-swap from the commit read under the lock, then the files follow (`git
     checkout -B` would reset it over a commit made meanwhile, which git does not wait on
-    pq's lock for: the move is refused instead, ConfigError, and that commit kept)."""
+    pq's lock for: the move is refused instead, BranchMoved, and that commit kept)."""
     branch = None if head_then == "HEAD" else head_then.removeprefix("refs/heads/")
     now: CommitId | None = current["head_commit"]
     create = current["refs"].get(head_then) != commit_then
