@@ -137,11 +137,9 @@ def plan(git: Git, kind: str, op: int | None, current: Snapshot, force: bool) ->
         log.load(git, records[-1])  # whether it brought a rebase back (_reverts_a_stop)
     h = history(records)
     if REBASE_STATE in current["state"] and not _reverts_a_stop(h, kind, op):
-        from pq.rebase.status import status, ways_out  # (it reads the log too)
-
         raise ConfigError(f"a pq rebase is in progress; pq {kind} would step into the middle "
-                          "of it", hint=f"end it with {ways_out(status(git))}"
-                                        f"{_past_the_rebase(git, h)}")
+                          "of it", hint="end it first: `pq rebase --abort`, or what `pq "
+                                        f"status` names next{_past_the_rebase(git, h)}")
     if kind == "undo" and op is None:
         if not h.view:
             raise ConfigError("nothing to undo", hint="`pq log` lists the operations")
