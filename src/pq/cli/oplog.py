@@ -205,7 +205,7 @@ def undo(op: int | None, force: bool, as_json: bool) -> None:
     """
     with open_repo() as git:
         require_no_git_operation(git)  # git's reset would refuse halfway, mid-merge
-        result = undo_mod.run(git, "undo", op, force)
+        result = _run(git, "undo", op, force)
         paths, then = _rerere_paths(git, result), _rebase_next(git, result)
     _render(result, paths, as_json, then)
 
@@ -218,6 +218,18 @@ def redo(force: bool, as_json: bool) -> None:
     """Revert the most recent `pq undo` (repeatable while only undos happened since)."""
     with open_repo() as git:
         require_no_git_operation(git)  # git's reset would refuse halfway, mid-merge
-        result = undo_mod.run(git, "redo", None, force)
+        result = _run(git, "redo", None, force)
         paths, then = _rerere_paths(git, result), _rebase_next(git, result)
     _render(result, paths, as_json, then)
+
+
+def _run(git: Git, kind: str, op: int | None, force: bool) -> undo_mod.UndoResult:
+    """`undo_mod.run`; refused for a rebase in progress, the ways out `pq status` names (an
+    interrupted rebase has no `--continue`)."""
+    try:
+        return undo_mod.run(git, kind, op, force)
+    except undo_mod.RebaseInProgress as exc:
+        st = rebase_status.status(git)
+        if st is not None and "pq rebase --continue" not in st.next:
+            exc.hint = f"end it with {rebase_status.ways_out(st)}{exc.past}"
+        raise

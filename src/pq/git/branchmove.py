@@ -38,9 +38,21 @@ def swap_branch(git: Git, branch: str, old: CommitId, new: CommitId, action: str
     """Point `branch` (HEAD's) from `old` to `new` only if it still is `old` (compare and
     swap): a commit made since pq read the tip is never thrown away (the caller puts back
     what it had touched before it raises)."""
+    done, stderr = try_swap_branch(git, branch, old, new, action)
+    if not done:
+        raise refused(action, stderr)
+
+
+def try_swap_branch(git: Git, branch: str, old: CommitId, new: CommitId, action: str
+                    ) -> tuple[bool, bytes]:
+    """`swap_branch`, telling a refusal of git's with the branch still at `old` (a lock in
+    the way) by (False, git's stderr); BranchMoved where it moved."""
     proc = git.run_proc("update-ref", "-m", action, "HEAD", new, old)
-    if proc.returncode != 0:
-        raise _moved(branch, git.try_resolve(branch), old, action)
+    if proc.returncode == 0:
+        return True, b""
+    if (now := git.try_resolve(branch)) != old:
+        raise _moved(branch, now, old, action)
+    return False, proc.stderr
 
 
 def checkout_moved(git: Git, branch: str, old: CommitId, new: CommitId, action: str) -> None:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from pq.atomic import write_atomic
 from pq.errors import ConfigError, GitError
 from pq.faults import checkpoint
-from pq.git.branchmove import BranchMoved, follow, swap_branch
+from pq.git.branchmove import BranchMoved, follow, try_swap_branch
 from pq.git.failures import lock_refusal
 from pq.git.objects import CommitId
 from pq.git.repo import Git
@@ -131,9 +131,9 @@ def _move_head(git: Git, p: Plan, current: Snapshot, head_then: str, commit_then
     create = current["refs"].get(head_then) != commit_then
     if branch is None or not create or head_then != current["head"] or now is None:
         return git.try_move_head(commit_then, branch, create=create, env=env)
-    action = env["GIT_REFLOG_ACTION"]
-    swap_branch(git, head_then, now, commit_then, p.again)
-    return follow(git, now, commit_then, action, env=env)
+    done, stderr = try_swap_branch(git, head_then, now, commit_then, p.again)
+    return follow(git, now, commit_then, env["GIT_REFLOG_ACTION"], env=env) if done else (
+        False, stderr)
 
 
 def write_conflict(git: Git, worktree: dict[str, Any]) -> None:

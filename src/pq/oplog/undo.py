@@ -130,6 +130,15 @@ class Plan:
                 if c.startswith("ref ")}
 
 
+class RebaseInProgress(ConfigError):
+    """A rebase in progress: undo and redo wait for its end. `past`: how to go back past it
+    once it ended (the hint's tail; the CLI names the ways out `pq status` gives)."""
+
+    def __init__(self, message: str, past: str, hint: str) -> None:
+        super().__init__(message, hint=hint)
+        self.past = past
+
+
 def plan(git: Git, kind: str, op: int | None, current: Snapshot, force: bool) -> Plan:
     """Choose the record to restore and check that nothing else changed since it ran."""
     records = log.read(git)
@@ -137,9 +146,10 @@ def plan(git: Git, kind: str, op: int | None, current: Snapshot, force: bool) ->
         log.load(git, records[-1])  # whether it brought a rebase back (_reverts_a_stop)
     h = history(records)
     if REBASE_STATE in current["state"] and not _reverts_a_stop(h, kind, op):
-        raise ConfigError(f"a pq rebase is in progress; pq {kind} would step into the middle "
-                          "of it", hint="end it first: `pq rebase --abort`, or what `pq "
-                                        f"status` names next{_past_the_rebase(git, h)}")
+        past = _past_the_rebase(git, h)
+        raise RebaseInProgress(f"a pq rebase is in progress; pq {kind} would step into the "
+                               "middle of it", past, hint="finish it with `pq rebase "
+                               f"--continue` or end it with `pq rebase --abort`{past}")
     if kind == "undo" and op is None:
         if not h.view:
             raise ConfigError("nothing to undo", hint="`pq log` lists the operations")
