@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import shutil
 import stat
 import sys
 import time
@@ -644,7 +645,6 @@ def test_a_stage_after_one_that_ran_is_not_reused(tmp_path: Path) -> None:
     assert {n: s["status"] for n, s in stages(gate(fork)).items()} == {
         "build": "reused", "use": "reused"}
     build_key = stages(gate(fork, "--stage", "build"))["build"]["inputs"]
-    import shutil
     shutil.rmtree(fork / ".git/pq/gate-cache" / build_key)
     change(fork, "pkg/__init__.py", "# more glue\n", "python-glue: another comment")
     assert {n: s["status"] for n, s in stages(gate(fork)).items()} == {

@@ -118,11 +118,10 @@ def log(limit: int | None, as_json: bool) -> None:
         click.echo(f"a pq rebase is running ({st.holder}); `pq undo` works again once it "
                    "is done")
     elif st is not None:
-        click.echo("a pq rebase is in progress: `pq rebase --abort` goes back to before it "
-                   "(`pq rebase --continue` finishes it); `pq undo` works again after that"
-                   if "pq rebase --continue" in st.next else "a pq rebase is in progress: "
-                   f"{rebase_status.ways_out(st)} goes back to before it; `pq undo` works "
-                   "again after that")
+        back = ("`pq rebase --abort` goes back to before it (`pq rebase --continue` finishes "
+                "it)" if "pq rebase --continue" in st.next else
+                f"{rebase_status.ways_out(st)} goes back to before it")  # (interrupted)
+        click.echo(f"a pq rebase is in progress: {back}; `pq undo` works again after that")
         if undo_mod.redo_allowed(h, True):
             click.echo(f"`pq redo` reverts operation {h.redo[-1]} (it brought this rebase "
                        "back)")

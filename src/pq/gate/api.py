@@ -146,7 +146,7 @@ def _run_gate(git: Git, held: ExitStack, stages: list[str] | tuple[str, ...] | N
                              lookup=not force, tracked={p: obj for _, kind, obj, p in entries
                                                         if kind == "blob"},
                              executable=[p for mode, _, _, p in entries if mode == "100755"],
-                             before={n: reusable[:reusable.index(n)] for n in reusable})
+                             before={n: reusable[:i] for i, n in enumerate(reusable)})
     logs = held.enter_context(runner.log_folder(git, plan.tip))
     worktree = plan.worktree or held.enter_context(runner.throwaway_worktree(git, plan.tip))
     wiring = ccache.wire(git.pq_dir(), worktree, path_env, dict(os.environ), ccache_size)

@@ -171,10 +171,8 @@ class Transaction:
         after = take(self.git, self.commits)
         if after == self.record["before"] and (self.record["kind"] == "command"
                                               or status == "failed"):
-            # Nothing changed: nothing to log or undo.
-            log.drop(self.git, self.entry, self.previous, self.ref_before)
             self.record["status"] = status
-            self.entry = None
+            self._drop()  # nothing changed: nothing to log or undo
             return
         self.record["status"] = status
         self.record["after"] = after
@@ -187,8 +185,13 @@ class Transaction:
         from its first record is the user's, not the operation's."""
         if not self.nested and self.entry is not None and self.record.get("status") == \
                 "started":
-            log.drop(self.git, self.entry, self.previous, self.ref_before)
-            self.entry = None
+            self._drop()
+
+    def _drop(self) -> None:
+        """The log as before this operation's first record, which is no entry any more."""
+        assert self.entry is not None
+        log.drop(self.git, self.entry, self.previous, self.ref_before)
+        self.entry = None
 
     def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
         if self.nested:
