@@ -297,10 +297,14 @@ def test_an_upstream_history_rewritten_is_compared_as_trees(tmp_path: Path) -> N
     git(up, "checkout", "-q", "--orphan", "squashed")
     write(up, "README.md", "squashed\n")
     commit_all(up, "one commit")
+    write(up, "NEWS.md", "news\n")
+    commit_all(up, "a second")
     git(up, "branch", "-q", "-M", "squashed", "main")
     git(fork, "fetch", "-q", "-f", "upstream")
     data = json.loads(pq(fork, "drift", f"{old}..upstream/main", "--json", *NO_PADDLE,
                          ok=False).output)
+    # The range's commits are counted as `git rev-list --count` counts them (it said 1).
+    assert data["commits"] == int(git(fork, "rev-list", "--count", f"{old}..upstream/main")) == 2
     assert {i["file"] for i in data["items"]} == {"csrc/guard.cc"}  # none of old's files
     assert "at::cuda::CUDAGuard" in [i["name"] for i in data["items"]]
     assert data["touched_both"] == []  # pkg/glue.py is the fork's alone

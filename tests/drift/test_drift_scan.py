@@ -288,6 +288,44 @@ def test_a_clean_merge_is_not_named_for_what_its_sides_changed(tmp_path: Path) -
     assert [(t.file, t.commits) for t in report.touched] == [("setup.py", (edit,))]
 
 
+def test_a_use_the_range_adds_and_takes_back_is_not_new(tmp_path: Path) -> None:
+    """A file deleted and added back as it was, a use added and reverted: NEW has OLD's
+    files, and each was reported as new (breaking) API. A use added in one commit and kept
+    is still named at that commit."""
+    fork = fork_with_series(tmp_path)
+    up = fork.parent / "upstream"
+    text = "import torch\nfrom torch.testing import assert_close\n"
+    upstream_commit(fork, {"pkg/m.py": text}, "m")
+    old = git(fork, "rev-parse", "upstream/main")
+    git(up, "rm", "-q", "pkg/m.py")
+    git(up, "commit", "-q", "-m", "delete m")
+    upstream_commit(fork, {"pkg/m.py": text}, "add m back")
+    assert run(fork, old).items == ()
+    old = git(fork, "rev-parse", "upstream/main")
+    upstream_commit(fork, {"pkg/m.py": text + "y = torch.testing.make_tensor\n"}, "a use")
+    git(up, "revert", "--no-edit", "HEAD")
+    git(fork, "fetch", "-q", "upstream")
+    assert run(fork, old).items == ()
+    kept = upstream_commit(fork, {"pkg/m.py": text + "z = torch.special.erfcx\n"}, "kept")
+    upstream_commit(fork, {"README.md": "later\n"}, "later")
+    item = find(run(fork, old), "torch.special.erfcx")
+    assert (item.file, item.line, item.commit) == ("pkg/m.py", 3, kept)
+
+
+def test_a_name_added_to_a_crlf_import_block_inside_a_function_is_read(
+        tmp_path: Path) -> None:
+    """With CRLF line ends the hunk's section (its header a `def` line, no `torch` in it)
+    was never read: a line of bare names ended in `\\r`."""
+    fork = fork_with_series(tmp_path)
+    block = ("def load_ext():\r\n    from torch.utils.cpp_extension import (\r\n"
+             "        load,\r\n    )\r\n    return load\r\n")
+    upstream_commit(fork, {"pkg/ext.py": block}, "ext")
+    old = git(fork, "rev-parse", "upstream/main")
+    upstream_commit(fork, {"pkg/ext.py": block.replace("load,\r\n", "load,\r\n"
+                                                       "        load_inline,\r\n")}, "more")
+    assert [i.name for i in run(fork, old).items] == ["torch.utils.cpp_extension.load_inline"]
+
+
 def test_a_scan_ahead_in_a_thread_is_the_scan_and_hands_back_its_error(tmp_path: Path) -> None:
     fork = fork_with_series(tmp_path)
     old = git(fork, "rev-parse", "upstream/main")
@@ -382,6 +420,15 @@ def test_a_docstring_whose_quotes_stand_alone_under_a_def_is_no_code() -> None:
     ("cxx", "if (q == '\"') { auto z = at::special_erfcx(x); puts(\"q\"); }",
      ["at::special_erfcx"]),
     ("cxx", 'm.def("scale(Tensor x) -> Tensor"); // see http://x', ["scale"]),
+    # A digit separator opens no character (`1'024 ... 65'536` hid the call between).
+    ("cxx", "int a = 1'024; auto p = t.const_data_ptr<float>(); int b = 65'536;",
+     ["const_data_ptr"]),
+    ("cxx", "auto m = 0xFF'FF; char c = u8'x'; wchar_t w = L'y'; at::z(); char d = ')';",
+     ["at::z"]),
+    # Every module of an `import` statement (only the first was read).
+    ("python", "import torch.cuda, torch.testing", ["torch.cuda", "torch.testing"]),
+    ("python", "import torch.xpu as X, os, torch.mtia  # two", ["torch.xpu", "torch.mtia"]),
+    ("python", "import torch; y = 1", []),
     # Python: a ` #` in a string opens no comment; a `#` without a space before it does.
     ("python", 'print("step #1", torch.special.erfcx(x))', ["torch.special.erfcx"]),
     ("python", "y = torch.ones(1)# torch.b", ["torch.ones"]),
@@ -389,6 +436,15 @@ def test_a_docstring_whose_quotes_stand_alone_under_a_def_is_no_code() -> None:
 ])
 def test_a_line_names_what_its_code_uses(lang: str, line: str, names: list[str]) -> None:
     assert [u.name for u in extract.uses(lang, line)] == names
+
+
+@pytest.mark.parametrize("prefix", ["r", "f", "b", "rb", "Rb", "fR", "u"])
+def test_a_prefixed_triple_quoted_string_is_no_code(prefix: str) -> None:
+    """`HELP = r\"\"\"` opens a string as `HELP = \"\"\"` does: its lines were read as code."""
+    lines = [f'HELP = {prefix}"""', "Compare with torch.testing.assert_close(a, b).", '"""',
+             "y = torch.special.erfcx(x)"]
+    assert [[u.name for u in extract.uses("python", code)]
+            for code in extract.code_of("python", lines)] == [[], [], [], ["torch.special.erfcx"]]
 
 
 @pytest.mark.parametrize(("lines", "names"), [

@@ -43,11 +43,17 @@ _METHOD = re.compile(r"(?:\.|->)\s*(?:template\s+)?([A-Za-z_]\w*)\s*"
 _MACRO = re.compile(r"\b(TORCH_LIBRARY\w*|AT_DISPATCH\w*|TORCH_CHECK\w*|C10_CUDA_\w+)\s*\(")
 _SCHEMA = re.compile(r'\.def\(\s*"([A-Za-z_][\w.]*)(\([^"]*\)[^"]*)"')
 _PY_FROM = re.compile(r"^\s*from\s+(torch(?:\.\w+)*)\s+import\s+\(?([\w\s,]+?)\)?\s*(?:#.*)?$")
-_PY_IMPORT = re.compile(r"^\s*import\s+(torch\.[\w.]+)")
+# `import torch.cuda, torch.testing as tt, os`: the statement's modules (up to a `;`).
+_PY_IMPORT = re.compile(r"^\s*import\s+([^;]*)")
+_PY_MODULE = re.compile(r"torch(?:\.\w+)+")
 _PY_ATTR = re.compile(r"(?<![\w.])torch(?:\.[A-Za-z_]\w*)+")
 _CXX_COMMENT = re.compile(r"//.*$|/\*.*?\*/")
 # Quoted text: Python's strings, C++'s strings and characters.
 _QUOTED = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'')
+# C++'s: a quote right after a letter, digit or `_` opens no character (`1'024`, a digit
+# separator), but for a character's prefix (`u8'a'`, `L'a'`).
+_CXX_QUOTED = re.compile(r'"(?:[^"\\]|\\.)*"|(?:(?<!\w)|(?<=\bu8)|(?<=\b[uUL]))'
+                         r'\'(?:[^\'\\]|\\.)*\'')
 # Python strings, triple-quoted ones first (those stay: they are what `code_of` looks for).
 _PY_LITERAL = re.compile(r'"""|\'\'\'|"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\'')
 
@@ -84,7 +90,7 @@ def may_use(lang: str, text: bytes) -> bool:
 # A line of a parenthesized list of names: `    name,`, `    a as b, c)`.
 _PY_NAMES = re.compile(r"^\s*[A-Za-z_]\w*(?:\s+as\s+\w+)?"
                        r"(?:\s*,\s*[A-Za-z_]\w*(?:\s+as\s+\w+)?)*\s*,?\s*\)?\s*$")
-_PY_NAMES_CHANGED = re.compile(rb"^[-+][ \t]+[A-Za-z_][\w \t,]*\)?[ \t]*(?:#.*)?$", re.M)
+_PY_NAMES_CHANGED = re.compile(rb"^[-+][ \t]+[A-Za-z_][\w \t,]*\)?[ \t]*(?:#.*)?\r?$", re.M)
 _IMPORT_BLOCK_MAX = 500  # lines looked back for the opening of an import block
 
 
@@ -144,7 +150,7 @@ def spans_blanked(lang: str, lines: Sequence[str]) -> list[str]:
                 kept += " "
                 continue
             if lang == "cxx":  # a `/*` in a string, a character or after `//` opens nothing
-                bare = _blanked(_QUOTED, rest)
+                bare = _blanked(_CXX_QUOTED, rest)
                 m = opener.search(bare.split("//", 1)[0])
             else:  # nor in a string or after `#`; and a quote that may be a closer (below)
                 bare = _blanked(_PY_LITERAL, rest)
@@ -266,7 +272,7 @@ def without_literals(lang: str, text: str) -> str:
     """One line of `lang` source ("python": any `#`-comment language; else C/C++) with
     what its string literals (and C++ character literals) hold turned to spaces, positions
     kept: a `#` or `//` in a string opens no comment."""
-    return _blanked(_PY_LITERAL if lang == "python" else _QUOTED, text)
+    return _blanked(_PY_LITERAL if lang == "python" else _CXX_QUOTED, text)
 
 
 def _blanked(quoted: re.Pattern[str], text: str) -> str:
@@ -276,13 +282,18 @@ def _blanked(quoted: re.Pattern[str], text: str) -> str:
                       else " " * len(q.group(0)), text)
 
 
+# The letters before a string's opening quote that make it a raw, f-, bytes or u string.
+_STRING_PREFIX = re.compile(r"(?<!\w)(?:[rRbBuUfF]|[rR][bBfF]|[bBfF][rR])$")
+
+
 def _opens(line: str, m: re.Match[str], after_colon: bool = False) -> bool:
     """Whether the triple quote `m` can only open a string: after `=`, `(`, `,`, `[`, `{`,
     `:` or `return`, or first on its line with text after it, or alone on its line right
     under a line ending in `:` (a `def`'s or a `class`'s docstring: `after_colon`). Else a
     line that is a triple quote alone may as well close a docstring that the hunk starts
     inside of: not taken."""
-    before, after = line[:m.start()].rstrip(), line[m.end():].strip()
+    before = _STRING_PREFIX.sub("", line[:m.start()]).rstrip()
+    after = line[m.end():].strip()
     if not before:
         return bool(after) or after_colon
     return before.endswith(("=", "(", ",", "[", "{", ":", "return"))
@@ -294,7 +305,7 @@ def _cxx(text: str, tensor_method: Callable[[str], bool]) -> list[Use]:
         return [Use("header", m.group(1))]
     # Comments found where strings and characters are blanked (a `//` in a URL is text),
     # then taken out of the line as it is (a schema is a string) and of the blanked one.
-    masked = _CXX_COMMENT.sub(lambda c: "\0" * len(c.group(0)), _blanked(_QUOTED, text))
+    masked = _CXX_COMMENT.sub(lambda c: "\0" * len(c.group(0)), _blanked(_CXX_QUOTED, text))
     uncommented = "".join(t for t, m in zip(text, masked, strict=True) if m != "\0")
     found = [Use("schema", s.group(1), s.group(1) + s.group(2))
              for s in _SCHEMA.finditer(uncommented)]
@@ -315,5 +326,6 @@ def _python(text: str) -> list[Use]:
         return [Use("python", f"{m.group(1)}.{n}") for n in names if n != "*"]
     m = _PY_IMPORT.match(code)
     if m:
-        return [Use("python", m.group(1))]
+        modules = [item.split()[0] for item in m.group(1).split(",") if item.split()]
+        return [Use("python", n) for n in modules if _PY_MODULE.fullmatch(n)]
     return [Use("python", m.group(0)) for m in _PY_ATTR.finditer(_QUOTED.sub("''", code))]

@@ -126,9 +126,9 @@ def scan_range(git: Git, old: str, new: str,
     if callable(loaded):
         with Background(lambda: git.range_diffs(old, new), "pq git log") as log:
             loaded = loaded()
-        range_ = log.result()
+        range_, count = log.result()
     else:
-        range_ = git.range_diffs(old, new)
+        range_, count = git.range_diffs(old, new)
     surface = loaded.surface
 
     def files_at(named: list[tuple[str, str]]) -> list[bytes | None]:
@@ -136,6 +136,15 @@ def scan_range(git: Git, old: str, new: str,
         return [o[2] if o is not None and o[1] == "blob" else None for o in objects]
 
     uses, changed = _new_uses(range_, surface, files_at)
+    if uses and len(range_) > 1:  # (one commit's diff is the range's)
+        # New in the range, not only in a commit of it: still used at NEW, not at OLD (a
+        # use added and reverted, a file deleted and added back, is none).
+        paths = sorted({path for _, path, _, _ in uses})
+        net, _ = _new_uses([(new, git.diff_commits(
+            old, new, [f":(literal){p}" for p in paths], context=0))], surface,
+                           files_at)
+        still = {(path, use) for use, path, _, _ in net}
+        uses = [found for found in uses if (found[1], found[0]) in still]
     items = []
     asked: dict[tuple[str, str], Coverage] = {}
     for use, path, line, commit in uses:
@@ -147,8 +156,7 @@ def scan_range(git: Git, old: str, new: str,
         items.append(Item(use.kind, use.name, path, line, commit, cov.status, cov.header,
                           detail))
     items.sort(key=lambda i: (i.status.rank, i.file, i.line, i.name))
-    return RangeScan(old, new, len(range_), loaded.note, surface is not None, tuple(items),
-                     changed)
+    return RangeScan(old, new, count, loaded.note, surface is not None, tuple(items), changed)
 
 
 def report(git: Git, scanned: RangeScan, queue: Queue | None) -> DriftReport:

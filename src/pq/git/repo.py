@@ -189,13 +189,9 @@ class Git(History):
         renames: dict[str, str] = {}
         i = 0
         while i < len(fields) - 1:
-            status = fields[i]
-            if status.startswith(("R", "C")):
-                if status.startswith("R"):
-                    renames[fields[i + 1]] = fields[i + 2]
-                i += 3
-            else:
-                i += 2
+            if fields[i].startswith("R"):
+                renames[fields[i + 1]] = fields[i + 2]
+            i += 3 if fields[i].startswith(("R", "C")) else 2
         return renames
 
     def commit_changes(self, commits: Sequence[str]) -> dict[str, list[Change]]:
@@ -251,10 +247,11 @@ class Git(History):
                 current.append(line)
         return {c: b"".join(lines) for c, lines in parts.items()}
 
-    def range_diffs(self, old: str, new: str, context: int = 0) -> list[tuple[CommitId, bytes]]:
+    def range_diffs(self, old: str, new: str, context: int = 0
+                    ) -> tuple[list[tuple[CommitId, bytes]], int]:
         """(commit, its diff, `context` lines around each change, binary files as one line)
-        for each commit of old..new, oldest first, with pq's pinned diff options (one sealed
-        process). A commit's diff is against its parent; a merge's is what its author
+        for each commit of old..new, oldest first (one sealed process, pq's pinned diff
+        options), and how many commits old..new holds. A merge's diff is what its author
         changed beyond git's own merge of its parents (`--remerge-diff`: empty for a clean
         merge; a conflict's resolution, or an evil merge's own lines, otherwise).
 
@@ -266,24 +263,27 @@ class Git(History):
         out = self.run_sealed("diff", *PORCELAIN_DIFF_CONFIG, "log", "--diff-merges=remerge",
                               "--topo-order", "--format=%x01%H %P", "-p", f"-U{context}",
                               *options, f"{old}..{new}", "--")
+        chunks = (b"\n" + out).split(b"\n\x01")[1:]
         found = []
-        for chunk in (b"\n" + out).split(b"\n\x01")[1:]:
+        for chunk in chunks:
             head, _, body = chunk.partition(b"\n")
             commit, _, parents = head.decode().strip().partition(" ")
             if not parents:  # a root: the range is one change, as trees (above)
-                whole = self.run_sealed("diff", *PORCELAIN_DIFF_CONFIG, "diff", f"-U{context}",
-                                        *options, old, new, "--")
-                return [(self.resolve(new, "commit"), whole)]
+                whole = self.diff_commits(old, new, context=context)
+                return [(self.resolve(new, "commit"), whole)], len(chunks)
             body = body.lstrip(b"\n")  # and its last line's newline, which the split took
             found.append((CommitId(commit),
                           body + b"\n" if body and not body.endswith(b"\n") else body))
-        return found[::-1]
+        return found[::-1], len(chunks)
 
-    def diff_commits(self, old: str, new: str, paths: Sequence[str]) -> bytes:
-        """The diff of `paths` from commit `old` to commit `new`, with pq's pinned diff
-        options (b"" when they are the same)."""
-        return self.run_sealed("diff", *PORCELAIN_DIFF_CONFIG, "diff", *DIFF_OPTIONS, old,
-                               new, "--", *paths)
+    def diff_commits(self, old: str, new: str, paths: Sequence[str] = (),
+                     context: int | None = None) -> bytes:
+        """The diff of `paths` (none: all) from commit `old` to `new`, with pq's pinned diff
+        options (b"" when the same); with `context`, as `range_diffs` gives a commit's."""
+        options = DIFF_OPTIONS if context is None else (
+            f"-U{context}", *(o for o in DIFF_OPTIONS if o != "--binary"))
+        return self.run_sealed("diff", *PORCELAIN_DIFF_CONFIG, "diff", *options, old, new,
+                               "--", *paths)
 
     def diff_names(self, *revs: str, paths: Sequence[str] = (),
                    diff_filter: str | None = None) -> list[str]:
