@@ -53,9 +53,9 @@ def from_top(root: Path, paths: list[str]) -> list[str]:
     try:
         here = Path(os.getcwd())
     except OSError:
-        return paths
-    if here == root or not here.is_relative_to(root):
-        return paths
+        here = root
+    if not here.is_relative_to(root):
+        here = root
     return [os.path.normpath(os.path.relpath(here / p, root)) for p in paths]
 
 

@@ -214,6 +214,14 @@ def test_forget_reads_a_path_from_the_current_folder(tmp_path: Path) -> None:
                          text=True, check=False)
     assert top.returncode == 2 and "no recorded resolution of pkg/pkg/__init__.py" in top.stderr
     assert "`git rerere forget pkg/__init__.py`" in top.stderr  # as run in pkg/
+    # At the top too, `./setup.py` and an absolute path name setup.py (they named nothing).
+    for i, absolute in enumerate((False, True)):
+        _, top_fork, _ = record_resolution(tmp_path / str(i))
+        path = str(top_fork / "setup.py") if absolute else "./setup.py"
+        said = subprocess.run([*command, path], cwd=top_fork, capture_output=True, text=True,
+                              check=False)
+        assert said.returncode == 0 and said.stdout.startswith(
+            "forgot 1 recorded resolution(s) of setup.py: "), said.stderr
 
 
 def test_a_damaged_notes_file_names_nothing_to_delete(tmp_path: Path) -> None:
@@ -468,3 +476,30 @@ def test_a_resolution_reused_in_the_working_tree_of_a_file_named_with_a_newline(
     assert (fork / name).read_text() == lines("n", "n resolved")
     status = json.loads(pq(fork, "status", "--json").output)["rebase"]
     assert [c["path"] for c in status["conflicted"]] == ["b.bin"], status
+
+
+def test_a_resolution_reused_in_the_working_tree_of_a_file_not_named_in_utf8(
+        tmp_path: Path) -> None:
+    """git rerere names the file as its bytes: read as UTF-8 with replacement, the name
+    was no file ("internal error: FileNotFoundError"), on every run of the rebase. A
+    `.gitattributes` sends the replay through the working tree."""
+    name = os.fsdecode(b"caf\xe9.txt")
+    up = make_upstream(tmp_path / "upstream", {name: lines("n", "n line 5"),
+                                               ".gitattributes": "*.bin binary\n"})
+    fork = make_fork(tmp_path, up)
+    write(fork, name, lines("n", "n fork"))
+    commit_all(fork, "P1")
+    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    orig = git(fork, "rev-parse", "HEAD")
+    write(up, name, lines("n", "n upstream"))
+    commit_all(up, "upstream: the same line")
+    git(fork, "fetch", "-q", "upstream")
+    assert pq(fork, "rebase", "upstream/main", ok=False).exit_code == 1
+    write(fork, name, lines("n", "n resolved"))
+    git(fork, "add", "--", name)
+    pq(fork, "rebase", "--continue")
+    git(fork, "reset", "-q", "--hard", orig)
+    data = json.loads(pq(fork, "rebase", "upstream/main", "--json").stdout)
+    [entry] = data["patches"][0]["rerere_files"]
+    assert entry["path"] == name
+    assert (fork / name).read_text() == lines("n", "n resolved")

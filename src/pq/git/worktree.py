@@ -232,10 +232,11 @@ class WorkingTree(Merging):
 
     def cherry_pick_no_commit(self, pick: str, config: Sequence[str] = (),
                               env: dict[str, str] | None = None) -> tuple[int, str]:
-        """`git cherry-pick --no-commit` with `-c` settings: (exit code, git's stderr)."""
+        """`git cherry-pick --no-commit` with `-c` settings: (exit code, git's stderr, the
+        paths it names as they are: a name that is not UTF-8 keeps its bytes)."""
         settings = [a for c in config for a in ("-c", c)]
         proc = self.run_proc(*settings, "cherry-pick", "--no-commit", pick, env=env)
-        return proc.returncode, proc.stderr.decode("utf-8", "replace")
+        return proc.returncode, proc.stderr.decode("utf-8", "surrogateescape")
 
     def rerere(self) -> None:
         """Record the resolutions of the conflicts git rerere follows."""
