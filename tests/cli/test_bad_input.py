@@ -656,3 +656,24 @@ def test_a_patches_folder_that_is_a_link_is_refused_where_it_is_read(fork: Path)
     (fork / "patches").symlink_to(fork.parent / "shared-patches")
     one_line_error(pq(fork, "series", ok=False), "patches is a link; pq keeps patch files "
                    "in a folder", "put the folder it names in its place")
+
+
+@pytest.mark.parametrize("args", [["export", "--commit"], ["rebase", "upstream/main"],
+                                  ["undo"]])
+def test_another_index_named_by_git_index_file_is_refused(fork: Path, args: list[str],
+                                                          monkeypatch: pytest.MonkeyPatch
+                                                          ) -> None:
+    """git's commands read the index GIT_INDEX_FILE names; pq worked on the working tree's
+    own, and left the other stale (a `git add` there never reached the rebase)."""
+    write(fork, "setup.py", "import paddle  # edited\n")
+    commit_all(fork, "edit")
+    before = (git(fork, "rev-parse", "HEAD"), (fork / ".git/index").read_bytes(),
+              snapshot_queue(fork))
+    monkeypatch.setenv("GIT_INDEX_FILE", ".git/alt-index")
+    one_line_error(pq(fork, *args, ok=False), "GIT_INDEX_FILE names the index .git/alt-index",
+                   "unset GIT_INDEX_FILE")
+    assert (git(fork, "rev-parse", "HEAD"), (fork / ".git/index").read_bytes(),
+            snapshot_queue(fork)) == before
+    monkeypatch.setenv("GIT_INDEX_FILE", str(fork / ".git/index"))  # its own: as unset
+    if args[0] == "export":
+        assert pq(fork, *args).exit_code == 0

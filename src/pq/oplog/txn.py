@@ -18,6 +18,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Self
 
+from pq.errors import ConfigError
 from pq.faults import checkpoint
 from pq.git.repo import Git
 from pq.model.series import PATCHES_DIR, SERIES_FILE
@@ -34,6 +35,20 @@ def set_invocation(command: str | None) -> None:
     """Log records and the lock name the command line the CLI was given, flags and all,
     rather than the library's name for the operation."""
     _invocation[0] = command
+
+
+def _require_own_index(git: Git, command: str) -> None:
+    """A command that changes the repository works on its working tree's own index: git's
+    commands run with GIT_INDEX_FILE set would read another, which pq leaves behind."""
+    named = os.environ.get("GIT_INDEX_FILE")
+    own = git.git_dir / "index"
+    if named and os.path.realpath(git.root / named) != os.path.realpath(own):
+        raise ConfigError(
+            f"GIT_INDEX_FILE names the index {named}, not this working tree's own ({own}): "
+            f"`{command}` reads and writes the working tree's own index, which git's "
+            "commands would not see under that setting",
+            hint="unset GIT_INDEX_FILE and run the command again (`env -u GIT_INDEX_FILE "
+                 f"{command}`)")
 
 
 def sweep_temporary_files(git: Git) -> None:
@@ -122,6 +137,7 @@ class Transaction:
         if key in _active:
             self.nested = True
             return self
+        _require_own_index(self.git, self.command)
         self.lock.acquire()
         _active[key] = self
         self.git.holding_interrupts = True  # a Ctrl-C waits for the git command it hits
