@@ -193,6 +193,26 @@ def test_a_branch_checked_out_in_another_worktree_meanwhile_is_not_shared(
     assert git(fork, "symbolic-ref", "HEAD") == "refs/heads/paddle"
 
 
+@pytest.mark.parametrize("action", ["--continue", "--abort"])
+def test_a_branch_shared_with_another_worktree_before_the_rebase_is_not_refused(
+        tmp_path: Path, action: str) -> None:
+    """`git worktree add --force` checked the branch out twice before the rebase: git's
+    rebase finishes there, and pq's clean rebase landed; a stopped one refused every way
+    out, saying the worktree was "added while the rebase was stopped"."""
+    up, fork = make_series(tmp_path)
+    other = tmp_path / "other"
+    git(fork, "worktree", "add", "-q", "--force", str(other), "paddle")
+    conflict_upstream(up, fork)
+    orig = git(fork, "rev-parse", "HEAD")
+    assert pq(fork, "rebase", "upstream/main", ok=False).exit_code == 1
+    write(fork, "setup.py", RESOLVED)
+    git(fork, "add", "setup.py")
+    pq(fork, "rebase", action)
+    assert git(fork, "symbolic-ref", "HEAD") == "refs/heads/paddle"
+    assert (git(fork, "rev-parse", "HEAD") == orig) == (action == "--abort")
+    assert not (fork / ".git/pq/rebase").exists()
+
+
 def test_landing_refused_resumes_with_the_resolution(tmp_path: Path) -> None:
     _, fork = stopped(tmp_path)
     write(fork, "setup.py", RESOLVED)

@@ -56,7 +56,7 @@ def require_branch_free(git: Git, state: rs.RebaseState, action: str) -> None:
     if not state.detached:
         return
     where = git.branches_elsewhere().get(state.branch)
-    if where is not None:
+    if where is not None and str(where) not in state.shared_with:
         raise ConfigError(
             f"{state.short_branch} is checked out in the worktree {where} (added while the "
             f"rebase was stopped); pq rebase --{action} would check it out here too",

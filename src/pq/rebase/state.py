@@ -96,6 +96,9 @@ class RebaseState:
     # The series' queue paths when it started (None in states of older versions: read from
     # queue_before's series.yaml): --abort, --continue and `pq status` need no series parse.
     queue_paths: list[str] | None = None
+    # The other worktrees that had the branch checked out when it started (git let it be
+    # checked out twice, `worktree add --force`): not refused as added while it was stopped.
+    shared_with: list[str] = field(default_factory=list)
 
     def to_json(self) -> bytes:
         # Shallow: asdict's deep copy was most of a save's time (every value here is a
@@ -138,7 +141,7 @@ _SHAPE: dict[str, type | tuple[type, ...]] = {
     "worktree": (dict, type(None)), "index_before": (list, type(None)),
     "conflict_paths": list, "conflict_notes": list, "queue_before": dict, "steps": list,
     "queue_executable": (list, type(None)), "aborting": bool,
-    "queue_paths": (list, type(None))}
+    "queue_paths": (list, type(None)), "shared_with": list}
 
 
 _STEP_SHAPE: dict[str, type | tuple[type, ...]] = {
@@ -168,9 +171,10 @@ def _require_shape(data: dict[str, Any]) -> None:
     if not all(isinstance(s, dict) for s in data.get("steps", [])) or not all(
             isinstance(p, str) for p in [*data.get("conflict_paths", []),
                                          *data.get("conflict_notes", []),
+                                         *data.get("shared_with", []),
                                          *(data.get("index_before") or [])]):
-        raise ValueError("a step, a conflicted path, a conflict's note or an index entry of "
-                         "another shape")
+        raise ValueError("a step, a conflicted path, a conflict's note, an index entry or a "
+                         "worktree of another shape")
     for number, step in enumerate(data.get("steps", []), 1):
         for key, kind in _STEP_SHAPE.items():
             if key in step and not isinstance(step[key], kind):
