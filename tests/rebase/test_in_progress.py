@@ -946,6 +946,25 @@ def test_continue_and_abort_refuse_while_git_runs_a_rebase_of_its_own(tmp_path: 
     assert git(fork, "rev-parse", "HEAD") == tip
 
 
+def test_git_s_own_rebase_is_named_before_the_files_it_left(tmp_path: Path) -> None:
+    """With git's rebase stopped on top of pq's stop and files changed, `--abort` blamed
+    "uncommitted changes" and named `git stash` (which git refuses in a conflict), and
+    `pq status` named the stop's way on: git's rebase is what blocks, named first."""
+    _, fork = stopped(tmp_path)
+    write(fork, "setup.py", RESOLVED)
+    git(fork, "add", "setup.py")
+    git(fork, "commit", "-q", "-m", "resolved")
+    assert subprocess.run(["git", "rebase", "refs/heads/paddle~2"], cwd=fork,
+                          capture_output=True, check=False).returncode != 0
+    assert git(fork, "diff", "--name-only", "--diff-filter=U") == "setup.py"
+    for args in (["--abort"], ["--abort", "--force"]):
+        refused = pq(fork, "rebase", *args, ok=False)
+        assert refused.exit_code == 2 and "git has an operation in progress (rebase-merge)" \
+            in refused.output, refused.output
+    blocked = json.loads(pq(fork, "status", "--json").output)["rebase"]["blocked"]
+    assert blocked.startswith("git has an operation in progress (rebase-merge)"), blocked
+
+
 def test_a_gone_branch_s_orig_head_does_not_block_a_branch_named_like_its_folder(
         tmp_path: Path) -> None:
     """refs/pq/orig-head/<branch> of a branch that no longer exists is in the way of a

@@ -26,11 +26,12 @@ def abort(git: Git, force: bool = False) -> RebaseReport:
         gone = rs.gone_worktree(git, state)
         if gone is not None:
             return _forget(txn, state, gone)
+        # git's own operation, started meanwhile, would outlive the abort and undo it later;
+        # named first: its conflicts are no edits of the user's that a stash would keep.
+        rs.require_no_git_operation(git)
         refused = refusals.abort_refusals(git, state, force)
         if refused:
             raise refused[0][1]
-        # git's own operation, started meanwhile, would outlive the abort and undo it later.
-        rs.require_no_git_operation(git)
         txn.begin()
         if state.touched:  # the working tree is reset: nothing untracked goes with it
             worktree.require_nothing_in_the_way(git, state, state.orig_head, aborting=True)

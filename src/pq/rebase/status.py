@@ -208,8 +208,12 @@ def status(git: Git) -> RebaseStatus | None:
         st.conflicted = [c for c in conflicts(git, state.onto)  # one there is the user's
                          if not is_queue_path(c.path, queue_paths)]  # (`git stash pop`)
         try:
+            rs.require_no_git_operation(git)  # git's own (a rebase) begun on the stop: first
             require_in_place(git, state, "continue")
         except ConfigError as exc:  # HEAD left, the branch moved: the index is not the stop's
+            if git.operation_in_progress() is not None:  # once it is done, as before it
+                st.blocked, st.next = exc.render(), list(NEXT_CONFLICT)
+                return st
             # `next`: the abort that runs once what `blocked` says is done.
             refusals = abort_refusals(git, state)
             st.blocked = "; ".join([exc.render(), *(
