@@ -213,6 +213,28 @@ def test_a_branch_shared_with_another_worktree_before_the_rebase_is_not_refused(
     assert not (fork / ".git/pq/rebase").exists()
 
 
+@pytest.mark.parametrize("mode", ["--soft", "--mixed"])
+def test_head_moved_back_at_a_stop_goes_back_as_the_refusal_says(tmp_path: Path,
+                                                                 mode: str) -> None:
+    """`git reset --soft HEAD~` (or --mixed) at the stop: the fix named was a switch and a
+    cherry-pick, which turned the staged resolution into a conflict again (or refused)."""
+    _, fork = stopped(tmp_path)
+    write(fork, "setup.py", RESOLVED)
+    git(fork, "add", "setup.py")
+    git(fork, "reset", "-q", mode, "HEAD~")
+    refused = pq(fork, "rebase", "--continue", ok=False)
+    assert refused.exit_code == 2 and "HEAD was moved back from the stopped rebase" in \
+        refused.output, refused.output
+    fix = re.search(r"`(git reset [^`]+)`", refused.output)
+    assert fix is not None and ("--soft" in fix.group(1)) == (mode == "--soft")
+    subprocess.run(fix.group(1), shell=True, cwd=fork, check=True)
+    if mode == "--mixed":
+        git(fork, "add", "setup.py")  # as it says
+    pq(fork, "rebase", "--continue")
+    assert (fork / "setup.py").read_text() == RESOLVED
+    assert git(fork, "status", "--porcelain") == ""
+
+
 def test_landing_refused_resumes_with_the_resolution(tmp_path: Path) -> None:
     _, fork = stopped(tmp_path)
     write(fork, "setup.py", RESOLVED)

@@ -288,6 +288,10 @@ class WorkingTree(Merging):
             changed.update(zsplit(self.run_proc(*args, "--", *paths, env=env).stdout))
         return changed
 
+    def index_is(self, commit: str) -> bool:
+        """Whether the index holds `commit`'s tree (unmerged entries: it does not)."""
+        return self.run_proc("diff-index", "--cached", "--quiet", commit, "--").returncode == 0
+
     def try_move_head(self, commit: str, branch: str | None, *, create: bool = False,
                       env: dict[str, str] | None = None) -> tuple[bool, bytes]:
         """Move HEAD, the index and the working tree to `commit` in one git command, which

@@ -123,6 +123,18 @@ def require_in_place(git: Git, state: rs.RebaseState, action: str) -> None:
             "detached on the stopped rebase",
             hint="`git switch --detach` detaches it where it is, keeping the conflict and what "
                  f"you resolved; then `pq rebase --{action}`")
+    # `git reset --soft/--mixed HEAD~` at the stop: HEAD went back, the index (--soft) or
+    # the files (--mixed) are the stop's still, and HEAD goes back to them.
+    if attached is None and head is not None and not on_stack and action == "continue" and \
+            git.is_ancestor(head, state.tip) and git.changed_from(head):
+        staged = not git.index_is(head)
+        raise ConfigError(
+            f"HEAD was moved back from the stopped rebase to {head[:12]} (it was at "
+            f"{state.tip[:12]}, patch patches/{state.steps[state.index].name})",
+            hint=(f"`git reset --soft {state.tip[:12]}` puts HEAD back, keeping the index and "
+                  "files as they are" if staged else f"`git reset {state.tip[:12]}` puts HEAD "
+                  "and the index back, keeping the files; `git add` what you resolved")
+            + "; then `pq rebase --continue` (or `pq rebase --abort`)")
     if attached is not None or head is None or not on_stack:
         raise ConfigError(
             f"HEAD left the stopped rebase (it was at {state.tip[:12]}, patch "
