@@ -242,7 +242,10 @@ def test_keep_commits_names_each_patch_after_a_commit_of_queue_files_only(
     before = git(fork, "rev-parse", "HEAD")
     data = import_keeping_commits(fork)
     assert data["mode"] == "commits", data["reason"]
-    assert data["reason"].startswith("kept the 3 non-merge commits: ")
+    # It said "kept the 3", over 2 patches.
+    assert data["reason"].startswith("kept 2 of the 3 non-merge commits: they replay ")
+    assert data["reason"].endswith("; 1 that changes only the series' own files "
+                                   "(series.yaml, patches/) is no patch")
     own = git(fork, "rev-list", "--reverse", "--no-merges", f"upstream/main..{before}").split()
     assert [(p["summary"], p["kept_from"]) for p in data["patches"]] == [
         ("Glue: f and notes", own[0]), ("Glue: g", own[2])]

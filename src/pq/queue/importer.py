@@ -151,8 +151,7 @@ def import_fork(git: Git, upstream: str, branch: str | None = None, *, dry_run: 
                                    "run `pq import` again")
         committer = git.committer_now()
         log = git.log_files(f"{base}..{tip}")  # what the patches must carry: base to tip
-        mode, reason, last = "topics", "", base
-        names: list[str] | None = None
+        mode, reason, last, names = "topics", "", base, None
         kept: dict[str, CommitId | None] = {}
         replayed: dict[CommitId, CommitId] = {}
         if keep_commits:
@@ -166,12 +165,13 @@ def import_fork(git: Git, upstream: str, branch: str | None = None, *, dry_run: 
                       else "regrouped by layer and topic (--keep-commits keeps the fork's "
                            "commits when they replay cleanly)")
         stack = stack_mod.read_stack(git, base, last, queue_paths)
+        if mode == "commits":
+            reason = _kept(len(log), len(replayed), len(stack))
         queue = stack_mod.export(git, stack, new_series(upstream, base), base, names=names)
         queue, candidates = _drafts(git, stack, queue, detect)
         _verify(git, queue, base, target, committer, name)
-        if mode == "commits":  # each patch keeps its fork commit (a commit that changes
-            # only queue files is no patch: the stack leaves it out)
-            kept = {e.name: replayed.get(sc.commit)
+        if mode == "commits":  # each patch keeps its fork commit (one of queue files alone
+            kept = {e.name: replayed.get(sc.commit)  # is no patch: the stack leaves it out)
                     for e, sc in zip(queue.series.patches, stack, strict=True)}
         patches = _summaries(stack, queue, kept)
         result = ImportResult(upstream, base, name, tip, mode, reason, patches, candidates,
@@ -211,11 +211,10 @@ def _as_branch_commits(git: Git, base: CommitId, commits: Sequence[CommitId]
 def _replay(git: Git, base: CommitId, target: str, commits: Sequence[CommitId],
             committer: Person) -> tuple[CommitId | None, dict[CommitId, CommitId], str]:
     """The fork's non-merge commits cherry-picked in order onto the base (a three-way
-    merge each, as `git rebase` replays them), one commit each: the last, {each commit
+    merge each, as `git rebase` replays them), one commit each: the last and {each commit
     written: the fork commit it replays} (one whose change the base and the commits before
-    it carry already, its merge changing nothing, is left out, as `git rebase` drops it;
-    one empty on the fork stays an empty patch) and why; (None, {}, why not) when one
-    conflicts or the result is not the branch's tree."""
+    it carry already is left out, as `git rebase` drops it; one empty on the fork stays an
+    empty patch); (None, {}, why not) when one conflicts or misses the branch's tree."""
     if not commits:
         return None, {}, "--keep-commits: the branch has no non-merge commits of its own"
     parent, tree = base, git.tree_of(base)
@@ -257,14 +256,22 @@ def _replay(git: Git, base: CommitId, target: str, commits: Sequence[CommitId],
     if tree != target:
         return None, {}, ("--keep-commits: the fork's commits replayed linearised do not "
                           "rebuild the branch's tree (merges changed it too)")
-    left = len(commits) - len(origin)
-    kept = f"{len(origin)} of the {len(commits)}" if left else (
-        f"the {len(commits)}" if len(commits) > 1 else "the 1")
-    return parent, origin, (
-        f"kept {kept} non-merge commit{'s' * (len(commits) > 1)}: they replay linearised "
-        "onto the base and rebuild the branch's tree exactly" + (
-            f"; {left} whose change the base and the commits before it carry already "
-            f"{'is' if left == 1 else 'are'} left out" if left else ""))
+    return parent, origin, ""
+
+
+def _kept(commits: int, written: int, patches: int) -> str:
+    """Why: of `commits`, `written` replayed (the rest carried already) and `patches` are
+    patches (the rest change only the queue's own files)."""
+    left, own = commits - written, written - patches
+    kept = f"{patches} of the {commits}" if patches < commits else (
+        f"the {commits}" if commits > 1 else "the 1")
+    return (f"kept {kept} non-merge commit{'s' * (commits > 1)}: "
+            f"{'they replay' if patches > 1 else 'it replays'} linearised onto the base and "
+            "rebuild the branch's tree exactly" + (
+                f"; {left} whose change the base and the commits before it carry already "
+                f"{'is' if left == 1 else 'are'} left out" if left else "") + (
+                f"; {own} that change{'s' * (own == 1)} only the series' own files (series.yaml, "
+                f"patches/) {'is' if own == 1 else 'are'} no patch" if own else ""))
 
 
 def _regroup(git: Git, base: CommitId, tip: CommitId,
