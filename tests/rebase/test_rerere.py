@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from gitrepo import commit_all, git, make_fork, make_upstream, pq, tree_without_queue, write
 from test_rebase import GLUE, SETUP, conflict_upstream, make_series, set_line, upstream_commit
 
@@ -503,3 +504,38 @@ def test_a_resolution_reused_in_the_working_tree_of_a_file_not_named_in_utf8(
     [entry] = data["patches"][0]["rerere_files"]
     assert entry["path"] == name
     assert (fork / name).read_text() == lines("n", "n resolved")
+
+
+@pytest.mark.parametrize("attributes", [False, True])
+def test_two_files_with_one_conflict_id_get_their_own_resolutions(tmp_path: Path,
+                                                                 attributes: bool) -> None:
+    """a.txt and b.txt conflict alike (one rerere id, two variants) and were resolved
+    apart. Through the working tree (a `.gitattributes` sends it there) git rerere took
+    a.txt's variant for b.txt too, and pq committed that while its report named b.txt's:
+    each file gets the variant whose preimage is its conflict, as in memory."""
+    files = {"a.txt": "".join(f"{n}\n" for n in range(1, 21)),
+             "b.txt": "header-b\n" + "".join(f"{n}\n" for n in range(2, 21))}
+    if attributes:
+        files[".gitattributes"] = "*.bin binary\n"
+    up = make_upstream(tmp_path / "upstream", files)
+    fork = make_fork(tmp_path, up)
+    for name in ("a.txt", "b.txt"):
+        write(fork, name, files[name].replace("\n10\n", "\n10fork\n"))
+    commit_all(fork, "fork edit a b")
+    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    orig = git(fork, "rev-parse", "HEAD")
+    for name in ("a.txt", "b.txt"):
+        write(up, name, files[name].replace("\n10\n", "\n10up\n"))
+    commit_all(up, "up edit a b")
+    git(fork, "fetch", "-q", "upstream")
+    assert pq(fork, "rebase", "upstream/main", ok=False).exit_code == 1
+    for name, line in (("a.txt", "10A"), ("b.txt", "10B")):
+        write(fork, name, files[name].replace("\n10\n", f"\n{line}\n"))
+    git(fork, "add", "a.txt", "b.txt")
+    pq(fork, "rebase", "--continue")
+    git(fork, "reset", "-q", "--hard", orig)
+    data = json.loads(pq(fork, "rebase", "upstream/main", "--json").stdout)
+    by_path = {f["path"]: f["hunks"] for f in data["patches"][0]["rerere_files"]}
+    assert "+10B" in by_path["b.txt"] and "+10A" in by_path["a.txt"]
+    for name, line in (("a.txt", "10A"), ("b.txt", "10B")):
+        assert git(fork, "show", f"HEAD~1:{name}").splitlines()[9] == line

@@ -252,8 +252,10 @@ def reused_in_worktree(git: Git, paths: list[str]) -> list[Resolution]:
         on_file = variants(rr_cache(git) / cid)
         exact = [v for v in on_file if v[1].read_bytes() == preimage]
         for suffix, pre, post in exact or on_file:
-            found.append(Resolution(path, cid + suffix, hunks(pre.read_bytes(),
-                                                              post.read_bytes())))
+            posted = post.read_bytes()
+            if exact and resolved != posted:  # git took the first variant that merges (of
+                target.write_bytes(posted)  # another file's conflict, same id): as in memory
+            found.append(Resolution(path, cid + suffix, hunks(pre.read_bytes(), posted)))
             break
     if paths:
         git.add(paths)
