@@ -539,3 +539,21 @@ def test_two_files_with_one_conflict_id_get_their_own_resolutions(tmp_path: Path
     assert "+10B" in by_path["b.txt"] and "+10A" in by_path["a.txt"]
     for name, line in (("a.txt", "10A"), ("b.txt", "10B")):
         assert git(fork, "show", f"HEAD~1:{name}").splitlines()[9] == line
+
+
+def test_a_resolution_committed_by_hand_is_noted_as_recorded(tmp_path: Path) -> None:
+    """`git commit` at the stop records the resolution (git's own rerere) and empties
+    MERGE_RR before `--continue` reads it: pq noted nothing, so `pq undo` did not say the
+    resolution stays and `--forget` refused it, while the next rebase reused it."""
+    up, fork = make_series(tmp_path)
+    upstream_commit(up, fork, "upstream: rewrite lines",
+                    {"setup.py": set_line(SETUP, 3, "import other_framework")})
+    assert pq(fork, "rebase", "upstream/main", ok=False).exit_code == 1
+    write(fork, "setup.py", RESOLVED)
+    git(fork, "add", "setup.py")
+    git(fork, "commit", "-q", "--no-edit")
+    pq(fork, "rebase", "--continue")
+    assert "`pq rebase --forget setup.py` forgets them" in pq(fork, "undo").output
+    pq(fork, "rebase", "--abort")
+    assert pq(fork, "rebase", "--forget", "setup.py").output.startswith("forgot 1 ")
+    assert pq(fork, "rebase", "upstream/main", ok=False).exit_code == 1  # not reused

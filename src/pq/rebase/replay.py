@@ -71,6 +71,7 @@ def run(git: Git, state: RebaseState, trees: Trees, changes: dict[str, list[Chan
                 if unmerged or notes:
                     state.phase = "conflict"
                     state.conflict_paths = unmerged
+                    state.conflict_ids = rerere_mod.merge_rr(git)
                     state.conflict_notes = list(notes)
                     save()
                     return landing.report(git, state, "conflict", old, None)

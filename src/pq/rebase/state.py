@@ -99,6 +99,9 @@ class RebaseState:
     # The other worktrees that had the branch checked out when it started (git let it be
     # checked out twice, `worktree add --force`): not refused as added while it was stopped.
     shared_with: list[str] = field(default_factory=list)
+    # {conflicted path: its rerere id} at the stop (.git/MERGE_RR then): a resolution
+    # committed by hand is recorded by git's commit, which empties MERGE_RR before pq reads it.
+    conflict_ids: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> bytes:
         # Shallow: asdict's deep copy was most of a save's time (every value here is a
@@ -141,7 +144,7 @@ _SHAPE: dict[str, type | tuple[type, ...]] = {
     "worktree": (dict, type(None)), "index_before": (list, type(None)),
     "conflict_paths": list, "conflict_notes": list, "queue_before": dict, "steps": list,
     "queue_executable": (list, type(None)), "aborting": bool,
-    "queue_paths": (list, type(None)), "shared_with": list}
+    "queue_paths": (list, type(None)), "shared_with": list, "conflict_ids": dict}
 
 
 _STEP_SHAPE: dict[str, type | tuple[type, ...]] = {
@@ -172,6 +175,8 @@ def _require_shape(data: dict[str, Any]) -> None:
             isinstance(p, str) for p in [*data.get("conflict_paths", []),
                                          *data.get("conflict_notes", []),
                                          *data.get("shared_with", []),
+                                         *data.get("conflict_ids", {}).keys(),
+                                         *data.get("conflict_ids", {}).values(),
                                          *(data.get("index_before") or [])]):
         raise ValueError("a step, a conflicted path, a conflict's note, an index entry or a "
                          "worktree of another shape")

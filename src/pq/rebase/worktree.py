@@ -335,7 +335,8 @@ def unstaged_paths(git: Git) -> tuple[list[str], list[str]]:
 def write_index_tree(git: Git, state: RebaseState) -> str:
     """Record the resolution for git rerere (unless it is off), then the index as a tree."""
     if rerere_mod.enabled(git, state.rerere):
-        before = rerere_mod.merge_rr(git)
+        before = {**state.conflict_ids, **rerere_mod.merge_rr(git)}  # (a hand commit's: none)
+        state.conflict_ids = {}
         git.rerere()
         rrnotes.remember(git, [r for r in (rerere_mod.recorded(git, rid, path)
                                               for path, rid in sorted(before.items()))
