@@ -297,6 +297,9 @@ def render(report: RebaseReport) -> None:
             for line in trim([h for h in r.hunks if h.startswith(("@@", "+"))],
                              RERERE_LINES):
                 echo(f"        {line}")
+            if r.also:
+                echo(f"        (recorded with changes to {', '.join(map(shown, r.also))}, "
+                     "which a recorded resolution does not replay: check the patch)")
     changed = [p for p in report.patches if p.changed]
     if changed:
         echo("range-diff (patch files whose content changed):")

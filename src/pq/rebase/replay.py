@@ -67,7 +67,7 @@ def run(git: Git, state: RebaseState, trees: Trees, changes: dict[str, list[Chan
                 note()  # before the working tree is touched (git may refuse to show it)
                 unmerged, resolutions = worktree.show_conflict(git, state, step.pick,
                                                                bool(notes))
-                step.rerere_files = [r.to_dict() for r in resolutions]
+                step.rerere_files = [r.to_dict() for r in rrnotes.with_also(git, resolutions)]
                 if unmerged or notes:
                     state.phase = "conflict"
                     state.conflict_paths = unmerged
@@ -81,7 +81,7 @@ def run(git: Git, state: RebaseState, trees: Trees, changes: dict[str, list[Chan
             else:
                 tree, resolutions = resolved
                 reused += resolutions
-                step.rerere_files = [r.to_dict() for r in resolutions]
+                step.rerere_files = [r.to_dict() for r in rrnotes.with_also(git, resolutions)]
             outcome, step.rerere = "merged", bool(resolutions)
             if tree == trees.tree_of(state.tip):
                 outcome = "dropped"

@@ -38,13 +38,18 @@ class Resolution:
     path: str
     id: str  # rr-cache/<id>, `<hash>` or `<hash>.<variant>` as git names it in MERGE_RR
     hunks: list[str] = field(default_factory=list)  # preimage -> postimage, range-diff style
+    # Reused: the files the resolution also changed when it was recorded (another file
+    # edited or added), which a recorded resolution does not replay (rrnotes).
+    also: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"path": self.path, "id": self.id, "hunks": list(self.hunks)}
+        return {"path": self.path, "id": self.id, "hunks": list(self.hunks),
+                "also": list(self.also)}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Resolution:
-        return cls(str(data["path"]), str(data["id"]), [str(h) for h in data["hunks"]])
+        return cls(str(data["path"]), str(data["id"]), [str(h) for h in data["hunks"]],
+                   [str(p) for p in data.get("also", [])])
 
 
 _CONFIG_KEYS = r"^(rerere\.enabled|core\.(autocrlf|eol|attributesfile)|filter\.)"

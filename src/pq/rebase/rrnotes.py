@@ -39,8 +39,9 @@ def _read_cache(git: Git) -> dict[str, dict[str, Any]]:
     return {rid: e for rid, e in data.items() if _RR_ID.fullmatch(rid) and isinstance(e, dict)
             and isinstance(e.get("ops", []), list)
             and all(isinstance(op, int) for op in e.get("ops", []))
-            and isinstance(e.get("paths", []), list)
-            and all(isinstance(p, str) for p in [*e.get("paths", []), e.get("path", "")])}
+            and isinstance(e.get("paths", []), list) and isinstance(e.get("also", []), list)
+            and all(isinstance(p, str) for p in [*e.get("paths", []), e.get("path", ""),
+                                                 *e.get("also", [])])}
 
 
 _RR_ID = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?(?:\.[0-9]+)?")
@@ -67,10 +68,11 @@ def _paths(entry: dict[str, Any]) -> list[str]:
     return list(entry.get("paths", [entry["path"]] if "path" in entry else []))
 
 
-def remember(git: Git, resolutions: list[Resolution]) -> None:
+def remember(git: Git, resolutions: list[Resolution], also: list[str] | None = None) -> None:
     """Note that the running operation recorded or reused these resolutions. One
     resolution (one conflict id) can serve several paths whose conflicts hash alike: each
-    is kept, and `--forget` of any of them forgets it, as `git rerere forget` does."""
+    is kept, and `--forget` of any of them forgets it, as `git rerere forget` does.
+    `also` (recorded ones): the other files the resolution changed."""
     if not resolutions or not rr_cache(git).is_dir():
         return
     op = current_record_id(git)
@@ -79,9 +81,19 @@ def remember(git: Git, resolutions: list[Resolution]) -> None:
         entry = data.setdefault(r.id, {"ops": []})
         entry["paths"] = sorted({*_paths(entry), r.path})
         entry.pop("path", None)
+        if also is not None:
+            entry["also"] = sorted(also)
         if op is not None and op not in entry.setdefault("ops", []):
             entry["ops"] = sorted([*entry["ops"], op])
     _write_cache(git, data)
+
+
+def with_also(git: Git, resolutions: list[Resolution]) -> list[Resolution]:
+    """`resolutions` (reused) with what each also changed when it was recorded."""
+    data = _read_cache(git)
+    for r in resolutions:
+        r.also = [p for p in data.get(r.id, {}).get("also", []) if p != r.path]
+    return resolutions
 
 
 def paths_of_operation(git: Git, op: int) -> list[str]:

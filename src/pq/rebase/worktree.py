@@ -334,14 +334,22 @@ def unstaged_paths(git: Git) -> tuple[list[str], list[str]]:
 
 def write_index_tree(git: Git, state: RebaseState) -> str:
     """Record the resolution for git rerere (unless it is off), then the index as a tree."""
-    if rerere_mod.enabled(git, state.rerere):
-        before = {**state.conflict_ids, **rerere_mod.merge_rr(git)}  # (a hand commit's: none)
-        state.conflict_ids = {}
-        git.rerere()
-        rrnotes.remember(git, [r for r in (rerere_mod.recorded(git, rid, path)
-                                              for path, rid in sorted(before.items()))
-                                  if r is not None])
-    return git.write_tree()
+    if not rerere_mod.enabled(git, state.rerere):
+        return git.write_tree()
+    before = {**state.conflict_ids, **rerere_mod.merge_rr(git)}  # (a hand commit's: none)
+    state.conflict_ids = {}
+    git.rerere()
+    tree = git.write_tree()
+    found = [r for r in (rerere_mod.recorded(git, rid, path)
+                         for path, rid in sorted(before.items())) if r is not None]
+    also = None
+    if found and state.index < len(state.steps):  # what else the resolution changed
+        step = state.steps[state.index]
+        own = set(git.changed_paths(step.parent, step.commit)) | set(before)
+        also = [p for p in git.changed_paths(state.tip, tree) if p not in own and
+                not is_queue_path(p, state.queue_paths or ())]
+    rrnotes.remember(git, found, also)
+    return tree
 
 
 def attributes_changed(git: Git, old_tip: str, new_tip: str) -> bool:
