@@ -559,14 +559,18 @@ def test_a_resolution_committed_by_hand_is_noted_as_recorded(tmp_path: Path) -> 
     assert pq(fork, "rebase", "upstream/main", ok=False).exit_code == 1  # not reused
 
 
-def test_a_reused_resolution_names_what_else_it_changed_when_recorded(tmp_path: Path
+@pytest.mark.parametrize("attributes", [False, True])
+def test_a_reused_resolution_names_what_else_it_changed_when_recorded(tmp_path: Path,
+                                                                     attributes: bool
                                                                      ) -> None:
     """The resolution also edited another file and added one: a recorded resolution
     replays the conflicted file's text alone (git's too, and git stops), and pq went on
-    without a word; it now names those files where it reuses it."""
+    without a word; it now names those files where it reuses it, each time (a reuse
+    through the working tree, where a `.gitattributes` sends it, records it again)."""
     up, fork = make_series(tmp_path)
     upstream_commit(up, fork, "upstream: rewrite lines",
-                    {"setup.py": set_line(SETUP, 3, "import other_framework")})
+                    {"setup.py": set_line(SETUP, 3, "import other_framework"),
+                     **({".gitattributes": "*.bin binary\n"} if attributes else {})})
     orig = git(fork, "rev-parse", "HEAD")
     assert pq(fork, "rebase", "upstream/main", ok=False).exit_code == 1
     write(fork, "setup.py", RESOLVED)
@@ -574,10 +578,11 @@ def test_a_reused_resolution_names_what_else_it_changed_when_recorded(tmp_path: 
     write(fork, "helper.py", "HELPER = 1\n")
     git(fork, "add", "setup.py", "README.md", "helper.py")
     pq(fork, "rebase", "--continue")
-    git(fork, "reset", "-q", "--hard", orig)
-    result = pq(fork, "rebase", "upstream/main")
-    assert "(recorded with changes to README.md, helper.py, which a recorded resolution " \
-           "does not replay: check the patch)" in result.output, result.output
+    for _ in range(2):
+        git(fork, "reset", "-q", "--hard", orig)
+        result = pq(fork, "rebase", "upstream/main")
+        assert "(recorded with changes to README.md, helper.py, which a recorded resolution "\
+               "does not replay: check the patch)" in result.output, result.output
     git(fork, "reset", "-q", "--hard", orig)
     data = json.loads(pq(fork, "rebase", "upstream/main", "--json").stdout)
     assert data["patches"][0]["rerere_files"][0]["also"] == ["README.md", "helper.py"]

@@ -336,14 +336,17 @@ def write_index_tree(git: Git, state: RebaseState) -> str:
     """Record the resolution for git rerere (unless it is off), then the index as a tree."""
     if not rerere_mod.enabled(git, state.rerere):
         return git.write_tree()
-    before = {**state.conflict_ids, **rerere_mod.merge_rr(git)}  # (a hand commit's: none)
+    # At --continue, the user's resolution: the stop's ids (a hand commit left MERGE_RR
+    # empty), and what else it changed; else git's, of recorded resolutions alone.
+    at_stop = state.phase == "conflict"
+    before = {**(state.conflict_ids if at_stop else {}), **rerere_mod.merge_rr(git)}
     state.conflict_ids = {}
     git.rerere()
     tree = git.write_tree()
     found = [r for r in (rerere_mod.recorded(git, rid, path)
                          for path, rid in sorted(before.items())) if r is not None]
     also = None
-    if found and state.index < len(state.steps):  # what else the resolution changed
+    if found and at_stop and state.index < len(state.steps):
         step = state.steps[state.index]
         own = set(git.changed_paths(step.parent, step.commit)) | set(before)
         also = [p for p in git.changed_paths(state.tip, tree) if p not in own and
