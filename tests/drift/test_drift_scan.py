@@ -312,6 +312,23 @@ def test_a_use_the_range_adds_and_takes_back_is_not_new(tmp_path: Path) -> None:
     assert (item.file, item.line, item.commit) == ("pkg/m.py", 3, kept)
 
 
+def test_a_use_in_a_file_a_later_commit_renames_is_new(tmp_path: Path) -> None:
+    """The use is added to src/a.py, which a later commit of the range renames: NEW's
+    src/a.py is gone, and the range's own check dropped the use; it is looked for in the
+    file the rename made."""
+    fork = fork_with_series(tmp_path)
+    up = fork.parent / "upstream"
+    text = "import torch\n\n\ndef f():\n    return 1\n\n"
+    upstream_commit(fork, {"pkg/a.py": text}, "a")
+    old = git(fork, "rev-parse", "upstream/main")
+    added = upstream_commit(fork, {"pkg/a.py": text + "y = torch.special.erfcx\n"}, "a use")
+    git(up, "mv", "pkg/a.py", "pkg/b.py")
+    git(up, "commit", "-q", "-m", "rename")
+    git(fork, "fetch", "-q", "upstream")
+    item = find(run(fork, old), "torch.special.erfcx")
+    assert (item.file, item.commit) == ("pkg/a.py", added)
+
+
 def test_a_name_added_to_a_crlf_import_block_inside_a_function_is_read(
         tmp_path: Path) -> None:
     """With CRLF line ends the hunk's section (its header a `def` line, no `torch` in it)
@@ -429,6 +446,10 @@ def test_a_docstring_whose_quotes_stand_alone_under_a_def_is_no_code() -> None:
     ("python", "import torch.cuda, torch.testing", ["torch.cuda", "torch.testing"]),
     ("python", "import torch.xpu as X, os, torch.mtia  # two", ["torch.xpu", "torch.mtia"]),
     ("python", "import torch; y = 1", []),
+    # What follows the `;` is read too (`import os; y = torch.x()` named nothing).
+    ("python", "import os; y = torch.cuda.foo_new()", ["torch.cuda.foo_new"]),
+    ("python", "import torch.fft; z = torch.linalg.bar_new()  # c",
+     ["torch.fft", "torch.linalg.bar_new"]),
     # Python: a ` #` in a string opens no comment; a `#` without a space before it does.
     ("python", 'print("step #1", torch.special.erfcx(x))', ["torch.special.erfcx"]),
     ("python", "y = torch.ones(1)# torch.b", ["torch.ones"]),

@@ -78,6 +78,18 @@ def test_passing_gate_records_a_note_and_keeps_logs(tmp_path: Path) -> None:
     assert data["record"]["status"] == "passed" and data["found_on"] == tip
 
 
+def test_a_gate_run_from_a_commit_hook_records_its_result(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under `git commit -a` a pre-commit hook has GIT_INDEX_FILE naming another index:
+    the gate, which works in a worktree of its own and writes a note, ran every stage and
+    then was refused its record."""
+    fork = gate_fork(tmp_path, THREE)
+    monkeypatch.setenv("GIT_INDEX_FILE", str(fork / ".git/index.lock"))
+    result = pq(fork, "gate")
+    assert result.exit_code == 0 and "not recorded" not in result.output, result.output
+    assert note(fork)["status"] == "passed"
+
+
 def test_stage_environment_interpreter_and_worktree(tmp_path: Path) -> None:
     check = ('echo "py=$PQ_PYTHON python=$PYTHON first=${PATH%%:*} foo=$FOO '
              'stage=$PQ_GATE_STAGE pwd=$(pwd) head=$(git rev-parse HEAD)"')

@@ -207,6 +207,7 @@ def test_a_branch_shared_with_another_worktree_before_the_rebase_is_not_refused(
     assert pq(fork, "rebase", "upstream/main", ok=False).exit_code == 1
     write(fork, "setup.py", RESOLVED)
     git(fork, "add", "setup.py")
+    git(fork, "worktree", "move", str(other), str(tmp_path / "moved"))  # the same worktree
     pq(fork, "rebase", action)
     assert git(fork, "symbolic-ref", "HEAD") == "refs/heads/paddle"
     assert (git(fork, "rev-parse", "HEAD") == orig) == (action == "--abort")
@@ -233,6 +234,29 @@ def test_head_moved_back_at_a_stop_goes_back_as_the_refusal_says(tmp_path: Path,
     pq(fork, "rebase", "--continue")
     assert (fork / "setup.py").read_text() == RESOLVED
     assert git(fork, "status", "--porcelain") == ""
+
+
+def test_an_older_commit_checked_out_at_a_stop_is_not_taken_for_a_reset(
+        tmp_path: Path) -> None:
+    """`git checkout --detach HEAD~2` at a stop carries the staged resolution onto an older
+    index: `git reset --soft <tip>` would have kept that index, and the last patch would
+    have undone the two before it. The switch and the cherry-pick are named."""
+    up = make_upstream(tmp_path / "upstream", {"a.txt": "a\n", "b.txt": "b\n", "c.txt": "c\n"})
+    fork = make_fork(tmp_path, up)
+    for name, text in (("a.txt", "a2\n"), ("b.txt", "b2\n"), ("c.txt", "c-fork\n")):
+        write(fork, name, text)
+        commit_all(fork, f"P {name}")
+    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    write(up, "c.txt", "c-up\n")
+    commit_all(up, "upstream: c")
+    git(fork, "fetch", "-q", "upstream")
+    assert pq(fork, "rebase", "upstream/main", ok=False).exit_code == 1
+    write(fork, "c.txt", "c-resolved\n")
+    git(fork, "add", "c.txt")
+    git(fork, "checkout", "-q", "--detach", "HEAD~2")
+    refused = pq(fork, "rebase", "--continue", ok=False)
+    assert refused.exit_code == 2 and "HEAD left the stopped rebase" in refused.output
+    assert "git reset" not in refused.output and "git switch --detach" in refused.output
 
 
 def test_landing_refused_resumes_with_the_resolution(tmp_path: Path) -> None:

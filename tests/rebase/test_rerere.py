@@ -586,3 +586,25 @@ def test_a_reused_resolution_names_what_else_it_changed_when_recorded(tmp_path: 
     git(fork, "reset", "-q", "--hard", orig)
     data = json.loads(pq(fork, "rebase", "upstream/main", "--json").stdout)
     assert data["patches"][0]["rerere_files"][0]["also"] == ["README.md", "helper.py"]
+
+
+def test_a_failed_pick_naming_a_file_not_named_in_utf8_is_said(tmp_path: Path) -> None:
+    """git's cherry-pick, refused by an untracked file where the patch adds one whose name
+    is not UTF-8, names it as its bytes: pq died reading that message ("internal error:
+    UnicodeEncodeError") and left the rebase interrupted."""
+    name = os.fsdecode(b"caf\xe9.txt")
+    up = make_upstream(tmp_path / "upstream", {"c.txt": "c\n"})
+    fork = make_fork(tmp_path, up)
+    write(fork, "c.txt", "c-fork\n")
+    write(fork, name, "new\n")
+    commit_all(fork, "P1 adds a file, edits c")
+    git(fork, "rm", "-q", "--", name)
+    git(fork, "commit", "-q", "-m", "P2 removes it")
+    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    write(up, "c.txt", "c-up\n")
+    commit_all(up, "upstream: c")
+    git(fork, "fetch", "-q", "upstream")
+    write(fork, name, "mine\n")  # untracked, where patch 1 adds the file
+    stop = pq(fork, "rebase", "upstream/main", ok=False)
+    assert stop.exit_code == 1 and "internal error" not in stop.output, stop.output
+    assert "untracked working tree files would be overwritten" in stop.output

@@ -43,8 +43,9 @@ _METHOD = re.compile(r"(?:\.|->)\s*(?:template\s+)?([A-Za-z_]\w*)\s*"
 _MACRO = re.compile(r"\b(TORCH_LIBRARY\w*|AT_DISPATCH\w*|TORCH_CHECK\w*|C10_CUDA_\w+)\s*\(")
 _SCHEMA = re.compile(r'\.def\(\s*"([A-Za-z_][\w.]*)(\([^"]*\)[^"]*)"')
 _PY_FROM = re.compile(r"^\s*from\s+(torch(?:\.\w+)*)\s+import\s+\(?([\w\s,]+?)\)?\s*(?:#.*)?$")
-# `import torch.cuda, torch.testing as tt, os`: the statement's modules (up to a `;`).
-_PY_IMPORT = re.compile(r"^\s*import\s+([^;]*)")
+# `import torch.cuda, torch.testing as tt, os`: the statement's modules, and what follows
+# a `;` (read as a line of its own).
+_PY_IMPORT = re.compile(r"^\s*import\s+([^;]*)(?:;(.*))?$", re.S)
 _PY_MODULE = re.compile(r"torch(?:\.\w+)+")
 _PY_ATTR = re.compile(r"(?<![\w.])torch(?:\.[A-Za-z_]\w*)+")
 _CXX_COMMENT = re.compile(r"//.*$|/\*.*?\*/")
@@ -327,5 +328,6 @@ def _python(text: str) -> list[Use]:
     m = _PY_IMPORT.match(code)
     if m:
         modules = [item.split()[0] for item in m.group(1).split(",") if item.split()]
-        return [Use("python", n) for n in modules if _PY_MODULE.fullmatch(n)]
+        return [Use("python", n) for n in modules if _PY_MODULE.fullmatch(n)] + (
+            _python(m.group(2)) if m.group(2) else [])
     return [Use("python", m.group(0)) for m in _PY_ATTR.finditer(_QUOTED.sub("''", code))]

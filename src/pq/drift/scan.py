@@ -135,16 +135,17 @@ def scan_range(git: Git, old: str, new: str,
         objects = git.odb.read_many([f"{commit}:{path}" for commit, path in named])
         return [o[2] if o is not None and o[1] == "blob" else None for o in objects]
 
-    uses, changed = _new_uses(range_, surface, files_at)
+    uses, changed, at_new = _new_uses(range_, surface, files_at)
     if uses and len(range_) > 1:  # (one commit's diff is the range's)
-        # New in the range, not only in a commit of it: still used at NEW, not at OLD (a
-        # use added and reverted, a file deleted and added back, is none).
-        paths = sorted({path for _, path, _, _ in uses})
-        net, _ = _new_uses([(new, git.diff_commits(
-            old, new, [f":(literal){p}" for p in paths], context=0))], surface,
-                           files_at)
+        # New in the range, not only in a commit of it: still used at NEW (in the file as
+        # later commits renamed it), not at OLD (a use added and reverted, a file deleted
+        # and added back, is none).
+        net, _, _ = _new_uses([(new, git.diff_commits(
+            old, new, [f":(literal){p}" for p in sorted(set(at_new))], context=0))],
+                              surface, files_at)
         still = {(path, use) for use, path, _, _ in net}
-        uses = [found for found in uses if (found[1], found[0]) in still]
+        uses = [found for found, path in zip(uses, at_new, strict=True)
+                if (path, found[0]) in still]
     items = []
     asked: dict[tuple[str, str], Coverage] = {}
     for use, path, line, commit in uses:
@@ -172,9 +173,10 @@ def report(git: Git, scanned: RangeScan, queue: Queue | None) -> DriftReport:
 
 def _new_uses(range_: Sequence[tuple[str, bytes]], surface: Surface | None,
                files_at: Callable[[list[tuple[str, str]]], list[bytes | None]] | None = None
-               ) -> tuple[list[Found], dict[str, list[str]]]:
+               ) -> tuple[list[Found], dict[str, list[str]], list[str]]:
     """The first use of each name per file on an added line whose name the same commit
-    does not remove from the same file; and {path: the commits that change it}.
+    does not remove from the same file; {path: the commits that change it}; and each use's
+    file as the later commits of the range rename it (its path at the range's end).
     `files_at` gives files as (commit, path) name them: a Python hunk that begins with a
     line of bare names is read after the lines of the `from torch.x import (` block it
     may sit in, which -U0 leaves out."""
@@ -200,10 +202,13 @@ def _new_uses(range_: Sequence[tuple[str, bytes]], surface: Surface | None,
 
     parsed: list[tuple[str, diffs.FileDiff, str]] = []
     wanted: dict[tuple[str, str], None] = {}  # (commit, path) of hunks in a block, maybe
+    renames: list[tuple[str, str, str]] = []  # (commit, old path, new path), in order
     for commit, diff in range_:
         for f in diffs.parse(diff, read_hunks=read_hunks):
             for p in dict.fromkeys(x for x in (f.old, f.new) if x is not None):
                 changed.setdefault(p, []).append(commit)
+            if f.status == "renamed" and f.old is not None and f.new is not None:
+                renames.append((commit, f.old, f.new))
             lang = read.get(f.path)
             if lang is None or f.deleted or f.binary or not f.hunks:
                 continue
@@ -241,7 +246,14 @@ def _new_uses(range_: Sequence[tuple[str, bytes]], surface: Surface | None,
                 if use not in removed and key not in seen:
                     seen.add(key)
                     found.append((use, f.path, ln.number, commit))
-    return found, changed
+    order = {commit: i for i, (commit, _) in enumerate(range_)}
+
+    def at_new(path: str, commit: str) -> str:
+        for later, old, new in renames:
+            if old == path and order[later] > order[commit]:
+                path = new
+        return path
+    return found, changed, [at_new(path, commit) for _, path, _, commit in found]
 
 
 def _stale(git: Git, old: str, new: str, queue: Queue, changed: dict[str, list[str]]

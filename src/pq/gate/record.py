@@ -158,7 +158,7 @@ def save(git: Git, commit: str, record: Record) -> None:
     if in_transaction(git):
         _write(git, commit, record)  # inside the caller's transaction (pq rebase --gate)
         return
-    with Transaction(git, "pq gate") as txn:
+    with Transaction(git, "pq gate", index=False) as txn:
         _write(git, commit, record)
         txn.done()
 

@@ -354,3 +354,13 @@ class WorkingTree(Merging):
         here = self.root.resolve()
         return {branch: where for where, branch in self.worktrees()
                 if branch is not None and where.resolve() != here}
+
+    @staticmethod
+    def worktree_key(where: Path) -> str:
+        """What names the worktree at `where` wherever `git worktree move` takes it: its
+        folder in the git dir's `worktrees/` (the main worktree: "")."""
+        try:
+            named = (where / ".git").read_bytes().decode("utf-8", "surrogateescape")
+        except OSError:  # a folder (the main worktree's), or gone
+            return ""
+        return Path(named.removeprefix("gitdir:").strip()).name

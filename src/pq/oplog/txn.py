@@ -119,6 +119,7 @@ class Transaction:
     git: Git
     command: str
     mutating: bool = True
+    index: bool = True  # it may read or write the index (not a gate's record, say)
     lock: Lock = field(init=False)
     record: dict[str, Any] = field(default_factory=dict)
     nested: bool = False
@@ -137,7 +138,8 @@ class Transaction:
         if key in _active:
             self.nested = True
             return self
-        _require_own_index(self.git, self.command)
+        if self.index:
+            _require_own_index(self.git, self.command)
         self.lock.acquire()
         _active[key] = self
         self.git.holding_interrupts = True  # a Ctrl-C waits for the git command it hits

@@ -144,7 +144,8 @@ def _start(txn: Transaction, upstream: str | None, *, gate: bool, progress: Prog
             queue_executable=worktree.executable(git, before), steps=steps,
             tip=onto, gate=gate, index_before=queuefiles.index_entries(git), rerere=rerere,
             log_id=current_record_id(git), worktree=git.worktree(), queue_paths=list(qp),
-            shared_with=[str(p) for b, p in git.branches_elsewhere().items() if b == branch])
+            shared_with=[git.worktree_key(p) for b, p in git.branches_elsewhere().items()
+                         if b == branch])
         rs.save(git, state)
         with rs.cleanup_unless_touched(git, state):
             diffs: dict[str, bytes] = {sc.commit: sc.diff for sc in stack}

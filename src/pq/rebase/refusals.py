@@ -56,12 +56,20 @@ def require_branch_free(git: Git, state: rs.RebaseState, action: str) -> None:
     if not state.detached:
         return
     where = git.branches_elsewhere().get(state.branch)
-    if where is not None and str(where) not in state.shared_with:
+    if where is not None and git.worktree_key(where) not in state.shared_with:
         raise ConfigError(
             f"{state.short_branch} is checked out in the worktree {where} (added while the "
             f"rebase was stopped); pq rebase --{action} would check it out here too",
             hint=f"switch that worktree to another branch (`git -C {shell_args([str(where)])} "
                  f"switch --detach`) or remove it, then `pq rebase --{action}`")
+
+
+def _stop_kept(git: Git, state: rs.RebaseState, staged: bool) -> bool:
+    """Whether the index (`staged`) or else the files differ from the stopped tip only in
+    the stopped patch's own files and its conflicted ones."""
+    step = state.steps[state.index]
+    own = set(git.changed_paths(step.parent, step.commit)) | set(state.conflict_paths)
+    return set(git.diff_names(*(["--cached"] if staged else []), state.tip)) <= own
 
 
 def require_in_place(git: Git, state: rs.RebaseState, action: str) -> None:
@@ -124,10 +132,11 @@ def require_in_place(git: Git, state: rs.RebaseState, action: str) -> None:
             hint="`git switch --detach` detaches it where it is, keeping the conflict and what "
                  f"you resolved; then `pq rebase --{action}`")
     # `git reset --soft/--mixed HEAD~` at the stop: HEAD went back, the index (--soft) or
-    # the files (--mixed) are the stop's still, and HEAD goes back to them.
+    # the files (--mixed) are the stop's still (they differ from the tip in the patch's
+    # files alone: a checkout of an older commit carries its own), and HEAD goes back.
     if attached is None and head is not None and not on_stack and action == "continue" and \
-            git.is_ancestor(head, state.tip) and git.changed_from(head):
-        staged = not git.index_is(head)
+            git.is_ancestor(head, state.tip) and git.changed_from(head) and \
+            _stop_kept(git, state, staged := not git.index_is(head)):
         raise ConfigError(
             f"HEAD was moved back from the stopped rebase to {head[:12]} (it was at "
             f"{state.tip[:12]}, patch patches/{state.steps[state.index].name})",

@@ -105,7 +105,7 @@ def paths_of_operation(git: Git, op: int) -> list[str]:
 def forget(git: Git, paths: list[str]) -> dict[str, list[str]]:
     """Remove the recorded resolutions pq recorded or reused for each of `paths`: their ids,
     per path. A path with none is refused before anything is removed."""
-    with Transaction(git, "pq rebase --forget", mutating=False):
+    with Transaction(git, "pq rebase --forget", mutating=False, index=False):
         data = _read_cache(git)
         ids = {path: [rid for rid in sorted(data) if path in _paths(data[rid])]
                for path in paths}

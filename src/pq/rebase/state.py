@@ -96,8 +96,8 @@ class RebaseState:
     # The series' queue paths when it started (None in states of older versions: read from
     # queue_before's series.yaml): --abort, --continue and `pq status` need no series parse.
     queue_paths: list[str] | None = None
-    # The other worktrees that had the branch checked out when it started (git let it be
-    # checked out twice, `worktree add --force`): not refused as added while it was stopped.
+    # The other worktrees (WorkingTree.worktree_key) that had the branch checked out when it
+    # started (`git worktree add --force`): not refused as added while it was stopped.
     shared_with: list[str] = field(default_factory=list)
     # {conflicted path: its rerere id} at the stop (.git/MERGE_RR then): a resolution
     # committed by hand is recorded by git's commit, which empties MERGE_RR before pq reads it.

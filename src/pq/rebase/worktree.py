@@ -280,8 +280,9 @@ def show_conflict(git: Git, state: RebaseState, pick: str, noted: bool = False
     unmerged = sorted(git.unmerged())
     if returncode not in (0, 1) or (returncode == 1 and not unmerged
                                          and not reused and not noted):
-        lock = lock_in_the_way(stderr.encode())
-        reason = stderr_reason(stderr.encode()) if lock is None else lock_reason(lock)
+        said = stderr.encode("utf-8", "surrogateescape")  # a name's bytes back as they were
+        lock = lock_in_the_way(said)
+        reason = stderr_reason(said) if lock is None else lock_reason(lock)
         raise _showing_failed(git, state, f"git cherry-pick of {pick[:12]} failed: {reason}",
                               lock)
     rrnotes.remember(git, resolutions)
