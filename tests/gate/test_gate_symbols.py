@@ -3,8 +3,10 @@ before any later stage imports the library (which would die with exit 127)."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -145,3 +147,24 @@ def test_paddle_compat_build_names_the_api_that_dies_at_load(tmp_path: Path) -> 
     assert "not run" in result.output  # the import never ran, so never died with 127
     assert git(fork, "status", "--porcelain") == ""
     write(fork, "unused.txt", "")  # the user's tree is still writable and ours
+
+
+def test_a_versioned_library_is_checked_and_a_fifo_does_not_block(tmp_path: Path) -> None:
+    """CMake's VERSION builds make `libx.so` a link to `libx.so.1`: links were passed
+    over, and the library was never checked (a false pass). A fifo named `out.so` blocked
+    the check for good."""
+    build = ("g++ -shared -fPIC -o libm2.so.1 csrc/ops.cc && ln -s libm2.so.1 libm2.so && "
+             "mkfifo out.so")
+    fork = gate_fork(tmp_path, stage_lines(stage("build", build)),
+                     files={"csrc/ops.cc": BROKEN, "csrc/clean.cc": CLEAN})
+    result = subprocess.run([sys.executable, "-m", "pq", "gate"], cwd=fork, timeout=120,
+                            capture_output=True, text=True, check=False)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "undefined symbol _ZN2at6tensorEi in libm2.so.1" in result.stdout + result.stderr
+    found = tmp_path / "found"
+    (found / "sub").mkdir(parents=True)
+    for name in ("libx.so.1", "libx.so.1.2.3", "sub/a.so", "b.so.txt", "c.sox"):
+        (found / name).write_bytes(b"\x7fELF")
+    (found / "libx.so").symlink_to("libx.so.1")
+    os.mkfifo(found / "out.so")
+    assert set(symbols.shared_objects(found)) == {"libx.so.1", "libx.so.1.2.3", "sub/a.so"}

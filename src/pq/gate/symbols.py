@@ -11,6 +11,7 @@ import hashlib
 import os
 import re
 import shutil
+import stat
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,22 +49,28 @@ class Undefined:
         return text
 
 
+# A shared object's name: `x.so`, or a versioned library's (`libx.so.1`, `libx.so.1.2.3`:
+# CMake's VERSION/SOVERSION builds make `libx.so` a symbolic link to it).
+_SHARED_OBJECT = re.compile(r"\.so(?:\.\d+)*$")
+
+
 def shared_objects(root: Path) -> dict[str, Stamp]:
-    """Every `*.so` file under root (outside .git), with what tells a rebuilt one apart."""
+    """Every shared object under root (outside .git): regular files named `*.so` or
+    `*.so.N...` (a link is its target's; a fifo named so would block its reader), with
+    what tells a rebuilt one apart."""
     found: dict[str, Stamp] = {}
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = [d for d in dirnames if d != ".git"]
         for name in filenames:
-            if not name.endswith(".so"):
+            if not _SHARED_OBJECT.search(name):
                 continue
             path = os.path.join(dirpath, name)
             try:
                 st = os.stat(path, follow_symlinks=False)
             except OSError:
                 continue
-            if os.path.islink(path):
-                continue
-            found[os.path.relpath(path, root)] = (st.st_size, st.st_mtime_ns, st.st_ino)
+            if stat.S_ISREG(st.st_mode):
+                found[os.path.relpath(path, root)] = (st.st_size, st.st_mtime_ns, st.st_ino)
     return found
 
 
