@@ -163,10 +163,11 @@ def migrate(fork: Path) -> str:
     return git(fork, "rev-parse", "HEAD")
 
 
-def terminate_pq_once_started(root: Path, args: list[str], pidfile: Path) -> int:
+def terminate_pq_once_started(root: Path, args: list[str], pidfile: Path,
+                              signum: int | None = None) -> int:
     """Run the `pq` console script with `args` in `root` until a command it starts writes
-    its pid to `pidfile`, then send pq SIGTERM; pq's exit code (that process's pid is in
-    `pidfile`)."""
+    its pid to `pidfile`, then send pq `signum` (SIGTERM); pq's exit code (that process's
+    pid is in `pidfile`)."""
     import signal
     import sys
     import time
@@ -177,7 +178,7 @@ def terminate_pq_once_started(root: Path, args: list[str], pidfile: Path) -> int
     while not pidfile.exists() or not pidfile.read_text().strip():
         assert time.monotonic() < deadline and proc.poll() is None
         time.sleep(0.05)
-    proc.send_signal(signal.SIGTERM)
+    proc.send_signal(signal.SIGTERM if signum is None else signum)
     return proc.wait(timeout=30)
 
 

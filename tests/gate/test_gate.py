@@ -165,6 +165,23 @@ def test_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
     assert note(fork)["stages"][0]["status"] == "timed-out"
 
 
+@pytest.mark.skipif(not Path("/proc/self/environ").exists() or shutil.which("setsid") is None,
+                    reason="needs /proc and setsid")
+def test_what_left_the_stage_s_process_group_ends_with_the_stage(tmp_path: Path) -> None:
+    """`setsid -f` and a shell's job control (`set -m`) give a descendant a group of its
+    own: it outlived the stage, its timeout and `pq gate`, working on in a removed
+    worktree. It carries the stage's PQ_GATE_WORKTREE, and is killed by it."""
+    pids = tmp_path / "pids"
+    left = stage("build", f'setsid -f sh -c \'echo $$ >> "{pids}"; exec sleep 41\'; '
+                          f'set -m; sleep 42 & echo $! >> "{pids}"; sleep 0.5')
+    late = stage("tests", f'setsid -f sh -c \'echo $$ >> "{pids}"; exec sleep 43\'; sleep 30',
+                 timeout="1")
+    fork = gate_fork(tmp_path, stage_lines(left, late))
+    assert pq(fork, "gate", ok=False).exit_code == 1  # (the second stage times out)
+    found = [int(p) for p in pids.read_text().split()]
+    assert len(found) == 3 and all(gone_within(p, 5) for p in found), found
+
+
 def test_a_command_that_exits_leaving_a_process_on_its_output_ends_with_its_code(
         tmp_path: Path) -> None:
     """`cmd &` and exit 0 (a reproducer, a captured stage): the command ended; the process
@@ -849,12 +866,18 @@ def test_two_gates_at_once_write_a_log_each(tmp_path: Path) -> None:
                                             / "tests.log")  # alone: the tip's own folder
 
 
-def test_sigterm_stops_the_stage_and_removes_the_worktree(tmp_path: Path) -> None:
-    """A cancelled CI job (SIGTERM to pq): the stage's process group is stopped and the
+@pytest.mark.parametrize("signame", ["SIGTERM", "SIGHUP", "SIGQUIT"])
+def test_sigterm_stops_the_stage_and_removes_the_worktree(tmp_path: Path,
+                                                          signame: str) -> None:
+    """A cancelled CI job (SIGTERM to pq), a closed terminal or ssh session (SIGHUP, which
+    the stage's own session never gets): the stage's process group is stopped and the
     throwaway worktree goes, as after a Ctrl-C (the stage ran on, the worktree stayed)."""
+    import signal
+
     pidfile = tmp_path / "stage.pid"
     fork = gate_fork(tmp_path, stage_lines(stage("slow", f'echo $$ > "{pidfile}"; sleep 60')))
-    assert terminate_pq_once_started(fork, ["gate"], pidfile) != 0
+    assert terminate_pq_once_started(fork, ["gate"], pidfile,
+                                     getattr(signal, signame)) != 0
     assert gone_within(int(pidfile.read_text()), 10)
     assert git(fork, "worktree", "list").count("\n") == 0  # the fork's own, alone
 

@@ -205,7 +205,9 @@ def run_command(command: str, cwd: Path, env: dict[str, str], timeout_s: float,
         # bash found on pq's own PATH: a stage's `env` may set a PATH without it.
         shell = shutil.which("bash") or "/bin/bash"
         done = process.run([shell, "-c", command], timeout=timeout_s, cwd=str(cwd), env=env,
-                           log=log, tick=tick)
+                           log=log, tick=tick,
+                           marker=f"PQ_GATE_WORKTREE={env['PQ_GATE_WORKTREE']}"
+                           if "PQ_GATE_WORKTREE" in env else None)
         how = "timed out" if done.timed_out else process.exit_detail(done.code)
         log.write(f"\n# pq gate: {how} after {done.seconds:.1f} s\n".encode())
     return done.code, done.seconds, done.timed_out

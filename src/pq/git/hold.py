@@ -84,9 +84,11 @@ def held(holding: bool, moves_files: bool = False) -> Iterator[Hold]:
 
 @contextlib.contextmanager
 def terminate_as_interrupt() -> Iterator[None]:
-    """A SIGTERM (a CI job cancelled, `timeout`) ends the block as a Ctrl-C does, so that
-    what runs in it is stopped and cleaned up the same way (the gate's stage group, its
-    throwaway worktree); the default is to die at once, leaving them behind."""
+    """A SIGTERM (a CI job cancelled, `timeout`), a SIGHUP (the terminal or the ssh session
+    closed) or a SIGQUIT ends the block as a Ctrl-C does, so that what runs in it is stopped
+    and cleaned up the same way (the gate's stage group, which runs in a session of its own
+    and gets no hangup, its throwaway worktree); the default is to die at once, leaving
+    them behind."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -94,8 +96,11 @@ def terminate_as_interrupt() -> Iterator[None]:
     def interrupt(signum: int, frame: object) -> None:
         raise KeyboardInterrupt
 
-    previous = signal.signal(signal.SIGTERM, interrupt)
+    caught = [getattr(signal, name) for name in ("SIGTERM", "SIGHUP", "SIGQUIT")
+              if hasattr(signal, name)]
+    previous = {signum: signal.signal(signum, interrupt) for signum in caught}
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)

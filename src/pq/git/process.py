@@ -74,12 +74,16 @@ def pid_alive(pid: object) -> bool:
 def run(argv: Sequence[str], *, timeout: float, cwd: str | None = None,
         env: Mapping[str, str] | None = None, log: IO[bytes] | None = None,
         merge_stderr: bool = True, input: bytes | None = None,
-        tick: Callable[[float], None] | None = None, grace: float = GRACE_S) -> Finished:
+        tick: Callable[[float], None] | None = None, grace: float = GRACE_S,
+        marker: str | None = None) -> Finished:
     """Run argv in a new process group; stop the group after `timeout` seconds.
 
     Output goes to `log` (an open binary file: streamed, never held in memory) or is
     captured; stderr joins stdout unless `merge_stderr` is False. `tick(elapsed)` is called
-    about every TICK_S seconds while it runs. OSError when the command cannot start."""
+    about every TICK_S seconds while it runs. `marker`: an entry of `env` (`NAME=value`)
+    that only this run's processes carry: what left the group (`setsid`, a shell's job
+    control) is found by it and killed too when the run ends. OSError when the command
+    cannot start."""
     start = time.monotonic()
     deadline = start + timeout
     stdout: IO[bytes] | int = subprocess.PIPE if log is None else log
@@ -133,6 +137,8 @@ def run(argv: Sequence[str], *, timeout: float, cwd: str | None = None,
         for proc in started:
             signal_group(proc.pid, signal.SIGKILL)  # whatever it left behind in its group
             proc.wait()
+        if marker is not None:
+            kill_marked(marker)
     return Finished(None if timed_out else proc.returncode, time.monotonic() - start,
                     timed_out, out or b"", errs or b"")
 
@@ -265,6 +271,28 @@ def stop_group(proc: subprocess.Popen[bytes], grace: float = GRACE_S) -> None:
         pass
     signal_group(proc.pid, signal.SIGKILL)
     proc.wait()
+
+
+def kill_marked(marker: str) -> None:
+    """SIGKILL every process of this user whose environment holds the entry `marker`
+    (`NAME=value`): a run's descendants that left its process group. Linux's /proc; none
+    elsewhere."""
+    needle = b"\0" + marker.encode("utf-8", "surrogateescape") + b"\0"
+    try:
+        pids = [int(name) for name in os.listdir("/proc") if name.isdigit()]
+    except OSError:
+        return
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                marked = needle in b"\0" + f.read() + b"\0"
+        except OSError:  # gone, or another user's
+            continue
+        if marked and pid != os.getpid():
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
 
 
 def signal_group(pgid: int, sig: int) -> None:
