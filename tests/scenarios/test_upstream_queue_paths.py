@@ -37,6 +37,20 @@ def test_init_and_import_refuse_a_base_with_files_under_the_queue_paths(
         assert not (fork / "series.yaml").exists()
 
 
+def test_init_names_upstream_s_own_series_yaml_before_calling_it_the_fork_s(
+        tmp_path: Path) -> None:
+    """Upstream ships a series.yaml of its own: `pq init` said "the fork already has a
+    series" and named `pq export` (which refuses it) and `--force`; upstream's files are
+    what it refuses, as `pq import` says."""
+    up = make_upstream(tmp_path / "upstream", {**FILES, "series.yaml": "a: 1\n"})
+    fork = make_fork(tmp_path, up)
+    write(fork, "setup.py", "import paddle\nsetup()\n")
+    commit_all(fork, "build: enable paddle")
+    refused = pq(fork, "init", "--upstream", "upstream/main", "--commit", ok=False)
+    assert refused.exit_code == 2 and "has its own files where pq keeps the queue: " \
+        "series.yaml" in refused.output and "already has a series" not in refused.output
+
+
 def test_rebase_refuses_an_upstream_that_adds_files_under_the_queue_paths(
         tmp_path: Path) -> None:
     """The case that lost data: upstream's own patches/ files, added after `pq init`,

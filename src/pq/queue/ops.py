@@ -105,15 +105,16 @@ def init(git: Git, upstream: str, *, force: bool = False, commit: bool = False) 
         upstream_id, head = git.resolve(upstream, "upstream ref"), git.head()
         upstream = upstream_name(git, upstream, "pq init")
         require_no_folder_at(git.root / SERIES_FILE)
-        if not force and ((git.root / SERIES_FILE).exists() or git.ls_files(
-                [SERIES_FILE], cached=True, literal=True)):  # (git tracks it: sparse, deleted)
-            raise ConfigError("the fork already has a series", path=SERIES_FILE,
-                              hint="`pq export` refreshes it; `pq init --force` starts over")
         base = git.merge_base(head, upstream_id)
         if base is None:
             raise no_shared_history(git, "HEAD", upstream, "run `pq init` again")
         old = new_series(upstream, base)
+        # Before "already has a series": upstream's own series.yaml is no series of pq's.
         require_no_upstream_files(git, base, old.queue_paths, f"the fork's base on {upstream}")
+        if not force and ((git.root / SERIES_FILE).exists() or git.ls_files(
+                [SERIES_FILE], cached=True, literal=True)):  # (git tracks it: sparse, deleted)
+            raise ConfigError("the fork already has a series", path=SERIES_FILE,
+                              hint="`pq export` refreshes it; `pq init --force` starts over")
         prev_queue: Queue | None = None
         if force and (git.root / SERIES_FILE).exists():
             try:
