@@ -97,5 +97,8 @@ def refused(action: str, stderr: bytes) -> ConfigError:
     if files:
         reason += ": " + ", ".join(files[:5]) + (f" and {len(files) - 5} more"
                                                   if len(files) > 5 else "")
+    untracked = "untracked working tree files" in reason  # no stash takes those
     return ConfigError(f"{action} cannot update the working tree: {reason}",
-                       hint="commit or stash your changes (`git stash`), then run it again")
+                       hint="move or remove those untracked files, then run it again" if
+                       untracked else "commit or stash your changes (`git stash`), then run "
+                                      "it again")
