@@ -159,6 +159,27 @@ def test_hand_edited_patch_file_is_refused(tmp_path: Path, subject: str) -> None
     assert b"# hand" in patch.read_bytes()
 
 
+def test_a_hand_edited_patch_file_and_an_amended_commit_name_a_way_out(
+        tmp_path: Path) -> None:
+    """A patch file edited by hand and committed, and another patch's commit amended: `pq
+    apply` said to run `pq export` first, and export named `pq apply`, each refusing the
+    other's way. The export names both sides and a way that keeps them."""
+    fork, _ = make_pushable(tmp_path)
+    patch = fork / "patches/0002-glue-scoped-compat.patch"
+    patch.write_bytes(patch.read_bytes().replace(b"return x  # glue", b"return x  # hand"))
+    commit_all(fork, "tweak the patch by hand")
+    subprocess.run(["git", "rebase", "-q", "-i", "upstream/main"], cwd=fork, check=True,
+                   env={**os.environ, "GIT_SEQUENCE_EDITOR": "sed -i 1s/^pick/edit/"})
+    write(fork, "setup.py", (fork / "setup.py").read_text() + "# amended\n")
+    git(fork, "commit", "-q", "--amend", "--no-edit", "-a")
+    git(fork, "rebase", "--continue")
+    assert pq(fork, "apply", ok=False).exit_code == 2  # it would drop the amended commit
+    refused = pq(fork, "export", ok=False)
+    assert refused.exit_code == 2, refused.output
+    assert "and the commit of patches/0001-build-enable-compat-in-setup-py.patch changed too" \
+        in refused.output and "`pq apply --branch NEW`" in refused.output, refused.output
+
+
 def test_patch_that_no_longer_applies_is_refused(tmp_path: Path) -> None:
     fork, remote = make_pushable(tmp_path)
     patch = fork / "patches/0002-glue-scoped-compat.patch"

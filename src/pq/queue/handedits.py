@@ -61,17 +61,26 @@ def _committed_patch_edits(git: Git, committed: Queue, last: tuple[CommitId, Que
     """A committed hand edit of a patch file is the user's: export would overwrite it."""
     if all(fresh.files.get(n) == d for n, d in committed.files.items()):
         return  # nothing committed would change
-    for name in stack_mod.hand_edits(git, fresh.series.base, git.head(), committed, last):
+    edits = list(stack_mod.hand_edits(git, fresh.series.base, git.head(), committed, last))
+    for name in edits:
         if patchfile.reads_the_same(fresh.files.get(name, b""), committed.files[name],
                                     f"{PATCHES_DIR}/{name}"):
             continue  # the commits were changed the same way, or only the bytes' form was
+        # Commits changed as well (amended, reworded): `pq apply` would drop those.
+        amended = sorted(n for n, d in committed.files.items()
+                         if n not in edits and fresh.files.get(n) != d)
         raise ConfigError(
             f"edited by hand and committed after pq last wrote it (in {last[0][:12]}); "
             "export rewrites patch files from the branch's commits and would overwrite that "
-            "edit",
+            "edit" + (f", and the commit{'s' * (len(amended) > 1)} of "
+                      f"{', '.join(f'{PATCHES_DIR}/{n}' for n in amended[:3])}"
+                      f"{' ...' * (len(amended) > 3)} changed too (which `pq apply` would drop)"
+                      if amended else ""),
             path=f"{PATCHES_DIR}/{name}",
-            hint="`pq apply` takes the edited patch files into the commits; or "
-                 "`pq export --force` discards the edit and writes the commits' patch")
+            hint=("`pq apply --branch NEW` builds the edited patch files on a new branch: make "
+                  "the commits' changes again there (amend them), then `pq export`; or "
+                  if amended else "`pq apply` takes the edited patch files into the commits; "
+                  "or ") + "`pq export --force` discards the edit and writes the commits' patch")
 
 
 def hand_added(queue: Queue, fresh: Queue) -> list[str]:
