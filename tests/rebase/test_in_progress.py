@@ -714,6 +714,31 @@ def test_head_that_left_the_stopped_rebase_is_refused(tmp_path: Path) -> None:
     assert refused.exit_code == 2 and "HEAD left the stopped rebase" in refused.output
 
 
+def test_a_file_the_patch_moved_and_edited_names_where_upstream_s_change_goes(
+        tmp_path: Path) -> None:
+    """The patch moved pkg/old/m.py to pkg/new/m.py and rewrote most of it (git sees a
+    deletion and an addition), and upstream changed pkg/old/m.py: both ways the conflict
+    named lost upstream's change. It names the file the patch added, and the diff to bring
+    there (read from the repository's top, also in a subfolder)."""
+    lines = "".join(f"line {n}\n" for n in range(1, 13))
+    up = make_upstream(tmp_path / "upstream", {"pkg/old/m.py": lines})
+    fork = make_fork(tmp_path, up)
+    git(fork, "mv", "pkg/old", "pkg/new")
+    write(fork, "pkg/new/m.py", "".join(f"fork {n}\n" for n in range(1, 13)))
+    commit_all(fork, "move and rewrite m")
+    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    write(up, "pkg/old/m.py", lines + "line 13 upstream\n")
+    commit_all(up, "upstream: m grows")
+    git(fork, "fetch", "-q", "upstream")
+    stop = pq(fork, "rebase", "upstream/main", ok=False)
+    assert stop.exit_code == 1
+    assert "if the patch moved it to pkg/new/m.py, upstream's change to it (`git diff " \
+           ":1:pkg/old/m.py :2:pkg/old/m.py` shows it) belongs there" in stop.output, stop.output
+    shown = subprocess.run(["git", "diff", ":1:pkg/old/m.py", ":2:pkg/old/m.py"],
+                           cwd=fork / "pkg", capture_output=True, text=True, check=True)
+    assert "+line 13 upstream" in shown.stdout
+
+
 def test_modify_delete_conflict_says_git_rm_or_git_add(tmp_path: Path) -> None:
     up, fork = make_series(tmp_path)
     git(up, "rm", "-q", "setup.py")

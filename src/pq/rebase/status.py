@@ -146,6 +146,10 @@ def conflicts(git: Git, onto: str | None = None) -> list[ConflictFile]:
     moved = sorted(named[p] for p, (code, _) in unmerged.items()
                    if code == "AU" and named[p] not in upstream)
     in_stack = {p for *_, p in git.ls_tree("HEAD", moved)} if onto and moved else set()
+    # The files the patch adds, where it deletes one upstream changed: a move git's rename
+    # detection did not see (edited too much), whose new file should get upstream's change.
+    added = git.diff_names("--cached", "HEAD", diff_filter="A") if any(
+        code == "UD" for code, _ in unmerged.values()) else []
     for path, (code, submodule) in sorted(unmerged.items()):
         kind, fix = KINDS[code]
         # Deleted although upstream has it, or added although upstream has it not.
@@ -171,8 +175,21 @@ def conflicts(git: Git, onto: str | None = None) -> list[ConflictFile]:
             fix = (f"`git rm {shell_args(here, True)}` keeps the patch's folder, upstream's "
                    f"file goes; or move the patch's files out of it, then `git mv "
                    f"{shell_args(here, True)} {shell_args(from_here(git.root, [named[path]]))}`")
+        if code == "UD" and not submodule and (to := _moved_to(path, added)):
+            fix += (f"; if the patch moved it to {list_paths(from_here(git.root, to))}, "
+                    f"upstream's change to it (`git diff {shell_args([f':1:{path}'])} "
+                    f"{shell_args([f':2:{path}'])}` shows it) belongs there: make it there "
+                    "too")
         out.append(ConflictFile(path, code, kind, fix, submodule))
     return out
+
+
+def _moved_to(path: str, added: list[str]) -> list[str]:
+    """The files the patch adds that may be `path` moved: those of its name, else (a few
+    added files) all."""
+    name = path.rsplit("/", 1)[-1]
+    same = [p for p in added if p.rsplit("/", 1)[-1] == name]
+    return same[:3] or (added if len(added) <= 2 else [])
 
 
 def resolve_hint(files: list[ConflictFile], root: Path) -> str:
