@@ -77,3 +77,18 @@ def test_a_reader_gone_mid_report_exits_141_and_says_nothing(tmp_path: Path, unb
     proc.stdout.close()
     err = proc.stderr.read().decode()
     assert (proc.wait(), err) == (141, "")
+
+
+@pytest.mark.parametrize("args", [["series"], ["rebase", "--abort"]])
+def test_an_error_line_stderr_cannot_take_keeps_its_exit_code(tmp_path: Path,
+                                                             args: list[str]) -> None:
+    """stderr's reader gone (a terminal hung up, a closed pipe) as pq says its error: the
+    interpreter's last flush failed again, and pq exited 120, not the error's 2."""
+    read, written = os.pipe()
+    os.close(read)
+    try:
+        proc = subprocess.run([sys.executable, "-m", "pq", *args], cwd=tmp_path,
+                              stdout=subprocess.DEVNULL, stderr=written, check=False)
+    finally:
+        os.close(written)
+    assert proc.returncode == 2

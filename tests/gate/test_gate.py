@@ -882,6 +882,26 @@ def test_sigterm_stops_the_stage_and_removes_the_worktree(tmp_path: Path,
     assert git(fork, "worktree", "list").count("\n") == 0  # the fork's own, alone
 
 
+def test_a_hangup_the_caller_ignores_does_not_stop_the_gate(tmp_path: Path) -> None:
+    """`nohup pq gate &` (SIGHUP ignored) runs on after a logout: pq took the hangup for
+    an interrupt all the same, and stopped the gate."""
+    import signal
+
+    pidfile = tmp_path / "stage.pid"
+    fork = gate_fork(tmp_path, stage_lines(stage("slow", f'echo $$ > "{pidfile}"; sleep 2')))
+    proc = subprocess.Popen(  # a child that ignores SIGHUP, as under nohup
+        [str(Path(sys.executable).parent / "pq"), "gate"], cwd=fork,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN))
+    deadline = time.monotonic() + 30
+    while not pidfile.exists() or not pidfile.read_text().strip():
+        assert time.monotonic() < deadline and proc.poll() is None
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGHUP)
+    assert proc.wait(timeout=60) == 0
+    assert note(fork)["status"] == "passed"
+
+
 def test_pruning_logs_while_another_gate_prunes_them(tmp_path: Path) -> None:
     """Two gates ending together prune `.git/pq/gate/logs/` at once: a folder the one
     listed may be gone by the time it reads its age (that was a FileNotFoundError out of

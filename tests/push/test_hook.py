@@ -159,25 +159,36 @@ def test_hand_edited_patch_file_is_refused(tmp_path: Path, subject: str) -> None
     assert b"# hand" in patch.read_bytes()
 
 
+@pytest.mark.parametrize("changed", ["another", "its own", "a new one"])
 def test_a_hand_edited_patch_file_and_an_amended_commit_name_a_way_out(
-        tmp_path: Path) -> None:
-    """A patch file edited by hand and committed, and another patch's commit amended: `pq
-    apply` said to run `pq export` first, and export named `pq apply`, each refusing the
-    other's way. The export names both sides and a way that keeps them."""
+        tmp_path: Path, changed: str) -> None:
+    """A patch file edited by hand and committed, and another patch's commit amended (or
+    the edited patch's own, or a commit added): `pq apply` said to run `pq export` first,
+    and export named `pq apply`, each refusing the other's way. The export names both
+    sides and a way that keeps them."""
     fork, _ = make_pushable(tmp_path)
     patch = fork / "patches/0002-glue-scoped-compat.patch"
     patch.write_bytes(patch.read_bytes().replace(b"return x  # glue", b"return x  # hand"))
     commit_all(fork, "tweak the patch by hand")
-    subprocess.run(["git", "rebase", "-q", "-i", "upstream/main"], cwd=fork, check=True,
-                   env={**os.environ, "GIT_SEQUENCE_EDITOR": "sed -i 1s/^pick/edit/"})
-    write(fork, "setup.py", (fork / "setup.py").read_text() + "# amended\n")
-    git(fork, "commit", "-q", "--amend", "--no-edit", "-a")
-    git(fork, "rebase", "--continue")
-    assert pq(fork, "apply", ok=False).exit_code == 2  # it would drop the amended commit
+    name = "patches/0001-build-enable-compat-in-setup-py.patch"
+    if changed == "a new one":
+        write(fork, "pkg/more.py", "MORE = 1\n")
+        commit_all(fork, "glue: more")
+        name = "patches/0003-glue-more.patch"
+    else:
+        line = "1s" if changed == "another" else "2s"
+        subprocess.run(["git", "rebase", "-q", "-i", "upstream/main"], cwd=fork, check=True,
+                       env={**os.environ, "GIT_SEQUENCE_EDITOR": f"sed -i {line}/^pick/edit/"})
+        edited = "setup.py" if changed == "another" else "pkg/__init__.py"
+        write(fork, edited, (fork / edited).read_text() + "# amended\n")
+        git(fork, "commit", "-q", "--amend", "--no-edit", "-a")
+        git(fork, "rebase", "--continue")
+        name = name if changed == "another" else "patches/0002-glue-scoped-compat.patch"
+    assert pq(fork, "apply", ok=False).exit_code == 2  # it would drop the changed commit
     refused = pq(fork, "export", ok=False)
     assert refused.exit_code == 2, refused.output
-    assert "and the commit of patches/0001-build-enable-compat-in-setup-py.patch changed too" \
-        in refused.output and "`pq apply --branch NEW`" in refused.output, refused.output
+    assert f"and the commit of {name} changed too" in refused.output, refused.output
+    assert "`pq apply --branch NEW`" in refused.output, refused.output
 
 
 def test_patch_that_no_longer_applies_is_refused(tmp_path: Path) -> None:

@@ -169,20 +169,22 @@ def fail(failure: Failure, as_json: bool) -> NoReturn:
                 if as_json and text is not None:
                     with contextlib.suppress(OSError):
                         echo(text, err=True)
-    _flush_or_drop_stdout()
+    _flush_or_drop(sys.stdout)
+    _flush_or_drop(sys.stderr)
     sys.exit(failure.exit_code)
 
 
-def _flush_or_drop_stdout() -> None:
-    """What stdout still buffers is written now, or, where it cannot be (the reader gone, a
-    full disk), goes nowhere: the interpreter's last flush would fail again, print a
-    traceback's last line and exit 120 instead of the failure's code."""
+def _flush_or_drop(stream: object) -> None:
+    """What a standard stream still buffers is written now, or, where it cannot be (the
+    reader gone, a full disk, a terminal hung up), goes nowhere: the interpreter's last
+    flush would fail again, print a traceback's last line and exit 120 instead of the
+    failure's code."""
     try:
-        sys.stdout.flush()
+        stream.flush()  # type: ignore[attr-defined]
     except (OSError, ValueError, AttributeError):
         with contextlib.suppress(OSError, ValueError, AttributeError):
             nowhere = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(nowhere, sys.stdout.fileno())
+            os.dup2(nowhere, stream.fileno())  # type: ignore[attr-defined]
             os.close(nowhere)
 
 

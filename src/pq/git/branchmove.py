@@ -97,7 +97,7 @@ def refused(action: str, stderr: bytes) -> ConfigError:
     if files:
         reason += ": " + ", ".join(files[:5]) + (f" and {len(files) - 5} more"
                                                   if len(files) > 5 else "")
-    untracked = "untracked working tree files" in reason  # no stash takes those
+    untracked = "untracked working tree file" in reason.lower()  # no stash takes those
     return ConfigError(f"{action} cannot update the working tree: {reason}",
                        hint="move or remove those untracked files, then run it again" if
                        untracked else "commit or stash your changes (`git stash`), then run "

@@ -96,8 +96,11 @@ def terminate_as_interrupt() -> Iterator[None]:
     def interrupt(signum: int, frame: object) -> None:
         raise KeyboardInterrupt
 
-    caught = [getattr(signal, name) for name in ("SIGTERM", "SIGHUP", "SIGQUIT")
-              if hasattr(signal, name)]
+    # Not one the caller ignores: `nohup pq gate &` runs on after a logout, as a shell's
+    # background job runs on after Ctrl-\.
+    caught = [signum for name in ("SIGTERM", "SIGHUP", "SIGQUIT")
+              if (signum := getattr(signal, name, None)) is not None
+              and signal.getsignal(signum) is not signal.SIG_IGN]
     previous = {signum: signal.signal(signum, interrupt) for signum in caught}
     try:
         yield

@@ -66,9 +66,10 @@ def _committed_patch_edits(git: Git, committed: Queue, last: tuple[CommitId, Que
         if patchfile.reads_the_same(fresh.files.get(name, b""), committed.files[name],
                                     f"{PATCHES_DIR}/{name}"):
             continue  # the commits were changed the same way, or only the bytes' form was
-        # Commits changed as well (amended, reworded): `pq apply` would drop those.
-        amended = sorted(n for n, d in committed.files.items()
-                         if n not in edits and fresh.files.get(n) != d)
+        # Commits changed as well since pq wrote their patches (amended, reworded, a new
+        # one, the edited patch's own): `pq apply` would drop those.
+        amended = sorted(n for n, d in fresh.files.items() if n not in committed.files or (
+            last[1].files.get(n) if n in edits else committed.files[n]) != d)
         raise ConfigError(
             f"edited by hand and committed after pq last wrote it (in {last[0][:12]}); "
             "export rewrites patch files from the branch's commits and would overwrite that "
