@@ -108,8 +108,7 @@ def init(git: Git, upstream: str, *, force: bool = False, commit: bool = False) 
         base = git.merge_base(head, upstream_id)
         if base is None:
             raise no_shared_history(git, "HEAD", upstream, "run `pq init` again")
-        old = new_series(upstream, base)
-        # Before "already has a series": upstream's own series.yaml is no series of pq's.
+        old = new_series(upstream, base)  # upstream's own series.yaml is none of pq's: first
         require_no_upstream_files(git, base, old.queue_paths, f"the fork's base on {upstream}")
         if not force and ((git.root / SERIES_FILE).exists() or git.ls_files(
                 [SERIES_FILE], cached=True, literal=True)):  # (git tracks it: sparse, deleted)
