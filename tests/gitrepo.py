@@ -164,22 +164,26 @@ def migrate(fork: Path) -> str:
 
 
 def terminate_pq_once_started(root: Path, args: list[str], pidfile: Path,
-                              signum: int | None = None) -> int:
+                              signum: int | None = None, ignored: bool = False) -> int:
     """Run the `pq` console script with `args` in `root` until a command it starts writes
-    its pid to `pidfile`, then send pq `signum` (SIGTERM); pq's exit code (that process's
-    pid is in `pidfile`)."""
+    its pid to `pidfile`, then send pq `signum` (SIGTERM), which pq starts out ignoring
+    where `ignored` (as under `nohup`); pq's exit code (that process's pid is in
+    `pidfile`)."""
     import signal
     import sys
     import time
 
+    sent = signal.SIGTERM if signum is None else signum
     proc = subprocess.Popen([str(Path(sys.executable).parent / "pq"), *args], cwd=root,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            preexec_fn=(lambda: signal.signal(sent, signal.SIG_IGN))
+                            if ignored else None)
     deadline = time.monotonic() + 30
     while not pidfile.exists() or not pidfile.read_text().strip():
         assert time.monotonic() < deadline and proc.poll() is None
         time.sleep(0.05)
-    proc.send_signal(signal.SIGTERM if signum is None else signum)
-    return proc.wait(timeout=30)
+    proc.send_signal(sent)
+    return proc.wait(timeout=60)
 
 
 _FLICKER = """import os, sys

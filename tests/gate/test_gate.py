@@ -889,16 +889,7 @@ def test_a_hangup_the_caller_ignores_does_not_stop_the_gate(tmp_path: Path) -> N
 
     pidfile = tmp_path / "stage.pid"
     fork = gate_fork(tmp_path, stage_lines(stage("slow", f'echo $$ > "{pidfile}"; sleep 2')))
-    proc = subprocess.Popen(  # a child that ignores SIGHUP, as under nohup
-        [str(Path(sys.executable).parent / "pq"), "gate"], cwd=fork,
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN))
-    deadline = time.monotonic() + 30
-    while not pidfile.exists() or not pidfile.read_text().strip():
-        assert time.monotonic() < deadline and proc.poll() is None
-        time.sleep(0.05)
-    proc.send_signal(signal.SIGHUP)
-    assert proc.wait(timeout=60) == 0
+    assert terminate_pq_once_started(fork, ["gate"], pidfile, signal.SIGHUP, ignored=True) == 0
     assert note(fork)["status"] == "passed"
 
 
