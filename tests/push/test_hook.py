@@ -748,7 +748,15 @@ def test_missing_gate_record_is_refused(tmp_path: Path) -> None:
     commit_all(fork, "require the unit stage before a push")
     result = push(fork, "origin", "paddle")
     assert_refused(result, remote, {}, "[gate] the stages required for a push (unit) have "
-                   "not passed", "fix: pq gate")
+                   "not passed", "fix: pq gate", "the branch matches its series\n",
+                   "no gate record shows the stages series.yaml requires for a push passed:")
+    assert "does not match" not in result.stderr, result.stderr  # it does: no record, is all
+    check = pq(fork, "check", "--json", ok=False)
+    report = json.loads(check.stdout)
+    assert check.exit_code == 1 and report["consistent"] and report["gate_missing"] == 1, \
+        check.stdout
+    text = pq(fork, "check", ok=False).stdout
+    assert "the push is refused for the missing gate record above" in text, text
     skipped = push(fork, "origin", "paddle", PQ_SKIP="gate")
     assert skipped.returncode == 0 and "PQ_SKIP=gate" in skipped.stderr
 

@@ -105,7 +105,8 @@ def check(rev: str, as_json: bool, no_cache: bool) -> None:
     for line in skip_warnings(skip, unknown, rev):
         click.echo(line, err=True)
     if as_json:
-        unreadable, mismatches, policy, stopped = registry.split_failures(report.failures)
+        unreadable, mismatches, policy, stopped, gate = registry.split_failures(
+            report.failures)
         summaries = {c.name: c.summary for c in registry.all_checks()}
         emit_json({
             "rev": rev,
@@ -119,6 +120,7 @@ def check(rev: str, as_json: bool, no_cache: bool) -> None:
             "consistent": not (unreadable or mismatches),
             "policy_findings": len(policy),
             "audit_unreadable": len(stopped),
+            "gate_missing": len(gate),
             "notices": report.notices,
         })
     else:

@@ -13,6 +13,7 @@ from pq.push.refs import SKIP_ENV
 from pq.push.registry import CheckFailure, names, split_failures
 
 UNREADABLE = "series.yaml has errors pq refuses"
+GATE_MISSING = "no gate record shows the stages series.yaml requires for a push passed"
 
 
 def ack_hint(policy: Sequence[CheckFailure]) -> str:
@@ -80,7 +81,7 @@ def _report_lines(r: RefReport) -> list[str]:
         how = "cached" if r.state == "cached" else f"{r.seconds:.1f} s"
         lines.append(f"pq: {where}: {consistent_summary(r.statuses, how)}")
         return lines
-    unreadable, mismatches, policy, stopped = split_failures(r.failures)
+    unreadable, mismatches, policy, stopped, gate = split_failures(r.failures)
     if r.state == "unmanaging":
         return [*lines, f"pq: {where}: the push takes a series off the remote:",
                 *_failure_lines(r.failures)]
@@ -94,6 +95,9 @@ def _report_lines(r: RefReport) -> list[str]:
         lines.extend(_failure_lines(mismatches))
     elif not unreadable:
         lines.append(f"pq: {where}: {what} matches its series")
+    if gate:
+        lines.append(f"pq: {where}: {GATE_MISSING}:")
+        lines.extend(_failure_lines(gate))
     if stopped:
         lines.append(f"pq: {where}: the workaround audit cannot read the series:")
         lines.extend(_failure_lines(stopped))
@@ -118,11 +122,12 @@ def _failure_lines(failures: Sequence[CheckFailure]) -> list[str]:
 
 def check_lines(rev: str, report: RefReport) -> list[str]:
     """`pq check REV`'s report: each check's status, the failures and their fixes."""
-    unreadable, mismatches, policy, stopped = split_failures(report.failures)
+    unreadable, mismatches, policy, stopped, gate = split_failures(report.failures)
     lines = [f"{rev} {(report.commit or '')[:12] or '-'}:"]
     lines += [f"  {status:<11} {name}" for name, status in report.statuses.items()]
     for title, group in ((UNREADABLE, unreadable),
                          ("the branch does not match its series", mismatches),
+                         (GATE_MISSING, gate),
                          ("the workaround audit cannot read the series", stopped),
                          ("policy findings of the workaround audit", policy)):
         if group:
@@ -132,9 +137,11 @@ def check_lines(rev: str, report: RefReport) -> list[str]:
             lines.append(f"    fix: {f.fix_command}")
     if policy:
         lines.append(ack_hint(policy))
-    if not (unreadable or mismatches) and (policy or stopped):
+    if not (unreadable or mismatches) and (policy or stopped or gate):
+        why = [w for w, group in (("missing gate record", gate), ("policy findings", policy),
+                                  ("audit problems", stopped)) if group]
         lines.append("the branch matches its series; the push is refused for the "
-                     f"{'policy findings' if policy else 'audit problems'} above")
+                     f"{' and '.join(why)} above")
     if report.ok:
         lines.append(consistent_summary(
             report.statuses, "cached" if report.state == "cached" else None))

@@ -27,6 +27,9 @@ if TYPE_CHECKING:
 # Checks that judge the fork's code against a policy, not whether branch and series agree:
 # reported apart from the consistency checks ("policy findings", not "does not match").
 POLICY_CHECKS = frozenset({"audit"})
+# Checks that want a record of something done to the pushed commit (the gate's stages),
+# not agreement between branch and series: "have not passed", not "does not match".
+GATE_CHECKS = frozenset({"gate"})
 
 PASSED = "passed"
 FAILED = "failed"
@@ -374,13 +377,17 @@ def _moot(c: Check, statuses: dict[str, str], skip: frozenset[str] = frozenset()
 
 
 def split_failures(failures: Sequence[CheckFailure]) -> tuple[
-        list[CheckFailure], list[CheckFailure], list[CheckFailure], list[CheckFailure]]:
+        list[CheckFailure], list[CheckFailure], list[CheckFailure], list[CheckFailure],
+        list[CheckFailure]]:
     """(series.yaml's own errors: it does not load, a block is malformed; the branch's
     mismatches with its series; policy findings: the audit's errors; what stopped the
-    audit: an entry it cannot read, with no rule to acknowledge). The first two are the
+    audit: an entry it cannot read, with no rule to acknowledge; the gate stages that
+    series.yaml requires for a push and no record shows passed). The first two are the
     consistency problems."""
     consistency = [f for f in failures if f.check not in POLICY_CHECKS]
     policy = [f for f in failures if f.check in POLICY_CHECKS and f.rule]
     stopped = [f for f in failures if f.check in POLICY_CHECKS and not f.rule]
+    gate = [f for f in consistency if f.check in GATE_CHECKS and not f.unreadable]
+    consistency = [f for f in consistency if f not in gate]
     return ([f for f in consistency if f.unreadable],
-            [f for f in consistency if not f.unreadable], policy, stopped)
+            [f for f in consistency if not f.unreadable], policy, stopped, gate)
