@@ -361,6 +361,34 @@ def test_continue_takes_marker_lines_the_patch_itself_adds(tmp_path: Path) -> No
     assert git(fork, "status", "--porcelain") == ""
 
 
+def test_continue_takes_marker_lines_the_patch_carries_where_upstream_removed_them(
+        tmp_path: Path) -> None:
+    """Test data the patch's base already had (it edits a line inside it) and upstream
+    removed: keeping the patch's side keeps lines that are its content, which git's
+    --continue takes; pq refused them, naming a fix that deleted the user's own lines."""
+    fixture = 'fixture = """\n<<<<<<< ours\nfoo\n=======\nbar\n>>>>>>> theirs\n"""\n'
+    up = make_upstream(tmp_path / "upstream", {**UPSTREAM_FILES, "t.py": f"head\n{fixture}tail\n"})
+    fork = make_fork(tmp_path, up)
+    ours = f"head\n{fixture.replace('foo', 'foo2')}tail\n"
+    write(fork, "t.py", ours)
+    commit_all(fork, "python-glue: edit the fixture")
+    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    upstream_commit(up, fork, "up: drop the fixture", {"t.py": "head\ntail\n"})
+    assert pq(fork, "rebase", "--no-rerere", "upstream/main", ok=False).exit_code == 1
+    git(fork, "checkout", "--theirs", "t.py")
+    git(fork, "add", "t.py")
+    pq(fork, "rebase", "--continue")
+    assert git(fork, "show", "HEAD~1:t.py") + "\n" == ours
+    # A leftover beside them is still refused, and the refusal names the attribute.
+    upstream_commit(up, fork, "up: tail", {"t.py": "head\ntail up\n"})
+    assert pq(fork, "rebase", "--no-rerere", "upstream/main", ok=False).exit_code == 1
+    assert "<<<<<<< " in (fork / "t.py").read_text()
+    git(fork, "add", "t.py")
+    refused = pq(fork, "rebase", "--continue", ok=False)
+    assert refused.exit_code == 1 and "t.py:" in refused.output, refused.output
+    assert "`conflict-marker-size` attribute above 7" in refused.output
+
+
 def test_continue_refuses_conflict_markers_in_a_file_whose_diff_is_binary(
         tmp_path: Path) -> None:
     """`git diff --check` skips a file whose diff is binary (`-diff`), but the merge still

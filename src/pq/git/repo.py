@@ -302,10 +302,10 @@ class Git(History):
         out = zsplit(self.run("diff", "--numstat", "-z", "--no-renames", *revs, "--"))
         return [f.split("\t", 2)[2] for f in out if f.startswith("-\t-\t")]
 
-    def diff_check(self, rev: str, *, commit: bool = False) -> str:
-        """`git diff --check`, unquoted: the index against `rev`, or commit `rev`'s own."""
-        return self.text("-c", "core.quotePath=false", "diff", "--check", "--no-color", *(
-            [f"{rev}^", rev] if commit else ["--cached", rev]), "--", ok_codes=(0, 1, 2))
+    def diff_check(self, rev: str) -> str:
+        """`git diff --cached --check rev`, unquoted: the index against `rev`."""
+        return self.text("-c", "core.quotePath=false", "diff", "--check", "--no-color",
+                         "--cached", rev, "--", ok_codes=(0, 1, 2))
 
     # -- refs and notes -------------------------------------------------------------
 

@@ -20,17 +20,19 @@ def added_conflict_markers(git: Git, tip: str, pick: str | None = None
     `git diff --cached --check` finds them (conflict-marker-size attributes included), in
     files where at least one is a `<<<<<<<` or `>>>>>>>` line: a lone `=======` or
     `|||||||` line is far more often a heading's underline than a leftover conflict. Lines
-    the patch being resolved (commit `pick`) adds itself, a merge tool's test data say,
-    are its content, not a leftover: as many of each as it adds are not counted."""
-    found = _marker_lines(git, git.diff_check(tip), ":", ("--cached", tip))
-    found.update(_binary_diff_markers(git, ("--cached", tip), ":", f"{tip}:"))
+    the patch being resolved (commit `pick`) holds in its own version of the file, a merge
+    tool's test data say (added by the patch, or carried from its base where upstream
+    removed them), are its content, not a leftover: as many of each as that file has are
+    not counted (git takes them too)."""
+    found = _marker_lines(git, tip)
+    found.update(_binary_diff_markers(git, tip))
     own: Counter[tuple[str, bytes]] = Counter()
     if pick is not None and found:
-        picked = _marker_lines(git, git.diff_check(pick, commit=True), f"{pick}:",
-                               (f"{pick}^", pick))
-        picked.update(_binary_diff_markers(git, (f"{pick}^", pick), f"{pick}:", f"{pick}^:"))
-        for path, marks in picked.items():
-            own.update((path, text) for _, text in marks)
+        paths = list(found)
+        for path, blob in zip(paths, git.odb.read_many([f"{pick}:{p}" for p in paths]),
+                              strict=True):
+            if blob is not None:
+                own.update((path, text) for text in blob[2].split(b"\n"))
     result = []
     for path, marks in found.items():
         left = []
@@ -44,14 +46,12 @@ def added_conflict_markers(git: Git, tip: str, pick: str | None = None
     return result
 
 
-def _marker_lines(git: Git, report: str, prefix: str, revs: tuple[str, str]
-                  ) -> dict[str, list[tuple[int, bytes]]]:
-    """{path: [(line, its bytes)]} of the conflict markers a `git diff --check` report
-    names; `prefix` + path names the blob the lines are read from. The report writes
-    names as they are: one with a newline in it spans lines, and is found among the
-    paths the diff (of `revs`) changes."""
+def _marker_lines(git: Git, tip: str) -> dict[str, list[tuple[int, bytes]]]:
+    """{path: [(line, its bytes in the index)]} of the conflict markers that
+    `git diff --cached --check tip` names. The report writes names as they are: one with a
+    newline in it spans lines, and is found among the paths the diff changes."""
     numbers: dict[str, list[int]] = {}
-    said = report.split("\n")
+    said = git.diff_check(tip).split("\n")
     changed: set[str] | None = None
     for i, line in enumerate(said):
         m = _MARKER.match(line)
@@ -59,7 +59,7 @@ def _marker_lines(git: Git, report: str, prefix: str, revs: tuple[str, str]
             continue
         path, start = m.group(1), i
         if changed is None:
-            changed = set(git.diff_names(*revs))
+            changed = set(git.diff_names("--cached", tip))
         while path not in changed and start > 0:
             start -= 1
             path = said[start] + "\n" + path
@@ -67,21 +67,20 @@ def _marker_lines(git: Git, report: str, prefix: str, revs: tuple[str, str]
             numbers.setdefault(path, []).append(int(m.group(2)))
     found = {}
     for path, wanted in numbers.items():
-        lines = git.blob(prefix + path).split(b"\n")
+        lines = git.blob(":" + path).split(b"\n")
         found[path] = [(n, lines[n - 1] if n <= len(lines) else b"") for n in wanted]
     return found
 
 
-def _binary_diff_markers(git: Git, revs: tuple[str, str], new: str, old: str
-                         ) -> dict[str, list[tuple[int, bytes]]]:
-    """{path: [(line, its bytes)]} of the conflict markers in the files whose diff (of
-    `revs`) git calls binary, a `-diff` attribute say, where `git diff --check` looks at
-    none: a merge writes markers into such a file all the same, unless it holds a NUL byte
-    (git merges that as binary). A marker counts as many times as the new blob (`new` +
-    path) has that line beyond the old blob's (`old` + path)."""
-    paths = git.binary_diff_paths(*revs)
+def _binary_diff_markers(git: Git, tip: str) -> dict[str, list[tuple[int, bytes]]]:
+    """{path: [(line, its bytes)]} of the conflict markers in the files whose diff (the
+    index against `tip`) git calls binary, a `-diff` attribute say, where `git diff
+    --check` looks at none: a merge writes markers into such a file all the same, unless
+    it holds a NUL byte (git merges that as binary). A marker counts as many times as the
+    index's blob has that line beyond `tip`'s."""
+    paths = git.binary_diff_paths("--cached", tip)
     sizes = git.marker_sizes(None, paths)
-    blobs = git.odb.read_many([new + p for p in paths] + [old + p for p in paths])
+    blobs = git.odb.read_many([f":{p}" for p in paths] + [f"{tip}:{p}" for p in paths])
     found = {}
     for path, after, before in zip(paths, blobs[:len(paths)], blobs[len(paths):], strict=True):
         if after is None or b"\0" in after[2][:8000]:

@@ -343,4 +343,6 @@ def require_resolved(git: Git, state: rs.RebaseState) -> None:
             f"patches/{state.steps[state.index].name} would commit it", path=shown(path),
             line=line,
             hint=f"edit {list_paths(marked)}, `git add "
-                 f"{shell_args(from_here(git.root, marked), True)}`, then `pq rebase --continue`")
+                 f"{shell_args(from_here(git.root, marked), True)}`, then `pq rebase --continue`"
+                 "; lines that are the file's content (a merge tool's test data) want a "
+                 "`conflict-marker-size` attribute above 7 in .gitattributes")
