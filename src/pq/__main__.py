@@ -89,6 +89,7 @@ def _plain_rebase(argv: list[str]) -> bool:
 
 
 def main() -> None:
+    _standard_streams()
     _in_utf8_mode()
     try:
         _main(sys.argv[1:])
@@ -96,6 +97,27 @@ def main() -> None:
         from pq.cli.failure import leave
 
         leave(exc, as_json="--json" in sys.argv)
+
+
+def _standard_streams() -> None:
+    """A standard stream the caller closed (`2>&-`, `<&-`) is /dev/null, as git makes it:
+    the file pq opens next would otherwise take its descriptor (and a git process's error
+    lines would be written into it), and pq writes its lines, or reads its input, as with
+    the stream open (Python leaves `sys.stderr` None there)."""
+    for fd, name in enumerate(("stdin", "stdout", "stderr")):
+        try:
+            os.fstat(fd)
+            continue
+        except OSError:
+            pass
+        opened = os.open(os.devnull, os.O_RDWR)  # the lowest free descriptor: `fd`
+        if opened != fd:
+            os.dup2(opened, fd)
+            os.close(opened)
+        if getattr(sys, name) is None:  # the stream lives as long as pq does
+            stream = open(fd, "r" if fd == 0 else "w", encoding="utf-8",  # noqa: SIM115
+                          errors="surrogateescape", closefd=False)
+            setattr(sys, name, stream)
 
 
 def _in_utf8_mode() -> None:

@@ -92,3 +92,27 @@ def test_an_error_line_stderr_cannot_take_keeps_its_exit_code(tmp_path: Path,
     finally:
         os.close(written)
     assert proc.returncode == 2
+
+
+def closed_streams(fork: Path, redirect: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """Run `python -m pq ARGS` with a standard stream closed by the shell (`2>&-`, `<&-`)."""
+    return subprocess.run(["sh", "-c", f'exec "$@" {redirect}', "sh", sys.executable, "-m",
+                           "pq", *args], cwd=fork, stdout=subprocess.PIPE, text=True,
+                          check=False)
+
+
+@pytest.mark.parametrize("click", [False, True])
+def test_a_closed_stderr_or_stdin_is_no_internal_error(tmp_path: Path, click: bool) -> None:
+    """`pq rebase upstream/main 2>&-` runs as git's rebase does: Python left sys.stderr None,
+    and the progress display's `isatty()` on it was an internal error (exit 2, nothing
+    done); `pq hook run REMOTE URL <&-` read a None stdin the same way."""
+    fork = one_patch_fork(tmp_path, {"pkg/__init__.py": "import paddle\n"}, {"NEWS": "moved\n"})
+    prefix = ["-C", "."] if click else []
+    rebased = closed_streams(fork, "2>&-", *prefix, "rebase", "upstream/main")
+    assert rebased.returncode == 0, rebased.stdout
+    assert "rebased paddle onto" in rebased.stdout
+    assert git(fork, "rev-parse", "HEAD~2") == git(fork, "rev-parse", "upstream/main")
+    applied = closed_streams(fork, "2>&-", "apply", "-b", "other", "--json")
+    assert applied.returncode == 0 and '"branch": "other"' in applied.stdout, applied.stdout
+    hook = closed_streams(fork, "<&- 2>/dev/null", *prefix, "hook", "run", "origin", "url")
+    assert hook.returncode == 0, hook.stdout
