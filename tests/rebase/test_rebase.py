@@ -598,6 +598,14 @@ def test_a_stack_that_differs_from_the_series_is_named(tmp_path: Path) -> None:
     assert refused.exit_code == 2
     assert "paddle has commits that differ from series.yaml (0003-python-glue-an-extra-" \
            "module.patch (commits only)); rebasing would lose them" in refused.output
+    git(fork, "reset", "-q", "--hard", "HEAD~1")
+    # A patch file cut short (an editor's crash): its own error, as `pq series` says it,
+    # not a patch named again (0004) that only the commits have.
+    name = next((fork / "patches").glob("0002-*.patch")).name
+    (fork / "patches" / name).write_bytes((fork / "patches" / name).read_bytes()[:200])
+    refused = pq(fork, "rebase", "upstream/main", ok=False)
+    assert refused.exit_code == 2 and f"patches/{name}:" in refused.output, refused.output
+    assert "commits only" not in refused.output
 
 
 @pytest.mark.parametrize("name", ['"q".txt', "new\nline.txt"])

@@ -1,6 +1,7 @@
 """What an export would overwrite: the user's own edits of the queue files since pq last
 wrote them (a patch file edited by hand, committed or not; the order of series.yaml's
-entries), each refused in one line naming the file and the way to keep it.
+entries), each refused in one line naming the file and the way to keep it; and what a
+rebase would lose where the branch's commits and the queue differ.
 """
 
 from __future__ import annotations
@@ -162,3 +163,43 @@ def _left_by_pq(git: Git) -> dict[str, str]:
     records = log.read(git, since=next_id - 1)
     after = log.load(git, records[-1]).get("after") if records else None
     return dict(after.get("files") or {}) if after else {}
+
+
+def stack_differs(branch: str, fresh: Queue, queue: Queue) -> ConfigError:
+    """`pq rebase`'s refusal when the branch's commits and the queue differ: where only patch files
+    differ (the same patches, in the same order), it names them; either side may be the
+    newer (a patch file edited by hand, or a commit amended since the export). A patch
+    file that no longer parses (cut short by a crash, say) is named with its own error,
+    as `pq series` names it, not as a patch the commits lack."""
+    for n, data in queue.files.items():
+        if fresh.files.get(n) != data:
+            patchfile.parse(data, f"{PATCHES_DIR}/{n}")
+    name = branch.removeprefix("refs/heads/")
+    if sorted(fresh.files) == sorted(queue.files) and list(fresh.files) != list(queue.files):
+        return ConfigError(f"{SERIES_FILE} lists the patches in another order than {name}'s "
+                           "commits (reordered by hand?); rebasing would take one order",
+                           hint="`pq apply` rebuilds the branch in the series' order (it may "
+                                f"not apply: then reorder the commits, `git rebase -i`); `pq "
+                                f"export` writes the commits' order into {SERIES_FILE}")
+    if list(fresh.files) != list(queue.files):
+        only = [f"{n} (commits only)" for n in fresh.files if n not in queue.files] + [
+            f"{n} ({SERIES_FILE} only)" for n in queue.files if n not in fresh.files]
+        return ConfigError(f"{name} has commits that differ from {SERIES_FILE} ("
+                           f"{', '.join(only[:3])}{' ...' if len(only) > 3 else ''}); "
+                           "rebasing would lose them",
+                           hint="run `pq export` first" if all(n in fresh.files
+                                                               for n in queue.files) else
+                           "`pq apply` builds the branch from series.yaml, where a patch was "
+                           "added by hand; `pq export` writes the commits' patches, where a "
+                           "commit was dropped")
+    edited = [f"{PATCHES_DIR}/{n}" for n in queue.files
+              if not stack_mod.same_commits({n: fresh.files[n]}, {n: queue.files[n]})]
+    one = len(edited) == 1
+    return ConfigError(
+        f"{'the patch file' if one else ', '.join(edited)} {'differs' if one else 'differ'} "
+        f"from {name}'s {'commit for it' if one else 'commits'} (a patch file edited by "
+        "hand, or a commit changed since the last export); rebasing would lose one of them",
+        path=edited[0] if one else None,
+        hint="to keep the patch files, `pq apply` rebuilds the branch from them; to keep "
+             "the commits, `pq export --force` writes the patch files again; then `pq "
+             "rebase`")

@@ -19,7 +19,7 @@ from pq.git.trees import Trees
 from pq.model import patchfile
 from pq.model.series import PATCHES_DIR, SERIES_FILE
 from pq.oplog.txn import Transaction, current_record_id, settle_stopped
-from pq.queue import bookkeeping, verified
+from pq.queue import bookkeeping, handedits, verified
 from pq.queue import files as queuefiles
 from pq.queue import ops as queueops
 from pq.queue import stack as stack_mod
@@ -198,7 +198,7 @@ def _checked_stack(git: Git, branch: str, queue: Queue, ref: str, onto: str, for
         if not stack_mod.same_commits(fresh.files, queue.files) or [
                 e.name for e in fresh.series.patches] != [
                 e.name for e in series.patches]:
-            raise _stack_differs(branch, fresh, queue)
+            raise handedits.stack_differs(branch, fresh, queue)
         # Remembered only where the files are what `pq export` would write, byte for
         # byte (the same commits in patch files whose headers or line ends differ, an
         # edited summary or a CRLF checkout, are no export: `pq export` rewrites them),
@@ -228,41 +228,6 @@ def _checked_stack(git: Git, branch: str, queue: Queue, ref: str, onto: str, for
     if onto != old_base and not (force and stack and stack[0].commit in crossed):
         queuefiles.require_no_upstream_files(git, onto, qp, ref, since=(old_base, head))
     return stack, head, old_base, len(crossed)
-
-
-def _stack_differs(branch: str, fresh: Queue, queue: Queue) -> ConfigError:
-    """The refusal when the branch's commits and the queue differ: where only patch files
-    differ (the same patches, in the same order), it names them; either side may be the
-    newer (a patch file edited by hand, or a commit amended since the export)."""
-    name = branch.removeprefix("refs/heads/")
-    if sorted(fresh.files) == sorted(queue.files) and list(fresh.files) != list(queue.files):
-        return ConfigError(f"{SERIES_FILE} lists the patches in another order than {name}'s "
-                           "commits (reordered by hand?); rebasing would take one order",
-                           hint="`pq apply` rebuilds the branch in the series' order (it may "
-                                f"not apply: then reorder the commits, `git rebase -i`); `pq "
-                                f"export` writes the commits' order into {SERIES_FILE}")
-    if list(fresh.files) != list(queue.files):
-        only = [f"{n} (commits only)" for n in fresh.files if n not in queue.files] + [
-            f"{n} ({SERIES_FILE} only)" for n in queue.files if n not in fresh.files]
-        return ConfigError(f"{name} has commits that differ from {SERIES_FILE} ("
-                           f"{', '.join(only[:3])}{' ...' if len(only) > 3 else ''}); "
-                           "rebasing would lose them",
-                           hint="run `pq export` first" if all(n in fresh.files
-                                                               for n in queue.files) else
-                           "`pq apply` builds the branch from series.yaml, where a patch was "
-                           "added by hand; `pq export` writes the commits' patches, where a "
-                           "commit was dropped")
-    edited = [f"{PATCHES_DIR}/{n}" for n in queue.files
-              if not stack_mod.same_commits({n: fresh.files[n]}, {n: queue.files[n]})]
-    one = len(edited) == 1
-    return ConfigError(
-        f"{'the patch file' if one else ', '.join(edited)} {'differs' if one else 'differ'} "
-        f"from {name}'s {'commit for it' if one else 'commits'} (a patch file edited by "
-        "hand, or a commit changed since the last export); rebasing would lose one of them",
-        path=edited[0] if one else None,
-        hint="to keep the patch files, `pq apply` rebuilds the branch from them; to keep "
-             "the commits, `pq export --force` writes the patch files again; then `pq "
-             "rebase`")
 
 
 def _diffs_of(queue: Queue) -> list[bytes] | None:
