@@ -489,6 +489,26 @@ def test_the_next_step_init_names_works_with_no_patch(tmp_path: Path) -> None:
     assert "committed as" in pq(fork, "export", "--commit").output
 
 
+@pytest.mark.parametrize("commit", [False, True])
+def test_an_export_that_writes_back_what_head_has_names_no_commit(tmp_path: Path,
+                                                                  commit: bool) -> None:
+    """A committed patch file deleted by accident, written back by export: it is HEAD's
+    again, so the `git commit` export named failed ("nothing to commit")."""
+    fork = compat_fork(tmp_path)
+    (fork / "patches/0001-enable-compat.patch").unlink()
+    result = pq(fork, "export", *(["--commit"] if commit else []))
+    assert "1 file written" in result.output and "next:" not in result.output, result.output
+    assert "the files written are HEAD's: nothing to commit" in result.output
+    assert git(fork, "status", "--porcelain") == ""
+    (fork / "patches/0001-enable-compat.patch").unlink()
+    data = json.loads(pq(fork, "export", "--json").output)
+    assert data["changed"] == ["patches/0001-enable-compat.patch"], data
+    assert data["uncommitted"] is False and data["commit"] is None
+    write(fork, "setup.py", "import paddle  # changed\n")
+    commit_all(fork, "enable compat, amended")
+    assert json.loads(pq(fork, "export", "--json").output)["uncommitted"] is True
+
+
 def test_apply_carries_an_edit_beside_the_patches_and_a_staged_draft_is_the_users(
         tmp_path: Path) -> None:
     fork = compat_fork(tmp_path)

@@ -42,6 +42,7 @@ def _render_export(result: queueops.ExportResult, as_json: bool, verb: str,
             "reordered": result.reordered,
             "changed": result.changed,
             "commit": result.commit,
+            "uncommitted": result.uncommitted,
             "copies_proposed": [c.to_json() for c in result.copies],
         })
         return
@@ -73,6 +74,8 @@ def _render_export(result: queueops.ExportResult, as_json: bool, verb: str,
         click.echo(f"  next: pq export --commit (`git add` would convert the line ends of "
                    f"{list_paths(list(converted))}: core.autocrlf or a `text` attribute; "
                    "`patches/*.patch -text` in .gitattributes stops that)")
+    elif result.changed and not result.uncommitted:
+        click.echo("  the files written are HEAD's: nothing to commit")
     elif result.changed:
         # `patches` only where a patch file changed: git refuses a path that matches nothing
         paths = " ".join(p for p in ("series.yaml", "patches")

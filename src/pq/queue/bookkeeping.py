@@ -2,20 +2,23 @@
 the other queue folders such as mre/), built in memory with pq.git.trees.
 
 `queue.ops` (export --commit, apply) and the rebase both make it here; the folders other
-than series.yaml and patches/ come from a commit, or from the working tree.
+than series.yaml and patches/ come from a commit, or from the working tree
+(`commit_queue`: the queue just written there, as `pq export --commit` commits it).
 """
 
 from __future__ import annotations
 
 import os
 import re
+import stat
+from collections.abc import Callable
 
 from pq.git.objects import CommitId, Entry, Person
 from pq.git.odb import is_tree_mode
 from pq.git.repo import Git
 from pq.git.trees import Trees
 from pq.model.series import PATCHES_DIR, SERIES_FILE
-from pq.queue.files import Queue
+from pq.queue.files import Queue, index_entries
 
 
 def only_queue_files(git: Git, commit: str, parent: str, diff: bytes) -> bool:
@@ -126,3 +129,60 @@ def worktree_entries(git: Git, paths: list[str]) -> dict[str, Entry]:
 def _blob(git: Git, data: bytes, known: set[str]) -> str:
     oid = git.hash_blob(data)
     return oid if oid in known else git.write_blob(data)
+
+
+def commit_queue(git: Git, message: str, queue: Queue, expect: CommitId,
+                 who: tuple[Person, Person]) -> CommitId | None:
+    """Commit the queue's files, just written to the working tree as `queue`, on `expect`
+    as a bookkeeping commit by `who` (author, committer), if they changed anything.
+
+    series.yaml and the patch files are committed with the bytes pq wrote (their clean
+    form): `git add` under core.autocrlf would strip the CR bytes of a patch of a CRLF
+    file, and a .gitignore that names them does not stop pq (as with `pq apply`); where it
+    names mre/ or .pq/, the files git tracks there are committed, the ones it ignores are not.
+    Only the queue's paths are committed; other staged changes stay staged."""
+    qp = queue.series.queue_paths
+    others = [p for p in qp if p not in (SERIES_FILE, PATCHES_DIR)  # mre/, .pq/, ...
+              and ((git.root / p).exists() or _tracked(git, p))]
+    ignored = git.ignored(others)  # a .gitignore names the folder: its tracked files only
+    git.add([p for p in others if p not in ignored], all=True)
+    git.add([p for p in others if p in ignored], tracked=True)
+    before = index_entries(git)
+    modes = _staged_modes(git, before)
+    exact = [f"{modes(f'{PATCHES_DIR}/{name}')} {git.write_blob(data)} 0\t{PATCHES_DIR}/{name}"
+             for name, data in queue.files.items()]
+    assert queue.series_bytes is not None
+    exact.append(f"{modes(SERIES_FILE)} {git.write_blob(queue.series_bytes)} 0\t{SERIES_FILE}")
+    git.set_index_entries(before, exact)
+    staged = []
+    for rec in git.ls_files(qp, stage=True):
+        meta, path = rec.split("\t", 1)
+        mode, obj, _stage = meta.split()
+        staged.append((mode, obj, path))
+    tree = git.build_tree(git.tree_of(expect), remove=list(qp), add=staged)
+    if tree == git.tree_of(expect):
+        return None
+    commit = git.write_commit(tree, [expect], *who, message + "\n", branch=True)
+    git.update_ref("HEAD", commit, expect, f"commit: {message}")
+    return commit
+
+
+def _staged_modes(git: Git, entries: list[str]) -> Callable[[str], str]:
+    """The mode `git add` would stage for a queue file pq just wrote: its executable bit
+    on disk, or, under `core.fileMode=false`, the one its index entry has; else 100644."""
+    indexed = {path: meta.split(" ", 1)[0] for meta, path in (e.split("\t", 1) for e in entries)}
+    trust_disk = git.config_bool("core.fileMode") is not False
+
+    def mode(path: str) -> str:
+        if trust_disk:
+            try:
+                st = (git.root / path).lstat()
+            except OSError:
+                return "100644"
+            return "100755" if stat.S_ISREG(st.st_mode) and st.st_mode & 0o100 else "100644"
+        return "100755" if indexed.get(path) == "100755" else "100644"
+    return mode
+
+
+def _tracked(git: Git, path: str) -> bool:
+    return bool(git.ls_files([path]))

@@ -7,14 +7,13 @@ plain results for the CLI to render; they never print.
 
 from __future__ import annotations
 
-import stat
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from pq.errors import ConfigError
 from pq.git.branchmove import require_unmoved
-from pq.git.objects import CommitId, Person
+from pq.git.objects import CommitId
 from pq.git.repo import Git
 from pq.git.signing import retry_as
 from pq.model import patchfile
@@ -22,10 +21,9 @@ from pq.model.series import PATCHES_DIR, SERIES_FILE, PatchEntry, Series, new_se
 from pq.oplog.txn import Transaction
 from pq.queue import stack as stack_mod
 from pq.queue import verified
-from pq.queue.bookkeeping import bookkeeping_commit
+from pq.queue.bookkeeping import bookkeeping_commit, commit_queue
 from pq.queue.files import (
     Queue,
-    index_entries,
     is_queue_path,
     move_branch_to_queue,
     read_tree,
@@ -56,6 +54,7 @@ class ExportResult:
     dropped: list[tuple[str, str]] = field(default_factory=list)
     copies: list[CopyProposal] = field(default_factory=list)  # proposed `copies:` blocks
     reordered: list[str] = field(default_factory=list)  # entries the commits' order moved
+    uncommitted: bool = False  # the files written differ from HEAD's (no --commit took them)
 
 
 def _metadata(entry: PatchEntry) -> str:
@@ -218,65 +217,12 @@ def _write_export(git: Git, queue: Queue, old: Series, t: Transaction, commit: b
                                 "just written (`pq undo` takes them back)") from None
         if result.commit is not None:  # its queue is the export of the stack under it
             verified.remember_written(git, result.commit, written, stack)
+    elif result.changed:  # (files written back as HEAD has them: nothing to commit)
+        committed = _committed(git, head)
+        result.uncommitted = committed is None or committed.files != queue.files or \
+            committed.series_bytes != queue.series.dumps()
     t.done()
     return result
-
-
-def commit_queue(git: Git, message: str, queue: Queue, expect: CommitId,
-                 who: tuple[Person, Person]) -> CommitId | None:
-    """Commit the queue's files, just written to the working tree as `queue`, on `expect`
-    as a bookkeeping commit by `who` (author, committer), if they changed anything.
-
-    series.yaml and the patch files are committed with the bytes pq wrote (their clean
-    form): `git add` under core.autocrlf would strip the CR bytes of a patch of a CRLF
-    file, and a .gitignore that names them does not stop pq (as with `pq apply`); where it
-    names mre/ or .pq/, the files git tracks there are committed, the ones it ignores are not.
-    Only the queue's paths are committed; other staged changes stay staged."""
-    qp = queue.series.queue_paths
-    others = [p for p in qp if p not in (SERIES_FILE, PATCHES_DIR)  # mre/, .pq/, ...
-              and ((git.root / p).exists() or _tracked(git, p))]
-    ignored = git.ignored(others)  # a .gitignore names the folder: its tracked files only
-    git.add([p for p in others if p not in ignored], all=True)
-    git.add([p for p in others if p in ignored], tracked=True)
-    before = index_entries(git)
-    modes = _staged_modes(git, before)
-    exact = [f"{modes(f'{PATCHES_DIR}/{name}')} {git.write_blob(data)} 0\t{PATCHES_DIR}/{name}"
-             for name, data in queue.files.items()]
-    assert queue.series_bytes is not None
-    exact.append(f"{modes(SERIES_FILE)} {git.write_blob(queue.series_bytes)} 0\t{SERIES_FILE}")
-    git.set_index_entries(before, exact)
-    staged = []
-    for rec in git.ls_files(qp, stage=True):
-        meta, path = rec.split("\t", 1)
-        mode, obj, _stage = meta.split()
-        staged.append((mode, obj, path))
-    tree = git.build_tree(git.tree_of(expect), remove=list(qp), add=staged)
-    if tree == git.tree_of(expect):
-        return None
-    commit = git.write_commit(tree, [expect], *who, message + "\n", branch=True)
-    git.update_ref("HEAD", commit, expect, f"commit: {message}")
-    return commit
-
-
-def _staged_modes(git: Git, entries: list[str]) -> Callable[[str], str]:
-    """The mode `git add` would stage for a queue file pq just wrote: its executable bit
-    on disk, or, under `core.fileMode=false`, the one its index entry has; else 100644."""
-    indexed = {path: meta.split(" ", 1)[0] for meta, path in (e.split("\t", 1) for e in entries)}
-    trust_disk = git.config_bool("core.fileMode") is not False
-
-    def mode(path: str) -> str:
-        if trust_disk:
-            try:
-                st = (git.root / path).lstat()
-            except OSError:
-                return "100644"
-            return "100755" if stat.S_ISREG(st.st_mode) and st.st_mode & 0o100 else "100644"
-        return "100755" if indexed.get(path) == "100755" else "100644"
-    return mode
-
-
-def _tracked(git: Git, path: str) -> bool:
-    return bool(git.ls_files([path]))
 
 
 # -- apply -----------------------------------------------------------------------
