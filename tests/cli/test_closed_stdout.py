@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from gitrepo import git, one_patch_fork
+from gitrepo import commit_all, git, one_patch_fork, series_fork, write
 
 
 def closed_stdout(fork: Path, *args: str) -> tuple[int, str]:
@@ -116,3 +116,35 @@ def test_a_closed_stderr_or_stdin_is_no_internal_error(tmp_path: Path, click: bo
     assert applied.returncode == 0 and '"branch": "other"' in applied.stdout, applied.stdout
     hook = closed_streams(fork, "<&- 2>/dev/null", *prefix, "hook", "run", "origin", "url")
     assert hook.returncode == 0, hook.stdout
+
+
+def test_a_rebase_that_stops_early_takes_its_progress_line_off_the_terminal(
+        tmp_path: Path) -> None:
+    """On a terminal, `rebasing 1/2: ...` stayed up when the rebase stopped at its first
+    patch (the line was cleared only once the last patch started): the report's first line
+    was written on the end of it."""
+    import pty
+
+    fork = series_fork(tmp_path, ("python-glue: a", {"a.txt": "fork\n"}),
+                       ("python-glue: b", {"b.txt": "fork\n"}))
+    write(tmp_path / "upstream", "a.txt", "upstream\n")
+    commit_all(tmp_path / "upstream", "upstream: a")
+    git(fork, "fetch", "-q", "upstream")
+    main, terminal = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "pq", "rebase", "upstream/main"], cwd=fork,
+                            stdin=subprocess.DEVNULL, stdout=terminal, stderr=terminal)
+    os.close(terminal)
+    shown = b""
+    while True:
+        try:
+            chunk = os.read(main, 4096)
+        except OSError:  # EIO: the terminal's last writer is gone
+            break
+        if not chunk:
+            break
+        shown += chunk
+    os.close(main)
+    assert proc.wait() == 1, shown
+    assert b"rebasing 1/2" in shown, shown
+    report = shown.index(b"upstream upstream/main:")
+    assert shown[:report].endswith(b"\r" + b" " * 80 + b"\r"), shown[:report]

@@ -27,6 +27,9 @@ _json_emitted = False  # a report is out: an error after it (a conflict's exit 1
 #                       a stderr line
 
 
+_progress_shown = False  # a progress line is on the terminal (stderr), not yet cleared
+
+
 def json_emitted() -> bool:
     """Whether this command printed its JSON report already."""
     return _json_emitted
@@ -39,7 +42,9 @@ def reset_json_emitted() -> None:
 
 
 def echo(text: str = "", err: bool = False) -> None:
-    """One line on stdout (stderr with `err`), written at once, as `click.echo` writes it."""
+    """One line on stdout (stderr with `err`), written at once, as `click.echo` writes it;
+    a progress line still shown goes first (a rebase that stopped before its last patch)."""
+    clear_progress()
     stream = sys.stderr if err else sys.stdout
     if stream is not None:
         stream.write(text + "\n")
@@ -71,13 +76,24 @@ def progress_printer(label: str, *, until_done: bool = False
         return None
 
     def show(i: int, total: int, name: str) -> None:
+        global _progress_shown
         if not (until_done and i >= total):
             sys.stderr.write(f"\r{label} {i + 1}/{total}: {name}"[:120].ljust(80))
+            _progress_shown = True
         if i + 1 >= total + until_done:
-            sys.stderr.write("\r" + " " * 80 + "\r")
+            clear_progress()
         sys.stderr.flush()
 
     return show
+
+
+def clear_progress() -> None:
+    """Take the progress line off the terminal, where one is shown."""
+    global _progress_shown
+    if _progress_shown:
+        _progress_shown = False
+        sys.stderr.write("\r" + " " * 80 + "\r")
+        sys.stderr.flush()
 
 
 def note_printer() -> Callable[[str], None] | None:
