@@ -242,6 +242,23 @@ def test_a_pq_ref_whose_object_is_gone_is_named_with_a_fix_that_works(tmp_path: 
     assert pq(fork, "log").exit_code == 0
 
 
+def test_a_log_ref_moved_onto_a_branch_names_a_fix_that_works(tmp_path: Path) -> None:
+    """`git update-ref refs/pq/oplog HEAD`: the fix named its parent, no entry either, so
+    following it moved the same error one commit down, again and again."""
+    from gitrepo import make_fork, migrate, pq
+
+    fork = make_fork(tmp_path)
+    migrate(fork)
+    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    git(fork, "update-ref", "refs/pq/oplog", "HEAD")
+    result = pq(fork, "log", ok=False)
+    assert result.exit_code == 2 and "is not a pq log entry (it has no record/ folder)" in \
+        result.output, result.output
+    assert "`git update-ref -d refs/pq/oplog` starts a new log" in result.output
+    git(fork, "update-ref", "-d", "refs/pq/oplog")
+    assert pq(fork, "log").exit_code == 0
+
+
 def test_a_damaged_entry_is_named_whatever_lies_beyond_it(repo: Path) -> None:
     """Reading the log ahead in batches never changes what the walk reports: an entry
     without its record/ folder is named as such, although the entry below it has a tree

@@ -31,17 +31,15 @@ old tip reachable as an extra parent, and its id follows the last JSON record's.
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pq.errors import ConfigError, PqError
 from pq.git.gateway import zsplit
 from pq.git.objects import Person
 from pq.git.odb import is_tree_mode
 from pq.git.repo import Git
+from pq.git.trees import Trees
 from pq.oplog.snapshot import LOG_REF, Snapshot, stored_blob
-
-if TYPE_CHECKING:
-    from pq.git.trees import Trees
 
 PARENT_CAP = 16
 KINDS = ("command", "undo", "redo", "restore", "note")
@@ -56,14 +54,6 @@ Entries = dict[str, tuple[str, str]]  # path in the entry's tree -> (mode, objec
 
 class LogCorrupt(ConfigError):
     """An entry on refs/pq/oplog that pq did not write, or that lost part of its tree."""
-
-
-def _trees(git: Git) -> Trees:
-    # Imported here: pq.git.trees still imports pq.rebase.state, which imports pq.oplog.txn
-    # (the object-layer refactor removes that upward import; then this moves to the top).
-    from pq.git.trees import Trees
-
-    return Trees(git)
 
 
 # -- reading ---------------------------------------------------------------------------
@@ -89,7 +79,7 @@ def read(git: Git, since: int | None = None) -> list[Record]:
     the entry with that id; else all: a log dropped and started again numbers from 1),
     oldest first, without its snapshots (`load` adds them)."""
     records: list[Record] = []
-    trees = _trees(git)
+    trees = Trees(git)
     sha = tip(git)
     if sha is not None and git.commit(sha).message.startswith(LEGACY_SUBJECT):
         sha = None
@@ -166,7 +156,7 @@ def _settle(records: list[Record]) -> None:
 def load(git: Git, record: Record) -> Record:
     """`record` with its `before` and `after` snapshots (read once)."""
     if "before" not in record:
-        trees = _trees(git)
+        trees = Trees(git)
         tree = git.commit(record["commit"]).tree
         top = trees.entries(tree)
         record["before"] = _snapshot(git, trees, record, top, b"before")
@@ -181,14 +171,23 @@ def newest(git: Git) -> tuple[str | None, int, str | None]:
     A tip in the legacy format is no entry: the next id follows the legacy records'."""
     ref = tip(git)
     if ref is not None and not git.commit(ref).message.startswith(LEGACY_SUBJECT):
-        return ref, int(_record(git, _trees(git), ref)["id"]) + 1, ref
+        return ref, int(_record(git, Trees(git), ref)["id"]) + 1, ref
     legacy = git.pq_dir() / LEGACY_DIR
     numbers = [int(p.stem) for p in legacy.glob("*.json")
                if p.stem.isascii() and p.stem.isdigit()] if legacy.is_dir() else []
     return None, max(numbers, default=0) + 1, ref
 
 
-def _corrupt(sha: str, parent: str | None, why: str) -> LogCorrupt:
+def _corrupt(sha: str, parent: str | None, why: str, trees: Trees | None = None) -> LogCorrupt:
+    """`parent` is named as the log's tip to go back to where it is an entry (`trees` reads
+    it): else the ref names a commit of another history (a branch's), whose parents are no
+    entries either."""
+    try:
+        if parent and trees is not None and b"record" not in trees.entries(
+                trees.git.commit(parent).tree):
+            parent = None
+    except (ValueError, PqError):  # a tree that does not parse, an object missing
+        parent = None
     fix = (f"`git update-ref {LOG_REF} {parent}` drops it and every later entry"
            if parent else f"`git update-ref -d {LOG_REF}` starts a new log")
     return LogCorrupt(f"{LOG_REF}: entry {sha[:12]} is not a pq log entry ({why})",
@@ -200,15 +199,15 @@ def _record(git: Git, trees: Trees, sha: str) -> Record:
     parent = commit.parents[0] if commit.parents else None
     top = trees.entries(commit.tree)
     if b"record" not in top or not is_tree_mode(top[b"record"][0]):
-        raise _corrupt(sha, parent, "it has no record/ folder")
+        raise _corrupt(sha, parent, "it has no record/ folder", trees)
     fields = {name.decode(): git.blob(obj).decode("utf-8", "surrogateescape")
               for name, (_, obj) in trees.entries(top[b"record"][1]).items()}
     for key in ("id", "command", "kind", "status", "time", "pid"):
         if key not in fields:
-            raise _corrupt(sha, parent, f"record/{key} is missing")
+            raise _corrupt(sha, parent, f"record/{key} is missing", trees)
     if not (fields["id"].isascii() and fields["id"].isdigit()) or fields["kind"] not in KINDS \
             or fields["status"] not in STATUSES or b"before" not in top:
-        raise _corrupt(sha, parent, "its record or snapshot is malformed")
+        raise _corrupt(sha, parent, "its record or snapshot is malformed", trees)
     try:  # a number of thousands of digits is a ValueError too (int's digit limit)
         settles = {int(rid): status for rid, status in
                    (line.split(" ", 1) for line in fields.get("settles", "").splitlines())}
@@ -292,7 +291,7 @@ def write(git: Git, record: Record, commits: set[str], previous: str | None,
     record["previous"] = previous
     kept = _named(git, previous) if previous is not None else set()
     who = Person("pq", "pq@localhost", f"{int(time.time())} +0000")
-    trees = _trees(git)
+    trees = Trees(git)
     written = record.setdefault("_trees", {})  # (snapshot, its tree) written already
     files: dict[str, tuple[str, str] | None] = {
         f"record/{name}": entry for name, entry in _record_entries(git, record).items()}
@@ -339,7 +338,7 @@ def _named(git: Git, entry: str) -> set[str]:
     """Every id the snapshots of `entry` name (refs and a detached HEAD): the chain keeps
     the commits among them reachable."""
     commit = git.commit(entry)
-    trees = _trees(git)
+    trees = Trees(git)
     top = trees.entries(commit.tree)
     named: set[str] = set()
     for side in (b"before", b"after"):
