@@ -280,6 +280,10 @@ def test_apply_to_a_branch_name_git_refuses(fork: Path, name: str) -> None:
     (["audit", "workarounds", "--upstream", " "], "'--upstream': given empty",
      "pq audit workarounds --help"),
     (["gate", "--stage", "build", "--stage", ""], "'--stage': given empty", "pq gate --help"),
+    # A required option cannot be left out: the message said to (`Missing option` then).
+    (["init", "--upstream", ""], "'--upstream': given empty (an unset variable?): name a "
+                                 "value (see", "pq init --help"),
+    (["apply", "--onto", ""], "name a value, or leave the option out", "pq apply --help"),
 ])
 def test_a_usage_error_is_one_line_too(fork: Path, args: list[str], needle: str,
                                        helped: str) -> None:

@@ -137,6 +137,7 @@ def given(_ctx: object, param: object, value: Any) -> Any:
     if any(isinstance(v, str) and not v.strip() for v in values):
         import click
 
-        raise click.BadParameter("given empty (an unset variable?): name a value, or leave "
-                                 "the option out")
+        required = bool(getattr(param, "required", False))
+        raise click.BadParameter("given empty (an unset variable?): name a value" + (
+            "" if required else ", or leave the option out"))
     return value
