@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -660,6 +661,23 @@ def test_a_patches_folder_that_is_a_link_is_refused_where_it_is_read(fork: Path)
     (fork / "patches").symlink_to(fork.parent / "shared-patches")
     one_line_error(pq(fork, "series", ok=False), "patches is a link; pq keeps patch files "
                    "in a folder", "put the folder it names in its place")
+
+
+def test_a_file_where_the_patches_folder_goes_is_named_with_a_fix_that_works(fork: Path
+                                                                              ) -> None:
+    """Every reader said the patch files do not exist and named `pq export`, which failed
+    ("File exists"), and `git checkout -- patches/<one>`, which deleted the user's file."""
+    committed = sorted(p.name for p in (fork / "patches").iterdir())
+    shutil.rmtree(fork / "patches")
+    (fork / "patches").write_text("notes\n")
+    for args in (["series"], ["export"], ["rebase", "upstream/main"]):
+        one_line_error(pq(fork, *args, ok=False), "patches is a file, where pq keeps the patch "
+                       "files' folder", "`mv patches patches.txt`")
+    (fork / "patches").rename(fork / "patches.txt")  # the fix named
+    git(fork, "checkout", "--", "patches")
+    assert sorted(p.name for p in (fork / "patches").iterdir()) == committed
+    assert pq(fork, "series").exit_code == 0
+    assert (fork / "patches.txt").read_text() == "notes\n"
 
 
 @pytest.mark.parametrize("args", [["export", "--commit"], ["rebase", "upstream/main"],

@@ -30,6 +30,7 @@ def drift(range_: str, paddle_python: str | None, as_json: bool) -> None:
     Exit 0 when nothing is risky, 1 when something is reported, 2 on bad input.
     """
     from pq.drift import index, scan
+    from pq.model.series import SERIES_FILE
     from pq.queue import files as queuefiles
 
     old, sep, new = range_.partition("..")
@@ -42,7 +43,8 @@ def drift(range_: str, paddle_python: str | None, as_json: bool) -> None:
         if old_id != new_id and git.is_ancestor(new_id, old_id):
             raise ConfigError(f"{new} is older than {old}: {range_} holds no commit",
                               hint=f"the range reads OLD..NEW: `pq drift {new}..{old}`")
-        queue = queuefiles.read_worktree(git) if queuefiles.exists(git.root) else None
+        queue = queuefiles.read_worktree(git) if (git.root / SERIES_FILE).is_file() \
+            else None
         report = scan.drift(git, old_id, new_id, queue, index.load(paddle_python,
                                                                    progress=note_printer()))
     if as_json:

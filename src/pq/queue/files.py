@@ -32,13 +32,6 @@ class Queue:
     files: dict[str, bytes]
     series_bytes: bytes | None = None  # series.yaml as read; None for a queue built in memory
 
-    def patch_bytes(self, name: str) -> bytes:
-        return self.files[name]
-
-
-def exists(root: Path) -> bool:
-    return (root / SERIES_FILE).is_file()
-
 
 def read_worktree(where: Git | Path, missing_ok: bool = False) -> Queue:
     """The queue in the working tree, each file in its clean form (see `clean_forms`);
@@ -62,6 +55,10 @@ def read_worktree(where: Git | Path, missing_ok: bool = False) -> Queue:
         raise ConfigError(f"{PATCHES_DIR} is a link; pq keeps patch files in a folder",
                           hint=f"put the folder it names in its place (`rm {PATCHES_DIR}`, "
                                f"then `cp -R` it there)")
+    if pdir.exists() and not pdir.is_dir():  # (every patch file read as missing, else)
+        raise ConfigError(f"{PATCHES_DIR} is a file, where pq keeps the patch files' folder",
+                          hint=f"move it aside (`mv {PATCHES_DIR} {PATCHES_DIR}.txt`), then `git "
+                               f"checkout -- {PATCHES_DIR}` restores the committed patch files")
     names = sorted(p.name for p in pdir.iterdir() if p.is_file() or p.is_symlink()) \
         if pdir.is_dir() else []
     raw = {SERIES_FILE: _read(path)}
