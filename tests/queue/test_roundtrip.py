@@ -319,9 +319,14 @@ def test_apply_refuses_to_drop_unexported_commits(tmp_path: Path) -> None:
     result = pq(fork, "apply", ok=False)
     assert result.exit_code == 2 and "pq export" in result.output
     assert git(fork, "rev-parse", "HEAD") == tip
-    pq(fork, "apply", "--branch", "rebuilt")
+    built = pq(fork, "apply", "--branch", "rebuilt").output
     assert git(fork, "rev-parse", "--abbrev-ref", "HEAD") == "rebuilt"
     assert git(fork, "rev-parse", "paddle") == tip
+    # A new branch has no previous tip (it said one was kept as orig-head/rebuilt).
+    assert "paddle is unchanged; `pq undo` goes back to it" in built, built
+    assert "previous tip" not in built
+    pq(fork, "undo")
+    assert git(fork, "rev-parse", "--abbrev-ref", "HEAD") == "paddle"
 
 
 def test_apply_onto_other_commit_and_conflict_message(tmp_path: Path) -> None:

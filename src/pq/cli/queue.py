@@ -209,8 +209,11 @@ def apply(onto: str | None, branch: str | None, as_json: bool) -> None:
     click.echo(f"applied {plural(len(result.commits), 'patch', 'patches')} onto "
                f"{short(result.onto)}; "
                f"{result.branch} is now {short(result.tip)}")
-    click.echo(f"  the previous tip is kept as refs/pq/orig-head/{result.branch}; `pq undo` "
-               "goes back")
+    if result.left is not None:  # a new branch has no previous tip: HEAD's branch is kept
+        click.echo(f"  {result.left} is unchanged; `pq undo` goes back to it")
+    else:
+        click.echo(f"  the previous tip is kept as refs/pq/orig-head/{result.branch}; "
+                   "`pq undo` goes back")
 
 
 @click.command()

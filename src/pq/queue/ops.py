@@ -234,6 +234,7 @@ class ApplyResult:
     commits: list[tuple[str, CommitId]]
     tip: CommitId
     branch: str
+    left: str | None = None  # with --branch: the branch HEAD was on, which keeps its tip
 
 
 def apply(git: Git, onto: str | None = None, *, branch: str | None = None,
@@ -288,7 +289,8 @@ def apply(git: Git, onto: str | None = None, *, branch: str | None = None,
         write_worktree(git, refreshed)
         t.done()
     return ApplyResult(onto_id, [(e.name, c) for e, c in commits], tip,
-                       target.removeprefix("refs/heads/"))
+                       target.removeprefix("refs/heads/"),
+                       current.removeprefix("refs/heads/") if branch else None)
 
 
 def holds_only_series(git: Git, head: CommitId, queue: Queue) -> bool:
