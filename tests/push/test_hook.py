@@ -1132,6 +1132,19 @@ def test_install_refuses_a_core_hooks_path_that_turns_hooks_off(tmp_path: Path) 
         assert not (fork / "pre-push").exists()
 
 
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs /proc")
+def test_install_names_a_hooks_folder_that_cannot_be_made(tmp_path: Path) -> None:
+    """core.hooksPath under /proc: no folder can be made there, and that was pq's internal
+    error (FileNotFoundError)."""
+    fork, _ = make_pushable(tmp_path)
+    pq(fork, "hook", "uninstall")
+    git(fork, "config", "core.hooksPath", "/proc/self/pq-hooks")
+    refused = pq(fork, "hook", "install", ok=False)
+    assert refused.exit_code == 2, refused.output
+    assert "the hooks folder /proc/self/pq-hooks cannot be made" in refused.output
+    assert "internal error" not in refused.output
+
+
 def test_install_honours_core_hooks_path(tmp_path: Path) -> None:
     fork, remote = make_pushable(tmp_path)
     pq(fork, "hook", "uninstall")

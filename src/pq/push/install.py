@@ -142,7 +142,12 @@ def install(git: Git, *, force: bool = False, chain: bool = False,
             raise ConfigError(f"{path} exists and was not written by pq",
                               hint="`pq hook install --chain` keeps it and runs it first; "
                                    "`--force` replaces it")
-    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except FileNotFoundError:  # a folder no one can make (under /proc, say)
+        raise ConfigError(f"the hooks folder {path.parent} cannot be made",
+                          hint="point core.hooksPath at a folder that can (`git config "
+                               "core.hooksPath <folder>`), or unset it") from None
     tmp = path.with_name(f".{HOOK_NAME}.pq-tmp")
     tmp.write_text(script(python))
     os.chmod(tmp, 0o755)
