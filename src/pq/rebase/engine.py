@@ -19,7 +19,7 @@ from pq.git.trees import Trees
 from pq.model import patchfile
 from pq.model.series import PATCHES_DIR, SERIES_FILE
 from pq.oplog.txn import Transaction, current_record_id, settle_stopped
-from pq.queue import bookkeeping, handedits, verified
+from pq.queue import bookkeeping, verified
 from pq.queue import files as queuefiles
 from pq.queue import ops as queueops
 from pq.queue import stack as stack_mod
@@ -198,7 +198,9 @@ def _checked_stack(git: Git, branch: str, queue: Queue, ref: str, onto: str, for
         if not stack_mod.same_commits(fresh.files, queue.files) or [
                 e.name for e in fresh.series.patches] != [
                 e.name for e in series.patches]:
-            raise handedits.stack_differs(branch, fresh, queue)
+            from pq.queue.handedits import stack_differs  # (only where it refuses)
+
+            raise stack_differs(branch, fresh, queue)
         # Remembered only where the files are what `pq export` would write, byte for
         # byte (the same commits in patch files whose headers or line ends differ, an
         # edited summary or a CRLF checkout, are no export: `pq export` rewrites them),
