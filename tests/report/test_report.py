@@ -172,3 +172,45 @@ def test_a_renamed_file_is_one_file_of_its_patch_and_an_upstream_file_touched(
     (row,) = [line for line in pq(fork, "report").output.splitlines()
               if line.startswith("| 1 | `")]
     assert row.split(" | ")[3:5] == ["1", "+0 -0"], row  # the plan's Files column
+
+
+def test_the_report_states_each_workaround_as_the_audit_reads_it(tmp_path: Path) -> None:
+    """`issue: {not-needed: why}` and `- manual: ...` are mappings in YAML: the report
+    printed Python's text of them, called a block without `kind` a "workaround" (the audit:
+    none, WA001), and took an `acknowledged` rule that the audit and lint refuse."""
+    fork = make_fork(tmp_path)
+    write(fork, "pkg/shim.py", "import torch\n")
+    commit_all(fork, "python-glue: a shim")
+    write(fork, "pkg/other.py", "x = 1\n")
+    commit_all(fork, "python-glue: another")
+    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    text = (fork / "series.yaml").read_text()
+    shim = text.index("layer:", text.index("a-shim.patch"))
+    other = text.index("layer:", text.index("another.patch"))
+    end_shim, end_other = text.index("\n", shim), text.index("\n", other)
+    first = ("\n    workaround:\n      kind: upstream-private\n      covers: [pkg/shim.py]\n"
+             "      reason: private upstream\n      issue: {not-needed: upstream private}\n"
+             "      remove_when:\n        - manual: upstream drops it\n        - paddle>=3.9")
+    second = ("\n    workaround:\n      covers: [pkg/other.py]\n      reason: r\n"
+              "      issue: 'not-needed: x'\n      remove_when: paddle >= 3.9")
+    write(fork, "series.yaml", text[:end_shim] + first + text[end_shim:end_other] + second +
+          text[end_other:])
+    audit = json.loads(pq(fork, "audit", "workarounds", "--json", ok=False).output)
+    data = json.loads(pq(fork, "report", "--json").output)
+    shown = {w["patch"]: w for w in data["workarounds"]}
+    for w in audit["workarounds"]:
+        mine = shown[w["patch"]]
+        assert (mine["kind"], mine["issue"]) == (w["kind"], w["issue"]), (mine, w)
+        assert mine["remove_when"] == [c["condition"] for c in w["conditions"]], (mine, w)
+    assert shown[next(iter(shown))]["remove_when"] == ["manual: upstream drops it",
+                                                       "paddle >= 3.9"]
+    assert [p["workaround"] for p in data["plan"]["patches"]] == ["upstream-private", None]
+    markdown = pq(fork, "report").output
+    assert "{'" not in markdown and "| `0002-python-glue-another.patch` | — |" in markdown
+    bad = (fork / "series.yaml").read_text().replace(
+        "      remove_when: paddle >= 3.9",
+        "      remove_when: paddle >= 3.9\n    acknowledged: [{rule: WA099, reason: x}]")
+    write(fork, "series.yaml", bad)
+    for args in (["audit", "workarounds"], ["lint"], ["report"]):
+        refused = pq(fork, *args, ok=False)
+        assert refused.exit_code == 2 and "names no rule 'WA099'" in refused.output, args

@@ -79,7 +79,7 @@ def render(r: MigrationReport) -> str:
         out += ["| Patch | Kind | Scope | Remove when | Issue | Reproducer |",
                 "|---|---|---|---|---|---|"]
         for w in r.workarounds:
-            out.append(f"| `{w.patch}` | {w.kind} | {_code(w.scope)} | "
+            out.append(f"| `{w.patch}` | {w.kind or '—'} | {_code(w.scope)} | "
                        f"{_cell('; '.join(w.remove_when))} | {_cell(w.issue)} | "
                        f"{_code([w.reproducer] if w.reproducer else [])} |")
         out.append("")

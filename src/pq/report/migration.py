@@ -19,12 +19,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from pq.audit import rules as audit_rules
 from pq.gate import api as gate_api
 from pq.gate import config as gate_config
 from pq.gate import record as gate_record
 from pq.gate import result as gate_result
 from pq.git.repo import Git
-from pq.model import patchfile
+from pq.model import metadata, patchfile
 from pq.model.series import LAYERS, PATCHES_DIR, Series
 from pq.queue.files import Queue, is_queue_path, read_worktree
 
@@ -63,7 +64,7 @@ class StageResult:
 class Workaround:
     patch: str
     layer: str
-    kind: str
+    kind: str | None  # None: the block names none (the audit's WA001)
     scope: tuple[str, ...]
     remove_when: tuple[str, ...]
     issue: str | None
@@ -134,6 +135,10 @@ def build(git: Git, queue: Queue | None = None) -> MigrationReport:
     """The report of `queue` (default: the working tree's series) against its base."""
     queue = queue or read_worktree(git)
     series = queue.series
+    # What the audit and lint refuse (a malformed block, an unknown acknowledged rule),
+    # the report refuses too: it states the same facts.
+    blocks = metadata.read_all(series)
+    metadata.read_acknowledgements(series, audit_rules.BY_ID)
     base = git.resolve(series.base, "series base (upstream.base in series.yaml)")
     upstream = [p for _m, _k, _o, p in git.ls_tree(base)
                 if not is_queue_path(p, series.queue_paths)]
@@ -146,9 +151,9 @@ def build(git: Git, queue: Queue | None = None) -> MigrationReport:
         files = tuple(dict.fromkeys(f.path for f in pf.files if f.path))
         added = sum(len(f.added()) for f in pf.files)
         removed = sum(len(f.removed()) for f in pf.files)
-        kind = entry.workaround.get("kind") if entry.workaround else None
+        block = blocks.get(entry.name)
         plan.append(PlannedPatch(i, entry.name, entry.layer, entry.summary, files, added,
-                                 removed, str(kind) if kind is not None else None, paths))
+                                 removed, block.kind if block is not None else None, paths))
         seen, n, a, r = per_layer.get(entry.layer, (set(), 0, 0, 0))
         per_layer[entry.layer] = (seen | set(paths), n + 1, a + added, r + removed)
     touched = sorted({p for pp in plan for p in pp.paths})
@@ -160,33 +165,18 @@ def build(git: Git, queue: Queue | None = None) -> MigrationReport:
          for layer in LAYERS if layer in per_layer
          for f, n, a, r in [per_layer[layer]]],
         [(t, any(p == t or p.startswith(t + "/") for p in touched)) for t in tops],
-        workarounds=_workarounds(series))
+        workarounds=_workarounds(series, blocks))
     _verification(git, series, report)
     return report
 
 
-def _strings(value: Any) -> tuple[str, ...]:
-    if value is None:
-        return ()
-    if isinstance(value, list):
-        return tuple(str(v) for v in value)
-    return (str(value),)
-
-
-def _workarounds(series: Series) -> list[Workaround]:
-    out = []
-    for e in series.patches:
-        wa = e.workaround
-        if wa is None:
-            continue
-        issue, mre = wa.get("issue"), wa.get("mre")
-        reason = wa.get("reason")
-        out.append(Workaround(e.name, e.layer, str(wa.get("kind", "workaround")),
-                              _strings(wa.get("covers")), _strings(wa.get("remove_when")),
-                              str(issue) if issue is not None else None,
-                              str(mre) if mre is not None else None,
-                              str(reason) if reason is not None else None))
-    return out
+def _workarounds(series: Series, blocks: dict[str, metadata.Workaround]) -> list[Workaround]:
+    """Each workaround as the audit reads it (its canonical spellings: `not-needed: why`,
+    `manual: ...`, `paddle >= 3.4`), not the YAML's own values."""
+    return [Workaround(e.name, e.layer, wa.kind, tuple(str(c) for c in wa.covers or ()),
+                       tuple(c.text for c in wa.remove_when or ()),
+                       str(wa.issue) if wa.issue is not None else None, wa.mre, wa.reason)
+            for e in series.patches if (wa := blocks.get(e.name)) is not None]
 
 
 _NOT_ASKED = (gate_result.SKIPPED_NO_GPU,)  # a run without a GPU does not say how it went
