@@ -7,10 +7,19 @@ from __future__ import annotations
 import html
 import re
 
+_CODE_SPAN = re.compile(r"(`+)(?!`)(.+?)(?<!`)\1(?!`)", re.S)
+
 
 def cell(text: str) -> str:
-    """Prose for a cell: `<b>` in a summary is shown, not rendered."""
-    return html.escape(text, quote=False).replace("|", "\\|").replace("\n", " ")
+    """Prose for a cell: `<b>` in a summary is shown, not rendered. Its code spans (a
+    message's `#include <torch/library.h>`) are left as they are: Markdown shows their
+    text as written, an entity too (`&lt;` would show as such)."""
+    out, at = [], 0
+    for m in _CODE_SPAN.finditer(text):
+        out += [html.escape(text[at:m.start()], quote=False), m.group()]
+        at = m.end()
+    out.append(html.escape(text[at:], quote=False))
+    return "".join(out).replace("|", "\\|").replace("\n", " ")
 
 
 def code(text: str) -> str:
