@@ -317,6 +317,26 @@ def test_wa012_kernel_edit(tmp_path: Path) -> None:
     assert f["severity"] == "warning"
 
 
+def test_wa012_goes_by_the_files_not_a_layer_they_do_not_bear_out(tmp_path: Path) -> None:
+    """A python-glue workaround declared `layer: kernel` by mistake edits no kernel file:
+    WA012 said it "edits kernel code (its files)", a fix with nothing to act on; lint's
+    LN001 names the wrong layer."""
+    import json
+
+    from gitrepo import pq
+
+    fork, names = plant(tmp_path, lambda specs: None)
+    data = yaml.safe_load((fork / "series.yaml").read_text())
+    (entry,) = [e for e in data["patches"] if e["name"] == names[P_TESTING]]
+    assert entry["layer"] == "python-glue"
+    entry["layer"] = "kernel"
+    (fork / "series.yaml").write_text(yaml.safe_dump(data, sort_keys=False, width=1000))
+    data = audit_json(fork)
+    assert "WA012" not in [rule for rule, _ in rule_ids(data)], data["findings"]
+    lint = json.loads(pq(fork, "lint", "--json", ok=False).output)
+    assert ("LN001", names[P_TESTING]) in [(f["rule_id"], f["patch"]) for f in lint["findings"]]
+
+
 @pytest.mark.parametrize("line", [
     "_place = paddle.base.core.CPUPlace()\n",
     "from paddle import _C_ops  # the fast path\n",

@@ -237,11 +237,10 @@ def check_patch(p: PatchInput) -> list[Finding]:
         out.append(finding("WA009", name, f"{name} monkey-patches ({_listing(monkeys)}) "
                            f"without {lacking}", monkeys[0].where))
     kernels = [f.path for f in p.files if signals.is_kernel_file(f, p.base_file)]
-    if kernels or p.entry.layer == "kernel":
-        files = ", ".join(kernels) or "its files"
-        out.append(finding("WA012", name, f"workaround {name} edits kernel code ({files}): "
-                           "kernels should stay as upstream wrote them",
-                           kernels[0] if kernels else at))
+    if kernels:  # (by its files: a `layer: kernel` they do not bear out is lint's LN001)
+        out.append(finding("WA012", name, f"workaround {name} edits kernel code "
+                           f"({', '.join(kernels)}): kernels should stay as upstream wrote them",
+                           kernels[0]))
     if wa.remove_when and all(c.kind == conditions.MANUAL_KIND for c in wa.remove_when):
         out.append(finding("WA016", name, f"{name} can only be removed by a person's "
                            "judgement: no checkable condition", p.locate(block + ("remove_when",))))
