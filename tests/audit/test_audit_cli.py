@@ -173,6 +173,10 @@ def test_issue_body(tmp_path: Path) -> None:
     assert (fork / "mre/torch-testing/README.md").read_text().strip() in out
     assert "`repro.py`:" in out and "torch.testing.assert_close" in out
     assert "MRE_BACKEND=torch PYTHON=python bash run.sh" in out
+    # Not run (no --run-mre): no result under PyTorch is claimed ("it exits 0 there").
+    torch_section = out.split("### The same code under PyTorch", 1)[1].split("###", 1)[0]
+    assert "it was not run for this report" in torch_section, torch_section
+    assert "exits 0" not in torch_section
     assert f"+    # {M_TESTING}" in out
     for bad, why in ((patch_names(fork)[P_BUILD], "is a build-entry"),
                      (patch_names(fork)[0], "declares no workaround"),

@@ -140,12 +140,13 @@ def render(inp: IssueInput) -> str:
     out += ["### The same code under PyTorch", ""]
     if inp.torch_run is not None:
         out += [_run_block(inp.torch_run), ""]
-    elif supports_torch_backend(files):
+    elif supports_torch_backend(files):  # said only as run: no result claimed unrun
         torch = f" {v.torch}" if v.torch else ""
-        out += [(f"`{BACKEND_VAR}=torch` runs the same code against PyTorch{torch}; it exits "
-                 "0 there (see the commands above)."), ""]
+        out += [(f"`{BACKEND_VAR}=torch` runs the same code against PyTorch{torch} (the "
+                 "commands above); it was not run for this report."), ""]
     else:
-        out += ["Under PyTorch the same code works (the reproducer exits 0).", ""]
+        out += [f"Not compared: the reproducer runs only under Paddle (it reads no "
+                f"`{BACKEND_VAR}`).", ""]
 
     out += ["### Workaround in the port", ""]
     out.append(f"- Patch: `{wa.patch}` ({inp.layer}, {wa.kind or 'kind not set'})")
