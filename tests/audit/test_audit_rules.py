@@ -177,6 +177,29 @@ def test_wa007_outside_covers(tmp_path: Path) -> None:
     assert "README.md" in str(f["message"])
 
 
+def test_covers_reads_dot_slash_and_doubled_slashes_as_git_does(tmp_path: Path) -> None:
+    """`covers: ./tests/x.py` was accepted and matched nothing: WA007 named the file as
+    outside a `covers` that lists it; git's pathspec matches it."""
+    def change(specs: list[Spec]) -> None:
+        wa = specs[P_TESTING].workaround
+        assert wa
+        covers = wa["covers"] if isinstance(wa["covers"], list) else [wa["covers"]]
+        wa["covers"] = [f"./{c}".replace("/", "//", 1) if "/" in c else f"./{c}"
+                        for c in covers]
+
+    fork, _ = plant(tmp_path, change)
+    assert "./" in (fork / "series.yaml").read_text()
+    data = audit_json(fork)
+    assert rule_ids(data) == [] and data["exit_code"] == 0, data["findings"]
+    series = yaml.safe_load((fork / "series.yaml").read_text())
+    next(e for e in series["patches"] if e.get("workaround"))["workaround"]["covers"] = "./"
+    (fork / "series.yaml").write_text(yaml.safe_dump(series, sort_keys=False, width=1000))
+    from gitrepo import pq
+
+    refused = pq(fork, "audit", "workarounds", ok=False)
+    assert refused.exit_code == 2 and "covers './' is the whole repository" in refused.output
+
+
 def _try(handler: str, indent: str = "    ") -> str:
     return (f"{indent}# {M_COMPILE}\n{indent}try:\n{indent * 2}return torch.compile(fn)\n"
             f"{indent}{handler}{indent}return fn\n")

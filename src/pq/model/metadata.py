@@ -184,6 +184,12 @@ def _covers(block: dict[str, Any], fail: Fail) -> tuple[Cover, ...] | None:
         if not path or path.startswith("/") or ".." in path.split("/") or "\0" in path:
             raise fail("covers", f"covers {item!r}: not a path inside the repository",
                        "paths are relative to the repository root", sub=(j,))
+        # `./pkg/x.py`, `pkg//x.py`: the path git's pathspec reads there
+        parts = [part for part in path.split("/") if part not in ("", ".")]
+        if not parts:
+            raise fail("covers", f"covers {item!r} is the whole repository",
+                       "name the files the workaround touches", sub=(j,))
+        path = "/".join(parts) + ("/" if path.endswith(("/", "/.")) else "")
         out.append(Cover(path, symbol.strip() or None))
     return tuple(out) or None
 
