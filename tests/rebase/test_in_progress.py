@@ -1679,6 +1679,28 @@ def test_an_abort_after_git_was_stopped_showing_the_conflict_names_its_half_writ
     assert git(fork, "status", "--porcelain") == ""
 
 
+def test_an_abort_after_a_kill_takes_back_the_queue_edit_the_rebase_carried(
+        tmp_path: Path) -> None:
+    """A staged series.yaml edit, carried into the rebase, and pq killed before git wrote
+    the conflict's files: --abort called the user's own edit git's half-written file and
+    refused, saying that --force would throw it away (it keeps it)."""
+    up, fork = make_series(tmp_path)
+    conflict_upstream(up, fork)
+    tip = git(fork, "rev-parse", "HEAD")
+    text = (fork / "series.yaml").read_text()
+    write(fork, "series.yaml", text.replace("version: 1\n", "version: 1\n# my note\n", 1))
+    git(fork, "add", "series.yaml")
+    before = git(fork, "status", "--porcelain")
+    labels = rebase_checkpoints(fork, tmp_path)
+    assert rebase_process(fork, PQ_FAULT_AT=str(labels.index("git checkout"))
+                          ).returncode != 0
+    assert git(fork, "symbolic-ref", "HEAD") == "refs/heads/paddle"
+    pq(fork, "rebase", "--abort")
+    assert git(fork, "rev-parse", "HEAD") == tip
+    assert git(fork, "status", "--porcelain") == before
+    assert "# my note" in (fork / "series.yaml").read_text()
+
+
 def test_a_rebase_killed_while_it_replayed_is_offered_only_the_abort(tmp_path: Path) -> None:
     """Killed after it wrote its state, before any stop: `--continue` refuses there, yet
     `pq log`, the undo's refusal and the refusals of other commands named it."""

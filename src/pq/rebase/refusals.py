@@ -268,14 +268,17 @@ def _require_no_edits_off_the_stack(git: Git, state: rs.RebaseState) -> None:
                         and _on_the_stack(git, state, head)):
         return
     changed = sorted({path for _, path in git.status_porcelain()})
-    if changed and state.phase == "stopping" and head == state.orig_head:
+    # The queue's own uncommitted edits, which the rebase carried, the abort puts back.
+    mid_way = [p for p in changed if not is_queue_path(p, state.queue_paths or ())]
+    if mid_way and state.phase == "stopping" and head == state.orig_head:
+        changed = mid_way
         raise ConfigError(  # git stopped mid-way through the checkout that shows a conflict
             f"{list_paths(changed)} differ from {state.short_branch}: git was stopped while it "
             "wrote the files of the rebase's conflict (the rebase was interrupted then), "
             "and these are its half-written files, or edits made since",
             hint=f"`pq rebase --abort --force` puts {state.short_branch}'s files back, "
                  "throwing them away (copy any edit of yours elsewhere first)")
-    if changed:
+    if changed and not (state.phase == "stopping" and head == state.orig_head):
         branch = git.current_branch()
         where = (branch.removeprefix("refs/heads/") if branch is not None
                  else f"the detached HEAD {head[:12]}")
