@@ -1695,6 +1695,13 @@ def test_an_abort_after_a_kill_takes_back_the_queue_edit_the_rebase_carried(
     assert rebase_process(fork, PQ_FAULT_AT=str(labels.index("git checkout"))
                           ).returncode != 0
     assert git(fork, "symbolic-ref", "HEAD") == "refs/heads/paddle"
+    # An edit made since the kill is the user's: refused, not thrown away.
+    edited = (fork / "series.yaml").read_text() + "# made since\n"
+    write(fork, "series.yaml", edited)
+    refused = pq(fork, "rebase", "--abort", ok=False)
+    assert refused.exit_code == 2 and "series.yaml differ" in refused.output, refused.output
+    assert (fork / "series.yaml").read_text() == edited
+    write(fork, "series.yaml", edited.replace("# made since\n", ""))
     pq(fork, "rebase", "--abort")
     assert git(fork, "rev-parse", "HEAD") == tip
     assert git(fork, "status", "--porcelain") == before

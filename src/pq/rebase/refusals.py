@@ -12,7 +12,7 @@ from collections.abc import Callable, Collection
 from pq.errors import ConfigError, OperationFailed
 from pq.git.repo import Git
 from pq.oplog import log
-from pq.queue.files import is_queue_path
+from pq.queue.files import index_entries, is_queue_path
 from pq.quoting import from_here, list_paths, shell_args
 from pq.rebase import state as rs
 from pq.rebase import worktree
@@ -268,17 +268,19 @@ def _require_no_edits_off_the_stack(git: Git, state: rs.RebaseState) -> None:
                         and _on_the_stack(git, state, head)):
         return
     changed = sorted({path for _, path in git.status_porcelain()})
-    # The queue's own uncommitted edits, which the rebase carried, the abort puts back.
-    mid_way = [p for p in changed if not is_queue_path(p, state.queue_paths or ())]
-    if mid_way and state.phase == "stopping" and head == state.orig_head:
-        changed = mid_way
+    if state.phase == "stopping" and head == state.orig_head:
+        # The queue's uncommitted edits as the rebase carried them the abort puts back; a
+        # queue file that differs from that is an edit made since, or git's, as the rest.
+        carried = _queue_as_carried(git, state)
+        if not (changed := [p for p in changed if p not in carried]):
+            return
         raise ConfigError(  # git stopped mid-way through the checkout that shows a conflict
             f"{list_paths(changed)} differ from {state.short_branch}: git was stopped while it "
             "wrote the files of the rebase's conflict (the rebase was interrupted then), "
             "and these are its half-written files, or edits made since",
             hint=f"`pq rebase --abort --force` puts {state.short_branch}'s files back, "
                  "throwing them away (copy any edit of yours elsewhere first)")
-    if changed and not (state.phase == "stopping" and head == state.orig_head):
+    if changed:
         branch = git.current_branch()
         where = (branch.removeprefix("refs/heads/") if branch is not None
                  else f"the detached HEAD {head[:12]}")
@@ -288,6 +290,18 @@ def _require_no_edits_off_the_stack(git: Git, state: rs.RebaseState) -> None:
             f"{state.short_branch}'s files back",
             hint="commit them or `git stash` them, then `pq rebase --abort`; or `pq rebase "
                  "--abort --force` throws them away")
+
+
+def _queue_as_carried(git: Git, state: rs.RebaseState) -> set[str]:
+    """The queue files whose bytes on disk and index entries are still those the rebase
+    saved when it started (its `queue_before` and `index_before`)."""
+    on_disk = {p: git.hash_blob(data) for p, data in worktree.worktree_queue_files(git).items()}
+    staged = {e.split("\t", 1)[1]: e for e in index_entries(git)}
+    before = {e.split("\t", 1)[1]: e for e in state.index_before or ()}
+    if state.index_before is None:
+        return set()
+    return {p for p in {*on_disk, *state.queue_before}
+            if on_disk.get(p) == state.queue_before.get(p) and staged.get(p) == before.get(p)}
 
 
 def require_queue_aside(git: Git, action: str, queue_paths: tuple[str, ...]) -> None:
