@@ -509,9 +509,19 @@ def test_an_export_that_writes_back_what_head_has_names_no_commit(tmp_path: Path
     data = json.loads(pq(fork, "export", "--json").output)
     assert data["changed"] == ["patches/0001-enable-compat.patch"], data
     assert data["uncommitted"] is False and data["commit"] is None
+    # A hand edit, staged, thrown away by --force: the index still holds it, and a commit
+    # would take it ("nothing to commit" said otherwise).
+    patch = fork / "patches/0001-enable-compat.patch"
+    patch.write_bytes(patch.read_bytes().replace(b"Subject: [PATCH] ", b"Subject: [PATCH] x "))
+    git(fork, "add", "patches")
+    forced = pq(fork, "export", "--force").output
+    assert "the index holds other versions of them: `git add patches` stages HEAD's" in forced
+    git(fork, "add", "patches")  # as named
+    assert git(fork, "status", "--porcelain") == ""
     write(fork, "setup.py", "import paddle  # changed\n")
     commit_all(fork, "enable compat, amended")
-    assert json.loads(pq(fork, "export", "--json").output)["uncommitted"] is True
+    data = json.loads(pq(fork, "export", "--json").output)
+    assert data["uncommitted"] is True and data["staged_other"] is False
 
 
 def test_apply_carries_an_edit_beside_the_patches_and_a_staged_draft_is_the_users(

@@ -606,6 +606,9 @@ def test_a_stack_that_differs_from_the_series_is_named(tmp_path: Path) -> None:
     refused = pq(fork, "rebase", "upstream/main", ok=False)
     assert refused.exit_code == 2 and f"patches/{name}:" in refused.output, refused.output
     assert "commits only" not in refused.output
+    assert "`pq export --force` writes it again from its commit" in refused.output
+    pq(fork, "export", "--force")  # as named
+    assert pq(fork, "rebase", "upstream/main").exit_code == 0
 
 
 @pytest.mark.parametrize("name", ['"q".txt', "new\nline.txt"])

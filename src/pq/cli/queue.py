@@ -43,6 +43,7 @@ def _render_export(result: queueops.ExportResult, as_json: bool, verb: str,
             "changed": result.changed,
             "commit": result.commit,
             "uncommitted": result.uncommitted,
+            "staged_other": result.staged_other,
             "copies_proposed": [c.to_json() for c in result.copies],
         })
         return
@@ -74,12 +75,17 @@ def _render_export(result: queueops.ExportResult, as_json: bool, verb: str,
         click.echo(f"  next: pq export --commit (`git add` would convert the line ends of "
                    f"{list_paths(list(converted))}: core.autocrlf or a `text` attribute; "
                    "`patches/*.patch -text` in .gitattributes stops that)")
-    elif result.changed and not result.uncommitted:
-        click.echo("  the files written are HEAD's: nothing to commit")
     elif result.changed:
         # `patches` only where a patch file changed: git refuses a path that matches nothing
         paths = " ".join(p for p in ("series.yaml", "patches")
                          if any(c == p or c.startswith(p + "/") for c in result.changed))
+        if result.staged_other:
+            click.echo(f"  the files written are HEAD's, but the index holds other versions of "
+                       f"them: `git add {paths}` stages HEAD's back (nothing to commit then)")
+            return
+        if not result.uncommitted:
+            click.echo("  the files written are HEAD's: nothing to commit")
+            return
         click.echo(f"  next: git add {paths} && git commit -m 'pq: update series' "
                    "(or `pq export --commit`)")
 

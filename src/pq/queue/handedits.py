@@ -173,7 +173,13 @@ def stack_differs(branch: str, fresh: Queue, queue: Queue) -> ConfigError:
     as `pq series` names it, not as a patch the commits lack."""
     for n, data in queue.files.items():
         if fresh.files.get(n) != data:
-            patchfile.parse(data, f"{PATCHES_DIR}/{n}")
+            try:
+                patchfile.parse(data, f"{PATCHES_DIR}/{n}")
+            except ConfigError as exc:  # the branch's commit for it is whole
+                exc.hint = (f"`pq export --force` writes it again from its commit (or `git "
+                            f"checkout -- {PATCHES_DIR}/{n}` restores the committed file, "
+                            "where that one is whole); then `pq rebase`")
+                raise
     name = branch.removeprefix("refs/heads/")
     if sorted(fresh.files) == sorted(queue.files) and list(fresh.files) != list(queue.files):
         return ConfigError(f"{SERIES_FILE} lists the patches in another order than {name}'s "

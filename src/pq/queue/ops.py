@@ -55,6 +55,7 @@ class ExportResult:
     copies: list[CopyProposal] = field(default_factory=list)  # proposed `copies:` blocks
     reordered: list[str] = field(default_factory=list)  # entries the commits' order moved
     uncommitted: bool = False  # the files written differ from HEAD's (no --commit took them)
+    staged_other: bool = False  # they are HEAD's, but the index holds other versions of them
 
 
 def _metadata(entry: PatchEntry) -> str:
@@ -221,6 +222,8 @@ def _write_export(git: Git, queue: Queue, old: Series, t: Transaction, commit: b
         committed = _committed(git, head)
         result.uncommitted = committed is None or committed.files != queue.files or \
             committed.series_bytes != queue.series.dumps()
+        result.staged_other = not result.uncommitted and bool(  # (a hand edit `--force` threw
+            git.diff_names("--cached", head, paths=result.changed))  # away, staged)
     t.done()
     return result
 

@@ -345,4 +345,5 @@ def require_resolved(git: Git, state: rs.RebaseState) -> None:
             hint=f"edit {list_paths(marked)}, `git add "
                  f"{shell_args(from_here(git.root, marked), True)}`, then `pq rebase --continue`"
                  "; lines that are the file's content (a merge tool's test data) want a "
-                 "`conflict-marker-size` attribute above 7 in .gitattributes")
+                 "`conflict-marker-size` attribute above 7 in .gitattributes, added with the "
+                 "resolution (the pre-push check reads the committed one)")
