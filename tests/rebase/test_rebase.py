@@ -141,6 +141,21 @@ def test_dropped_patch_taken_with_more_changes_names_the_commit(tmp_path: Path) 
         ("clean", None), ("dropped", taken)]
 
 
+def test_dropped_patch_taken_in_a_file_upstream_moved_names_the_commit(tmp_path: Path
+                                                                       ) -> None:
+    """Upstream moved the patch's file, then made the patch's change at the new name: the
+    merge follows the move and leaves nothing, and the commit that took it is named, not
+    "no change left on the new base"."""
+    up, fork = make_series(tmp_path)
+    git(up, "mv", "pkg/__init__.py", "pkg/core.py")
+    commit_all(up, "upstream: move the package's code to core.py")
+    taken = upstream_commit(up, fork, "Scoped compat in core",
+                            {"pkg/core.py": set_line(GLUE, 5, "glue_5 = 'scoped'")})
+    data = json.loads(pq(fork, "rebase", "upstream/main", "--json").output)
+    assert [(p["outcome"], p["upstream_commit"]) for p in data["patches"]] == [
+        ("clean", None), ("dropped", taken)], data["patches"]
+
+
 def conflict_upstream(up: Path, fork: Path) -> str:
     return upstream_commit(up, fork, "upstream: rewrite line 3",
                            {"setup.py": set_line(SETUP, 3, "import other_framework")})

@@ -92,23 +92,33 @@ class UpstreamMatches:
         found = self.find(commit)
         if found or not self.state.upstream_count:
             return found
+        if found := self._carrying(commit, {}):
+            return found
+        moved = {old: new for old, new in self.git.renamed_paths(  # where upstream moved
+            self.state.old_base, self.state.onto).items() if old in self._files(commit)}
+        return self._carrying(commit, moved) if moved else None
+
+    def _carrying(self, commit: str, moved: dict[str, str]) -> str | None:
         files = self._files(commit)
-        candidates = [c for c, theirs in self._upstream() if files & theirs]
+        candidates = [c for c, theirs in self._upstream() if (files | {*moved.values()}) & theirs]
         self._read_diffs(candidates, [commit])
         mine = self._lines_of(commit)
         if not mine:
             return None
         # The oldest that holds each of the patch's changes where the patch made it (the
         # same lines changed between the same neighbours), else the oldest holding every
-        # changed line anywhere in the file (upstream took it with other context).
+        # changed line anywhere in the file (upstream took it with other context); in a
+        # file upstream moved, at either name.
         blocks = self._blocks_of(commit)
         for candidate in candidates:
             theirs = self._blocks_of(candidate)
-            if all(_holds(theirs.get(path, []), bs) for path, bs in blocks.items()):
+            if all(_holds(theirs.get(path) or theirs.get(moved.get(path, path), []), bs)
+                   for path, bs in blocks.items()):
                 return candidate
         for candidate in candidates:
-            theirs_lines = self._lines_of(candidate)
-            if all(lines <= theirs_lines.get(path, set()) for path, lines in mine.items()):
+            there = self._lines_of(candidate)
+            if all(lines <= (there.get(path) or there.get(moved.get(path, path), set()))
+                   for path, lines in mine.items()):
                 return candidate
         return None
 
