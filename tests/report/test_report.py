@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 
 import pytest
-from gitrepo import commit_all, git, make_fork, make_upstream, pq, write
+from gitrepo import commit_all, git, make_fork, make_upstream, pq, series_fork, write
 from report_example import ROOT, example_fork
 
 GOLDEN = ROOT / "docs" / "example-report.md"
@@ -178,12 +178,8 @@ def test_the_report_states_each_workaround_as_the_audit_reads_it(tmp_path: Path)
     """`issue: {not-needed: why}` and `- manual: ...` are mappings in YAML: the report
     printed Python's text of them, called a block without `kind` a "workaround" (the audit:
     none, WA001), and took an `acknowledged` rule that the audit and lint refuse."""
-    fork = make_fork(tmp_path)
-    write(fork, "pkg/shim.py", "import torch\n")
-    commit_all(fork, "python-glue: a shim")
-    write(fork, "pkg/other.py", "x = 1\n")
-    commit_all(fork, "python-glue: another")
-    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    fork = series_fork(tmp_path, ("python-glue: a shim", {"pkg/shim.py": "import torch\n"}),
+                       ("python-glue: another", {"pkg/other.py": "x = 1\n"}))
     text = (fork / "series.yaml").read_text()
     shim = text.index("layer:", text.index("a-shim.patch"))
     other = text.index("layer:", text.index("another.patch"))
