@@ -218,7 +218,7 @@ def _write_export(git: Git, queue: Queue, old: Series, t: Transaction, commit: b
                                 "just written (`pq undo` takes them back)") from None
         if result.commit is not None:  # its queue is the export of the stack under it
             verified.remember_written(git, result.commit, written, stack)
-    elif result.changed:  # (files written back as HEAD has them: nothing to commit)
+    elif result.changed:  # whether a commit is still to make (HEAD may have them already)
         committed = _committed(git, head)
         result.uncommitted = committed is None or committed.files != queue.files or \
             committed.series_bytes != queue.series.dumps()

@@ -295,11 +295,11 @@ def _require_no_edits_off_the_stack(git: Git, state: rs.RebaseState) -> None:
 def _queue_as_carried(git: Git, state: rs.RebaseState) -> set[str]:
     """The queue files whose bytes on disk and index entries are still those the rebase
     saved when it started (its `queue_before` and `index_before`)."""
+    if state.index_before is None:  # (a state of an older version: nothing known)
+        return set()
     on_disk = {p: git.hash_blob(data) for p, data in worktree.worktree_queue_files(git).items()}
     staged = {e.split("\t", 1)[1]: e for e in index_entries(git)}
-    before = {e.split("\t", 1)[1]: e for e in state.index_before or ()}
-    if state.index_before is None:
-        return set()
+    before = {e.split("\t", 1)[1]: e for e in state.index_before}
     return {p for p in {*on_disk, *state.queue_before}
             if on_disk.get(p) == state.queue_before.get(p) and staged.get(p) == before.get(p)}
 
