@@ -77,6 +77,27 @@ def test_macros_and_python_proxy(surface: SurfaceIndex) -> None:
     assert surface.paddle_version == md.version("paddlepaddle")
 
 
+def test_names_the_proxy_serves_from_its_overrides_are_covered(surface: SurfaceIndex
+                                                                ) -> None:
+    """paddle.compat's public names (`torch.nn.Linear`, `torch.relu`, ...) reach `torch.*`
+    through the proxy module's __getattr__, which dir() does not list, and a dunder such
+    as `torch.__version__` was left out: all were MISSING, though each resolves under
+    `paddle.enable_compat()` (as asked here, in a child interpreter)."""
+    import subprocess
+    import sys
+
+    names = ["torch.nn.Linear", "torch.nn.functional.softmax", "torch.relu",
+             "torch.__version__"]
+    code = ("import importlib, paddle\npaddle.enable_compat()\n"
+            f"for name in {names!r}:\n"
+            "    mod, _, attr = name.rpartition('.')\n"
+            "    assert hasattr(importlib.import_module(mod), attr), name\n")
+    subprocess.run([sys.executable, "-c", code], check=True, capture_output=True)
+    for name in names:
+        assert surface.python(name).status is Status.COVERED, (name, surface.python(name))
+    assert surface.python("torch.nn.NoSuchLayer").status is Status.MISSING
+
+
 def test_second_load_is_cached(surface: SurfaceIndex) -> None:
     again = load_surface()
     assert not again.rebuilt

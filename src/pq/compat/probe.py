@@ -111,6 +111,14 @@ def _walk(modules: list[str]) -> dict[str, Any]:
     import importlib
     import io
 
+    def attrs(mod: Any) -> list[str]:
+        # dir() lists a proxy module's own names; those it serves from its overrides
+        # (paddle.compat's `torch.nn.Linear`, `torch.relu`, ...) only its __getattr__ knows.
+        # Dunders stay: `torch.__version__` is asked for as any other name.
+        served = getattr(mod, "_overrides", None)
+        return sorted({*dir(mod), *(k for k in served if "." not in k)} if isinstance(
+            served, dict) else dir(mod))
+
     out: dict[str, Any] = {}
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         try:
@@ -131,10 +139,10 @@ def _walk(modules: list[str]) -> dict[str, Any]:
                     mod = getattr(found[parent], attr)
                 except (KeyError, AttributeError):
                     continue
-                out[name]["attrs"] = sorted(a for a in dir(mod) if not a.startswith("__"))
+                out[name]["attrs"] = attrs(mod)
                 continue
             found[name] = mod
-            out[name] = {"attrs": sorted(a for a in dir(mod) if not a.startswith("__"))}
+            out[name] = {"attrs": attrs(mod)}
     return {"modules": out}
 
 
