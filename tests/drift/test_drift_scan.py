@@ -450,6 +450,12 @@ def test_a_docstring_whose_quotes_stand_alone_under_a_def_is_no_code() -> None:
     ("python", "import os; y = torch.cuda.foo_new()", ["torch.cuda.foo_new"]),
     ("python", "import torch.fft; z = torch.linalg.bar_new()  # c",
      ["torch.fft", "torch.linalg.bar_new"]),
+    # ... after a `from` import too: the line read as an attribute chain gave the module.
+    ("python", "from torch.utils.cpp_extension import load_inline; EXT = None",
+     ["torch.utils.cpp_extension.load_inline"]),
+    ("python", "from torch import a as b, c; d = torch.e.f()", ["torch.a", "torch.c",
+                                                               "torch.e.f"]),
+    ("python", 'from x import y; s = "torch.z; q"', []),
     # Python: a ` #` in a string opens no comment; a `#` without a space before it does.
     ("python", 'print("step #1", torch.special.erfcx(x))', ["torch.special.erfcx"]),
     ("python", "y = torch.ones(1)# torch.b", ["torch.ones"]),

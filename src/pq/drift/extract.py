@@ -321,6 +321,9 @@ def _cxx(text: str, tensor_method: Callable[[str], bool]) -> list[Use]:
 def _python(text: str) -> list[Use]:
     hash_at = _blanked(_PY_LITERAL, text).find("#")  # a `#` in a string opens no comment
     code = text[:hash_at] if hash_at >= 0 else text
+    semi = _blanked(_PY_LITERAL, code).find(";")
+    if semi >= 0 and code.lstrip().startswith("from"):  # `from torch.x import y; stmt`
+        return _python(code[:semi]) + _python(code[semi + 1:])
     m = _PY_FROM.match(code)
     if m:
         names = [n.split()[0] for n in m.group(2).split(",") if n.strip()]
