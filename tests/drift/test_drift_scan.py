@@ -18,7 +18,7 @@ from driftrepo import (
     plant,
     upstream_commit,
 )
-from gitrepo import git
+from gitrepo import commit_all, git
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -216,6 +216,18 @@ def test_stale_copy_comes_with_upstreams_diff_of_the_origin(tmp_path: Path) -> N
     expected = git(fork, "diff", "--full-index", old, "upstream/main", "--", COPY_ORIGIN)
     assert stale.diff.strip() == expected.strip()
     assert report.risky
+    # The origin moved since (and changed again): the diff to port is the move and the
+    # change, as git shows it, not the whole file deleted.
+    up = fork.parent / "upstream"
+    git(up, "mv", COPY_ORIGIN, "tests/test_common.py")
+    commit_all(up, "move the op test")
+    moved = upstream_commit(fork, {"tests/test_common.py": ORIGIN_TEXT + "\n\ndef test_two():\n"
+                                   "    assert True\n\n\ndef test_three():\n    pass\n"},
+                            "a third test")
+    [stale] = run(fork, old).stale
+    assert "rename to tests/test_common.py" in stale.diff and "+def test_three():" in stale.diff
+    assert "deleted file" not in stale.diff and "-import torch" not in stale.diff, stale.diff
+    assert moved != changed
 
 
 def test_files_touched_by_upstream_and_a_patch_are_listed_by_layer(tmp_path: Path) -> None:

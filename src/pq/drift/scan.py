@@ -259,11 +259,16 @@ def _new_uses(range_: Sequence[tuple[str, bytes]], surface: Surface | None,
 def _stale(git: Git, old: str, new: str, queue: Queue, changed: dict[str, list[str]]
            ) -> list[StaleCopy]:
     found = []
+    moves: dict[str, str] | None = None
     for entry in queue.series.patches:
         for copy, origin in sorted((entry.copies or {}).items()):
             if origin not in changed:
                 continue
-            diff = git.diff_commits(old, new, [origin])
+            paths = [origin]
+            if git.odb.read_many([f"{new}:{origin}"])[0] is None:  # gone: moved, maybe;
+                moves = git.renamed_paths(old, new) if moves is None else moves  # its
+                paths += [moves[origin]] if origin in moves else []  # diff shows the move
+            diff = git.diff_commits(old, new, paths)
             if diff.strip():
                 found.append(StaleCopy(entry.name, copy, origin, tuple(changed[origin]),
                                        diff.decode("utf-8", "replace")))
