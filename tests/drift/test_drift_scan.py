@@ -18,7 +18,7 @@ from driftrepo import (
     plant,
     upstream_commit,
 )
-from gitrepo import commit_all, git
+from gitrepo import commit_all, git, write
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -228,6 +228,35 @@ def test_stale_copy_comes_with_upstreams_diff_of_the_origin(tmp_path: Path) -> N
     assert "rename to tests/test_common.py" in stale.diff and "+def test_three():" in stale.diff
     assert "deleted file" not in stale.diff and "-import torch" not in stale.diff, stale.diff
     assert moved != changed
+
+
+@pytest.mark.parametrize("move", ["file", "folder"])
+def test_a_use_added_where_the_other_side_of_a_merge_moved_the_file_is_new(
+        tmp_path: Path, move: str) -> None:
+    """main moves pkg/a.py (or the whole folder), a merged branch adds a use in pkg/a.py
+    (or a new pkg/b.py beside it, which git's directory rename moves along): the use is in
+    NEW and in `git diff OLD NEW`, but the check at NEW looked for it under the old name
+    and dropped it."""
+    fork = fork_with_series(tmp_path)
+    up = fork.parent / "upstream"
+    upstream_commit(fork, {"pkg/a.py": "import torch\n\n\ndef f(x):\n    return x\n"},
+                    "a module")
+    old = git(fork, "rev-parse", "upstream/main")
+    git(up, "checkout", "-q", "-b", "feature")
+    use = "    return torch.special.brand_new_op(x)\n"
+    if move == "file":
+        write(up, "pkg/a.py", "import torch\n\n\ndef f(x):\n" + use)
+    else:
+        write(up, "pkg/b.py", "import torch\n\n\ndef g(x):\n" + use)
+    commit_all(up, "feature: a new op")
+    git(up, "checkout", "-q", "main")
+    git(up, "mv", "pkg/a.py" if move == "file" else "pkg", "pkg/core.py" if move == "file"
+        else "lib")
+    commit_all(up, "move")
+    git(up, "-c", "merge.directoryRenames=true", "merge", "-q", "--no-edit", "feature")
+    git(fork, "fetch", "-q", "upstream")
+    assert "+" + use in git(fork, "diff", old, "upstream/main") + "\n"
+    assert "torch.special.brand_new_op" in {i.name for i in run(fork, old).items}
 
 
 def test_files_touched_by_upstream_and_a_patch_are_listed_by_layer(tmp_path: Path) -> None:

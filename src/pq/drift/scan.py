@@ -7,6 +7,7 @@ The rules (which files, which names, what counts as new, what is risky) are in d
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -135,12 +136,14 @@ def scan_range(git: Git, old: str, new: str,
         objects = git.odb.read_many([f"{commit}:{path}" for commit, path in named])
         return [o[2] if o is not None and o[1] == "blob" else None for o in objects]
 
-    uses, changed, at_new = _new_uses(range_, surface, files_at)
+    uses, changed, at_new, moves = _new_uses(range_, surface, files_at)
     if uses and len(range_) > 1:  # (one commit's diff is the range's)
         # New in the range, not only in a commit of it: still used at NEW (in the file as
-        # later commits renamed it), not at OLD (a use added and reverted, a file deleted
-        # and added back, is none).
-        net, _, _ = _new_uses([(new, git.diff_commits(
+        # later commits renamed it, or a merge: `_moved_at_new`), not at OLD (a use added
+        # and reverted, a file deleted and added back, is none).
+        moved = _moved_at_new(git, old, new, sorted(set(at_new)), moves)
+        at_new = [moved.get(p, p) for p in at_new]
+        net, _, _, _ = _new_uses([(new, git.diff_commits(
             old, new, [f":(literal){p}" for p in sorted(set(at_new))], context=0))],
                               surface, files_at)
         still = {(path, use) for use, path, _, _ in net}
@@ -173,10 +176,11 @@ def report(git: Git, scanned: RangeScan, queue: Queue | None) -> DriftReport:
 
 def _new_uses(range_: Sequence[tuple[str, bytes]], surface: Surface | None,
                files_at: Callable[[list[tuple[str, str]]], list[bytes | None]] | None = None
-               ) -> tuple[list[Found], dict[str, list[str]], list[str]]:
+               ) -> tuple[list[Found], dict[str, list[str]], list[str], dict[str, str]]:
     """The first use of each name per file on an added line whose name the same commit
-    does not remove from the same file; {path: the commits that change it}; and each use's
-    file as the later commits of the range rename it (its path at the range's end).
+    does not remove from the same file; {path: the commits that change it}; each use's
+    file as the later commits of the range rename it (its path at the range's end); and
+    {old path: new path} of the renames the range's commits make.
     `files_at` gives files as (commit, path) name them: a Python hunk that begins with a
     line of bare names is read after the lines of the `from torch.x import (` block it
     may sit in, which -U0 leaves out."""
@@ -253,7 +257,35 @@ def _new_uses(range_: Sequence[tuple[str, bytes]], surface: Surface | None,
             if old == path and order[later] > order[commit]:
                 path = new
         return path
-    return found, changed, [at_new(path, commit) for _, path, _, commit in found]
+    return found, changed, [at_new(path, commit) for _, path, _, commit in found], {
+        old: new for _, old, new in renames}
+
+
+def _moved_at_new(git: Git, old: str, new: str, paths: list[str], moves: dict[str, str]
+                  ) -> dict[str, str]:
+    """Where those of `paths` that NEW has no file by are at NEW: moved on the other side
+    of a merge (by a commit of the range, `moves`, or as `git diff -M OLD NEW` pairs
+    them), or into the folder that folder's files all went to (the directory rename git
+    makes at a merge: a file added beside them follows them)."""
+    gone = [p for p, o in zip(paths, git.odb.read_many([f"{new}:{p}" for p in paths]),
+                              strict=True) if o is None]
+    if not gone:
+        return {}
+    renames = {**git.renamed_paths(old, new), **moves}
+    folders: dict[str, set[str]] = {}
+    for was, now in renames.items():
+        if posixpath.basename(was) == posixpath.basename(now):
+            folders.setdefault(posixpath.dirname(was), set()).add(posixpath.dirname(now))
+    found = {}
+    for path in gone:
+        folder = posixpath.dirname(path)
+        while path not in renames and folder and len(folders.get(folder, ())) != 1:
+            folder = posixpath.dirname(folder)
+        if path in renames:
+            found[path] = renames[path]
+        elif folder:
+            found[path] = posixpath.join(*folders[folder], posixpath.relpath(path, folder))
+    return found
 
 
 def _stale(git: Git, old: str, new: str, queue: Queue, changed: dict[str, list[str]]
