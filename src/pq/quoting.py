@@ -3,11 +3,13 @@ name may hold a newline, a quote or a leading dash, and every error is one line.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 # A control character, or a lone surrogate: a byte of a name that is not UTF-8, as
 # surrogateescape holds it in text (printed, it is no byte a terminal shows or pastes back).
@@ -80,3 +82,11 @@ def list_paths(paths: list[str], note: Callable[[str], str] | None = None) -> st
     and how many more."""
     more = f" and {len(paths) - 5} more" if len(paths) > 5 else ""
     return ", ".join(shown(p) + (note(p) if note else "") for p in paths[:5]) + more
+
+
+def json_text(data: Any, indent: int = 2) -> str:
+    """`data` as JSON, non-ASCII text as it is, except a lone surrogate (a byte of a file
+    name that is not UTF-8, read with surrogateescape), written as its `\\u` escape: the
+    text stays UTF-8, and `json.loads` gives back the same string."""
+    return LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}",
+                              json.dumps(data, indent=indent, ensure_ascii=False))

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from gitrepo import make_fork
 
-from pq.cli.common import json_text
 from pq.cli.failure import failure_of
 from pq.errors import ConfigError, GitError, OperationFailed
+from pq.quoting import json_text
 
 
 def test_pq_errors_keep_their_message_hint_and_exit_code() -> None:

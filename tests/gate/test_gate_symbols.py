@@ -149,6 +149,19 @@ def test_paddle_compat_build_names_the_api_that_dies_at_load(tmp_path: Path) -> 
     write(fork, "unused.txt", "")  # the user's tree is still writable and ours
 
 
+def test_a_library_whose_name_is_not_utf8_is_checked(tmp_path: Path) -> None:
+    """ldd's lines were read with U+FFFD for the name's byte, and compared with the path's
+    own (surrogate) text: no finding matched the library, a false pass."""
+    build = "g++ -shared -fPIC -o \"$(printf '\\377')m.so\" csrc/ops.cc"
+    fork = gate_fork(tmp_path, stage_lines(stage("build", build)),
+                     files={"csrc/ops.cc": BROKEN})
+    result = subprocess.run([sys.executable, "-m", "pq", "gate"], cwd=fork, timeout=120,
+                            capture_output=True, check=False)
+    out = (result.stdout + result.stderr).decode("utf-8", "replace")
+    assert result.returncode == 1, out
+    assert "undefined symbol _ZN2at6tensorEi in " in out, out
+
+
 def test_a_versioned_library_is_checked_and_a_fifo_does_not_block(tmp_path: Path) -> None:
     """CMake's VERSION builds make `libx.so` a link to `libx.so.1`: links were passed
     over, and the library was never checked (a false pass). A fifo named `out.so` blocked

@@ -4,12 +4,11 @@ Nothing here imports click: `pq rebase`'s short path (`pq.__main__`) runs withou
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from pq.quoting import LONE_SURROGATE
+from pq.quoting import json_text
 
 if TYPE_CHECKING:
     from pq.git.repo import Git
@@ -49,15 +48,6 @@ def echo(text: str = "", err: bool = False) -> None:
     if stream is not None:
         stream.write(text + "\n")
         stream.flush()
-
-
-def json_text(data: Any) -> str:
-    """`data` as JSON, non-ASCII text as it is, except a lone surrogate (a byte of a file
-    name that is not UTF-8, read with surrogateescape), written as its `\\u` escape: what
-    pq prints stays UTF-8, and `json.loads` gives back the same string."""
-    return LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}",
-                               json.dumps(data, indent=2, ensure_ascii=False))
-
 
 
 def emit_json(data: Any) -> None:

@@ -158,7 +158,8 @@ def fail(failure: Failure, as_json: bool) -> NoReturn:
     """Leave with the failure's exit code: its one stderr line, or, under --json, the error
     as JSON on stdout."""
     if not failure.quiet:
-        from pq.cli.common import echo, json_text
+        from pq.cli.common import echo
+        from pq.quoting import json_text
 
         line = json_text(failure.data()) if as_json else failure.line()
         if line is not None:

@@ -15,6 +15,7 @@ from pq.gate import NOTES_REF
 from pq.gate import result as R
 from pq.git.repo import Git
 from pq.oplog.txn import Transaction, in_transaction
+from pq.quoting import json_text
 
 FORMAT = 1
 HISTORY_MAX = 10
@@ -167,7 +168,7 @@ def _write(git: Git, commit: str, record: Record) -> None:
     history = [r for r in read_records(git, commit) if not _superseded(r, record)]
     note = dict(record)
     note["history"] = history[:HISTORY_MAX]
-    data = (json.dumps(note, indent=1, ensure_ascii=False) + "\n").encode("utf-8")
+    data = (json_text(note, indent=1) + "\n").encode("utf-8")
     blob = git.write_blob(data)
     # -C takes the blob as it is: no whitespace clean-up of the JSON.
     git.add_note(NOTES_REF, commit, blob)

@@ -189,7 +189,8 @@ def run_stage(ctx: RunContext, stage: Stage, index: int, total: int,
                                         if len(findings) > 1 else "")
             with open(log_path, "ab") as log:
                 log.write(("\n# pq gate: undefined symbols in built extension modules\n"
-                           + "".join(f + "\n" for f in findings)).encode())
+                           + "".join(f + "\n" for f in findings)).encode(
+                               "utf-8", "surrogateescape"))  # a name's bytes, as they are
     res.log_sha256 = file_sha256(log_path)
     if res.failed:
         res.tail = excerpt(log_path)

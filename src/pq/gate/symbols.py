@@ -119,7 +119,7 @@ def _ldd_undefined(path: Path, env: dict[str, str]) -> tuple[list[str], tuple[st
     proc = process.output(["ldd", "-r", str(path)], timeout=120, env=env)
     if proc is None or proc.timed_out:
         return [], ()
-    text = (proc.stdout + proc.stderr).decode("utf-8", "replace")
+    text = (proc.stdout + proc.stderr).decode("utf-8", "surrogateescape")  # names as they are
     symbols: list[str] = []
     missing: list[str] = []
     for line in text.splitlines():
