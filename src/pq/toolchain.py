@@ -193,10 +193,21 @@ def gpus() -> tuple[list[str], str | None]:
     return [r[0] for r in rows], driver
 
 
-def gpu_listed() -> bool:
-    """Whether `nvidia-smi -L` lists at least one GPU."""
+def gpu_listed(cuda_visible: str | None = None) -> bool:
+    """Whether `nvidia-smi -L` lists a GPU that CUDA may use: with `cuda_visible` (the
+    CUDA_VISIBLE_DEVICES a process gets), one its first entry names by index or by (a
+    prefix of) its UUID, as CUDA reads it; `""`, `-1` and `NoDevFiles` name none, and
+    nvidia-smi lists every GPU whatever the variable says."""
     out = _output(["nvidia-smi", "-L"])
-    return out is not None and any(line.startswith("GPU ") for line in out.splitlines())
+    if out is None or not any(line.startswith("GPU ") for line in out.splitlines()):
+        return False
+    if cuda_visible is None:
+        return True
+    first = cuda_visible.split(",")[0].strip()
+    indices = re.findall(r"(?m)^GPU (\d+):", out)
+    uuids = re.findall(r"UUID: ((?:GPU|MIG)-[^)\s]+)", out)
+    return first in indices or (first.startswith(("GPU-", "MIG-")) and any(
+        u.startswith(first) for u in uuids))
 
 
 def _output(argv: list[str], env: Mapping[str, str] | None = None) -> str | None:

@@ -338,6 +338,31 @@ def test_gpu_stage_is_skipped_not_passed_without_a_gpu(tmp_path: Path,
         assert api.record_ok(g, "HEAD", ["build", "gpu-tests"])[0]
 
 
+def test_a_gpu_cuda_visible_devices_hides_is_no_gpu(tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """nvidia-smi lists every GPU whatever CUDA_VISIBLE_DEVICES says: with `-1` (or "")
+    CUDA sees none, yet the GPU stage ran, its suite skipped its tests, and pq recorded a
+    GPU pass the hook then took."""
+    from pq import toolchain
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    smi = bin_dir / "nvidia-smi"
+    smi.write_text("#!/bin/sh\necho 'GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-1a2b3c4d-0000)'\n")
+    smi.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.delenv("PQ_GPU", raising=False)
+    for hidden in ("-1", "", "NoDevFiles", "1", "GPU-ffff"):
+        assert not toolchain.gpu_listed(hidden), hidden
+    for shown in (None, "0", "0,1", "GPU-1a2b", " 0"):
+        assert toolchain.gpu_listed(shown), shown
+    fork = gate_fork(tmp_path, stage_lines(
+        stage("build", "true"), stage("gpu-tests", "echo on the gpu", requires="[gpu]")))
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "-1")
+    result = pq(fork, "gate")
+    assert "skipped (no GPU)" in result.output and note(fork)["status"] == "owed"
+
+
 def test_builtin_kind_is_reported_not_available(tmp_path: Path) -> None:
     fork = gate_fork(tmp_path, stage_lines(stage("build", "true"))
                      + "    - name: compare\n      kind: compare\n")

@@ -119,11 +119,12 @@ def library_dirs(interp: Interpreter) -> list[str]:
 
 
 def gpu_visible() -> bool:
-    """PQ_GPU=1/0 decides; otherwise `nvidia-smi -L` must list at least one GPU."""
+    """PQ_GPU=1/0 decides; otherwise `nvidia-smi -L` must list at least one GPU, and
+    CUDA_VISIBLE_DEVICES, where set, must name one (`-1` or empty hides them all)."""
     forced = os.environ.get("PQ_GPU")
     if forced in ("0", "1"):
         return forced == "1"
-    return toolchain.gpu_listed()
+    return toolchain.gpu_listed(os.environ.get("CUDA_VISIBLE_DEVICES"))
 
 
 def fingerprint(interp: Interpreter, path_env: str, gpu: bool) -> dict[str, Any]:

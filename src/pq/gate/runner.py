@@ -142,7 +142,8 @@ def run_stage(ctx: RunContext, stage: Stage, index: int, total: int,
               progress: Progress | None, check_symbols: SymbolCheck | None) -> R.StageResult:
     if stage.needs_gpu and not ctx.gpu:
         return R.StageResult(stage.name, R.SKIPPED_NO_GPU, stage.requires,
-                             detail="no CUDA GPU visible (nvidia-smi -L lists none)")
+                             detail="no CUDA GPU visible (nvidia-smi -L lists none, or "
+                                    "CUDA_VISIBLE_DEVICES names none)")
     if stage.kind == compare_stage.KIND:
         if progress is not None:
             progress(index, total, stage.name)
