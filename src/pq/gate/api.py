@@ -152,9 +152,11 @@ def _run_gate(git: Git, held: ExitStack, stages: list[str] | tuple[str, ...] | N
     wiring = ccache.wire(git.pq_dir(), worktree, path_env, dict(os.environ), ccache_size)
     ctx = runner.RunContext(worktree, plan.tip, plan.interpreter.path, logs, plan.gpu,
                             wiring.env)
+    refs = _refs(git)  # the user's: a stage's worktree shares them (and the config)
     results = runner.run_stages(ctx, plan.stages, progress=progress,
                                 check_symbols=_symbol_checker(plan.interpreter, sources),
                                 cache=cache)
+    moved = _refs_moved(refs, _refs(git))
     held.close()  # the worktree goes, the log folder is free: before the record is written
     status = R.overall(results)
     report = GateReport(plan.tip, plan.tree, status, results, plan.fingerprint,
@@ -168,12 +170,27 @@ def _run_gate(git: Git, held: ExitStack, stages: list[str] | tuple[str, ...] | N
     if not wiring.on and any(s.inputs and s.status != R.REUSED for s in results):
         report.warnings.append(wiring.note)
     report.warnings.extend(uncommitted)
+    if moved:
+        report.warnings.append(
+            f"the stages changed the repository's refs, which their worktree shares: "
+            f"{', '.join(moved[:5])}{' ...' if len(moved) > 5 else ''}; check them (`git "
+            "reflog`), and keep ref-changing git commands out of the gate's stages")
     try:
         record.save(git, plan.tip, _record(report))
     except PqError as exc:
         report.warnings.append(f"result not recorded in {NOTES_REF}: {exc.render()}")
     runner.prune_logs(git)
     return report
+
+
+def _refs(git: Git) -> dict[str, str]:
+    return {name: oid for name, _, oid, _ in git.list_refs() if name != NOTES_REF}
+
+
+def _refs_moved(before: dict[str, str], after: dict[str, str]) -> list[str]:
+    """`refs/heads/x 1234abcd -> 5678ef90` (`-` where it was not or is no more)."""
+    return [f"{name} {before.get(name, '-')[:12]} -> {after.get(name, '-')[:12]}"
+            for name in sorted({*before, *after}) if before.get(name) != after.get(name)]
 
 
 def _plan(git: Git, held: ExitStack, stages: list[str] | tuple[str, ...] | None,
