@@ -411,6 +411,68 @@ def test_an_interrupted_operation_shows_and_undoes(fork: Path) -> None:
     assert repo_state(fork) == expected
 
 
+def test_undo_of_an_interrupted_operation_leaves_branches_the_user_made_or_moved(
+        fork: Path) -> None:
+    """Killed after its log entry: no `after` said what it changed, so the present was
+    taken for it, and `pq undo` reset every branch the user made or moved since (a commit
+    on main, a new branch: gone from every branch, exit 0). Only the command's own refs
+    go back, and its branch only where pq's commit is still its tip."""
+    new_commit(fork)
+    k = first_checkpoint_after_logging(fork, ["export", "--commit"]) + 2
+    assert run_pq(fork, ["export", "--commit"], PQ_FAULT_AT=str(k)).returncode == -9
+    main = git(fork, "rev-parse", "main")
+    git(fork, "branch", "feature", "main")
+    git(fork, "checkout", "-q", "main")
+    write(fork, "NOTES.md", "main's own work\n")
+    mine = commit_all(fork, "work on main")
+    git(fork, "checkout", "-q", "paddle")
+    pq(fork, "undo")
+    assert git(fork, "rev-parse", "main") == mine != main
+    assert git(fork, "rev-parse", "feature") == main
+    # A commit on the killed command's own branch since: refused, not thrown away.
+    k = first_checkpoint_after_logging(fork, ["export", "--commit"]) + 2
+    assert run_pq(fork, ["export", "--commit"], PQ_FAULT_AT=str(k)).returncode == -9
+    tip = new_commit(fork, "def later():\n    return 4\n")
+    refused = pq(fork, "undo", ok=False)
+    assert refused.exit_code == 2 and "refs/heads/paddle has moved" in refused.output
+    assert git(fork, "rev-parse", "paddle") == tip
+
+
+def test_undo_op_leaves_branches_no_operation_since_changed(fork: Path) -> None:
+    """`pq undo --op N` put back every ref that differed from N's `before`: a branch the
+    user made, and main's commit, between two operations that only moved paddle."""
+    new_commit(fork)
+    pq(fork, "export", "--commit")
+    first = log_json(fork)["operations"][0]["id"]
+    git(fork, "branch", "feature", "main")
+    git(fork, "checkout", "-q", "main")
+    write(fork, "NOTES.md", "main's own work\n")
+    mine = commit_all(fork, "work on main")
+    git(fork, "checkout", "-q", "paddle")
+    new_commit(fork, "def later():\n    return 4\n")
+    pq(fork, "export", "--commit")
+    pq(fork, "undo", "--op", str(first))
+    assert git(fork, "rev-parse", "main") == mine
+    assert git(fork, "rev-parse", "--verify", "-q", "feature")
+
+
+def test_a_note_cut_off_as_it_was_written_is_no_operation(fork: Path) -> None:
+    """`pq hook install --force` killed between its note's two writes: `pq status` named a
+    half-way operation, `pq undo` "undid" it (changing nothing), and `pq log` said
+    "(None)"."""
+    hook = Path(git(fork, "rev-parse", "--git-path", "hooks/pre-push"))
+    hook = hook if hook.is_absolute() else fork / hook
+    hook.parent.mkdir(parents=True, exist_ok=True)
+    hook.write_text("#!/bin/sh\nexit 0\n")
+    pq(fork, "init", "--upstream", "upstream/main", "--force", "--commit")
+    before = log_json(fork)["operations"][0]["id"]
+    k = first_checkpoint_after_logging(fork, ["hook", "install", "--force"])
+    assert run_pq(fork, ["hook", "install", "--force"], PQ_FAULT_AT=str(k)).returncode == -9
+    assert "stopped half-way" not in pq(fork, "status").output
+    assert "its text was not written" in pq(fork, "log").output
+    assert f"undid operation {before} " in pq(fork, "undo").output
+
+
 def _edit_entry(fork: Path, path: str, blob: str | None) -> None:
     """Replace the newest log entry by a copy whose tree has `path` set to `blob` (or
     removed), as a hand edit of refs/pq/oplog would."""

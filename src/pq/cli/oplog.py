@@ -103,8 +103,8 @@ def log(limit: int | None, as_json: bool) -> None:
                 if row["target"] in h.records else ""
         elif row["kind"] == "restore":
             what += f"  (back to before {row['target']})"
-        elif row["kind"] == "note":
-            what += f"  ({row['note']})"
+        elif row["kind"] == "note":  # (one cut off as it was written has no text)
+            what += f"  ({row['note'] or 'its text was not written: pq was stopped'})"
         click.echo(f"{row['id']:>5}  {row['time']}  {row['status']:<11}  {what}")
         if row["head"]:
             click.echo(f"         HEAD  {row['head']['old']} -> {row['head']['new']}")

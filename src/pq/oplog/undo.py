@@ -16,6 +16,7 @@ from pq.git.process import pid_alive
 from pq.git.repo import Git
 from pq.oplog import log
 from pq.oplog.lock import lock_holder
+from pq.oplog.moved import refs_moved
 from pq.oplog.putback import restore
 from pq.oplog.snapshot import (
     REBASE_STATE,
@@ -56,15 +57,17 @@ def stopped_half_way(git: Git) -> tuple[int, str] | None:
     (git refused half-way, a Ctrl-C) or `started` and `cut_off` (killed); else None."""
     _, next_id, _ = log.newest(git)
     last = log.read(git, next_id - 1)[-1:] if next_id > 1 else []
-    if not last or not (last[0].get("status") == "failed" or (
+    if not last or last[0].get("kind") == "note" or not (last[0].get("status") == "failed" or (
             last[0].get("status") == "started" and cut_off(last[0], lock_holder(git)))):
         return None
     return int(last[0]["id"]), str(last[0].get("command", ""))
 
 
 def acts_as_command(record: Record) -> bool:
-    """Commands, and undos that did not finish: the next undo puts back their `before`."""
-    return record.get("kind", "command") == "command" or record.get("status") != "done"
+    """Commands, and undos that did not finish: the next undo puts back their `before`
+    (not a note, which changes nothing: one cut off as it was written is no operation)."""
+    kind = record.get("kind", "command")
+    return kind == "command" or (kind != "note" and record.get("status") != "done")
 
 
 def history(records: list[Record]) -> History:
@@ -179,11 +182,16 @@ def plan(git: Git, kind: str, op: int | None, current: Snapshot, force: bool) ->
     before, reference, now = (narrow(s, scope) for s in (before, reference, current))
     names = set(before["refs"]) | set(reference["refs"]) | set(now["refs"])
     b, r, c = (_components(s, names) for s in (before, reference, now))
-    changed = sorted(k for k in b if b[k] != (c if kind == "restore" else r)[k])
+    # Only refs the operations put back moved (a branch the user made or moved with git
+    # meanwhile, which none of them touched, stays as it is).
+    moved, doubted = refs_moved(git, records, rid if kind != "restore" else None, rid,
+                                 current)
+    changed = sorted(k for k in b if b[k] != (c if kind == "restore" else r)[k] and (
+        not k.startswith("ref ") or k[4:] in moved))
     if git.config_bool("core.fileMode") is False:  # git sees no executable bit: nor does pq
         c = {**c, "queue": _without_exec_bit(c["queue"])}
         r = {**r, "queue": _without_exec_bit(r["queue"])}
-    drift = [k for k in changed if c[k] != r[k]]
+    drift = [k for k in changed if c[k] != r[k] or k[4:] in doubted]
     if changed and "HEAD" not in changed and c["HEAD"] != r["HEAD"]:
         # HEAD left the branch the operation ran on (a detached checkout, another branch):
         # the index and files put back are the branch's, so HEAD goes back with them.
@@ -196,7 +204,8 @@ def plan(git: Git, kind: str, op: int | None, current: Snapshot, force: bool) ->
         elsewhere = git.other_worktree(reference.get("checkout"))
         there = f", in the worktree {elsewhere}" if elsewhere is not None else ""
         raise ConfigError(
-            f"{_describe_drift(drift[0], now, reference)} since operation {last['id']} "
+            f"{_describe_drift(drift[0], now, before if drift[0][4:] in doubted else reference)}"
+            f" since operation {last['id']} "
             f"(`{last.get('command')}`{there}); `{again}` would throw that away",
             hint=(f"undo operation {last['id']} in {elsewhere} first; or " if there and not
                   git.worktree_gone(reference.get("checkout")) else "")

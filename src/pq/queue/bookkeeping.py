@@ -9,7 +9,6 @@ than series.yaml and patches/ come from a commit, or from the working tree
 from __future__ import annotations
 
 import os
-import re
 import stat
 from collections.abc import Callable
 
@@ -18,6 +17,7 @@ from pq.git.odb import is_tree_mode
 from pq.git.repo import Git
 from pq.git.trees import Trees
 from pq.model.series import PATCHES_DIR, SERIES_FILE
+from pq.model.subjects import is_bookkeeping
 from pq.queue.files import Queue, index_entries
 
 
@@ -27,18 +27,10 @@ def only_queue_files(git: Git, commit: str, parent: str, diff: bytes) -> bool:
     return not diff.strip() and git.commit(commit).tree != git.tree_of(parent)
 
 
-# The subjects pq gives its bookkeeping commits (init and export --commit, rebase, apply,
-# import, split), and the one it names for committing an export by hand (`git commit -m
-# 'pq: update series'`). Any other `pq: ...` subject is the user's own (the README's `pq:
-# acknowledge ...`), and a patch file edited by hand may be in it.
-_PQ_SUBJECT = re.compile(r"pq: (?:(?:init|export|update) series|(?:rebase|apply) series onto "
-                         r"[0-9a-f]{12}|import .+ as a series on [0-9a-f]{12}|split .+ by "
-                         r"layer)")
-
-
 def written_by_pq(git: Git, commit: str) -> bool:
-    """Whether `commit` is one of pq's bookkeeping commits, by its subject (above)."""
-    return _PQ_SUBJECT.fullmatch(git.commit(commit).message.partition("\n")[0]) is not None
+    """Whether `commit` is one of pq's bookkeeping commits, by its subject
+    (pq.model.subjects)."""
+    return is_bookkeeping(git.commit(commit).message)
 
 
 def queue_blobs(trees: Trees, commit: str) -> dict[str, str]:
