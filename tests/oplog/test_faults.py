@@ -299,6 +299,23 @@ def test_a_ctrl_c_as_continue_saves_the_resolution_leaves_both_ways_open(
                 assert run_pq(root, ["check"]).returncode == 0
 
 
+def test_a_ctrl_c_as_a_stop_is_logged_names_the_rebase_left_in_progress(
+        work: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Ctrl-C while a rebase that stops at a conflict writes its last log record: the
+    message named `pq undo`, which refuses while the rebase is stopped."""
+    tpl = template("conflict", conflict_fork, tmp_path_factory)
+    labels = [label.split(" ", 1)[1]
+              for label in count_checkpoints(tpl, work, ["rebase", "upstream/main"], code=1)]
+    last_write = len(labels) - labels[::-1].index("git update-ref")  # 1-based
+    root = copy(tpl, work / "ctrl-c")
+    proc = run_pq(root, ["rebase", "upstream/main"], PQ_FAULT_AT=str(last_write),
+                  PQ_FAULT_RUN="kill -INT $PPID; sleep 0.3")
+    err = proc.stderr.decode()
+    assert proc.returncode == 130 and "the rebase is left in progress" in err, err
+    assert "pq undo" not in err
+    assert rebase_in_progress(root)
+
+
 @pytest.mark.parametrize("meanwhile", ["checkout", "commit"])
 def test_a_landing_moves_no_branch_that_moved_under_it(
         work: Path, tmp_path_factory: pytest.TempPathFactory, meanwhile: str) -> None:

@@ -235,7 +235,7 @@ class Transaction:
                 if _written_last(self.git, self.record["id"], self.record["status"]) is None:
                     self.write()
                 self.settled = True
-                exc.pq_finished_operation = self.record["id"]  # type: ignore[attr-defined]
+                self._said_finished(exc)
             elif self.entry is None and exc is not None and self.record.get("status") == \
                     "started" and (cut := _written_last(self.git, self.record["id"],
                                                         "started")) is not None:
@@ -267,8 +267,17 @@ class Transaction:
                 if self.entry is None:
                     cut.pq_nothing_changed = True  # type: ignore[attr-defined]
                 else:
-                    cut.pq_finished_operation = self.record["id"]  # type: ignore[attr-defined]
+                    self._said_finished(cut)
             raise
+
+    def _said_finished(self, exc: BaseException) -> None:
+        """Note on `exc` that the operation finished before it (`pq undo` takes it back),
+        or, where it left a rebase stopped (whose way on is --continue or --abort: `pq undo`
+        refuses then), that the rebase is left in progress."""
+        if REBASE_STATE in (self.record.get("after") or {}).get("state", {}):
+            exc.pq_rebase_left = True  # type: ignore[attr-defined]
+        else:
+            exc.pq_finished_operation = self.record["id"]  # type: ignore[attr-defined]
 
 
 def _written_last(git: Git, record_id: int, status: str) -> str | None:
