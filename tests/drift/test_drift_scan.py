@@ -230,7 +230,7 @@ def test_stale_copy_comes_with_upstreams_diff_of_the_origin(tmp_path: Path) -> N
     assert moved != changed
 
 
-@pytest.mark.parametrize("move", ["file", "folder"])
+@pytest.mark.parametrize("move", ["file", "folder", "folder twice"])
 def test_a_use_added_where_the_other_side_of_a_merge_moved_the_file_is_new(
         tmp_path: Path, move: str) -> None:
     """main moves pkg/a.py (or the whole folder), a merged branch adds a use in pkg/a.py
@@ -253,10 +253,36 @@ def test_a_use_added_where_the_other_side_of_a_merge_moved_the_file_is_new(
     git(up, "mv", "pkg/a.py" if move == "file" else "pkg", "pkg/core.py" if move == "file"
         else "lib")
     commit_all(up, "move")
+    if move == "folder twice":  # followed from one rename to the next
+        git(up, "mv", "lib", "src")
+        commit_all(up, "move again")
     git(up, "-c", "merge.directoryRenames=true", "merge", "-q", "--no-edit", "feature")
     git(fork, "fetch", "-q", "upstream")
     assert "+" + use in git(fork, "diff", old, "upstream/main") + "\n"
     assert "torch.special.brand_new_op" in {i.name for i in run(fork, old).items}
+
+
+def test_a_use_in_a_file_deleted_again_is_not_new_where_its_folder_moved(
+        tmp_path: Path) -> None:
+    """A file added with a use, deleted again, while its folder's other file moved: it was
+    taken for one moved along (a directory rename git makes only at a merge), and the use
+    of a file already using it there was reported as new."""
+    fork = fork_with_series(tmp_path)
+    up = fork.parent / "upstream"
+    upstream_commit(fork, {"x/a.py": "import torch\n\n\ndef f():\n    return 1\n",
+                           "w/c.py": "import torch\n\n\ndef g():\n"
+                                     "    return torch.special.brand_new_op(2)\n"}, "base")
+    old = git(fork, "rev-parse", "upstream/main")
+    upstream_commit(fork, {"x/c.py": "import torch\n\n\ndef h():\n"
+                                     "    return torch.special.brand_new_op(1)\n"}, "add")
+    git(up, "rm", "-q", "x/c.py")
+    commit_all(up, "delete it again")
+    (up / "y").mkdir()
+    git(up, "mv", "x/a.py", "y/a.py")
+    git(up, "mv", "w/c.py", "y/c.py")
+    commit_all(up, "move into y")
+    git(fork, "fetch", "-q", "upstream")
+    assert "torch.special.brand_new_op" not in {i.name for i in run(fork, old).items}
 
 
 def test_files_touched_by_upstream_and_a_patch_are_listed_by_layer(tmp_path: Path) -> None:

@@ -136,14 +136,14 @@ def scan_range(git: Git, old: str, new: str,
         objects = git.odb.read_many([f"{commit}:{path}" for commit, path in named])
         return [o[2] if o is not None and o[1] == "blob" else None for o in objects]
 
-    uses, changed, at_new, moves = _new_uses(range_, surface, files_at)
+    uses, changed, at_new, moves, deleted = _new_uses(range_, surface, files_at)
     if uses and len(range_) > 1:  # (one commit's diff is the range's)
         # New in the range, not only in a commit of it: still used at NEW (in the file as
         # later commits renamed it, or a merge: `_moved_at_new`), not at OLD (a use added
         # and reverted, a file deleted and added back, is none).
-        moved = _moved_at_new(git, old, new, sorted(set(at_new)), moves)
+        moved = _moved_at_new(git, old, new, sorted(set(at_new)), moves, deleted)
         at_new = [moved.get(p, p) for p in at_new]
-        net, _, _, _ = _new_uses([(new, git.diff_commits(
+        net, _, _, _, _ = _new_uses([(new, git.diff_commits(
             old, new, [f":(literal){p}" for p in sorted(set(at_new))], context=0))],
                               surface, files_at)
         still = {(path, use) for use, path, _, _ in net}
@@ -176,11 +176,13 @@ def report(git: Git, scanned: RangeScan, queue: Queue | None) -> DriftReport:
 
 def _new_uses(range_: Sequence[tuple[str, bytes]], surface: Surface | None,
                files_at: Callable[[list[tuple[str, str]]], list[bytes | None]] | None = None
-               ) -> tuple[list[Found], dict[str, list[str]], list[str], dict[str, str]]:
+               ) -> tuple[list[Found], dict[str, list[str]], list[str], dict[str, str],
+                          set[str]]:
     """The first use of each name per file on an added line whose name the same commit
     does not remove from the same file; {path: the commits that change it}; each use's
     file as the later commits of the range rename it (its path at the range's end); and
-    {old path: new path} of the renames the range's commits make.
+    {old path: new path} of the renames the range's commits make, and the paths they
+    delete.
     `files_at` gives files as (commit, path) name them: a Python hunk that begins with a
     line of bare names is read after the lines of the `from torch.x import (` block it
     may sit in, which -U0 leaves out."""
@@ -207,12 +209,15 @@ def _new_uses(range_: Sequence[tuple[str, bytes]], surface: Surface | None,
     parsed: list[tuple[str, diffs.FileDiff, str]] = []
     wanted: dict[tuple[str, str], None] = {}  # (commit, path) of hunks in a block, maybe
     renames: list[tuple[str, str, str]] = []  # (commit, old path, new path), in order
+    deleted: set[str] = set()
     for commit, diff in range_:
         for f in diffs.parse(diff, read_hunks=read_hunks):
             for p in dict.fromkeys(x for x in (f.old, f.new) if x is not None):
                 changed.setdefault(p, []).append(commit)
             if f.status == "renamed" and f.old is not None and f.new is not None:
                 renames.append((commit, f.old, f.new))
+            if f.deleted and f.old is not None:
+                deleted.add(f.old)
             lang = read.get(f.path)
             if lang is None or f.deleted or f.binary or not f.hunks:
                 continue
@@ -258,34 +263,48 @@ def _new_uses(range_: Sequence[tuple[str, bytes]], surface: Surface | None,
                 path = new
         return path
     return found, changed, [at_new(path, commit) for _, path, _, commit in found], {
-        old: new for _, old, new in renames}
+        old: new for _, old, new in renames}, deleted
 
 
-def _moved_at_new(git: Git, old: str, new: str, paths: list[str], moves: dict[str, str]
-                  ) -> dict[str, str]:
+def _moved_at_new(git: Git, old: str, new: str, paths: list[str], moves: dict[str, str],
+                  deleted: set[str]) -> dict[str, str]:
     """Where those of `paths` that NEW has no file by are at NEW: moved on the other side
-    of a merge (by a commit of the range, `moves`, or as `git diff -M OLD NEW` pairs
-    them), or into the folder that folder's files all went to (the directory rename git
-    makes at a merge: a file added beside them follows them)."""
+    of a merge (by the range's renames, one after another, `moves`, or as `git diff -M
+    OLD NEW` pairs them), or, one no commit of the range deleted, into the folder its
+    folder's files all went to (the directory rename git makes at a merge: a file added
+    beside them follows them). Only a place NEW has a file at counts."""
     gone = [p for p, o in zip(paths, git.odb.read_many([f"{new}:{p}" for p in paths]),
                               strict=True) if o is None]
     if not gone:
         return {}
-    renames = {**git.renamed_paths(old, new), **moves}
+    whole = git.renamed_paths(old, new)
+
+    def follow(path: str, renames: dict[str, str]) -> str:
+        seen = {path}
+        while path in renames and renames[path] not in seen:
+            path = renames[path]
+            seen.add(path)
+        return path
+
     folders: dict[str, set[str]] = {}
-    for was, now in renames.items():
+    for was, now in {**whole, **moves}.items():
         if posixpath.basename(was) == posixpath.basename(now):
             folders.setdefault(posixpath.dirname(was), set()).add(posixpath.dirname(now))
-    found = {}
+    single = {f: next(iter(to)) for f, to in folders.items() if len(to) == 1}
+    tries: dict[str, list[str]] = {}
     for path in gone:
+        tries[path] = [follow(path, moves), whole.get(path, path)]
         folder = posixpath.dirname(path)
-        while path not in renames and folder and len(folders.get(folder, ())) != 1:
+        while path not in deleted and folder and folder not in single:
             folder = posixpath.dirname(folder)
-        if path in renames:
-            found[path] = renames[path]
-        elif folder:
-            found[path] = posixpath.join(*folders[folder], posixpath.relpath(path, folder))
-    return found
+        if path not in deleted and folder:
+            tries[path].append(posixpath.join(follow(folder, single),
+                                              posixpath.relpath(path, folder)))
+    wanted = sorted({t for ts in tries.values() for t in ts})
+    there = {t for t, o in zip(wanted, git.odb.read_many([f"{new}:{t}" for t in wanted]),
+                               strict=True) if o is not None}
+    return {path: found for path, ts in tries.items()
+            if (found := next((t for t in ts if t in there), None)) is not None}
 
 
 def _stale(git: Git, old: str, new: str, queue: Queue, changed: dict[str, list[str]]
