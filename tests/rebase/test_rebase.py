@@ -156,6 +156,23 @@ def test_dropped_patch_taken_in_a_file_upstream_moved_names_the_commit(tmp_path:
         ("clean", None), ("dropped", taken)], data["patches"]
 
 
+def test_a_dropped_patch_is_not_named_after_an_upstream_commit_reverted_since(
+        tmp_path: Path) -> None:
+    """Upstream made the change (with more), reverted it, moved the file, and made the
+    change again there: the report named the reverted commit."""
+    up, fork = make_series(tmp_path)
+    reverted = upstream_commit(up, fork, "Scoped compat, and docs", {
+        "pkg/__init__.py": set_line(GLUE, 5, "glue_5 = 'scoped'"), "README.md": "docs\n"})
+    git(up, "revert", "--no-edit", reverted)
+    git(up, "mv", "pkg/__init__.py", "pkg/core.py")
+    commit_all(up, "upstream: move the package's code to core.py")
+    taken = upstream_commit(up, fork, "Scoped compat in core",
+                            {"pkg/core.py": set_line(GLUE, 5, "glue_5 = 'scoped'")})
+    data = json.loads(pq(fork, "rebase", "upstream/main", "--json").output)
+    assert [(p["outcome"], p["upstream_commit"]) for p in data["patches"]] == [
+        ("clean", None), ("dropped", taken)], data["patches"]
+
+
 def conflict_upstream(up: Path, fork: Path) -> str:
     return upstream_commit(up, fork, "upstream: rewrite line 3",
                            {"setup.py": set_line(SETUP, 3, "import other_framework")})

@@ -71,6 +71,7 @@ class UpstreamMatches:
         self._files_cache: dict[str, frozenset[str]] = {}
         self._prefetched = False  # the candidates of every pending patch were read
         self._start_attributes: bytes | None = None  # the branch's, as the rebase began
+        self._moves: dict[str, str] | None = None  # upstream's renames, old_base..onto
 
     def find(self, commit: str) -> str | None:
         return self.status(commit)[0]
@@ -94,8 +95,9 @@ class UpstreamMatches:
             return found
         if found := self._carrying(commit, {}):
             return found
-        moved = {old: new for old, new in self.git.renamed_paths(  # where upstream moved
-            self.state.old_base, self.state.onto).items() if old in self._files(commit)}
+        if self._moves is None:  # asked once: a whole tree's rename detection
+            self._moves = self.git.renamed_paths(self.state.old_base, self.state.onto)
+        moved = {old: new for old, new in self._moves.items() if old in self._files(commit)}
         return self._carrying(commit, moved) if moved else None
 
     def _carrying(self, commit: str, moved: dict[str, str]) -> str | None:
@@ -108,17 +110,17 @@ class UpstreamMatches:
         # The oldest that holds each of the patch's changes where the patch made it (the
         # same lines changed between the same neighbours), else the oldest holding every
         # changed line anywhere in the file (upstream took it with other context); in a
-        # file upstream moved, at either name.
+        # file upstream moved, at either name; none that a later commit reverted.
         blocks = self._blocks_of(commit)
         for candidate in candidates:
             theirs = self._blocks_of(candidate)
             if all(_holds(theirs.get(path) or theirs.get(moved.get(path, path), []), bs)
-                   for path, bs in blocks.items()):
+                   for path, bs in blocks.items()) and not self._reverted_by(candidate):
                 return candidate
         for candidate in candidates:
             there = self._lines_of(candidate)
             if all(lines <= (there.get(path) or there.get(moved.get(path, path), set()))
-                   for path, lines in mine.items()):
+                   for path, lines in mine.items()) and not self._reverted_by(candidate):
                 return candidate
         return None
 
