@@ -640,6 +640,19 @@ def test_a_stack_that_differs_from_the_series_is_named(tmp_path: Path) -> None:
     assert "commits only" not in refused.output
     assert "`pq export --force` writes it again from its commit" in refused.output
     pq(fork, "export", "--force")  # as named
+    # One no commit carries (added by hand, listed, its header mistyped): export --force
+    # would drop it; the way is to fix it and `pq apply`.
+    mine = (fork / "patches" / name).read_bytes().replace(b"From: ", b"Frm: ", 1)
+    (fork / "patches" / "0009-mine.patch").write_bytes(mine)
+    text = (fork / "series.yaml").read_text()
+    entry = text[text.index("  - name: 0002"):].split("\n  - name:")[0].replace(name,
+                                                                              "0009-mine.patch")
+    (fork / "series.yaml").write_text(text.rstrip("\n") + "\n" + entry.rstrip("\n") + "\n")
+    refused = pq(fork, "rebase", "upstream/main", ok=False)
+    assert refused.exit_code == 2 and "patches/0009-mine.patch:" in refused.output
+    assert "then `pq apply` builds its commit" in refused.output, refused.output
+    (fork / "patches" / "0009-mine.patch").unlink()
+    (fork / "series.yaml").write_text(text)
     assert pq(fork, "rebase", "upstream/main").exit_code == 0
 
 

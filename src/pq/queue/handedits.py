@@ -175,10 +175,13 @@ def stack_differs(branch: str, fresh: Queue, queue: Queue) -> ConfigError:
         if fresh.files.get(n) != data:
             try:
                 patchfile.parse(data, f"{PATCHES_DIR}/{n}")
-            except ConfigError as exc:  # the branch's commit for it is whole
+            except ConfigError as exc:  # each patch has a commit, or this one has none
+                whole = n in fresh.files or len(fresh.files) >= len(queue.files)
                 exc.hint = (f"`pq export --force` writes it again from its commit (or `git "
                             f"checkout -- {PATCHES_DIR}/{n}` restores the committed file, "
-                            "where that one is whole); then `pq rebase`")
+                            "where that one is whole); then `pq rebase`" if whole else
+                            "fix the file (a patch no commit of the branch carries yet), "
+                            "then `pq apply` builds its commit; then `pq rebase`")
                 raise
     name = branch.removeprefix("refs/heads/")
     if sorted(fresh.files) == sorted(queue.files) and list(fresh.files) != list(queue.files):
