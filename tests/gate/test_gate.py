@@ -315,7 +315,7 @@ def test_gpu_stage_is_skipped_not_passed_without_a_gpu(tmp_path: Path,
     result = pq(fork, "gate")
     assert result.exit_code == 0
     assert "skipped (no GPU)" in result.output
-    assert "changed the repository's refs" not in result.output  # (no stage runs git)
+    assert "refs changed while the stages ran" not in result.output  # (no stage runs git)
     assert "passed (GPU stages owed: gpu-tests)" in result.output
     rec = note(fork)
     assert rec["status"] == "owed" and rec["owed"] == ["gpu-tests"]
@@ -370,8 +370,8 @@ def test_a_stage_that_changes_the_repositorys_refs_is_named(tmp_path: Path) -> N
     fork = gate_fork(tmp_path, stage_lines(stage("tests", "git tag made-by-stage")))
     result = pq(fork, "gate")
     assert result.exit_code == 0, result.output
-    assert "warning: the stages changed the repository's refs, which their worktree " \
-           "shares: refs/tags/made-by-stage - -> " in result.output, result.output
+    assert "warning: the repository's refs changed while the stages ran (their worktree " \
+           "shares them): refs/tags/made-by-stage - -> " in result.output, result.output
 
 
 def test_builtin_kind_is_reported_not_available(tmp_path: Path) -> None:

@@ -172,9 +172,9 @@ def _run_gate(git: Git, held: ExitStack, stages: list[str] | tuple[str, ...] | N
     report.warnings.extend(uncommitted)
     if moved:
         report.warnings.append(
-            f"the stages changed the repository's refs, which their worktree shares: "
-            f"{', '.join(moved[:5])}{' ...' if len(moved) > 5 else ''}; check them (`git "
-            "reflog`), and keep ref-changing git commands out of the gate's stages")
+            f"the repository's refs changed while the stages ran (their worktree shares "
+            f"them): {', '.join(moved[:5])}{' ...' if len(moved) > 5 else ''}; a stage's git "
+            "commands, or work done meanwhile: check them (`git reflog`)")
     try:
         record.save(git, plan.tip, _record(report))
     except PqError as exc:
