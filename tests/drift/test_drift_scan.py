@@ -523,6 +523,7 @@ def test_a_docstring_whose_quotes_stand_alone_under_a_def_is_no_code() -> None:
     ("python", "from torch import a as b, c; d = torch.e.f()", ["torch.a", "torch.c",
                                                                "torch.e.f"]),
     ("python", 'from x import y; s = "torch.z; q"', []),
+    ("python", "x = 1; from torch.linalg import nosuch2", ["torch.linalg.nosuch2"]),
     # Python: a ` #` in a string opens no comment; a `#` without a space before it does.
     ("python", 'print("step #1", torch.special.erfcx(x))', ["torch.special.erfcx"]),
     ("python", "y = torch.ones(1)# torch.b", ["torch.ones"]),

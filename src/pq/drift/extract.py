@@ -322,7 +322,7 @@ def _python(text: str) -> list[Use]:
     hash_at = _blanked(_PY_LITERAL, text).find("#")  # a `#` in a string opens no comment
     code = text[:hash_at] if hash_at >= 0 else text
     semi = _blanked(_PY_LITERAL, code).find(";")
-    if semi >= 0 and code.lstrip().startswith("from"):  # `from torch.x import y; stmt`
+    if semi >= 0:  # `from torch.x import y; stmt`, `x = 1; from torch.x import y`
         return _python(code[:semi]) + _python(code[semi + 1:])
     m = _PY_FROM.match(code)
     if m:
