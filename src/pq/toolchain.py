@@ -195,19 +195,21 @@ def gpus() -> tuple[list[str], str | None]:
 
 def gpu_listed(cuda_visible: str | None = None) -> bool:
     """Whether `nvidia-smi -L` lists a GPU that CUDA may use: with `cuda_visible` (the
-    CUDA_VISIBLE_DEVICES a process gets), one its first entry names by index or by (a
-    prefix of) its UUID, as CUDA reads it; `""`, `-1` and `NoDevFiles` name none, and
-    nvidia-smi lists every GPU whatever the variable says."""
+    CUDA_VISIBLE_DEVICES a process gets), one its first entry names by index or by its
+    UUID (a prefix that only it has), as CUDA reads it; `""`, `-1` and `NoDevFiles` name
+    none, and nvidia-smi lists every GPU whatever the variable says."""
     out = _output(["nvidia-smi", "-L"])
     if out is None or not any(line.startswith("GPU ") for line in out.splitlines()):
         return False
     if cuda_visible is None:
         return True
     first = cuda_visible.split(",")[0].strip()
+    if first.startswith("MIG-GPU-"):  # older drivers' form: MIG-GPU-<uuid>/<gi>/<ci>
+        first = first.removeprefix("MIG-").split("/")[0]
     indices = re.findall(r"(?m)^GPU (\d+):", out)
     uuids = re.findall(r"UUID: ((?:GPU|MIG)-[^)\s]+)", out)
-    return first in indices or (first.startswith(("GPU-", "MIG-")) and any(
-        u.startswith(first) for u in uuids))
+    return first in indices or (first.startswith(("GPU-", "MIG-")) and sum(
+        u.startswith(first) for u in uuids) == 1)  # a prefix names one device, or none
 
 
 def _output(argv: list[str], env: Mapping[str, str] | None = None) -> str | None:

@@ -349,13 +349,14 @@ def test_a_gpu_cuda_visible_devices_hides_is_no_gpu(tmp_path: Path,
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     smi = bin_dir / "nvidia-smi"
-    smi.write_text("#!/bin/sh\necho 'GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-1a2b3c4d-0000)'\n")
+    smi.write_text("#!/bin/sh\necho 'GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-1a2b3c4d-0000)'\n"
+                   "echo 'GPU 1: NVIDIA H100 80GB HBM3 (UUID: GPU-1a2b9999-0000)'\n")
     smi.chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.delenv("PQ_GPU", raising=False)
-    for hidden in ("-1", "", "NoDevFiles", "1", "GPU-ffff"):
-        assert not toolchain.gpu_listed(hidden), hidden
-    for shown in (None, "0", "0,1", "GPU-1a2b", " 0"):
+    for hidden in ("-1", "", "NoDevFiles", "2", "GPU-ffff", "GPU-1a2b", "GPU-"):  # (a
+        assert not toolchain.gpu_listed(hidden), hidden  # prefix both have names neither)
+    for shown in (None, "0", "1,0", "GPU-1a2b3", " 0", "MIG-GPU-1a2b9999-0000/1/0"):
         assert toolchain.gpu_listed(shown), shown
     fork = gate_fork(tmp_path, stage_lines(
         stage("build", "true"), stage("gpu-tests", "echo on the gpu", requires="[gpu]")))
