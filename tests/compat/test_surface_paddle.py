@@ -87,7 +87,7 @@ def test_names_the_proxy_serves_from_its_overrides_are_covered(surface: SurfaceI
     import sys
 
     names = ["torch.nn.Linear", "torch.nn.functional.softmax", "torch.relu",
-             "torch.__version__"]
+             "torch.__version__", "torch.__dict__"]
     code = ("import importlib, paddle\npaddle.enable_compat()\n"
             f"for name in {names!r}:\n"
             "    mod, _, attr = name.rpartition('.')\n"

@@ -116,8 +116,9 @@ def _walk(modules: list[str]) -> dict[str, Any]:
         # (paddle.compat's `torch.nn.Linear`, `torch.relu`, ...) only its __getattr__ knows.
         # Dunders stay: `torch.__version__` is asked for as any other name.
         served = getattr(mod, "_overrides", None)
-        return sorted({*dir(mod), *(k for k in served if "." not in k)} if isinstance(
-            served, dict) else dir(mod))
+        own = {*dir(mod), *dir(type(mod))}  # (what every module has: __dict__, __class__)
+        return sorted(own | {k for k in served if "." not in k} if isinstance(served, dict)
+                      else own)
 
     out: dict[str, Any] = {}
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):

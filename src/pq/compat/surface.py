@@ -24,7 +24,7 @@ from pq.compat.probe import Installed, find_paddle, probe_proxy
 from pq.compat.scan import Decl, Scanned, ScopeInfo, macros_of, scan_header
 from pq.errors import ConfigError
 
-SCHEMA = 5  # bump whenever pq measures differently: an older cache is rebuilt
+SCHEMA = 6  # bump whenever pq measures differently: an older cache is rebuilt
 _DECL_FIELDS = ("qname", "kind", "header", "line", "text", "inline", "target", "context",
                 "out_of_class")
 
