@@ -41,9 +41,7 @@ def refs_moved(git: Git, records: list[Record], only: int | None, first: int,
         if not isinstance(before, dict):
             continue
         after = record.get("after")
-        later = None if isinstance(after, dict) else next(
-            (n["before"] for n in (log.load(git, r) for r in records[i + 1:])
-             if isinstance(n.get("before"), dict)), None)
+        later = None if isinstance(after, dict) else _next_before(git, records, i)
         left = after if isinstance(after, dict) else later or current
         differ = {n for n in {*before["refs"], *left["refs"]}
                   if before["refs"].get(n) != left["refs"].get(n)}
@@ -55,6 +53,19 @@ def refs_moved(git: Git, records: list[Record], only: int | None, first: int,
                 tip := current["refs"].get(n)) and not is_bookkeeping(git.commit(tip).message)}
         moved |= differ
     return moved, doubted
+
+
+def left_by(git: Git, records: list[Record], rid: int) -> Snapshot | None:
+    """The state operation `rid` left: its `after`, or, cut off half-way, the `before` of
+    the operation logged next (None: none was)."""
+    i = next(i for i, r in enumerate(records) if int(r["id"]) == rid)
+    after = log.load(git, records[i]).get("after")
+    return after if isinstance(after, dict) else _next_before(git, records, i)
+
+
+def _next_before(git: Git, records: list[Record], i: int) -> Snapshot | None:
+    return next((n["before"] for n in (log.load(git, r) for r in records[i + 1:])
+                 if isinstance(n.get("before"), dict)), None)
 
 
 def _can_move(git: Git, record: Record) -> set[str]:

@@ -16,7 +16,7 @@ from pq.git.process import pid_alive
 from pq.git.repo import Git
 from pq.oplog import log
 from pq.oplog.lock import lock_holder
-from pq.oplog.moved import refs_moved
+from pq.oplog.moved import left_by, refs_moved
 from pq.oplog.putback import restore
 from pq.oplog.snapshot import (
     REBASE_STATE,
@@ -176,7 +176,7 @@ def plan(git: Git, kind: str, op: int | None, current: Snapshot, force: bool) ->
     # Undone against what it left; a restore against what pq's last operation left (not a note).
     last = record if kind != "restore" else log.load(git, next(
         (r for r in reversed(records) if r.get("kind") != "note"), records[-1]))
-    reference = last["after"] if isinstance(last.get("after"), dict) else current
+    reference = left_by(git, records, int(last["id"])) or current
     # What all three record of the queue (an older version's snapshot: no mre/ or .pq/).
     scope = [q for q in current["scope"] if q in before["scope"] and q in reference["scope"]]
     before, reference, now = (narrow(s, scope) for s in (before, reference, current))
