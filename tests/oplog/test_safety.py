@@ -432,10 +432,30 @@ def test_undo_of_an_interrupted_operation_leaves_branches_the_user_made_or_moved
     # A commit on the killed command's own branch since: refused, not thrown away.
     k = first_checkpoint_after_logging(fork, ["export", "--commit"]) + 2
     assert run_pq(fork, ["export", "--commit"], PQ_FAULT_AT=str(k)).returncode == -9
-    tip = new_commit(fork, "def later():\n    return 4\n")
+    write(fork, "pkg/util.py", "def later():\n    return 4\n")
+    tip = commit_all(fork, "pq: update series")  # the subject pq names for a hand commit
     refused = pq(fork, "undo", ok=False)
     assert refused.exit_code == 2 and "refs/heads/paddle has moved" in refused.output
+    assert "a commit no pq command wrote" in refused.output
     assert git(fork, "rev-parse", "paddle") == tip
+
+
+@pytest.mark.parametrize("spelled", [["-b", "NEW"], ["-bNEW"], ["--branch=NEW"]])
+def test_undo_of_a_killed_apply_deletes_the_branch_it_made(fork: Path,
+                                                           spelled: list[str]) -> None:
+    """Killed after `pq apply -bNEW` made NEW: the command's own branch is read from its
+    command line in each spelling click takes (`-bNEW` was left behind)."""
+    before = git(fork, "for-each-ref", "refs/heads")
+    trial = fork.parent / "trial"
+    shutil.copytree(fork, trial, symlinks=True)
+    log = fork.parent / "checkpoints.log"
+    assert run_pq(trial, ["apply", *spelled], PQ_FAULT_LOG=str(log)).returncode == 0
+    labels = [ln.split(" ", 1)[1] for ln in log.read_text().splitlines()]
+    k = len(labels) - labels[::-1].index("git update-ref")  # the last record's write
+    assert run_pq(fork, ["apply", *spelled], PQ_FAULT_AT=str(k)).returncode == -9
+    assert git(fork, "rev-parse", "--verify", "-q", "NEW")
+    pq(fork, "undo")
+    assert git(fork, "for-each-ref", "refs/heads") == before
 
 
 def test_undo_op_leaves_branches_no_operation_since_changed(fork: Path) -> None:

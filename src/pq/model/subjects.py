@@ -18,3 +18,9 @@ _PQ_SUBJECT = re.compile(r"pq: (?:(?:init|export|update) series|(?:rebase|apply)
 def is_bookkeeping(message: str) -> bool:
     """Whether a commit `message` (its first line) is one of pq's bookkeeping subjects."""
     return _PQ_SUBJECT.fullmatch(message.partition("\n")[0]) is not None
+
+
+def is_written_by_pq(message: str) -> bool:
+    """Whether a commit `message` is one a pq command wrote itself: a bookkeeping subject,
+    not the `pq: update series` pq names for a commit made by hand."""
+    return is_bookkeeping(message) and not message.startswith("pq: update series")

@@ -16,7 +16,7 @@ from typing import Any
 
 from pq.errors import PqError
 from pq.git.repo import Git
-from pq.model.subjects import is_bookkeeping
+from pq.model.subjects import is_written_by_pq
 from pq.oplog import log
 from pq.oplog.snapshot import REBASE_STATE, Snapshot
 
@@ -50,7 +50,7 @@ def refs_moved(git: Git, records: list[Record], only: int | None, first: int,
             differ = {n for n in differ if n.startswith("refs/pq/") or n in _can_move(git,
                                                                                     record)}
             doubted |= {n for n in differ if not n.startswith("refs/pq/") and (
-                tip := current["refs"].get(n)) and not is_bookkeeping(git.commit(tip).message)}
+                tip := current["refs"].get(n)) and not is_written_by_pq(git.commit(tip).message)}
         moved |= differ
     return moved, doubted
 
@@ -84,4 +84,6 @@ def _can_move(git: Git, record: Record) -> set[str]:
             names.add(f"refs/heads/{words[i + 1]}")
         elif word.startswith("--branch="):
             names.add(f"refs/heads/{word.split('=', 1)[1]}")
+        elif word.startswith("-b") and not word.startswith("--"):  # `-bNEW`, as click reads it
+            names.add(f"refs/heads/{word[2:]}")
     return names

@@ -203,9 +203,11 @@ def plan(git: Git, kind: str, op: int | None, current: Snapshot, force: bool) ->
         back = "pq redo" if kind == "undo" else f"pq undo --op {int(records[-1]['id']) + 1}"
         elsewhere = git.other_worktree(reference.get("checkout"))
         there = f", in the worktree {elsewhere}" if elsewhere is not None else ""
+        said = (f"{drift[0][4:]} has moved (it is {_short(now['refs'].get(drift[0][4:]))}, "
+                "a commit no pq command wrote)" if drift[0][4:] in doubted else
+                _describe_drift(drift[0], now, reference))
         raise ConfigError(
-            f"{_describe_drift(drift[0], now, before if drift[0][4:] in doubted else reference)}"
-            f" since operation {last['id']} "
+            f"{said} since operation {last['id']} "
             f"(`{last.get('command')}`{there}); `{again}` would throw that away",
             hint=(f"undo operation {last['id']} in {elsewhere} first; or " if there and not
                   git.worktree_gone(reference.get("checkout")) else "")
