@@ -458,6 +458,26 @@ def test_undo_of_a_killed_apply_deletes_the_branch_it_made(fork: Path,
     assert git(fork, "for-each-ref", "refs/heads") == before
 
 
+def test_undo_of_a_killed_rebase_refuses_a_commit_made_before_the_next_operation(
+        fork: Path) -> None:
+    """A rebase killed at its last log write (landed), a commit of the user's, then
+    `pq export --commit` and two undos: the second took the user's commit away without a
+    word (what the killed rebase left was read from the next operation's `before`, which
+    holds that commit)."""
+    trial = fork.parent / "trial"
+    shutil.copytree(fork, trial, symlinks=True)
+    log = fork.parent / "checkpoints.log"
+    assert run_pq(trial, ["rebase", "upstream/main"], PQ_FAULT_LOG=str(log)).returncode == 0
+    k = len(log.read_text().splitlines())
+    assert run_pq(fork, ["rebase", "upstream/main"], PQ_FAULT_AT=str(k)).returncode == -9
+    mine = new_commit(fork)
+    pq(fork, "export", "--commit")
+    pq(fork, "undo")
+    refused = pq(fork, "undo", ok=False)
+    assert refused.exit_code == 2 and "a commit no pq command wrote" in refused.output
+    assert git(fork, "rev-parse", "paddle") == mine
+
+
 def test_undo_op_leaves_branches_no_operation_since_changed(fork: Path) -> None:
     """`pq undo --op N` put back every ref that differed from N's `before`: a branch the
     user made, and main's commit, between two operations that only moved paddle."""

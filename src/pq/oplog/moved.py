@@ -27,9 +27,9 @@ def refs_moved(git: Git, records: list[Record], only: int | None, first: int,
                current: Snapshot) -> tuple[set[str], set[str]]:
     """(The refs that operation `only` (None: each from `first` on) changed: between its
     `before` and what it left, its `after`, or, cut off half-way, the next operation's
-    `before`; where none came after, the present, and then only the refs the command can
-    move (its branch, a `-b` branch, pq's own) — and of those, the branches whose tip is no
-    commit of pq's: moved by the user since, maybe, or by git's own commands.)"""
+    `before` (where none came after, the present), and then only the refs the command can
+    move (its branch, a `-b` branch, pq's own) — and of those, the branches whose tip there
+    is no commit of pq's: the user's, made since.)"""
     moved: set[str] = set()
     doubted: set[str] = set()
     ids = [int(r["id"]) for r in records]
@@ -45,12 +45,11 @@ def refs_moved(git: Git, records: list[Record], only: int | None, first: int,
         left = after if isinstance(after, dict) else later or current
         differ = {n for n in {*before["refs"], *left["refs"]}
                   if before["refs"].get(n) != left["refs"].get(n)}
-        if not isinstance(after, dict) and later is None and record.get("kind",
-                                                                       "command") == "command":
+        if not isinstance(after, dict) and record.get("kind", "command") == "command":
             differ = {n for n in differ if n.startswith("refs/pq/") or n in _can_move(git,
                                                                                     record)}
             doubted |= {n for n in differ if not n.startswith("refs/pq/") and (
-                tip := current["refs"].get(n)) and not is_written_by_pq(git.commit(tip).message)}
+                tip := left["refs"].get(n)) and not is_written_by_pq(git.commit(tip).message)}
         moved |= differ
     return moved, doubted
 
