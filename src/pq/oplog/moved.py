@@ -1,10 +1,10 @@
 """Which refs the operations of the log changed: what `pq undo` may put back.
 
 An operation's refs are those that differ between its `before` and what it left: its
-`after`, or, where it was cut off half-way, the `before` of the operation logged after it.
-A cut-off operation that nothing followed left no record of what it did: only the refs its
-command can move count then, and a branch whose tip is no commit of pq's may have moved by
-the user's hand since.
+`after`, or, where it was cut off half-way, the `before` of the operation logged after it
+(the present, where none was). A cut-off operation left no record of what it did: only the
+refs its command can move count then, and a branch whose tip is no commit a pq command
+wrote was moved by the user's hand since.
 """
 
 from __future__ import annotations
