@@ -50,6 +50,17 @@ def new_commit(fork: Path, text: str = "def helper():\n    return 3\n") -> str:
     return commit_all(fork, "python-glue: helper returns 3")
 
 
+def work_on_main(fork: Path) -> str:
+    """The user's own git work beside pq's: a branch `feature` at main, and a commit on
+    main (its id), then back on paddle."""
+    git(fork, "branch", "feature", "main")
+    git(fork, "checkout", "-q", "main")
+    write(fork, "NOTES.md", "main's own work\n")
+    mine = commit_all(fork, "work on main")
+    git(fork, "checkout", "-q", "paddle")
+    return mine
+
+
 # -- the log ------------------------------------------------------------------------------
 
 
@@ -421,11 +432,7 @@ def test_undo_of_an_interrupted_operation_leaves_branches_the_user_made_or_moved
     k = first_checkpoint_after_logging(fork, ["export", "--commit"]) + 2
     assert run_pq(fork, ["export", "--commit"], PQ_FAULT_AT=str(k)).returncode == -9
     main = git(fork, "rev-parse", "main")
-    git(fork, "branch", "feature", "main")
-    git(fork, "checkout", "-q", "main")
-    write(fork, "NOTES.md", "main's own work\n")
-    mine = commit_all(fork, "work on main")
-    git(fork, "checkout", "-q", "paddle")
+    mine = work_on_main(fork)
     pq(fork, "undo")
     assert git(fork, "rev-parse", "main") == mine != main
     assert git(fork, "rev-parse", "feature") == main
@@ -484,11 +491,7 @@ def test_undo_op_leaves_branches_no_operation_since_changed(fork: Path) -> None:
     new_commit(fork)
     pq(fork, "export", "--commit")
     first = log_json(fork)["operations"][0]["id"]
-    git(fork, "branch", "feature", "main")
-    git(fork, "checkout", "-q", "main")
-    write(fork, "NOTES.md", "main's own work\n")
-    mine = commit_all(fork, "work on main")
-    git(fork, "checkout", "-q", "paddle")
+    mine = work_on_main(fork)
     new_commit(fork, "def later():\n    return 4\n")
     pq(fork, "export", "--commit")
     pq(fork, "undo", "--op", str(first))

@@ -141,29 +141,17 @@ def test_dropped_patch_taken_with_more_changes_names_the_commit(tmp_path: Path) 
         ("clean", None), ("dropped", taken)]
 
 
-def test_dropped_patch_taken_in_a_file_upstream_moved_names_the_commit(tmp_path: Path
-                                                                       ) -> None:
+@pytest.mark.parametrize("reverted_first", [False, True])
+def test_dropped_patch_taken_in_a_file_upstream_moved_names_the_commit(
+        tmp_path: Path, reverted_first: bool) -> None:
     """Upstream moved the patch's file, then made the patch's change at the new name: the
     merge follows the move and leaves nothing, and the commit that took it is named, not
-    "no change left on the new base"."""
+    "no change left on the new base"; nor is one that made it before and was reverted."""
     up, fork = make_series(tmp_path)
-    git(up, "mv", "pkg/__init__.py", "pkg/core.py")
-    commit_all(up, "upstream: move the package's code to core.py")
-    taken = upstream_commit(up, fork, "Scoped compat in core",
-                            {"pkg/core.py": set_line(GLUE, 5, "glue_5 = 'scoped'")})
-    data = json.loads(pq(fork, "rebase", "upstream/main", "--json").output)
-    assert [(p["outcome"], p["upstream_commit"]) for p in data["patches"]] == [
-        ("clean", None), ("dropped", taken)], data["patches"]
-
-
-def test_a_dropped_patch_is_not_named_after_an_upstream_commit_reverted_since(
-        tmp_path: Path) -> None:
-    """Upstream made the change (with more), reverted it, moved the file, and made the
-    change again there: the report named the reverted commit."""
-    up, fork = make_series(tmp_path)
-    reverted = upstream_commit(up, fork, "Scoped compat, and docs", {
-        "pkg/__init__.py": set_line(GLUE, 5, "glue_5 = 'scoped'"), "README.md": "docs\n"})
-    git(up, "revert", "--no-edit", reverted)
+    if reverted_first:
+        reverted = upstream_commit(up, fork, "Scoped compat, and docs", {
+            "pkg/__init__.py": set_line(GLUE, 5, "glue_5 = 'scoped'"), "README.md": "docs\n"})
+        git(up, "revert", "--no-edit", reverted)
     git(up, "mv", "pkg/__init__.py", "pkg/core.py")
     commit_all(up, "upstream: move the package's code to core.py")
     taken = upstream_commit(up, fork, "Scoped compat in core",
