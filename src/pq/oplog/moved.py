@@ -32,11 +32,11 @@ def refs_moved(git: Git, records: list[Record], only: int | None, first: int,
     is no commit of pq's: the user's, made since.)"""
     moved: set[str] = set()
     doubted: set[str] = set()
-    ids = [int(r["id"]) for r in records]
-    for i, rid in enumerate(ids):
+    for i, record in enumerate(records):
+        rid = int(record["id"])
         if rid < first or (only is not None and rid != only):
             continue
-        record = log.load(git, records[i])
+        record = log.load(git, record)
         before = record.get("before")
         if not isinstance(before, dict):
             continue

@@ -191,7 +191,7 @@ def plan(git: Git, kind: str, op: int | None, current: Snapshot, force: bool) ->
     if git.config_bool("core.fileMode") is False:  # git sees no executable bit: nor does pq
         c = {**c, "queue": _without_exec_bit(c["queue"])}
         r = {**r, "queue": _without_exec_bit(r["queue"])}
-    drift = [k for k in changed if c[k] != r[k] or k[4:] in doubted]
+    drift = [k for k in changed if c[k] != r[k] or k.removeprefix("ref ") in doubted]
     if changed and "HEAD" not in changed and c["HEAD"] != r["HEAD"]:
         # HEAD left the branch the operation ran on (a detached checkout, another branch):
         # the index and files put back are the branch's, so HEAD goes back with them.
@@ -203,9 +203,9 @@ def plan(git: Git, kind: str, op: int | None, current: Snapshot, force: bool) ->
         back = "pq redo" if kind == "undo" else f"pq undo --op {int(records[-1]['id']) + 1}"
         elsewhere = git.other_worktree(reference.get("checkout"))
         there = f", in the worktree {elsewhere}" if elsewhere is not None else ""
-        said = (f"{drift[0][4:]} has moved (it is {_short(now['refs'].get(drift[0][4:]))}, "
-                "a commit no pq command wrote)" if drift[0][4:] in doubted else
-                _describe_drift(drift[0], now, reference))
+        ref = drift[0].removeprefix("ref ")
+        said = (f"{ref} has moved (it is {_short(now['refs'].get(ref))}, a commit no pq "
+                "command wrote)" if ref in doubted else _describe_drift(drift[0], now, reference))
         raise ConfigError(
             f"{said} since operation {last['id']} "
             f"(`{last.get('command')}`{there}); `{again}` would throw that away",

@@ -388,6 +388,6 @@ def split_failures(failures: Sequence[CheckFailure]) -> tuple[
     policy = [f for f in failures if f.check in POLICY_CHECKS and f.rule]
     stopped = [f for f in failures if f.check in POLICY_CHECKS and not f.rule]
     gate = [f for f in consistency if f.check in GATE_CHECKS and not f.unreadable]
-    consistency = [f for f in consistency if f not in gate]
     return ([f for f in consistency if f.unreadable],
-            [f for f in consistency if not f.unreadable], policy, stopped, gate)
+            [f for f in consistency if not f.unreadable and f.check not in GATE_CHECKS],
+            policy, stopped, gate)

@@ -130,7 +130,7 @@ def init(git: Git, upstream: str, *, force: bool = False, commit: bool = False) 
                                      upstream=upstream if prev_queue is not None else None)
         queue = stack_mod.export(git, stack, old, base,
                                  recorded=stack_mod.recorded_files(prev_queue))
-        return _write_export(git, queue, old, t, commit, head, stack)
+        return _write_export(git, queue, old, t, commit, head, stack, _committed(git, head))
 
 
 # -- export ----------------------------------------------------------------------
@@ -168,7 +168,8 @@ def export(git: Git, *, commit: bool = False, force: bool = False) -> ExportResu
             from pq.queue import handedits
 
             handedits.refuse_losing_them(git, current, committed, last, queue)
-        result = _write_export(git, queue, series, t, commit, head, stack, previous=current)
+        result = _write_export(git, queue, series, t, commit, head, stack, committed,
+                               previous=current)
         if not force and not (result.changed or result.added or result.removed):
             verified.remember(git, head, current)  # checked in full: the next one need not
         return result
@@ -183,9 +184,11 @@ def _committed(git: Git, head: CommitId) -> Queue | None:
 
 def _write_export(git: Git, queue: Queue, old: Series, t: Transaction, commit: bool,
                   head: CommitId, stack: Sequence[stack_mod.StackCommit],
-                  previous: Queue | None = None) -> ExportResult:
+                  committed: Queue | None, previous: Queue | None = None) -> ExportResult:
     """Write what `t`'s command computed from `head`, under `t`'s lock, if the branch is
-    still there: a commit made meanwhile is not in `queue` and must not be committed on."""
+    still there: a commit made meanwhile is not in `queue` and must not be committed on.
+    `committed`: `head`'s own queue (None: it has none), against which what is written
+    is or is not still to commit."""
     before_order = [e.name for e in old.patches]
     before, after = set(before_order), {e.name for e in queue.series.patches}
     result = ExportResult(queue, added=sorted(after - before), removed=sorted(before - after))
@@ -219,7 +222,6 @@ def _write_export(git: Git, queue: Queue, old: Series, t: Transaction, commit: b
         if result.commit is not None:  # its queue is the export of the stack under it
             verified.remember_written(git, result.commit, written, stack)
     elif result.changed:  # whether a commit is still to make (HEAD may have them already)
-        committed = _committed(git, head)
         result.uncommitted = committed is None or committed.files != queue.files or \
             committed.series_bytes != queue.series.dumps()
         result.staged_other = not result.uncommitted and bool(  # (a hand edit `--force` threw
