@@ -667,6 +667,39 @@ def test_a_ref_off_the_bases_line_is_refused_unless_forced(tmp_path: Path) -> No
     assert not (fork / "main1.txt").exists() and (fork / "backport.txt").exists()
 
 
+def test_a_rewritten_copy_of_a_base_commit_does_not_drop_a_patch(tmp_path: Path) -> None:
+    """Upstream rewrote its history (the same changes, new commits): a patch with the
+    patch id of a commit the series base already had (and a later base commit undid) is
+    no change of upstream's. `--force` dropped it as "already upstream", naming the
+    rewritten copy, where `git rebase --onto REF OLD_BASE` keeps it."""
+    lines = "".join(f"line {i}\n" for i in range(1, 41))
+    up = make_upstream(tmp_path / "upstream", {"f.txt": lines})
+    write(up, "f.txt", lines.replace("line 5\n", "line 5 B\n"))
+    commit_all(up, "U: line 5 B")
+    write(up, "f.txt", lines.replace("line 30\n", "line 5 B\n"))
+    commit_all(up, "V: move B down to line 30")
+    fork = make_fork(tmp_path, up)
+    write(fork, "f.txt", lines.replace("line 5\n", "line 5 B\n").replace(
+        "line 30\n", "line 5 B\n"))
+    commit_all(fork, "P: fork wants line 5 B")
+    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    old_base = git(fork, "rev-parse", "upstream/main")
+    # The same trees, new commits: every commit rewritten with another committer.
+    subprocess.run(["git", "filter-branch", "-f", "--env-filter",
+                    "export GIT_COMMITTER_EMAIL=rewritten@example.com", "main"], cwd=up,
+                   check=True, capture_output=True,
+                   env={**os.environ, "FILTER_BRANCH_SQUELCH_WARNING": "1"})
+    git(fork, "fetch", "-q", "upstream")
+    by_git = tmp_path / "by-git"
+    shutil.copytree(fork, by_git, symlinks=True)
+    data = json.loads(pq(fork, "rebase", "--force", "upstream/main", "--json").stdout)
+    assert [p["outcome"] for p in data["patches"]] == ["clean"], data["patches"]
+    git(by_git, "checkout", "-q", "-B", "g", "HEAD~1")
+    git(by_git, "rebase", "-q", "--onto", "upstream/main", old_base)
+    assert git(by_git, "log", "--format=%s", "upstream/main..HEAD") == "P: fork wants line 5 B"
+    assert tree_without_queue(fork, "HEAD") == tree_without_queue(by_git, "HEAD")
+
+
 @pytest.mark.parametrize("condition", ["gitdir:{git_dir}", "onbranch:paddle"])
 def test_a_merge_reads_settings_a_conditional_include_gives_the_repository(
         tmp_path: Path, condition: str) -> None:

@@ -110,12 +110,12 @@ class Git(History):
         return (not name.startswith("-") and name != "HEAD" and self.run_proc(
             "check-ref-format", f"refs/heads/{name}").returncode == 0)
 
-    def log_files(self, range_: str) -> list[tuple[CommitId, frozenset[str]]]:
-        """(commit, the paths it changes) for each non-merge commit of `range_`, oldest
-        first."""
+    def log_files(self, *range_: str) -> list[tuple[CommitId, frozenset[str]]]:
+        """(commit, the paths it changes) for each non-merge commit of `range_` (`git log`'s
+        arguments), oldest first."""
         out = self.run("log", "-z", "--topo-order", "--format=%x01%H", "--name-only",
                        "--no-renames", "--no-merges", "--no-show-signature", EVERY_SUBMODULE,
-                       range_)
+                       *range_)
         log: list[tuple[CommitId, set[str]]] = []
         for field in out.split(b"\0"):
             field = field.lstrip(b"\n")

@@ -28,6 +28,14 @@ _RENAMED = re.compile(rb"(?m)^(?:rename|copy) from ")  # a header line git's dif
 _BINARY = re.compile(rb"(?m)^(?:GIT binary patch|Binary files )")
 
 
+def new_upstream(old_base: str, onto: str) -> tuple[str, str, str]:
+    """The upstream commits a rebase onto `onto` brings in, as `git log` arguments: those
+    `old_base` lacks, less the copies of its own (the same patch id on both sides): where
+    upstream rewrote its history (`--force`), a rewritten commit the series base already
+    had is no change of upstream's, and a patch that matches one is not upstream's."""
+    return "--cherry-pick", "--right-only", f"{old_base}...{onto}"
+
+
 class UpstreamMatches:
     """Upstream commits (in old_base..onto) that carry a patch's change, or carried it.
 
@@ -50,7 +58,8 @@ class UpstreamMatches:
                  ) -> None:
         self.git = git
         # The range's `git log --name-only` (Git.log_files), when the caller read it already.
-        self._read_log = log or (lambda: git.log_files(f"{state.old_base}..{state.onto}"))
+        self._read_log = log or (lambda: git.log_files(*new_upstream(state.old_base,
+                                                                       state.onto)))
         self.state = state
         self.queue_paths = queue_paths
         self.changes = changes
