@@ -322,6 +322,30 @@ def test_a_shallow_clone_cut_below_the_branch_names_the_fetch_that_fixes_it(
     pq(shallow, "export")
 
 
+def test_upstream_fetched_shallow_is_named_not_called_another_line(tmp_path: Path) -> None:
+    """`git fetch --depth 1 upstream` (as CI fetches): upstream/main's history is cut off
+    above the series base, and pq called it another line of upstream that lacks the
+    base's commits, naming `--force`; the fix is a deeper fetch of upstream."""
+    up = make_upstream(tmp_path / "upstream", {"f.txt": "a\nb\nc\nd\ne\nf\n"})
+    fork = make_fork(tmp_path, up)
+    write(fork, "f.txt", "a\nB\nc\nd\ne\nf\n")
+    commit_all(fork, "patch B")
+    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    for n in (1, 2):
+        write(up, f"new{n}.txt", f"{n}\n")
+        commit_all(up, f"upstream: new {n}")
+    git(fork, "fetch", "-q", "--depth", "1", up.resolve().as_uri(),
+        "+main:refs/remotes/upstream/main")
+    refused = pq(fork, "rebase", "upstream/main", ok=False)
+    assert refused.exit_code == 2, refused.output
+    assert "a shallow fetch cut its history off" in refused.output, refused.output
+    assert "git fetch --unshallow upstream" in refused.output and "--force" not in \
+        refused.output
+    git(fork, "fetch", "-q", "--unshallow", "upstream")
+    pq(fork, "rebase", "upstream/main")
+    assert (fork / "new2.txt").is_file() and (fork / "f.txt").read_text().startswith("a\nB\n")
+
+
 def test_an_earlier_patch_sets_the_attribute_a_later_merge_uses(tmp_path: Path) -> None:
     up = make_upstream(tmp_path / "upstream", {"notes.txt": NOTES, "other.txt": NOTES,
                                                "README.md": "x\n"})

@@ -13,6 +13,7 @@ from pq.errors import ConfigError, OperationFailed
 from pq.git.repo import Git
 from pq.oplog import log
 from pq.queue.files import index_entries, is_queue_path
+from pq.queue.reach import shallow_commits
 from pq.quoting import from_here, list_paths, shell_args
 from pq.rebase import state as rs
 from pq.rebase import worktree
@@ -375,6 +376,14 @@ def require_on_the_base_line(git: Git, ref: str, onto: str, old_base: str,
     rewritten): the commits of the base it lacks would be left out, where `git rebase`
     replays them as the fork's."""
     if crossed and not git.is_ancestor(old_base, onto):  # (the range listed: no process)
+        if cut := sorted(shallow_commits(git) & set(crossed)):  # git cannot see they meet
+            full = git.ref_name(ref) or ""
+            remote = full.split("/")[2] if full.startswith("refs/remotes/") else ""
+            raise ConfigError(
+                f"{ref} ({onto[:12]}) does not reach the series base {old_base[:12]} as far "
+                f"as this repository sees: a shallow fetch cut its history off at "
+                f"{cut[0][:12]}", hint=f"`git fetch --unshallow {remote}`".replace(" `", "`")
+                + f" (or `--deepen=<commits>`), then `pq rebase {ref}` again")
         raise ConfigError(
             f"{ref} ({onto[:12]}) lacks {git.count(f'{onto}..{old_base}')} commit(s) of the "
             f"series base {old_base[:12]}: another line of upstream (a release branch?), or "
