@@ -542,6 +542,25 @@ def test_a_merge_of_upstream_names_a_fix_that_works(tmp_path: Path) -> None:
     assert ok.returncode == 0, ok.stderr
 
 
+def test_a_merge_of_a_topic_names_the_series_fix_not_import(tmp_path: Path) -> None:
+    """A topic branch merged with `--no-ff` into a branch with a series: the hook named
+    `pq import`, the fix for a branch with no series yet, which then refuses ("already
+    has a series"); `pq export` on the same commit names the merge's undo."""
+    fork, remote = make_pushable(tmp_path)
+    before = git(fork, "rev-parse", "HEAD")
+    git(fork, "switch", "-q", "-c", "topic")
+    write(fork, "notes.txt", "topic\n")
+    commit_all(fork, "glue: notes")
+    git(fork, "switch", "-q", "paddle")
+    git(fork, "merge", "-q", "--no-ff", "--no-edit", "topic")
+    result = push(fork, "origin", "paddle")
+    assert result.returncode != 0 and "is a merge" in result.stderr, result.stderr
+    assert "pq import" not in result.stderr, result.stderr
+    assert f"fix: undo the merge (`git reset --keep {before[:12]}`" in result.stderr
+    git(fork, "reset", "-q", "--keep", before)
+    assert push(fork, "origin", "paddle").returncode == 0
+
+
 def test_a_shallow_clone_is_told_to_unshallow(tmp_path: Path) -> None:
     fork, _ = make_pushable(tmp_path)
     shallow = tmp_path / "shallow"

@@ -125,10 +125,10 @@ def check_export(git: Git, ctx: CheckContext) -> list[CheckFailure]:
 
     series = queue.series
     try:
-        commits = stack.read_stack(git, series.base, ctx.commit, series.queue_paths)
+        commits = stack.read_stack(git, series.base, ctx.commit, series.queue_paths,
+                                   upstream=series.upstream_ref)
     except ConfigError as exc:  # merges on the branch
-        return [CheckFailure("export", exc.render(), "git rebase (linearise), then pq export "
-                             "--commit")]
+        return [CheckFailure("export", exc.message, exc.hint or "see the message")]
     last = stack.last_written(git, series.base, ctx.commit, queue)
     written = last[1] if last else None
     fresh = stack.export(git, commits, series, series.base,
