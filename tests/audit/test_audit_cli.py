@@ -269,6 +269,24 @@ def test_a_base_missing_from_the_repository_is_said_not_passed_over(tmp_path: Pa
     assert json.loads(pq(fork, "lint", "--json", ok=False).output)["base_present"] is False
 
 
+def test_a_shallow_ci_clone_is_told_the_fetch_that_brings_the_base(tmp_path: Path) -> None:
+    """`git clone --depth 1` (a CI checkout) with `origin` only: `pq apply` said `git
+    fetch` the base (it fetches nothing more), the audit `git fetch upstream` (no such
+    remote); `git fetch --unshallow` is what works."""
+    fork = build_fork(tmp_path, clean_specs())
+    git(fork, "add", "-A")
+    git(fork, "commit", "-q", "-m", "pq: update series")
+    ci = tmp_path / "ci"
+    git(tmp_path, "clone", "-q", "--depth", "1", "-b", git(fork, "branch", "--show-current"), fork.resolve().as_uri(),
+        str(ci))
+    refused = pq(ci, "apply", "-b", "t", ok=False)
+    assert refused.exit_code == 2 and "in this shallow clone" in refused.output, refused.output
+    assert "`git fetch --unshallow`" in refused.output, refused.output
+    assert "git fetch --unshallow" in audit(ci)[1].splitlines()[1]
+    git(ci, "fetch", "-q", "--unshallow")
+    pq(ci, "apply", "-b", "t")
+
+
 def test_a_base_that_names_a_tree_leaks_no_git_message(tmp_path: Path) -> None:
     fork = build_fork(tmp_path, clean_specs())
     series = fork / "series.yaml"

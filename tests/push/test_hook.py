@@ -570,7 +570,7 @@ def test_a_shallow_clone_is_told_to_unshallow(tmp_path: Path) -> None:
     remote = origin_with_hook(tmp_path / "s", shallow)
     result = push(shallow, "origin", "paddle")
     assert_refused(result, remote, {}, "is not in this shallow clone",
-                   "fix: git fetch --unshallow, then push again")
+                   "fix: git fetch --unshallow, then push (or `pq check`) again")
     # pq export there says the same, not "rebased outside pq: `pq init --force`" (which
     # would record a wrong base).
     export = pq(shallow, "export", ok=False)

@@ -74,7 +74,8 @@ def base_note(base: str, lost: str = "lines copied from upstream files count as 
                                     "fork's own") -> str:
     """Said when the series' base commit is not in the repository: what that costs."""
     return (f"note: the base {base[:12]} is not a commit in this repository (a shallow "
-            f"clone?): {lost}; `git fetch upstream` first")
+            f"clone?): {lost}; fetch it first (`git fetch --unshallow` in a shallow clone, "
+            f"else a fetch of the upstream series.yaml names)")
 
 
 def finding_lines(findings: Sequence[Finding]) -> list[str]:

@@ -57,10 +57,16 @@ class Git(History):
         if found is not None:
             return found
         kind = self.odb.object_type(rev)  # a tree or a blob, named: not "unknown"
-        raise ConfigError(f"{what} {rev!r} names a {kind}, not a commit" if kind else
-                          f"unknown {what} {rev!r}", hint="name a commit: a branch, a tag of a "
-                          "commit, a commit id" if kind else "check the name with `git "
-                          "rev-parse`, or `git fetch` it first")
+        if kind:
+            raise ConfigError(f"{what} {rev!r} names a {kind}, not a commit",
+                              hint="name a commit: a branch, a tag of a commit, a commit id")
+        shallow = (self.common_dir / "shallow").is_file()  # the commit may be cut off
+        raise ConfigError(f"unknown {what} {rev!r}" + (" in this shallow clone" if shallow
+                                                       else ""),
+                          hint="`git fetch --unshallow` (this clone's history is cut off), "
+                               "then run it again; or check the name with `git rev-parse`"
+                          if shallow else "check the name with `git rev-parse`, or `git "
+                                          "fetch` it first")
 
     def try_resolve(self, rev: str) -> CommitId | None:
         if _PLAIN_NAME.fullmatch(rev):  # asked of the running cat-file: no process

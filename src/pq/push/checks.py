@@ -63,6 +63,9 @@ def check_series(git: Git, ctx: CheckContext) -> list[CheckFailure]:
                          "(`pq series` shows the same error)", unreadable=True)]
 
 
+_AGAIN = "push (or `pq check`) again"  # the checks run in the hook and in `pq check`
+
+
 @check("base", "the recorded base is the branch's fork point from upstream",
        needs=("series",))
 def check_base(git: Git, ctx: CheckContext) -> list[CheckFailure]:
@@ -72,11 +75,11 @@ def check_base(git: Git, ctx: CheckContext) -> list[CheckFailure]:
     later = "(`pq rebase` moves a series onto a new upstream without this)"
     from pq.queue.reach import missing_base, shallow_cut, upstream_past_base
 
-    missing = missing_base(git, base, f"the upstream of {ref}", "push again", fix)
+    missing = missing_base(git, base, f"the upstream of {ref}", _AGAIN, fix)
     if missing is not None:
         return [CheckFailure("base", *missing)]
     if not git.is_ancestor(base, ctx.commit):
-        cut = shallow_cut(git, base, ctx.commit, "push again")
+        cut = shallow_cut(git, base, ctx.commit, _AGAIN)
         if cut is not None:
             return [CheckFailure("base", *cut)]
         return [CheckFailure(
