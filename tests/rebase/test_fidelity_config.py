@@ -296,6 +296,28 @@ def test_a_partial_clone_fetches_the_blobs_its_diffs_need(tmp_path: Path) -> Non
     assert "remote" not in (fork / ".git/pq/sealed/diff/config").read_text()
 
 
+def test_a_partial_clone_whose_remote_is_gone_says_why(tmp_path: Path) -> None:
+    """A `--filter=blob:none` clone whose promisor remote cannot be reached (moved, no
+    network): pq said only "git cat-file ended early", or spelt out a whole internal git
+    command; git's reason and the remote to check are what the user needs."""
+    up = make_upstream(tmp_path / "upstream", {"f.txt": "a\nb\nc\n", "g.txt": "x\n"})
+    fork = make_fork(tmp_path, up)
+    write(fork, "f.txt", "a\nB\nc\n")
+    commit_all(fork, "patch b")
+    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    git(fork, "config", "uploadpack.allowFilter", "true")
+    partial = tmp_path / "partial"
+    git(tmp_path, "clone", "-q", "--filter=blob:none", "-b", "paddle",
+        fork.resolve().as_uri(), str(partial))
+    git(partial, "remote", "set-url", "origin", (tmp_path / "gone").as_uri())
+    for args in (["apply", "-b", "t"], ["export"]):
+        refused = pq(partial, *args, ok=False)
+        assert refused.exit_code == 2, refused.output
+        assert "from promisor remote" in refused.output, refused.output
+        assert "check that the remote can be reached (`git remote -v`)" in refused.output
+        assert "diff.noprefix" not in refused.output and "Traceback" not in refused.output
+
+
 def test_a_shallow_clone_cut_below_the_branch_names_the_fetch_that_fixes_it(
         tmp_path: Path) -> None:
     """A `--depth 2` clone of the fork whose base arrived with upstream: the branch's

@@ -16,6 +16,11 @@ STDERR_REASON_CHARS = 600  # how much of git's stderr a GitError message keeps
 _LOCKED = re.compile(r"Unable to create '(.+?\.lock)': File exists")
 
 
+# Where a partial clone could not fetch what it lacks (git says "from promisor remote").
+PROMISOR_HINT = ("this partial clone fetches the objects it lacks from its promisor remote: "
+                 "check that the remote can be reached (`git remote -v`), then run it again")
+
+
 def stderr_reason(stderr: bytes) -> str:
     """git's whole stderr as one line, up to a bound: the reason (`error: ... would be
     overwritten`, the paths) comes first and `Aborting` last, so no line is dropped;
@@ -88,5 +93,10 @@ def failure(args: Sequence[str], proc: subprocess.CompletedProcess[bytes],
                         f"as it does when another git process holds {index_lock}",
                         hint="once no other git command runs in this repository, run the "
                              "pq command again")
+    if b"from promisor remote" in proc.stderr:  # the command is beside the point
+        verb = next((a for a, before in zip(args, ["", *args]) if not a.startswith("-")
+                     and before != "-c"), "")
+        return GitError(f"`git {verb}` could not fetch an object this partial clone lacks: "
+                        f"{stderr_reason(proc.stderr)}", hint=PROMISOR_HINT)
     return GitError(f"{command} failed with exit {proc.returncode}: "
                     f"{stderr_reason(proc.stderr)}")

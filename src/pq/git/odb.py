@@ -24,6 +24,7 @@ from typing import IO
 
 from pq.errors import GitError
 from pq.faults import checkpoint
+from pq.git.failures import PROMISOR_HINT
 
 # (id, kind, data): one object as cat-file gives it.
 RawObject = tuple[str, str, bytes]
@@ -63,6 +64,7 @@ class ObjectDB:
         self._inherited: subprocess.Popen[bytes] | None = None  # a forked child's parent's
         self._cache: dict[str, RawObject] = {}
         self._reading = threading.Lock()  # one request and its answer at a time on cat-file
+        self._err: int | None = None  # the file cat-file's stderr goes to
         self._loose: str | bool | None = None  # the objects folder, or False: use git
 
     # -- reading ---------------------------------------------------------------------
@@ -169,23 +171,41 @@ class ObjectDB:
             # stderr: git's words on a name it cannot peel ("expected commit type, but
             # the object dereferences to tree type") would reach the user's terminal; the
             # answer on stdout ("<name> missing") is what pq acts on.
+            # They are kept in a file of no name, though: where cat-file dies (a partial
+            # clone's promisor remote out of reach), its last words say why.
+            self._err = _error_file()
             self._proc = subprocess.Popen(
                 ["git", "-C", str(self.root), "cat-file", "--batch"],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL if self._err is None else self._err,
                 env=self.env, process_group=0)  # a Ctrl-C is pq's to handle, not its
         return self._proc
 
-    @staticmethod
-    def _read_one(stream: IO[bytes], rev: str) -> RawObject | None:
+    def _read_one(self, stream: IO[bytes], rev: str) -> RawObject | None:
         header = stream.readline()
         if not header:
-            raise GitError(f"git cat-file ended early (reading {rev})")
+            raise self._ended_early(rev)
         parts = header.decode("utf-8", "surrogateescape").split()
         if len(parts) != 3:  # "<name> missing", "<name> ambiguous"
             return None
         sha, kind, size = parts
         data = _read_exact(stream, int(size) + 1)[:-1]
         return sha, kind, data
+
+    def _ended_early(self, rev: str) -> GitError:
+        """cat-file died before answering `rev`: git's last words, where it left any."""
+        said = ""
+        if self._err is not None:
+            with contextlib.suppress(OSError):
+                size = os.fstat(self._err).st_size
+                tail = os.pread(self._err, 2048, max(0, size - 2048))
+                said = next((line for line in reversed(tail.decode("utf-8", "replace")
+                                                       .splitlines()) if line.strip()), "")
+        if "promisor" in said:
+            return GitError(f"git cat-file ended early (reading {rev}): {said.strip()}",
+                            hint=PROMISOR_HINT)
+        return GitError(f"git cat-file ended early (reading {rev})"
+                        + (f": {said.strip()}" if said else ""))
 
     def close(self) -> None:
         """End cat-file: its stdin closed, and its stdout too before the wait, so that a
@@ -197,6 +217,10 @@ class ObjectDB:
                     with contextlib.suppress(OSError):
                         stream.close()
             proc.wait()
+        if self._err is not None:
+            err, self._err = self._err, None
+            with contextlib.suppress(OSError):
+                os.close(err)
 
     def after_fork(self) -> None:
         """In a forked child (pq.git.forked): read through a cat-file of its own
@@ -204,6 +228,7 @@ class ObjectDB:
         are the parent's, and a request from here would tear its answers."""
         self._inherited = self._proc  # not collected here: its Popen would wait on it
         self._proc = None
+        self._err = None  # the parent's too
         self._reading = threading.Lock()
 
     def _discard(self) -> None:
@@ -286,6 +311,13 @@ def _write_loose(objects: str, oid: str, raw: bytes) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+def _error_file() -> int | None:
+    """A file of no name for a process's stderr (None where the system makes none)."""
+    with contextlib.suppress(AttributeError, OSError):
+        return os.open(os.environ.get("TMPDIR") or "/tmp", os.O_TMPFILE | os.O_RDWR, 0o600)
+    return None
 
 
 def _read_exact(stream: IO[bytes], n: int) -> bytes:

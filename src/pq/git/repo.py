@@ -18,14 +18,9 @@ from pq.git.history import History
 from pq.git.objects import FULL_ID, HEX_ID, Change, CommitId, Person
 
 # Diff options pinned so that user configuration never changes a patch file's bytes.
-DIFF_CONFIG = (
-    "-c", "diff.noprefix=false",
-    "-c", "diff.mnemonicPrefix=false",
-    "-c", "diff.suppressBlankEmpty=false",
-    "-c", "diff.relative=false",
-    "-c", "core.quotePath=true",
-    "-c", "diff.orderFile=",
-)
+DIFF_CONFIG = ("-c", "diff.noprefix=false", "-c", "diff.mnemonicPrefix=false",
+               "-c", "diff.suppressBlankEmpty=false", "-c", "diff.relative=false",
+               "-c", "core.quotePath=true", "-c", "diff.orderFile=")
 # `git log -p` and `git diff` refuse an empty diff.orderFile (only diff-tree takes it); in a
 # sealed directory no configuration sets one.
 PORCELAIN_DIFF_CONFIG = DIFF_CONFIG[:-2]
@@ -60,13 +55,10 @@ class Git(History):
         if kind:
             raise ConfigError(f"{what} {rev!r} names a {kind}, not a commit",
                               hint="name a commit: a branch, a tag of a commit, a commit id")
-        shallow = (self.common_dir / "shallow").is_file()  # the commit may be cut off
-        raise ConfigError(f"unknown {what} {rev!r}" + (" in this shallow clone" if shallow
-                                                       else ""),
-                          hint="`git fetch --unshallow` (this clone's history is cut off), "
-                               "then run it again; or check the name with `git rev-parse`"
-                          if shallow else "check the name with `git rev-parse`, or `git "
-                                          "fetch` it first")
+        cut = (self.common_dir / "shallow").is_file()  # the commit may be cut off from here
+        raise ConfigError(f"unknown {what} {rev!r}" + " in this shallow clone" * cut, hint=(
+            "`git fetch --unshallow`, then run it again; or check the name with `git rev-parse`"
+            if cut else "check the name with `git rev-parse`, or `git fetch` it first"))
 
     def try_resolve(self, rev: str) -> CommitId | None:
         if _PLAIN_NAME.fullmatch(rev):  # asked of the running cat-file: no process

@@ -127,7 +127,7 @@ def _start(txn: Transaction, upstream: str | None, *, gate: bool, progress: Prog
     layers = {e.name: e.layer for e in series.patches}
     # The upstream range's files (what finds patches upstream carries) are read by git
     # while the operation log and the rebase's state are written.
-    with Background(lambda: git.log_files(*rangediff.new_upstream(old_base, onto)),
+    with Background(lambda: git.log_files(*rs.new_upstream(old_base, onto)),
                     "pq git log") as range_log:
         txn.begin(command=f"pq rebase {ref}")
         changes = trees.load_changes([sc.commit for sc in stack])

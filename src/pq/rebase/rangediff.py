@@ -19,6 +19,7 @@ from pq.model.diff import Hunk
 from pq.queue import stack as stack_mod
 from pq.queue.files import is_queue_path
 from pq.rebase import reverts
+from pq.rebase import state as rs
 from pq.rebase.report import PatchReport, RebaseReport, trim
 from pq.rebase.rerere import Resolution
 from pq.rebase.state import RebaseState
@@ -26,14 +27,6 @@ from pq.rebase.state import RebaseState
 _COMMIT_LINE = re.compile(rb"(?m)^commit [0-9a-f]{40,64}$")
 _RENAMED = re.compile(rb"(?m)^(?:rename|copy) from ")  # a header line git's diff writes
 _BINARY = re.compile(rb"(?m)^(?:GIT binary patch|Binary files )")
-
-
-def new_upstream(old_base: str, onto: str) -> tuple[str, str, str]:
-    """The upstream commits a rebase onto `onto` brings in, as `git log` arguments: those
-    `old_base` lacks, less the copies of its own (the same patch id on both sides): where
-    upstream rewrote its history (`--force`), a rewritten commit the series base already
-    had is no change of upstream's, and a patch that matches one is not upstream's."""
-    return "--cherry-pick", "--right-only", f"{old_base}...{onto}"
 
 
 class UpstreamMatches:
@@ -58,8 +51,8 @@ class UpstreamMatches:
                  ) -> None:
         self.git = git
         # The range's `git log --name-only` (Git.log_files), when the caller read it already.
-        self._read_log = log or (lambda: git.log_files(*new_upstream(state.old_base,
-                                                                       state.onto)))
+        self._read_log = log or (lambda: git.log_files(*rs.new_upstream(state.old_base,
+                                                                          state.onto)))
         self.state = state
         self.queue_paths = queue_paths
         self.changes = changes

@@ -202,6 +202,14 @@ def _fields(obj: Step | RebaseState) -> dict[str, Any]:
     return {f.name: getattr(obj, f.name) for f in fields(obj)}
 
 
+def new_upstream(old_base: str, onto: str) -> tuple[str, str, str]:
+    """The upstream commits a rebase onto `onto` brings in, as `git log` arguments: those
+    `old_base` lacks, less the copies of its own (the same patch id on both sides): where
+    upstream rewrote its history (`--force`), a rewritten commit the series base already
+    had is no change of upstream's, and a patch that matches one is not upstream's."""
+    return "--cherry-pick", "--right-only", f"{old_base}...{onto}"
+
+
 def state_path(git: Git) -> Path:
     return git.pq_dir() / REBASE_STATE
 
