@@ -259,6 +259,47 @@ def test_patch_follows_an_upstream_rename(tmp_path: Path) -> None:
     assert "+++ b/pkg/core.py" in patch and "pkg/__init__.py" not in patch
 
 
+def test_covers_follow_a_file_the_patch_adds_in_a_folder_upstream_moved(
+        tmp_path: Path) -> None:
+    """Upstream moved the folder (`git mv python/tinyop tinyop`) where a patch edits one
+    file and adds another: the edited file's `covers` entry followed, the added file's
+    kept its old path, and the audit then refused the rebased series (WA007)."""
+    up = make_upstream(tmp_path / "upstream", {
+        "python/tinyop/__init__.py": "import torch\nfrom . import _C\n",
+        "python/tinyop/ops.py": "".join(f"{i}\n" for i in range(10))})
+    fork = make_fork(tmp_path, up)
+    write(fork, "python/tinyop/_compat.py", "import paddle  # TODO(pq): scoped compat\n"
+          "paddle.enable_compat(scope='tinyop')\nimport torch\n")
+    write(fork, "python/tinyop/__init__.py",
+          "from ._compat import torch  # TODO(pq): scoped compat\nfrom . import _C\n")
+    commit_all(fork, "glue: import torch through a compat shim")
+    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    series = fork / "series.yaml"
+    series.write_text(series.read_text().replace("    layer: python-glue\n", """\
+    layer: python-glue
+    workaround:
+      kind: upstream-private
+      covers: [python/tinyop/__init__.py, python/tinyop/_compat.py]
+      reason: torch is imported through paddle's compat layer
+      remove_when:
+        - "upstream-contains: python/tinyop/__init__.py: enable_compat"
+      issue: "not-needed: an internal shim"
+      marker: "TODO(pq): scoped compat"
+""", 1))
+    commit_all(fork, "pq: workaround block")
+    pq(fork, "export", "--commit")
+    pq(fork, "check")
+    git(up, "mv", "python/tinyop", "tinyop")
+    commit_all(up, "upstream: python/tinyop is tinyop")
+    git(fork, "fetch", "-q", "upstream")
+    pq(fork, "rebase", "upstream/main", ok=False)  # git's directory rename: a stop, as git's
+    git(fork, "add", "tinyop/_compat.py")
+    pq(fork, "rebase", "--continue")
+    assert "covers: [tinyop/__init__.py, tinyop/_compat.py]" in series.read_text()
+    assert "upstream-contains: tinyop/__init__.py: enable_compat" in series.read_text()
+    pq(fork, "check")
+
+
 def test_rebase_onto_the_same_base_is_a_no_op(tmp_path: Path) -> None:
     _, fork = make_series(tmp_path)
     before = whole_state(fork)
