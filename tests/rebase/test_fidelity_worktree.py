@@ -677,3 +677,29 @@ def test_a_conflict_stop_writes_earlier_patches_files_under_the_new_attributes_a
                           env={**os.environ, "GIT_EDITOR": "true"}).returncode == 0
     assert git(fork, "rev-parse", "HEAD~2:new.txt", "HEAD~1:a.txt") == git(
         by_git, "rev-parse", "HEAD~1:new.txt", "HEAD:a.txt")
+
+
+def test_a_conflict_outside_a_sparse_checkout_names_git_add_sparse(tmp_path: Path) -> None:
+    """Sparse checkout (`csrc`, patches/ and series.yaml in it): a patch to pkg/, outside,
+    conflicts. Its hint said `git add pkg/__init__.py`, which git refuses there ("outside
+    of your sparse-checkout definition"), and `--continue` repeated it; `git add
+    --sparse` is what takes it."""
+    up = make_upstream(tmp_path / "upstream", {"csrc/op.cc": "int f();\n",
+                                               "pkg/__init__.py": "a = 1\nb = 2\n"})
+    fork = make_fork(tmp_path, up)
+    write(fork, "pkg/__init__.py", "a = 11\nb = 2\n")
+    commit_all(fork, "glue: a is 11")
+    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    git(fork, "sparse-checkout", "set", "--no-cone", "/csrc/", "/patches/", "/series.yaml")
+    assert not (fork / "pkg").exists()
+    write(up, "pkg/__init__.py", "a = 12\nb = 2\n")
+    commit_all(up, "upstream: a is 12")
+    git(fork, "fetch", "-q", "upstream")
+    stopped = pq(fork, "rebase", "upstream/main", ok=False)
+    assert "`git add --sparse pkg/__init__.py`" in stopped.output, stopped.output
+    write(fork, "pkg/__init__.py", "a = 13\nb = 2\n")
+    again = pq(fork, "rebase", "--continue", ok=False)
+    assert "`git add --sparse pkg/__init__.py`" in again.output, again.output
+    git(fork, "add", "--sparse", "pkg/__init__.py")
+    pq(fork, "rebase", "--continue")
+    assert git(fork, "show", "HEAD~1:pkg/__init__.py") == "a = 13\nb = 2"

@@ -94,10 +94,15 @@ class WorkingTree(Merging):
     def outside_sparse_checkout(self, paths: Sequence[str]) -> list[str]:
         """Those of `paths` (or under them) the index holds but a sparse checkout leaves
         out of the working tree (skip-worktree), sorted."""
-        if not (self.git_dir / "info" / "sparse-checkout").is_file() and not (
-                self.common_dir / "info" / "sparse-checkout").is_file():
+        if not self.sparse_checkout():
             return []
         return sorted(p for p, tag in self._tags(paths) if tag in "Ss")
+
+    def sparse_checkout(self) -> bool:
+        """Whether this worktree has a sparse checkout's patterns (`git add` then refuses a
+        path outside them without `--sparse`)."""
+        return any((d / "info" / "sparse-checkout").is_file()
+                   for d in (self.git_dir, self.common_dir))
 
     def flagged(self, paths: Sequence[str]) -> set[str]:
         """Those of `paths` (none: the whole index) whose index entry is marked

@@ -69,6 +69,8 @@ class ConflictFile:
     kind: str
     fix: str
     submodule: bool = False  # a stage is a submodule's commit (SUBMODULE_FIX)
+    sparse: bool = False  # in a sparse checkout: `git add --sparse` (git's stop may leave
+    # a file outside its patterns, which a plain `git add` refuses)
 
 
 @dataclass
@@ -150,6 +152,7 @@ def conflicts(git: Git, onto: str | None = None) -> list[ConflictFile]:
     # detection did not see (edited too much), whose new file should get upstream's change.
     added = git.diff_names("--cached", "HEAD", diff_filter="A") if any(
         code == "UD" for code, _ in unmerged.values()) else []
+    sparse = bool(unmerged) and git.sparse_checkout()
     for path, (code, submodule) in sorted(unmerged.items()):
         kind, fix = KINDS[code]
         # Deleted although upstream has it, or added although upstream has it not.
@@ -180,7 +183,9 @@ def conflicts(git: Git, onto: str | None = None) -> list[ConflictFile]:
                     f"upstream's change to it (`git diff {shell_args([f':1:{path}'])} "
                     f"{shell_args([f':2:{path}'])}` shows it) belongs there: make it there "
                     "too")
-        out.append(ConflictFile(path, code, kind, fix, submodule))
+        if sparse:
+            fix = re.sub(r"`git (add|rm|mv) ", r"`git \1 --sparse ", fix)
+        out.append(ConflictFile(path, code, kind, fix, submodule, sparse))
     return out
 
 
@@ -195,7 +200,8 @@ def _moved_to(path: str, added: list[str]) -> list[str]:
 def resolve_hint(files: list[ConflictFile], root: Path) -> str:
     """How to resolve `files`: one clause for plain edits, one per file otherwise."""
     plain = [c.path for c in files if c.code in ("UU", "AA") and not c.submodule]
-    parts = [f"edit, `git add {shell_args(from_here(root, plain), True)}`"] if plain else []
+    add = "git add --sparse" if any(c.sparse for c in files) else "git add"
+    parts = [f"edit, `{add} {shell_args(from_here(root, plain), True)}`"] if plain else []
     parts += [f"{shown(c.path)} ({c.kind}): {c.fix}" for c in files if c.path not in plain]
     return "; ".join(parts)
 
