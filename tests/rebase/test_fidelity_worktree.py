@@ -703,3 +703,22 @@ def test_a_conflict_outside_a_sparse_checkout_names_git_add_sparse(tmp_path: Pat
     git(fork, "add", "--sparse", "pkg/__init__.py")
     pq(fork, "rebase", "--continue")
     assert git(fork, "show", "HEAD~1:pkg/__init__.py") == "a = 13\nb = 2"
+
+
+def test_a_file_named_head_at_the_top_is_no_revision(tmp_path: Path) -> None:
+    """A top-level file named `HEAD` (or `ORIG_HEAD`): git took `HEAD` in a diff of the
+    landing for both a revision and that file, and every `pq rebase` failed (exit 2)."""
+    up = make_upstream(tmp_path / "upstream", {"HEAD": "ref\n", "ORIG_HEAD": "o\n",
+                                               "f.txt": "1\n2\n3\n4\n5\n6\n"})
+    fork = make_fork(tmp_path, up)
+    write(fork, "f.txt", "1\nP\n3\n4\n5\n6\n")
+    write(fork, "HEAD", "ref\nfork\n")
+    commit_all(fork, "edit f.txt and HEAD")
+    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    write(up, "f.txt", "1\n2\n3\n4\nU\n6\n")
+    commit_all(up, "upstream: f.txt")
+    git(fork, "fetch", "-q", "upstream")
+    pq(fork, "rebase", "upstream/main")
+    assert (fork / "f.txt").read_text() == "1\nP\n3\n4\nU\n6\n"
+    assert (fork / "HEAD").read_text() == "ref\nfork\n"
+    pq(fork, "check")

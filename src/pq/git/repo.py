@@ -183,7 +183,8 @@ class Git(History):
     def renamed_paths(self, old: str, new: str) -> dict[str, str]:
         """{old path: new path} for each file git finds renamed between two trees."""
         fields = self.run("diff-tree", "-r", "-z", "--find-renames", "--name-status",
-                          EVERY_SUBMODULE, old, new).decode("utf-8", "surrogateescape").split("\0")
+                          EVERY_SUBMODULE, old, new, "--").decode("utf-8", "surrogateescape"
+                                                                   ).split("\0")
         renames: dict[str, str] = {}
         i = 0
         while i < len(fields) - 1:

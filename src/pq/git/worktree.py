@@ -187,7 +187,7 @@ class WorkingTree(Merging):
     def moves(self, old: str, new: str) -> list[tuple[str, str]]:
         """(status letter, path) of each file a checkout from `old` to `new` changes."""
         fields = zsplit(self.run("diff-tree", "-r", "-z", "--name-status", "--no-renames",
-                                 "--ignore-submodules=none", old, new))
+                                 "--ignore-submodules=none", old, new, "--"))
         return list(zip(fields[::2], fields[1::2], strict=True))
 
     def unwritable_folders(self, paths: Sequence[str]) -> list[str]:
