@@ -24,5 +24,5 @@ def fork_base(git: Git, tip: str, upstream: str) -> CommitId | None:
     # The first-parent walk down from upstream, stopped below the bases (their parents
     # excluded): short, and it holds a base exactly when that base is on the line.
     line = set(git.text("rev-list", "--first-parent", upstream, "--not",
-                        *(f"{b}^@" for b in bases)).split())
+                        *(f"{b}^@" for b in bases), "--").split())
     return next((b for b in bases if b in line), bases[0])

@@ -51,7 +51,7 @@ class History(WorkingTree):
         fixed = bool(dots) and bool(HEX_ID.fullmatch(old)) and bool(HEX_ID.fullmatch(new))
         if fixed and range_ in self._ranges:
             return list(self._ranges[range_])
-        out = self.text("rev-list", "--reverse", "--topo-order", "--parents", range_)
+        out = self.text("rev-list", "--reverse", "--topo-order", "--parents", range_, "--")
         result = []
         for line in out.splitlines():
             ids = [CommitId(x) for x in line.split()]
@@ -71,7 +71,7 @@ class History(WorkingTree):
 
     def count(self, range_: str, *options: str) -> int:
         """How many commits `range_` holds (`options`: rev-list's, such as --merges)."""
-        return int(self.text("rev-list", "--count", *options, range_).strip())
+        return int(self.text("rev-list", "--count", *options, range_, "--").strip())
 
     def ref_name(self, rev: str, short: bool = False) -> str | None:
         """The ref `rev` names, as git reads it (`@{u}`: refs/remotes/upstream/main; `short`:

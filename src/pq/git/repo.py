@@ -113,7 +113,7 @@ class Git(History):
         arguments), oldest first."""
         out = self.run("log", "-z", "--topo-order", "--format=%x01%H", "--name-only",
                        "--no-renames", "--no-merges", "--no-show-signature", EVERY_SUBMODULE,
-                       *range_)
+                       *range_, "--")
         log: list[tuple[CommitId, set[str]]] = []
         for field in out.split(b"\0"):
             field = field.lstrip(b"\n")
