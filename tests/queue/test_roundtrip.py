@@ -323,7 +323,8 @@ def test_apply_refuses_to_drop_unexported_commits(tmp_path: Path) -> None:
     assert git(fork, "rev-parse", "--abbrev-ref", "HEAD") == "rebuilt"
     assert git(fork, "rev-parse", "paddle") == tip
     # A new branch has no previous tip (it said one was kept as orig-head/rebuilt).
-    assert "paddle is unchanged; `pq undo` goes back to it" in built, built
+    assert "rebuilt is checked out; paddle is unchanged (`git switch paddle`, or `pq undo`, " \
+        "goes back to it)" in built, built
     assert "previous tip" not in built
     pq(fork, "undo")
     assert git(fork, "rev-parse", "--abbrev-ref", "HEAD") == "paddle"

@@ -10,7 +10,7 @@ import click
 from pq.cli.common import base_label, emit_json, given, open_repo, plural, progress_printer, short
 from pq.queue import cleanform
 from pq.queue import ops as queueops
-from pq.quoting import list_paths, shown
+from pq.quoting import list_paths, shell_args, shown
 from pq.rebase import state as rs
 from pq.rebase import status as rebase_status
 
@@ -201,7 +201,8 @@ def export(do_commit: bool, force: bool, as_json: bool) -> None:
 @click.option("--onto", callback=given, default=None, metavar="REV",
               help="Commit to apply onto (default: the series base).")
 @click.option("-b", "--branch", default=None, metavar="NAME",
-              help="Create NAME for the result instead of moving the current branch.")
+              help="Create NAME for the result and check it out, instead of moving the "
+                   "current branch.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 def apply(onto: str | None, branch: str | None, as_json: bool) -> None:
     """Materialise the series as commits on a base, without three-way merges."""
@@ -216,7 +217,8 @@ def apply(onto: str | None, branch: str | None, as_json: bool) -> None:
                f"{short(result.onto)}; "
                f"{result.branch} is now {short(result.tip)}")
     if result.left is not None:  # a new branch has no previous tip: HEAD's branch is kept
-        click.echo(f"  {result.left} is unchanged; `pq undo` goes back to it")
+        click.echo(f"  {result.branch} is checked out; {result.left} is unchanged (`git "
+                   f"switch {shell_args([result.left])}`, or `pq undo`, goes back to it)")
     else:
         click.echo(f"  the previous tip is kept as refs/pq/orig-head/{result.branch}; "
                    "`pq undo` goes back")
