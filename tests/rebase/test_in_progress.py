@@ -1724,3 +1724,25 @@ def test_a_rebase_killed_while_it_replayed_is_offered_only_the_abort(tmp_path: P
     assert pq(fork, "rebase", "--continue", ok=False).exit_code == 2
     pq(fork, "rebase", "--abort")
     assert git(fork, "status", "--porcelain") == ""
+
+
+def test_a_landing_killed_then_continued_over_a_touched_file(tmp_path: Path) -> None:
+    """Killed at the landing's `git reset --keep`; the user's editor then touches a file
+    the landing changes, its bytes the same. `--continue` failed with git's "not uptodate"
+    and told the user to move the file aside: nothing was in the way but a stale stat."""
+    up, fork = make_series(tmp_path)
+    upstream_commit(up, fork, "upstream: readme", {"README.md": "upstream, moved on\n"})
+    trial = tmp_path / "trial"
+    shutil.copytree(fork, trial, symlinks=True)
+    log = tmp_path / "checkpoints"
+    assert rebase_process(trial, PQ_FAULT_LOG=str(log)).returncode == 0
+    labels = [ln.split(" ", 1)[1] for ln in log.read_text().splitlines()]
+    at = len(labels) - labels[::-1].index("git reset")  # the landing's, 1-based
+    assert rebase_process(fork, PQ_FAULT_AT=str(at)).returncode != 0
+    status = pq(fork, "status").output
+    assert "not landed yet" in status and "move aside what was in the way" not in status
+    readme = fork / "README.md"
+    os.utime(readme, (readme.stat().st_atime, readme.stat().st_mtime + 5))
+    pq(fork, "rebase", "--continue")
+    assert readme.read_text() == "upstream, moved on\n"
+    assert git(fork, "status", "--porcelain") == ""

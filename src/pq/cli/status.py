@@ -65,8 +65,8 @@ def show_status(as_json: bool) -> None:
              "next: `pq rebase --continue` removes the state, keeping what was committed "
              "on the branch since")
     elif st.phase == "stopped":
-        echo("next: move aside what was in the way, then `pq rebase --continue` "
-             "(nothing resolved is lost); or `pq rebase --abort`")
+        echo("next: `pq rebase --continue` (where git named files in the way, move them "
+             "aside first; nothing resolved is lost); or `pq rebase --abort`")
     elif st.phase == "running":
         echo("next: wait for it to finish; `pq status` says where it stands then")
     elif st.phase == "elsewhere":

@@ -172,7 +172,11 @@ class Gateway:
             with subprocess.Popen(["git", *args], stdin=None if input is None else subprocess.PIPE,
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=full_env,
                                   cwd=str(cwd or self.root),
-                                  process_group=0 if hold.active else None) as proc:
+                                  # In a thread beside the main one too: a signal to
+                                  # pq's group (a kill of a CI job) cannot stop it
+                                  # holding index.lock (a `git status` refreshing it).
+                                  process_group=0 if self.holding_interrupts and not
+                                  interruptible else None) as proc:
                 hold.child = proc
                 try:
                     out, err = hold.communicate(proc, input)

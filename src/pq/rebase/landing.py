@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pq.background import Background
 from pq.errors import ConfigError, GitError
+from pq.git.failures import LockedError, lock_step
 from pq.git.objects import CommitId, Person
 from pq.git.repo import Git
 from pq.git.trees import Trees
@@ -112,10 +113,17 @@ def land(git: Git, state: RebaseState, previous: str | None = None) -> None:
             # Again, at once before it: `reset --keep` moves whichever branch HEAD is on,
             # from wherever it is (a commit or a checkout in another terminal meanwhile).
             _require_on_branch(git, state, expected, git.try_resolve(state.branch), True)
-            git.reset("keep", state.new_tip, env=env)
+            try:
+                git.reset("keep", state.new_tip, env=env)
+            except GitError as exc:  # a file only touched since the index last looked at
+                if "not uptodate" not in exc.message:  # it (a landing after a kill)
+                    raise
+                git.refresh_index()
+                git.reset("keep", state.new_tip, env=env)
     except GitError as exc:
         what = ("let the hook pass the update" if "aborted by hook" in exc.message else
                 "make the filter work" if " filter " in exc.message else
+                lock_step(exc.lock) if isinstance(exc, LockedError) else
                 "move the files aside")
         raise ConfigError(f"cannot move {state.short_branch} to the rebased stack: "
                           f"{exc.message}",
