@@ -11,8 +11,10 @@ import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -1746,3 +1748,42 @@ def test_a_landing_killed_then_continued_over_a_touched_file(tmp_path: Path) -> 
     pq(fork, "rebase", "--continue")
     assert readme.read_text() == "upstream, moved on\n"
     assert git(fork, "status", "--porcelain") == ""
+
+
+def test_a_kill_of_pq_s_process_group_leaves_no_index_lock(tmp_path: Path) -> None:
+    """A rebase's `git status` runs in a thread beside the main one and refreshes the index
+    under index.lock; a SIGKILL to pq's process group (a CI job cancelled, `timeout -s
+    KILL`) killed it with the lock held, and every git command after it failed. Here a
+    `git status` that holds the lock a while stands in for a slow one."""
+    up, fork = make_series(tmp_path)
+    upstream_commit(up, fork, "upstream: readme", {"README.md": "upstream, moved on\n"})
+    real = shutil.which("git")
+    assert real is not None
+    wrappers = tmp_path / "bin"
+    wrappers.mkdir()
+    lock, started = fork / ".git" / "index.lock", tmp_path / "started"
+    (wrappers / "git").write_text(
+        "#!/bin/sh\n"
+        f'case " $* " in *" status "*) touch {started}; : > {lock}; sleep 2; rm -f {lock};; '
+        "esac\n"
+        f'exec {real} "$@"\n')
+    (wrappers / "git").chmod(0o755)
+    env = {**os.environ, "PATH": f"{wrappers}:{os.environ['PATH']}"}
+    proc = subprocess.Popen([sys.executable, "-m", "pq", "rebase", "upstream/main"], cwd=fork,
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            process_group=0)
+    try:
+        for _ in range(500):
+            if started.exists() and lock.exists():
+                break
+            time.sleep(0.01)
+        assert lock.exists()
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    for _ in range(400):  # the `git status` goes on to its end, and takes its lock away
+        if not lock.exists():
+            break
+        time.sleep(0.01)
+    assert not lock.exists()
+    pq(fork, "rebase", "upstream/main")
