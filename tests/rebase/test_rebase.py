@@ -300,6 +300,45 @@ def test_covers_follow_a_file_the_patch_adds_in_a_folder_upstream_moved(
     pq(fork, "check")
 
 
+def test_covers_follow_a_moved_file_a_later_patch_deletes(tmp_path: Path) -> None:
+    """One patch adds tools/x.py, the next deletes it, both covering it; upstream moved
+    tools/ to scripts/. Neither branch tip has the file, so comparing the tips missed the
+    move: each patch's old commit against its new one shows it."""
+    up = make_upstream(tmp_path / "upstream", {
+        "tools/a.py": "".join(f"{i}\n" for i in range(30)),
+        "tools/b.py": "".join(f"{i}\n" for i in range(100, 130))})
+    fork = make_fork(tmp_path, up)
+    write(fork, "tools/x.py", "".join(f"{i}\n" for i in range(200, 230)))
+    commit_all(fork, "add x")
+    git(fork, "rm", "-q", "tools/x.py")
+    commit_all(fork, "drop x")
+    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    series = fork / "series.yaml"
+    series.write_text(series.read_text().replace("layer: python-glue", """\
+layer: python-glue
+    workaround:
+      kind: compat-gap
+      covers: [tools/x.py]
+      reason: r
+      remove_when: ["manual: x"]
+      issue: https://example.com/1
+      marker: "none: x"
+    acknowledged: [{rule: WA003, reason: "no mre"}, {rule: WA016, reason: "manual"}]""", 2))
+    commit_all(fork, "pq: workaround blocks")
+    pq(fork, "export", "--commit")
+    pq(fork, "check")
+    git(up, "mv", "tools", "scripts")
+    commit_all(up, "upstream: tools/ is scripts/")
+    git(fork, "fetch", "-q", "upstream")
+    pq(fork, "rebase", "upstream/main", ok=False)  # git's directory rename: a stop
+    git(fork, "add", "scripts/x.py")
+    pq(fork, "rebase", "--continue", ok=False)  # the delete of a file moved: a stop
+    git(fork, "rm", "-q", "scripts/x.py")
+    pq(fork, "rebase", "--continue")
+    assert series.read_text().count("covers: [scripts/x.py]") == 2, series.read_text()
+    pq(fork, "check")
+
+
 def test_rebase_onto_the_same_base_is_a_no_op(tmp_path: Path) -> None:
     _, fork = make_series(tmp_path)
     before = whole_state(fork)

@@ -277,7 +277,7 @@ def _moved_at_new(git: Git, old: str, new: str, paths: list[str], moves: dict[st
                               strict=True) if o is None]
     if not gone:
         return {}
-    whole = git.renamed_paths(old, new)
+    whole = git.renamed_paths((old, new))
 
     def follow(path: str, renames: dict[str, str]) -> str:
         seen = {path}
@@ -317,7 +317,7 @@ def _stale(git: Git, old: str, new: str, queue: Queue, changed: dict[str, list[s
                 continue
             paths = [origin]
             if git.odb.read_many([f"{new}:{origin}"])[0] is None:  # gone: moved, maybe;
-                moves = git.renamed_paths(old, new) if moves is None else moves  # its
+                moves = git.renamed_paths((old, new)) if moves is None else moves  # its
                 paths += [moves[origin]] if origin in moves else []  # diff shows the move
             diff = git.diff_commits(old, new, paths)
             if diff.strip():

@@ -15,6 +15,10 @@ from pathlib import Path
 from pq.git.objects import HEX_ID, CommitId
 from pq.git.worktree import WorkingTree
 
+# What a commit changes includes its submodule bumps, whatever `submodule.<name>.ignore`
+# says (in the configuration or in .gitmodules, where `all` hides them from plumbing too).
+EVERY_SUBMODULE = "--ignore-submodules=none"
+
 
 class History(WorkingTree):
     """The commit-graph verbs of `Git`, and the answers kept about commit ids."""
@@ -23,6 +27,21 @@ class History(WorkingTree):
         super().__init__(root, git_dir, common_dir)
         self._ancestry: dict[tuple[str, str], bool] = {}
         self._ranges: dict[str, list[tuple[CommitId, tuple[CommitId, ...]]]] = {}
+
+    def log_files(self, *range_: str) -> list[tuple[CommitId, frozenset[str]]]:
+        """(commit, the paths it changes) for each non-merge commit of `range_` (`git log`'s
+        arguments), oldest first."""
+        out = self.run("log", "-z", "--topo-order", "--format=%x01%H", "--name-only",
+                       "--no-renames", "--no-merges", "--no-show-signature", EVERY_SUBMODULE,
+                       *range_, "--")
+        log: list[tuple[CommitId, set[str]]] = []
+        for field in out.split(b"\0"):
+            field = field.lstrip(b"\n")
+            if field.startswith(b"\x01"):
+                log.append((CommitId(field[1:].decode()), set()))
+            elif field and log:
+                log[-1][1].add(field.decode("utf-8", "surrogateescape"))
+        return [(c, frozenset(files)) for c, files in reversed(log)]
 
     def merge_base(self, a: str, b: str) -> CommitId | None:
         proc = self.run_proc("merge-base", a, b)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from pq.errors import ConfigError, GitError
 from pq.git.gateway import stdin_lines, zsplit
-from pq.git.history import History
+from pq.git.history import EVERY_SUBMODULE, History
 from pq.git.objects import FULL_ID, HEX_ID, Change, CommitId, Person
 
 # Diff options pinned so that user configuration never changes a patch file's bytes.
@@ -24,9 +24,6 @@ DIFF_CONFIG = ("-c", "diff.noprefix=false", "-c", "diff.mnemonicPrefix=false",
 # `git log -p` and `git diff` refuse an empty diff.orderFile (only diff-tree takes it); in a
 # sealed directory no configuration sets one.
 PORCELAIN_DIFF_CONFIG = DIFF_CONFIG[:-2]
-# What a commit changes includes its submodule bumps, whatever `submodule.<name>.ignore`
-# says (in the configuration or in .gitmodules, where `all` hides them from plumbing too).
-EVERY_SUBMODULE = "--ignore-submodules=none"
 DIFF_OPTIONS = ("--no-color", "--no-ext-diff", "--no-textconv", "--binary", "--full-index",
                 "--find-renames", "--diff-algorithm=myers", "--indent-heuristic",
                 "--src-prefix=a/", "--dst-prefix=b/", EVERY_SUBMODULE)
@@ -108,21 +105,6 @@ class Git(History):
         return (not name.startswith("-") and name != "HEAD" and self.run_proc(
             "check-ref-format", f"refs/heads/{name}").returncode == 0)
 
-    def log_files(self, *range_: str) -> list[tuple[CommitId, frozenset[str]]]:
-        """(commit, the paths it changes) for each non-merge commit of `range_` (`git log`'s
-        arguments), oldest first."""
-        out = self.run("log", "-z", "--topo-order", "--format=%x01%H", "--name-only",
-                       "--no-renames", "--no-merges", "--no-show-signature", EVERY_SUBMODULE,
-                       *range_, "--")
-        log: list[tuple[CommitId, set[str]]] = []
-        for field in out.split(b"\0"):
-            field = field.lstrip(b"\n")
-            if field.startswith(b"\x01"):
-                log.append((CommitId(field[1:].decode()), set()))
-            elif field and log:
-                log[-1][1].add(field.decode("utf-8", "surrogateescape"))
-        return [(c, frozenset(files)) for c, files in reversed(log)]
-
     def committer_now(self) -> Person:
         return self._identity("GIT_COMMITTER_IDENT", "committer")
 
@@ -180,14 +162,19 @@ class Git(History):
         return zsplit(self.run("diff-tree", "-r", "-z", "--name-only", "--no-renames", *filt,
                                EVERY_SUBMODULE, old, new, "--", *pathspec))
 
-    def renamed_paths(self, old: str, new: str) -> dict[str, str]:
-        """{old path: new path} for each file git finds renamed between two trees."""
-        fields = self.run("diff-tree", "-r", "-z", "--find-renames", "--name-status",
-                          EVERY_SUBMODULE, old, new, "--").decode("utf-8", "surrogateescape"
-                                                                   ).split("\0")
+    def renamed_paths(self, *pairs: tuple[str, str]) -> dict[str, str]:
+        """{old path: new path} for each file git finds renamed between the two trees of
+        each pair (more than one: commit ids, in one process; a later pair's word wins)."""
+        args = ("diff-tree", "-r", "-z", "--find-renames", "--name-status", EVERY_SUBMODULE)
+        out = self.run(*args, *pairs[0], "--") if len(pairs) == 1 else self.run(  # (read as
+            *args, "--stdin", input=stdin_lines(f"{b} {a}" for a, b in pairs))  # commit parent)
+        fields = out.decode("utf-8", "surrogateescape").split("\0")
         renames: dict[str, str] = {}
         i = 0
         while i < len(fields) - 1:
+            if len(fields[i]) > 4:  # (a status is a letter and a score) a pair's first id
+                i += 1
+                continue
             if fields[i].startswith("R"):
                 renames[fields[i + 1]] = fields[i + 2]
             i += 3 if fields[i].startswith(("R", "C")) else 2

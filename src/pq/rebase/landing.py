@@ -30,11 +30,11 @@ def finish(git: Git, state: RebaseState, trees: Trees, old: Queue, committer: Pe
     qp = old.series.queue_paths
     new_stack = _new_stack(git, trees, state, qp, diffs or {})
     # The workaround paths follow the files upstream renamed, as the patches did, and the
-    # files the patches add where upstream moved their folder (git's merge moved them too).
-    tips = [s.commit for s in state.steps[-1:]] + [c.commit for c in new_stack[-1:]]
-    followed = renames.follow(old.series, lambda: {
-        **(git.renamed_paths(*tips) if len(tips) == 2 else {}),
-        **git.renamed_paths(state.old_base, state.onto)})
+    # files the patches add where upstream moved their folder (git's merge moved them too,
+    # as each patch's new commit against its old one shows; upstream's word wins).
+    pairs = [(s.commit, s.new_commit) for s in state.steps if s.new_commit]
+    followed = renames.follow(old.series, lambda: git.renamed_paths(
+        *pairs, (state.old_base, state.onto)))
     queue = stack_mod.export(git, new_stack, followed, state.onto,
                              names=[s.name for s in state.steps if s.new_commit])
     previous = state.new_tip  # where a landing that git refused may have got to

@@ -98,7 +98,7 @@ class UpstreamMatches:
         if found := self._carrying(commit, {}):
             return found
         if self._moves is None:  # asked once: a whole tree's rename detection
-            self._moves = self.git.renamed_paths(self.state.old_base, self.state.onto)
+            self._moves = self.git.renamed_paths((self.state.old_base, self.state.onto))
         moved = {old: new for old, new in self._moves.items() if old in self._files(commit)}
         return self._carrying(commit, moved) if moved else None
 
