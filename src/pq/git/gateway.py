@@ -139,15 +139,10 @@ class Gateway:
             raise failure(args, proc, self.git_dir / "index.lock")
         return proc.stdout
 
-    def run_proc(
-        self,
-        *args: str,
-        input: bytes | None = None,
-        env: dict[str, str] | None = None,
-        cwd: Path | None = None,
-        interruptible: bool = False,
-        moves_files: bool = False,
-    ) -> subprocess.CompletedProcess[bytes]:
+    def run_proc(self, *args: str, input: bytes | None = None,
+                 env: dict[str, str] | None = None, cwd: Path | None = None,
+                 interruptible: bool = False, moves_files: bool = False,
+                 ) -> subprocess.CompletedProcess[bytes]:
         """`interruptible`: git only writes objects, so it runs in pq's process group even
         while a command holds Ctrl-C (see pq.git.hold), and may ask on the terminal.
         `moves_files`: a command without paths that checks files out (reset, checkout,
@@ -172,9 +167,8 @@ class Gateway:
             with subprocess.Popen(["git", *args], stdin=None if input is None else subprocess.PIPE,
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=full_env,
                                   cwd=str(cwd or self.root),
-                                  # In a thread beside the main one too: a signal to
-                                  # pq's group (a kill of a CI job) cannot stop it
-                                  # holding index.lock (a `git status` refreshing it).
+                                  # Beside the main thread too: a kill of pq's group
+                                  # cannot stop it holding index.lock (`git status`).
                                   process_group=0 if self.holding_interrupts and not
                                   interruptible else None) as proc:
                 hold.child = proc
