@@ -684,3 +684,30 @@ def test_a_ctrl_c_while_git_writes_the_log_says_what_the_log_holds(tmp_path: Pat
     else:
         assert "before it changed anything" in err, err
         assert oplog_count(fork) == before and newest["status"] == "done"
+
+
+@pytest.mark.parametrize("command", [["rebase", "upstream/main"], ["export", "--commit"]])
+def test_a_commit_made_while_a_command_ran_is_not_undone_without_force(
+        work: Path, tmp_path_factory: pytest.TempPathFactory, command: list[str]) -> None:
+    """Another terminal's `git commit` while `pq rebase` computes (it changed nothing: it
+    logged a failed operation all the same, whose `after` was that commit), or while `pq
+    export --commit` moves the branch: the `pq undo` the error named then threw the commit
+    away, without `--force`."""
+    tpl = template("export" if command[0] == "export" else "base",
+                   export_fork if command[0] == "export" else base_fork, tmp_path_factory)
+    labels = [label.split(" ", 1)[1] for label in count_checkpoints(tpl, work, command)]
+    moves = [i + 1 for i, label in enumerate(labels) if label == "git update-ref"]
+    # 1-based: while the rebase computes (its state written), or the export's branch move
+    # (the log's own update-ref comes last).
+    at = labels.index("write state.json") + 1 if command[0] == "rebase" else moves[-2]
+    root = copy(tpl, work / command[0])
+    logged = oplog_count(root)
+    act = "echo mine > user.txt && git add user.txt && git commit -qm 'user commit'"
+    proc = run_pq(root, command, PQ_FAULT_AT=str(at), PQ_FAULT_RUN=act)
+    assert proc.returncode == 2 and "moved" in proc.stderr.decode(), proc.stderr.decode()
+    if command[0] == "rebase":  # it changed nothing: nothing is logged
+        assert oplog_count(root) == logged
+    undo = run_pq(root, ["undo"])
+    assert undo.returncode == 2 and "--force" in undo.stderr.decode(), undo.stderr.decode()
+    assert git(root, "log", "-1", "--format=%s") == "user commit"
+    assert (root / "user.txt").read_text() == "mine\n"

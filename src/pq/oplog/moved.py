@@ -4,7 +4,8 @@ An operation's refs are those that differ between its `before` and what it left:
 `after`, or, where it was cut off half-way, the `before` of the operation logged after it
 (the present, where none was). A cut-off operation left no record of what it did: only the
 refs its command can move count then, and a branch whose tip is no commit a pq command
-wrote was moved by the user's hand since.
+wrote was moved by the user's hand since; so was one that a failed operation left there
+(a commit made while it ran).
 """
 
 from __future__ import annotations
@@ -48,6 +49,10 @@ def refs_moved(git: Git, records: list[Record], only: int | None, first: int,
         if not isinstance(after, dict) and record.get("kind", "command") == "command":
             differ = {n for n in differ if n.startswith("refs/pq/") or n in _can_move(git,
                                                                                     record)}
+        if record.get("kind", "command") == "command" and (
+                not isinstance(after, dict) or record.get("status") == "failed"):
+            # Cut off, or failed half-way (a commit made while it ran, say): a branch whose
+            # tip it left is no commit of pq's was moved by another hand.
             doubted |= {n for n in differ if not n.startswith("refs/pq/") and (
                 tip := left["refs"].get(n)) and not is_written_by_pq(git.commit(tip).message)}
         moved |= differ

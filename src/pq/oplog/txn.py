@@ -20,6 +20,7 @@ from typing import Any, Self
 
 from pq.errors import ConfigError
 from pq.faults import checkpoint
+from pq.git.branchmove import BranchMoved
 from pq.git.repo import Git
 from pq.model.series import PATCHES_DIR, SERIES_FILE
 from pq.oplog import log
@@ -218,6 +219,9 @@ class Transaction:
             if self.entry is not None and self.record.get("status") == "started" and \
                     exc is None:
                 self._finish()
+            elif self.entry is not None and self.record.get("status") == "started" and \
+                    isinstance(exc, BranchMoved):  # refused, all put back: what differs is
+                self.unchanged()  # the commit made meanwhile, not this operation's
             elif self.entry is not None and self.record.get("status") == "started":
                 self.done("failed")
                 # It changed something (its entry stays), and no rebase holds the state

@@ -12,6 +12,7 @@ import os
 import stat
 from collections.abc import Callable
 
+from pq.errors import ConfigError, GitError
 from pq.git.objects import CommitId, Entry, Person
 from pq.git.odb import is_tree_mode
 from pq.git.repo import Git
@@ -155,7 +156,19 @@ def commit_queue(git: Git, message: str, queue: Queue, expect: CommitId,
     if tree == git.tree_of(expect):
         return None
     commit = git.write_commit(tree, [expect], *who, message + "\n", branch=True)
-    git.update_ref("HEAD", commit, expect, f"commit: {message}")
+    branch = git.current_branch() or "HEAD"
+    try:
+        git.update_ref("HEAD", commit, expect, f"commit: {message}")
+    except GitError:
+        if (now := git.try_resolve("HEAD")) == expect:
+            raise
+        # A commit made meanwhile (it may hold the queue files pq had just staged).
+        raise ConfigError(f"{branch.removeprefix('refs/heads/')} moved to "
+                          f"{(now or '(none)')[:12]} while pq committed the series "
+                          "(a commit made meanwhile?); that commit is kept, and series.yaml "
+                          "and patches/ are written and staged",
+                          hint="check what that commit holds (`git show --stat HEAD`), then "
+                               "run the command again") from None
     return commit
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pq.background import Background
 from pq.errors import ConfigError, GitError
+from pq.git.branchmove import BranchMoved
 from pq.git.failures import LockedError, lock_step
 from pq.git.objects import CommitId, Person
 from pq.git.repo import Git
@@ -156,14 +157,17 @@ def _require_on_branch(git: Git, state: RebaseState, expected: str, now: str | N
         moved = f"to {now[:12]} ({git.commit(now).title})" if now else "(deleted)"
         keep = f"`git branch keep-{name} {now[:12] if now else 'COMMIT'}` keeps that commit, " \
             "then `pq rebase --abort --force`"
-        raise ConfigError(f"{name} moved {moved} while pq rebase was {doing}; {left}",
-                          hint=keep if landing else "run `pq export` if that commit belongs "
-                                                    "to the series, then `pq rebase` again")
+        # Before a rebase that never stopped lands, nothing changed: the entry goes.
+        error = ConfigError if landing or state.touched else BranchMoved
+        raise error(f"{name} moved {moved} while pq rebase was {doing}; {left}",
+                    hint=keep if landing else "run `pq export` if that commit belongs to the "
+                                              "series, then `pq rebase` again")
     if (head := git.current_branch()) != state.branch:  # `git checkout other` meanwhile
         where = f"to {head.removeprefix('refs/heads/')}" if head else "(detached)"
         again = "`pq rebase --continue`" if landing else "`pq rebase` again"
-        raise ConfigError(f"HEAD left {name} {where} while pq rebase was {doing}; {left}",
-                          hint=f"`git switch {name}`, then {again}")
+        error = ConfigError if landing or state.touched else BranchMoved
+        raise error(f"HEAD left {name} {where} while pq rebase was {doing}; {left}",
+                    hint=f"`git switch {name}`, then {again}")
 
 
 def report(git: Git, state: RebaseState, status: str, old: Queue,
