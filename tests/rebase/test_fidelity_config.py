@@ -296,7 +296,8 @@ def test_a_partial_clone_fetches_the_blobs_its_diffs_need(tmp_path: Path) -> Non
     assert "remote" not in (fork / ".git/pq/sealed/diff/config").read_text()
 
 
-def test_a_partial_clone_whose_remote_is_gone_says_why(tmp_path: Path) -> None:
+def test_a_partial_clone_whose_remote_is_gone_says_why(tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     """A `--filter=blob:none` clone whose promisor remote cannot be reached (moved, no
     network): pq said only "git cat-file ended early", or spelt out a whole internal git
     command; git's reason and the remote to check are what the user needs."""
@@ -310,6 +311,7 @@ def test_a_partial_clone_whose_remote_is_gone_says_why(tmp_path: Path) -> None:
     git(tmp_path, "clone", "-q", "--filter=blob:none", "-b", "paddle",
         fork.resolve().as_uri(), str(partial))
     git(partial, "remote", "set-url", "origin", (tmp_path / "gone").as_uri())
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "no-such-folder"))  # (cat-file's stderr)
     for args in (["apply", "-b", "t"], ["export"]):
         refused = pq(partial, *args, ok=False)
         assert refused.exit_code == 2, refused.output
@@ -363,9 +365,31 @@ def test_upstream_fetched_shallow_is_named_not_called_another_line(tmp_path: Pat
     assert "a shallow fetch cut its history off" in refused.output, refused.output
     assert "git fetch --unshallow upstream" in refused.output and "--force" not in \
         refused.output
+    typo = pq(fork, "rebase", "upstream/mian", ok=False)  # a typo: no fetch brings it
+    assert "unknown upstream ref 'upstream/mian' (check the name" in typo.output, typo.output
     git(fork, "fetch", "-q", "--unshallow", "upstream")
     pq(fork, "rebase", "upstream/main")
     assert (fork / "new2.txt").is_file() and (fork / "f.txt").read_text().startswith("a\nB\n")
+
+
+def test_a_shallow_fetch_of_a_remote_whose_name_has_a_slash_names_that_remote(
+        tmp_path: Path) -> None:
+    """A remote named `gh/up` (git takes it): the fetch named was `git fetch --unshallow
+    gh`, a remote that does not exist."""
+    up = make_upstream(tmp_path / "upstream", {"f.txt": "a\nb\nc\n"})
+    fork = make_fork(tmp_path, up)
+    git(fork, "remote", "rename", "upstream", "gh/up")
+    write(fork, "f.txt", "a\nB\nc\n")
+    commit_all(fork, "patch B")
+    pq(fork, "init", "--upstream", "gh/up/main", "--commit")
+    for n in (1, 2):
+        write(up, f"new{n}.txt", f"{n}\n")
+        commit_all(up, f"upstream: new {n}")
+    git(fork, "fetch", "-q", "--depth", "1", "gh/up")
+    refused = pq(fork, "rebase", "gh/up/main", ok=False)
+    assert "`git fetch --unshallow gh/up`" in refused.output, refused.output
+    git(fork, "fetch", "-q", "--unshallow", "gh/up")
+    pq(fork, "rebase", "gh/up/main")
 
 
 def test_an_earlier_patch_sets_the_attribute_a_later_merge_uses(tmp_path: Path) -> None:

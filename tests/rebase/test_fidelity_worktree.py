@@ -700,6 +700,14 @@ def test_a_conflict_outside_a_sparse_checkout_names_git_add_sparse(tmp_path: Pat
     write(fork, "pkg/__init__.py", "a = 13\nb = 2\n")
     again = pq(fork, "rebase", "--continue", ok=False)
     assert "`git add --sparse pkg/__init__.py`" in again.output, again.output
+    write(fork, "pkg/__init__.py", "<<<<<<< ours\na = 13\n=======\na = 12\n>>>>>>> theirs\n")
+    git(fork, "add", "--sparse", "pkg/__init__.py")
+    marked = pq(fork, "rebase", "--continue", ok=False)  # the markers' refusal, too
+    assert "conflict marker added" in marked.output, marked.output
+    assert "`git add --sparse pkg/__init__.py`" in marked.output, marked.output
+    write(fork, "pkg/__init__.py", "a = 13\nb = 2\n")
+    unadded = pq(fork, "rebase", "--continue", ok=False)  # and the one of a change not added
+    assert "are not added (`git add --sparse` what" in unadded.output, unadded.output
     git(fork, "add", "--sparse", "pkg/__init__.py")
     pq(fork, "rebase", "--continue")
     assert git(fork, "show", "HEAD~1:pkg/__init__.py") == "a = 13\nb = 2"

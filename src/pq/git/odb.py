@@ -315,8 +315,9 @@ def _write_loose(objects: str, oid: str, raw: bytes) -> None:
 
 def _error_file() -> int | None:
     """A file of no name for a process's stderr (None where the system makes none)."""
-    with contextlib.suppress(AttributeError, OSError):
-        return os.open(os.environ.get("TMPDIR") or "/tmp", os.O_TMPFILE | os.O_RDWR, 0o600)
+    for folder in (os.environ.get("TMPDIR"), "/tmp"):  # (TMPDIR may name no folder)
+        with contextlib.suppress(AttributeError, OSError):
+            return os.open(folder or "/tmp", os.O_TMPFILE | os.O_RDWR, 0o600)
     return None
 
 

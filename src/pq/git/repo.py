@@ -52,7 +52,10 @@ class Git(History):
         if kind:
             raise ConfigError(f"{what} {rev!r} names a {kind}, not a commit",
                               hint="name a commit: a branch, a tag of a commit, a commit id")
-        cut = (self.common_dir / "shallow").is_file()  # the commit may be cut off from here
+        # A shallow clone explains a commit id it lacks, or `X~N` of a name it has: not a
+        # name that is no ref at all (a typo).
+        cut = (self.common_dir / "shallow").is_file() and bool(HEX_ID.fullmatch(rev) or (
+            (name := re.match(r"(.+?)[~^]", rev)) and self.try_resolve(name.group(1))))
         raise ConfigError(f"unknown {what} {rev!r}" + " in this shallow clone" * cut, hint=(
             "`git fetch --unshallow`, then run it again; or check the name with `git rev-parse`"
             if cut else "check the name with `git rev-parse`, or `git fetch` it first"))

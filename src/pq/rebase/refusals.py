@@ -378,12 +378,15 @@ def require_on_the_base_line(git: Git, ref: str, onto: str, old_base: str,
     if crossed and not git.is_ancestor(old_base, onto):  # (the range listed: no process)
         if cut := sorted(shallow_commits(git) & set(crossed)):  # git cannot see they meet
             full = git.ref_name(ref) or ""
-            remote = full.split("/")[2] if full.startswith("refs/remotes/") else ""
+            remotes = {key[len("remote."):-len(".url")]
+                       for key in git.config_matching(r"^remote\..*\.url$")}
+            remote = max((r for r in remotes if full.startswith(f"refs/remotes/{r}/")),
+                         key=len, default="")  # a remote's name may hold a slash
             raise ConfigError(
                 f"{ref} ({onto[:12]}) does not reach the series base {old_base[:12]} as far "
                 f"as this repository sees: a shallow fetch cut its history off at "
-                f"{cut[0][:12]}", hint=f"`git fetch --unshallow {remote}`".replace(" `", "`")
-                + f" (or `--deepen=<commits>`), then `pq rebase {ref}` again")
+                f"{cut[0][:12]}", hint=f"`{f'git fetch --unshallow {remote}'.strip()}` (or "
+                f"`--deepen=<commits>` in its place), then `pq rebase {ref}` again")
         raise ConfigError(
             f"{ref} ({onto[:12]}) lacks {git.count(f'{onto}..{old_base}')} commit(s) of the "
             f"series base {old_base[:12]}: another line of upstream (a release branch?), or "

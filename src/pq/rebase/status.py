@@ -184,7 +184,7 @@ def conflicts(git: Git, onto: str | None = None) -> list[ConflictFile]:
                     f"{shell_args([f':2:{path}'])}` shows it) belongs there: make it there "
                     "too")
         if sparse:
-            fix = re.sub(r"`git (add|rm|mv) ", r"`git \1 --sparse ", fix)
+            fix = sparse_words(fix)
         out.append(ConflictFile(path, code, kind, fix, submodule, sparse))
     return out
 
@@ -195,6 +195,12 @@ def _moved_to(path: str, added: list[str]) -> list[str]:
     name = path.rsplit("/", 1)[-1]
     same = [p for p in added if p.rsplit("/", 1)[-1] == name]
     return same[:3] or (added if len(added) <= 2 else [])
+
+
+def sparse_words(text: str) -> str:
+    """The `git add`, `git rm` and `git mv` of a fix, as a sparse checkout takes them: with
+    `--sparse` (a plain one refuses a path outside its patterns)."""
+    return re.sub(r"(`|&& )git (add|rm|mv)\b", r"\1git \2 --sparse", text)
 
 
 def resolve_hint(files: list[ConflictFile], root: Path) -> str:
@@ -335,10 +341,11 @@ def require_resolved(git: Git, state: rs.RebaseState) -> None:
         files = [c for c in conflicts(git, state.onto) if c.path in unmerged]
         raise OperationFailed(f"{list_paths(unmerged)} still unmerged",  # a conflict: 1
                               hint=f"{resolve_hint(files, git.root)}, then `pq rebase --continue`")
+    words = sparse_words if git.sparse_checkout() else str
     if changed:
         raise ConfigError(f"changes in {list_paths(changed)} are not added",
-                          hint="`git add` what belongs to the patch (or `git checkout -- "
-                               "<file>`), then `pq rebase --continue`")
+                          hint=words("`git add` what belongs to the patch (or `git checkout "
+                                     "-- <file>`), then `pq rebase --continue`"))
     markers = added_conflict_markers(git, state.tip, state.steps[state.index].commit)
     if markers:
         path, line = markers[0]
@@ -348,8 +355,9 @@ def require_resolved(git: Git, state: rs.RebaseState) -> None:
             f"conflict marker added{more}; the resolution of "
             f"patches/{state.steps[state.index].name} would commit it", path=shown(path),
             line=line,
-            hint=f"edit {list_paths(marked)}, `git add "
-                 f"{shell_args(from_here(git.root, marked), True)}`, then `pq rebase --continue`"
-                 "; lines that are the file's content (a merge tool's test data) want a "
-                 "`conflict-marker-size` attribute above 7 in .gitattributes, added with the "
-                 "resolution (the pre-push check reads the committed one)")
+            hint=words(f"edit {list_paths(marked)}, `git add "
+                       f"{shell_args(from_here(git.root, marked), True)}`, then `pq rebase "
+                       "--continue`; lines that are the file's content (a merge tool's test "
+                       "data) want a `conflict-marker-size` attribute above 7 in "
+                       ".gitattributes, added with the resolution (the pre-push check reads "
+                       "the committed one)"))
