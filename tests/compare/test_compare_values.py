@@ -170,3 +170,17 @@ def test_a_complex_number_against_any_other_value_is_a_type_divergence() -> None
         found = compare(one, {"type": "scalar", "value": other}, "result", TOLS)
         assert found is not None and found.what == "type", other
         assert "complex(1.0, 0.0)" in found.detail
+
+
+def test_a_paddle_bfloat16_tensor_is_summarised_by_its_values_not_its_bits() -> None:
+    """Paddle's `numpy()` of a bfloat16 tensor gives its raw bits (1.0 as the uint16 16256),
+    where torch's refuses and pq went through float32: every bfloat16 value diverged."""
+    paddle = pytest.importorskip("paddle")
+    torch = pytest.importorskip("torch")
+    from pq.compare.child import Tracer
+
+    t = Tracer(os.devnull, max_values=8)
+    on_torch = t.array(torch.ones(4, dtype=torch.bfloat16))  # (as the child sees a tensor)
+    on_paddle = t.array(paddle.ones([4], dtype="bfloat16"))
+    assert on_paddle["values"] == on_torch["values"] == [1.0, 1.0, 1.0, 1.0], on_paddle
+    assert compare(on_torch, on_paddle, "r", TOLS) is None

@@ -126,9 +126,14 @@ def to_numpy(value: Any) -> Any:
                 v = getattr(v, step)()
             except Exception:
                 pass
+    # bfloat16 and the float8 kinds, which numpy lacks, through float32: torch's numpy()
+    # refuses them, and Paddle's gives their raw bits (bfloat16 1.0 as the uint16 16256).
+    kind = str(getattr(v, "dtype", ""))
+    if "bfloat16" in kind or "float8" in kind:
+        v = v.float() if hasattr(v, "float") else v.astype("float32")
     try:
         return np.asarray(v.numpy())
-    except Exception:  # bfloat16 and friends: through float32
+    except Exception:  # another kind numpy lacks: through float32
         return np.asarray(v.float().numpy()) if hasattr(v, "float") else np.asarray(v)
 
 
