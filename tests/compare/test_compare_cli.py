@@ -139,6 +139,29 @@ def test_package_functions_are_recorded_and_the_changed_line_is_found(
     assert d["implementation"]["layer"] == "python-glue"
 
 
+def test_a_call_raising_on_one_side_shows_what_the_other_returned(
+        tmp_path: Path, fw: Path) -> None:
+    """The fork's function raises where upstream's returns: the divergence showed the side
+    that returned as `None` (`"torch": null` in --json), not its result."""
+    write(tmp_path, "torch-tree/mypkg/__init__.py", "def f(x):\n    return [x, x]\n")
+    write(tmp_path, "paddle-tree/mypkg/__init__.py",
+          "def f(x):\n    raise RuntimeError('nope')\n")
+    path, _ = script(tmp_path, "run.py", """
+        import mypkg
+        try:
+            mypkg.f(2)
+        except RuntimeError:
+            pass
+    """)
+    args = ["--package", "mypkg", "--torch-path", str(fw), "--torch-path", "torch-tree",
+            "--paddle-path", str(fw), "--paddle-path", "paddle-tree", str(path)]
+    d = json.loads(compare(tmp_path, "--json", *args).stdout)["divergence"]
+    assert d["what"] == "error" and d["paddle"] == "RuntimeError: nope", d
+    assert d["torch"]["type"] == "list" and d["torch"]["length"] == 2, d
+    text = compare(tmp_path, *args).output
+    assert "None" not in text and "RuntimeError: nope" in text, text
+
+
 def test_script_failing_on_one_side_is_a_setup_error_with_its_traceback(
         tmp_path: Path, fw: Path) -> None:
     path, lines = script(tmp_path, "run.py", """

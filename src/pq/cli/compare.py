@@ -110,11 +110,17 @@ def text(result: Any) -> str:
 
 def _side_by_side(torch: Any, paddle: Any) -> list[str]:
     rows: list[tuple[str, str, str]] = []
-    if isinstance(torch, dict) and isinstance(paddle, dict) and "tensor" in (
-            torch.get("type"), paddle.get("type")):
+    if any(isinstance(s, dict) and s.get("type") == "tensor" for s in (torch, paddle)):
+        # (one side may be an error's text: it raised where the other returned a tensor)
+        def field(s: Any, key: str) -> str:
+            return str(s.get(key, "-")) if isinstance(s, dict) else "-"
+
+        def values(s: Any) -> str:
+            return _values(s) if isinstance(s, dict) else _short(s)
+
         for key in ("dtype", "shape", "device"):
-            rows.append((key, str(torch.get(key, "-")), str(paddle.get(key, "-"))))
-        rows.append(("values", _values(torch), _values(paddle)))
+            rows.append((key, field(torch, key), field(paddle, key)))
+        rows.append(("values", values(torch), values(paddle)))
     else:
         rows.append(("value", _short(torch), _short(paddle)))
     width = max(len(r[1]) for r in rows)

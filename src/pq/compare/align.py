@@ -156,7 +156,9 @@ def _call(x: Mapping[str, Any], y: Mapping[str, Any],
     ex, ey = x.get("error"), y.get("error")
     if (ex is None) != (ey is None):
         return Mismatch(ERROR, "result", "raised on the " + ("torch" if ex else "paddle")
-                        + f" side only: {ex or ey}", ex, ey)
+                        + f" side only: {ex or ey}",  # and what the other side returned
+                        x.get("result") if ex is None else ex,
+                        y.get("result") if ey is None else ey)
     xa, ya = x.get("args", []), y.get("args", [])
     if len(xa) != len(ya):
         return Mismatch("length", "args", f"{len(xa)} vs {len(ya)} arguments", xa, ya)
