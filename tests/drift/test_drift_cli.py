@@ -118,6 +118,21 @@ def test_fix_renames_adds_one_patch_that_applies_and_undoes(tmp_path: Path) -> N
     assert snapshot_queue(fork) == before
 
 
+def test_fix_renames_leaves_documentation_alone(tmp_path: Path) -> None:
+    """A migration note in README.md names the old spelling: drift listed it as one to
+    port, and fix-renames rewrote the note into "renamed X to X" (drift reads no docs)."""
+    fork = fork_with_series(tmp_path)
+    note = f"Migration note: Paddle 3.3 renamed `{OLD_SPELLING}` to `paddle.enable_compat`.\n"
+    write(fork, "docs/migration.md", note)
+    write(fork, "README.md", note)
+    commit_all(fork, "docs: the migration")
+    pq(fork, "export", "--commit")
+    r = pq(fork, "fix-renames")
+    assert "new patch patches/" in r.output  # the copy of the test, still
+    assert (fork / "README.md").read_text() == (fork / "docs/migration.md").read_text() == note
+    assert OLD_SPELLING not in (fork / COPY).read_text()
+
+
 def test_fix_renames_follows_the_patches_lines_and_only_those(tmp_path: Path) -> None:
     """Three misses: a line whose file a later patch renamed ("nothing to rewrite"), an
     upstream line of the same file that spells the old name too (rewritten along), and a

@@ -10,7 +10,7 @@ import re
 from collections.abc import Collection
 from dataclasses import dataclass, field, replace
 
-from pq.model import patchfile
+from pq.model import layers, patchfile
 from pq.model.series import PATCHES_DIR
 from pq.queue.files import Queue
 
@@ -71,6 +71,8 @@ def hits(queue: Queue) -> list[RenameHit]:
                     del found[i]
                 elif hit.file == f.old and f.status == "renamed" and f.new is not None:
                     found[i] = replace(hit, file=f.new)
+            if layers.is_doc(f.path):  # prose may name an old spelling (a migration note)
+                continue
             found += [RenameHit(entry.name, f.path, ln.number, r.old, r.new, ln.text)
                       for ln in f.added() for r, pattern in _PATTERNS
                       if pattern.search(ln.text)]
