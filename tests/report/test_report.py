@@ -210,3 +210,20 @@ def test_the_report_states_each_workaround_as_the_audit_reads_it(tmp_path: Path)
     for args in (["audit", "workarounds"], ["lint"], ["report"]):
         refused = pq(fork, *args, ok=False)
         assert refused.exit_code == 2 and "names no rule 'WA099'" in refused.output, args
+
+
+def test_a_file_one_patch_adds_and_a_later_one_deletes_is_no_new_file(tmp_path: Path) -> None:
+    """Patch 2 adds scratch.py, patch 3 deletes it: the boundary called it a new file of the
+    series (`created`) and a touched file of its layer, though the tip has no such file."""
+    fork = make_fork(tmp_path)
+    write(fork, "pkg/__init__.py", "import torch  # paddle\n")
+    commit_all(fork, "glue: note")
+    write(fork, "scratch.py", "x = 1\n")
+    commit_all(fork, "glue: scratch")
+    git(fork, "rm", "-q", "scratch.py")
+    commit_all(fork, "glue: drop scratch")
+    pq(fork, "init", "--upstream", "upstream/main", "--commit")
+    data = json.loads(pq(fork, "report", "--json").output)
+    assert data["boundary"]["created"] == [], data["boundary"]
+    assert data["boundary"]["touched"] == ["pkg/__init__.py"], data["boundary"]
+    assert "scratch.py" not in pq(fork, "report").output.split("Touched files")[1]

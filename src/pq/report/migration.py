@@ -145,8 +145,11 @@ def build(git: Git, queue: Queue | None = None) -> MigrationReport:
     known = set(upstream)
     plan: list[PlannedPatch] = []
     per_layer: dict[str, tuple[set[str], int, int, int]] = {}
+    present = set(known)  # the files as the patches leave them, one after another
     for i, entry in enumerate(series.patches, start=1):
         pf = patchfile.parse(queue.files[entry.name], f"{PATCHES_DIR}/{entry.name}")
+        present -= {f.old for f in pf.files if f.old and f.old != f.new}
+        present |= {f.new for f in pf.files if f.new}
         paths = tuple(dict.fromkeys(p for f in pf.files for p in (f.old, f.new) if p))
         files = tuple(dict.fromkeys(f.path for f in pf.files if f.path))
         added = sum(len(f.added()) for f in pf.files)
@@ -156,12 +159,15 @@ def build(git: Git, queue: Queue | None = None) -> MigrationReport:
                                  removed, block.kind if block is not None else None, paths))
         seen, n, a, r = per_layer.get(entry.layer, (set(), 0, 0, 0))
         per_layer[entry.layer] = (seen | set(paths), n + 1, a + added, r + removed)
-    touched = sorted({p for pp in plan for p in pp.paths})
+    # Upstream's files the series changes, and the files it adds that are there at its end
+    # (one a patch adds and a later one deletes is no part of the boundary).
+    lasting = known | present
+    touched = sorted({p for pp in plan for p in pp.paths if p in lasting})
     tops = sorted({p.split("/", 1)[0] for p in upstream})
     report = MigrationReport(
         series.upstream_ref, base, plan, len(upstream), touched,
         [p for p in touched if p not in known],
-        [LayerBoundary(layer, n, tuple(sorted(f)), a, r)
+        [LayerBoundary(layer, n, tuple(sorted(f & lasting)), a, r)
          for layer in LAYERS if layer in per_layer
          for f, n, a, r in [per_layer[layer]]],
         [(t, any(p == t or p.startswith(t + "/") for p in touched)) for t in tops],
