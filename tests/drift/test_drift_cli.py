@@ -125,12 +125,16 @@ def test_fix_renames_leaves_documentation_alone(tmp_path: Path) -> None:
     note = f"Migration note: Paddle 3.3 renamed `{OLD_SPELLING}` to `paddle.enable_compat`.\n"
     write(fork, "docs/migration.md", note)
     write(fork, "README.md", note)
+    write(fork, "draft.md", f"import paddle\n{OLD_SPELLING}()\n")  # code, once moved
     commit_all(fork, "docs: the migration")
+    git(fork, "mv", "draft.md", "tool.py")
+    commit_all(fork, "glue: the draft is a tool")
     pq(fork, "export", "--commit")
     r = pq(fork, "fix-renames")
     assert "new patch patches/" in r.output  # the copy of the test, still
     assert (fork / "README.md").read_text() == (fork / "docs/migration.md").read_text() == note
     assert OLD_SPELLING not in (fork / COPY).read_text()
+    assert OLD_SPELLING not in (fork / "tool.py").read_text()
 
 
 def test_fix_renames_follows_the_patches_lines_and_only_those(tmp_path: Path) -> None:

@@ -707,6 +707,9 @@ def test_a_commit_made_while_a_command_ran_is_not_undone_without_force(
     assert proc.returncode == 2 and "moved" in proc.stderr.decode(), proc.stderr.decode()
     if command[0] == "rebase":  # it changed nothing: nothing is logged
         assert oplog_count(root) == logged
+    else:  # the undo it names is the one that works, and says what it drops
+        assert "`pq undo` puts back" not in proc.stderr.decode(), proc.stderr.decode()
+        assert "`pq undo --force` would" in proc.stderr.decode()
     undo = run_pq(root, ["undo"])
     assert undo.returncode == 2 and "--force" in undo.stderr.decode(), undo.stderr.decode()
     assert git(root, "log", "-1", "--format=%s") == "user commit"

@@ -168,7 +168,9 @@ def commit_queue(git: Git, message: str, queue: Queue, expect: CommitId,
                           "(a commit made meanwhile?); that commit is kept, and series.yaml "
                           "and patches/ are written and staged",
                           hint="check what that commit holds (`git show --stat HEAD`), then "
-                               "run the command again") from None
+                               "run the command again; `pq undo` refuses to drop that commit "
+                               "(`pq undo --force` would, and `pq redo` brings it back)"
+                          ) from None
     return commit
 
 
