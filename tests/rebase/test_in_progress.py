@@ -88,6 +88,14 @@ def test_status_names_a_rebase_of_gits_own(tmp_path: Path) -> None:
     git(fork, "rebase", "--abort")
     assert pq(fork, "status").output.splitlines()[0] == "no rebase in progress"
     assert json.loads(pq(fork, "status", "--json").output)["git_operation"] is None
+    # An index.lock left by a git that was killed: every writing command fails on it.
+    lock = fork / ".git" / "index.lock"
+    lock.touch()
+    said = pq(fork, "status").output.splitlines()
+    assert said[0].startswith(f"note: {lock} exists") and f"`rm {lock}`" in said[0], said
+    assert json.loads(pq(fork, "status", "--json").output)["index_lock"] == str(lock)
+    lock.unlink()
+    assert json.loads(pq(fork, "status", "--json").output)["index_lock"] is None
 
 
 def test_rewriting_commands_refuse_while_a_rebase_is_stopped(tmp_path: Path) -> None:

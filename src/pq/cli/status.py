@@ -6,6 +6,7 @@ from __future__ import annotations
 from pq.cli.common import base_label, echo, emit_json, open_repo, plural
 from pq.cli.failure import failure_of
 from pq.errors import PqError
+from pq.git.failures import lock_reason, lock_step
 from pq.model.series import SERIES_FILE
 from pq.oplog import undo as undo_mod
 from pq.queue import files as queuefiles
@@ -19,6 +20,9 @@ def show_status(as_json: bool) -> None:
         st = rebase_status.status(git)
         summary = unread = cut = None
         by_git = git.operation_in_progress()  # (with a stopped rebase: it blocks that too)
+        # A lock git (or a git killed with pq) left: every command that writes fails on it.
+        lock = str(git.git_dir / "index.lock") if (git.git_dir / "index.lock").exists() \
+            else None
         if st is None:
             try:
                 cut = undo_mod.stopped_half_way(git)
@@ -34,8 +38,11 @@ def show_status(as_json: bool) -> None:
         emit_json({"rebase": st.to_json() if st else None, "series": summary,
                    "series_error": unread.data()["error"] if unread else None,
                    "git_operation": by_git[0] if by_git else None,
-                   "interrupted": {"operation": cut[0], "command": cut[1]} if cut else None})
+                   "interrupted": {"operation": cut[0], "command": cut[1]} if cut else None,
+                   "index_lock": lock})
         return
+    if lock is not None:
+        echo(f"note: {lock_reason(lock)}; {lock_step(lock)}")
     if st is None:
         echo(f"no pq rebase in progress; git has a {by_git[0]} in progress ({by_git[1]})"
              if by_git else "no rebase in progress")
