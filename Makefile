@@ -36,6 +36,7 @@ bench: $(STAMP)
 	$(PY) bench/hook.py
 	$(PY) bench/import.py
 	$(PY) bench/drift.py
+	$(PY) bench/binary.py
 	$(PY) bench/gate.py
 
 clean:

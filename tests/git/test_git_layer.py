@@ -153,6 +153,25 @@ def test_commit_changes_and_commit_patches_parse_each_commit(tmp_path: Path) -> 
         assert patches[first].startswith(b"diff --git a/a.txt b/a.txt\nnew file mode")
 
 
+def test_commit_patches_splits_binary_diffs_by_commit(tmp_path: Path) -> None:
+    """Each commit's diff is its own, a binary one's base85 lines included, whatever the
+    order the commits are asked in."""
+    root = _repo(tmp_path)
+    (root / "w.bin").write_bytes(bytes(range(256)) * 400 + b"\0")
+    big = commit_all(root, "binary")
+    write(root, "a.txt", "one\nmore\n")
+    text = commit_all(root, "text")
+    (root / "w.bin").write_bytes(b"\0" + bytes(range(256)) * 400)
+    again = commit_all(root, "binary again")
+    with Git.open(root) as g:
+        patches = g.commit_patches([again, big, text])
+    for commit, patch in patches.items():
+        assert patch == subprocess.run(
+            ["git", "diff-tree", "-p", "--binary", "--full-index", "--no-color", commit],
+            cwd=root, capture_output=True, check=True).stdout.split(b"\n", 1)[1], commit
+    assert b"GIT binary patch" in patches[big] and b"a.txt" not in patches[big]
+
+
 def test_verbs_index_refs_and_notes(tmp_path: Path) -> None:
     root = _repo(tmp_path)
     with Git.open(root) as g:

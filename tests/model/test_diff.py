@@ -284,6 +284,22 @@ def test_check_paths_skips_hunk_bodies_by_count(repo: Path) -> None:
     diffs.check_paths(body, "p", 1)  # `+++ b/../evil` is an added line, not a header
 
 
+@pytest.mark.parametrize("header", [b"--- a/../evil\n+++ b/../evil", b"diff --git a/.git/x b/.git/x",
+                                    b"rename to ../x"])
+def test_check_paths_reads_on_past_a_binary_patch(repo: Path, header: bytes) -> None:
+    """A binary patch's base85 lines name no path (pq skips them at once); a header line
+    after them is checked all the same, and named at its own line."""
+    diff = _diff(repo)
+    diffs.check_paths(diff, "p", 1)
+    block = diff.index(b"\n\n", diff.index(b"GIT binary patch")) + 2  # its first data block
+    data = diff[:block] + header + b"\n" + diff[block:]
+    with pytest.raises(ConfigError, match="outside the repository") as e:
+        diffs.check_paths(data, "p", 5)
+    assert e.value.line == 5 + data[:block].count(b"\n")
+    if not header.startswith(b"diff --git "):  # (that one starts a section of its own)
+        assert diffs.paths(data) == diffs.paths(diff)  # the file's own header names it
+
+
 def test_diff_blocks_read_diff_tree_output(repo: Path) -> None:
     head = git(repo, "rev-parse", "HEAD")
     log = git_bytes(repo, "diff-tree", "--stdin", "-p", "-M", "--format=commit %H",

@@ -278,8 +278,10 @@ class ObjectDB:
 def object_id(kind: str, data: bytes, object_format: str = "sha1") -> str:
     """The id git gives an object of `kind` holding `data` in a repository of that object
     format (`sha1` or `sha256`), computed without git."""
-    algo = hashlib.sha256 if object_format == "sha256" else hashlib.sha1
-    return algo(kind.encode() + b" %d\0" % len(data) + data).hexdigest()
+    h = (hashlib.sha256 if object_format == "sha256" else hashlib.sha1)(
+        kind.encode() + b" %d\0" % len(data))
+    h.update(data)  # (not `header + data`: a copy of a big blob for each id)
+    return h.hexdigest()
 
 
 _tmp_ids = itertools.count(1)  # next() on it is atomic: threads never share a name

@@ -219,7 +219,7 @@ class Git(History):
         `as_git_sees` (attributes, see `attributes_from`): under the repository's settings
         and those attributes, which with core.bigFileThreshold say which files are binary,
         as for git's own patch ids (whatever the working tree holds)."""
-        parts: dict[str, list[bytes]] = {c: [] for c in commits}
+        parts = dict.fromkeys(commits)
         if not parts:
             return {}
         options = DIFF_OPTIONS if renames else (*DIFF_OPTIONS, "--no-renames")
@@ -227,14 +227,24 @@ class Git(History):
                 "--", *exclude)  # (`--root`: a root commit's diff is against no tree)
         out = self.run_sealed("diff" if as_git_sees is None else "merge", *args,
                               input=stdin_lines(parts), attributes=as_git_sees or b"")
-        current: list[bytes] = []
-        for line in out.splitlines(keepends=True):
-            name = line.rstrip(b"\n").decode("utf-8", "surrogateescape")
-            if name in parts:  # a commit's id line (no diff line is bare hex)
-                current = parts[name]
+        # Each commit's id line, in the order given (no diff line is bare hex, not even a
+        # binary patch's base85 line: found at once, not line by line through megabytes)
+        found: list[tuple[str, int, int]] = []  # (commit, its id line's start, its diff's)
+        at = 0
+        for c in parts:
+            key = c.encode("utf-8", "surrogateescape") + b"\n"
+            if out.startswith(key, at):
+                start = at
+            elif (hit := out.find(b"\n" + key, at)) >= 0:
+                start = hit + 1
             else:
-                current.append(line)
-        return {c: b"".join(lines) for c, lines in parts.items()}
+                continue
+            found.append((c, start, start + len(key)))
+            at = start + len(key)
+        ends = [start for _, start, _ in found[1:]] + [len(out)]
+        diffs = dict.fromkeys(parts, b"")
+        diffs.update((c, out[body:end]) for (c, _, body), end in zip(found, ends))
+        return diffs
 
     def range_diffs(self, old: str, new: str, context: int = 0
                     ) -> tuple[list[tuple[CommitId, bytes]], int]:

@@ -14,8 +14,9 @@ from typing import NamedTuple
 
 from pq.errors import ConfigError
 
-_SECTION_START = re.compile(rb"(?m)^diff --git ")
+_SECTION_START = re.compile(rb"\ndiff --git ")  # not `(?m)^`: it tries every byte of a diff
 _NAME_TOKEN = re.compile(rb'"(?:[^"\\]|\\.)*"|[^ "]\S*')  # a C-quoted name, or a word
+_HEADER_END = re.compile(rb"\n(?:@@ |GIT binary patch|Binary files ).*")  # see _header
 _HUNK_LINE = re.compile(rb"(?m)^@@ [^\n]*$")
 _HUNK = re.compile(rb"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 _BLANK = re.compile(rb"[ \t]")
@@ -112,7 +113,8 @@ class FileDiff:
 def split_sections(diff: bytes) -> list[bytes]:
     """The per-file sections of a git diff, each starting at its `diff --git` line (and
     whatever precedes the first one, as a section of its own)."""
-    starts = [m.start() for m in _SECTION_START.finditer(diff)]
+    starts = [0] if diff.startswith(b"diff --git ") else []
+    starts += [m.start() + 1 for m in _SECTION_START.finditer(diff)]
     if not starts:
         return [diff] if diff else []
     sections = [diff[: starts[0]]] if starts[0] > 0 else []
@@ -190,9 +192,16 @@ def check_paths(diff: bytes, filename: str, first_line: int) -> None:
     `filename` and the line; `first_line` is the diff's first line in that file). Hunk
     bodies are skipped by their line counts, as `git apply` reads them; every other line
     that names a path is checked, also a traditional `---`/`+++` header after a hunk."""
-    lineno = first_line
+    lineno, at, size = first_line, 0, len(diff)
     old = new = 0  # lines still to come in the current hunk
-    for raw in diff.split(b"\n"):
+    while at <= size:
+        if old <= 0 and new <= 0:  # between hunks a line names a path only with a space
+            if (space := diff.find(b" ", at)) < 0:  # in it: on to the next such line at
+                return  # once (a binary patch has thousands of base85 lines, with none)
+            begin = max(at, diff.rfind(b"\n", at, space) + 1)
+            lineno, at = lineno + diff.count(b"\n", at, begin), begin
+        end = size if (end := diff.find(b"\n", at)) < 0 else end
+        raw, at = diff[at:end], end + 1
         if old > 0 or new > 0:
             kind = raw[:1]
             if kind in (b" ", b""):
@@ -248,16 +257,17 @@ def parse(diff: bytes, source: str | None = None,
 def paths(diff: bytes) -> list[tuple[str | None, str | None]]:
     """(old path, new path) of every `diff --git` file section, read from its header lines
     alone: for a caller that needs which files a patch touches, not its hunks."""
-    return [_header(s.split(b"\n"))[:2] for s in split_sections(diff)
+    return [_header(_head(s))[:2] for s in split_sections(diff)
             if s.startswith(b"diff --git ")]
 
 
 def _section(section: bytes, source: str | None,
              read_hunks: Callable[[str, bytes], bool] | None = None, line: int = 1) -> FileDiff:
-    lines = section.split(b"\n")
+    lines = _head(section)
     old, new, status, binary, old_mode, new_mode, i = _header(lines)
     skip = binary or i == len(lines) or (
         read_hunks is not None and not read_hunks(new or old or "", section))
+    lines = lines if skip else section.split(b"\n")
     if (bad := _BAD_MODE.search(head := b"\n".join(lines[:i]))) is not None:
         raise ConfigError(f"invalid mode line `{bad.group().decode('utf-8', 'replace')}` "
                           f"for {new or old}", path=source,
@@ -266,6 +276,12 @@ def _section(section: bytes, source: str | None,
                           "that line, or `pq export --force` writes the commit's patch again")
     hunks = () if skip else section_hunks(lines, i, new or old, source, line + i)[0]
     return FileDiff(old, new, status, binary, old_mode, new_mode, hunks)
+
+
+def _head(section: bytes) -> list[bytes]:
+    """A file section's lines up to the one that ends its header (its first `@@` line, or
+    binary data's start), or all: what `_header` reads, not a big file's megabytes."""
+    return section[:found.end() if (found := _HEADER_END.search(section)) else None].split(b"\n")
 
 
 def _header(lines: list[bytes]) -> tuple[str | None, str | None, str, bool, str | None,

@@ -253,7 +253,7 @@ def _parse_cached(data: bytes, filename: str) -> PatchFile:
         body, diff = parts
         message = (_plain_message(subject_value, body) if ours
                    else mailinfo.message(subject_value, mailinfo.text(keys, body)))
-    diffs.check_paths(diff, filename, data.count(b"\n", 0, len(data) - len(diff)) + 1)
+    diffs.check_paths(diff, filename, diff_line := data.count(b"\n", 0, len(data) - len(diff)) + 1)
     enc = keys.get(ENCODING_HEADER.lower())
     encoding = None if enc is None else mailheader.decode(enc)
     if encoding is not None and "\n" in encoding:
@@ -265,8 +265,8 @@ def _parse_cached(data: bytes, filename: str) -> PatchFile:
                                "ISO-8859-1`), or regenerate it with `pq export`")
     extra = tuple((k, mailheader.decode(v)) for k, v in headers
                   if k.lower() not in _OWN_HEADERS)
-    return PatchFile(author, message, diff, extra, encoding, filename,
-                     data.count(b"\n") - diff.count(b"\n") + 1)
+    return PatchFile(author, message, diff, extra, encoding, filename, diff_line
+                     if data.endswith(diff) else data.count(b"\n") - diff.count(b"\n") + 1)
 
 
 def _split(rest: bytes) -> tuple[bytes, bytes] | None:  # (message, diff) of pq's plain form
