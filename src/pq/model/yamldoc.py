@@ -10,8 +10,9 @@ that read no YAML, nor where a parse of the same bytes was kept (pq.model.yamlca
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, lru_cache
 from typing import TYPE_CHECKING, Any
 
 from pq.errors import ConfigError
@@ -146,8 +147,16 @@ def _at(text: str, odd: bool, mark: Any) -> tuple[int, int]:
 
 
 def _line_column(text: str, index: int) -> tuple[int, int]:
-    before = text[:index]
-    return len(_BREAK.findall(before)) + 1, index - max(before.rfind("\n"), before.rfind("\r"))
+    starts = _line_starts(text)
+    line = bisect_right(starts, index)
+    return line, index - starts[line - 1] + 1
+
+
+@lru_cache(maxsize=1)
+def _line_starts(text: str) -> list[int]:
+    """Where each line of `text` starts: found once for all of a document's marks (one
+    search per mark would make reading a long series quadratic)."""
+    return [0, *(m.end() for m in _BREAK.finditer(text))]
 
 
 def with_id(doc: Located, path: Path, new: str) -> str | None:
