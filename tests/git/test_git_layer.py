@@ -172,6 +172,34 @@ def test_commit_patches_splits_binary_diffs_by_commit(tmp_path: Path) -> None:
     assert b"GIT binary patch" in patches[big] and b"a.txt" not in patches[big]
 
 
+def test_ls_files_of_many_paths_lists_what_git_matches(tmp_path: Path) -> None:
+    """Past 128 literal paths pq lists the whole index and keeps those paths itself (git
+    matches every entry against every pathspec); the records are git's own, in order,
+    under literal pathspec rules: a folder's files, a name with `*`, none of a prefix."""
+    root = _repo(tmp_path)
+    for i in range(300):
+        write(root, f"d{i % 7}/sub dir/f{i}.txt", f"{i}\n")
+    write(root, "lit*.txt", "star\n")
+    write(root, "d1x/f.txt", "prefix\n")  # `d1` names no file of d1x/
+    write(root, "é/ü.txt", "u\n")
+    commit_all(root, "many")
+    paths = [f"d{i % 7}/sub dir/f{i}.txt" for i in range(0, 300, 2)]
+    paths += ["d1", "lit*.txt", "é", "missing/file", "a.txt/nothing"]
+    expected_s = zsplit(subprocess.run(["git", "--literal-pathspecs", "ls-files", "-s", "-z",
+                                        "--", *paths], cwd=root, capture_output=True,
+                                       check=True).stdout)
+    expected = zsplit(subprocess.run(["git", "--literal-pathspecs", "ls-files", "-z", "--",
+                                      *paths], cwd=root, capture_output=True,
+                                     check=True).stdout)
+    with Git.open(root) as g:
+        assert g.ls_files(paths, stage=True, literal=True) == expected_s
+        assert g.ls_files(paths, stage=True, env={"GIT_LITERAL_PATHSPECS": "1"}) == expected_s
+        assert g.ls_files(paths, literal=True) == expected
+        assert {"lit*.txt", "é/ü.txt", "d1/sub dir/f1.txt"} <= set(expected)
+        assert "d1x/f.txt" not in expected and len(expected) > 150
+        assert g.flagged(paths) == set()
+
+
 def test_verbs_index_refs_and_notes(tmp_path: Path) -> None:
     root = _repo(tmp_path)
     with Git.open(root) as g:

@@ -138,7 +138,7 @@ def _conflict(git: Git, queue_paths: tuple[str, ...], changed: set[str]) -> dict
     if not paths:
         return {}
     listed = git.ls_files(paths, stage=True, env=_LITERAL)
-    files = _store_tree(git, [(git.root / p, p) for p in paths])
+    files = _store_tree(git, [(f"{git.root}/{p}", p) for p in paths])
     return {"paths": paths, "index": sorted(e for e in listed if e), "files": files}
 
 
@@ -197,7 +197,7 @@ def is_pqs(rel: str) -> bool:
     return not rel.startswith(PATCHES_DIR + "/") or rel.endswith(".patch")
 
 
-def _store_tree(git: Git, roots: Sequence[tuple[Path, str]], max_bytes: int | None = None,
+def _store_tree(git: Git, roots: Sequence[tuple[str | Path, str]], max_bytes: int | None = None,
                 known: frozenset[str] = frozenset(),
                 keep: Callable[[str], bool] | None = None) -> dict[str, str]:
     """Regular files and links at or under each of `roots` ((path, its name in the result))
@@ -206,8 +206,7 @@ def _store_tree(git: Git, roots: Sequence[tuple[Path, str]], max_bytes: int | No
     found: list[tuple[str, str, bytes]] = []
     for where, name in roots:
         _collect(where, name, max_bytes, found)
-    if keep is not None:
-        found = [f for f in found if keep(f[0])]
+    found = found if keep is None else [f for f in found if keep(f[0])]
     ids = [git.hash_blob(data) for _, _, data in found]
     # Which other blobs the repository has already: asked in one stream, not one by one.
     asked = [oid for oid in ids if oid not in known]
@@ -223,24 +222,24 @@ def _store_tree(git: Git, roots: Sequence[tuple[Path, str]], max_bytes: int | No
     return stored
 
 
-def _collect(path: Path, rel: str, max_bytes: int | None,
+def _collect(path: str | Path, rel: str, max_bytes: int | None,
              found: list[tuple[str, str, bytes]]) -> None:
     """(relative path, mode, bytes) of the regular files and links at or under `path`."""
     try:
-        st = path.lstat()
+        st = os.lstat(path)
     except OSError:
         return
     if stat.S_ISLNK(st.st_mode):
         found.append((rel, "120000", os.readlink(path).encode("utf-8", "surrogateescape")))
     elif stat.S_ISREG(st.st_mode):
-        if path.name.endswith(".tmp") and path.name.startswith("."):
-            return  # an atomic write's temporary file, never part of the state
-        if max_bytes is not None and st.st_size > max_bytes:
-            return
-        found.append((rel, "100755" if st.st_mode & 0o111 else "100644", path.read_bytes()))
+        if ((name := os.path.basename(path)).endswith(".tmp") and name.startswith(".")) or (
+                max_bytes is not None and st.st_size > max_bytes):
+            return  # an atomic write's temporary file (never part of the state), or too big
+        with open(path, "rb") as f:  # (not pathlib: a conflict's thousands of files)
+            found.append((rel, "100755" if st.st_mode & 0o111 else "100644", f.read()))
     elif stat.S_ISDIR(st.st_mode):
-        for child in sorted(path.iterdir()):
-            _collect(child, f"{rel}/{child.name}", max_bytes, found)
+        for child in sorted(os.listdir(path)):
+            _collect(os.path.join(path, child), f"{rel}/{child}", max_bytes, found)
 
 
 def check_paths(snap: Snapshot, rid: int) -> None:
