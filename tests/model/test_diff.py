@@ -284,18 +284,23 @@ def test_check_paths_skips_hunk_bodies_by_count(repo: Path) -> None:
     diffs.check_paths(body, "p", 1)  # `+++ b/../evil` is an added line, not a header
 
 
+@pytest.mark.parametrize("inside", [False, True], ids=["after-the-data", "among-the-data"])
 @pytest.mark.parametrize("header", [b"--- a/../evil\n+++ b/../evil", b"diff --git a/.git/x b/.git/x",
                                     b"rename to ../x"])
-def test_check_paths_reads_on_past_a_binary_patch(repo: Path, header: bytes) -> None:
+def test_check_paths_reads_on_past_a_binary_patch(repo: Path, header: bytes, inside: bool
+                                                  ) -> None:
     """A binary patch's base85 lines name no path (pq skips them at once); a header line
-    after them is checked all the same, and named at its own line."""
+    after them, or in their midst (a hand edit), is checked all the same, and named at its
+    own line."""
     diff = _diff(repo)
     diffs.check_paths(diff, "p", 1)
-    block = diff.index(b"\n\n", diff.index(b"GIT binary patch")) + 2  # its first data block
-    data = diff[:block] + header + b"\n" + diff[block:]
+    data_at = re.search(rb"\n(?:literal|delta) [0-9]+\n", diff)
+    assert data_at is not None
+    at = data_at.end() if inside else diff.index(b"\n\n", data_at.end() - 1) + 2
+    data = diff[:at] + header + b"\n" + diff[at:]
     with pytest.raises(ConfigError, match="outside the repository") as e:
         diffs.check_paths(data, "p", 5)
-    assert e.value.line == 5 + data[:block].count(b"\n")
+    assert e.value.line == 5 + data[:at].count(b"\n")
     if not header.startswith(b"diff --git "):  # (that one starts a section of its own)
         assert diffs.paths(data) == diffs.paths(diff)  # the file's own header names it
 

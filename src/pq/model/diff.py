@@ -7,15 +7,17 @@ old and new numbers; `paths`: the file headers alone)."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
 from itertools import accumulate
-from typing import NamedTuple
 
 from pq.errors import ConfigError
+from pq.model.diffmodel import FileDiff as FileDiff  # (what it reads into: `diffs.FileDiff`)
+from pq.model.diffmodel import Hunk as Hunk
+from pq.model.diffmodel import Line as Line
 
 _SECTION_START = re.compile(rb"\ndiff --git ")  # not `(?m)^`: it tries every byte of a diff
 _NAME_TOKEN = re.compile(rb'"(?:[^"\\]|\\.)*"|[^ "]\S*')  # a C-quoted name, or a word
+_BINARY_DATA = re.compile(rb"\n(?:literal|delta) [0-9]+\n")  # a binary patch's data next
 _HEADER_END = re.compile(rb"\n(?:@@ |GIT binary patch|Binary files ).*")  # see _header
 _HUNK_LINE = re.compile(rb"(?m)^@@ [^\n]*$")
 _HUNK = re.compile(rb"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
@@ -35,78 +37,6 @@ _PATH_LINE = re.compile(
 _BAD_MODE = re.compile(rb"(?m)^(?:new file|deleted file|old|new) mode (?![ \t]*[-+]?[0-7]+(?:\s|$))"
                        rb".*$")
 _ESCAPES = {ord(k): v for k, v in zip('nt\\"abfrv', (10, 9, 92, 34, 7, 8, 12, 13, 11))}
-STATUSES = ("added", "deleted", "renamed", "copied", "modified")
-
-
-class Line(NamedTuple):  # a tuple: a long diff makes millions (a dataclass: 5x the time)
-    kind: str  # "+" added, "-" removed, " " context
-    text: str  # the line without its newline, UTF-8 (bytes that are not become U+FFFD)
-    raw: bytes  # the line's exact bytes, without its newline
-    old: int | None  # its number in the old file (None for an added line)
-    new: int | None  # its number in the new file (None for a removed line)
-
-    @property
-    def added(self) -> bool:
-        return self.kind == "+"
-
-    @property
-    def removed(self) -> bool:
-        return self.kind == "-"
-
-    @property
-    def number(self) -> int:
-        """The line's number in the new file, or in the old one for a removed line."""
-        return self.new if self.new is not None else (self.old or 0)
-
-
-@dataclass(frozen=True)
-class Hunk:
-    old_start: int
-    old_count: int
-    new_start: int
-    new_count: int
-    lines: tuple[Line, ...]
-
-    def post(self) -> tuple[Line, ...]:
-        """The hunk's lines of the new file (context and added), in order."""
-        return tuple(ln for ln in self.lines if ln.kind != "-")
-
-
-@dataclass(frozen=True)
-class FileDiff:
-    old: str | None  # the old file's path; None for an added file
-    new: str | None  # the new file's path; None for a deleted file
-    status: str  # one of STATUSES
-    binary: bool
-    old_mode: str | None
-    new_mode: str | None
-    hunks: tuple[Hunk, ...]
-
-    @property
-    def path(self) -> str:
-        """The patched file's path (the old path for a deletion), as `git apply --numstat`."""
-        return self.new or self.old or ""
-
-    @property
-    def old_path(self) -> str | None:
-        """The old path when it differs from `path` (a rename or a copy)."""
-        return self.old if self.old is not None and self.old != self.path else None
-
-    @property
-    def created(self) -> bool:
-        return self.status == "added"
-
-    @property
-    def deleted(self) -> bool:
-        return self.status == "deleted"
-
-    def added(self) -> list[Line]:
-        return [ln for h in self.hunks for ln in h.lines if ln.kind == "+"]
-
-    def removed(self) -> list[Line]:
-        return [ln for h in self.hunks for ln in h.lines if ln.kind == "-"]
-
-
 # -- the strict reader -------------------------------------------------------------------
 
 
@@ -192,41 +122,51 @@ def check_paths(diff: bytes, filename: str, first_line: int) -> None:
     `filename` and the line; `first_line` is the diff's first line in that file). Hunk
     bodies are skipped by their line counts, as `git apply` reads them; every other line
     that names a path is checked, also a traditional `---`/`+++` header after a hunk."""
-    lineno, at, size = first_line, 0, len(diff)
+    lineno = first_line
     old = new = 0  # lines still to come in the current hunk
-    while at <= size:
-        if old <= 0 and new <= 0:  # between hunks a line names a path only with a space
-            if (space := diff.find(b" ", at)) < 0:  # in it: on to the next such line at
-                return  # once (a binary patch has thousands of base85 lines, with none)
-            begin = max(at, diff.rfind(b"\n", at, space) + 1)
-            lineno, at = lineno + diff.count(b"\n", at, begin), begin
-        end = size if (end := diff.find(b"\n", at)) < 0 else end
-        raw, at = diff[at:end], end + 1
-        if old > 0 or new > 0:
-            kind = raw[:1]
-            if kind in (b" ", b""):
-                old, new = old - 1, new - 1
-            elif kind == b"-":
-                old -= 1
-            elif kind == b"+":
-                new -= 1
-            elif kind != b"\\":
-                old = new = 0  # not a hunk line: the hunk was short; read it as a header
-            if old > 0 or new > 0 or kind in (b" ", b"", b"-", b"+", b"\\"):
-                lineno += 1
-                continue
-        hunk = _HUNK.match(raw)
-        if hunk:
-            old = _number(hunk.group(2))
-            new = _number(hunk.group(4))
-        elif raw.startswith(b"diff --git "):
-            for p in _git_line_candidates(raw[len(b"diff --git "):]):
-                _check_path(p, filename, lineno)
-        else:
-            m = _PATH_LINE.match(raw)
-            if m and not raw.startswith((b"--- /dev/null", b"+++ /dev/null")):
-                _check_path(unquote_path(m.group(1).rstrip(b"\t")), filename, lineno)
-        lineno += 1
+    for piece, skipped in _without_binary_data(diff):
+        for raw in piece.split(b"\n"):
+            if old > 0 or new > 0:
+                kind = raw[:1]
+                if kind in (b" ", b""):
+                    old, new = old - 1, new - 1
+                elif kind == b"-":
+                    old -= 1
+                elif kind == b"+":
+                    new -= 1
+                elif kind != b"\\":
+                    old = new = 0  # not a hunk line: the hunk was short; read it as a header
+                if old > 0 or new > 0 or kind in (b" ", b"", b"-", b"+", b"\\"):
+                    lineno += 1
+                    continue
+            if hunk := _HUNK.match(raw):
+                old = _number(hunk.group(2))
+                new = _number(hunk.group(4))
+            elif raw.startswith(b"diff --git "):
+                for p in _git_line_candidates(raw[len(b"diff --git "):]):
+                    _check_path(p, filename, lineno)
+            else:
+                m = _PATH_LINE.match(raw)
+                if m and not raw.startswith((b"--- /dev/null", b"+++ /dev/null")):
+                    _check_path(unquote_path(m.group(1).rstrip(b"\t")), filename, lineno)
+            lineno += 1
+        lineno += skipped
+
+
+def _without_binary_data(diff: bytes) -> Iterator[tuple[bytes, int]]:
+    """`diff` in pieces of whole lines (each without its last newline), each with how many
+    lines after it are a binary patch's data: the base85 lines after `literal N` or `delta
+    N`, up to a blank line. They hold no space, so no header line, and come between hunks:
+    they name no path, and a reader need not split their thousands of lines."""
+    at = start = 0
+    binary = b"GIT binary patch\n" in diff
+    while binary and (m := _BINARY_DATA.search(diff, start)):
+        end = diff.find(b"\n\n", m.end() - 1) + 1  # the blank line's start
+        if end > at and diff.find(b" ", m.end(), end) < 0:
+            yield diff[at:m.end() - 1], diff.count(b"\n", m.end(), end)
+            at = end
+        start = max(m.end(), at)
+    yield diff[at:], 0
 
 
 def _check_path(path: str, filename: str, lineno: int) -> None:
