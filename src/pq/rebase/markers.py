@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 
+from pq.background import Background
 from pq.git.repo import Git
 
 _MARKER = re.compile(r"^(.*):(\d+): leftover conflict marker$")
@@ -24,8 +25,11 @@ def added_conflict_markers(git: Git, tip: str, pick: str | None = None
     tool's test data say (added by the patch, or carried from its base where upstream
     removed them), are its content, not a leftover: as many of each as that file has are
     not counted (git takes them too)."""
-    found = _marker_lines(git, tip)
-    found.update(_binary_diff_markers(git, tip))
+    # git diffs every changed file twice (--check, --numstat): side by side, on two cores
+    binary = Background(lambda: git.binary_diff_paths("--cached", tip), "pq git diff --numstat")
+    with binary:
+        found = _marker_lines(git, tip)
+    found.update(_binary_diff_markers(git, tip, binary.result()))
     own: Counter[tuple[str, bytes]] = Counter()
     if pick is not None and found:
         paths = list(found)
@@ -72,13 +76,13 @@ def _marker_lines(git: Git, tip: str) -> dict[str, list[tuple[int, bytes]]]:
     return found
 
 
-def _binary_diff_markers(git: Git, tip: str) -> dict[str, list[tuple[int, bytes]]]:
-    """{path: [(line, its bytes)]} of the conflict markers in the files whose diff (the
-    index against `tip`) git calls binary, a `-diff` attribute say, where `git diff
+def _binary_diff_markers(git: Git, tip: str, paths: list[str]
+                         ) -> dict[str, list[tuple[int, bytes]]]:
+    """{path: [(line, its bytes)]} of the conflict markers in `paths`, the files whose diff
+    (the index against `tip`) git calls binary, a `-diff` attribute say, where `git diff
     --check` looks at none: a merge writes markers into such a file all the same, unless
     it holds a NUL byte (git merges that as binary). A marker counts as many times as the
     index's blob has that line beyond `tip`'s."""
-    paths = git.binary_diff_paths("--cached", tip)
     sizes = git.marker_sizes(None, paths)
     blobs = git.odb.read_many([f":{p}" for p in paths] + [f"{tip}:{p}" for p in paths])
     found = {}
