@@ -289,7 +289,7 @@ def test_a_reproducers_committed_build_folder_runs_in_both_modes(tmp_path: Path)
         assert states(audit_json(fork, "--run-mre", *args)) == [("mre-passes", "met")], args
 
 
-@pytest.mark.parametrize(("pattern", "path", "covered"), [
+_GLOB_CASES = [
     ("tinyop/*.py", "tinyop/a.py", True),
     ("tinyop/*.py", "tinyop/sub/deep/other.py", False),  # `*` stays in its folder
     ("tinyop/**/*.py", "tinyop/a.py", True),
@@ -307,9 +307,31 @@ def test_a_reproducers_committed_build_folder_runs_in_both_modes(tmp_path: Path)
     ("lib/[id].py", "lib/[id].py", True),
     ("**a.py", "x/ya.py", False),  # `**` within a name is a `*`
     ("csrc/ops.cc", "csrc/ops.cc", True),
-])
+]
+
+
+@pytest.mark.parametrize(("pattern", "path", "covered"), _GLOB_CASES)
 def test_a_covers_glob_matches_as_a_git_glob_pathspec(pattern: str, path: str,
                                                       covered: bool) -> None:
     from pq.model.metadata import Cover
 
     assert Cover(pattern).matches(path) is covered
+
+
+def test_uncovered_is_every_cover_tried_on_every_path() -> None:
+    """`uncovered` looks plain paths and folders up in sets: the same answer as trying
+    each cover on each path, for any mix of covers (folders with glob characters, a
+    folder and a file of the same name, a path that is a prefix of another's)."""
+    from pq.model.metadata import Cover, uncovered
+
+    patterns = sorted({p for p, _, _ in _GLOB_CASES} | {"csrc", "csrc/k/", "a*/", "tinyop",
+                                                         "tinyop/a.py/", "csrc/ops.c",
+                                                         "a/b/*.py", "a/b/c/**"})
+    paths = sorted({p for _, p, _ in _GLOB_CASES} | {"csrc", "csrc/ops.c", "csrc/ops.cc.bak",
+                                                     "a*/x.py", "ab/x.py", "tinyop",
+                                                     "csrc/k", "x/csrc/k/y", "a/b/c.py",
+                                                     "a/bb/c.py", "a/b/c/d/e.py", "a/b/c"})
+    for n in range(len(patterns) + 1):
+        covers = [Cover(p) for p in patterns[:n]] + [Cover(p) for p in patterns[n::3]]
+        brute = [p for p in paths if not any(c.matches(p) for c in covers)]
+        assert uncovered(paths, covers) == brute, covers

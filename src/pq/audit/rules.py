@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pq.audit import signals
 from pq.model import conditions, dep3
 from pq.model.diff import FileDiff
-from pq.model.metadata import BUILD_ENTRY, COMPAT_GAP, Workaround
+from pq.model.metadata import BUILD_ENTRY, COMPAT_GAP, Workaround, uncovered
 from pq.model.series import PatchEntry
 
 ERROR = "error"
@@ -226,7 +226,7 @@ def check_patch(p: PatchInput) -> list[Finding]:
         out.append(finding("WA006", name, f"marker {wa.marker!r} is not in the lines "
                            f"{name} adds", p.locate(block + ("marker",))))
     if wa.covers is not None:
-        outside = [f.path for f in p.files if not any(c.matches(f.path) for c in wa.covers)]
+        outside = uncovered([f.path for f in p.files], wa.covers)
         if outside:
             out.append(finding("WA007", name, f"{name} changes {', '.join(outside)}, not in "
                                f"covers ({', '.join(str(c) for c in wa.covers)})",
