@@ -5,7 +5,6 @@ file's bytes changed (old and new bytes diffed, cut to hunk headers and changed 
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -16,6 +15,7 @@ from pq.git.repo import Git
 from pq.git.trees import Trees
 from pq.model import diff as diffs
 from pq.model.diff import Hunk
+from pq.model.linediff import unified
 from pq.queue import stack as stack_mod
 from pq.queue.files import is_queue_path
 from pq.rebase import reverts
@@ -393,8 +393,6 @@ def summary(old: bytes, new: bytes, max_lines: int | None = None) -> list[str]:
     `\\xNN`, so that a change of those alone shows as one."""
     if old == new:
         return []
-    diff = difflib.diff_bytes(difflib.unified_diff, old.split(b"\n"), new.split(b"\n"),
-                              lineterm=b"", n=0)  # lines compared as bytes, shown as text
-    lines = [line.decode("utf-8", "backslashreplace").replace("\r", "\\r")
-             for line in list(diff)[2:]]  # without the ---/+++ pair
+    lines = [line.decode("utf-8", "backslashreplace").replace("\r", "\\r")  # compared
+             for line in unified(old.split(b"\n"), new.split(b"\n"))]  # as bytes, shown as text
     return lines if max_lines is None else trim(lines, max_lines)
