@@ -52,20 +52,20 @@ class Cover:
 def uncovered(paths: Iterable[str], covers: Sequence[Cover]) -> list[str]:
     """Those of `paths` that no cover of `covers` matches, as trying each cover on each
     path would find, in time that does not grow with the number of covers: plain paths
-    and folders are looked up in a set, and a glob is tried only on paths under its
-    leading literal folders (`pkg/d3/` for `pkg/d3/f*.py`)."""
+    and folders are looked up in a set, and a glob is tried only on paths that start with
+    its characters before the first `*`, `?` or `[` (`pkg/d3/f` for `pkg/d3/f*.py`)."""
     plain = {c.path for c in covers if not any(ch in c.path for ch in "*?[")}
     globs: dict[str, list[Cover]] = {}
     for c in covers:
         if c.path not in plain:
-            parts = c.path.split("/")
-            literal = next(i for i, seg in enumerate(parts) if any(ch in seg for ch in "*?["))
-            globs.setdefault("".join(seg + "/" for seg in parts[:literal]), []).append(c)
+            lead = next(i for i, ch in enumerate(c.path) if ch in "*?[")
+            globs.setdefault(c.path[:lead], []).append(c)
+    leads = sorted({len(lead) for lead in globs})
 
     def covered(path: str) -> bool:
-        folders = [""] + [path[:i + 1] for i, ch in enumerate(path) if ch == "/"]
-        return path in plain or any(f in plain for f in folders[1:]) or any(
-            g.matches(path) for f in folders for g in globs.get(f, ()))
+        folders = [path[:i + 1] for i, ch in enumerate(path) if ch == "/"]
+        return path in plain or any(f in plain for f in folders) or any(
+            g.matches(path) for n in leads if n <= len(path) for g in globs.get(path[:n], ()))
     return [p for p in paths if not covered(p)]
 
 
