@@ -7,8 +7,9 @@ With PQ_FAULT_RUN=CMD as well, pq runs the shell command CMD at that checkpoint 
 instead (tests use it to change the repository, say `git commit`, while pq works); its
 output goes to pq's stderr. Only the main thread has checkpoints: the threads pq starts
 (a rebase's `git status` while it reads its stack and its `git log` of the upstream
-range while it builds its state, a snapshot's look at a conflict, the drift scan
-alongside a landing, the pre-push checks) change nothing a kill could leave half done,
+range while it builds its state, a snapshot's look at a conflict, `--continue`'s
+`git diff --numstat` beside its `--check`, the drift scan alongside a landing, the
+pre-push checks) change nothing a kill could leave half done,
 and counting their steps would make the numbering depend on timing (nor has a forked
 child: the push's audit, see pq.git.forked); before a fault fires, all but the
 pre-push checks are waited for (pq.background), so that none of their git processes

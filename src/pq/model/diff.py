@@ -11,7 +11,8 @@ from collections.abc import Callable, Iterator
 from itertools import accumulate
 
 from pq.errors import ConfigError
-from pq.model.diffmodel import FileDiff as FileDiff  # (what it reads into: `diffs.FileDiff`)
+from pq.model.diffmodel import STATUSES as STATUSES  # (what it reads into: `diffs.FileDiff`)
+from pq.model.diffmodel import FileDiff as FileDiff
 from pq.model.diffmodel import Hunk as Hunk
 from pq.model.diffmodel import Line as Line
 
